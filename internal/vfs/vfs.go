@@ -1,0 +1,93 @@
+// Package vfs is the filesystem seam of seglog: every byte seglog reads from
+// or writes to disk goes through an FS, so tests can swap the real filesystem
+// for one that simulates power loss (MemFS) or injects errors (InjectFS).
+//
+// Nothing else in the module calls the os package's file functions; a lint
+// test enforces it.
+package vfs
+
+import (
+	"errors"
+	"io"
+	"os"
+)
+
+// ErrNoFd is returned by File.Fd implementations that are not backed by an
+// operating-system descriptor (the in-memory FS). Callers that wanted a
+// descriptor for mmap or sendfile fall back to ReadAt/WriteAt.
+var ErrNoFd = errors.New("vfs: file has no OS descriptor")
+
+// ErrLocked is returned by FS.Lock when another process or another Lock call
+// in this process holds the lock.
+var ErrLocked = errors.New("vfs: lock held by another owner")
+
+// FS is a filesystem. Paths are ordinary slash-separated paths; dir arguments
+// name directories.
+type FS interface {
+	// Create creates name, truncating it if it exists, open for reading and
+	// writing. The new directory entry is not durable until SyncDir.
+	Create(name string) (File, error)
+	// Open opens an existing file read-only.
+	Open(name string) (File, error)
+	// OpenReadWrite opens an existing file for reading and writing. Writes
+	// through File.Write append at the file's current end.
+	OpenReadWrite(name string) (File, error)
+	// Remove removes a file (or an empty directory).
+	Remove(name string) error
+	// Rename atomically renames oldname to newname, replacing newname. The
+	// change is not durable until SyncDir of the directories involved.
+	Rename(oldname, newname string) error
+	// MkdirAll creates dir and any missing parents.
+	MkdirAll(dir string) error
+	// List returns the names (not paths) of the entries of dir, sorted.
+	List(dir string) ([]string, error)
+	// Stat describes name.
+	Stat(name string) (os.FileInfo, error)
+	// SyncDir makes the directory entries of dir durable (fsync of the
+	// directory).
+	SyncDir(dir string) error
+	// Lock takes an exclusive advisory lock (flock) on the file name,
+	// creating it if needed. It fails with an error wrapping ErrLocked if
+	// the lock is held, by this process or another. Close releases it.
+	Lock(name string) (io.Closer, error)
+}
+
+// File is an open file.
+type File interface {
+	io.Closer
+	io.ReaderAt
+	io.WriterAt
+	// Write appends p at the file's current write position, which starts at
+	// the file's size when opened and advances with each Write.
+	io.Writer
+	// Name returns the path the file was opened with.
+	Name() string
+	// Size returns the current size of the file.
+	Size() (int64, error)
+	// Sync makes the file's data durable (fdatasync).
+	Sync() error
+	// Truncate sets the size of the file; the write position moves to size
+	// if it was past it.
+	Truncate(size int64) error
+	// Preallocate reserves disk blocks for [off, off+length) and extends the
+	// file size to cover it (fallocate mode 0), so a later store into that
+	// range cannot fail for lack of space.
+	Preallocate(off, length int64) error
+	// Map maps the first length bytes of the file into memory (length must
+	// not exceed the file's size). Writes to the returned bytes reach the
+	// file; they are durable after Mapping.Flush.
+	Map(length int, writable bool) (Mapping, error)
+	// Fd returns the operating-system descriptor, for sendfile, or an error
+	// wrapping ErrNoFd.
+	Fd() (uintptr, error)
+}
+
+// Mapping is a memory mapping of a file's prefix.
+type Mapping interface {
+	// Bytes returns the mapped memory. It must not be used after Unmap.
+	Bytes() []byte
+	// Flush makes stores into the mapping durable (msync).
+	Flush() error
+	// Unmap releases the mapping.
+	Unmap() error
+}
