@@ -1,0 +1,307 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/edsrzf/mmap-go"
+	"golang.org/x/sys/unix"
+)
+
+// Default is the real filesystem of the operating system.
+var Default FS = osFS{}
+
+// OS returns the real filesystem of the operating system (the same value as
+// Default).
+func OS() FS { return osFS{} }
+
+// osFS is the real filesystem. Data durability uses fdatasync, directory
+// durability fsync of the directory, space reservation fallocate and locks
+// flock, so its guarantees are exactly those the kernel documents for them.
+type osFS struct{}
+
+var _ FS = osFS{}
+
+func (osFS) Create(name string) (File, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &osFile{f: f, name: name}, nil
+}
+
+func (osFS) Open(name string) (File, error) {
+	return openOS(name, os.O_RDONLY)
+}
+
+func (osFS) OpenReadWrite(name string) (File, error) {
+	return openOS(name, os.O_RDWR)
+}
+
+// openOS opens an existing file with the write position at its end.
+func openOS(name string, flag int) (File, error) {
+	f, err := os.OpenFile(name, flag, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, &os.PathError{Op: "open", Path: name, Err: unix.EISDIR}
+	}
+	return &osFile{f: f, name: name, pos: fi.Size()}, nil
+}
+
+func (osFS) Remove(name string) error { return os.Remove(name) }
+
+func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+func (osFS) List(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir) // sorted by name
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
+func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
+
+func (osFS) SyncDir(dir string) error {
+	d, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return &os.PathError{Op: "syncdir", Path: dir, Err: unwrapOr(err)}
+	}
+	return d.Close()
+}
+
+// Lock uses flock(2). flock locks belong to the open file description, and
+// every Lock call opens the file anew, so two Lock calls in one process
+// conflict just as two processes do.
+func (osFS) Lock(name string) (io.Closer, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	err = control(f, func(fd int) error {
+		for {
+			err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+			if err != unix.EINTR {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			err = fmt.Errorf("%w (%w)", ErrLocked, err)
+		}
+		return nil, &os.PathError{Op: "lock", Path: name, Err: err}
+	}
+	return f, nil
+}
+
+// control runs fn with f's descriptor while keeping f from being closed
+// concurrently.
+func control(f *os.File, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var opErr error
+	if err := rc.Control(func(fd uintptr) { opErr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return opErr
+}
+
+// osFile is an open real file. Write uses pwrite at a tracked position rather
+// than O_APPEND or the kernel's file offset, so WriteAt and ReadAt (pread,
+// pwrite) never move it and concurrent readers need no lock.
+type osFile struct {
+	f    *os.File
+	name string
+
+	mu  sync.Mutex // guards pos and serialises Write
+	pos int64
+}
+
+var _ File = (*osFile)(nil)
+
+func (f *osFile) Close() error { return f.f.Close() }
+
+func (f *osFile) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
+
+func (f *osFile) WriteAt(p []byte, off int64) (int, error) { return f.f.WriteAt(p, off) }
+
+func (f *osFile) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.f.WriteAt(p, f.pos)
+	f.pos += int64(n)
+	if err != nil {
+		return n, withOp(err, "write")
+	}
+	return n, nil
+}
+
+// withOp renames the operation of a *PathError, so a failed Write reports
+// "write" rather than os.File's "writeat".
+func withOp(err error, op string) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return &os.PathError{Op: op, Path: pe.Path, Err: pe.Err}
+	}
+	return err
+}
+
+func (f *osFile) Name() string { return f.name }
+
+func (f *osFile) Size() (int64, error) {
+	fi, err := f.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// Sync uses fdatasync: seglog never depends on mtime, and the size change of
+// an append is metadata fdatasync does write.
+func (f *osFile) Sync() error {
+	err := control(f.f, func(fd int) error {
+		for {
+			err := unix.Fdatasync(fd)
+			if err != unix.EINTR {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return &os.PathError{Op: "sync", Path: f.name, Err: err}
+	}
+	return nil
+}
+
+func (f *osFile) Truncate(size int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.f.Truncate(size); err != nil {
+		return err
+	}
+	if f.pos > size {
+		f.pos = size
+	}
+	return nil
+}
+
+// Preallocate uses fallocate mode 0. Filesystems without fallocate (EOPNOTSUPP,
+// e.g. some network or FUSE filesystems) get an ftruncate extension instead:
+// the size is right but blocks are not reserved, so a later store into the
+// range can still fail with ENOSPC (or SIGBUS through a mapping).
+func (f *osFile) Preallocate(off, length int64) error {
+	if off < 0 || length <= 0 {
+		return &os.PathError{Op: "preallocate", Path: f.name, Err: unix.EINVAL}
+	}
+	err := control(f.f, func(fd int) error {
+		for {
+			err := unix.Fallocate(fd, 0, off, length)
+			if err != unix.EINTR {
+				return err
+			}
+		}
+	})
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		err = nil
+		fi, serr := f.f.Stat()
+		if serr != nil {
+			return serr
+		}
+		if end := off + length; end > fi.Size() {
+			return f.f.Truncate(end)
+		}
+	}
+	if err != nil {
+		return &os.PathError{Op: "preallocate", Path: f.name, Err: err}
+	}
+	return nil
+}
+
+func (f *osFile) Map(length int, writable bool) (Mapping, error) {
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if length < 0 || int64(length) > size {
+		return nil, &os.PathError{Op: "map", Path: f.name,
+			Err: fmt.Errorf("length %d outside file size %d: %w", length, size, fs.ErrInvalid)}
+	}
+	if length == 0 {
+		// mmap rejects empty mappings; an empty slice behaves the same.
+		return &osMapping{name: f.name}, nil
+	}
+	prot := mmap.RDONLY
+	if writable {
+		prot = mmap.RDWR
+	}
+	m, err := mmap.MapRegion(f.f, length, prot, 0, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "map", Path: f.name, Err: unwrapOr(err)}
+	}
+	return &osMapping{m: m, name: f.name}, nil
+}
+
+func (f *osFile) Fd() (uintptr, error) { return f.f.Fd(), nil }
+
+// osMapping is an mmap of a real file.
+type osMapping struct {
+	m    mmap.MMap
+	name string
+}
+
+func (m *osMapping) Bytes() []byte { return m.m }
+
+// Flush uses msync(MS_SYNC).
+func (m *osMapping) Flush() error {
+	if len(m.m) == 0 {
+		return nil
+	}
+	if err := m.m.Flush(); err != nil {
+		return &os.PathError{Op: "msync", Path: m.name, Err: unwrapOr(err)}
+	}
+	return nil
+}
+
+func (m *osMapping) Unmap() error {
+	if m.m == nil {
+		return nil
+	}
+	if err := m.m.Unmap(); err != nil {
+		return &os.PathError{Op: "munmap", Path: m.name, Err: unwrapOr(err)}
+	}
+	return nil
+}
+
+// unwrapOr returns the error err wraps, or err itself if it wraps nothing.
+func unwrapOr(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
+}
