@@ -1,0 +1,257 @@
+package record
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// Builder encodes records into one RecordBatch v2. Create it with
+// NewBuilder, set the batch-level fields, Add records, then Build. Reset
+// starts the next batch; the builder keeps its buffers (and its settings),
+// so once the buffers have grown to the batch size, adding records
+// allocates nothing.
+//
+// Setters that affect timestamps (SetBaseTimestamp, SetDeleteHorizon) must
+// be called before the first record is added, because record timestamps
+// are encoded as deltas from the base timestamp.
+type Builder struct {
+	codec         Codec
+	attrs         byte
+	baseOffset    int64
+	leaderEpoch   int32
+	producerID    int64
+	producerEpoch int16
+	baseSequence  int32
+	appendTime    int64
+
+	baseTS       int64
+	baseTSSet    bool
+	maxTS        int64
+	lastDelta    int32
+	minLastDelta int32
+	count        int32
+
+	// out holds the header followed by the record section. Uncompressed
+	// records are encoded straight into it; compressed ones go to raw and
+	// are compressed into out by Build.
+	out []byte
+	raw []byte
+}
+
+// NewBuilder returns a builder for batches compressed with codec. Producer
+// id, epoch and base sequence start at -1, the leader epoch at -1, the
+// base offset at 0, the timestamp type at CreateTime.
+func NewBuilder(codec Codec) *Builder {
+	b := &Builder{codec: codec, producerID: -1, producerEpoch: -1, baseSequence: -1, leaderEpoch: -1}
+	b.Reset()
+	return b
+}
+
+// Reset discards the records added so far, keeping the settings and the
+// buffers. A Batch returned by an earlier Build is overwritten by the next
+// batch built.
+func (b *Builder) Reset() {
+	b.out = append(b.out[:0], make([]byte, HeaderSize)...)
+	b.raw = b.raw[:0]
+	b.count, b.lastDelta, b.maxTS = 0, -1, -1
+	b.baseTSSet = b.attrs&attrDeleteHorizon != 0
+	if !b.baseTSSet {
+		b.baseTS = -1
+	}
+}
+
+// Codec is the builder's codec.
+func (b *Builder) Codec() Codec { return b.codec }
+
+// SetCodec changes the codec; call it between batches.
+func (b *Builder) SetCodec(c Codec) { b.codec = c }
+
+// SetBaseOffset sets the offset record offsets are relative to.
+func (b *Builder) SetBaseOffset(off int64) { b.baseOffset = off }
+
+// SetPartitionLeaderEpoch sets the leader epoch field.
+func (b *Builder) SetPartitionLeaderEpoch(epoch int32) { b.leaderEpoch = epoch }
+
+// SetProducer sets the idempotent producer's id, epoch and the sequence
+// of the first record (-1, -1, -1 for none).
+func (b *Builder) SetProducer(id int64, epoch int16, baseSequence int32) {
+	b.producerID, b.producerEpoch, b.baseSequence = id, epoch, baseSequence
+}
+
+// SetTransactional marks the batch as part of a transaction.
+func (b *Builder) SetTransactional(on bool) { b.setAttr(attrTransactional, on) }
+
+// SetControl marks the batch as holding control records.
+func (b *Builder) SetControl(on bool) { b.setAttr(attrControl, on) }
+
+// SetLogAppendTime switches the batch to LogAppendTime with the given
+// append time as its max timestamp; a negative ts switches back to
+// CreateTime.
+func (b *Builder) SetLogAppendTime(ts int64) {
+	b.setAttr(attrLogAppendTime, ts >= 0)
+	b.appendTime = ts
+}
+
+// SetBaseTimestamp fixes the base timestamp of the current batch instead
+// of taking the first record's; AddRecord deltas are relative to it. Reset
+// clears it (unlike the other settings).
+func (b *Builder) SetBaseTimestamp(ts int64) { b.baseTS, b.baseTSSet = ts, true }
+
+// SetDeleteHorizon sets the compaction delete horizon (KIP-534): attribute
+// bit 6, and ts stored as the base timestamp. A negative ts clears it.
+func (b *Builder) SetDeleteHorizon(ts int64) {
+	b.setAttr(attrDeleteHorizon, ts >= 0)
+	if ts >= 0 {
+		b.SetBaseTimestamp(ts)
+	}
+}
+
+// SetLastOffsetDelta makes the batch's lastOffsetDelta at least d, for
+// rewriting a compacted batch whose last records were removed but whose
+// last offset must survive. It stays in force until set to 0.
+func (b *Builder) SetLastOffsetDelta(d int32) { b.minLastDelta = d }
+
+func (b *Builder) setAttr(bit byte, on bool) {
+	if on {
+		b.attrs |= bit
+	} else {
+		b.attrs &^= bit
+	}
+}
+
+// NumRecords is the number of records added since the last Reset.
+func (b *Builder) NumRecords() int { return int(b.count) }
+
+// UncompressedSize is the size the batch would have uncompressed: the
+// header plus the encoded records.
+func (b *Builder) UncompressedSize() int {
+	if b.codec == None {
+		return len(b.out)
+	}
+	return HeaderSize + len(b.raw)
+}
+
+// Add appends r, with its offset relative to the base offset (so the
+// first record of a batch with base offset 0 has Offset 0) and its
+// absolute timestamp. Offsets must increase within a batch.
+func (b *Builder) Add(r Record) error {
+	d := r.Offset - b.baseOffset
+	if d < 0 || d > math.MaxInt32 {
+		return fmt.Errorf("record: offset %d outside the batch (base %d)", r.Offset, b.baseOffset)
+	}
+	if !b.baseTSSet {
+		b.baseTS, b.baseTSSet = r.Timestamp, true
+	}
+	return b.AddRecord(int32(d), r.Timestamp-b.baseTS, r.Key, r.Value, r.Headers)
+}
+
+// AddRecord appends a record given by its deltas from the base offset and
+// base timestamp. A nil key or value is encoded as null.
+func (b *Builder) AddRecord(offsetDelta int32, timestampDelta int64, key, value []byte, headers []Header) error {
+	if offsetDelta <= b.lastDelta {
+		return fmt.Errorf("record: offset delta %d does not follow %d", offsetDelta, b.lastDelta)
+	}
+	if b.count == math.MaxInt32 {
+		return fmt.Errorf("record: too many records")
+	}
+	if !b.baseTSSet {
+		b.baseTS, b.baseTSSet = 0, true
+	}
+	body := 1 + varintLen(timestampDelta) + varintLen(int64(offsetDelta)) +
+		bytesLen(key) + bytesLen(value) + varintLen(int64(len(headers)))
+	for _, h := range headers {
+		body += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	}
+	if body > math.MaxInt32 {
+		return fmt.Errorf("record: record of %d bytes too large: %w", body, ErrTooLarge)
+	}
+	buf := &b.out
+	if b.codec != None {
+		buf = &b.raw
+	}
+	dst := *buf
+	if cap(dst)-len(dst) < body+5 {
+		dst = grow(dst, body+5)
+	}
+	dst = appendVarint(dst, int64(body))
+	dst = append(dst, 0)
+	dst = appendVarint(dst, timestampDelta)
+	dst = appendVarint(dst, int64(offsetDelta))
+	dst = appendBytes(dst, key)
+	dst = appendBytes(dst, value)
+	dst = appendVarint(dst, int64(len(headers)))
+	for _, h := range headers {
+		dst = appendVarint(dst, int64(len(h.Key)))
+		dst = append(dst, h.Key...)
+		dst = appendBytes(dst, h.Value)
+	}
+	*buf = dst
+	b.lastDelta = offsetDelta
+	b.count++
+	if ts := b.baseTS + timestampDelta; ts > b.maxTS {
+		b.maxTS = ts
+	}
+	return nil
+}
+
+func bytesLen(v []byte) int {
+	if v == nil {
+		return 1
+	}
+	return varintLen(int64(len(v))) + len(v)
+}
+
+func appendBytes(dst, v []byte) []byte {
+	if v == nil {
+		return append(dst, 1) // zig-zag -1
+	}
+	dst = appendVarint(dst, int64(len(v)))
+	return append(dst, v...)
+}
+
+// Build finishes the batch: compresses the records if needed, fills in the
+// header and the CRC. The returned Batch aliases the builder's buffer and
+// is valid until the next Reset or Build. An empty batch has no record
+// bytes, whatever the codec, and base and max timestamps of -1 (unless
+// set otherwise).
+func (b *Builder) Build() (Batch, error) {
+	if b.codec != None {
+		b.out = b.out[:HeaderSize]
+		if b.count > 0 {
+			var err error
+			if b.out, err = compress(b.out, b.codec, b.raw); err != nil {
+				return nil, fmt.Errorf("record: %v compression: %w", b.codec, err)
+			}
+		}
+	}
+	if len(b.out)-LogOverhead > math.MaxInt32 {
+		return nil, fmt.Errorf("record: batch of %d bytes: %w", len(b.out), ErrTooLarge)
+	}
+	h := b.out[:HeaderSize]
+	be := binary.BigEndian
+	be.PutUint64(h[offBaseOffset:], uint64(b.baseOffset))
+	be.PutUint32(h[offBatchLength:], uint32(len(b.out)-LogOverhead))
+	be.PutUint32(h[offLeaderEpoch:], uint32(b.leaderEpoch))
+	h[offMagic] = CurrentMagic
+	h[offAttributes] = 0
+	h[offAttributes+1] = b.attrs | byte(b.codec)&attrCodecMask
+	be.PutUint32(h[offLastOffsetDelta:], uint32(max(b.lastDelta, b.minLastDelta, 0)))
+	baseTS := b.baseTS
+	if !b.baseTSSet {
+		baseTS = -1
+	}
+	be.PutUint64(h[offBaseTimestamp:], uint64(baseTS))
+	maxTS := b.maxTS
+	if b.attrs&attrLogAppendTime != 0 {
+		maxTS = b.appendTime
+	}
+	be.PutUint64(h[offMaxTimestamp:], uint64(maxTS))
+	be.PutUint64(h[offProducerID:], uint64(b.producerID))
+	be.PutUint16(h[offProducerEpoch:], uint16(b.producerEpoch))
+	be.PutUint32(h[offBaseSequence:], uint32(b.baseSequence))
+	be.PutUint32(h[offRecordsCount:], uint32(b.count))
+	batch := Batch(b.out)
+	be.PutUint32(h[offCRC:], batch.ComputeCRC())
+	return batch, nil
+}

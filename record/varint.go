@@ -1,0 +1,77 @@
+package record
+
+// Kafka's varints are zig-zag encoded base-128, little-endian groups of 7
+// bits. Java rejects a 32-bit varint longer than 5 bytes and a 64-bit one
+// longer than 10; we do the same and also reject final bytes carrying bits
+// beyond the type's width, so an accepted varint always has one meaning.
+
+// varintErr classifies a varint failure for the caller's message.
+type varintErr uint8
+
+const (
+	varintOK varintErr = iota
+	varintShort
+	varintOverlong
+)
+
+// varint32 decodes a 32-bit varint from b at i, returning the zig-zag
+// decoded value and the index after it.
+func varint32(b []byte, i int) (int32, int, varintErr) {
+	var x uint32
+	for s := uint(0); s < 35; s += 7 {
+		if i >= len(b) {
+			return 0, i, varintShort
+		}
+		c := b[i]
+		i++
+		if s == 28 && c > 0x0f {
+			return 0, i, varintOverlong
+		}
+		x |= uint32(c&0x7f) << s
+		if c < 0x80 {
+			return int32(x>>1) ^ -int32(x&1), i, varintOK
+		}
+	}
+	return 0, i, varintOverlong
+}
+
+// varint64 decodes a 64-bit varint from b at i.
+func varint64(b []byte, i int) (int64, int, varintErr) {
+	var x uint64
+	for s := uint(0); s < 70; s += 7 {
+		if i >= len(b) {
+			return 0, i, varintShort
+		}
+		c := b[i]
+		i++
+		if s == 63 && c > 0x01 {
+			return 0, i, varintOverlong
+		}
+		x |= uint64(c&0x7f) << s
+		if c < 0x80 {
+			return int64(x>>1) ^ -int64(x&1), i, varintOK
+		}
+	}
+	return 0, i, varintOverlong
+}
+
+// varintLen is the encoded size of v as a zig-zag varint.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
+
+// appendVarint appends v zig-zag encoded.
+func appendVarint(b []byte, v int64) []byte {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	for u >= 0x80 {
+		b = append(b, byte(u)|0x80)
+		u >>= 7
+	}
+	return append(b, byte(u))
+}
