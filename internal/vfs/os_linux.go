@@ -271,14 +271,18 @@ func (f *osFile) Fd() (uintptr, error) { return f.f.Fd(), nil }
 
 // osMapping is an mmap of a real file.
 type osMapping struct {
-	m    mmap.MMap
-	name string
+	m        mmap.MMap
+	name     string
+	unmapped bool
 }
 
 func (m *osMapping) Bytes() []byte { return m.m }
 
 // Flush uses msync(MS_SYNC).
 func (m *osMapping) Flush() error {
+	if m.unmapped {
+		return &os.PathError{Op: "msync", Path: m.name, Err: os.ErrClosed}
+	}
 	if len(m.m) == 0 {
 		return nil
 	}
@@ -289,7 +293,11 @@ func (m *osMapping) Flush() error {
 }
 
 func (m *osMapping) Unmap() error {
-	if m.m == nil {
+	if m.unmapped {
+		return &os.PathError{Op: "munmap", Path: m.name, Err: os.ErrClosed}
+	}
+	m.unmapped = true
+	if len(m.m) == 0 {
 		return nil
 	}
 	if err := m.m.Unmap(); err != nil {

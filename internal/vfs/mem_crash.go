@@ -1,0 +1,105 @@
+package vfs
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// CrashOptions chooses how much unsynced state a simulated power loss keeps.
+// The zero value keeps none: exactly what was synced survives.
+type CrashOptions struct {
+	// Rand drives every random choice; with the same seed and the same
+	// history the crash is the same. Nil disables the choices below.
+	Rand *rand.Rand
+	// KeepUnsynced is the probability, per file whose current contents run
+	// past its synced contents, that a random prefix (possibly empty,
+	// possibly all) of those unsynced bytes survives: a torn tail. Unsynced
+	// stores below the synced length are always lost.
+	KeepUnsynced float64
+	// KeepUnsyncedEntries is the probability, per directory, that its
+	// current entries survive instead of those of its last SyncDir, as when
+	// the filesystem's journal happened to commit them.
+	KeepUnsyncedEntries float64
+}
+
+// CrashClone returns a new MemFS holding what would be on disk if the
+// machine lost power now: every directory with the entries of its last
+// SyncDir, every file with the contents of its last Sync (empty if it was
+// never synced). Open files, mappings and locks do not carry over; m itself
+// is unchanged and stays usable.
+func (m *MemFS) CrashClone() *MemFS { return m.CrashCloneWith(CrashOptions{}) }
+
+// CrashCloneWith is CrashClone with some unsynced state kept at random, as
+// o describes.
+func (m *MemFS) CrashCloneWith(o CrashOptions) *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := NewMem()
+	c.now.Store(m.now.Load())
+	c.tick.Store(m.tick.Load())
+	cr := crasher{o: o, memo: make(map[*memNode]*memNode)}
+	c.root = cr.dir(m.root)
+	return c
+}
+
+// crasher copies a MemFS tree as a power loss leaves it.
+type crasher struct {
+	o    CrashOptions
+	memo map[*memNode]*memNode // so one inode under two names stays one inode
+}
+
+func (cr *crasher) chance(p float64) bool {
+	return cr.o.Rand != nil && p > 0 && cr.o.Rand.Float64() < p
+}
+
+func (cr *crasher) dir(d *memNode) *memNode {
+	if c, ok := cr.memo[d]; ok {
+		return c
+	}
+	c := newDirNode(d.dirTime)
+	cr.memo[d] = c
+	view := d.durable
+	if cr.chance(cr.o.KeepUnsyncedEntries) {
+		view = d.entries
+	}
+	// Sorted, so the random draws happen in the same order every time.
+	names := make([]string, 0, len(view))
+	for name := range view {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		n := view[name]
+		var cn *memNode
+		if n.dir {
+			cn = cr.dir(n)
+		} else {
+			cn = cr.file(n)
+		}
+		c.entries[name] = cn
+		c.durable[name] = cn
+	}
+	return c
+}
+
+func (cr *crasher) file(n *memNode) *memNode {
+	if c, ok := cr.memo[n]; ok {
+		return c
+	}
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	data := append([]byte(nil), n.synced...)
+	if extra := len(n.data) - len(n.synced); extra > 0 && cr.chance(cr.o.KeepUnsynced) {
+		k := cr.o.Rand.IntN(extra + 1)
+		data = append(data, n.data[len(n.synced):len(n.synced)+k]...)
+	}
+	c := &memNode{
+		data:    data,
+		synced:  append([]byte(nil), data...),
+		dirty:   math.MaxInt,
+		modTime: n.modTime,
+	}
+	cr.memo[n] = c
+	return c
+}
