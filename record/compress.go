@@ -135,8 +135,9 @@ func appendXerial(dst, src []byte) []byte {
 		n := min(len(src), xerialBlockSize)
 		at := len(dst)
 		dst = grow(dst, 4+s2.MaxEncodedLen(n))
-		enc := s2.EncodeSnappy(dst[at+4:cap(dst)], src[:n])
-		binary.BigEndian.PutUint32(dst[at:], uint32(len(enc)))
+		full := dst[:cap(dst)]
+		enc := s2.EncodeSnappy(full[at+4:], src[:n])
+		binary.BigEndian.PutUint32(full[at:], uint32(len(enc)))
 		dst = dst[:at+4+len(enc)]
 		src = src[n:]
 	}
