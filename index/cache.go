@@ -1,0 +1,125 @@
+package index
+
+import (
+	"container/list"
+	"sync"
+	"sync/atomic"
+)
+
+// Cache bounds how many sealed (read-only) indexes are memory-mapped at once
+// across a log, unmapping the least recently used. A log with 10,000 sealed
+// segments thus costs no mappings until they are read, and a bounded number
+// afterwards (each mapping also holds a file descriptor).
+//
+// Writable (active) indexes are never counted or evicted: they stay mapped
+// while they are appended to.
+//
+// A nil *Cache is valid and means "unbounded": indexes are still mapped
+// lazily on first use but never unmapped until sealed state changes or they
+// are closed.
+type Cache struct {
+	max int
+
+	// mu guards lru and every member's elem. Holders of mu never block on an
+	// index's lock (they only TryLock), so an index may call into the Cache
+	// while holding its own lock.
+	mu  sync.Mutex
+	lru list.List // of *base; front = most recently used
+
+	// tick advances on every reordering; an index whose stamp equals tick is
+	// already at the front, so repeated lookups on one index skip mu.
+	tick      atomic.Uint64
+	maps      atomic.Uint64
+	evictions atomic.Uint64
+}
+
+// CacheStats is a snapshot of a Cache's counters.
+type CacheStats struct {
+	// Mapped is the number of sealed indexes mapped now.
+	Mapped int
+	// Maps counts lazy mappings of sealed indexes since the Cache was made.
+	Maps uint64
+	// Evictions counts indexes unmapped to respect the bound.
+	Evictions uint64
+}
+
+// NewCache returns a Cache that keeps at most maxMapped sealed indexes
+// mapped; maxMapped <= 0 means unbounded (but counted).
+//
+// The bound can be exceeded briefly when every mapped index is in use by a
+// concurrent lookup: an index is never unmapped under a reader, and the
+// excess is evicted by later mappings.
+func NewCache(maxMapped int) *Cache {
+	return &Cache{max: maxMapped}
+}
+
+// Stats returns the current counters. A nil Cache reports zeros.
+func (c *Cache) Stats() CacheStats {
+	if c == nil {
+		return CacheStats{}
+	}
+	c.mu.Lock()
+	n := c.lru.Len()
+	c.mu.Unlock()
+	return CacheStats{Mapped: n, Maps: c.maps.Load(), Evictions: c.evictions.Load()}
+}
+
+// admit records that x was just mapped and evicts others over the bound.
+// The caller holds x.mu exclusively.
+func (c *Cache) admit(x *base) {
+	if c == nil {
+		return
+	}
+	c.maps.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if x.elem == nil {
+		x.elem = c.lru.PushFront(x)
+	} else {
+		c.lru.MoveToFront(x.elem)
+	}
+	x.stamp.Store(c.tick.Add(1))
+	if c.max <= 0 {
+		return
+	}
+	for e := c.lru.Back(); e != nil && c.lru.Len() > c.max; {
+		prev := e.Prev()
+		y := e.Value.(*base)
+		// TryLock fails while a lookup holds y (or y is mid-operation);
+		// skipping it keeps mappings valid under readers.
+		if y != x && y.mu.TryLock() {
+			c.lru.Remove(e)
+			y.elem = nil
+			y.unmapLocked()
+			y.mu.Unlock()
+			c.evictions.Add(1)
+		}
+		e = prev
+	}
+}
+
+// touch marks x as most recently used. The caller holds x.mu (shared).
+func (c *Cache) touch(x *base) {
+	if c == nil || x.stamp.Load() == c.tick.Load() {
+		return
+	}
+	c.mu.Lock()
+	if x.elem != nil {
+		c.lru.MoveToFront(x.elem)
+		x.stamp.Store(c.tick.Add(1))
+	}
+	c.mu.Unlock()
+}
+
+// forget removes x from the Cache. The caller holds x.mu exclusively.
+func (c *Cache) forget(x *base) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if x.elem != nil {
+		c.lru.Remove(x.elem)
+		x.elem = nil
+	}
+	c.mu.Unlock()
+}
