@@ -1,0 +1,71 @@
+// Command seglog writes, reads, inspects, checks and benchmarks seglog
+// partition logs (and Kafka partition directories).
+//
+// Each subcommand lives in its own file and registers itself on the root
+// command from an init function.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a specific exit status out of a command (fsck's codes
+// follow fsck(8)); any other error exits with status 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// newRoot builds the command tree. Tests build a fresh one per run so
+// flags do not leak between runs.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "seglog",
+		Short:         "Kafka-compatible partition log storage: produce, consume, dump, fsck, bench",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	for _, add := range subcommands {
+		root.AddCommand(add())
+	}
+	return root
+}
+
+// subcommands holds the constructors registered by each command's file.
+var subcommands []func() *cobra.Command
+
+func register(c func() *cobra.Command) { subcommands = append(subcommands, c) }
+
+// run executes the CLI with args and returns the process exit status.
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "seglog:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "seglog:", err)
+	return 1
+}
+
+func main() { os.Exit(run(os.Args[1:])) }
