@@ -130,3 +130,8 @@ func checkReceived(t testing.TB, res received, want []byte) {
 // deadline bounds a transfer that a bug could make hang, so the test fails
 // instead of timing out.
 func deadline() time.Time { return time.Now().Add(20 * time.Second) }
+
+func sha(b []byte) []byte {
+	s := sha256.Sum256(b)
+	return s[:]
+}
