@@ -163,14 +163,15 @@ func (it *Iterator) decode() error {
 	end := p + int(length)
 	body := d[:end] // bounds every field read to this record
 	p++             // attributes: unused, any value accepted as Java does
-	tsDelta, p, e := varint64(body, p)
+	tsDelta, q, e := varint64(body, p)
 	if e != varintOK {
 		return it.varintFail(p, e, "timestamp delta")
 	}
-	offDelta, p, e := varint32(body, p)
+	offDelta, q2, e := varint32(body, q)
 	if e != varintOK {
-		return it.varintFail(p, e, "offset delta")
+		return it.varintFail(q, e, "offset delta")
 	}
+	p = q2
 	var key, value []byte
 	var err error
 	if key, p, err = it.bytesField(body, p, "key"); err != nil {
