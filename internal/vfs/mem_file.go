@@ -190,7 +190,7 @@ func resizeCopy(b []byte, size, keep int) []byte {
 	if size <= cap(b) {
 		return b[:size]
 	}
-	nb := make([]byte, size, size+size/4)
+	nb := make([]byte, size, 2*size)
 	copy(nb, b[:keep])
 	return nb
 }

@@ -3,7 +3,47 @@
 // for one that simulates power loss (MemFS) or injects errors (InjectFS).
 //
 // Nothing else in the module calls the os package's file functions; a lint
-// test enforces it.
+// test (internal/lint) enforces it.
+//
+// # Implementations
+//
+// Default (also OS()) is the real filesystem: Write appends with pwrite at a
+// position the File tracks, so ReadAt and WriteAt never move it; Sync is
+// fdatasync; SyncDir fsyncs the directory; Preallocate is fallocate mode 0;
+// Lock is flock(LOCK_EX|LOCK_NB) on a fresh open file description, so two
+// Locks conflict even within one process; Map is a shared mmap and Flush is
+// msync. Errors are *os.PathError values carrying the path.
+//
+// NewMem returns a MemFS, an in-memory filesystem for crash tests. Inject
+// wraps any FS so that an Injector can fail chosen operations with
+// identifiable errors (errors.Is(err, ErrInjected) and the chosen errno).
+//
+// # Crash model
+//
+// MemFS models the guarantees POSIX and Linux give, and no more:
+//
+//   - File data is durable only once File.Sync returns (or, for the mapped
+//     range, Mapping.Flush). A crash keeps each file's contents as of its
+//     last Sync: stores since then are lost, a file never synced comes
+//     back empty, and an unsynced Truncate or Preallocate is undone.
+//   - A directory entry (Create, Rename, Remove of a file) is durable only
+//     once SyncDir of its directory returns. A crash keeps each directory's
+//     entries as of its last SyncDir: a created file whose directory was not
+//     synced disappears, even if its data was synced; an unsynced rename is
+//     undone (the old name is back, and a replaced file with it); an
+//     unsynced remove is undone.
+//   - Data and entries are independent: syncing one says nothing about the
+//     other. A file whose entry is durable but whose data is not comes back
+//     with its last synced contents.
+//   - Directories themselves (MkdirAll, and removing or renaming a
+//     directory) are durable at once; see MemFS.
+//
+// CrashClone returns the strict result. CrashCloneWith can also keep, with a
+// chosen probability and a seeded random source, part of what was not
+// synced: a random prefix of each file's unsynced appended bytes (a torn
+// tail, as when some pages reached the disk) or a directory's unsynced
+// entries (as when the journal committed them). Recovery code must accept
+// every one of these outcomes.
 package vfs
 
 import (
