@@ -1,0 +1,60 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/seglog/seglog/record"
+)
+
+// Sentinel errors. Match them with errors.Is.
+var (
+	// ErrTornTail means the .log ends inside an entry: the normal trace of
+	// a write cut short by a crash. Recover reports it (as a
+	// *PositionError) and truncates the partial entry. It is not
+	// record.ErrCorrupt, so callers can tell a torn tail from damage.
+	ErrTornTail = errors.New("segment: partial entry at end of file")
+	// ErrOffsetOrder means a batch's offsets do not follow the previous
+	// batch's (or fall outside the segment's 32-bit relative range). Scans
+	// report it wrapped in a *record.CorruptionError.
+	ErrOffsetOrder = errors.New("segment: batch offsets out of order")
+	// ErrBadAppend means Append was given a batch that cannot go at the end
+	// of this segment: too short, a length field that disagrees with its
+	// size, an offset not above the segment's next offset, or an offset or
+	// position outside the 32-bit relative range. Nothing was written.
+	ErrBadAppend = errors.New("segment: batch cannot be appended")
+	// ErrSealed means a mutation was attempted on a sealed segment.
+	ErrSealed = errors.New("segment: sealed")
+	// ErrClosed means the segment was closed or removed.
+	ErrClosed = errors.New("segment: closed")
+	// ErrExists means Create found files of the segment already present.
+	ErrExists = errors.New("segment: files already exist")
+)
+
+// PositionError reports a problem at a byte position of a segment file that
+// is not a corrupt batch (see ErrTornTail). Damaged batches are reported as
+// *record.CorruptionError with File and Pos set to the file and the file
+// position.
+type PositionError struct {
+	File string
+	Pos  int64
+	Err  error
+}
+
+// Error describes the problem with its file and position.
+func (e *PositionError) Error() string {
+	return fmt.Sprintf("segment: %s at byte %d: %v", e.File, e.Pos, e.Err)
+}
+
+// Unwrap returns the sentinel.
+func (e *PositionError) Unwrap() error { return e.Err }
+
+// corruptAt reports damage at file position pos; reason may be a record
+// error with a batch-relative position, which is shifted to the file.
+func corruptAt(file string, pos int64, reason error) error {
+	var ce *record.CorruptionError
+	if errors.As(reason, &ce) {
+		return record.Offset(reason, file, pos)
+	}
+	return &record.CorruptionError{File: file, Pos: pos, Reason: reason}
+}

@@ -1,0 +1,159 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+)
+
+// Seal makes the segment read-only, as Kafka's onBecomeInactiveSegment: the
+// running maximum timestamp is appended to the time index once more (even
+// if the index is otherwise full), so its last entry is the segment's
+// largest timestamp, and both index files are trimmed to their entries and
+// made durable. Seal does not fsync the .log (see Flush). Sealing a sealed
+// segment does nothing.
+func (s *Segment) Seal() error {
+	if s.sealed.Load() {
+		return nil
+	}
+	if s.removed.Load() {
+		return fmt.Errorf("segment: seal %s: %w", s.LogPath(), ErrClosed)
+	}
+	if !s.tailLoaded.Load() {
+		if err := s.loadTail(); err != nil {
+			return err
+		}
+	}
+	if ts := s.maxTS.Load(); ts >= 0 {
+		if err := s.timeIdx.MaybeAppend(ts, s.maxTSOffset, true); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(s.offIdx.Seal(), s.timeIdx.Seal()); err != nil {
+		return err
+	}
+	s.sealed.Store(true)
+	return nil
+}
+
+// Unseal makes a sealed segment active again (truncation into it, or a log
+// whose active segment was sealed at shutdown): its tail state is loaded and
+// both indexes are grown back to MaxIndexBytes and mapped writable.
+// Unsealing an active segment does nothing.
+func (s *Segment) Unseal() error {
+	if !s.sealed.Load() {
+		return nil
+	}
+	if s.removed.Load() {
+		return fmt.Errorf("segment: unseal %s: %w", s.LogPath(), ErrClosed)
+	}
+	if _, err := s.ensureTail(); err != nil {
+		return err
+	}
+	if err := s.makeIndexesWritable(); err != nil {
+		return err
+	}
+	s.sealed.Store(false)
+	return nil
+}
+
+func (s *Segment) makeIndexesWritable() error {
+	if err := s.offIdx.MakeWritable(); err != nil {
+		return err
+	}
+	if err := s.timeIdx.MakeWritable(); err != nil {
+		return errors.Join(err, s.offIdx.Seal())
+	}
+	return nil
+}
+
+// Flush makes the segment durable: fdatasync of the .log and of the active
+// indexes' mappings (sealed indexes were made durable when trimmed).
+func (s *Segment) Flush() error {
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	return errors.Join(s.offIdx.Flush(), s.timeIdx.Flush())
+}
+
+// Acquire takes a reference for a reader that will use File or ReadAt. It
+// returns false if the segment's resources are already released (the count
+// reached zero); the reader must then look the segment up again. A new
+// segment starts with one reference, the Log's.
+func (s *Segment) Acquire() bool {
+	for {
+		n := s.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// Release drops a reference. When the last one goes, the segment's
+// descriptors are closed and its mappings dropped and, if it was removed,
+// its *.deleted files are unlinked (failures are logged: no caller is left
+// to tell).
+func (s *Segment) Release() {
+	n := s.refs.Add(-1)
+	if n > 0 {
+		return
+	}
+	if n < 0 {
+		s.opts.Logger.Error("segment: Release without a reference", "path", s.LogPath())
+		return
+	}
+	if !s.removed.Load() {
+		if err := s.closeFiles(); err != nil {
+			s.opts.Logger.Warn("segment: closing released segment", "path", s.LogPath(), "err", err)
+		}
+		return
+	}
+	err := errors.Join(s.offIdx.Delete(), s.timeIdx.Delete(), s.closeLog())
+	for _, p := range []string{s.LogPath(), s.deletedPath(TxnIndexSuffix)} {
+		if rerr := s.fs.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+	}
+	if err != nil {
+		s.opts.Logger.Warn("segment: deleting removed segment", "path", s.LogPath(), "err", err)
+	}
+}
+
+func (s *Segment) deletedPath(suffix string) string {
+	return filepath.Join(s.dir, FileName(s.base, suffix)+DeletedSuffix)
+}
+
+// Remove renames the segment's files (.log, .index, .timeindex and a
+// .txnindex if present) to *.deleted now and makes the renames durable
+// (fsync of the directory), so a crash from here on leaves files that
+// loading deletes. Readers holding a reference keep reading the renamed
+// files through the open descriptor; when the last reference is released
+// (the Log releases its own after Remove) the files are closed and
+// unlinked. Remove is idempotent.
+func (s *Segment) Remove() error {
+	if s.removed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	logDel := s.deletedPath(LogSuffix)
+	if err := s.fs.Rename(s.LogPath(), logDel); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.logPath.Store(&logDel)
+	}
+	errs = append(errs,
+		s.offIdx.Rename(s.deletedPath(IndexSuffix)),
+		s.timeIdx.Rename(s.deletedPath(TimeIndexSuffix)))
+	txn := filepath.Join(s.dir, FileName(s.base, TxnIndexSuffix))
+	if _, err := s.fs.Stat(txn); err == nil {
+		errs = append(errs, s.fs.Rename(txn, s.deletedPath(TxnIndexSuffix)))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	errs = append(errs, s.fs.SyncDir(s.dir))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,207 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/record"
+)
+
+// BatchPosition locates a batch in the .log.
+type BatchPosition struct {
+	// Position is the byte position of the batch in the .log.
+	Position int64
+	// Size is the batch's size in bytes, log overhead included.
+	Size int64
+	// BaseOffset and LastOffset are the batch's first and last offsets. A
+	// legacy (v0/v1) entry only records its last offset; BaseOffset is
+	// reported equal to it.
+	BaseOffset, LastOffset int64
+}
+
+// FindPosition returns the first batch whose last offset is >= offset, as
+// Kafka's LogSegment.translateOffset does: the offset index gives the floor
+// entry (or the start of the file), then batch headers are read forward
+// (whole batches are never read). The batch may begin before offset; callers
+// skip its earlier records. It returns false if no such batch lies within
+// the published size. Damage met on the way (an impossible length field, an
+// entry running past the published end) is an error carrying the file and
+// position.
+func (s *Segment) FindPosition(offset int64) (BatchPosition, bool, error) {
+	end := s.size.Load() // before the index: see the package doc
+	if next := s.next.Load(); next >= 0 && offset >= next {
+		return BatchPosition{}, false, nil
+	}
+	floor, err := s.offIdx.LookupErr(offset)
+	if err != nil {
+		return BatchPosition{}, false, err
+	}
+	return s.findFrom(floor.Position, end, offset)
+}
+
+func (s *Segment) findFrom(from, end, offset int64) (BatchPosition, bool, error) {
+	if from >= end {
+		// An index entry appended after end was loaded: its batch is not
+		// published yet, and neither is any batch with a larger offset.
+		return BatchPosition{}, false, nil
+	}
+	sc := s.newHeaderScanner(from, end)
+	defer sc.release()
+	for {
+		h, ok, err := sc.next()
+		if err != nil || !ok {
+			return BatchPosition{}, false, err
+		}
+		if h.last >= offset {
+			return BatchPosition{Position: h.pos, Size: int64(h.size), BaseOffset: h.base, LastOffset: h.last}, true, nil
+		}
+	}
+}
+
+// FindOffsetForTime returns the offset of the first record, in offset order,
+// whose timestamp is >= ts; false if the segment has none. See
+// FindOffsetForTimeFrom.
+func (s *Segment) FindOffsetForTime(ts int64) (int64, bool, error) {
+	return s.FindOffsetForTimeFrom(ts, s.base)
+}
+
+// FindOffsetForTimeFrom is Kafka's LogSegment.findOffsetByTimestamp: the
+// first record with timestamp >= ts and offset >= from. The time index gives
+// the last entry with timestamp <= ts, the offset index a position for
+// max(that entry's offset, from); batches are then scanned by header,
+// skipping those whose max timestamp is below ts, and the records of the
+// first candidate are decoded (CRC checked). Timestamps need not be
+// monotonic: the answer is the first match in offset order after the
+// indexed position. Legacy (v0/v1) entries are skipped.
+func (s *Segment) FindOffsetForTimeFrom(ts, from int64) (int64, bool, error) {
+	end := s.size.Load()
+	if ts > s.MaxTimestamp() {
+		return 0, false, nil
+	}
+	te, err := s.timeIdx.LookupErr(ts)
+	if err != nil {
+		return 0, false, err
+	}
+	floor, err := s.offIdx.LookupErr(max(te.Offset, from))
+	if err != nil {
+		return 0, false, err
+	}
+	if floor.Position >= end {
+		return 0, false, nil
+	}
+	sc := s.newHeaderScanner(floor.Position, end)
+	defer sc.release()
+	var it record.Iterator
+	for {
+		h, ok, err := sc.next()
+		if err != nil || !ok {
+			return 0, false, err
+		}
+		if h.magic != record.CurrentMagic || h.maxTS < ts || h.last < from {
+			continue
+		}
+		b, err := sc.need(h.pos, h.size)
+		if err != nil {
+			return 0, false, err
+		}
+		batch := record.Batch(b)
+		if err := batch.Validate(); err != nil {
+			return 0, false, corruptAt(s.LogPath(), h.pos, err)
+		}
+		if err := it.Reset(batch); err != nil {
+			return 0, false, corruptAt(s.LogPath(), h.pos, err)
+		}
+		for it.Next() {
+			if r := it.Record(); r.Timestamp >= ts && r.Offset >= from {
+				return r.Offset, true, nil
+			}
+		}
+		if err := it.Err(); err != nil {
+			return 0, false, corruptAt(s.LogPath(), h.pos, err)
+		}
+	}
+}
+
+// ReadAt reads from the .log at pos, never past the published size: it
+// returns io.EOF when p reaches beyond it. Safe for concurrent readers.
+func (s *Segment) ReadAt(p []byte, pos int64) (int, error) {
+	end := s.size.Load()
+	if pos < 0 {
+		return 0, fmt.Errorf("segment: read %s: negative position %d", s.LogPath(), pos)
+	}
+	if pos >= end {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	short := false
+	if int64(len(p)) > end-pos {
+		p, short = p[:end-pos], true
+	}
+	n, err := s.log.ReadAt(p, pos)
+	if err == nil && short {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// File returns the open .log file, for sendfile. It stays valid, even after
+// Remove, while the caller holds a reference (Acquire). Bytes beyond Size
+// are not published.
+func (s *Segment) File() vfs.File { return s.log }
+
+// Batches yields the v2 batches whose entries start in [fromPos, toPos),
+// each validated (framing, magic, CRC-32C), in file order. fromPos must be a
+// batch boundary (from FindPosition, or 0); toPos beyond Size is clamped to
+// it. A batch that does not fit before a toPos below Size ends the sequence
+// quietly (the caller's bound cut it); one that runs past Size is damage.
+// Legacy (v0/v1) entries are skipped.
+//
+// A yielded Batch aliases a buffer the sequence reuses: it is valid only
+// until the loop body returns. An error is yielded once, with a nil Batch,
+// and ends the sequence; damage is a *record.CorruptionError (or a
+// *PositionError) carrying the file and position. Entries larger than
+// Options.MaxBatchBytes are damage: no buffer is sized beyond that limit
+// and the remaining file size.
+func (s *Segment) Batches(fromPos, toPos int64) iter.Seq2[record.Batch, error] {
+	return func(yield func(record.Batch, error) bool) {
+		end := s.size.Load()
+		toPos = min(toPos, end)
+		if fromPos < 0 {
+			yield(nil, fmt.Errorf("segment: read %s: negative position %d", s.LogPath(), fromPos))
+			return
+		}
+		if fromPos >= toPos {
+			return
+		}
+		sc := newFullScanner(s.log, s.LogPath(), fromPos, toPos, s.opts.MaxBatchBytes)
+		for {
+			h, b, ok, err := sc.nextEntry()
+			if err != nil {
+				if toPos < end && errors.Is(err, ErrTornTail) {
+					return
+				}
+				yield(nil, err)
+				return
+			}
+			if !ok {
+				return
+			}
+			if h.magic != record.CurrentMagic {
+				continue
+			}
+			batch := record.Batch(b)
+			if err := batch.Validate(); err != nil {
+				yield(nil, corruptAt(s.LogPath(), h.pos, err))
+				return
+			}
+			if !yield(batch, nil) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package segment
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/record"
+)
+
+// Read sizes of the scanner's window. Header scans touch a few dozen bytes
+// per batch, so one small read serves many small batches; full scans read
+// big windows so recovery of a 1 GiB file is a few thousand reads.
+const (
+	headerChunk = 4 << 10
+	fullChunk   = 256 << 10
+	// pooledMax is the largest buffer a pooled header scanner keeps; a
+	// bigger one (grown to read a big batch) is dropped on release.
+	pooledMax = 64 << 10
+)
+
+// header is what a scanner learns about one entry of the .log from its
+// first bytes.
+type header struct {
+	pos   int64 // file position of the entry
+	size  int   // entry size including the 12-byte log overhead
+	magic int8
+	// base and last are the batch's first and last offsets. A legacy
+	// (v0/v1) entry only records its last offset (the offset field of a
+	// compressed wrapper); base is set to it too.
+	base, last int64
+	// maxTS is the batch's max timestamp, the wrapper timestamp of a v1
+	// entry, -1 for v0.
+	maxTS int64
+}
+
+// scanner reads consecutive entries of a .log between pos and end through a
+// window buffer. Bytes it returns are valid until its next call. Sizes read
+// from the file are checked against end (and, for whole entries, against
+// max) before any buffer is sized by them.
+type scanner struct {
+	f      io.ReaderAt
+	path   string
+	pos    int64 // position of the next entry
+	end    int64
+	max    int // largest whole entry read (nextEntry)
+	chunk  int
+	buf    []byte
+	win    []byte // file bytes [winPos, winPos+len(win))
+	winPos int64
+	pooled bool
+}
+
+var headerScanners = sync.Pool{New: func() any {
+	return &scanner{buf: make([]byte, headerChunk), chunk: headerChunk, pooled: true}
+}}
+
+// newHeaderScanner returns a pooled scanner for header walks over
+// [from, end); call release when done.
+func (s *Segment) newHeaderScanner(from, end int64) *scanner {
+	sc := headerScanners.Get().(*scanner)
+	sc.reset(s.log, s.LogPath(), from, end, s.opts.MaxBatchBytes)
+	return sc
+}
+
+// newFullScanner returns an unpooled scanner for reading whole batches.
+func newFullScanner(f vfs.File, path string, from, end int64, maxEntry int) *scanner {
+	sc := &scanner{chunk: fullChunk}
+	sc.reset(f, path, from, end, maxEntry)
+	return sc
+}
+
+func (sc *scanner) reset(f io.ReaderAt, path string, from, end int64, maxEntry int) {
+	sc.f, sc.path, sc.pos, sc.end, sc.max = f, path, from, end, maxEntry
+	sc.win, sc.winPos = nil, 0
+}
+
+func (sc *scanner) release() {
+	if !sc.pooled {
+		return
+	}
+	sc.f, sc.win = nil, nil
+	if cap(sc.buf) > pooledMax {
+		sc.buf = make([]byte, headerChunk)
+	}
+	headerScanners.Put(sc)
+}
+
+// need returns the n bytes at file position p; the caller guarantees
+// p+n <= end and that n is bounded (header size, or an entry size already
+// checked against max).
+func (sc *scanner) need(p int64, n int) ([]byte, error) {
+	if p >= sc.winPos && p+int64(n) <= sc.winPos+int64(len(sc.win)) {
+		off := p - sc.winPos
+		return sc.win[off : off+int64(n) : off+int64(n)], nil
+	}
+	want := int64(max(n, sc.chunk))
+	want = min(want, sc.end-p)
+	if int64(cap(sc.buf)) < want {
+		sc.buf = make([]byte, want)
+	}
+	got, err := sc.f.ReadAt(sc.buf[:want], p)
+	if got < n {
+		if err == nil || errors.Is(err, io.EOF) {
+			// The file is shorter than the size we were told: it shrank
+			// under us (truncation) or was damaged outside our control.
+			err = io.ErrUnexpectedEOF
+		}
+		sc.win = nil
+		return nil, fmt.Errorf("segment: read %s at byte %d: %w", sc.path, p, err)
+	}
+	sc.win, sc.winPos = sc.buf[:got], p
+	return sc.win[:n:n], nil
+}
+
+// next reads the header of the entry at sc.pos and advances past the entry.
+// It returns ok = false at end. A size field below the legal minimum or an
+// unknown magic or a size above max is a *record.CorruptionError; an entry that runs past end
+// (or fewer than record.PeekSize bytes before end) is a *PositionError
+// wrapping ErrTornTail. sc.pos stays at the entry on error.
+func (sc *scanner) next() (h header, ok bool, err error) {
+	if sc.pos >= sc.end {
+		return h, false, nil
+	}
+	if sc.end-sc.pos < record.PeekSize {
+		return h, false, &PositionError{File: sc.path, Pos: sc.pos, Err: ErrTornTail}
+	}
+	b, err := sc.need(sc.pos, record.PeekSize)
+	if err != nil {
+		return h, false, err
+	}
+	size, magic, err := record.PeekEntry(b)
+	if err != nil {
+		return h, false, corruptAt(sc.path, sc.pos, err)
+	}
+	if size > sc.max {
+		// Checked before the torn-tail case, as Kafka's FileLogInputStream
+		// does: a wild length field is damage, not a short write.
+		return h, false, corruptAt(sc.path, sc.pos,
+			fmt.Errorf("%w: entry of %d bytes, limit %d", record.ErrTooLarge, size, sc.max))
+	}
+	if int64(size) > sc.end-sc.pos {
+		return h, false, &PositionError{File: sc.path, Pos: sc.pos,
+			Err: fmt.Errorf("%w: entry of %d bytes, %d left", ErrTornTail, size, sc.end-sc.pos)}
+	}
+	b, err = sc.need(sc.pos, min(size, record.HeaderSize))
+	if err != nil {
+		return h, false, err
+	}
+	h = header{pos: sc.pos, size: size, magic: magic, maxTS: -1}
+	if magic == record.CurrentMagic {
+		bt := record.Batch(b)
+		h.base, h.last, h.maxTS = bt.BaseOffset(), bt.LastOffset(), bt.MaxTimestamp()
+	} else {
+		h.last = int64(binary.BigEndian.Uint64(b))
+		h.base = h.last
+		if magic == 1 {
+			// v1: offset, size, crc, magic, attributes, then the timestamp;
+			// PeekEntry guarantees at least 26 bytes.
+			h.maxTS = int64(binary.BigEndian.Uint64(b[18:]))
+		}
+	}
+	sc.pos += int64(size)
+	return h, true, nil
+}
+
+// nextEntry is next plus the entry's whole bytes.
+func (sc *scanner) nextEntry() (h header, entry []byte, ok bool, err error) {
+	start := sc.pos
+	h, ok, err = sc.next()
+	if !ok || err != nil {
+		return h, nil, ok, err
+	}
+	entry, err = sc.need(start, h.size)
+	if err != nil {
+		sc.pos = start
+		return h, nil, false, err
+	}
+	return h, entry, true, nil
+}

@@ -1,0 +1,414 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/record"
+)
+
+// Defaults applied to zero Options fields (Kafka's defaults).
+const (
+	// DefaultIndexIntervalBytes is Kafka's index.interval.bytes.
+	DefaultIndexIntervalBytes = 4096
+	// DefaultMaxIndexBytes is Kafka's segment.index.bytes.
+	DefaultMaxIndexBytes = 10 << 20
+)
+
+// Options configures a Segment. The zero value means Kafka's defaults.
+type Options struct {
+	// IndexIntervalBytes is index.interval.bytes: an index entry is added
+	// for a batch when more than this many bytes were appended since the
+	// last entry. Zero means 4096; a negative value means Kafka's 0 (index
+	// every batch but the first).
+	IndexIntervalBytes int
+	// MaxIndexBytes is segment.index.bytes, the preallocated size of an
+	// active segment's index files; it bounds the entries and so is a roll
+	// trigger. Zero means 10 MiB.
+	MaxIndexBytes int
+	// MaxBatchBytes is the largest entry (batch) accepted by Append and read
+	// by Batches and FindOffsetForTime; larger length fields are treated as
+	// damage rather than trusted for an allocation. Zero means
+	// record.DefaultMaxBatchSize (Kafka's max.message.bytes, 1,048,588). It
+	// must be at least the largest batch the log ever stored.
+	MaxBatchBytes int
+	// IndexCache bounds how many sealed indexes are mapped at once across a
+	// log; nil means unbounded (still mapped lazily).
+	IndexCache *index.Cache
+	// Logger receives warnings (recovery truncations, unexpected damage met
+	// by lazy loads). Nil means slog.Default().
+	Logger *slog.Logger
+	// ReadOnly opens sealed segments' .log files read-only, for tools
+	// working on directories they may not modify; such a segment cannot be
+	// unsealed, recovered or truncated. Active segments are always opened
+	// read-write. By default every .log is opened read-write, so a sealed
+	// segment can become active again without reopening its descriptor
+	// (which readers may be using).
+	ReadOnly bool
+	// Now is the clock for the segment's creation time, which the age-based
+	// roll check uses when the first batch has no timestamp. Nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	switch {
+	case o.IndexIntervalBytes == 0:
+		o.IndexIntervalBytes = DefaultIndexIntervalBytes
+	case o.IndexIntervalBytes < 0:
+		o.IndexIntervalBytes = 0
+	}
+	if o.MaxIndexBytes <= 0 {
+		o.MaxIndexBytes = DefaultMaxIndexBytes
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = record.DefaultMaxBatchSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Segment is one .log file with its offset and time indexes. See the package
+// documentation for the concurrency and lifetime rules.
+type Segment struct {
+	fs   vfs.FS
+	dir  string
+	base int64
+	opts Options
+
+	log     vfs.File
+	offIdx  *index.OffsetIndex
+	timeIdx *index.TimeIndex
+	logPath atomic.Pointer[string] // changes on Remove
+
+	// Published state, read by concurrent readers.
+	size   atomic.Int64 // bytes of complete batches in .log
+	next   atomic.Int64 // offset after the last batch; -1 until known
+	maxTS  atomic.Int64 // running max batch timestamp; -1 if none
+	sealed atomic.Bool
+
+	// Tail state: known from creation for new segments, computed by
+	// loadTail for opened ones. loadMu serializes the lazy load of sealed
+	// segments by concurrent readers; the writer only touches these fields
+	// once tailLoaded is set.
+	loadMu         sync.Mutex
+	tailLoaded     atomic.Bool
+	maxTSOffset    int64 // last offset of the batch that first reached maxTS
+	sinceLastEntry int64 // bytes appended since the last offset-index entry
+
+	// Roll-check state, writer only.
+	created     time.Time
+	firstTS     int64 // max timestamp of the first batch; valid if firstTSKnown
+	firstTSKnown bool
+
+	needsRecovery bool
+
+	refs      atomic.Int32
+	removed   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Create makes a new, empty active segment with base offset base in dir. It
+// fails with an error wrapping ErrExists if any of the segment's .log,
+// .index or .timeindex files exists.
+func Create(fsys vfs.FS, dir string, base int64, opts Options) (*Segment, error) {
+	if base < 0 {
+		return nil, fmt.Errorf("segment: create %s: negative base offset %d", dir, base)
+	}
+	for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+		p := filepath.Join(dir, FileName(base, suf))
+		_, err := fsys.Stat(p)
+		if err == nil {
+			return nil, &fs.PathError{Op: "create", Path: p, Err: ErrExists}
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	s := newSegment(fsys, dir, base, opts)
+	f, err := fsys.Create(*s.logPath.Load())
+	if err != nil {
+		return nil, err
+	}
+	s.log = f
+	if err := s.openIndexes(true); err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.next.Store(base)
+	s.maxTSOffset = base
+	s.tailLoaded.Store(true)
+	return s, nil
+}
+
+// Open opens the existing segment with base offset base in dir.
+//
+// A sealed segment (active = false) is opened in O(1): the .log is opened
+// and its size read, nothing is scanned or mapped; NextOffset and
+// MaxTimestamp are computed on first use. An active segment gets writable,
+// preallocated indexes, and its next offset, running maximum timestamp and
+// index byte counter are computed at once from the last offset-index entry
+// plus a scan of batch headers to the end of the file.
+//
+// A missing .index or .timeindex is created empty and NeedsRecovery
+// reports true: the caller must Recover the segment before relying on it
+// (Kafka rebuilds the indexes in that case). Open trusts the files
+// otherwise; after an unclean shutdown the caller recovers the segments at
+// and after its recovery point, as Kafka does.
+func Open(fsys vfs.FS, dir string, base int64, active bool, opts Options) (*Segment, error) {
+	if base < 0 {
+		return nil, fmt.Errorf("segment: open %s: negative base offset %d", dir, base)
+	}
+	s := newSegment(fsys, dir, base, opts)
+	for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
+		_, err := fsys.Stat(filepath.Join(dir, FileName(base, suf)))
+		if errors.Is(err, fs.ErrNotExist) {
+			s.needsRecovery = true
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	var f vfs.File
+	var err error
+	if active || !s.opts.ReadOnly {
+		f, err = fsys.OpenReadWrite(*s.logPath.Load())
+	} else {
+		f, err = fsys.Open(*s.logPath.Load())
+	}
+	if err != nil {
+		return nil, err
+	}
+	size, err := f.Size()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.log = f
+	s.size.Store(size)
+	if err := s.openIndexes(active); err != nil {
+		f.Close()
+		return nil, err
+	}
+	s.sealed.Store(!active)
+	if active && !s.needsRecovery {
+		if err := s.loadTail(); err != nil {
+			s.closeFiles()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func newSegment(fsys vfs.FS, dir string, base int64, opts Options) *Segment {
+	opts = opts.withDefaults()
+	s := &Segment{fs: fsys, dir: dir, base: base, opts: opts, created: opts.Now()}
+	p := filepath.Join(dir, FileName(base, LogSuffix))
+	s.logPath.Store(&p)
+	s.next.Store(-1)
+	s.maxTS.Store(-1)
+	s.refs.Store(1)
+	return s
+}
+
+func (s *Segment) openIndexes(writable bool) error {
+	io := index.Options{MaxBytes: s.opts.MaxIndexBytes, Writable: writable, Cache: s.opts.IndexCache}
+	oi, err := index.OpenOffset(s.fs, filepath.Join(s.dir, FileName(s.base, IndexSuffix)), s.base, io)
+	if err != nil {
+		return err
+	}
+	ti, err := index.OpenTime(s.fs, filepath.Join(s.dir, FileName(s.base, TimeIndexSuffix)), s.base, io)
+	if err != nil {
+		oi.Close()
+		return err
+	}
+	s.offIdx, s.timeIdx = oi, ti
+	return nil
+}
+
+// BaseOffset is the segment's base offset: at most its first offset and
+// larger than every offset of earlier segments.
+func (s *Segment) BaseOffset() int64 { return s.base }
+
+// Dir is the directory holding the segment's files.
+func (s *Segment) Dir() string { return s.dir }
+
+// LogPath is the current path of the .log file (ending in DeletedSuffix
+// after Remove).
+func (s *Segment) LogPath() string { return *s.logPath.Load() }
+
+// Size is the published size of the .log in bytes: the end of the last
+// complete batch.
+func (s *Segment) Size() int64 { return s.size.Load() }
+
+// IsSealed reports whether the segment is sealed (read-only).
+func (s *Segment) IsSealed() bool { return s.sealed.Load() }
+
+// NeedsRecovery reports whether Open found an index file missing, so the
+// indexes must be rebuilt by Recover before the segment is used.
+func (s *Segment) NeedsRecovery() bool { return s.needsRecovery }
+
+// NextOffset is the offset after the segment's last batch (the base offset
+// if it is empty). For a sealed segment it is computed on the first call
+// from the last offset-index entry plus a scan of the batch headers after
+// it; if that scan fails (I/O error or damage) the error is logged and the
+// offset after the last good batch is returned without being cached.
+func (s *Segment) NextOffset() int64 {
+	if v := s.next.Load(); v >= 0 {
+		return v
+	}
+	next, err := s.ensureTail()
+	if err != nil {
+		s.opts.Logger.Warn("segment: computing next offset", "path", s.LogPath(), "err", err)
+	}
+	return next
+}
+
+// MaxTimestamp is the largest batch max timestamp in the segment, -1 if no
+// batch has one. For a sealed segment it is the time index's last entry
+// (read without mapping the index), as Kafka's largestTimestamp.
+func (s *Segment) MaxTimestamp() int64 {
+	if !s.tailLoaded.Load() && s.sealed.Load() && !s.needsRecovery {
+		// Seal wrote the running maximum as the time index's last entry;
+		// reading it maps nothing (retention asks every segment).
+		return s.timeIdx.LastEntry().Timestamp
+	}
+	if !s.tailLoaded.Load() {
+		if _, err := s.ensureTail(); err != nil {
+			s.opts.Logger.Warn("segment: computing max timestamp", "path", s.LogPath(), "err", err)
+		}
+	}
+	return s.maxTS.Load()
+}
+
+// ensureTail loads the tail state if needed and returns the next offset.
+// On error the returned offset is the best known and nothing is cached.
+func (s *Segment) ensureTail() (int64, error) {
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if s.tailLoaded.Load() {
+		return s.next.Load(), nil
+	}
+	t, err := s.scanTail()
+	if err != nil {
+		return t.next, err
+	}
+	s.publishTail(t)
+	return t.next, nil
+}
+
+// loadTail computes and publishes the tail state (writer or Open).
+func (s *Segment) loadTail() error {
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	t, err := s.scanTail()
+	if err != nil {
+		return err
+	}
+	s.publishTail(t)
+	return nil
+}
+
+// tail is the state the append path needs about the end of the segment.
+type tail struct {
+	next, maxTS, maxTSOffset, sinceLastEntry int64
+}
+
+func (s *Segment) publishTail(t tail) {
+	s.maxTSOffset = t.maxTSOffset
+	s.sinceLastEntry = t.sinceLastEntry
+	s.maxTS.Store(t.maxTS)
+	s.next.Store(t.next)
+	s.tailLoaded.Store(true)
+}
+
+// scanTail derives the tail state from the last offset-index entry, the last
+// time-index entry and the batch headers after that index entry. This also
+// recomputes the index byte counter exactly (Kafka resets it to 0 on reload
+// and truncation, which shifts later index entries; here a reopened or
+// truncated segment continues exactly as if it had never been closed).
+//
+// The time index's last entry holds the running maximum as of its offset;
+// every batch that could raise the maximum since then lies at or after the
+// last offset-index entry, because time entries are only written together
+// with offset entries or as the final entry (which covers the whole
+// segment).
+func (s *Segment) scanTail() (tail, error) {
+	t := tail{next: s.base, maxTS: -1, maxTSOffset: s.base}
+	var from int64
+	if n := s.offIdx.Entries(); n > 0 {
+		e, err := s.offIdx.EntryErr(n - 1)
+		if err != nil {
+			return t, err
+		}
+		from = e.Position
+		t.next = e.Offset + 1
+	}
+	if te := s.timeIdx.LastEntry(); te.Timestamp >= 0 {
+		t.maxTS, t.maxTSOffset = te.Timestamp, te.Offset
+	}
+	end := s.size.Load()
+	if from > end {
+		return t, corruptAt(s.LogPath(), from, fmt.Errorf("offset index points past the end of the log (%d bytes)", end))
+	}
+	t.sinceLastEntry = end - from
+	sc := s.newHeaderScanner(from, end)
+	defer sc.release()
+	for {
+		h, ok, err := sc.next()
+		if err != nil {
+			return t, err
+		}
+		if !ok {
+			return t, nil
+		}
+		if h.maxTS > t.maxTS {
+			t.maxTS, t.maxTSOffset = h.maxTS, h.last
+		}
+		t.next = h.last + 1
+	}
+}
+
+// Close closes the segment's files. An active segment first gets its final
+// time-index entry, and its index files are trimmed to their entries, as
+// Kafka does, so a clean shutdown leaves the same files as a roll. Close
+// does not fsync the .log: call Flush first when the data must be durable.
+// Close is idempotent; after Remove it does nothing (the last Release
+// closes and unlinks the files).
+func (s *Segment) Close() error {
+	if s.removed.Load() {
+		return nil
+	}
+	var first error
+	if !s.sealed.Load() && s.tailLoaded.Load() && s.maxTS.Load() >= 0 {
+		err := s.timeIdx.MaybeAppend(s.maxTS.Load(), s.maxTSOffset, true)
+		if err != nil && !errors.Is(err, index.ErrClosed) {
+			first = err
+		}
+	}
+	return errors.Join(first, s.closeFiles())
+}
+
+// closeFiles closes the indexes (trimming writable ones) and the .log.
+func (s *Segment) closeFiles() error {
+	return errors.Join(s.offIdx.Close(), s.timeIdx.Close(), s.closeLog())
+}
+
+// closeLog closes the .log descriptor once.
+func (s *Segment) closeLog() error {
+	s.closeOnce.Do(func() { s.closeErr = s.log.Close() })
+	return s.closeErr
+}
