@@ -110,8 +110,8 @@ type Segment struct {
 	sinceLastEntry int64 // bytes appended since the last offset-index entry
 
 	// Roll-check state, writer only.
-	created     time.Time
-	firstTS     int64 // max timestamp of the first batch; valid if firstTSKnown
+	created      time.Time
+	firstTS      int64 // max timestamp of the first batch; valid if firstTSKnown
 	firstTSKnown bool
 
 	needsRecovery bool
