@@ -100,6 +100,12 @@ func testAppendPosition(t *testing.T, fsys FS, dir string) {
 	if got, want := readAll(t, f), []byte("helloabc\x00Z"); !bytes.Equal(got, want) {
 		t.Fatalf("contents %q, want %q", got, want)
 	}
+	if _, err := f.WriteAt(nil, 100); err != nil {
+		t.Fatal(err)
+	}
+	if size, _ := f.Size(); size != 10 {
+		t.Fatalf("empty WriteAt past the end changed the size to %d", size)
+	}
 	if f.Name() != path.Join(dir, "a") {
 		t.Fatalf("Name %q", f.Name())
 	}

@@ -30,6 +30,14 @@ import (
 // and crash tests are about the files and entries inside them); creating,
 // renaming and removing files needs SyncDir of the directories involved.
 //
+// Map returns memory that aliases the file's bytes, as a shared mapping
+// does. To keep that true, the file may grow while mapped only within room
+// reserved at the first Map (double its size plus 64 KiB); growing further
+// fails with ErrMappedGrowth instead of silently moving the bytes. Shrinking
+// is always allowed, and bytes the file regains read as zeros through the
+// mapping too. Fd fails with ErrNoFd. MemFS files hold at most
+// MemMaxFileSize bytes.
+//
 // A MemFS is safe for concurrent use. Its results depend only on the sequence
 // of calls (modification times come from a logical clock unless SetClock
 // replaces it), so a test that replays the same calls sees the same state.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -354,5 +355,48 @@ func TestMemPathsNormalised(t *testing.T) {
 	}
 	if err := m.Rename("/a", "/a/b/c"); err == nil {
 		t.Fatal("renaming a directory into itself succeeded")
+	}
+}
+
+// TestMemCrashCloneDuringWrites takes crash snapshots while a writer appends
+// and syncs: each snapshot must hold at least what was synced before it
+// began and never more than was written.
+func TestMemCrashCloneDuringWrites(t *testing.T) {
+	m, f := memWith(t, "a", "")
+	m.SyncDir("/d")
+	var synced atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 300 {
+			if _, err := f.Write([]byte{byte(i)}); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%3 == 0 {
+				if err := f.Sync(); err != nil {
+					t.Error(err)
+					return
+				}
+				synced.Store(int64(i + 1))
+			}
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		before := synced.Load()
+		got, _ := contents(t, m.CrashClone(), "/d/a")
+		if int64(len(got)) < before {
+			t.Fatalf("snapshot holds %d bytes, %d were synced before it", len(got), before)
+		}
+		for i := range len(got) {
+			if got[i] != byte(i) {
+				t.Fatalf("snapshot byte %d = %d", i, got[i])
+			}
+		}
 	}
 }
