@@ -23,80 +23,93 @@ func (s *Sender) sendFile(dst io.Writer, src Source, off, n int64) (written int6
 	if err != nil {
 		return 0, false, nil
 	}
-	chunk := int64(s.chunkSize())
-
-	var (
-		declined bool
-		stop     error // why the callback gave up; nil when done or waiting
-	)
+	x := &transfer{s: s, sfd: int(sfd), off: off, n: n, chunk: int64(s.chunkSize())}
 	// RawConn.Write holds the destination's write lock across every call
 	// of the callback, so the whole range goes out as one unit even if
 	// other goroutines write to the same connection. Returning false asks
 	// the poller to park us until the descriptor is writable (or its write
 	// deadline passes), which is how EAGAIN is handled without spinning.
-	werr := rc.Write(func(dfd uintptr) bool {
-		for written < n {
-			// The kernel reads at pos and advances pos, never the
-			// descriptor's shared position; recomputing it from written
-			// keeps us right even if a call reported progress oddly.
-			pos := off + written
-			m, err := sendfileFn(int(dfd), int(sfd), &pos, int(min(chunk, n-written)))
-			s.sendfileCalls.Add(1)
-			if m > 0 {
-				written += int64(m)
-				s.sendfileBytes.Add(int64(m))
-			}
-			switch err {
-			case nil:
-				if m == 0 {
-					// Zero bytes with no error is end of file: the
-					// source is shorter than the range (or was
-					// truncated while we sent it).
-					stop = io.ErrUnexpectedEOF
-					return true
-				}
-			case unix.EAGAIN:
-				// Socket or pipe buffer full. Linux returns EAGAIN
-				// only with m == 0; bytes counted above either way.
-				return false
-			case unix.EINTR:
-				// A signal interrupted the call before it moved
-				// anything; the same call is safe to repeat.
-			case unix.ENOSYS, unix.EINVAL, unix.EOPNOTSUPP:
-				// ENOSYS: no sendfile in this kernel (or seccomp
-				// filters it). EINVAL: this pair of descriptors
-				// cannot be spliced, e.g. an O_APPEND destination
-				// or a source that is not a file. EOPNOTSUPP (equal
-				// to ENOTSUP on Linux): the filesystem refuses.
-				// Before any byte is sent the caller can still copy
-				// the range itself; after, the stream has a prefix
-				// of it and only an error is honest.
-				if written == 0 {
-					declined = true
-				} else {
-					stop = err
-				}
-				return true
-			default:
-				// EPIPE, ECONNRESET, EIO, EBADF...: final.
-				stop = err
-				return true
-			}
-		}
-		return true
-	})
-	if declined {
+	werr := rc.Write(x.run)
+	if x.declined {
 		return 0, false, nil
 	}
+	stop := x.stop
 	if stop == nil {
 		// The write lock, the deadline or the wait for writability
 		// failed: net.ErrClosed, os.ErrDeadlineExceeded, ...
 		stop = werr
 	}
 	if stop != nil {
-		return written, true, &Error{Op: "sendfile", Off: off + written, Err: stop}
+		return x.written, true, &Error{Op: "sendfile", Off: off + x.written, Err: stop}
 	}
-	return written, true, nil
+	return x.written, true, nil
+}
+
+// transfer is the state of one SendFile across the callbacks RawConn.Write
+// makes. One allocation holds it all, including the offset the kernel
+// updates, which would otherwise escape to the heap on every call.
+type transfer struct {
+	s        *Sender
+	sfd      int
+	off, n   int64
+	chunk    int64
+	pos      int64 // source offset handed to the kernel
+	written  int64 // bytes of [off, off+n) sent so far
+	declined bool  // the kernel refused before any byte: caller copies
+	stop     error // why run gave up; nil when done or waiting
+}
+
+// run is the RawConn.Write callback: it sends until the range is done (true),
+// the descriptor would block (false: wait and call again), or an error.
+func (x *transfer) run(dfd uintptr) bool {
+	for x.written < x.n {
+		// The kernel reads at pos and advances pos, never the
+		// descriptor's shared position; recomputing pos from written
+		// keeps us right whatever a call did to it.
+		x.pos = x.off + x.written
+		m, err := sendfileFn(int(dfd), x.sfd, &x.pos, int(min(x.chunk, x.n-x.written)))
+		x.s.sendfileCalls.Add(1)
+		if m > 0 {
+			x.written += int64(m)
+			x.s.sendfileBytes.Add(int64(m))
+		}
+		switch err {
+		case nil:
+			if m == 0 {
+				// Zero bytes with no error is end of file: the
+				// source is shorter than the range (or was
+				// truncated while we sent it).
+				x.stop = io.ErrUnexpectedEOF
+				return true
+			}
+		case unix.EAGAIN:
+			// Socket or pipe buffer full. Linux returns EAGAIN only
+			// with m == 0; bytes are counted above either way.
+			return false
+		case unix.EINTR:
+			// A signal interrupted the call before it moved anything;
+			// the same call is safe to repeat.
+		case unix.ENOSYS, unix.EINVAL, unix.EOPNOTSUPP:
+			// ENOSYS: no sendfile in this kernel (or seccomp filters
+			// it). EINVAL: this pair of descriptors cannot be spliced,
+			// e.g. an O_APPEND destination or a source that is not a
+			// file. EOPNOTSUPP (equal to ENOTSUP on Linux): the
+			// filesystem refuses. Before any byte is sent the caller
+			// can still copy the range itself; after, the stream holds
+			// a prefix of it and only an error is honest.
+			if x.written == 0 {
+				x.declined = true
+			} else {
+				x.stop = err
+			}
+			return true
+		default:
+			// EPIPE, ECONNRESET, EIO, EBADF...: final.
+			x.stop = err
+			return true
+		}
+	}
+	return true
 }
 
 // rawConnOf returns the descriptor behind dst if sendfile may write to it
