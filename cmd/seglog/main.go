@@ -2,12 +2,15 @@
 // partition logs (and Kafka partition directories).
 //
 // Each subcommand lives in its own file and registers itself on the root
-// command from an init function.
+// command from an init function. Commands read and write through the
+// cobra command's InOrStdin, OutOrStdout and ErrOrStderr, so tests can run
+// the whole CLI in-process with captured streams (runIO).
 package main
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -49,10 +52,18 @@ var subcommands []func() *cobra.Command
 
 func register(c func() *cobra.Command) { subcommands = append(subcommands, c) }
 
-// run executes the CLI with args and returns the process exit status.
-func run(args []string) int {
+// run executes the CLI with args on the process's standard streams and
+// returns the exit status.
+func run(args []string) int { return runIO(args, os.Stdin, os.Stdout, os.Stderr) }
+
+// runIO executes the CLI with args on the given streams and returns the
+// exit status. Errors go to stderr, prefixed with "seglog:".
+func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {
 		return 0
@@ -60,11 +71,11 @@ func run(args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "seglog:", ee.err)
+			fmt.Fprintln(stderr, "seglog:", ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(os.Stderr, "seglog:", err)
+	fmt.Fprintln(stderr, "seglog:", err)
 	return 1
 }
 

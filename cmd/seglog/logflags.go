@@ -1,0 +1,192 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+)
+
+// logFlags holds the Log options every command that opens a log takes as
+// flags. The defaults shown in --help are Kafka's (the seglog.Default*
+// constants), so the flags and a zero seglog.Options mean the same log.
+type logFlags struct {
+	segmentBytes       int64
+	segmentMs          int64
+	segmentJitterMs    int64
+	indexIntervalBytes int
+	maxIndexBytes      int
+	maxBatchBytes      int
+	maxMappedIndexes   int
+	sync               string
+	syncBytes          int64
+	syncInterval       time.Duration
+	compression        string
+	timestampType      string
+	leaderEpoch        int32
+}
+
+// bindLogFlags adds the Log-option flags to cmd and returns the values they
+// will hold once cmd's flags are parsed; call options in RunE.
+func bindLogFlags(cmd *cobra.Command) *logFlags {
+	f := &logFlags{}
+	fl := cmd.Flags()
+	fl.Int64Var(&f.segmentBytes, "segment-bytes", seglog.DefaultSegmentBytes,
+		"roll the active segment at this many bytes (Kafka segment.bytes)")
+	fl.Int64Var(&f.segmentMs, "segment-ms", seglog.DefaultSegmentAge.Milliseconds(),
+		"roll a segment whose first batch is this many milliseconds old (segment.ms)")
+	fl.Int64Var(&f.segmentJitterMs, "segment-jitter-ms", 0,
+		"subtract a random [0, N) ms from --segment-ms per segment (segment.jitter.ms)")
+	fl.IntVar(&f.indexIntervalBytes, "index-interval-bytes", seglog.DefaultIndexIntervalBytes,
+		"bytes of batches between two offset-index entries (index.interval.bytes)")
+	fl.IntVar(&f.maxIndexBytes, "max-index-bytes", seglog.DefaultMaxIndexBytes,
+		"preallocated size of each index file; a full index rolls the segment (segment.index.bytes)")
+	fl.IntVar(&f.maxBatchBytes, "max-batch-bytes", seglog.DefaultMaxBatchBytes,
+		"largest batch stored, including its 12-byte log overhead (max.message.bytes)")
+	fl.IntVar(&f.maxMappedIndexes, "max-mapped-indexes", seglog.DefaultMaxMappedIndexes,
+		"how many sealed segments' indexes may be memory mapped at once")
+	fl.StringVar(&f.sync, "sync", seglog.SyncNone.String(),
+		"durability: none (OS flushes; Kafka's default), always (fdatasync before each append returns), periodic (see --sync-bytes, --sync-interval)")
+	fl.Int64Var(&f.syncBytes, "sync-bytes", 0,
+		"with --sync periodic: flush once this many bytes are unflushed (flush.messages, in bytes)")
+	fl.DurationVar(&f.syncInterval, "sync-interval", 0,
+		"with --sync periodic: flush unflushed data at least this often, e.g. 100ms (flush.ms)")
+	fl.StringVar(&f.compression, "compression", record.None.String(),
+		"codec for appended records: none, gzip, snappy, lz4 or zstd (producer batches keep theirs)")
+	fl.StringVar(&f.timestampType, "timestamp-type", "create",
+		"create: keep the records' timestamps (CreateTime); append: stamp the append time (LogAppendTime)")
+	fl.Int32Var(&f.leaderEpoch, "leader-epoch", 0,
+		"partition leader epoch stamped into every appended batch")
+	return f
+}
+
+// setDefault changes the default of one of cmd's flags (the value used and
+// the one --help shows), for a command whose natural default differs from
+// Kafka's, such as demo's small segments.
+func setDefault(cmd *cobra.Command, name, value string) {
+	fl := cmd.Flags().Lookup(name)
+	if fl == nil {
+		panic("seglog: setDefault of unknown flag " + name) // a programming error, not input
+	}
+	if err := fl.Value.Set(value); err != nil {
+		panic(fmt.Sprintf("seglog: default %q for --%s: %v", value, name, err))
+	}
+	fl.DefValue = value
+}
+
+// options converts the flags into seglog.Options, logging to stderr, and
+// validates them: a bad value is an error naming the flag.
+func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
+	var o seglog.Options
+	msDuration := func(name string, ms int64) (time.Duration, error) {
+		if ms < 0 {
+			return 0, fmt.Errorf("invalid --%s %d: must not be negative", name, ms)
+		}
+		if ms > math.MaxInt64/int64(time.Millisecond) {
+			return 0, fmt.Errorf("invalid --%s %d: too large", name, ms)
+		}
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	var err error
+	if o.SegmentAge, err = msDuration("segment-ms", f.segmentMs); err != nil {
+		return o, err
+	}
+	if f.segmentMs == 0 {
+		// Zero would mean "default" to the Log; for the flag it is an
+		// explicit value that can only be a mistake.
+		return o, fmt.Errorf("invalid --segment-ms 0: must be positive")
+	}
+	if o.SegmentJitter, err = msDuration("segment-jitter-ms", f.segmentJitterMs); err != nil {
+		return o, err
+	}
+	if o.Compression, err = record.ParseCodec(f.compression); err != nil {
+		return o, fmt.Errorf("invalid --compression %q: want none, gzip, snappy, lz4 or zstd", f.compression)
+	}
+	switch strings.ToLower(f.sync) {
+	case "none":
+		o.Sync = seglog.SyncNone
+	case "always":
+		o.Sync = seglog.SyncAlways
+	case "periodic":
+		o.Sync = seglog.SyncPeriodic
+	default:
+		return o, fmt.Errorf("invalid --sync %q: want none, always or periodic", f.sync)
+	}
+	switch strings.ToLower(f.timestampType) {
+	case "create", "createtime":
+		o.TimestampType = record.CreateTime
+	case "append", "logappendtime":
+		o.TimestampType = record.LogAppendTime
+	default:
+		return o, fmt.Errorf("invalid --timestamp-type %q: want create or append", f.timestampType)
+	}
+	if f.indexIntervalBytes == 0 {
+		// Kafka reads index.interval.bytes=0 as "index every batch"; the
+		// Log reads 0 as its default, and 1 has Kafka's meaning.
+		f.indexIntervalBytes = 1
+	}
+	for _, p := range []struct {
+		name string
+		v    int64
+	}{
+		{"segment-bytes", f.segmentBytes},
+		{"index-interval-bytes", int64(f.indexIntervalBytes)},
+		{"max-index-bytes", int64(f.maxIndexBytes)},
+		{"max-batch-bytes", int64(f.maxBatchBytes)},
+		{"max-mapped-indexes", int64(f.maxMappedIndexes)},
+	} {
+		// The Log reads zero as "Kafka's default"; on the command line a
+		// zero size is a mistake, not a request for the default.
+		if p.v <= 0 {
+			return o, fmt.Errorf("invalid --%s %d: must be positive", p.name, p.v)
+		}
+	}
+	o.SegmentBytes = f.segmentBytes
+	o.IndexIntervalBytes = f.indexIntervalBytes
+	o.MaxIndexBytes = f.maxIndexBytes
+	o.MaxBatchBytes = f.maxBatchBytes
+	o.MaxMappedIndexes = f.maxMappedIndexes
+	o.SyncBytes = f.syncBytes
+	o.SyncInterval = f.syncInterval
+	o.LeaderEpoch = f.leaderEpoch
+	o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	if err := o.Validate(); err != nil {
+		return o, &flagError{msg: optionFlagNames.Replace(err.Error()), err: err}
+	}
+	return o, nil
+}
+
+// optionFlagNames rewrites the Options field names in Validate's messages
+// as the flags that set them, longest names first so that SyncBytes is not
+// read as Sync.
+var optionFlagNames = strings.NewReplacer(
+	"IndexIntervalBytes", "--index-interval-bytes",
+	"MaxMappedIndexes", "--max-mapped-indexes",
+	"MaxIndexBytes", "--max-index-bytes",
+	"MaxBatchBytes", "--max-batch-bytes",
+	"SegmentBytes", "--segment-bytes",
+	"SegmentJitter", "--segment-jitter-ms",
+	"SegmentAge", "--segment-ms",
+	"SyncInterval", "--sync-interval",
+	"SyncBytes", "--sync-bytes",
+	"Sync ", "--sync ",
+	"LeaderEpoch", "--leader-epoch",
+	"TimestampType", "--timestamp-type",
+	"Compression", "--compression",
+)
+
+// flagError is a Validate error reworded in terms of flags; it still
+// matches seglog.ErrInvalidOptions with errors.Is.
+type flagError struct {
+	msg string
+	err error
+}
+
+func (e *flagError) Error() string { return e.msg }
+func (e *flagError) Unwrap() error { return e.err }
