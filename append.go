@@ -1,0 +1,251 @@
+package seglog
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
+)
+
+// ErrWriteFailed wraps an error from writing a batch to a segment. The
+// segment may then hold a partial batch, so, as after a failed fsync, the
+// Log refuses appends until it is reopened; recovery truncates the partial
+// batch.
+var ErrWriteFailed = errors.New("seglog: write failed; reopen the log to recover")
+
+// builders are reused across Append calls: a warm builder encodes records
+// without allocating, and compression runs outside the Log's lock, so
+// concurrent appenders compress in parallel.
+var builders = sync.Pool{New: func() any { return record.NewBuilder(record.None) }}
+
+// iterators keep their decompression buffers between AppendBatch calls.
+var iterators = sync.Pool{New: func() any { return new(record.Iterator) }}
+
+// Append stores recs as one batch, compressed with Options.Compression, and
+// returns the offsets assigned to it. A record's Offset field is ignored; a
+// zero Timestamp means "now" (store a literal 0 with AppendBatch). Under
+// SyncAlways, Append returns once the batch is on disk.
+func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
+	if len(recs) == 0 {
+		return AppendInfo{}, fmt.Errorf("%w: no records", ErrInvalidRecord)
+	}
+	bld := builders.Get().(*record.Builder)
+	defer builders.Put(bld)
+	bld.Reset()
+	bld.SetCodec(l.opts.Compression)
+	bld.SetBaseOffset(0)
+	bld.SetPartitionLeaderEpoch(l.opts.LeaderEpoch)
+	now := l.opts.Now().UnixMilli()
+	if l.opts.TimestampType == record.LogAppendTime {
+		bld.SetLogAppendTime(now)
+	} else {
+		bld.SetLogAppendTime(-1)
+	}
+	for i, r := range recs {
+		r.Offset = int64(i)
+		if r.Timestamp == 0 {
+			r.Timestamp = now
+		}
+		if err := bld.Add(r); err != nil {
+			return AppendInfo{}, fmt.Errorf("%w: record %d: %w", ErrInvalidRecord, i, err)
+		}
+	}
+	b, err := bld.Build()
+	if err != nil {
+		return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	if len(b) > l.opts.MaxBatchBytes {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.opts.MaxBatchBytes)
+	}
+	return l.store(b, b.MaxTimestamp(), false)
+}
+
+// AppendBatch stores a producer's batch as it arrived, the way a Kafka
+// leader does: it checks the batch (CRC, framing, every record, the
+// producer rules: base offset 0, lastOffsetDelta+1 == count > 0, no control
+// batch, a sequence for an idempotent producer), then rewrites it IN PLACE —
+// base offset, partition leader epoch, and the max timestamp (recomputed
+// from the records under CreateTime, the append time under LogAppendTime;
+// the CRC is recomputed only when it changed). A refused batch leaves the
+// log untouched; the error matches ErrCorruptBatch, ErrBatchTooLarge or
+// record.ErrInvalidProducerBatch.
+func (l *Log) AppendBatch(batch []byte) (AppendInfo, error) {
+	b := record.Batch(batch)
+	if err := record.ValidateProducerBatch(b, l.opts.MaxBatchBytes); err != nil {
+		return AppendInfo{}, err
+	}
+	// Walking the records checks their framing and count, and yields the
+	// max timestamp a CreateTime batch must carry.
+	it := iterators.Get().(*record.Iterator)
+	maxTS, err := record.MaxRecordTimestamp(b, it)
+	iterators.Put(it)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	b.SetPartitionLeaderEpoch(l.opts.LeaderEpoch)
+	return l.store(b, maxTS, true)
+}
+
+// store assigns offsets to b and writes it to the active segment, rolling
+// first if needed; then it waits for durability as the Sync mode says.
+// stamp says whether b's max timestamp must be set (producer batches).
+func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error) {
+	if int64(len(b)) > l.opts.SegmentBytes {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes, segment size %d", ErrBatchTooLarge, len(b), l.opts.SegmentBytes)
+	}
+	l.mu.Lock()
+	if err := l.writable(); err != nil {
+		l.mu.Unlock()
+		return AppendInfo{}, err
+	}
+	now := l.opts.Now()
+	if stamp {
+		if l.opts.TimestampType == record.LogAppendTime {
+			b.SetMaxTimestamp(now.UnixMilli(), record.LogAppendTime)
+		} else {
+			b.SetMaxTimestamp(maxTS, record.CreateTime)
+		}
+	}
+	b.SetBaseOffset(l.end.Load())
+	if err := l.maybeRoll(b, now); err != nil {
+		l.mu.Unlock()
+		return AppendInfo{}, err
+	}
+	if err := l.active.Append(b); err != nil {
+		err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
+		l.failure.CompareAndSwap(nil, &err)
+		l.mu.Unlock()
+		return AppendInfo{}, err
+	}
+	info := AppendInfo{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(), Bytes: len(b)}
+	l.end.Store(b.NextOffset())
+	kick := false
+	if l.opts.Sync == SyncPeriodic && l.opts.SyncBytes > 0 {
+		l.dirtyBytes += int64(len(b))
+		kick = l.dirtyBytes >= l.opts.SyncBytes
+	}
+	l.mu.Unlock()
+
+	switch {
+	case l.opts.Sync == SyncAlways:
+		if err := l.waitDurable(info.LastOffset + 1); err != nil {
+			return info, err
+		}
+	case kick:
+		l.kickFlusher(info.LastOffset + 1)
+	}
+	return info, nil
+}
+
+// maybeRoll seals the active segment and starts a new one at b's base
+// offset when b would not fit, the segment is old enough, an index is full,
+// or b's offsets overflow the segment's 32-bit relative range. Called with mu.
+func (l *Log) maybeRoll(b record.Batch, now time.Time) error {
+	check := segment.RollCheck{
+		NextBatchSize:   len(b),
+		LastOffset:      b.LastOffset(),
+		MaxTimestamp:    b.MaxTimestamp(),
+		Now:             now,
+		MaxSegmentBytes: l.opts.SegmentBytes,
+		MaxAge:          l.opts.SegmentAge,
+		Jitter:          l.activeJitter,
+	}
+	if !l.active.ShouldRoll(check) {
+		return nil
+	}
+	return l.roll(b.BaseOffset())
+}
+
+// roll makes a new active segment at base. Under SyncAlways the old segment
+// is synced before anything lands in the new one, so a crash can never keep
+// a newer segment while losing acknowledged bytes of an older one; otherwise
+// the flusher syncs it in the background, as Kafka does. Called with mu.
+func (l *Log) roll(base int64) error {
+	old := l.active
+	if old.Size() == 0 && old.BaseOffset() == base {
+		return nil
+	}
+	if err := old.Seal(); err != nil {
+		return fmt.Errorf("seglog: sealing %s: %w", old.LogPath(), err)
+	}
+	if l.opts.Sync == SyncAlways {
+		if err := old.Flush(); err != nil {
+			return l.fail(err)
+		}
+	}
+	seg, err := l.createSegment(base)
+	if err != nil {
+		return err
+	}
+	l.segMu.Lock()
+	if old.Size() == 0 {
+		// An empty segment (left by truncation or retention) has nothing to
+		// keep; replacing it avoids a gap-less pair of segments.
+		l.segs.Delete(probe(old.BaseOffset()))
+	}
+	l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
+	l.active = seg
+	l.segMu.Unlock()
+	if old.Size() == 0 {
+		l.retire(old)
+	}
+	l.activeJitter = l.drawJitter()
+	if l.opts.Sync == SyncAlways {
+		if base > l.recoveryPoint {
+			l.recoveryPoint = base
+		}
+	} else {
+		l.kickFlusher(base)
+	}
+	return nil
+}
+
+// createSegment creates a segment's files at base and makes their directory
+// entries durable. Files already there under that name belong to no segment
+// of the log (it would be in the tree otherwise), so they are replaced, as
+// Kafka does when rolling onto a leftover empty segment.
+func (l *Log) createSegment(base int64) (*segment.Segment, error) {
+	seg, err := segment.Create(l.fs, l.dir, base, l.segmentOptions())
+	if errors.Is(err, segment.ErrExists) {
+		for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
+			if rerr := l.fs.Remove(l.path(segment.FileName(base, suffix))); rerr != nil && !isNotExist(rerr) {
+				return nil, err
+			}
+		}
+		seg, err = segment.Create(l.fs, l.dir, base, l.segmentOptions())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		seg.Close()
+		return nil, err
+	}
+	return seg, nil
+}
+
+// retire removes a segment that has left the tree: its files are renamed
+// to .deleted at once and unlinked when the last reader lets go.
+func (l *Log) retire(s *segment.Segment) {
+	if err := s.Remove(); err != nil {
+		l.logger.Warn("seglog: removing segment", "file", s.LogPath(), "err", err)
+	}
+	s.Release()
+}
+
+// drawJitter picks the active segment's roll jitter, uniform in
+// [0, SegmentJitter), drawn once per segment as Kafka does.
+func (l *Log) drawJitter() time.Duration {
+	if l.opts.SegmentJitter <= 0 {
+		return 0
+	}
+	j := l.opts.SegmentJitter
+	if j > l.opts.SegmentAge {
+		j = l.opts.SegmentAge
+	}
+	return time.Duration(rand.Int64N(int64(j)))
+}

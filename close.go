@@ -1,0 +1,59 @@
+package seglog
+
+import "errors"
+
+// Close flushes every record to disk, closes the segments (trimming the
+// active segment's indexes), writes the recovery-point and log-start
+// checkpoints and the clean-shutdown marker, and releases the directory
+// lock. The next Open then trusts the files as they are. After a failed
+// fsync or write, Close leaves no marker, so the next Open recovers.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.stopFlusher()
+
+	var errs []error
+	if l.failure.Load() == nil {
+		if err := l.flushAll(l.end.Load(), false); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Wake appenders waiting for a group commit; they get ErrClosed.
+	l.commit.mu.Lock()
+	if l.commit.err == nil {
+		l.commit.err = ErrClosed
+	}
+	l.commit.cond.Broadcast()
+	l.commit.mu.Unlock()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.segMu.Lock()
+	if err := l.closeSegments(); err != nil {
+		errs = append(errs, err)
+	}
+	l.segMu.Unlock()
+	if l.failure.Load() == nil && len(errs) == 0 {
+		end := l.end.Load()
+		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, end); err != nil {
+			errs = append(errs, err)
+		}
+		if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, l.start.Load()); err != nil {
+			errs = append(errs, err)
+		}
+		if len(errs) == 0 {
+			if err := writeFileAtomic(l.fs, l.path(CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := l.lock.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,248 @@
+package seglog
+
+import (
+	"sync"
+	"time"
+
+	"github.com/seglog/seglog/segment"
+)
+
+// groupCommit lets concurrent SyncAlways appenders share fdatasyncs. An
+// appender that needs its batch durable either finds a sync already covering
+// it, waits for the one in flight, or becomes the leader and runs the next
+// sync itself, covering every batch written before the sync started. With N
+// appenders waiting, one fsync acknowledges all of them.
+type groupCommit struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	durable int64 // every offset below is on disk
+	syncing bool
+	err     error // sticky: the first failed sync
+}
+
+func (g *groupCommit) init(durable int64) {
+	g.cond.L = &g.mu
+	g.durable = durable
+}
+
+// lower moves the durable mark down after a truncation, so a later append at
+// the same offsets waits for its own sync.
+func (g *groupCommit) lower(end int64) {
+	g.mu.Lock()
+	if g.durable > end {
+		g.durable = end
+	}
+	g.mu.Unlock()
+}
+
+// waitDurable returns once every offset below target is on disk.
+func (l *Log) waitDurable(target int64) error {
+	g := &l.commit
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.durable < target {
+		if g.err != nil {
+			return g.err
+		}
+		if g.syncing {
+			g.cond.Wait()
+			continue
+		}
+		g.syncing = true
+		g.mu.Unlock()
+		upTo, err := l.syncActive()
+		g.mu.Lock()
+		g.syncing = false
+		if err != nil {
+			g.err = l.fail(err)
+		} else if upTo > g.durable {
+			g.durable = upTo
+		}
+		g.cond.Broadcast()
+	}
+	return nil
+}
+
+// syncActive fdatasyncs the active segment's .log and returns the end offset
+// that the sync covers: everything published before it started. Under
+// SyncAlways every older segment was synced when it was rolled, and indexes
+// need no sync: after a crash they are rebuilt from the .log (recovery
+// always rebuilds the indexes above the recovery point).
+func (l *Log) syncActive() (int64, error) {
+	l.mu.Lock()
+	seg := l.active
+	upTo := l.end.Load()
+	ok := seg.Acquire()
+	l.mu.Unlock()
+	if !ok {
+		// The active segment was removed under us (truncation); the next
+		// round picks the new one.
+		return 0, nil
+	}
+	defer seg.Release()
+	if err := seg.File().Sync(); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	if upTo > l.recoveryPoint && upTo <= l.end.Load() {
+		l.recoveryPoint = upTo
+	}
+	l.mu.Unlock()
+	return upTo, nil
+}
+
+// flusher runs the flushes appends do not wait for: segments sealed by a
+// roll (as Kafka flushes on roll), SyncPeriodic's byte and interval
+// triggers, and the recovery-point checkpoint that follows them.
+type flusher struct {
+	kick chan struct{}
+	quit chan struct{}
+	done chan struct{}
+}
+
+func (l *Log) startFlusher() {
+	f := &flusher{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	l.flusher = f
+	var ticker *time.Ticker
+	var tick <-chan time.Time
+	if l.opts.Sync == SyncPeriodic && l.opts.SyncInterval > 0 {
+		ticker = time.NewTicker(l.opts.SyncInterval)
+		tick = ticker.C
+	}
+	go func() {
+		defer close(f.done)
+		if ticker != nil {
+			defer ticker.Stop()
+		}
+		for {
+			select {
+			case <-f.quit:
+				return
+			case <-f.kick:
+			case <-tick:
+			}
+			target := l.flushTarget.Swap(0)
+			if target == 0 || (tick != nil && target < l.end.Load()) {
+				target = l.end.Load() // the interval flushes everything
+			}
+			if err := l.flushAll(target, true); err != nil {
+				l.logger.Error("seglog: background flush failed; appends are refused until the log is reopened",
+					"dir", l.dir, "err", err)
+			}
+		}
+	}()
+}
+
+// kickFlusher asks the flusher to make offsets below upTo durable, without
+// waiting for it.
+func (l *Log) kickFlusher(upTo int64) {
+	for {
+		cur := l.flushTarget.Load()
+		if cur >= upTo || l.flushTarget.CompareAndSwap(cur, upTo) {
+			break
+		}
+	}
+	select {
+	case l.flusher.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (l *Log) stopFlusher() {
+	close(l.flusher.quit)
+	<-l.flusher.done
+}
+
+// flushAll makes every record below upTo durable: it syncs each segment
+// from the one holding the recovery point to the one holding upTo-1,
+// advances the recovery point, and with checkpoint set rewrites the
+// recovery-point file.
+func (l *Log) flushAll(upTo int64, checkpoint bool) error {
+	l.mu.Lock()
+	if l.failure.Load() != nil {
+		err := *l.failure.Load()
+		l.mu.Unlock()
+		return err
+	}
+	from := l.recoveryPoint
+	if end := l.end.Load(); upTo > end {
+		upTo = end
+	}
+	if upTo == l.end.Load() {
+		l.dirtyBytes = 0
+	}
+	l.mu.Unlock()
+	if upTo <= from {
+		return nil
+	}
+	segs := l.acquireRange(from, upTo)
+	defer func() {
+		for _, s := range segs {
+			s.Release()
+		}
+	}()
+	for _, s := range segs {
+		if err := s.Flush(); err != nil {
+			return l.fail(err)
+		}
+	}
+	l.mu.Lock()
+	advanced := false
+	if upTo > l.recoveryPoint && upTo <= l.end.Load() {
+		l.recoveryPoint = upTo
+		advanced = true
+	}
+	rp := l.recoveryPoint
+	closed := l.closed
+	l.mu.Unlock()
+	if checkpoint && advanced && !closed {
+		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, rp); err != nil {
+			l.logger.Warn("seglog: writing the recovery point failed", "dir", l.dir, "err", err)
+		}
+	}
+	return nil
+}
+
+// acquireRange returns, with references taken, the segments holding any
+// offset in [from, upTo).
+func (l *Log) acquireRange(from, upTo int64) []*segment.Segment {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	var out []*segment.Segment
+	first := l.floorSegment(from)
+	startKey := int64(-1 << 63)
+	if first != nil {
+		startKey = first.BaseOffset()
+	}
+	l.segs.AscendGreaterOrEqual(probe(startKey), func(it segItem) bool {
+		if it.base >= upTo && len(out) > 0 {
+			return false
+		}
+		if it.seg.Acquire() {
+			out = append(out, it.seg)
+		}
+		return true
+	})
+	return out
+}
+
+// Sync makes every record appended so far durable, whatever the Sync mode.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.mu.Unlock()
+	if err := l.flushAll(l.end.Load(), false); err != nil {
+		return err
+	}
+	// Lock order is mu before commit.mu, so read the point first.
+	rp := l.RecoveryPoint()
+	l.commit.mu.Lock()
+	if rp > l.commit.durable {
+		l.commit.durable = rp
+	}
+	l.commit.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,179 @@
+package seglog
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/record"
+)
+
+// Kafka's defaults, used wherever an Options field is left at its zero value.
+const (
+	DefaultSegmentBytes       = 1 << 30            // segment.bytes
+	DefaultSegmentAge         = 7 * 24 * time.Hour // segment.ms
+	DefaultIndexIntervalBytes = 4096               // index.interval.bytes
+	DefaultMaxIndexBytes      = 10 << 20           // segment.index.bytes
+	DefaultMaxBatchBytes      = 1048588            // max.message.bytes (1 MiB + the 12-byte log overhead)
+	DefaultMaxMappedIndexes   = 1024
+)
+
+// minSegmentBytes keeps a segment large enough to hold at least one minimal
+// batch; Kafka 4.x refuses anything under 1 MiB, but tests want small
+// segments, so seglog only refuses sizes that cannot work at all.
+const minSegmentBytes = record.HeaderSize
+
+// SyncMode selects when appended data is made durable with fdatasync.
+type SyncMode int
+
+const (
+	// SyncNone leaves flushing to the operating system, as Kafka does by
+	// default; data reaches disk on segment roll, on Sync and on Close.
+	SyncNone SyncMode = iota
+	// SyncAlways makes Append return only after its batch is on disk.
+	// Concurrent appenders share one fdatasync (group commit).
+	SyncAlways
+	// SyncPeriodic flushes once SyncBytes have been appended since the last
+	// flush, or SyncInterval has passed with unflushed data, whichever comes
+	// first. Appends do not wait for the flush.
+	SyncPeriodic
+)
+
+// String returns the mode's flag spelling.
+func (m SyncMode) String() string {
+	switch m {
+	case SyncNone:
+		return "none"
+	case SyncAlways:
+		return "always"
+	case SyncPeriodic:
+		return "periodic"
+	}
+	return fmt.Sprintf("SyncMode(%d)", int(m))
+}
+
+// Options configures a Log. The zero value of every field means Kafka's
+// default for it.
+type Options struct {
+	// FS is the filesystem; nil means the real one.
+	FS vfs.FS
+	// SegmentBytes is the size at which the active segment rolls. Default
+	// 1 GiB; at most 2^31-1 because index positions are 32-bit.
+	SegmentBytes int64
+	// SegmentAge rolls a non-empty active segment once its first batch is
+	// this old (by record time). Default 7 days.
+	SegmentAge time.Duration
+	// SegmentJitter subtracts a random duration in [0, SegmentJitter) from
+	// SegmentAge per segment, so logs created together do not roll together.
+	// Default 0.
+	SegmentJitter time.Duration
+	// IndexIntervalBytes is how many bytes of batches may be appended between
+	// two offset-index entries. Default 4096.
+	IndexIntervalBytes int
+	// MaxIndexBytes is the preallocated size of each index file; a full index
+	// rolls the segment. Default 10 MiB.
+	MaxIndexBytes int
+	// MaxBatchBytes is the largest batch, including its 12-byte log overhead,
+	// that Append or AppendBatch will store. Default 1,048,588.
+	MaxBatchBytes int
+	// MaxMappedIndexes bounds how many sealed segments' indexes are memory
+	// mapped at once (least recently used are unmapped). Default 1024.
+	MaxMappedIndexes int
+	// Compression is the codec Append uses. AppendBatch stores producer
+	// batches with the codec they arrived in. Default none.
+	Compression record.Codec
+	// Sync is the durability policy. Default SyncNone.
+	Sync SyncMode
+	// SyncBytes and SyncInterval drive SyncPeriodic; at least one must be set
+	// for that mode.
+	SyncBytes    int64
+	SyncInterval time.Duration
+	// TimestampType selects how appended batches are stamped: CreateTime
+	// (default) keeps the records' timestamps and recomputes the batch's max
+	// timestamp from them; LogAppendTime replaces it with the append time.
+	TimestampType record.TimestampType
+	// LeaderEpoch is stamped into every appended batch's partition leader
+	// epoch field. Default 0.
+	LeaderEpoch int32
+	// Logger receives recovery and maintenance messages. Default
+	// slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now. Tests set it.
+	Now func() time.Time
+}
+
+// withDefaults returns a copy of o with zero fields replaced by defaults.
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = DefaultSegmentBytes
+	}
+	if o.SegmentAge == 0 {
+		o.SegmentAge = DefaultSegmentAge
+	}
+	if o.IndexIntervalBytes == 0 {
+		o.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if o.MaxIndexBytes == 0 {
+		o.MaxIndexBytes = DefaultMaxIndexBytes
+	}
+	if o.MaxBatchBytes == 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.MaxMappedIndexes == 0 {
+		o.MaxMappedIndexes = DefaultMaxMappedIndexes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Validate reports the first option that cannot work, as an error wrapping
+// ErrInvalidOptions. Zero values are valid: they mean the defaults.
+func (o Options) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	switch {
+	case o.SegmentBytes < 0 || (o.SegmentBytes > 0 && o.SegmentBytes < minSegmentBytes):
+		return bad("SegmentBytes %d: must be at least %d", o.SegmentBytes, minSegmentBytes)
+	case o.SegmentBytes > math.MaxInt32:
+		return bad("SegmentBytes %d: must be at most %d (index positions are 32-bit)", o.SegmentBytes, math.MaxInt32)
+	case o.SegmentAge < 0:
+		return bad("SegmentAge %v: must not be negative", o.SegmentAge)
+	case o.SegmentJitter < 0:
+		return bad("SegmentJitter %v: must not be negative", o.SegmentJitter)
+	case o.IndexIntervalBytes < 0:
+		return bad("IndexIntervalBytes %d: must not be negative", o.IndexIntervalBytes)
+	case o.MaxIndexBytes < 0 || (o.MaxIndexBytes > 0 && o.MaxIndexBytes < 24):
+		return bad("MaxIndexBytes %d: must hold at least two time-index entries (24 bytes)", o.MaxIndexBytes)
+	case o.MaxBatchBytes < 0 || (o.MaxBatchBytes > 0 && o.MaxBatchBytes < record.HeaderSize):
+		return bad("MaxBatchBytes %d: must be at least %d", o.MaxBatchBytes, record.HeaderSize)
+	case o.MaxMappedIndexes < 0:
+		return bad("MaxMappedIndexes %d: must not be negative", o.MaxMappedIndexes)
+	case o.Compression < record.None || o.Compression > record.Zstd:
+		return bad("Compression %d: unknown codec", o.Compression)
+	case o.Sync < SyncNone || o.Sync > SyncPeriodic:
+		return bad("Sync %d: unknown mode", o.Sync)
+	case o.Sync == SyncPeriodic && o.SyncBytes <= 0 && o.SyncInterval <= 0:
+		return bad("Sync periodic needs SyncBytes or SyncInterval")
+	case o.SyncBytes < 0 || o.SyncInterval < 0:
+		return bad("SyncBytes and SyncInterval must not be negative")
+	case o.TimestampType != record.CreateTime && o.TimestampType != record.LogAppendTime:
+		return bad("TimestampType %d: unknown", o.TimestampType)
+	case o.LeaderEpoch < 0:
+		return bad("LeaderEpoch %d: must not be negative", o.LeaderEpoch)
+	}
+	if o.SegmentBytes > 0 && o.MaxBatchBytes > 0 && int64(o.MaxBatchBytes) > o.SegmentBytes {
+		return bad("MaxBatchBytes %d exceeds SegmentBytes %d: a full batch could never be stored", o.MaxBatchBytes, o.SegmentBytes)
+	}
+	return nil
+}

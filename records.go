@@ -1,0 +1,113 @@
+package seglog
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
+)
+
+// ErrTimestampNotFound: no record has a timestamp at or after the one asked
+// for.
+var ErrTimestampNotFound = errors.New("seglog: no record at or after the timestamp")
+
+// Records iterates the records from offset from to the end of the log as it
+// is when the iteration reaches it, decoding (and decompressing) each batch.
+// Control records (transaction markers) are skipped. A Record's Key, Value
+// and Headers are valid only until the loop body returns: copy what must be
+// kept. The iteration stops at the first error, which names the file and
+// byte position for damaged data; from outside [StartOffset, EndOffset]
+// yields ErrOffsetOutOfRange.
+func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
+	return func(yield func(record.Record, error) bool) {
+		if start, end := l.StartOffset(), l.EndOffset(); from < start || from > end {
+			yield(record.Record{}, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, from, start, end))
+			return
+		}
+		var it record.Iterator
+		it.MaxDecompressed = 0
+		seg := l.acquireFloor(from)
+		for seg != nil {
+			if !l.yieldSegment(seg, from, &it, yield) {
+				seg.Release()
+				return
+			}
+			next := l.acquireNext(seg.BaseOffset())
+			seg.Release()
+			seg = next
+		}
+	}
+}
+
+// yieldSegment yields the records of seg at or after from and below the
+// log's end; it returns false when the iteration must stop.
+func (l *Log) yieldSegment(seg *segment.Segment, from int64, it *record.Iterator, yield func(record.Record, error) bool) bool {
+	pos := int64(0)
+	if from > seg.BaseOffset() {
+		bp, ok, err := seg.FindPosition(from)
+		if err != nil {
+			return yield(record.Record{}, err) && false
+		}
+		if !ok {
+			return true
+		}
+		pos = bp.Position
+	}
+	for b, err := range seg.Batches(pos, seg.Size()) {
+		if err != nil {
+			yield(record.Record{}, err)
+			return false
+		}
+		if b.BaseOffset() >= l.end.Load() {
+			return false
+		}
+		if b.IsControl() || b.LastOffset() < from {
+			continue
+		}
+		if err := it.Reset(b); err != nil {
+			yield(record.Record{}, fmt.Errorf("seglog: %s: %w", seg.LogPath(), err))
+			return false
+		}
+		for it.Next() {
+			r := it.Record()
+			if r.Offset < from {
+				continue
+			}
+			if !yield(r, nil) {
+				return false
+			}
+		}
+		if err := it.Err(); err != nil {
+			yield(record.Record{}, fmt.Errorf("seglog: %s: %w", seg.LogPath(), err))
+			return false
+		}
+	}
+	return true
+}
+
+// OffsetForTime returns the offset of the first record, in offset order,
+// whose timestamp is at or after ts, as Kafka's ListOffsets answers it: the
+// first segment whose largest timestamp reaches ts is searched through its
+// time index. It returns ErrTimestampNotFound when no segment reaches ts.
+func (l *Log) OffsetForTime(ts int64) (int64, error) {
+	seg := l.acquireFloor(l.StartOffset())
+	for seg != nil {
+		if seg.MaxTimestamp() >= ts {
+			off, ok, err := seg.FindOffsetForTime(ts)
+			if err != nil {
+				seg.Release()
+				return 0, err
+			}
+			if ok && off >= l.StartOffset() && off < l.EndOffset() {
+				seg.Release()
+				return off, nil
+			}
+		}
+		next := l.acquireNext(seg.BaseOffset())
+		seg.Release()
+		seg = next
+	}
+	return 0, fmt.Errorf("%w: %d", ErrTimestampNotFound, ts)
+}

@@ -1,0 +1,85 @@
+package seglog
+
+import (
+	"fmt"
+
+	"github.com/seglog/seglog/segment"
+)
+
+// TruncateTo removes every record at or after offset, as a replica does when
+// it diverged from its leader. Segments wholly at or after offset are
+// removed (their files renamed to .deleted and unlinked once no reader holds
+// them); the segment holding offset is cut at the start of the batch that
+// holds it and becomes the active segment. A batch is never split, so when
+// offset falls inside a batch the log ends before that batch: EndOffset
+// tells where it ended. An offset below the log start empties the log and
+// restarts it at offset. The recovery point follows the new end and is
+// checkpointed at once, so a crash cannot skip recovering bytes appended
+// after the truncation.
+func (l *Log) TruncateTo(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: negative offset %d", ErrOffsetOutOfRange, offset)
+	}
+	if offset >= l.end.Load() {
+		return nil
+	}
+	// Remove whole segments from the newest down.
+	var doomed []*segment.Segment
+	l.segMu.Lock()
+	for {
+		it, ok := l.segs.Max()
+		if !ok || it.base < offset || (it.base == offset && l.segs.Len() == 1 && offset >= l.start.Load()) {
+			break
+		}
+		l.segs.Delete(it)
+		doomed = append(doomed, it.seg)
+	}
+	l.segMu.Unlock()
+	for _, s := range doomed {
+		l.retire(s)
+	}
+
+	if it, ok := l.segs.Max(); ok {
+		seg := it.seg
+		if seg != l.active {
+			if err := seg.Unseal(); err != nil {
+				return err
+			}
+		}
+		if _, err := seg.TruncateTo(offset); err != nil {
+			return err
+		}
+		l.segMu.Lock()
+		l.active = seg
+		l.segMu.Unlock()
+	} else {
+		seg, err := l.createSegment(offset)
+		if err != nil {
+			return err
+		}
+		l.segMu.Lock()
+		l.segs.ReplaceOrInsert(segItem{base: offset, seg: seg})
+		l.active = seg
+		l.segMu.Unlock()
+		l.start.Store(offset)
+	}
+	end := l.active.NextOffset()
+	l.end.Store(end)
+	if l.start.Load() > end {
+		l.start.Store(end)
+	}
+	l.activeJitter = l.drawJitter()
+	l.commit.lower(end)
+	if l.recoveryPoint > end {
+		l.recoveryPoint = end
+		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, end); err != nil {
+			return err
+		}
+	}
+	return nil
+}
