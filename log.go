@@ -56,8 +56,8 @@ type Log struct {
 	start atomic.Int64 // first offset that may be read
 	end   atomic.Int64 // next offset to assign; published after the bytes
 
-	commit  groupCommit
-	failure atomic.Pointer[error] // set by a failed fsync: appends refused until reopen
+	commit      groupCommit
+	failure     atomic.Pointer[error] // set by a failed fsync: appends refused until reopen
 	flusher     *flusher
 	flushTarget atomic.Int64 // the flusher makes offsets below this durable
 }
