@@ -96,8 +96,9 @@ func (x *base) open(fsys vfs.FS, path string, baseOffset, entrySize int64, opts 
 	if errors.Is(err, fs.ErrNotExist) {
 		var f vfs.File
 		if f, err = fsys.Create(path); err == nil {
-			err = f.Close()
-			fi, err = fsys.Stat(path)
+			if err = f.Close(); err == nil {
+				fi, err = fsys.Stat(path)
+			}
 		}
 	}
 	if err != nil {
@@ -176,7 +177,13 @@ func (x *base) mapLocked() error {
 	if x.closed {
 		return x.errorf("map", -1, ErrClosed, "")
 	}
-	if x.buf != nil || x.writable {
+	if x.buf != nil {
+		return nil
+	}
+	if x.writable {
+		if x.n.Load() > 0 {
+			return x.errorf("map", -1, errShortMap, "writable index without a mapping")
+		}
 		return nil
 	}
 	size := x.n.Load() * x.entrySize
@@ -202,36 +209,48 @@ func (x *base) mapLocked() error {
 	return nil
 }
 
-// acquire returns the mapped bytes and the entry count with mu held shared;
-// the caller must call x.mu.RUnlock when done, unless err != nil. A sealed
-// index is mapped on first use. buf is nil when n == 0.
-func (x *base) acquire() (buf []byte, n int64, err error) {
+// acquire returns the mapped bytes and the entry count with mu held; the
+// caller must call x.release(excl) when done, unless err != nil. A sealed
+// index is mapped on first use; the caller then holds mu exclusively, so the
+// Cache cannot evict the fresh mapping before it is used (which could
+// otherwise repeat under heavy eviction). buf is nil when n == 0.
+func (x *base) acquire() (buf []byte, n int64, excl bool, err error) {
 	x.mu.RLock()
-	for {
-		if x.closed {
-			x.mu.RUnlock()
-			return nil, 0, x.errorf("read", -1, ErrClosed, "")
-		}
-		n = x.n.Load()
-		if n == 0 {
-			return nil, 0, nil
-		}
-		if x.buf != nil {
-			if !x.writable {
-				x.cache.touch(x)
-			}
-			return x.buf, n, nil
-		}
+	if x.closed {
 		x.mu.RUnlock()
-		x.mu.Lock()
-		err = x.mapLocked()
-		x.mu.Unlock()
-		if err != nil {
-			return nil, 0, err
+		return nil, 0, false, x.errorf("read", -1, ErrClosed, "")
+	}
+	n = x.n.Load()
+	if n == 0 {
+		return nil, 0, false, nil
+	}
+	if x.buf != nil {
+		if !x.writable {
+			x.cache.touch(x)
 		}
-		// The Cache may evict x between Unlock and RLock; the loop maps
-		// it again in that case.
-		x.mu.RLock()
+		return x.buf, n, false, nil
+	}
+	x.mu.RUnlock()
+	x.mu.Lock()
+	if err = x.mapLocked(); err != nil {
+		x.mu.Unlock()
+		return nil, 0, false, err
+	}
+	// mapLocked may find nothing to map if a structural change emptied the
+	// index meanwhile.
+	n = x.n.Load()
+	if n == 0 {
+		return nil, 0, true, nil
+	}
+	return x.buf, n, true, nil
+}
+
+// release undoes acquire.
+func (x *base) release(excl bool) {
+	if excl {
+		x.mu.Unlock()
+	} else {
+		x.mu.RUnlock()
 	}
 }
 
@@ -403,6 +422,10 @@ func (x *base) isWritable() bool {
 	return x.writable
 }
 
+// flush makes stores durable. It may run alongside lookups, but callers
+// order it with Append like the other writer operations: msync of a page
+// being stored to is harmless on a real mapping, but MemFS copies the bytes,
+// and the race detector would (rightly, by the vfs contract) report it.
 func (x *base) flush() error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
