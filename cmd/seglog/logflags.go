@@ -48,7 +48,7 @@ func bindLogFlags(cmd *cobra.Command) *logFlags {
 	fl.IntVar(&f.maxIndexBytes, "max-index-bytes", seglog.DefaultMaxIndexBytes,
 		"preallocated size of each index file; a full index rolls the segment (segment.index.bytes)")
 	fl.IntVar(&f.maxBatchBytes, "max-batch-bytes", seglog.DefaultMaxBatchBytes,
-		"largest batch stored, including its 12-byte log overhead (max.message.bytes)")
+		"largest batch stored, including its 12-byte log overhead (max.message.bytes); at most --segment-bytes, which lowers it when not given")
 	fl.IntVar(&f.maxMappedIndexes, "max-mapped-indexes", seglog.DefaultMaxMappedIndexes,
 		"how many sealed segments' indexes may be memory mapped at once")
 	fl.StringVar(&f.sync, "sync", seglog.SyncNone.String(),
@@ -151,6 +151,11 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 	o.IndexIntervalBytes = f.indexIntervalBytes
 	o.MaxIndexBytes = f.maxIndexBytes
 	o.MaxBatchBytes = f.maxBatchBytes
+	if !cmd.Flags().Changed("max-batch-bytes") && int64(o.MaxBatchBytes) > o.SegmentBytes {
+		// Small segments for a test or a demo should not also need the
+		// batch limit lowered by hand; an explicit limit is still checked.
+		o.MaxBatchBytes = int(o.SegmentBytes)
+	}
 	o.MaxMappedIndexes = f.maxMappedIndexes
 	o.SyncBytes = f.syncBytes
 	o.SyncInterval = f.syncInterval

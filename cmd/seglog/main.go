@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -68,15 +69,17 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	code := 1
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "seglog:", ee.err)
+		code = ee.code
+		if ee.err == nil {
+			return code
 		}
-		return ee.code
 	}
-	fmt.Fprintln(stderr, "seglog:", err)
-	return 1
+	// The library's errors already start with "seglog: ".
+	fmt.Fprintln(stderr, "seglog:", strings.TrimPrefix(err.Error(), "seglog: "))
+	return code
 }
 
 func main() { os.Exit(run(os.Args[1:])) }

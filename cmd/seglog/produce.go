@@ -59,6 +59,24 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 		if batch < 1 {
 			return fmt.Errorf("invalid --batch %d: must be at least 1", batch)
 		}
+		// The input is opened first, so a missing file leaves no new log
+		// directory behind.
+		var input io.Reader
+		inName := "stdin"
+		if cmd.Flags().Changed("batches") && batches != "-" {
+			f, err := vfs.Default.Open(batches)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			size, err := f.Size()
+			if err != nil {
+				return err
+			}
+			input, inName = io.NewSectionReader(f, 0, size), batches
+		} else {
+			input = cmd.InOrStdin()
+		}
 		l, err := seglog.Open(args[0], opts)
 		if err != nil {
 			return err
@@ -66,9 +84,9 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 		var st produceStats
 		st.first = l.EndOffset()
 		if cmd.Flags().Changed("batches") {
-			err = produceBatches(l, batches, cmd.InOrStdin(), opts.MaxBatchBytes, &st)
+			err = produceBatches(l, inName, input, opts.MaxBatchBytes, &st)
 		} else {
-			err = produceLines(l, cmd.InOrStdin(), batch, opts.MaxBatchBytes, &st)
+			err = produceLines(l, input, batch, opts.MaxBatchBytes, &st)
 		}
 		if cerr := l.Close(); err == nil {
 			err = cerr
@@ -214,24 +232,9 @@ func scanLinesKeepCR(data []byte, atEOF bool) (advance int, token []byte, err er
 	return 0, nil, nil
 }
 
-// produceBatches appends the producer batches of the file name ("-" for
-// in) through AppendBatch.
-func produceBatches(l *seglog.Log, name string, in io.Reader, maxBatch int, st *produceStats) error {
-	var r io.Reader = in
-	if name != "-" {
-		f, err := vfs.Default.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		size, err := f.Size()
-		if err != nil {
-			return err
-		}
-		r = io.NewSectionReader(f, 0, size)
-	} else {
-		name = "stdin"
-	}
+// produceBatches appends the producer batches read from r (named name in
+// errors) through AppendBatch.
+func produceBatches(l *seglog.Log, name string, r io.Reader, maxBatch int, st *produceStats) error {
 	fr := batchReader{r: bufio.NewReaderSize(r, 1<<16), max: maxBatch}
 	for i := 0; ; i++ {
 		pos := fr.pos
