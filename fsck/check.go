@@ -1,0 +1,266 @@
+package fsck
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+// Options configures Check.
+type Options struct {
+	// Deep decodes every record of every batch (decompression, record
+	// lengths, counts, varints), not just the framing and checksums.
+	Deep bool
+	// MaxBatchBytes bounds the entries read into memory; a larger length
+	// field is reported as damage. Zero means DefaultMaxBatchBytes.
+	MaxBatchBytes int
+	// Progress, when set, is called with the number of .log bytes scanned
+	// since its last call.
+	Progress func(n int64)
+}
+
+// fixOp says what Repair would do about a problem.
+type fixOp uint8
+
+const (
+	fixNone       fixOp = iota
+	fixLeftover         // resolve .deleted/.cleaned/.swap/.tmp files as Kafka's loader does
+	fixRemove           // delete the file (orphan index, corrupt snapshot)
+	fixIndex            // rebuild the segment's .index and .timeindex
+	fixDamage           // truncate the log at the damage (mid-log only with TruncateDamaged)
+	fixCheckpoint       // lower the recovery point to the end of the log
+)
+
+type fixAction struct {
+	op   fixOp
+	base int64 // segment base offset, for fixIndex and fixDamage
+}
+
+// maxProblemsPerFile caps the problems listed for one file and kind, so a
+// garbage index does not print a million lines; the rest are summarized.
+const maxProblemsPerFile = 50
+
+// Check checks the partition directory dir and returns its report. It
+// writes nothing and takes no lock. err is for operational failures (dir
+// missing or unreadable); damage, including files that cannot be read, is
+// reported as problems.
+func Check(fsys vfs.FS, dir string, opts Options) (*Report, error) {
+	c, err := newChecker(fsys, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.run()
+	return c.r, nil
+}
+
+// checker holds the state of one directory check.
+type checker struct {
+	fs   vfs.FS
+	dir  string
+	opts Options
+	r    *Report
+
+	names    []string
+	present  map[string]bool
+	logs     []int64 // sorted bases of the .log files
+	clean    bool    // a clean-shutdown marker is present
+	perFile  map[string]int
+	overflow map[string]int
+
+	segs    []*segResult
+	damages []damageRef
+	// Running totals of valid batches and records, to say how many a
+	// truncation at a damaged region would drop.
+	validBatches, validRecords int64
+	next                       int64 // offset after the last valid batch, -1 if none
+
+	epochs    map[int32]int64 // leader epoch -> first offset seen
+	lastEpoch int32
+	openTxn   map[int64]int64 // producer id -> first offset of its open transaction
+}
+
+// segResult is what the check learned about one segment.
+type segResult struct {
+	base      int64
+	size      int64
+	validEnd  int64 // end of the last valid entry
+	batches   int64
+	damaged   bool
+	indexBad  bool // .index or .timeindex needs rebuilding
+	hasTxnIdx bool
+}
+
+// damageRef is a damaged region of a .log.
+type damageRef struct {
+	seg                        int
+	pos                        int64
+	problem                    int
+	batchesBefore, recsBefore  int64
+	entry                      Entry
+	file                       string
+}
+
+func newChecker(fsys vfs.FS, dir string, opts Options) (*checker, error) {
+	fi, err := fsys.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: %s", ErrNotDir, dir)
+	}
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxBatchBytes <= 0 {
+		opts.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	c := &checker{
+		fs: fsys, dir: dir, opts: opts,
+		r:        &Report{Dir: dir, Stats: newStats()},
+		names:    names,
+		present:  make(map[string]bool, len(names)),
+		perFile:  map[string]int{},
+		overflow: map[string]int{},
+		next:     -1,
+		epochs:   map[int32]int64{},
+		lastEpoch: -1,
+		openTxn:  map[int64]int64{},
+	}
+	for _, n := range names {
+		c.present[n] = true
+	}
+	return c, nil
+}
+
+func (c *checker) path(name string) string { return filepath.Join(c.dir, name) }
+
+// add records a problem and returns its index (-1 if it was capped).
+func (c *checker) add(p Problem) int {
+	key := p.File + "\x00" + string(p.Kind)
+	c.perFile[key]++
+	if c.perFile[key] > maxProblemsPerFile {
+		c.overflow[key]++
+		return -1
+	}
+	c.r.Problems = append(c.r.Problems, p)
+	return len(c.r.Problems) - 1
+}
+
+func (c *checker) addf(file string, pos int64, kind Kind, sev Severity, fix fixAction, format string, args ...any) int {
+	return c.add(Problem{File: file, Position: pos, Kind: kind, Severity: sev, Detail: fmt.Sprintf(format, args...), fix: fix})
+}
+
+func (c *checker) run() {
+	c.scanNames()
+	for i := range c.logs {
+		c.checkSegment(i)
+	}
+	c.classifyDamage()
+	c.checkFiles()
+	for key, n := range c.overflow {
+		file, kind, _ := strings.Cut(key, "\x00")
+		// The summary carries the fix of the problems it stands for.
+		var fix fixAction
+		var sev Severity
+		for _, p := range c.r.Problems {
+			if p.File == file && string(p.Kind) == kind {
+				fix, sev = p.fix, p.Severity
+				break
+			}
+		}
+		c.r.Problems = append(c.r.Problems, Problem{File: file, Kind: Kind(kind), Severity: sev, fix: fix,
+			Detail: fmt.Sprintf("%d more %s problems in this file not listed", n, kind)})
+	}
+	slices.SortStableFunc(c.r.Problems, func(a, b Problem) int {
+		if a.File != b.File {
+			return strings.Compare(a.File, b.File)
+		}
+		return int(min(max(a.Position-b.Position, -1), 1))
+	})
+}
+
+// scanNames classifies the directory's files: segments, leftovers,
+// orphans, badly named files, and everything else.
+func (c *checker) scanNames() {
+	logs := map[int64]bool{}
+	for _, n := range c.names {
+		if f, ok, _ := parseSegFile(n); ok && f.temp == "" && f.kind == sufLog {
+			logs[f.base] = true
+		}
+	}
+	for _, n := range c.names {
+		f, ok, bad := parseSegFile(n)
+		switch {
+		case bad:
+			c.addf(n, 0, KindSegmentName, Error, fixAction{}, "segment file name must be the base offset in exactly 20 decimal digits; Kafka and seglog ignore or misread this file")
+		case ok && f.temp != "":
+			c.addf(n, 0, KindLeftover, Warning, fixAction{op: fixLeftover}, "%s", leftoverDetail(f.temp))
+		case ok && f.kind == sufLog:
+			c.logs = append(c.logs, f.base)
+		case ok && (f.kind == sufIndex || f.kind == sufTimeIndex || f.kind == sufTxnIndex):
+			if !logs[f.base] {
+				c.addf(n, 0, KindOrphanIndex, Warning, fixAction{op: fixRemove}, "index file without %s; recovery deletes it", fileName(f.base, sufLog))
+			}
+		case ok && f.kind == sufSnapshot:
+			// checked in checkFiles
+		case strings.HasSuffix(n, sufTmp):
+			c.addf(n, 0, KindLeftover, Warning, fixAction{op: fixLeftover}, "temporary file of an interrupted checkpoint write; recovery deletes it")
+		case n == cleanShutdownFile:
+			c.clean = true
+			c.r.Stats.OtherFiles = append(c.r.Stats.OtherFiles, n)
+		case n == recoveryPointFile || n == logStartOffsetFile || n == leaderEpochFile || n == partitionMetaFile:
+			// checked in checkFiles
+		default:
+			c.r.Stats.OtherFiles = append(c.r.Stats.OtherFiles, n)
+		}
+	}
+	slices.Sort(c.logs)
+	if !c.clean {
+		if _, err := c.fs.Stat(filepath.Join(c.dir, "..", cleanShutdownFile)); err == nil {
+			c.clean = true
+		}
+	}
+}
+
+func leftoverDetail(temp string) string {
+	switch temp {
+	case sufDeleted:
+		return "file scheduled for deletion; recovery deletes it"
+	case sufCleaned:
+		return "output of an interrupted compaction; recovery deletes it"
+	default:
+		return "segment of an interrupted compaction swap; recovery completes or undoes the swap"
+	}
+}
+
+// readFile reads a whole small file, refusing files larger than limit so
+// that a damaged or hostile size cannot force a large allocation.
+func readFile(fsys vfs.FS, path string, limit int64) ([]byte, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	if size > limit {
+		return nil, fmt.Errorf("%d bytes, larger than the %d this file type can hold", size, limit)
+	}
+	buf := make([]byte, size)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

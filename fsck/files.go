@@ -1,0 +1,294 @@
+package fsck
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// maxCheckpointFile bounds checkpoint reads; a log.dir checkpoint holds
+// one short line per partition.
+const maxCheckpointFile = 64 << 20
+
+// cpLine is one entry line of a checkpoint file.
+type cpLine struct {
+	fields []string
+	at     int64
+}
+
+// parseCheckpoint parses Kafka's text checkpoint format: a version line
+// (0), a count line, then count entry lines of nfields fields. Errors carry
+// the byte position of the offending line.
+func parseCheckpoint(data []byte, nfields int) ([]cpLine, int64, error) {
+	if len(data) == 0 {
+		return nil, 0, nil // Kafka reads an empty file as no entries
+	}
+	pos := 0
+	next := func() (string, int64, bool) {
+		if pos >= len(data) {
+			return "", int64(pos), false
+		}
+		start := pos
+		i := bytes.IndexByte(data[pos:], '\n')
+		if i < 0 {
+			pos = len(data)
+			return string(data[start:]), int64(start), true
+		}
+		pos += i + 1
+		return string(data[start : start+i]), int64(start), true
+	}
+	line, at, ok := next()
+	if v, err := strconv.Atoi(strings.TrimSpace(line)); !ok || err != nil || v != 0 {
+		return nil, at, fmt.Errorf("version line %q, want 0", line)
+	}
+	line, at, ok = next()
+	n, err := strconv.Atoi(strings.TrimSpace(line))
+	if !ok || err != nil || n < 0 {
+		return nil, at, fmt.Errorf("entry count line %q is not a count", line)
+	}
+	if n > len(data)-pos { // every entry needs at least one byte
+		return nil, at, fmt.Errorf("entry count %d does not fit in the file", n)
+	}
+	out := make([]cpLine, 0, n)
+	for i := 0; i < n; i++ {
+		line, at, ok = next()
+		if !ok {
+			return nil, at, fmt.Errorf("%d entries declared, %d present", n, i)
+		}
+		f := strings.Fields(line)
+		if len(f) != nfields {
+			return nil, at, fmt.Errorf("entry %q has %d fields, want %d", line, len(f), nfields)
+		}
+		for _, num := range f[nfields-2:] {
+			if _, err := strconv.ParseInt(num, 10, 64); err != nil {
+				return nil, at, fmt.Errorf("entry %q: %q is not a number", line, num)
+			}
+		}
+		out = append(out, cpLine{fields: f, at: at})
+	}
+	for pos < len(data) {
+		line, at, _ = next()
+		if strings.TrimSpace(line) != "" {
+			return nil, at, fmt.Errorf("%d entries declared, more present", n)
+		}
+	}
+	return out, 0, nil
+}
+
+// topicPartition derives Kafka's topic and partition from a partition
+// directory name "topic-N".
+func topicPartition(dir string) (string, int64, bool) {
+	name := filepath.Base(filepath.Clean(dir))
+	if name == "." || name == ".." || name == "/" {
+		if abs, err := filepath.Abs(dir); err == nil {
+			name = filepath.Base(abs)
+		}
+	}
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return name, 0, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return name, 0, false
+	}
+	return name[:i], p, true
+}
+
+// logEnd is the offset after the last valid batch: the log end offset a
+// Log would have, or the last segment's base offset if there is no batch.
+func (c *checker) logEnd() int64 {
+	if c.next >= 0 {
+		return c.next
+	}
+	if len(c.logs) > 0 {
+		return c.logs[len(c.logs)-1]
+	}
+	return 0
+}
+
+// checkFiles checks the checkpoint and metadata files of the directory and,
+// for a Kafka partition directory, the log.dir checkpoints in its parent.
+func (c *checker) checkFiles() {
+	leo := c.logEnd()
+	topic, part, tpOK := topicPartition(c.dir)
+	for _, name := range []string{recoveryPointFile, logStartOffsetFile} {
+		if c.present[name] {
+			c.r.Layout = "seglog"
+			c.checkOffsetCheckpoint(name, c.path(name), topic, part, true, leo)
+		}
+	}
+	if tpOK {
+		for _, name := range []string{recoveryPointFile, logStartOffsetFile, cleanerOffsetFile, replicationFile} {
+			p := filepath.Join(c.dir, "..", name)
+			if _, err := c.fs.Stat(p); err != nil {
+				continue
+			}
+			if c.r.Layout == "" {
+				c.r.Layout = "kafka"
+			}
+			c.checkOffsetCheckpoint("../"+name, p, topic, part, false, leo)
+		}
+	}
+	if c.present[leaderEpochFile] {
+		c.checkLeaderEpochs(leo)
+	}
+	if c.present[partitionMetaFile] {
+		c.checkPartitionMetadata()
+	}
+	for _, n := range c.names {
+		if f, ok, _ := parseSegFile(n); ok && f.kind == sufSnapshot && f.temp == "" {
+			c.checkSnapshot(n)
+		}
+	}
+}
+
+// checkOffsetCheckpoint checks the entry for this partition in an offset
+// checkpoint file. In the partition directory (seglog) a single entry is
+// this log's whatever its name; in a log.dir the line must name the topic
+// and partition.
+func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, inDir bool, leo int64) {
+	data, err := readFile(c.fs, path, maxCheckpointFile)
+	if err != nil {
+		c.addf(file, 0, KindCheckpoint, Error, fixAction{}, "cannot read: %v", err)
+		return
+	}
+	lines, at, err := parseCheckpoint(data, 3)
+	if err != nil {
+		c.addf(file, at, KindCheckpoint, Error, fixAction{}, "malformed checkpoint: %v", err)
+		return
+	}
+	var line *cpLine
+	for i := range lines {
+		l := &lines[i]
+		if l.fields[0] == topic && l.fields[1] == strconv.FormatInt(part, 10) {
+			line = l
+		}
+	}
+	if line == nil && inDir && len(lines) == 1 {
+		line = &lines[0]
+	}
+	if line == nil {
+		return
+	}
+	off, _ := strconv.ParseInt(line.fields[2], 10, 64)
+	base := filepath.Base(file)
+	switch {
+	case off < 0:
+		c.addf(file, line.at, KindCheckpoint, Error, fixAction{}, "negative offset %d", off)
+	case base == recoveryPointFile && off > leo:
+		c.addf(file, line.at, KindCheckpoint, Error, fixAction{op: fixCheckpoint},
+			"recovery point %d is beyond the end of the log %d: data below the recovery point had been flushed and is missing", off, leo)
+	case base == logStartOffsetFile && off > leo:
+		c.addf(file, line.at, KindCheckpoint, Warning, fixAction{},
+			"log start offset %d is beyond the end of the log %d; opening the log deletes every segment", off, leo)
+	case base == cleanerOffsetFile && off > leo:
+		c.addf(file, line.at, KindCheckpoint, Warning, fixAction{},
+			"cleaner offset %d is beyond the end of the log %d; the cleaner will reset it", off, leo)
+	case base == replicationFile && off > leo:
+		c.addf(file, line.at, KindCheckpoint, Warning, fixAction{},
+			"high watermark %d is beyond the end of the log %d", off, leo)
+	}
+}
+
+// checkLeaderEpochs checks leader-epoch-checkpoint ("epoch startOffset"
+// lines) for order and against the epochs stamped in the batches.
+func (c *checker) checkLeaderEpochs(leo int64) {
+	data, err := readFile(c.fs, c.path(leaderEpochFile), maxCheckpointFile)
+	if err != nil {
+		c.addf(leaderEpochFile, 0, KindLeaderEpoch, Error, fixAction{}, "cannot read: %v", err)
+		return
+	}
+	lines, at, err := parseCheckpoint(data, 2)
+	if err != nil {
+		c.addf(leaderEpochFile, at, KindLeaderEpoch, Error, fixAction{}, "malformed checkpoint: %v", err)
+		return
+	}
+	prevEpoch, prevStart := int64(-1), int64(-1)
+	listed := map[int64]bool{}
+	for _, l := range lines {
+		ep, _ := strconv.ParseInt(l.fields[0], 10, 32)
+		start, _ := strconv.ParseInt(l.fields[1], 10, 64)
+		listed[ep] = true
+		switch {
+		case ep <= prevEpoch:
+			c.addf(leaderEpochFile, l.at, KindLeaderEpoch, Error, fixAction{}, "epoch %d does not follow epoch %d", ep, prevEpoch)
+		case start < prevStart:
+			c.addf(leaderEpochFile, l.at, KindLeaderEpoch, Error, fixAction{}, "epoch %d starts at offset %d, before epoch %d's start %d", ep, start, prevEpoch, prevStart)
+		case start > leo:
+			c.addf(leaderEpochFile, l.at, KindLeaderEpoch, Warning, fixAction{}, "epoch %d starts at offset %d, beyond the end of the log %d", ep, start, leo)
+		}
+		prevEpoch, prevStart = max(prevEpoch, ep), max(prevStart, start)
+	}
+	for ep, first := range c.epochs {
+		if int64(ep) > prevEpoch {
+			c.addf(leaderEpochFile, int64(len(data)), KindLeaderEpoch, Warning, fixAction{},
+				"batches from offset %d carry leader epoch %d, which the checkpoint does not list", first, ep)
+		}
+	}
+}
+
+// checkPartitionMetadata parses partition.metadata: "version: 0" and
+// "topic_id: <base64 Kafka Uuid>".
+func (c *checker) checkPartitionMetadata() {
+	data, err := readFile(c.fs, c.path(partitionMetaFile), 1<<16)
+	if err != nil {
+		c.addf(partitionMetaFile, 0, KindMetadata, Error, fixAction{}, "cannot read: %v", err)
+		return
+	}
+	fields := map[string]string{}
+	at := int64(0)
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if strings.TrimSpace(line) != "" && !ok {
+			c.addf(partitionMetaFile, at, KindMetadata, Error, fixAction{}, "line %q is not \"key: value\"", strings.TrimSpace(line))
+			return
+		}
+		fields[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		at += int64(len(line))
+	}
+	if fields["version"] != "0" {
+		c.addf(partitionMetaFile, 0, KindMetadata, Error, fixAction{}, "version %q, want 0", fields["version"])
+	}
+	id, err := base64.RawURLEncoding.DecodeString(fields["topic_id"])
+	if err != nil || len(id) != 16 {
+		c.addf(partitionMetaFile, 0, KindMetadata, Error, fixAction{}, "topic_id %q is not a base64 16-byte Kafka Uuid", fields["topic_id"])
+	}
+}
+
+// snapshotEntrySize is the size of one producer entry in a v1 snapshot.
+const snapshotEntrySize = 46
+
+// checkSnapshot verifies a producer-state snapshot: version 1, CRC-32C over
+// everything after the CRC, and a size matching the entry count.
+func (c *checker) checkSnapshot(name string) {
+	bad := func(pos int64, format string, args ...any) {
+		c.addf(name, pos, KindSnapshot, Warning, fixAction{op: fixRemove},
+			"%s; Kafka deletes a corrupt snapshot and rebuilds producer state from an older one and the log", fmt.Sprintf(format, args...))
+	}
+	data, err := readFile(c.fs, c.path(name), 1<<30)
+	if err != nil {
+		bad(0, "cannot read: %v", err)
+		return
+	}
+	if len(data) < 10 {
+		bad(0, "%d bytes, shorter than the 10-byte header", len(data))
+		return
+	}
+	if v := int16(binary.BigEndian.Uint16(data)); v != 1 {
+		bad(0, "version %d, want 1", v)
+		return
+	}
+	if got, want := crc32.Checksum(data[6:], crc32.MakeTable(crc32.Castagnoli)), binary.BigEndian.Uint32(data[2:]); got != want {
+		bad(2, "stored CRC-32C 0x%08x, computed 0x%08x", want, got)
+		return
+	}
+	if n := int64(int32(binary.BigEndian.Uint32(data[6:]))); n < 0 || 10+n*snapshotEntrySize != int64(len(data)) {
+		bad(6, "entry count %d does not match the file size %d", n, len(data))
+	}
+}

@@ -1,0 +1,127 @@
+package fsck
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/record"
+)
+
+// writeLog writes a log of nbatches batches of recsPer records each through
+// the Log, closes it cleanly and returns the directory. Small segments and
+// a small index interval give every check something to look at.
+func writeLog(t testing.TB, fsys vfs.FS, dir string, codec record.Codec, nbatches, recsPer int) {
+	t.Helper()
+	clock := time.UnixMilli(1_700_000_000_000)
+	l, err := seglog.Open(dir, seglog.Options{
+		FS: fsys, SegmentBytes: 16 << 10, IndexIntervalBytes: 512, Compression: codec,
+		Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < nbatches; i++ {
+		recs := make([]record.Record, recsPer)
+		for j := range recs {
+			recs[j] = record.Record{
+				Timestamp: 1_700_000_000_000 + int64(i*recsPer+j),
+				Key:       []byte(fmt.Sprintf("key-%d", j%7)),
+				Value:     []byte(strings.Repeat(fmt.Sprintf("value %d.%d ", i, j), 4)),
+			}
+		}
+		if _, err := l.Append(recs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readAll returns a file's bytes.
+func readAll(t testing.TB, fsys vfs.FS, path string) []byte {
+	t.Helper()
+	f, err := fsys.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// writeFile replaces a file's contents.
+func writeFile(t testing.TB, fsys vfs.FS, path string, data []byte) {
+	t.Helper()
+	f, err := fsys.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logFiles lists the .log files of dir in order.
+func logFiles(t testing.TB, fsys vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fsys.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if filepath.Ext(n) == ".log" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// batchStarts returns the positions of the batches in a .log's bytes.
+func batchStarts(t testing.TB, data []byte) []int64 {
+	t.Helper()
+	var out []int64
+	for p := 0; p < len(data); {
+		n, _, err := record.PeekEntry(data[p:])
+		if err != nil {
+			t.Fatalf("test log unreadable at %d: %v", p, err)
+		}
+		out = append(out, int64(p))
+		p += n
+	}
+	return out
+}
+
+func mustCheck(t testing.TB, fsys vfs.FS, dir string, opts Options) *Report {
+	t.Helper()
+	r, err := Check(fsys, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func dumpProblems(r *Report) string {
+	var b strings.Builder
+	for _, p := range r.Problems {
+		b.WriteString("\n  " + p.String())
+	}
+	return b.String()
+}

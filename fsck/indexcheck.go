@@ -1,0 +1,268 @@
+package fsck
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// maxIndexFile bounds the index files read into memory. Kafka's default
+// segment.index.bytes is 10 MiB; a file far above any sane setting is
+// reported rather than read.
+const maxIndexFile = 256 << 20
+
+// idxEntry is one decoded index entry. For the offset index key is the
+// absolute offset and val the position; for the time index key is the
+// absolute offset and val the timestamp.
+type idxEntry struct {
+	key, val int64
+	at       int64 // byte position of the entry in the index file
+}
+
+// idxCheck verifies one index file in step with the batches of its
+// segment, which arrive in file order.
+type idxCheck struct {
+	c     *checker
+	sr    *segResult
+	name  string
+	time  bool
+	ok    bool // the file was read; otherwise every method is a no-op
+	ents  []idxEntry
+	j     int
+}
+
+func (x *idxCheck) problem(pos int64, kind Kind, sev Severity, format string, args ...any) {
+	x.sr.indexBad = true
+	x.c.addf(x.name, pos, kind, sev, fixAction{op: fixIndex, base: x.sr.base}, format, args...)
+}
+
+// loadIndex reads and structurally checks the segment's .index or
+// .timeindex.
+func (c *checker) loadIndex(sr *segResult, suffix string, active bool) *idxCheck {
+	x := &idxCheck{c: c, sr: sr, name: fileName(sr.base, suffix), time: suffix == sufTimeIndex}
+	if !c.present[x.name] {
+		x.problem(0, KindIndexMissing, Error, "missing; repair rebuilds it from %s", fileName(sr.base, sufLog))
+		return x
+	}
+	data, err := readFile(c.fs, c.path(x.name), maxIndexFile)
+	if err != nil {
+		if isNotExist(err) {
+			x.problem(0, KindIndexMissing, Error, "missing; repair rebuilds it from %s", fileName(sr.base, sufLog))
+		} else {
+			x.problem(0, KindIndexSize, Error, "cannot read: %v", err)
+		}
+		return x
+	}
+	c.r.Stats.IndexBytes += int64(len(data))
+	es := 8
+	if x.time {
+		es = 12
+	}
+	if r := len(data) % es; r != 0 {
+		x.problem(int64(len(data)-r), KindIndexSize, Error, "size %d is not a multiple of the %d-byte entry size", len(data), es)
+	}
+	n := len(data) / es
+	k := n
+	for k > 0 && allZero(data[(k-1)*es:k*es]) {
+		k--
+	}
+	if k < n && !active {
+		x.problem(int64(k*es), KindIndexTrim, Warning,
+			"%d zero-filled entries follow the last entry: the index of a sealed or cleanly closed segment must be trimmed, or readers take the zeros for entries", n-k)
+	}
+	x.ok = true
+	prevKey, prevVal := int64(-1), int64(-1)
+	for i := 0; i < k; i++ {
+		e := data[i*es:]
+		at := int64(i * es)
+		var rel int32
+		var val int64
+		if x.time {
+			val = int64(binary.BigEndian.Uint64(e))
+			rel = int32(binary.BigEndian.Uint32(e[8:]))
+		} else {
+			rel = int32(binary.BigEndian.Uint32(e))
+			val = int64(int32(binary.BigEndian.Uint32(e[4:])))
+		}
+		key := sr.base + int64(rel)
+		switch {
+		case rel < 0:
+			x.problem(at, KindIndexEntry, Error, "negative relative offset %d", rel)
+			continue
+		case val < 0:
+			x.problem(at, KindIndexEntry, Error, "negative %s %d", x.valName(), val)
+			continue
+		case !x.time && key <= prevKey:
+			x.problem(at, KindIndexOrder, Error, "offset %d is not above the previous entry's offset %d", key, prevKey)
+			continue
+		case x.time && val < prevVal:
+			x.problem(at, KindIndexOrder, Error, "timestamp %d is below the previous entry's timestamp %d", val, prevVal)
+			continue
+		case x.time && key < prevKey:
+			x.problem(at, KindIndexOrder, Error, "offset %d is below the previous entry's offset %d", key, prevKey)
+			continue
+		}
+		prevKey, prevVal = key, val
+		x.ents = append(x.ents, idxEntry{key: key, val: val, at: at})
+	}
+	return x
+}
+
+func (x *idxCheck) valName() string {
+	if x.time {
+		return "timestamp"
+	}
+	return "position"
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// onOffsetBatch checks the offset-index entries pointing at or before the
+// valid batch [base, last] at position pos.
+func (x *idxCheck) onOffsetBatch(pos, base, last int64) {
+	for x.ok && x.j < len(x.ents) && x.ents[x.j].val <= pos {
+		e := x.ents[x.j]
+		x.j++
+		switch {
+		case e.val < pos:
+			x.problem(e.at, KindIndexEntry, Error, "entry (offset %d, position %d) does not point at the start of a valid batch (the next one starts at %d)", e.key, e.val, pos)
+		case e.key == last:
+		case e.key >= base && e.key < last:
+			x.problem(e.at, KindIndexContains, Warning, "entry names offset %d inside the batch [%d, %d] at position %d; Kafka 4.x and seglog index a batch's last offset, older Kafka versions other offsets of it", e.key, base, last, pos)
+		default:
+			x.problem(e.at, KindIndexEntry, Error, "entry names offset %d but the batch at position %d holds offsets [%d, %d]", e.key, pos, base, last)
+		}
+	}
+}
+
+// finishOffset reports the entries left after the last valid batch.
+func (x *idxCheck) finishOffset(end int64) {
+	for x.ok && x.j < len(x.ents) {
+		e := x.ents[x.j]
+		x.j++
+		x.problem(e.at, KindIndexEntry, Error, "entry (offset %d, position %d) points past the last valid batch, which ends at byte %d", e.key, e.val, end)
+	}
+}
+
+// onTimeBatch checks the time-index entries naming offsets up to the valid
+// batch [base, last], whose max timestamp is maxTS; before is the
+// segment's running maximum before this batch. An entry (T, O) must say
+// "T is the largest timestamp so far, first reached by the batch whose
+// last offset is O".
+func (x *idxCheck) onTimeBatch(base, last, maxTS, before int64) {
+	for x.ok && x.j < len(x.ents) && x.ents[x.j].key < base {
+		e := x.ents[x.j]
+		x.j++
+		x.problem(e.at, KindIndexEntry, Error, "entry (timestamp %d, offset %d) names an offset outside every valid batch", e.val, e.key)
+	}
+	for x.ok && x.j < len(x.ents) && x.ents[x.j].key <= last {
+		e := x.ents[x.j]
+		x.j++
+		reached := e.val == maxTS && before < maxTS
+		switch {
+		case reached && e.key == last:
+		case reached:
+			x.problem(e.at, KindIndexContains, Warning, "entry (timestamp %d, offset %d) names an offset inside the batch [%d, %d] that reached it; Kafka 4.x and seglog use the batch's last offset", e.val, e.key, base, last)
+		default:
+			x.problem(e.at, KindIndexEntry, Error, "entry (timestamp %d, offset %d) is not the running maximum timestamp: the batch [%d, %d] has max timestamp %d and the maximum before it was %d", e.val, e.key, base, last, maxTS, before)
+		}
+	}
+}
+
+// finishTime reports entries after the last valid batch and, for a sealed
+// or cleanly closed segment, checks that the last entry holds the
+// segment's largest timestamp (retention by time reads it).
+func (x *idxCheck) finishTime(end, segMax int64, sealed bool) {
+	if !x.ok {
+		return
+	}
+	stale := false
+	for x.j < len(x.ents) {
+		e := x.ents[x.j]
+		x.j++
+		stale = true
+		x.problem(e.at, KindIndexEntry, Error, "entry (timestamp %d, offset %d) names an offset past the last valid batch (the log ends at byte %d)", e.val, e.key, end)
+	}
+	if !sealed || segMax < 0 || stale {
+		return
+	}
+	if len(x.ents) == 0 {
+		x.problem(0, KindIndexLast, Error, "no entries, but the segment's largest timestamp is %d; the last entry must hold it", segMax)
+		return
+	}
+	if e := x.ents[len(x.ents)-1]; e.val != segMax {
+		x.problem(e.at, KindIndexLast, Error, "last entry has timestamp %d, but the segment's largest timestamp is %d", e.val, segMax)
+	}
+}
+
+// checkTxnIndex compares the segment's .txnindex, if there is one, with the
+// ABORT markers found in the segment.
+func (c *checker) checkTxnIndex(sr *segResult, aborts []abortRef) {
+	name := fileName(sr.base, sufTxnIndex)
+	if !c.present[name] {
+		return
+	}
+	sr.hasTxnIdx = true
+	data, err := readFile(c.fs, c.path(name), maxIndexFile)
+	if err != nil {
+		c.addf(name, 0, KindTxnIndex, Error, fixAction{}, "cannot read: %v", err)
+		return
+	}
+	const es = 34
+	if r := len(data) % es; r != 0 {
+		c.addf(name, int64(len(data)-r), KindTxnIndex, Error, fixAction{}, "size %d is not a multiple of the 34-byte entry size", len(data))
+	}
+	want := map[[2]int64]abortRef{}
+	for _, a := range aborts {
+		want[[2]int64{a.pid, a.last}] = a
+	}
+	seen := map[[2]int64]bool{}
+	prevLast := int64(-1)
+	for i := 0; i+es <= len(data); i += es {
+		e := data[i:]
+		at := int64(i)
+		version := int16(binary.BigEndian.Uint16(e))
+		pid := int64(binary.BigEndian.Uint64(e[2:]))
+		first := int64(binary.BigEndian.Uint64(e[10:]))
+		last := int64(binary.BigEndian.Uint64(e[18:]))
+		lso := int64(binary.BigEndian.Uint64(e[26:]))
+		switch {
+		case version != 0:
+			c.addf(name, at, KindTxnIndex, Error, fixAction{}, "entry version %d, want 0", version)
+			continue
+		case first > last || last < sr.base:
+			c.addf(name, at, KindTxnIndex, Error, fixAction{}, "entry for producer %d has offsets [%d, %d], impossible in segment %d", pid, first, last, sr.base)
+			continue
+		case last < prevLast:
+			c.addf(name, at, KindTxnIndex, Error, fixAction{}, "entry's last offset %d is below the previous entry's %d", last, prevLast)
+		case lso > last:
+			c.addf(name, at, KindTxnIndex, Error, fixAction{}, "entry's last stable offset %d is above its abort marker's offset %d", lso, last)
+		}
+		prevLast = last
+		key := [2]int64{pid, last}
+		a, ok := want[key]
+		if !ok {
+			c.addf(name, at, KindTxnIndex, Error, fixAction{}, "entry (producer %d, offsets [%d, %d]) matches no ABORT marker in the segment", pid, first, last)
+			continue
+		}
+		seen[key] = true
+		if a.first >= 0 && a.first != first {
+			c.addf(name, at, KindTxnIndex, Error, fixAction{}, "entry for producer %d says its aborted transaction began at offset %d, but its first batch is at %d", pid, first, a.first)
+		}
+	}
+	for _, a := range aborts {
+		if !seen[[2]int64{a.pid, a.last}] {
+			c.addf(name, int64(len(data)/es*es), KindTxnIndex, Error, fixAction{},
+				"no entry for the ABORT marker of producer %d at offset %d", a.pid, a.last)
+		}
+	}
+}
+
+// idxSummary is used in tests and dump output.
+func (e idxEntry) String() string { return fmt.Sprintf("(%d, %d)@%d", e.key, e.val, e.at) }

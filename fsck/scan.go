@@ -1,0 +1,328 @@
+package fsck
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/seglog/seglog/record"
+)
+
+// DefaultMaxBatchBytes is the largest entry the scanner reads into memory
+// when Options.MaxBatchBytes is zero. It is far above Kafka's default
+// max.message.bytes (1,048,588) because topics may raise that limit; a
+// length field above it is reported as damage instead of being trusted
+// for an allocation.
+const DefaultMaxBatchBytes = 64 << 20
+
+// readChunk is how much of a .log the scanner reads per call: large enough
+// that system calls cost nothing next to the CRC, small enough to stay in
+// cache.
+const readChunk = 4 << 20
+
+// Entry is one entry of a .log file as Scanner saw it: a valid batch (or
+// legacy v0/v1 message set entry), or a damaged region.
+type Entry struct {
+	// Pos is the entry's (or the damaged region's) byte position in the file.
+	Pos int64
+	// Size is the entry's size in bytes; for damage, the length of the
+	// damaged region: the bytes up to the next valid batch or the end of
+	// the file.
+	Size int64
+	// Magic is the entry's format: 2 for RecordBatch v2, 0 or 1 for legacy.
+	Magic int8
+	// Batch holds the entry's bytes; it aliases the scanner's buffer and is
+	// valid until the next call to Next. For legacy entries only the first
+	// 17 bytes follow the v2 layout (offset, length, magic). Nil for damage.
+	Batch record.Batch
+	// Err is the damage found at Pos; nil for a valid entry.
+	Err error
+	// Kind classifies Err.
+	Kind Kind
+	// ToEnd says the damaged region runs to the end of the file: no valid
+	// batch follows it in this file.
+	ToEnd bool
+	// Torn says the damage looks like an interrupted write: a last entry
+	// whose length runs past the end of the file, a fragment shorter than
+	// an entry header, or only zero bytes to the end of the file.
+	Torn bool
+}
+
+// Damaged reports whether the entry is a damaged region.
+func (e *Entry) Damaged() bool { return e.Err != nil }
+
+// LastOffset is the entry's last offset: base offset plus last offset
+// delta for v2, the offset field for legacy entries (which Kafka sets to
+// the last inner offset).
+func (e *Entry) LastOffset() int64 {
+	if e.Magic == record.CurrentMagic {
+		return e.Batch.LastOffset()
+	}
+	return e.Batch.BaseOffset()
+}
+
+// BaseOffset is the entry's first offset (the offset field for legacy
+// entries, whose first inner offset is not in the header).
+func (e *Entry) BaseOffset() int64 { return e.Batch.BaseOffset() }
+
+// Scanner walks the entries of a .log file front to back. It reads the file
+// in large chunks through io.ReaderAt (never mapping it, so a concurrent
+// truncation cannot fault the process) and never allocates more than
+// max(readChunk, MaxBatchBytes) bytes, whatever a length field says. After
+// damage it resynchronizes on the next position holding a CRC-valid v2
+// batch whose base offset is at least the minimum set by SetMinOffset.
+type Scanner struct {
+	r        io.ReaderAt
+	size     int64
+	maxBatch int
+	minOff   int64
+	pos      int64
+
+	store  []byte // backing array, reused
+	buf    []byte // file bytes [bufPos, bufPos+len(buf))
+	bufPos int64
+}
+
+// NewScanner returns a scanner over the first size bytes of r. maxBatch
+// bounds the entries it reads (<= 0 means DefaultMaxBatchBytes).
+func NewScanner(r io.ReaderAt, size int64, maxBatch int) *Scanner {
+	if maxBatch <= 0 {
+		maxBatch = DefaultMaxBatchBytes
+	}
+	return &Scanner{r: r, size: size, maxBatch: maxBatch}
+}
+
+// SetMinOffset sets the smallest base offset a batch must have to end a
+// resynchronization: the offset after the last good batch. It keeps a
+// batch quoted inside a record value from being taken for the next one.
+func (s *Scanner) SetMinOffset(off int64) { s.minOff = off }
+
+// Pos returns the position of the next entry.
+func (s *Scanner) Pos() int64 { return s.pos }
+
+// Size returns the size of the file being scanned (it shrinks if the file
+// is found shorter than announced, as when a live log truncates it).
+func (s *Scanner) Size() int64 { return s.size }
+
+// window returns the file bytes [p, p+n), reading if they are not buffered.
+// It returns fewer bytes only if the file turned out shorter, in which case
+// s.size is lowered to the real end.
+func (s *Scanner) window(p int64, n int) ([]byte, error) {
+	if p >= s.bufPos && p+int64(n) <= s.bufPos+int64(len(s.buf)) {
+		off := p - s.bufPos
+		return s.buf[off : off+int64(n)], nil
+	}
+	want := int64(max(n, readChunk))
+	if rem := s.size - p; want > rem {
+		want = rem
+	}
+	if want < int64(n) {
+		n = int(want)
+	}
+	if int64(cap(s.store)) < want {
+		s.store = make([]byte, want)
+	}
+	k, err := s.r.ReadAt(s.store[:want], p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.buf = nil
+		return nil, err
+	}
+	if int64(k) < want {
+		s.size = p + int64(k) // the file shrank under us
+		if k < n {
+			n = k
+		}
+	}
+	s.buf, s.bufPos = s.store[:k], p
+	return s.buf[:n], nil
+}
+
+// Next returns the next entry, ok = false at the end of the file. err is
+// only for I/O failures; damage comes back as an Entry with Err set.
+func (s *Scanner) Next() (e Entry, ok bool, err error) {
+	if s.pos >= s.size {
+		return Entry{}, false, nil
+	}
+	p := s.pos
+	rem := s.size - p
+	if rem < record.PeekSize {
+		e, err := s.damage(p, 0, KindTornTail, fmt.Errorf("%d bytes at the end of the file, too few for an entry header", rem), true)
+		return e, err == nil, err
+	}
+	h, err := s.window(p, int(min(rem, record.HeaderSize)))
+	if err != nil {
+		return Entry{}, false, err
+	}
+	if len(h) < record.PeekSize {
+		return s.Next()
+	}
+	size, magic, perr := record.PeekEntry(h)
+	switch {
+	case perr != nil && errors.Is(perr, record.ErrUnsupportedMagic):
+		e, err := s.damage(p, 0, KindBadMagic, fmt.Errorf("magic byte %d at byte %d, not 0, 1 or 2", magic, p+record.MagicOffset), false)
+		return e, err == nil, err
+	case perr != nil:
+		n := int32(binary.BigEndian.Uint32(h[8:]))
+		e, err := s.damage(p, 0, KindBadLength, fmt.Errorf("length field %d is below the minimum for magic %d", n, magic), false)
+		return e, err == nil, err
+	case int64(size) > rem:
+		e, err := s.damage(p, 0, KindBadLength, fmt.Errorf("entry of %d bytes runs %d bytes past the end of the file", size, int64(size)-rem), true)
+		return e, err == nil, err
+	case size > s.maxBatch:
+		e, err := s.damage(p, int64(size), KindBadLength, fmt.Errorf("entry of %d bytes is larger than the %d-byte limit (raise --max-batch-bytes if it is real)", size, s.maxBatch), false)
+		return e, err == nil, err
+	}
+	b, err := s.window(p, size)
+	if err != nil {
+		return Entry{}, false, err
+	}
+	if len(b) < size { // shrank while reading
+		return s.Next()
+	}
+	if kind, verr := validate(b, magic); verr != nil {
+		e, err := s.damage(p, int64(size), kind, verr, false)
+		return e, err == nil, err
+	}
+	s.pos = p + int64(size)
+	return Entry{Pos: p, Size: int64(size), Magic: magic, Batch: record.Batch(b)}, true, nil
+}
+
+// validate checks one whole entry and classifies what is wrong with it.
+func validate(b []byte, magic int8) (Kind, error) {
+	if magic != record.CurrentMagic {
+		// Legacy: offset(8) size(4) crc(4) magic(1) attributes(1)
+		// [timestamp(8) for v1] key length(4) ...; CRC-32 (IEEE) covers
+		// magic to the end.
+		if magic == 1 && len(b) < record.LogOverhead+22 {
+			return KindBadLength, fmt.Errorf("v1 entry of %d bytes, below the minimum %d", len(b), record.LogOverhead+22)
+		}
+		want := binary.BigEndian.Uint32(b[record.LogOverhead:])
+		if got := crc32.ChecksumIEEE(b[record.MagicOffset:]); got != want {
+			return KindCRC, fmt.Errorf("legacy v%d entry: stored CRC-32 0x%08x, computed 0x%08x", magic, want, got)
+		}
+		return "", nil
+	}
+	bt := record.Batch(b)
+	if err := bt.Validate(); err != nil {
+		var ce *record.CorruptionError
+		if errors.As(err, &ce) && ce.Pos == 17 {
+			return KindCRC, fmt.Errorf("stored CRC-32C 0x%08x, computed 0x%08x", bt.CRC(), bt.ComputeCRC())
+		}
+		return KindBadHeader, err
+	}
+	if d := bt.LastOffsetDelta(); d < 0 {
+		return KindBadHeader, fmt.Errorf("negative last offset delta %d", d)
+	}
+	return "", nil
+}
+
+// damage builds the entry for a damaged region starting at p and moves the
+// scanner to the next valid batch. hint is the damaged entry's declared
+// size when it is plausible (the next batch is tried there first).
+func (s *Scanner) damage(p, hint int64, kind Kind, cause error, maybeTorn bool) (Entry, error) {
+	next, err := s.resync(p, hint)
+	if err != nil {
+		return Entry{}, err
+	}
+	e := Entry{Pos: p, Size: next - p, Err: cause, Kind: kind, ToEnd: next >= s.size}
+	if e.ToEnd {
+		zero, err := s.zeroFrom(p)
+		if err != nil {
+			return Entry{}, err
+		}
+		e.Torn = maybeTorn || zero
+		if zero {
+			e.Err = fmt.Errorf("%d zero bytes to the end of the file", s.size-p)
+		}
+	}
+	if kind == KindTornTail && !e.ToEnd {
+		e.Kind = KindBadLength
+	}
+	s.pos = next
+	return e, nil
+}
+
+// resync finds the first position after p where a valid batch starts, or
+// the end of the file.
+func (s *Scanner) resync(p, hint int64) (int64, error) {
+	if hint > 0 && p+hint < s.size {
+		ok, err := s.validAt(p + hint)
+		if err != nil || ok {
+			return p + hint, err
+		}
+	}
+	for q := p + 1; q+record.HeaderSize <= s.size; {
+		// Look for the magic byte, 16 bytes into a candidate.
+		w, err := s.window(q+record.MagicOffset, int(min(readChunk, s.size-q-record.MagicOffset)))
+		if err != nil {
+			return 0, err
+		}
+		i := bytes.IndexByte(w, record.CurrentMagic)
+		if i < 0 {
+			q += int64(len(w))
+			continue
+		}
+		q += int64(i)
+		if q+record.HeaderSize > s.size {
+			break
+		}
+		ok, err := s.validAt(q)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			return q, nil
+		}
+		q++
+	}
+	return s.size, nil
+}
+
+// validAt reports whether a v2 batch with a valid CRC and plausible offsets
+// starts at q. The cheap header tests run first so that a resync through
+// garbage computes few checksums.
+func (s *Scanner) validAt(q int64) (bool, error) {
+	if q+record.HeaderSize > s.size {
+		return false, nil
+	}
+	h, err := s.window(q, record.HeaderSize)
+	if err != nil || len(h) < record.HeaderSize {
+		return false, err
+	}
+	b := record.Batch(h)
+	n := int64(b.BatchLength())
+	if b.Magic() != record.CurrentMagic || n < record.HeaderSize-record.LogOverhead ||
+		q+n+record.LogOverhead > s.size || n+record.LogOverhead > int64(s.maxBatch) ||
+		b.BaseOffset() < s.minOff || b.LastOffsetDelta() < 0 || !b.Codec().Valid() || b.NumRecords() < 0 {
+		return false, nil
+	}
+	full, err := s.window(q, int(n+record.LogOverhead))
+	if err != nil || int64(len(full)) < n+record.LogOverhead {
+		return false, err
+	}
+	return record.Batch(full).Validate() == nil, nil
+}
+
+// zeroFrom reports whether every byte from p to the end of the file is
+// zero: the trace of a preallocated or zero-filled tail.
+func (s *Scanner) zeroFrom(p int64) (bool, error) {
+	for p < s.size {
+		w, err := s.window(p, int(min(readChunk, s.size-p)))
+		if err != nil {
+			return false, err
+		}
+		if len(w) == 0 {
+			return true, nil
+		}
+		for _, c := range w {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		p += int64(len(w))
+	}
+	return true, nil
+}

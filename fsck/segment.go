@@ -1,0 +1,246 @@
+package fsck
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/seglog/seglog/record"
+)
+
+// abortRef is an ABORT marker seen in a segment, for the .txnindex check.
+type abortRef struct {
+	pid         int64
+	first, last int64 // first offset of the transaction (-1 if unknown), marker offset
+}
+
+// checkSegment scans one segment's .log and checks its indexes against it.
+func (c *checker) checkSegment(i int) {
+	base := c.logs[i]
+	logName := fileName(base, sufLog)
+	last := i == len(c.logs)-1
+	// The active segment of a running (or crashed) log keeps preallocated
+	// indexes and gets its final time-index entry only at close.
+	active := last && !c.clean
+	sr := &segResult{base: base}
+	c.segs = append(c.segs, sr)
+	c.r.Stats.Segments++
+
+	// Indexes are read before the .log: a live Log writes a batch before
+	// indexing it, so every entry read here refers to bytes read below.
+	oi := c.loadIndex(sr, sufIndex, active)
+	ti := c.loadIndex(sr, sufTimeIndex, active)
+
+	f, err := c.fs.Open(c.path(logName))
+	if err != nil {
+		c.addf(logName, 0, KindIO, Error, fixAction{}, "cannot open: %v", err)
+		return
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		c.addf(logName, 0, KindIO, Error, fixAction{}, "cannot stat: %v", err)
+		return
+	}
+	sr.size = size
+	c.r.Stats.LogBytes += size
+
+	nextBase := int64(math.MaxInt64)
+	if !last {
+		nextBase = c.logs[i+1]
+	}
+	expected := max(c.next, base)
+	sc := NewScanner(f, size, c.opts.MaxBatchBytes)
+	sc.SetMinOffset(expected)
+	var it record.Iterator
+	var aborts []abortRef
+	runMax := int64(-1)
+	for {
+		e, ok, err := sc.Next()
+		if err != nil {
+			c.addf(logName, sc.Pos(), KindIO, Error, fixAction{}, "read failed: %v", err)
+			break
+		}
+		if !ok {
+			break
+		}
+		if c.opts.Progress != nil {
+			c.opts.Progress(e.Size)
+		}
+		if e.Damaged() {
+			c.addDamage(i, logName, e)
+			continue
+		}
+		eb, el := e.BaseOffset(), e.LastOffset()
+		var kind Kind
+		var why string
+		switch {
+		case eb < base:
+			kind, why = KindOffsetOrder, fmt.Sprintf("batch offsets [%d, %d] start below the file's base offset %d", eb, el, base)
+		case eb < expected:
+			kind, why = KindOffsetOrder, fmt.Sprintf("batch offsets [%d, %d] do not follow the previous batch's last offset %d", eb, el, expected-1)
+		case el >= nextBase:
+			kind, why = KindOffsetRange, fmt.Sprintf("batch offsets [%d, %d] reach the next segment's base offset %d", eb, el, nextBase)
+		case el-base > math.MaxInt32:
+			kind, why = KindOffsetRange, fmt.Sprintf("last offset %d is more than 2^31-1 above the base offset %d", el, base)
+		}
+		var recs int64
+		if kind == "" && e.Magic == record.CurrentMagic {
+			n, abort, err := c.decode(e.Batch, &it)
+			if err != nil {
+				kind, why = KindBadRecords, err.Error()
+			}
+			recs = n
+			if abort {
+				first := int64(-1)
+				if f, ok := c.openTxn[e.Batch.ProducerID()]; ok {
+					first = f
+				}
+				if len(aborts) < 1<<20 {
+					aborts = append(aborts, abortRef{pid: e.Batch.ProducerID(), first: first, last: eb})
+				}
+			}
+		}
+		if kind != "" {
+			e.Err, e.Kind = fmt.Errorf("%s", why), kind
+			c.addDamage(i, logName, e)
+			continue
+		}
+		maxTS := c.account(logName, &e, recs)
+		before := runMax
+		runMax = max(runMax, maxTS)
+		oi.onOffsetBatch(e.Pos, eb, el)
+		ti.onTimeBatch(eb, el, maxTS, before)
+		expected = el + 1
+		sc.SetMinOffset(expected)
+		c.next = expected
+		sr.validEnd = e.Pos + e.Size
+		sr.batches++
+		c.validBatches++
+		c.validRecords += recs
+	}
+	oi.finishOffset(sr.validEnd)
+	ti.finishTime(sr.validEnd, runMax, !active)
+	c.checkTxnIndex(sr, aborts)
+}
+
+// decode counts a v2 batch's records, decoding them when the check is deep
+// and for control batches (to find ABORT markers). It reports whether the
+// batch is an ABORT marker.
+func (c *checker) decode(b record.Batch, it *record.Iterator) (n int64, abort bool, err error) {
+	if !c.opts.Deep && !b.IsControl() {
+		return int64(b.NumRecords()), false, nil
+	}
+	if err := it.Reset(b); err != nil {
+		return 0, false, err
+	}
+	for it.Next() {
+		n++
+		if b.IsControl() {
+			_, typ, err := record.ParseControlKey(it.Record().Key)
+			if err != nil {
+				return n, false, fmt.Errorf("control record %d: %w", n-1, err)
+			}
+			abort = abort || typ == record.ControlAbort
+		}
+	}
+	if err := it.Err(); err != nil {
+		return n, false, err
+	}
+	return n, abort && b.IsTransactional(), nil
+}
+
+// account adds a valid entry to the statistics and the producer and epoch
+// trackers, and returns its max timestamp (-1 if none).
+func (c *checker) account(file string, e *Entry, recs int64) int64 {
+	st := &c.r.Stats
+	st.Batches++
+	st.FirstOffset = minKnown(st.FirstOffset, e.BaseOffset())
+	st.LastOffset = max(st.LastOffset, e.LastOffset())
+	if e.Magic != record.CurrentMagic {
+		st.LegacyEntries++
+		st.Codecs[fmt.Sprintf("legacy-v%d", e.Magic)]++
+		return -1
+	}
+	b := e.Batch
+	st.Records += recs
+	st.Codecs[b.Codec().String()]++
+	if b.IsControl() {
+		st.ControlBatches++
+	}
+	maxTS := b.MaxTimestamp()
+	if maxTS >= 0 {
+		st.MaxTimestamp = max(st.MaxTimestamp, maxTS)
+		first := maxTS
+		if ts := b.BaseTimestamp(); ts >= 0 && !b.HasDeleteHorizon() {
+			first = min(ts, maxTS)
+		}
+		st.MinTimestamp = minKnown(st.MinTimestamp, first)
+	}
+	if ep := b.PartitionLeaderEpoch(); ep >= 0 {
+		if ep < c.lastEpoch {
+			c.addf(file, e.Pos, KindLeaderEpoch, Warning, fixAction{},
+				"batch at offset %d carries leader epoch %d, below the epoch %d of an earlier batch", e.BaseOffset(), ep, c.lastEpoch)
+		} else {
+			c.lastEpoch = ep
+		}
+		if _, ok := c.epochs[ep]; !ok && len(c.epochs) < 1<<16 {
+			c.epochs[ep] = e.BaseOffset()
+		}
+	}
+	if pid := b.ProducerID(); pid >= 0 && b.IsTransactional() {
+		if b.IsControl() {
+			delete(c.openTxn, pid)
+		} else if _, ok := c.openTxn[pid]; !ok && len(c.openTxn) < 1<<20 {
+			c.openTxn[pid] = e.BaseOffset()
+		}
+	}
+	return maxTS
+}
+
+// addDamage records a damaged region of a .log.
+func (c *checker) addDamage(seg int, file string, e Entry) {
+	sr := c.segs[seg]
+	sr.damaged = true
+	detail := e.Err.Error()
+	switch {
+	case e.ToEnd:
+		detail += "; no valid batch follows in this file"
+	default:
+		detail += fmt.Sprintf("; the next valid batch starts at byte %d", e.Pos+e.Size)
+	}
+	idx := c.add(Problem{File: file, Position: e.Pos, Kind: e.Kind, Severity: Error, Detail: detail,
+		fix: fixAction{op: fixDamage, base: sr.base}})
+	c.damages = append(c.damages, damageRef{seg: seg, pos: e.Pos, problem: idx,
+		batchesBefore: c.validBatches, recsBefore: c.validRecords, entry: Entry{Pos: e.Pos, Size: e.Size, ToEnd: e.ToEnd, Torn: e.Torn, Kind: e.Kind}, file: file})
+}
+
+// classifyDamage decides, once every segment has been read, which damaged
+// regions are the tail of the log (no valid batch after them: truncating
+// loses nothing) and which lie in the middle.
+func (c *checker) classifyDamage() {
+	for k := range c.damages {
+		d := &c.damages[k]
+		after := c.validBatches - d.batchesBefore
+		recs := c.validRecords - d.recsBefore
+		if d.problem < 0 {
+			continue
+		}
+		p := &c.r.Problems[d.problem]
+		if after > 0 {
+			p.Detail += fmt.Sprintf("; %d valid records in %d batches follow it: truncating here (--truncate-damaged) drops them", recs, after)
+			continue
+		}
+		laterEmpty := true
+		for _, s := range c.segs[d.seg+1:] {
+			laterEmpty = laterEmpty && s.size == 0
+		}
+		if d.entry.Torn && laterEmpty {
+			p.Kind, p.Severity = KindTornTail, Warning
+			p.Detail = "partial entry at the end of the log (an interrupted write): " + p.Detail
+		}
+		p.Detail += "; it is the tail of the log, so repair truncates it"
+	}
+}
+
+// tailDamage reports whether damage d has no valid batch after it.
+func (c *checker) tailDamage(d damageRef) bool { return c.validBatches == d.batchesBefore }
