@@ -98,12 +98,12 @@ type segResult struct {
 
 // damageRef is a damaged region of a .log.
 type damageRef struct {
-	seg                        int
-	pos                        int64
-	problem                    int
-	batchesBefore, recsBefore  int64
-	entry                      Entry
-	file                       string
+	seg                       int
+	pos                       int64
+	problem                   int
+	batchesBefore, recsBefore int64
+	entry                     Entry
+	file                      string
 }
 
 func newChecker(fsys vfs.FS, dir string, opts Options) (*checker, error) {
@@ -123,15 +123,15 @@ func newChecker(fsys vfs.FS, dir string, opts Options) (*checker, error) {
 	}
 	c := &checker{
 		fs: fsys, dir: dir, opts: opts,
-		r:        &Report{Dir: dir, Stats: newStats()},
-		names:    names,
-		present:  make(map[string]bool, len(names)),
-		perFile:  map[string]int{},
-		overflow: map[string]int{},
-		next:     -1,
-		epochs:   map[int32]int64{},
+		r:         &Report{Dir: dir, Stats: newStats()},
+		names:     names,
+		present:   make(map[string]bool, len(names)),
+		perFile:   map[string]int{},
+		overflow:  map[string]int{},
+		next:      -1,
+		epochs:    map[int32]int64{},
 		lastEpoch: -1,
-		openTxn:  map[int64]int64{},
+		openTxn:   map[int64]int64{},
 	}
 	for _, n := range names {
 		c.present[n] = true

@@ -21,13 +21,13 @@ type idxEntry struct {
 // idxCheck verifies one index file in step with the batches of its
 // segment, which arrive in file order.
 type idxCheck struct {
-	c     *checker
-	sr    *segResult
-	name  string
-	time  bool
-	ok    bool // the file was read; otherwise every method is a no-op
-	ents  []idxEntry
-	j     int
+	c    *checker
+	sr   *segResult
+	name string
+	time bool
+	ok   bool // the file was read; otherwise every method is a no-op
+	ents []idxEntry
+	j    int
 }
 
 func (x *idxCheck) problem(pos int64, kind Kind, sev Severity, format string, args ...any) {
