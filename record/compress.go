@@ -212,6 +212,7 @@ func readLimited(dst []byte, r io.Reader, limit, srcLen int) ([]byte, error) {
 	if cap(dst) == 0 {
 		dst = make([]byte, 0, min(max(4*srcLen, 4<<10), limit))
 	}
+	stalls := 0
 	for {
 		end := min(cap(dst), limit)
 		if len(dst) == end {
@@ -238,6 +239,14 @@ func readLimited(dst []byte, r io.Reader, limit, srcLen int) ([]byte, error) {
 		}
 		if err != nil {
 			return dst, err
+		}
+		// A reader stuck returning nothing must not spin us forever.
+		if n == 0 {
+			if stalls++; stalls > 100 {
+				return dst, io.ErrNoProgress
+			}
+		} else {
+			stalls = 0
 		}
 	}
 }
