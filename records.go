@@ -29,46 +29,62 @@ func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
 		var it record.Iterator
 		it.MaxDecompressed = 0
 		seg := l.acquireFloor(from)
+		pos := int64(-1)
 		for seg != nil {
-			if !l.yieldSegment(seg, from, &it, yield) {
+			var ok bool
+			if pos, ok = l.yieldSegment(seg, from, pos, &it, yield); !ok {
 				seg.Release()
 				return
 			}
+			// The segment may have grown while it was read; only once a
+			// later segment exists is it final (a roll seals it first).
 			next := l.acquireNext(seg.BaseOffset())
+			if seg.Size() > pos {
+				if next != nil {
+					next.Release()
+				}
+				continue
+			}
 			seg.Release()
-			seg = next
+			seg, pos = next, -1
 		}
 	}
 }
 
 // yieldSegment yields the records of seg at or after from and below the
-// log's end; it returns false when the iteration must stop.
-func (l *Log) yieldSegment(seg *segment.Segment, from int64, it *record.Iterator, yield func(record.Record, error) bool) bool {
-	pos := int64(0)
-	if from > seg.BaseOffset() {
-		bp, ok, err := seg.FindPosition(from)
-		if err != nil {
-			return yield(record.Record{}, err) && false
+// log's end, starting at byte pos (-1: find from's batch). It returns the
+// position it stopped at and false when the iteration must stop.
+func (l *Log) yieldSegment(seg *segment.Segment, from, pos int64, it *record.Iterator, yield func(record.Record, error) bool) (int64, bool) {
+	size := seg.Size()
+	if pos < 0 {
+		pos = 0
+		if from > seg.BaseOffset() {
+			bp, ok, err := seg.FindPosition(from)
+			if err != nil {
+				yield(record.Record{}, err)
+				return pos, false
+			}
+			if !ok {
+				return size, true
+			}
+			pos = bp.Position
 		}
-		if !ok {
-			return true
-		}
-		pos = bp.Position
 	}
-	for b, err := range seg.Batches(pos, seg.Size()) {
+	for b, err := range seg.Batches(pos, size) {
 		if err != nil {
 			yield(record.Record{}, err)
-			return false
+			return pos, false
 		}
+		pos += int64(len(b))
 		if b.BaseOffset() >= l.end.Load() {
-			return false
+			return pos, false
 		}
 		if b.IsControl() || b.LastOffset() < from {
 			continue
 		}
 		if err := it.Reset(b); err != nil {
 			yield(record.Record{}, fmt.Errorf("seglog: %s: %w", seg.LogPath(), err))
-			return false
+			return pos, false
 		}
 		for it.Next() {
 			r := it.Record()
@@ -76,15 +92,15 @@ func (l *Log) yieldSegment(seg *segment.Segment, from int64, it *record.Iterator
 				continue
 			}
 			if !yield(r, nil) {
-				return false
+				return pos, false
 			}
 		}
 		if err := it.Err(); err != nil {
 			yield(record.Record{}, fmt.Errorf("seglog: %s: %w", seg.LogPath(), err))
-			return false
+			return pos, false
 		}
 	}
-	return true
+	return pos, true
 }
 
 // OffsetForTime returns the offset of the first record, in offset order,
