@@ -53,8 +53,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // copied after first use. A program that reports its own metrics keeps one
 // Sender per component; the package-level functions share one.
 type Sender struct {
-	// ChunkSize bounds the bytes asked of one sendfile(2) call. Zero means
-	// DefaultChunkSize.
+	// ChunkSize bounds the bytes asked of one sendfile(2) call. Zero or
+	// less means DefaultChunkSize.
 	ChunkSize int
 
 	sendfileBytes atomic.Int64
