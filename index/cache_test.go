@@ -41,6 +41,9 @@ func TestLazyOpenMapsNothing(t *testing.T) {
 			if x.Entries() != len(models[i]) || x.LastOffset() != models[i][len(models[i])-1].Offset {
 				t.Fatalf("index %d: %d entries, last %d", i, x.Entries(), x.LastOffset())
 			}
+			if e, err := x.LastEntryErr(); err != nil || e != models[i][len(models[i])-1] {
+				t.Fatalf("index %d: LastEntryErr() = %+v, %v", i, e, err)
+			}
 			if x.Writable() || !x.IsFull() {
 				t.Fatal("a sealed index is writable or has free slots")
 			}

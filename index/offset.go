@@ -195,6 +195,27 @@ func (x *OffsetIndex) LastOffset() int64 {
 	return x.b.base + int64(be32(raw, 0))
 }
 
+// LastEntry returns the last entry, or {BaseOffset, 0} when there are none
+// or it cannot be read; LastEntryErr reports the error.
+func (x *OffsetIndex) LastEntry() OffsetPosition {
+	e, err := x.LastEntryErr()
+	if err != nil {
+		return OffsetPosition{Offset: x.b.base}
+	}
+	return e
+}
+
+// LastEntryErr returns the last entry ({BaseOffset, 0} when there are
+// none). Like LastOffset it reads a sealed index's final 8 bytes with ReadAt
+// instead of mapping the file.
+func (x *OffsetIndex) LastEntryErr() (OffsetPosition, error) {
+	raw, err := x.b.lastRaw()
+	if err != nil || raw == nil {
+		return OffsetPosition{Offset: x.b.base}, err
+	}
+	return x.decode(raw, 0), nil
+}
+
 // UpperBoundOffset returns the offset of the first entry whose position is
 // >= position, and false if there is none (Kafka's fetchUpperBoundOffset,
 // used to bound aborted-transaction lookups of a fetch).

@@ -34,6 +34,10 @@ func checkOffsetLookups(t *testing.T, x *OffsetIndex, model []OffsetPosition, rn
 	if len(model) > 0 {
 		last = model[len(model)-1].Offset
 	}
+	// First, while a sealed index may not be mapped yet (read with ReadAt).
+	if got := x.LastOffset(); got != last {
+		t.Fatalf("LastOffset() = %d, want %d", got, last)
+	}
 	for i := 0; i < probes; i++ {
 		target := base - 5 + rng.Int64N(last-base+10)
 		if got, want := x.Lookup(target), modelOffsetLookup(model, base, target); got != want {
@@ -376,6 +380,41 @@ func TestOffsetRenameAndDelete(t *testing.T) {
 		wantErr(t, x.SanityCheck(), ErrClosed, r, -1)
 		if got := x.Lookup(5); got != (OffsetPosition{0, 0}) {
 			t.Fatalf("Lookup after Delete = %+v", got)
+		}
+	})
+}
+
+// TestLastEntryAfterRewrite: the cached last entry of a sealed index must
+// not survive a rewrite that ends at the same entry count.
+func TestLastEntryAfterRewrite(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		x := mustOffset(t, fsys, indexPath(dir, "w.index"), 0, Options{MaxBytes: 80, Writable: true})
+		defer x.Close()
+		for _, e := range []OffsetPosition{{1, 10}, {2, 20}, {3, 30}} {
+			if err := x.Append(e.Offset, e.Position); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := x.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		if got := x.LastEntry(); got != (OffsetPosition{3, 30}) {
+			t.Fatalf("LastEntry() = %+v", got)
+		}
+		if err := x.MakeWritable(); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.TruncateTo(3); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Append(7, 70); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		if got := x.LastEntry(); got != (OffsetPosition{7, 70}) {
+			t.Fatalf("LastEntry() after rewrite = %+v, want {7 70}", got)
 		}
 	})
 }

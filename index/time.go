@@ -194,11 +194,17 @@ func (x *TimeIndex) EntryErr(i int) (TimestampOffset, error) {
 // none (or it cannot be read). For a sealed segment this is its largest
 // timestamp, which time-based retention uses; it does not map the index.
 func (x *TimeIndex) LastEntry() TimestampOffset {
+	e, _ := x.LastEntryErr()
+	return e
+}
+
+// LastEntryErr is LastEntry that reports a failure to read the entry.
+func (x *TimeIndex) LastEntryErr() (TimestampOffset, error) {
 	raw, err := x.b.lastRaw()
 	if err != nil || raw == nil {
-		return x.none()
+		return x.none(), err
 	}
-	return x.decode(raw, 0)
+	return x.decode(raw, 0), nil
 }
 
 // TruncateTo removes the entries with offset >= offset.
