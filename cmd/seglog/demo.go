@@ -144,12 +144,13 @@ func (d *demo) appendKey(dst []byte, i int64) []byte {
 	return append(dst, s...)
 }
 
-// appendValue appends record i's value: i in its first eight bytes (so two
-// records never share a value) and then a window of the pattern.
+// appendValue appends record i's value: i, little endian, in its first
+// eight bytes (so values differ as far as their size allows) and then a
+// window of the pattern.
 func (d *demo) appendValue(dst []byte, i int64) []byte {
 	var id [8]byte
 	for k := range id {
-		id[k] = byte(i >> (56 - 8*k))
+		id[k] = byte(i >> (8 * k))
 	}
 	n := min(d.size, len(id))
 	dst = append(dst, id[:n]...)
