@@ -217,8 +217,9 @@ func (x *base) mapLocked() error {
 func (x *base) acquire() (buf []byte, n int64, excl bool, err error) {
 	x.mu.RLock()
 	if x.closed {
+		err = x.errorf("read", -1, ErrClosed, "")
 		x.mu.RUnlock()
-		return nil, 0, false, x.errorf("read", -1, ErrClosed, "")
+		return nil, 0, false, err
 	}
 	n = x.n.Load()
 	if n == 0 {
@@ -492,10 +493,9 @@ func (x *base) getPath() string {
 // checkSize reports a file size that is not a whole number of entries.
 func (x *base) checkSize() error {
 	x.mu.RLock()
-	size := x.diskSize
-	x.mu.RUnlock()
-	if r := size % x.entrySize; r != 0 {
-		return x.errorf("sanity check", size-r, ErrCorrupt,
+	defer x.mu.RUnlock()
+	if r := x.diskSize % x.entrySize; r != 0 {
+		return x.errorf("sanity check", x.diskSize-r, ErrCorrupt,
 			"file size is not a multiple of the entry size")
 	}
 	return nil
