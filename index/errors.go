@@ -48,6 +48,7 @@ type Error struct {
 	Err error
 }
 
+// Error formats the failure as "index: OP PATH at byte POS: CAUSE: DETAIL".
 func (e *Error) Error() string {
 	s := "index: " + e.Op + " " + e.Path
 	if e.Pos >= 0 {
