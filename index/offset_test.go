@@ -96,31 +96,32 @@ func TestOffsetWarmBoundaries(t *testing.T) {
 	if warm != 1024 {
 		t.Fatalf("warm entries = %d, want Kafka's 1024", warm)
 	}
-	m := vfs.NewMem()
-	for _, n := range []int{1, 2, 3, warm - 1, warm, warm + 1, warm + 2, warm + 3, 2*warm + 5} {
-		x := mustOffset(t, m, "/b.index", 100, Options{MaxBytes: 8 * 3000, Writable: true})
-		var model []OffsetPosition
-		for i := 0; i < n; i++ {
-			e := OffsetPosition{Offset: 100 + 3*int64(i+1), Position: 7 * int64(i)}
-			if err := x.Append(e.Offset, e.Position); err != nil {
+	forEachFS(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		for _, n := range []int{1, 2, 3, warm - 1, warm, warm + 1, warm + 2, warm + 3, 2*warm + 5} {
+			x := mustOffset(t, fsys, indexPath(dir, "b.index"), 100, Options{MaxBytes: 8 * 3000, Writable: true})
+			var model []OffsetPosition
+			for i := 0; i < n; i++ {
+				e := OffsetPosition{Offset: 100 + 3*int64(i+1), Position: 7 * int64(i)}
+				if err := x.Append(e.Offset, e.Position); err != nil {
+					t.Fatal(err)
+				}
+				model = append(model, e)
+			}
+			for target := int64(90); target <= 100+3*int64(n+2); target++ {
+				if got, want := x.Lookup(target), modelOffsetLookup(model, 100, target); got != want {
+					t.Fatalf("n=%d: Lookup(%d) = %+v, want %+v", n, target, got, want)
+				}
+			}
+			for _, target := range []int64{math.MinInt64, -1, 0, math.MaxInt64, 100 + math.MaxInt32, 101 + math.MaxInt32} {
+				if got, want := x.Lookup(target), modelOffsetLookup(model, 100, target); got != want {
+					t.Fatalf("n=%d: Lookup(%d) = %+v, want %+v", n, target, got, want)
+				}
+			}
+			if err := x.Delete(); err != nil {
 				t.Fatal(err)
 			}
-			model = append(model, e)
 		}
-		for target := int64(90); target <= 100+3*int64(n+2); target++ {
-			if got, want := x.Lookup(target), modelOffsetLookup(model, 100, target); got != want {
-				t.Fatalf("n=%d: Lookup(%d) = %+v, want %+v", n, target, got, want)
-			}
-		}
-		for _, target := range []int64{math.MinInt64, -1, 0, math.MaxInt64, 100 + math.MaxInt32, 101 + math.MaxInt32} {
-			if got, want := x.Lookup(target), modelOffsetLookup(model, 100, target); got != want {
-				t.Fatalf("n=%d: Lookup(%d) = %+v, want %+v", n, target, got, want)
-			}
-		}
-		if err := x.Delete(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 func TestOffsetAppendErrors(t *testing.T) {

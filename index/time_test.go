@@ -122,31 +122,32 @@ func TestTimeWarmBoundaries(t *testing.T) {
 	if warm != 682 {
 		t.Fatalf("warm entries = %d, want Kafka's 682", warm)
 	}
-	m := vfs.NewMem()
-	for _, n := range []int{1, 2, 3, warm - 1, warm, warm + 1, warm + 2, warm + 3, 2*warm + 5} {
-		x := mustTime(t, m, "/b.timeindex", 100, Options{MaxBytes: 12 * 2000, Writable: true})
-		var model []TimestampOffset
-		for i := 0; i < n; i++ {
-			e := TimestampOffset{Timestamp: 1000 + 3*int64(i), Offset: 100 + int64(i)}
-			if err := x.MaybeAppend(e.Timestamp, e.Offset, false); err != nil {
+	forEachFS(t, func(t *testing.T, fsys vfs.FS, dir string) {
+		for _, n := range []int{1, 2, 3, warm - 1, warm, warm + 1, warm + 2, warm + 3, 2*warm + 5} {
+			x := mustTime(t, fsys, indexPath(dir, "b.timeindex"), 100, Options{MaxBytes: 12 * 2000, Writable: true})
+			var model []TimestampOffset
+			for i := 0; i < n; i++ {
+				e := TimestampOffset{Timestamp: 1000 + 3*int64(i), Offset: 100 + int64(i)}
+				if err := x.MaybeAppend(e.Timestamp, e.Offset, false); err != nil {
+					t.Fatal(err)
+				}
+				model = append(model, e)
+			}
+			for ts := int64(990); ts <= 1000+3*int64(n+2); ts++ {
+				if got, want := x.Lookup(ts), modelTimeLookup(model, 100, ts); got != want {
+					t.Fatalf("n=%d: Lookup(%d) = %+v, want %+v", n, ts, got, want)
+				}
+			}
+			for _, ts := range []int64{math.MinInt64, -1, 0, math.MaxInt64} {
+				if got, want := x.Lookup(ts), modelTimeLookup(model, 100, ts); got != want {
+					t.Fatalf("n=%d: Lookup(%d) = %+v, want %+v", n, ts, got, want)
+				}
+			}
+			if err := x.Delete(); err != nil {
 				t.Fatal(err)
 			}
-			model = append(model, e)
 		}
-		for ts := int64(990); ts <= 1000+3*int64(n+2); ts++ {
-			if got, want := x.Lookup(ts), modelTimeLookup(model, 100, ts); got != want {
-				t.Fatalf("n=%d: Lookup(%d) = %+v, want %+v", n, ts, got, want)
-			}
-		}
-		for _, ts := range []int64{math.MinInt64, -1, 0, math.MaxInt64} {
-			if got, want := x.Lookup(ts), modelTimeLookup(model, 100, ts); got != want {
-				t.Fatalf("n=%d: Lookup(%d) = %+v, want %+v", n, ts, got, want)
-			}
-		}
-		if err := x.Delete(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 }
 
 func TestTimeMaybeAppendRules(t *testing.T) {
