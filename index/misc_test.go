@@ -1,6 +1,8 @@
 package index
 
 import (
+	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -110,4 +112,40 @@ func TestConcurrentTruncate(t *testing.T) {
 			t.Fatalf("%d inconsistent lookups", n)
 		}
 	})
+}
+
+// TestTailLookupStaysWarm checks the point of the warm-section search: a
+// lookup at or after the entry 8 KiB before the end reads only the last
+// 8 KiB. Every entry before that is poisoned with a key larger than any
+// target; a search that strayed there (a plain binary search's midpoint)
+// would return a wrong slot.
+func TestTailLookupStaysWarm(t *testing.T) {
+	const n = 5000
+	ob := make([]byte, n*OffsetEntrySize)
+	tb := make([]byte, n*TimeEntrySize)
+	firstHotO := int64(n - 1 - warmBytes/OffsetEntrySize)
+	firstHotT := int64(n - 1 - warmBytes/TimeEntrySize)
+	for i := int64(0); i < n; i++ {
+		ko, kt := int64(10*i), int64(10*i)
+		if i < firstHotO {
+			ko = math.MaxInt32
+		}
+		if i < firstHotT {
+			kt = math.MaxInt64
+		}
+		binary.BigEndian.PutUint32(ob[i*OffsetEntrySize:], uint32(ko))
+		binary.BigEndian.PutUint64(tb[i*TimeEntrySize:], uint64(kt))
+	}
+	for target := 10*firstHotO + 1; target < 10*n+20; target += 3 {
+		want := min((target)/10, n-1)
+		if got := searchOffset(ob, n, int32(target)); got != want {
+			t.Fatalf("offset search for %d = slot %d, want %d", target, got, want)
+		}
+	}
+	for target := 10*firstHotT + 1; target < 10*n+20; target += 3 {
+		want := min(target/10, n-1)
+		if got := searchTime(tb, n, target); got != want {
+			t.Fatalf("time search for %d = slot %d, want %d", target, got, want)
+		}
+	}
 }
