@@ -102,6 +102,7 @@ type damageRef struct {
 	pos                       int64
 	problem                   int
 	batchesBefore, recsBefore int64
+	nextBefore                int64 // offset after the last valid batch before the damage
 	entry                     Entry
 	file                      string
 }

@@ -16,7 +16,7 @@ import (
 // writeLog writes a log of nbatches batches of recsPer records each through
 // the Log, closes it cleanly and returns the directory. Small segments and
 // a small index interval give every check something to look at.
-func writeLog(t testing.TB, fsys vfs.FS, dir string, codec record.Codec, nbatches, recsPer int) {
+func writeLog(t testing.TB, fsys vfs.FS, dir string, codec record.Codec, nbatches, recsPer int) []record.Record {
 	t.Helper()
 	clock := time.UnixMilli(1_700_000_000_000)
 	l, err := seglog.Open(dir, seglog.Options{
@@ -26,6 +26,7 @@ func writeLog(t testing.TB, fsys vfs.FS, dir string, codec record.Codec, nbatche
 	if err != nil {
 		t.Fatal(err)
 	}
+	var all []record.Record
 	for i := 0; i < nbatches; i++ {
 		recs := make([]record.Record, recsPer)
 		for j := range recs {
@@ -38,10 +39,12 @@ func writeLog(t testing.TB, fsys vfs.FS, dir string, codec record.Codec, nbatche
 		if _, err := l.Append(recs...); err != nil {
 			t.Fatal(err)
 		}
+		all = append(all, recs...)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return all
 }
 
 // readAll returns a file's bytes.

@@ -211,7 +211,7 @@ func (c *checker) addDamage(seg int, file string, e Entry) {
 	idx := c.add(Problem{File: file, Position: e.Pos, Kind: e.Kind, Severity: Error, Detail: detail,
 		fix: fixAction{op: fixDamage, base: sr.base}})
 	c.damages = append(c.damages, damageRef{seg: seg, pos: e.Pos, problem: idx,
-		batchesBefore: c.validBatches, recsBefore: c.validRecords, entry: Entry{Pos: e.Pos, Size: e.Size, ToEnd: e.ToEnd, Torn: e.Torn, Kind: e.Kind}, file: file})
+		batchesBefore: c.validBatches, recsBefore: c.validRecords, nextBefore: max(c.next, sr.base), entry: Entry{Pos: e.Pos, Size: e.Size, ToEnd: e.ToEnd, Torn: e.Torn, Kind: e.Kind}, file: file})
 }
 
 // classifyDamage decides, once every segment has been read, which damaged

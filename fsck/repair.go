@@ -1,0 +1,481 @@
+package fsck
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+// RepairOptions configures Repair.
+type RepairOptions struct {
+	Options
+	// TruncateDamaged allows truncating the log at damage that valid
+	// batches follow, deleting those batches (and later segments). Without
+	// it only damage at the tail of the log is truncated.
+	TruncateDamaged bool
+	// IndexIntervalBytes is the index.interval.bytes used to rebuild
+	// indexes. Zero means DefaultIndexIntervalBytes; negative means index
+	// every batch but the first.
+	IndexIntervalBytes int
+}
+
+// maxRepairPasses bounds the fix-and-recheck loop.
+const maxRepairPasses = 4
+
+// Repair checks dir and fixes what can be fixed without losing valid data:
+// leftover files are resolved as Kafka's log loader resolves them (§7 of
+// the format reference), orphan index files and corrupt producer snapshots
+// are deleted, damage at the tail of the log is truncated (and the
+// segments after it deleted), missing or damaged .index and .timeindex
+// files are rebuilt from the .log, and a recovery point beyond the end of
+// the log is lowered to it. With TruncateDamaged the log is also truncated
+// at the first damage that valid batches follow.
+//
+// It takes the directory's lock (DIR/.lock, and the parent's .lock when
+// the parent is a Kafka log.dir that has one) and fails with ErrLocked if
+// a live Log holds it. The report lists every problem found on the way;
+// a problem is marked repaired when a check after the repair no longer
+// finds it. On an I/O error the report so far is returned with the error.
+func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
+	unlock, err := lockDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	var found []Problem
+	seen := map[string]bool{}
+	collect := func(ps []Problem) {
+		for _, p := range ps {
+			if k := problemKey(p); !seen[k] {
+				seen[k] = true
+				found = append(found, p)
+			}
+		}
+	}
+	c, err := newChecker(fsys, dir, opts.Options)
+	if err != nil {
+		return nil, err
+	}
+	c.run()
+	collect(c.r.Problems)
+	rp := &repairer{fs: fsys, dir: dir, opts: opts}
+	for pass := 0; pass < maxRepairPasses; pass++ {
+		changed, err := rp.fixOne(c)
+		if err != nil {
+			return finalReport(c, found, c.r), err
+		}
+		if !changed {
+			break
+		}
+		if c, err = newChecker(fsys, dir, opts.Options); err != nil {
+			return nil, err
+		}
+		c.run()
+		collect(c.r.Problems)
+	}
+	return finalReport(c, found, c.r), nil
+}
+
+// finalReport marks as repaired every problem the last check no longer
+// finds.
+func finalReport(c *checker, found []Problem, last *Report) *Report {
+	remaining := map[string]bool{}
+	for _, p := range last.Problems {
+		remaining[problemKey(p)] = true
+	}
+	out := &Report{Dir: last.Dir, Layout: last.Layout, Stats: last.Stats}
+	for _, p := range found {
+		p.Repaired = !remaining[problemKey(p)]
+		out.Problems = append(out.Problems, p)
+	}
+	return out
+}
+
+func problemKey(p Problem) string {
+	return fmt.Sprintf("%s\x00%d\x00%s", p.File, p.Position, p.Kind)
+}
+
+// lockDir takes the directory's lock and, for a Kafka partition directory
+// whose log.dir has a .lock, the log.dir's lock too.
+func lockDir(fsys vfs.FS, dir string) (func(), error) {
+	if _, err := fsys.Stat(dir); err != nil {
+		return nil, err
+	}
+	var held []interface{ Close() error }
+	unlock := func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}
+	paths := []string{filepath.Join(dir, lockFile)}
+	if _, _, ok := topicPartition(dir); ok {
+		parent := filepath.Join(dir, "..", lockFile)
+		if _, err := fsys.Stat(parent); err == nil {
+			paths = append(paths, parent)
+		}
+	}
+	for _, p := range paths {
+		l, err := fsys.Lock(p)
+		if err != nil {
+			unlock()
+			if errors.Is(err, vfs.ErrLocked) {
+				return nil, fmt.Errorf("%w: %s: %w", ErrLocked, p, err)
+			}
+			return nil, err
+		}
+		held = append(held, l)
+	}
+	return unlock, nil
+}
+
+// repairer applies fixes, one category per pass, so that each pass works
+// from a fresh check of the directory as the previous one left it.
+type repairer struct {
+	fs   vfs.FS
+	dir  string
+	opts RepairOptions
+}
+
+func (r *repairer) path(name string) string { return filepath.Join(r.dir, name) }
+
+// fixOne applies the first category of fixes the check calls for and
+// reports whether it changed anything.
+func (r *repairer) fixOne(c *checker) (bool, error) {
+	has := func(op fixOp) bool {
+		for _, p := range c.r.Problems {
+			if p.fix.op == op {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has(fixLeftover) || has(fixRemove):
+		return true, r.resolveLeftovers(c)
+	case r.damageCut(c) >= 0:
+		return true, r.truncate(c, c.damages[r.damageCut(c)])
+	}
+	changed := false
+	for _, sr := range c.segs {
+		if sr.indexBad && !sr.damaged {
+			if err := r.rebuildIndexes(sr); err != nil {
+				return changed, err
+			}
+			changed = true
+		}
+	}
+	for _, p := range c.r.Problems {
+		if p.fix.op == fixCheckpoint {
+			if err := r.lowerRecoveryPoint(filepath.Join(r.dir, p.File), c.logEnd()); err != nil {
+				return changed, err
+			}
+			changed = true
+		}
+	}
+	if changed {
+		if err := r.fs.SyncDir(r.dir); err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
+}
+
+// damageCut returns the damage the log should be truncated at: the first
+// damage with no valid batch after it, or with TruncateDamaged the first
+// damage of all; -1 if none applies.
+func (r *repairer) damageCut(c *checker) int {
+	for k, d := range c.damages {
+		if r.opts.TruncateDamaged || c.tailDamage(d) {
+			return k
+		}
+	}
+	return -1
+}
+
+// resolveLeftovers does what Kafka's LogLoader does with temporary files
+// (steps 1 and 2 of §7), then deletes orphan index files, checkpoint .tmp
+// files and corrupt snapshots.
+func (r *repairer) resolveLeftovers(c *checker) error {
+	remove := func(n string) error {
+		if err := r.fs.Remove(r.path(n)); err != nil && !isNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	minCleaned := int64(math.MaxInt64)
+	var swaps []string
+	for _, n := range c.names {
+		f, ok, _ := parseSegFile(n)
+		switch {
+		case ok && f.temp == sufDeleted, !ok && strings.HasSuffix(n, sufTmp):
+			if err := remove(n); err != nil {
+				return err
+			}
+		case ok && f.temp == sufCleaned:
+			minCleaned = min(minCleaned, f.base)
+		case ok && f.temp == sufSwap:
+			swaps = append(swaps, n)
+		}
+	}
+	var keep []string
+	for _, n := range swaps {
+		f, _, _ := parseSegFile(n)
+		if f.base >= minCleaned { // part of an unfinished clean: undo
+			if err := remove(n); err != nil {
+				return err
+			}
+			continue
+		}
+		keep = append(keep, n)
+	}
+	for _, n := range c.names {
+		if f, ok, _ := parseSegFile(n); ok && f.temp == sufCleaned {
+			if err := remove(n); err != nil {
+				return err
+			}
+		}
+	}
+	if len(keep) > 0 {
+		if err := r.completeSwaps(c.names, keep); err != nil {
+			return err
+		}
+	}
+	// Orphans, judged on the listing after the swaps.
+	names, err := r.fs.List(r.dir)
+	if err != nil {
+		return err
+	}
+	logs := map[int64]bool{}
+	for _, n := range names {
+		if f, ok, _ := parseSegFile(n); ok && f.temp == "" && f.kind == sufLog {
+			logs[f.base] = true
+		}
+	}
+	for _, n := range names {
+		f, ok, _ := parseSegFile(n)
+		if ok && f.temp == "" && (f.kind == sufIndex || f.kind == sufTimeIndex || f.kind == sufTxnIndex) && !logs[f.base] {
+			if err := remove(n); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range c.r.Problems {
+		if p.fix.op == fixRemove && p.Kind == KindSnapshot {
+			if err := remove(p.File); err != nil {
+				return err
+			}
+		}
+	}
+	return r.fs.SyncDir(r.dir)
+}
+
+// completeSwaps finishes an interrupted swap: the segment files whose base
+// offset lies in the range the .swap segments cover are deleted, then each
+// .swap is renamed to its final name.
+func (r *repairer) completeSwaps(names, swaps []string) error {
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, n := range swaps {
+		f, _, _ := parseSegFile(n)
+		lo = min(lo, f.base)
+		hi = max(hi, f.base)
+		if f.kind == sufLog {
+			next, err := r.nextOffset(n, f.base)
+			if err != nil {
+				return err
+			}
+			hi = max(hi, next)
+		}
+	}
+	for _, n := range names {
+		f, ok, _ := parseSegFile(n)
+		if !ok || f.temp != "" || f.kind == sufSnapshot {
+			continue
+		}
+		if f.base >= lo && f.base < hi {
+			if err := r.fs.Remove(r.path(n)); err != nil && !isNotExist(err) {
+				return err
+			}
+		}
+	}
+	for _, n := range swaps {
+		if err := r.fs.Rename(r.path(n), r.path(strings.TrimSuffix(n, sufSwap))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nextOffset returns the offset after the last valid batch of a .log file.
+func (r *repairer) nextOffset(name string, base int64) (int64, error) {
+	f, err := r.fs.Open(r.path(name))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, err
+	}
+	next := base
+	sc := NewScanner(f, size, r.opts.MaxBatchBytes)
+	for {
+		e, ok, err := sc.Next()
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return next, nil
+		}
+		if !e.Damaged() {
+			next = max(next, e.LastOffset()+1)
+		}
+	}
+}
+
+// truncate cuts the log at damage d: the segment's .log is truncated at the
+// damage, every later segment is deleted (as Kafka's recovery deletes the
+// segments after a truncated one), and the segment's .txnindex loses the
+// entries beyond the new end. Its indexes are rebuilt in the next pass.
+func (r *repairer) truncate(c *checker, d damageRef) error {
+	sr := c.segs[d.seg]
+	f, err := r.fs.OpenReadWrite(r.path(fileName(sr.base, sufLog)))
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(d.pos); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for _, later := range c.segs[d.seg+1:] {
+		for _, suf := range []string{sufLog, sufIndex, sufTimeIndex, sufTxnIndex} {
+			if err := r.fs.Remove(r.path(fileName(later.base, suf))); err != nil && !isNotExist(err) {
+				return err
+			}
+		}
+	}
+	if sr.hasTxnIdx {
+		if err := r.trimTxnIndex(sr.base, d.nextBefore); err != nil {
+			return err
+		}
+	}
+	return r.fs.SyncDir(r.dir)
+}
+
+// trimTxnIndex drops the .txnindex entries whose marker is at or after
+// end.
+func (r *repairer) trimTxnIndex(base, end int64) error {
+	name := fileName(base, sufTxnIndex)
+	data, err := readFile(r.fs, r.path(name), maxIndexFile)
+	if err != nil {
+		return err
+	}
+	var out []byte
+	for i := 0; i+34 <= len(data); i += 34 {
+		if int64(binary.BigEndian.Uint64(data[i+18:])) < end {
+			out = append(out, data[i:i+34]...)
+		}
+	}
+	return writeAtomic(r.fs, r.path(name), out)
+}
+
+// rebuildIndexes rewrites a segment's .index and .timeindex from its .log.
+func (r *repairer) rebuildIndexes(sr *segResult) error {
+	f, err := r.fs.Open(r.path(fileName(sr.base, sufLog)))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return err
+	}
+	ib := newIndexBuilder(sr.base, r.opts.IndexIntervalBytes)
+	sc := NewScanner(f, size, r.opts.MaxBatchBytes)
+	for {
+		e, ok, err := sc.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		if e.Damaged() {
+			return fmt.Errorf("fsck: %s changed during repair: damage at byte %d", f.Name(), e.Pos)
+		}
+		maxTS := int64(-1)
+		if e.Magic == 2 {
+			maxTS = e.Batch.MaxTimestamp()
+		}
+		ib.add(e.Pos, e.LastOffset(), maxTS, e.Size)
+	}
+	off, tim := ib.finish()
+	if err := writeAtomic(r.fs, r.path(fileName(sr.base, sufIndex)), off); err != nil {
+		return err
+	}
+	return writeAtomic(r.fs, r.path(fileName(sr.base, sufTimeIndex)), tim)
+}
+
+// lowerRecoveryPoint rewrites the recovery-point entry for this directory
+// in the checkpoint at path to end, keeping every other line.
+func (r *repairer) lowerRecoveryPoint(path string, end int64) error {
+	data, err := readFile(r.fs, path, maxCheckpointFile)
+	if err != nil {
+		return err
+	}
+	lines, _, err := parseCheckpoint(data, 3)
+	if err != nil {
+		return err
+	}
+	topic, part, _ := topicPartition(r.dir)
+	inDir := filepath.Dir(path) == filepath.Clean(r.dir)
+	var b strings.Builder
+	fmt.Fprintf(&b, "0\n%d\n", len(lines))
+	for _, l := range lines {
+		off, _ := strconv.ParseInt(l.fields[2], 10, 64)
+		mine := l.fields[0] == topic && l.fields[1] == strconv.FormatInt(part, 10)
+		if mine || (inDir && len(lines) == 1) {
+			off = min(off, end)
+		}
+		fmt.Fprintf(&b, "%s %s %d\n", l.fields[0], l.fields[1], off)
+	}
+	return writeAtomic(r.fs, path, []byte(b.String()))
+}
+
+// writeAtomic replaces path with data durably: write path.tmp, fsync,
+// rename over path, fsync the directory.
+func writeAtomic(fsys vfs.FS, path string, data []byte) error {
+	tmp := path + sufTmp
+	f, err := fsys.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		return err
+	}
+	return fsys.SyncDir(filepath.Dir(path))
+}
