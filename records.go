@@ -72,7 +72,7 @@ func (l *Log) yieldSegment(seg *segment.Segment, from, pos int64, it *record.Ite
 	}
 	for b, err := range seg.Batches(pos, size) {
 		if err != nil {
-			yield(record.Record{}, err)
+			yield(record.Record{}, asLogCorruption(err))
 			return pos, false
 		}
 		pos += int64(len(b))
@@ -126,4 +126,15 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 		seg = next
 	}
 	return 0, fmt.Errorf("%w: %d", ErrTimestampNotFound, ts)
+}
+
+// asLogCorruption turns a damaged-batch error from the segment layer into a
+// *CorruptionError, so callers match ErrCorruptLog and get the file and
+// position in one place.
+func asLogCorruption(err error) error {
+	var rc *record.CorruptionError
+	if errors.As(err, &rc) && rc.File != "" {
+		return &CorruptionError{Path: rc.File, Pos: rc.Pos, Reason: err}
+	}
+	return err
 }
