@@ -1,0 +1,163 @@
+package seglog
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/segment"
+)
+
+// writeSegments makes a closed log in dir with at least n segments and
+// returns their base offsets.
+func writeSegments(t *testing.T, fs vfs.FS, dir string, n int) []int64 {
+	t.Helper()
+	l, err := Open(dir, Options{FS: fs, SegmentBytes: 4 << 10, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l.NumSegments() < n {
+		if _, err := l.Append(recordsAt(l.EndOffset(), 4)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := fs.List(dir)
+	var bases []int64
+	for _, name := range names {
+		if b, suffix, ok := segment.ParseFileName(name); ok && suffix == segment.LogSuffix {
+			bases = append(bases, b)
+		}
+	}
+	return bases
+}
+
+func copyFile(t *testing.T, fs vfs.FS, from, to string) {
+	t.Helper()
+	src, err := fs.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	size, _ := src.Size()
+	buf := make([]byte, size)
+	src.ReadAt(buf, 0)
+	dst, err := fs.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst.Write(buf)
+	dst.Close()
+}
+
+// TestLeftoversResolved: files a crash left in the middle of a deletion or
+// a compaction swap are resolved on open as Kafka's loader does.
+func TestLeftoversResolved(t *testing.T) {
+	fs := vfs.NewMem()
+	t.Run("deleted, tmp and orphan files are removed", func(t *testing.T) {
+		dir := "/a"
+		bases := writeSegments(t, fs, dir, 3)
+		copyFile(t, fs, filepath.Join(dir, segment.FileName(bases[0], segment.LogSuffix)), filepath.Join(dir, segment.FileName(bases[0], ".log.deleted")))
+		copyFile(t, fs, filepath.Join(dir, segment.FileName(bases[1], segment.IndexSuffix)), filepath.Join(dir, segment.FileName(999999, segment.IndexSuffix)))
+		copyFile(t, fs, filepath.Join(dir, RecoveryPointFile), filepath.Join(dir, RecoveryPointFile+".tmp"))
+		l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		names, _ := fs.List(dir)
+		for _, bad := range []string{segment.FileName(bases[0], ".log.deleted"), segment.FileName(999999, segment.IndexSuffix), RecoveryPointFile + ".tmp"} {
+			if slices.Contains(names, bad) {
+				t.Errorf("%s survived open", bad)
+			}
+		}
+	})
+	t.Run("an unfinished compaction is rolled back", func(t *testing.T) {
+		dir := "/b"
+		bases := writeSegments(t, fs, dir, 3)
+		// A .cleaned output and a .swap at or above it: step 2 of the swap
+		// never completed, so both go and the originals stay.
+		copyFile(t, fs, filepath.Join(dir, segment.FileName(bases[1], segment.LogSuffix)), filepath.Join(dir, segment.FileName(bases[1], ".log.cleaned")))
+		copyFile(t, fs, filepath.Join(dir, segment.FileName(bases[1], segment.LogSuffix)), filepath.Join(dir, segment.FileName(bases[1], ".log.swap")))
+		l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := l.EndOffset()
+		l.Close()
+		names, _ := fs.List(dir)
+		for _, n := range names {
+			if filepath.Ext(n) == ".cleaned" || filepath.Ext(n) == ".swap" {
+				t.Errorf("%s survived open", n)
+			}
+		}
+		if !slices.Contains(names, segment.FileName(bases[1], segment.LogSuffix)) {
+			t.Errorf("the original segment %d was deleted", bases[1])
+		}
+		checkContiguous(t, fs, dir, end)
+	})
+	t.Run("a finished compaction's swap is completed", func(t *testing.T) {
+		dir := "/c"
+		bases := writeSegments(t, fs, dir, 4)
+		// Pretend segments 0 and 1 were compacted into one .swap at base 0
+		// holding segment 0's and 1's batches: the old files in the range
+		// must go and the swap takes the name.
+		merged := filepath.Join(dir, segment.FileName(bases[0], ".log.swap"))
+		copyFile(t, fs, filepath.Join(dir, segment.FileName(bases[0], segment.LogSuffix)), merged)
+		appendFile(t, fs, filepath.Join(dir, segment.FileName(bases[1], segment.LogSuffix)), merged)
+		l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := l.EndOffset()
+		l.Close()
+		names, _ := fs.List(dir)
+		if slices.Contains(names, segment.FileName(bases[1], segment.LogSuffix)) {
+			t.Errorf("segment %d, covered by the swap, survived", bases[1])
+		}
+		if slices.Contains(names, segment.FileName(bases[0], ".log.swap")) {
+			t.Errorf("the .swap file was not renamed")
+		}
+		checkContiguous(t, fs, dir, end)
+	})
+}
+
+func appendFile(t *testing.T, fs vfs.FS, from, to string) {
+	t.Helper()
+	src, _ := fs.Open(from)
+	size, _ := src.Size()
+	buf := make([]byte, size)
+	src.ReadAt(buf, 0)
+	src.Close()
+	dst, err := fs.OpenReadWrite(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst.Write(buf)
+	dst.Close()
+}
+
+func checkContiguous(t *testing.T, fs vfs.FS, dir string, end int64) {
+	t.Helper()
+	l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	next := l.StartOffset()
+	for r, err := range l.Records(next) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Offset != next || !sameBytes(r.Value, crashValue(r.Offset, len(r.Value))) {
+			t.Fatalf("offset %d: wrong record", next)
+		}
+		next++
+	}
+	if next != end {
+		t.Fatalf("read to %d, end %d", next, end)
+	}
+}
