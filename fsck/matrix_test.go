@@ -37,7 +37,7 @@ type mutator struct {
 }
 
 func (m *mutator) path(name string) string { return filepath.Join(m.dir, name) }
-func (m *mutator) read(name string) []byte  { return readAll(m.t, m.fs, m.path(name)) }
+func (m *mutator) read(name string) []byte { return readAll(m.t, m.fs, m.path(name)) }
 func (m *mutator) write(name string, b []byte) {
 	writeFile(m.t, m.fs, m.path(name), b)
 }
