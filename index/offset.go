@@ -55,6 +55,11 @@ func (x *OffsetIndex) Writable() bool { return x.b.isWritable() }
 // position. offset must be larger than the last entry's offset and than the
 // base offset, offset-base and position must fit in an int32. It fails with
 // ErrFull when the index is full and ErrReadOnly when it is sealed.
+//
+// Kafka's own append accepts the base offset itself on an empty index, but
+// no Kafka writer produces that entry (a segment's first batch is never
+// indexed), and an entry at the base offset is what a zero tail decodes to,
+// so it is refused here and rejected by SanityCheck.
 func (x *OffsetIndex) Append(offset, position int64) error {
 	b := &x.b
 	if b.closed {
