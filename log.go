@@ -26,6 +26,7 @@ import (
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/sendfile"
 )
 
 // Log is an open partition log. Its methods are safe for concurrent use.
@@ -60,6 +61,9 @@ type Log struct {
 	failure     atomic.Pointer[error] // set by a failed fsync: appends refused until reopen
 	flusher     *flusher
 	flushTarget atomic.Int64 // the flusher makes offsets below this durable
+
+	sender      sendfile.Sender // counts what Slices sent zero-copy and by copying
+	truncations truncationLog
 }
 
 // AppendInfo describes a stored batch.

@@ -28,6 +28,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset >= l.end.Load() {
 		return nil
 	}
+	// Slices made before now learn that their bytes may be gone.
+	l.truncations.record(offset)
 	// Remove whole segments from the newest down.
 	var doomed []*segment.Segment
 	l.segMu.Lock()

@@ -1,0 +1,59 @@
+package seglog
+
+import "fmt"
+
+// DeleteBefore makes offset the log's start offset (clamped to the end) and
+// removes every segment whose records all lie below it: the primitive that
+// retention and Kafka's DeleteRecords stand on. Records below the new start
+// are unreadable at once even where their segment stays (the one holding
+// the new start). A removed segment's files are renamed to .deleted now and
+// unlinked when the last reader holding it lets go, so Slices and
+// iterations in flight finish undisturbed. When the new start reaches the
+// end, the active segment is replaced by an empty one at the end. The new
+// start is checkpointed before DeleteBefore returns. It returns how many
+// segments were removed; an offset at or below the start does nothing.
+func (l *Log) DeleteBefore(offset int64) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return 0, err
+	}
+	end := l.end.Load()
+	if offset > end {
+		return 0, fmt.Errorf("%w: %d is past the end %d", ErrOffsetOutOfRange, offset, end)
+	}
+	if offset <= l.start.Load() {
+		return 0, nil
+	}
+	// The checkpoint goes first: after a crash the start must not move
+	// back and expose records a caller was told are gone.
+	if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, offset); err != nil {
+		return 0, err
+	}
+	l.start.Store(offset)
+	if offset == end && l.active.Size() > 0 {
+		// Everything goes: start an empty active segment at the end so the
+		// old one can be removed like any other.
+		if err := l.roll(end); err != nil {
+			return 0, err
+		}
+	}
+	removed := 0
+	for {
+		l.segMu.Lock()
+		first, ok := l.segs.Min()
+		var upper int64
+		if next := l.nextSegment(first.base); ok && next != nil {
+			upper = next.BaseOffset()
+		}
+		if !ok || first.seg == l.active || upper > offset {
+			l.segMu.Unlock()
+			break
+		}
+		l.segs.Delete(first)
+		l.segMu.Unlock()
+		l.retire(first.seg)
+		removed++
+	}
+	return removed, nil
+}
