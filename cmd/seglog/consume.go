@@ -27,7 +27,9 @@ func newConsumeCmd() *cobra.Command {
 		Short: "Print the records of the log in DIR, one per line",
 		Long: `Print the records of the log in DIR, one per line, from --from (default:
 the log's start offset) to its end, or --max records. Control records
-(transaction markers) are not printed.
+(transaction markers) are not printed; records of aborted transactions are.
+Opening the log runs recovery as any Open does: after an unclean shutdown a
+torn tail is truncated (and logged to standard error).
 
 The default format is tab-separated:
 
