@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -266,4 +267,29 @@ func TestProduceBatchFraming(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	mustInvoke(t, string(data), "produce", dir, "--batches", "-")
 	checkStoredBatches(t, dir, batches, 0)
+}
+
+// TestJSONHeaderKeys: header keys with quotes, backslashes, control bytes,
+// non-ASCII and invalid UTF-8 come out as JSON strings encoding/json reads
+// back as the key (invalid bytes as U+FFFD).
+func TestJSONHeaderKeys(t *testing.T) {
+	for _, key := range []string{"", "plain", `q"uo\te`, "tab\there\nnl\x00\x1f", "héllo ✓ 𝄞", "bad\xff\xfeutf8", "\u2028<&>"} {
+		line := appendJSONRecord(nil, record.Record{Headers: []record.Header{{Key: key, Value: []byte{}}}})
+		if !jsonLine.Match(line) {
+			t.Errorf("key %q: line %s does not match the specified shape", key, line)
+		}
+		var got consumedRecord
+		if err := json.Unmarshal(line, &got); err != nil {
+			t.Fatalf("key %q: %v in %s", key, err, line)
+		}
+		// encoding/json's own reading of the key is the reference.
+		ref, _ := json.Marshal(key)
+		var want string
+		if err := json.Unmarshal(ref, &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Headers) != 1 || got.Headers[0].Key != want {
+			t.Errorf("key %q read back as %+v", key, got.Headers)
+		}
+	}
 }
