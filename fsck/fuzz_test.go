@@ -1,0 +1,99 @@
+package fsck
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/seglog/seglog/internal/vfs"
+)
+
+// fuzzSeeds returns .log contents covering the bad inputs fsck must
+// survive: real batches, truncated, zero-filled, random, and length fields
+// far larger than the file.
+func fuzzSeeds(t testing.TB) [][]byte {
+	real := readAll(t, vfs.Default, filepath.Join(corpusDir, "zstd.broker-log"))
+	first := real[:binary.BigEndian.Uint32(real[8:])+12]
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := make([]byte, 3000)
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	huge := append([]byte(nil), first...)
+	binary.BigEndian.PutUint32(huge[8:], 0x7fffffff)
+	neg := append([]byte(nil), first...)
+	binary.BigEndian.PutUint32(neg[8:], 0x80000000)
+	return [][]byte{
+		nil,
+		first,
+		real[:4096],
+		real[:len(first)+30],
+		append(append([]byte(nil), first...), make([]byte, 100)...),
+		make([]byte, 5000),
+		random,
+		huge,
+		neg,
+		append(append(append([]byte(nil), first...), random[:200]...), real[len(first):len(first)*3]...),
+	}
+}
+
+func FuzzCheck(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fsys := vfs.NewMem()
+		dir := "/p"
+		if err := fsys.MkdirAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, fsys, filepath.Join(dir, fileName(0, ".log")), data)
+		for _, deep := range []bool{false, true} {
+			r, err := Check(fsys, dir, Options{Deep: deep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range r.Problems {
+				if p.Position < 0 || p.File == "" || p.Detail == "" {
+					t.Fatalf("problem without a place or a sentence: %+v", p)
+				}
+			}
+		}
+		// Repairing everything, mid-log damage included, must leave a
+		// directory a second check finds clean.
+		if _, err := Repair(fsys, dir, RepairOptions{Options: Options{Deep: true}, TruncateDamaged: true}); err != nil {
+			t.Fatal(err)
+		}
+		if r := mustCheck(t, fsys, dir, Options{Deep: true}); !r.Clean() {
+			t.Fatalf("not clean after a full repair:%s", dumpProblems(r))
+		}
+	})
+}
+
+// TestHugeLengthAllocatesLittle checks that a length field claiming 2 GiB
+// in a small file does not make the check allocate anything like it.
+func TestHugeLengthAllocatesLittle(t *testing.T) {
+	for _, n := range []uint32{0x7fffffff, 64 << 20, 0xfffffff0} {
+		fsys := vfs.NewMem()
+		if err := fsys.MkdirAll("/p"); err != nil {
+			t.Fatal(err)
+		}
+		data := make([]byte, 200)
+		binary.BigEndian.PutUint32(data[8:], n)
+		data[16] = 2
+		writeFile(t, fsys, "/p/"+fileName(0, ".log"), data)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		r := mustCheck(t, fsys, "/p", Options{Deep: true})
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+			t.Errorf("length %#x: check allocated %d bytes for a 200-byte file", n, got)
+		}
+		if !hasProblem(r, fileName(0, ".log"), 0, KindTornTail) && !hasProblem(r, fileName(0, ".log"), 0, KindBadLength) {
+			t.Errorf("length %#x: damage not reported at byte 0:%s", n, dumpProblems(r))
+		}
+	}
+}
