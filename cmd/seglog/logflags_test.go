@@ -127,3 +127,24 @@ func TestLogFlagsTakeEffect(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncModesRoundTrip: every durability mode stores what it is given,
+// and an empty stdin stores nothing.
+func TestSyncModesRoundTrip(t *testing.T) {
+	for _, mode := range [][]string{
+		{"--sync", "none"},
+		{"--sync", "always"},
+		{"--sync", "periodic", "--sync-interval", "5ms"},
+		{"--sync", "periodic", "--sync-bytes", "100"},
+	} {
+		dir := filepath.Join(t.TempDir(), "log")
+		r := mustInvoke(t, "", append([]string{"produce", dir}, mode...)...)
+		if !strings.Contains(r.stderr, "produced 0 records") {
+			t.Errorf("%v, empty stdin: summary %q", mode, r.stderr)
+		}
+		mustInvoke(t, "a\nb\nc\n", append([]string{"produce", dir, "--batch", "1"}, mode...)...)
+		if got := len(parseConsumed(t, mustInvoke(t, "", "consume", dir, "--json").stdout)); got != 3 {
+			t.Errorf("%v: %d records read back, want 3", mode, got)
+		}
+	}
+}
