@@ -124,15 +124,14 @@ func (x *TimeIndex) LookupErr(timestamp int64) (TimestampOffset, error) {
 	if err != nil {
 		return x.none(), err
 	}
-	defer x.b.release(excl)
-	if n == 0 {
-		return x.none(), nil
+	to := x.none()
+	if n > 0 {
+		if slot := searchTime(buf, n, timestamp); slot >= 0 {
+			to = x.decode(buf, slot)
+		}
 	}
-	slot := searchTime(buf, n, timestamp)
-	if slot < 0 {
-		return x.none(), nil
-	}
-	return x.decode(buf, slot), nil
+	x.b.release(excl)
+	return to, nil
 }
 
 func (x *TimeIndex) decode(buf []byte, i int64) TimestampOffset {
@@ -152,15 +151,17 @@ func searchTime(buf []byte, n int64, ts int64) int64 {
 	} else if be64(buf, 0) > ts {
 		return -1
 	}
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		// Two-way (no early exit on equality, unlike Kafka's): the
-		// same answer for distinct keys, and fewer mispredicted branches.
-		if be64(buf, mid*TimeEntrySize) <= ts {
+	// Invariant: entry lo <= ts, the answer is in [lo, lo+size-1].
+	// Halving a size instead of moving both ends lets the compiler use a
+	// conditional move: the branch on the key would be mispredicted half
+	// the time. Keys are distinct, so this matches Kafka's search, which
+	// stops early on an exact match.
+	for size := hi - lo + 1; size > 1; {
+		half := size / 2
+		if mid := lo + half; be64(buf, mid*TimeEntrySize) <= ts {
 			lo = mid
-		} else {
-			hi = mid - 1
 		}
+		size -= half
 	}
 	return lo
 }
