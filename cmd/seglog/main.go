@@ -38,7 +38,14 @@ func (e *exitError) Unwrap() error { return e.err }
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "seglog",
-		Short:         "Kafka-compatible partition log storage: produce, consume, dump, fsck, bench",
+		Short:         "Kafka-compatible partition log storage: produce, consume, demo, dump, fsck, bench",
+		Long: `seglog writes, reads, inspects, checks and benchmarks partition logs laid out
+as Apache Kafka lays them out: a directory of segments (.log, .index,
+.timeindex) of RecordBatch v2 batches.
+
+Start with "seglog demo", which writes, reopens, verifies and truncates a log
+in a temporary directory and reports how fast each step ran. Commands that
+open a log take its options as flags, with Kafka's defaults.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
