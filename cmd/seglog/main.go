@@ -37,8 +37,8 @@ func (e *exitError) Unwrap() error { return e.err }
 // flags do not leak between runs.
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "seglog",
-		Short:         "Kafka-compatible partition log storage: produce, consume, demo, dump, fsck, bench",
+		Use:   "seglog",
+		Short: "Kafka-compatible partition log storage: produce, consume, demo, dump, fsck, bench",
 		Long: `seglog writes, reads, inspects, checks and benchmarks partition logs laid out
 as Apache Kafka lays them out: a directory of segments (.log, .index,
 .timeindex) of RecordBatch v2 batches.
