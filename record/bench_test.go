@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"math/rand"
 	"testing"
+	"time"
 )
 
 // benchRecords makes n records with 8-byte keys and size-byte values of
@@ -116,5 +117,50 @@ func BenchmarkParse(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkParseVsCRC interleaves the CRC-32C baseline and parse + iterate
+// of the same uncompressed batch in every iteration and times each, so the
+// reported ratio (parse throughput ÷ CRC throughput) is measured under the
+// same machine load even on a busy shared host.
+func BenchmarkParseVsCRC(b *testing.B) {
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			bld := NewBuilder(None)
+			for _, r := range benchRecords(100, s.size) {
+				bld.Add(r)
+			}
+			built, _ := bld.Build()
+			batch := append(Batch(nil), built...)
+			tab := crc32.MakeTable(crc32.Castagnoli)
+			var it Iterator
+			var crcTime, parseTime time.Duration
+			var sink uint32
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			for b.Loop() {
+				t0 := time.Now()
+				sink += crc32.Checksum(batch[crcStart:], tab)
+				t1 := time.Now()
+				if err := batch.Validate(); err != nil {
+					b.Fatal(err)
+				}
+				it.Reset(batch)
+				for it.Next() {
+					sink += uint32(len(it.Record().Value))
+				}
+				t2 := time.Now()
+				crcTime += t1.Sub(t0)
+				parseTime += t2.Sub(t1)
+			}
+			n := float64(b.N) * float64(len(batch))
+			b.ReportMetric(n/crcTime.Seconds()/1e6, "crc-MB/s")
+			b.ReportMetric(n/parseTime.Seconds()/1e6, "parse-MB/s")
+			b.ReportMetric(crcTime.Seconds()/parseTime.Seconds(), "ratio")
+			if sink == 0 {
+				b.Fatal("no work")
+			}
+		})
 	}
 }

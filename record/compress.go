@@ -44,6 +44,18 @@ type gzipEnc struct {
 	aw appendWriter
 }
 
+// The decoders keep their source reader with them so that decoding a
+// batch allocates nothing once the pools are warm.
+type gzipDec struct {
+	r   gzip.Reader
+	src bytes.Reader
+}
+
+type lz4Dec struct {
+	r   *lz4.Reader
+	src bytes.Reader
+}
+
 type lz4Enc struct {
 	w  *lz4.Writer
 	aw appendWriter
@@ -69,8 +81,8 @@ var (
 		}
 		return e
 	}}
-	gzipDecPool = sync.Pool{New: func() any { return new(gzip.Reader) }}
-	lz4DecPool  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	gzipDecPool = sync.Pool{New: func() any { return new(gzipDec) }}
+	lz4DecPool  = sync.Pool{New: func() any { return &lz4Dec{r: lz4.NewReader(nil)} }}
 	// zstdDecPools holds one pool per decompression limit, because the
 	// limit is a decoder option.
 	zstdDecPools sync.Map // int -> *sync.Pool
@@ -162,19 +174,23 @@ func decompress(dst []byte, c Codec, src []byte, limit int) ([]byte, error) {
 	dst = dst[:0]
 	switch c {
 	case Gzip:
-		d := gzipDecPool.Get().(*gzip.Reader)
+		d := gzipDecPool.Get().(*gzipDec)
 		defer gzipDecPool.Put(d)
-		if err := d.Reset(bytes.NewReader(src)); err != nil {
+		d.src.Reset(src)
+		defer d.src.Reset(nil) // do not pin the batch from the pool
+		if err := d.r.Reset(&d.src); err != nil {
 			return dst, err
 		}
-		return readLimited(dst, d, limit, len(src))
+		return readLimited(dst, &d.r, limit, len(src))
 	case Snappy:
 		return decodeSnappy(dst, src, limit)
 	case LZ4:
-		d := lz4DecPool.Get().(*lz4.Reader)
+		d := lz4DecPool.Get().(*lz4Dec)
 		defer lz4DecPool.Put(d)
-		d.Reset(bytes.NewReader(src))
-		return readLimited(dst, d, limit, len(src))
+		d.src.Reset(src)
+		defer d.src.Reset(nil)
+		d.r.Reset(&d.src)
+		return readLimited(dst, d.r, limit, len(src))
 	case Zstd:
 		p := zstdDecPool(limit)
 		d := p.Get().(*zstd.Decoder)
