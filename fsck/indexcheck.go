@@ -2,7 +2,6 @@ package fsck
 
 import (
 	"encoding/binary"
-	"fmt"
 )
 
 // maxIndexFile bounds the index files read into memory. Kafka's default
@@ -263,6 +262,3 @@ func (c *checker) checkTxnIndex(sr *segResult, aborts []abortRef) {
 		}
 	}
 }
-
-// idxSummary is used in tests and dump output.
-func (e idxEntry) String() string { return fmt.Sprintf("(%d, %d)@%d", e.key, e.val, e.at) }

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog/fsck"
+	"github.com/seglog/seglog/record"
+)
+
+func init() { register(newDumpCmd) }
+
+func newDumpCmd() *cobra.Command {
+	var records bool
+	var maxBatch int
+	cmd := &cobra.Command{
+		Use:   "dump PATH",
+		Short: "print a segment file or a partition directory batch by batch, like Kafka's dump-log tool",
+		Long: `Print the batches of a .log file (position, offsets, record count, size, codec,
+CRC validity, timestamps, producer fields), the entries of an .index,
+.timeindex or .txnindex file, or all of these for every segment of a
+partition directory. Damaged regions are shown at the byte positions fsck
+reports. --records also prints every record.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDump(cmd.OutOrStdout(), args[0], records, maxBatch)
+		},
+	}
+	cmd.Flags().BoolVar(&records, "records", false, "print every record of every batch")
+	cmd.Flags().IntVar(&maxBatch, "max-batch-bytes", fsck.DefaultMaxBatchBytes, "largest batch read into memory; a larger length field is shown as damage")
+	return cmd
+}
+
+func runDump(w io.Writer, path string, records bool, maxBatch int) error {
+	fi, err := fsckFS.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return dumpFile(w, path, records, maxBatch)
+	}
+	names, err := fsckFS.List(path)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, name := range names {
+		if _, _, ok := fsck.FileKind(name); !ok || strings.HasSuffix(name, ".snapshot") {
+			continue
+		}
+		if n > 0 {
+			fmt.Fprintln(w)
+		}
+		n++
+		if err := dumpFile(w, filepath.Join(path, name), records, maxBatch); err != nil {
+			return err
+		}
+	}
+	if n == 0 {
+		fmt.Fprintf(w, "%s: no segment files\n", path)
+	}
+	return nil
+}
+
+// dumpFile prints one segment-directory file.
+func dumpFile(w io.Writer, path string, records bool, maxBatch int) error {
+	kind, base, ok := fsck.FileKind(path)
+	if !ok {
+		return fmt.Errorf("dump: %s: not a .log, .index, .timeindex or .txnindex file (name must be a 20-digit base offset)", path)
+	}
+	fmt.Fprintf(w, "Dumping %s\n", path)
+	f, err := fsckFS.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return err
+	}
+	if kind == ".log" {
+		return dumpLog(w, f, size, base, records, maxBatch)
+	}
+	const maxIndex = 1 << 30
+	if size > maxIndex {
+		return fmt.Errorf("dump: %s: %d bytes is larger than any index", path, size)
+	}
+	data := make([]byte, size)
+	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	switch kind {
+	case ".index", ".timeindex":
+		ents, zeros, partial := fsck.DecodeIndex(data, base, kind == ".timeindex")
+		for _, e := range ents {
+			if kind == ".index" {
+				fmt.Fprintf(w, "offset: %d position: %d\n", e.Offset, e.Position)
+			} else {
+				fmt.Fprintf(w, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
+			}
+		}
+		if zeros > 0 {
+			fmt.Fprintf(w, "(%d zero-filled entries follow: preallocated space)\n", zeros)
+		}
+		if partial > 0 {
+			fmt.Fprintf(w, "(%d bytes of a partial entry at byte %d)\n", partial, size-int64(partial))
+		}
+	case ".txnindex":
+		ents, partial := fsck.DecodeTxnIndex(data)
+		for _, e := range ents {
+			fmt.Fprintf(w, "version: %d producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
+				e.Version, e.ProducerID, e.FirstOffset, e.LastOffset, e.LastStable)
+		}
+		if partial > 0 {
+			fmt.Fprintf(w, "(%d bytes of a partial entry at byte %d)\n", partial, size-int64(partial))
+		}
+	default:
+		fmt.Fprintf(w, "(%s files are not dumped)\n", kind)
+	}
+	return nil
+}
+
+// dumpLog prints a .log batch by batch with the scanner fsck uses, so the
+// positions are the ones fsck reports.
+func dumpLog(w io.Writer, f io.ReaderAt, size, base int64, records bool, maxBatch int) error {
+	sc := fsck.NewScanner(f, size, maxBatch)
+	sc.SetMinOffset(base)
+	var it record.Iterator
+	for {
+		e, ok, err := sc.Next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if e.Damaged() {
+			fmt.Fprintf(w, "position: %d damaged (%s, %d bytes): %v\n", e.Pos, e.Kind, e.Size, e.Err)
+			continue
+		}
+		sc.SetMinOffset(e.LastOffset() + 1)
+		if e.Magic != record.CurrentMagic {
+			fmt.Fprintf(w, "offset: %d position: %d size: %d magic: %d isvalid: true\n", e.BaseOffset(), e.Pos, e.Size, e.Magic)
+			continue
+		}
+		b := e.Batch
+		horizon := "none"
+		if b.HasDeleteHorizon() {
+			horizon = fmt.Sprint(b.BaseTimestamp())
+		}
+		fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t deleteHorizonMs: %s position: %d baseTimestamp: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: true\n",
+			b.BaseOffset(), b.LastOffset(), b.NumRecords(), b.BaseSequence(), b.LastSequence(), b.ProducerID(), b.ProducerEpoch(),
+			b.PartitionLeaderEpoch(), b.IsTransactional(), b.IsControl(), horizon, e.Pos, b.BaseTimestamp(), b.TimestampType(), b.MaxTimestamp(),
+			e.Size, e.Magic, b.Codec(), b.CRC())
+		if records {
+			dumpRecords(w, b, &it)
+		}
+	}
+}
+
+func dumpRecords(w io.Writer, b record.Batch, it *record.Iterator) {
+	if err := it.Reset(b); err != nil {
+		fmt.Fprintf(w, "| error: %v\n", err)
+		return
+	}
+	seq := b.BaseSequence()
+	for it.Next() {
+		r := it.Record()
+		var hk []string
+		for _, h := range r.Headers {
+			hk = append(hk, h.Key)
+		}
+		s := int64(-1)
+		if seq >= 0 {
+			s = (int64(seq) + r.Offset - b.BaseOffset()) % (1 << 31)
+		}
+		fmt.Fprintf(w, "| offset: %d %s: %d keySize: %d valueSize: %d sequence: %d headerKeys: [%s]",
+			r.Offset, b.TimestampType(), r.Timestamp, dumpSize(r.Key), dumpSize(r.Value), s, strings.Join(hk, ","))
+		if b.IsControl() {
+			if m, err := record.ParseMarker(r); err == nil {
+				fmt.Fprintf(w, " endTxnMarker: %v coordinatorEpoch: %d\n", m.Type, m.CoordinatorEpoch)
+				continue
+			}
+			if _, typ, err := record.ParseControlKey(r.Key); err == nil {
+				fmt.Fprintf(w, " controlType: %v\n", typ)
+				continue
+			}
+		}
+		fmt.Fprintf(w, " key: %s payload: %s\n", dumpQuoted(r.Key), dumpQuoted(r.Value))
+	}
+	if err := it.Err(); err != nil {
+		fmt.Fprintf(w, "| error: %v\n", err)
+	}
+}
+
+func dumpSize(b []byte) int {
+	if b == nil {
+		return -1
+	}
+	return len(b)
+}
+
+func dumpQuoted(b []byte) string {
+	if b == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%q", b)
+}
