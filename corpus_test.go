@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
@@ -97,6 +98,7 @@ func TestAppendBatchCorpus(t *testing.T) {
 			input := readFile(t, filepath.Join("testdata", "kafka-client", codec+".batches"))
 			want := loadCorpusRecords(t, codec)
 			dir := t.TempDir()
+			fscktest.CheckCleanAtEnd(t, vfs.Default, dir)
 			l, err := Open(dir, Options{LeaderEpoch: 7, Logger: discardLogger()})
 			if err != nil {
 				t.Fatal(err)

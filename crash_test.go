@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 )
@@ -85,7 +86,6 @@ func verifyCrashState(t *testing.T, fs vfs.FS, acked int64, label string) {
 	if err != nil {
 		t.Fatalf("%s: reopen after crash: %v", label, err)
 	}
-	defer l.Close()
 	next := l.StartOffset()
 	for r, err := range l.Records(l.StartOffset()) {
 		if err != nil {
@@ -105,10 +105,14 @@ func verifyCrashState(t *testing.T, fs vfs.FS, acked int64, label string) {
 	if l.EndOffset() < acked {
 		t.Fatalf("%s: acknowledged up to %d, only %d survived", label, acked, l.EndOffset())
 	}
-	// The recovered log accepts appends at its end.
+	// The recovered log accepts appends at its end and closes clean.
 	if _, err := l.Append(record.Record{Value: crashValue(l.EndOffset(), 10)}); err != nil {
 		t.Fatalf("%s: append after recovery: %v", label, err)
 	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("%s: close after recovery: %v", label, err)
+	}
+	fscktest.CheckClean(t, fs, "/log")
 }
 
 // TestCrashRecovery simulates power losses at many points of a workload on

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 )
@@ -31,6 +32,7 @@ func openFds(t *testing.T) int {
 func TestFetchOverLoopback(t *testing.T) {
 	fdsBefore := openFds(t)
 	dir := t.TempDir()
+	fscktest.CheckCleanAtEnd(t, vfs.Default, dir)
 	l, err := Open(dir, Options{SegmentBytes: 16 << 10, IndexIntervalBytes: 1024, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)

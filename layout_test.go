@@ -168,7 +168,7 @@ func TestDamage(t *testing.T) {
 		f.Close()
 		return first, int64(record.Batch(hdr).Size())
 	}
-	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
+	damagedFilesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
 		t.Run("torn tail", func(t *testing.T) {
 			dir := filepath.Join(dir, "torn")
 			build(t, fs, dir)

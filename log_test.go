@@ -8,13 +8,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 )
 
 // filesystems runs a test against the real FS (in a temporary directory)
-// and the in-memory one.
+// and the in-memory one; when the test ends, fsck must find the directory
+// it left clean.
 func filesystems(t *testing.T, f func(t *testing.T, fs vfs.FS, dir string)) {
+	t.Run("os", func(t *testing.T) {
+		dir := t.TempDir()
+		fscktest.CheckCleanAtEnd(t, vfs.Default, dir)
+		f(t, vfs.Default, dir)
+	})
+	t.Run("mem", func(t *testing.T) {
+		fs := vfs.NewMem()
+		fscktest.CheckCleanAtEnd(t, fs, "/data/log")
+		f(t, fs, "/data/log")
+	})
+}
+
+// damagedFilesystems is filesystems for tests that leave damage behind on
+// purpose.
+func damagedFilesystems(t *testing.T, f func(t *testing.T, fs vfs.FS, dir string)) {
 	t.Run("os", func(t *testing.T) { f(t, vfs.Default, t.TempDir()) })
 	t.Run("mem", func(t *testing.T) { f(t, vfs.NewMem(), "/data/log") })
 }
