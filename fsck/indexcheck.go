@@ -27,6 +27,22 @@ type idxCheck struct {
 	ok   bool // the file was read; otherwise every method is a no-op
 	ents []idxEntry
 	j    int
+	// gap is set between a damaged region and the next valid batch: entries
+	// describing the damaged bytes are not reported on their own, the
+	// damage is.
+	gap bool
+}
+
+// onDamage skips the entries that point into the damaged region [pos,
+// end) of the .log.
+func (x *idxCheck) onDamage(pos, end int64) {
+	x.gap = true
+	for x.ok && !x.time && x.j < len(x.ents) && x.ents[x.j].val < end {
+		if e := x.ents[x.j]; e.val < pos {
+			return // reported by the next valid batch
+		}
+		x.j++
+	}
 }
 
 func (x *idxCheck) problem(pos int64, kind Kind, sev Severity, format string, args ...any) {
@@ -158,8 +174,12 @@ func (x *idxCheck) onTimeBatch(base, last, maxTS, before int64) {
 	for x.ok && x.j < len(x.ents) && x.ents[x.j].key < base {
 		e := x.ents[x.j]
 		x.j++
+		if x.gap {
+			continue
+		}
 		x.problem(e.at, KindIndexEntry, Error, "entry (timestamp %d, offset %d) names an offset outside every valid batch", e.val, e.key)
 	}
+	x.gap = false
 	for x.ok && x.j < len(x.ents) && x.ents[x.j].key <= last {
 		e := x.ents[x.j]
 		x.j++

@@ -68,6 +68,8 @@ func (c *checker) checkSegment(i int) {
 		}
 		if e.Damaged() {
 			c.addDamage(i, logName, e)
+			oi.onDamage(e.Pos, e.Pos+e.Size)
+			ti.onDamage(e.Pos, e.Pos+e.Size)
 			continue
 		}
 		eb, el := e.BaseOffset(), e.LastOffset()
@@ -103,6 +105,8 @@ func (c *checker) checkSegment(i int) {
 		if kind != "" {
 			e.Err, e.Kind = fmt.Errorf("%s", why), kind
 			c.addDamage(i, logName, e)
+			oi.onDamage(e.Pos, e.Pos+e.Size)
+			ti.onDamage(e.Pos, e.Pos+e.Size)
 			continue
 		}
 		maxTS := c.account(logName, &e, recs)
