@@ -21,6 +21,7 @@ func newConsumeCmd() *cobra.Command {
 		from   int64
 		limit  int64
 		asJSON bool
+		raw    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "consume DIR",
@@ -43,13 +44,20 @@ With --json every line is one object, keys in this order:
   {"offset":N,"timestamp":MS,"key":B64|null,"value":B64|null,"headers":[{"key":"...","value":B64|null}]}
 
 with key, value and header values in standard base64, null for null, and
-"headers" always present ([] when there are none).`,
+"headers" always present ([] when there are none).
+
+With --raw the stored batches themselves are written, from the one holding
+--from to the end of the log, exactly as they are on disk: what a Kafka fetch
+would put on the wire. They go through Log.Read and sendfile(2) when standard
+output is a file, a pipe or a socket (copied otherwise). --max does not apply.`,
 		Args: cobra.ExactArgs(1),
 	}
 	lf := bindLogFlags(cmd)
 	cmd.Flags().Int64Var(&from, "from", 0, "first offset to print (default: the log's start offset)")
 	cmd.Flags().Int64Var(&limit, "max", -1, "print at most N records (negative: no limit)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record")
+	cmd.Flags().BoolVar(&raw, "raw", false, "write the stored batches, byte for byte, through the zero-copy path")
+	cmd.MarkFlagsMutuallyExclusive("json", "raw")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := lf.options(cmd)
 		if err != nil {
@@ -70,10 +78,14 @@ with key, value and header values in standard base64, null for null, and
 		if !cmd.Flags().Changed("from") {
 			from = l.StartOffset()
 		}
-		w := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-		err = consume(l, w, from, limit, asJSON)
-		if ferr := w.Flush(); err == nil {
-			err = ferr
+		if raw {
+			err = consumeRaw(l, cmd.OutOrStdout(), from)
+		} else {
+			w := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+			err = consume(l, w, from, limit, asJSON)
+			if ferr := w.Flush(); err == nil {
+				err = ferr
+			}
 		}
 		if cerr := l.Close(); err == nil {
 			err = cerr
