@@ -49,15 +49,23 @@ func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
 	}
 	defer unlock()
 
+	// found holds the problems of the first check, then those later checks
+	// add; a later one is a consequence of a fix (index entries past a
+	// truncation) or was hidden behind one (a swapped-in segment's), and
+	// is kept only if the repair could not fix it.
 	var found []Problem
+	var later []bool
 	seen := map[string]bool{}
+	checks := 0
 	collect := func(ps []Problem) {
 		for _, p := range ps {
 			if k := problemKey(p); !seen[k] {
 				seen[k] = true
 				found = append(found, p)
+				later = append(later, checks > 0)
 			}
 		}
+		checks++
 	}
 	c, err := newChecker(fsys, dir, opts.Options)
 	if err != nil {
@@ -69,7 +77,7 @@ func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
 	for pass := 0; pass < maxRepairPasses; pass++ {
 		changed, err := rp.fixOne(c)
 		if err != nil {
-			return finalReport(c, found, c.r), err
+			return finalReport(found, later, c.r), err
 		}
 		if !changed {
 			break
@@ -80,19 +88,22 @@ func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
 		c.run()
 		collect(c.r.Problems)
 	}
-	return finalReport(c, found, c.r), nil
+	return finalReport(found, later, c.r), nil
 }
 
 // finalReport marks as repaired every problem the last check no longer
-// finds.
-func finalReport(c *checker, found []Problem, last *Report) *Report {
+// finds, and drops the repaired ones that only later checks found.
+func finalReport(found []Problem, later []bool, last *Report) *Report {
 	remaining := map[string]bool{}
 	for _, p := range last.Problems {
 		remaining[problemKey(p)] = true
 	}
 	out := &Report{Dir: last.Dir, Layout: last.Layout, Stats: last.Stats}
-	for _, p := range found {
+	for i, p := range found {
 		p.Repaired = !remaining[problemKey(p)]
+		if later[i] && p.Repaired {
+			continue
+		}
 		out.Problems = append(out.Problems, p)
 	}
 	return out
