@@ -51,6 +51,9 @@ func (s *Segment) Unseal() error {
 	if _, err := s.ensureTail(); err != nil {
 		return err
 	}
+	if s.opts.ReadOnly {
+		return fmt.Errorf("segment: unseal %s: opened read-only", s.LogPath())
+	}
 	if err := s.makeIndexesWritable(); err != nil {
 		return err
 	}
@@ -71,6 +74,9 @@ func (s *Segment) makeIndexesWritable() error {
 // Flush makes the segment durable: fdatasync of the .log and of the active
 // indexes' mappings (sealed indexes were made durable when trimmed).
 func (s *Segment) Flush() error {
+	if !s.filesOpen.Load() {
+		return nil // never opened, so nothing was written through it
+	}
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
@@ -106,14 +112,27 @@ func (s *Segment) Release() {
 		s.opts.Logger.Error("segment: Release without a reference", "path", s.LogPath())
 		return
 	}
+	s.openMu.Lock()
+	s.closed = true
+	open := s.filesOpen.Load()
+	s.openMu.Unlock()
 	if !s.removed.Load() {
+		if !open {
+			return
+		}
 		if err := s.closeFiles(); err != nil {
 			s.opts.Logger.Warn("segment: closing released segment", "path", s.LogPath(), "err", err)
 		}
 		return
 	}
-	err := errors.Join(s.offIdx.Delete(), s.timeIdx.Delete(), s.closeLog())
-	for _, p := range []string{s.LogPath(), s.deletedPath(TxnIndexSuffix)} {
+	var err error
+	paths := []string{s.LogPath(), s.deletedPath(TxnIndexSuffix)}
+	if open {
+		err = errors.Join(s.offIdx.Delete(), s.timeIdx.Delete(), s.closeLog())
+	} else {
+		paths = append(paths, s.idxPath, s.timePath)
+	}
+	for _, p := range paths {
 		if rerr := s.fs.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			err = errors.Join(err, rerr)
 		}
@@ -138,6 +157,8 @@ func (s *Segment) Remove() error {
 	if s.removed.Swap(true) {
 		return nil
 	}
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
 	var errs []error
 	logDel := s.deletedPath(LogSuffix)
 	if err := s.fs.Rename(s.LogPath(), logDel); err != nil {
@@ -145,9 +166,21 @@ func (s *Segment) Remove() error {
 	} else {
 		s.logPath.Store(&logDel)
 	}
-	errs = append(errs,
-		s.offIdx.Rename(s.deletedPath(IndexSuffix)),
-		s.timeIdx.Rename(s.deletedPath(TimeIndexSuffix)))
+	idxDel, timeDel := s.deletedPath(IndexSuffix), s.deletedPath(TimeIndexSuffix)
+	if s.filesOpen.Load() {
+		errs = append(errs, s.offIdx.Rename(idxDel), s.timeIdx.Rename(timeDel))
+	} else {
+		// Not opened yet: rename the files themselves and remember where
+		// they went, for a reader that opens them later. A missing index
+		// is legitimate (it would have been rebuilt).
+		for _, r := range []struct{ from, to *string }{{&s.idxPath, &idxDel}, {&s.timePath, &timeDel}} {
+			if err := s.fs.Rename(*r.from, *r.to); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+				continue
+			}
+			*r.from = *r.to
+		}
+	}
 	txn := filepath.Join(s.dir, FileName(s.base, TxnIndexSuffix))
 	if _, err := s.fs.Stat(txn); err == nil {
 		errs = append(errs, s.fs.Rename(txn, s.deletedPath(TxnIndexSuffix)))

@@ -112,6 +112,19 @@ func TestSealedOpenIsLazy(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+
+		// Open of a sealed segment does no I/O: a segment whose files do
+		// not exist opens, and the error comes with the first use.
+		s, err := Open(e.fs, e.dir, 123456, false, opts)
+		if err != nil {
+			t.Fatalf("sealed Open touched the files: %v", err)
+		}
+		if _, _, err := s.FindPosition(123456); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("FindPosition on missing files: %v, want ErrNotExist", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
@@ -331,6 +344,41 @@ func TestRemoveWhileReading(t *testing.T) {
 		}
 		if err := s.Append(m.batches[0].bytes); !errors.Is(err, ErrSealed) && !errors.Is(err, ErrClosed) {
 			t.Fatalf("Append after Remove: %v", err)
+		}
+	})
+}
+
+// TestRemoveUnopened removes a sealed segment whose files were never
+// opened, then reads it through a reference: the reader opens the renamed
+// files.
+func TestRemoveUnopened(t *testing.T) {
+	envs(t, func(t *testing.T, e env) {
+		const base = 70
+		opts := Options{IndexIntervalBytes: 100, MaxIndexBytes: smallIdx}
+		ref := buildSealed(t, e, base, opts, 41, 20)
+		s, err := Open(e.fs, e.dir, base, false, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Acquire() {
+			t.Fatal("Acquire failed")
+		}
+		if err := s.Remove(); err != nil {
+			t.Fatal(err)
+		}
+		s.Release()
+		for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+			if exists(t, e, e.path(base, suf)) || !exists(t, e, e.path(base, suf)+DeletedSuffix) {
+				t.Fatalf("%s not renamed", suf)
+			}
+		}
+		checkState(t, s, ref.m)
+		checkFind(t, s, ref.m)
+		s.Release()
+		for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+			if exists(t, e, e.path(base, suf)+DeletedSuffix) || exists(t, e, e.path(base, suf)) {
+				t.Fatalf("%s left behind after the last Release", suf)
+			}
 		}
 	})
 }

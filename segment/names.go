@@ -36,7 +36,18 @@ const offsetDigits = 20
 // FileName returns the name of the file with the given base offset and
 // suffix, e.g. FileName(42, LogSuffix) = "00000000000000000042.log".
 func FileName(base int64, suffix string) string {
-	return fmt.Sprintf("%0*d%s", offsetDigits, base, suffix)
+	if base < 0 {
+		return fmt.Sprintf("%0*d%s", offsetDigits, base, suffix)
+	}
+	var buf [offsetDigits + 24]byte
+	digits := strconv.AppendInt(buf[:0], base, 10)
+	n := len(digits)
+	out := make([]byte, 0, offsetDigits+len(suffix))
+	for i := n; i < offsetDigits; i++ {
+		out = append(out, '0')
+	}
+	out = append(out, digits...)
+	return string(append(out, suffix...))
 }
 
 // ParseFileName splits a Kafka segment-directory file name into its base

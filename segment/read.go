@@ -31,6 +31,9 @@ type BatchPosition struct {
 // entry running past the published end) is an error carrying the file and
 // position.
 func (s *Segment) FindPosition(offset int64) (BatchPosition, bool, error) {
+	if err := s.files(); err != nil {
+		return BatchPosition{}, false, err
+	}
 	end := s.size.Load() // before the index: see the package doc
 	if next := s.next.Load(); next >= 0 && offset >= next {
 		return BatchPosition{}, false, nil
@@ -77,6 +80,9 @@ func (s *Segment) FindOffsetForTime(ts int64) (int64, bool, error) {
 // monotonic: the answer is the first match in offset order after the
 // indexed position. Legacy (v0/v1) entries are skipped.
 func (s *Segment) FindOffsetForTimeFrom(ts, from int64) (int64, bool, error) {
+	if err := s.files(); err != nil {
+		return 0, false, err
+	}
 	end := s.size.Load()
 	if ts > s.MaxTimestamp() {
 		return 0, false, nil
@@ -128,6 +134,9 @@ func (s *Segment) FindOffsetForTimeFrom(ts, from int64) (int64, bool, error) {
 // ReadAt reads from the .log at pos, never past the published size: it
 // returns io.EOF when p reaches beyond it. Safe for concurrent readers.
 func (s *Segment) ReadAt(p []byte, pos int64) (int, error) {
+	if err := s.files(); err != nil {
+		return 0, err
+	}
 	end := s.size.Load()
 	if pos < 0 {
 		return 0, fmt.Errorf("segment: read %s: negative position %d", s.LogPath(), pos)
@@ -151,8 +160,14 @@ func (s *Segment) ReadAt(p []byte, pos int64) (int, error) {
 
 // File returns the open .log file, for sendfile. It stays valid, even after
 // Remove, while the caller holds a reference (Acquire). Bytes beyond Size
-// are not published.
-func (s *Segment) File() vfs.File { return s.log }
+// are not published. It is nil if the files of a sealed segment cannot be
+// opened (FindPosition and ReadAt report why).
+func (s *Segment) File() vfs.File {
+	if s.files() != nil {
+		return nil
+	}
+	return s.log
+}
 
 // Batches yields the v2 batches whose entries start in [fromPos, toPos),
 // each validated (framing, magic, CRC-32C), in file order. fromPos must be a
@@ -169,6 +184,10 @@ func (s *Segment) File() vfs.File { return s.log }
 // and the remaining file size.
 func (s *Segment) Batches(fromPos, toPos int64) iter.Seq2[record.Batch, error] {
 	return func(yield func(record.Batch, error) bool) {
+		if err := s.files(); err != nil {
+			yield(nil, err)
+			return
+		}
 		end := s.size.Load()
 		toPos = min(toPos, end)
 		if fromPos < 0 {

@@ -53,6 +53,9 @@ func (s *Segment) Recover(maxBatchBytes int) (RecoverResult, error) {
 	if maxBatchBytes <= 0 {
 		maxBatchBytes = s.opts.MaxBatchBytes
 	}
+	if err := s.files(); err != nil {
+		return RecoverResult{}, err
+	}
 	path := s.LogPath()
 	wasSealed := s.sealed.Load()
 	if wasSealed {
@@ -137,7 +140,7 @@ func (s *Segment) Recover(maxBatchBytes int) (RecoverResult, error) {
 	s.publishTail(t)
 	s.loadMu.Unlock()
 	s.firstTSKnown = false
-	s.needsRecovery = false
+	s.needsRecovery.Store(false)
 	if wasSealed {
 		if err := errors.Join(s.offIdx.Seal(), s.timeIdx.Seal()); err != nil {
 			return res, err

@@ -89,10 +89,20 @@ type Segment struct {
 	base int64
 	opts Options
 
-	log     vfs.File
-	offIdx  *index.OffsetIndex
-	timeIdx *index.TimeIndex
-	logPath atomic.Pointer[string] // changes on Remove
+	// Files. Open of a sealed segment does no I/O at all: the files are
+	// opened on first use (filesOpen publishes them, openMu serializes the
+	// opening), so a log with thousands of sealed segments opens, and
+	// closes, in a few milliseconds (Kafka's KAFKA-7283 and KAFKA-9373).
+	openMu    sync.Mutex
+	filesOpen atomic.Bool
+	closed    bool // guarded by openMu
+	log       vfs.File
+	offIdx    *index.OffsetIndex
+	timeIdx   *index.TimeIndex
+	logPath   atomic.Pointer[string] // changes on Remove
+	// idxPath and timePath are where unopened index files are; guarded by
+	// openMu (an opened index tracks its own path).
+	idxPath, timePath string
 
 	// Published state, read by concurrent readers.
 	size   atomic.Int64 // bytes of complete batches in .log
@@ -114,7 +124,7 @@ type Segment struct {
 	firstTS      int64 // max timestamp of the first batch; valid if firstTSKnown
 	firstTSKnown bool
 
-	needsRecovery bool
+	needsRecovery atomic.Bool
 
 	refs      atomic.Int32
 	removed   atomic.Bool
@@ -144,11 +154,12 @@ func Create(fsys vfs.FS, dir string, base int64, opts Options) (*Segment, error)
 	if err != nil {
 		return nil, err
 	}
-	s.log = f
-	if err := s.openIndexes(true); err != nil {
+	if err := s.openIndexesLocked(true); err != nil {
 		f.Close()
 		return nil, err
 	}
+	s.log = f
+	s.filesOpen.Store(true)
 	s.next.Store(base)
 	s.maxTSOffset = base
 	s.tailLoaded.Store(true)
@@ -157,12 +168,17 @@ func Create(fsys vfs.FS, dir string, base int64, opts Options) (*Segment, error)
 
 // Open opens the existing segment with base offset base in dir.
 //
-// A sealed segment (active = false) is opened in O(1): the .log is opened
-// and its size read, nothing is scanned or mapped; NextOffset and
-// MaxTimestamp are computed on first use. An active segment gets writable,
-// preallocated indexes, and its next offset, running maximum timestamp and
-// index byte counter are computed at once from the last offset-index entry
-// plus a scan of batch headers to the end of the file.
+// A sealed segment (active = false) is opened without any I/O: its files
+// are opened on first use (a lookup, a read, Size, NextOffset,
+// MaxTimestamp, NeedsRecovery), so errors about them (a missing .log)
+// surface there; its indexes are mapped only when a lookup needs them
+// (through Options.IndexCache), and NextOffset is computed on first call.
+// Opening 10,000 sealed segments thus costs a few milliseconds.
+//
+// An active segment is opened at once: .log read-write, indexes writable
+// and preallocated, and its next offset, running maximum timestamp and
+// index byte counter computed from the last offset-index entry plus a scan
+// of batch headers to the end of the file.
 //
 // A missing .index or .timeindex is created empty and NeedsRecovery
 // reports true: the caller must Recover the segment before relying on it
@@ -174,37 +190,14 @@ func Open(fsys vfs.FS, dir string, base int64, active bool, opts Options) (*Segm
 		return nil, fmt.Errorf("segment: open %s: negative base offset %d", dir, base)
 	}
 	s := newSegment(fsys, dir, base, opts)
-	for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
-		_, err := fsys.Stat(filepath.Join(dir, FileName(base, suf)))
-		if errors.Is(err, fs.ErrNotExist) {
-			s.needsRecovery = true
-		} else if err != nil {
-			return nil, err
-		}
-	}
-	var f vfs.File
-	var err error
-	if active || !s.opts.ReadOnly {
-		f, err = fsys.OpenReadWrite(*s.logPath.Load())
-	} else {
-		f, err = fsys.Open(*s.logPath.Load())
-	}
-	if err != nil {
-		return nil, err
-	}
-	size, err := f.Size()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	s.log = f
-	s.size.Store(size)
-	if err := s.openIndexes(active); err != nil {
-		f.Close()
-		return nil, err
-	}
 	s.sealed.Store(!active)
-	if active && !s.needsRecovery {
+	if !active {
+		return s, nil
+	}
+	if err := s.files(); err != nil {
+		return nil, err
+	}
+	if !s.needsRecovery.Load() {
 		if err := s.loadTail(); err != nil {
 			s.closeFiles()
 			return nil, err
@@ -216,21 +209,74 @@ func Open(fsys vfs.FS, dir string, base int64, active bool, opts Options) (*Segm
 func newSegment(fsys vfs.FS, dir string, base int64, opts Options) *Segment {
 	opts = opts.withDefaults()
 	s := &Segment{fs: fsys, dir: dir, base: base, opts: opts, created: opts.Now()}
-	p := filepath.Join(dir, FileName(base, LogSuffix))
+	stem := filepath.Join(dir, FileName(base, ""))
+	p := stem + LogSuffix
 	s.logPath.Store(&p)
+	s.idxPath = stem + IndexSuffix
+	s.timePath = stem + TimeIndexSuffix
 	s.next.Store(-1)
 	s.maxTS.Store(-1)
 	s.refs.Store(1)
 	return s
 }
 
-func (s *Segment) openIndexes(writable bool) error {
-	io := index.Options{MaxBytes: s.opts.MaxIndexBytes, Writable: writable, Cache: s.opts.IndexCache}
-	oi, err := index.OpenOffset(s.fs, filepath.Join(s.dir, FileName(s.base, IndexSuffix)), s.base, io)
+// files opens the segment's files if they are not open yet: the .log
+// (read-write unless Options.ReadOnly for a sealed segment) and both
+// indexes, writable if the segment is active. Index files found missing
+// are created empty and mark the segment as needing recovery.
+func (s *Segment) files() error {
+	if s.filesOpen.Load() {
+		return nil
+	}
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	if s.filesOpen.Load() {
+		return nil
+	}
+	if s.closed {
+		return fmt.Errorf("segment: %s: %w", s.LogPath(), ErrClosed)
+	}
+	for _, p := range []string{s.idxPath, s.timePath} {
+		_, err := s.fs.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			s.needsRecovery.Store(true)
+		} else if err != nil {
+			return err
+		}
+	}
+	active := !s.sealed.Load()
+	var f vfs.File
+	var err error
+	if active || !s.opts.ReadOnly {
+		f, err = s.fs.OpenReadWrite(s.LogPath())
+	} else {
+		f, err = s.fs.Open(s.LogPath())
+	}
 	if err != nil {
 		return err
 	}
-	ti, err := index.OpenTime(s.fs, filepath.Join(s.dir, FileName(s.base, TimeIndexSuffix)), s.base, io)
+	size, err := f.Size()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if err := s.openIndexesLocked(active); err != nil {
+		f.Close()
+		return err
+	}
+	s.log = f
+	s.size.Store(size)
+	s.filesOpen.Store(true)
+	return nil
+}
+
+func (s *Segment) openIndexesLocked(writable bool) error {
+	io := index.Options{MaxBytes: s.opts.MaxIndexBytes, Writable: writable, Cache: s.opts.IndexCache}
+	oi, err := index.OpenOffset(s.fs, s.idxPath, s.base, io)
+	if err != nil {
+		return err
+	}
+	ti, err := index.OpenTime(s.fs, s.timePath, s.base, io)
 	if err != nil {
 		oi.Close()
 		return err
@@ -251,15 +297,30 @@ func (s *Segment) Dir() string { return s.dir }
 func (s *Segment) LogPath() string { return *s.logPath.Load() }
 
 // Size is the published size of the .log in bytes: the end of the last
-// complete batch.
-func (s *Segment) Size() int64 { return s.size.Load() }
+// complete batch. For a sealed segment not used yet it opens the files; if
+// that fails, the error is logged and Size is 0 (reads report the error).
+func (s *Segment) Size() int64 {
+	if !s.filesOpen.Load() {
+		if err := s.files(); err != nil {
+			s.opts.Logger.Warn("segment: opening files", "path", s.LogPath(), "err", err)
+		}
+	}
+	return s.size.Load()
+}
 
 // IsSealed reports whether the segment is sealed (read-only).
 func (s *Segment) IsSealed() bool { return s.sealed.Load() }
 
-// NeedsRecovery reports whether Open found an index file missing, so the
-// indexes must be rebuilt by Recover before the segment is used.
-func (s *Segment) NeedsRecovery() bool { return s.needsRecovery }
+// NeedsRecovery reports whether an index file was missing when the
+// segment's files were opened, so the indexes must be rebuilt by Recover
+// before the segment is used. For a sealed segment it opens the files; if
+// that fails it reports true (Recover then returns the error).
+func (s *Segment) NeedsRecovery() bool {
+	if err := s.files(); err != nil {
+		return true
+	}
+	return s.needsRecovery.Load()
+}
 
 // NextOffset is the offset after the segment's last batch (the base offset
 // if it is empty). For a sealed segment it is computed on the first call
@@ -281,10 +342,17 @@ func (s *Segment) NextOffset() int64 {
 // batch has one. For a sealed segment it is the time index's last entry
 // (read without mapping the index), as Kafka's largestTimestamp.
 func (s *Segment) MaxTimestamp() int64 {
-	if !s.tailLoaded.Load() && s.sealed.Load() && !s.needsRecovery {
-		// Seal wrote the running maximum as the time index's last entry;
-		// reading it maps nothing (retention asks every segment).
-		return s.timeIdx.LastEntry().Timestamp
+	if !s.tailLoaded.Load() && s.sealed.Load() {
+		if err := s.files(); err != nil {
+			s.opts.Logger.Warn("segment: opening files", "path", s.LogPath(), "err", err)
+			return -1
+		}
+		if !s.needsRecovery.Load() {
+			// Seal wrote the running maximum as the time index's last
+			// entry; reading it maps nothing (retention asks every
+			// segment).
+			return s.timeIdx.LastEntry().Timestamp
+		}
 	}
 	if !s.tailLoaded.Load() {
 		if _, err := s.ensureTail(); err != nil {
@@ -301,6 +369,9 @@ func (s *Segment) ensureTail() (int64, error) {
 	defer s.loadMu.Unlock()
 	if s.tailLoaded.Load() {
 		return s.next.Load(), nil
+	}
+	if err := s.files(); err != nil {
+		return s.base, err
 	}
 	t, err := s.scanTail()
 	if err != nil {
@@ -384,12 +455,20 @@ func (s *Segment) scanTail() (tail, error) {
 
 // Close closes the segment's files. An active segment first gets its final
 // time-index entry, and its index files are trimmed to their entries, as
-// Kafka does, so a clean shutdown leaves the same files as a roll. Close
-// does not fsync the .log: call Flush first when the data must be durable.
-// Close is idempotent; after Remove it does nothing (the last Release
-// closes and unlinks the files).
+// Kafka does, so a clean shutdown leaves the same files as a roll. A sealed
+// segment whose files were never used has nothing to close. Close does not
+// fsync the .log: call Flush first when the data must be durable. Close is
+// idempotent; after Remove it does nothing (the last Release closes and
+// unlinks the files).
 func (s *Segment) Close() error {
 	if s.removed.Load() {
+		return nil
+	}
+	s.openMu.Lock()
+	s.closed = true
+	open := s.filesOpen.Load()
+	s.openMu.Unlock()
+	if !open {
 		return nil
 	}
 	var first error
