@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -168,4 +169,35 @@ func TestTxnIndex(t *testing.T) {
 
 func be64(b []byte, v int64) []byte {
 	return append(b, byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+// TestKafkaParentCheckpoints checks that a partition directory's line in
+// its log.dir's recovery-point checkpoint is checked and, beyond the end of
+// the log, lowered by repair without touching the other partitions' lines.
+func TestKafkaParentCheckpoints(t *testing.T) {
+	fsys := vfs.NewMem()
+	dir := kafkaDir(t, fsys, "none")
+	cp := "/kafka-logs/recovery-point-offset-checkpoint"
+	writeFile(t, fsys, cp, []byte("0\n2\nother 3 77\nevents 0 99999\n"))
+	r := mustCheck(t, fsys, dir, Options{})
+	if r.Layout != "kafka" {
+		t.Errorf("layout %q, want kafka", r.Layout)
+	}
+	if !hasProblem(r, "../recovery-point-offset-checkpoint", int64(len("0\n2\nother 3 77\n")), KindCheckpoint) {
+		t.Fatalf("recovery point beyond the end not found:%s", dumpProblems(r))
+	}
+	rr, err := Repair(fsys, dir, RepairOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr.ExitCode() != ExitRepaired {
+		t.Fatalf("exit %d:%s", rr.ExitCode(), dumpProblems(rr))
+	}
+	end := r.Stats.LastOffset + 1
+	if got, want := string(readAll(t, fsys, cp)), "0\n2\nother 3 77\nevents 0 "+strconv.FormatInt(end, 10)+"\n"; got != want {
+		t.Fatalf("checkpoint after repair %q, want %q", got, want)
+	}
+	if after := mustCheck(t, fsys, dir, Options{}); !after.Clean() {
+		t.Fatalf("not clean:%s", dumpProblems(after))
+	}
 }
