@@ -64,8 +64,12 @@ func (b *Builder) Reset() {
 // Codec is the builder's codec.
 func (b *Builder) Codec() Codec { return b.codec }
 
-// SetCodec changes the codec; call it between batches.
-func (b *Builder) SetCodec(c Codec) { b.codec = c }
+// SetCodec changes the codec and, because records already added were
+// encoded for the old one, Resets the builder.
+func (b *Builder) SetCodec(c Codec) {
+	b.codec = c
+	b.Reset()
+}
 
 // SetBaseOffset sets the offset record offsets are relative to.
 func (b *Builder) SetBaseOffset(off int64) { b.baseOffset = off }

@@ -70,7 +70,9 @@ type Marker struct {
 const markerValueSize = 6
 
 // ParseMarker decodes a COMMIT or ABORT control record. Later value
-// versions may append fields, which are ignored, as Kafka does.
+// versions may append fields, which are ignored, as Kafka does. Errors are
+// *CorruptionError values with Pos 0: they concern the record's key or
+// value, whose position in the batch the caller knows.
 func ParseMarker(r Record) (Marker, error) {
 	_, typ, err := ParseControlKey(r.Key)
 	if err != nil {

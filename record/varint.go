@@ -15,17 +15,8 @@ const (
 )
 
 // varint32 decodes a 32-bit varint from b at i, returning the zig-zag
-// decoded value and the index after it. The one-byte case, by far the most
-// common in records, is small enough to be inlined.
+// decoded value and the index after it.
 func varint32(b []byte, i int) (int32, int, varintErr) {
-	if i < len(b) && b[i] < 0x80 {
-		return int32(b[i]>>1) ^ -int32(b[i]&1), i + 1, varintOK
-	}
-	return varint32Slow(b, i)
-}
-
-//go:noinline
-func varint32Slow(b []byte, i int) (int32, int, varintErr) {
 	var x uint32
 	for s := uint(0); s < 35; s += 7 {
 		if i >= len(b) {
@@ -46,14 +37,6 @@ func varint32Slow(b []byte, i int) (int32, int, varintErr) {
 
 // varint64 decodes a 64-bit varint from b at i.
 func varint64(b []byte, i int) (int64, int, varintErr) {
-	if i < len(b) && b[i] < 0x80 {
-		return int64(b[i]>>1) ^ -int64(b[i]&1), i + 1, varintOK
-	}
-	return varint64Slow(b, i)
-}
-
-//go:noinline
-func varint64Slow(b []byte, i int) (int64, int, varintErr) {
 	var x uint64
 	for s := uint(0); s < 70; s += 7 {
 		if i >= len(b) {
