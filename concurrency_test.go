@@ -186,3 +186,53 @@ func TestSyncFailureStopsAppends(t *testing.T) {
 		t.Fatalf("append after reopen: %v", err)
 	}
 }
+
+// TestSyncPeriodic: the byte trigger and the interval trigger each flush in
+// the background and advance the recovery point, without appends waiting.
+func TestSyncPeriodic(t *testing.T) {
+	waitFor := func(t *testing.T, what string, cond func() bool) {
+		t.Helper()
+		for i := 0; !cond(); i++ {
+			if i == 500 {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t.Run("bytes", func(t *testing.T) {
+		mem := vfs.NewMem()
+		l, err := Open("/p", Options{FS: mem, Sync: SyncPeriodic, SyncBytes: 8 << 10, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		l.Append(recordsAt(0, 3)...) // well under the threshold
+		time.Sleep(50 * time.Millisecond)
+		if rp := l.RecoveryPoint(); rp != 0 {
+			t.Fatalf("recovery point %d before the byte threshold was reached", rp)
+		}
+		for l.EndOffset() < 100 {
+			l.Append(recordsAt(l.EndOffset(), 4)...)
+		}
+		waitFor(t, "a flush after the byte threshold", func() bool { return l.RecoveryPoint() > 0 })
+		// What the flush covered survives a power loss.
+		rp := l.RecoveryPoint()
+		l2, err := Open("/p", Options{FS: mem.CrashClone(), Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l2.Close()
+		if l2.EndOffset() < rp {
+			t.Fatalf("recovery point %d, but only %d survived a power loss", rp, l2.EndOffset())
+		}
+	})
+	t.Run("interval", func(t *testing.T) {
+		l, err := Open("/q", Options{FS: vfs.NewMem(), Sync: SyncPeriodic, SyncInterval: 20 * time.Millisecond, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		l.Append(recordsAt(0, 2)...)
+		waitFor(t, "the interval flush", func() bool { return l.RecoveryPoint() == l.EndOffset() })
+	})
+}

@@ -22,7 +22,11 @@ func TestMain(m *testing.M) {
 		killChild(dir)
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range benchCleanups {
+		f()
+	}
+	os.Exit(code)
 }
 
 func killChild(dir string) {
