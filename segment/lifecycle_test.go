@@ -441,3 +441,30 @@ func TestBatches(t *testing.T) {
 		}
 	})
 }
+
+// TestSealedIndexPastEnd cuts a sealed segment's .log under its index: a
+// lookup whose index entry points past the end is damage, not "not found".
+func TestSealedIndexPastEnd(t *testing.T) {
+	envs(t, func(t *testing.T, e env) {
+		const base = 500
+		opts := Options{IndexIntervalBytes: 100, MaxIndexBytes: smallIdx}
+		ref := buildSealed(t, e, base, opts, 42, 30)
+		half := ref.m.batches[15]
+		writeFile(t, e.fs, e.path(base, LogSuffix), ref.log[:half.pos])
+		s, err := Open(e.fs, e.dir, base, false, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		last := ref.m.batches[len(ref.m.batches)-1].last
+		if _, _, err := s.FindPosition(last); !errors.Is(err, index.ErrCorrupt) {
+			t.Fatalf("FindPosition past the cut: %v, want index.ErrCorrupt", err)
+		}
+		for _, b := range ref.m.batches[:3] {
+			bp, ok, err := s.FindPosition(b.last)
+			if err != nil || !ok || bp.Position != b.pos {
+				t.Fatalf("FindPosition(%d) before the cut = %+v, %v, %v", b.last, bp, ok, err)
+			}
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 
+	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 )
@@ -42,7 +43,24 @@ func (s *Segment) FindPosition(offset int64) (BatchPosition, bool, error) {
 	if err != nil {
 		return BatchPosition{}, false, err
 	}
+	if err := s.checkFloor(floor, end); err != nil {
+		return BatchPosition{}, false, err
+	}
 	return s.findFrom(floor.Position, end, offset)
+}
+
+// checkFloor rejects an index entry that points at or past the end of a
+// sealed segment's .log: nothing is appended to a sealed segment, so such an
+// entry means the .log lost bytes under its index (an unrecovered crash, a
+// file cut by hand), and answering "not found" would make readers skip data.
+// On the active segment the entry can be one Append wrote after end was
+// loaded; its batch is simply not published yet.
+func (s *Segment) checkFloor(floor index.OffsetPosition, end int64) error {
+	if floor.Position < end || (floor.Position == 0 && end == 0) || !s.sealed.Load() {
+		return nil
+	}
+	return &index.Error{Op: "lookup", Path: s.offIdx.Path(), Pos: -1, Err: index.ErrCorrupt,
+		Detail: fmt.Sprintf("entry for offset %d points at byte %d, the .log has %d bytes", floor.Offset, floor.Position, end)}
 }
 
 func (s *Segment) findFrom(from, end, offset int64) (BatchPosition, bool, error) {
@@ -93,6 +111,9 @@ func (s *Segment) FindOffsetForTimeFrom(ts, from int64) (int64, bool, error) {
 	}
 	floor, err := s.offIdx.LookupErr(max(te.Offset, from))
 	if err != nil {
+		return 0, false, err
+	}
+	if err := s.checkFloor(floor, end); err != nil {
 		return 0, false, err
 	}
 	if floor.Position >= end {

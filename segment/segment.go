@@ -432,8 +432,9 @@ func (s *Segment) scanTail() (tail, error) {
 		t.maxTS, t.maxTSOffset = te.Timestamp, te.Offset
 	}
 	end := s.size.Load()
-	if from > end {
-		return t, corruptAt(s.LogPath(), from, fmt.Errorf("offset index points past the end of the log (%d bytes)", end))
+	if from > end || (from == end && end > 0) {
+		return t, &index.Error{Op: "load", Path: s.offIdx.Path(), Pos: -1, Err: index.ErrCorrupt,
+			Detail: fmt.Sprintf("last entry points at byte %d, the .log has %d bytes", from, end)}
 	}
 	t.sinceLastEntry = end - from
 	sc := s.newHeaderScanner(from, end)
