@@ -152,7 +152,10 @@ func (s *Segment) deletedPath(suffix string) string {
 // loading deletes. Readers holding a reference keep reading the renamed
 // files through the open descriptor; when the last reference is released
 // (the Log releases its own after Remove) the files are closed and
-// unlinked. Remove is idempotent.
+// unlinked. Remove is idempotent. If renaming the .log fails, nothing was
+// removed and the segment stays live; a later failure (renaming an index,
+// syncing the directory) is reported but the segment counts as removed,
+// since a loader drops a .log.deleted and the orphaned index files.
 func (s *Segment) Remove() error {
 	if s.removed.Swap(true) {
 		return nil
@@ -162,10 +165,14 @@ func (s *Segment) Remove() error {
 	var errs []error
 	logDel := s.deletedPath(LogSuffix)
 	if err := s.fs.Rename(s.LogPath(), logDel); err != nil {
-		errs = append(errs, err)
-	} else {
-		s.logPath.Store(&logDel)
+		// Nothing renamed: the segment stays whole and live, and the last
+		// Release must not unlink its files.
+		s.removed.Store(false)
+		return err
 	}
+	s.logPath.Store(&logDel)
+	// From here the segment is gone for a loader (a .log.deleted is
+	// deleted, index files without a .log are orphans), whatever fails.
 	idxDel, timeDel := s.deletedPath(IndexSuffix), s.deletedPath(TimeIndexSuffix)
 	if s.filesOpen.Load() {
 		errs = append(errs, s.offIdx.Rename(idxDel), s.timeIdx.Rename(timeDel))
