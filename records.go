@@ -108,15 +108,18 @@ func (l *Log) yieldSegment(seg *segment.Segment, from, pos int64, it *record.Ite
 // first segment whose largest timestamp reaches ts is searched through its
 // time index. It returns ErrTimestampNotFound when no segment reaches ts.
 func (l *Log) OffsetForTime(ts int64) (int64, error) {
-	seg := l.acquireFloor(l.StartOffset())
+	start := l.StartOffset()
+	seg := l.acquireFloor(start)
 	for seg != nil {
 		if seg.MaxTimestamp() >= ts {
-			off, ok, err := seg.FindOffsetForTime(ts)
+			// Records below the log start are gone even where their
+			// segment remains.
+			off, ok, err := seg.FindOffsetForTimeFrom(ts, start)
 			if err != nil {
 				seg.Release()
 				return 0, err
 			}
-			if ok && off >= l.StartOffset() && off < l.EndOffset() {
+			if ok && off < l.EndOffset() {
 				seg.Release()
 				return off, nil
 			}

@@ -13,9 +13,10 @@ import (
 // holds it and becomes the active segment. A batch is never split, so when
 // offset falls inside a batch the log ends before that batch: EndOffset
 // tells where it ended. An offset below the log start empties the log and
-// restarts it at offset. The recovery point follows the new end and is
-// checkpointed at once, so a crash cannot skip recovering bytes appended
-// after the truncation.
+// restarts it at offset. The truncation is synced before TruncateTo
+// returns, so a power loss cannot bring truncated records back; the
+// recovery point follows the new end and is checkpointed at once, so a
+// crash cannot skip recovering bytes appended after the truncation.
 func (l *Log) TruncateTo(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -71,10 +72,25 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.start.Store(offset)
 	}
 	end := l.active.NextOffset()
-	l.end.Store(end)
-	if l.start.Load() > end {
+	if start := l.start.Load(); end < start && offset >= start {
+		// The batch holding offset also held records below the log start
+		// (retention moved the start into it): nothing readable is left, and
+		// the next offset must not fall below the start. Start over, empty,
+		// at the start.
+		if err := l.resetAt(start); err != nil {
+			return err
+		}
+		end = start
+	} else if start > end {
 		l.start.Store(end)
 	}
+	// The cut must be durable before anything else is written: otherwise
+	// a power loss could bring back the truncated batches (they were
+	// synced earlier) in place of what is appended next.
+	if err := l.active.File().Sync(); err != nil {
+		return l.fail(err)
+	}
+	l.end.Store(end)
 	l.activeJitter = l.drawJitter()
 	l.commit.lower(end)
 	if l.recoveryPoint > end {
@@ -83,5 +99,30 @@ func (l *Log) TruncateTo(offset int64) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// resetAt replaces every segment with one empty segment at base. Called
+// with mu.
+func (l *Log) resetAt(base int64) error {
+	l.segMu.Lock()
+	var doomed []*segment.Segment
+	l.segs.Ascend(func(it segItem) bool {
+		doomed = append(doomed, it.seg)
+		return true
+	})
+	l.segs.Clear(false)
+	l.segMu.Unlock()
+	for _, s := range doomed {
+		l.retire(s)
+	}
+	seg, err := l.createSegment(base)
+	if err != nil {
+		return err
+	}
+	l.segMu.Lock()
+	l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
+	l.active = seg
+	l.segMu.Unlock()
 	return nil
 }

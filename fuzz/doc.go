@@ -1,0 +1,11 @@
+// Package fuzz holds seglog's cross-package fuzz targets: FuzzLog drives a
+// whole Log on the crash-aware in-memory filesystem with operations decoded
+// from the fuzzer's bytes — appends through both paths and every codec,
+// reads, time lookups, truncation, retention, syncs, clean reopens and
+// simulated power losses — and checks it against a plain in-memory model
+// after every step.
+//
+// Run it beyond its seed corpus with
+//
+//	go test -run '^$' -fuzz FuzzLog -fuzztime 5m ./fuzz
+package fuzz
