@@ -52,7 +52,7 @@ func TestKafkaClientCorpus(t *testing.T) {
 					lo, hi = min(lo, r.ts), max(hi, r.ts)
 				}
 			}
-			step := max((hi-lo)/500, 1)
+			step := max((hi-lo)/200, 1)
 			for ts := lo - 1; ts <= hi+1; ts += step {
 				got, ok, err := s.FindOffsetForTime(ts)
 				want, wok := m.offsetForTime(ts, 0)

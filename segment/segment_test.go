@@ -93,7 +93,7 @@ func checkState(t *testing.T, s *Segment, m *model) {
 func TestAppendFindPosition(t *testing.T) {
 	envs(t, func(t *testing.T, e env) {
 		const base = 1000
-		opts := Options{IndexIntervalBytes: 300}
+		opts := Options{IndexIntervalBytes: 300, MaxIndexBytes: smallIdx}
 		s := mustCreate(t, e, base, opts)
 		m := &model{base: base}
 		checkState(t, s, m)
@@ -136,7 +136,7 @@ func concat(m *model) []byte {
 
 func TestCreateRefusesExisting(t *testing.T) {
 	envs(t, func(t *testing.T, e env) {
-		s := mustCreate(t, e, 5, Options{})
+		s := mustCreate(t, e, 5, Options{MaxIndexBytes: smallIdx})
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestIndexFilesKafkaRule(t *testing.T) {
 	envs(t, func(t *testing.T, e env) {
 		for _, interval := range []int{-1, 1, 257, 4096} {
 			base := int64(interval + 10)
-			s := mustCreate(t, e, base, Options{IndexIntervalBytes: interval})
+			s := mustCreate(t, e, base, Options{IndexIntervalBytes: interval, MaxIndexBytes: smallIdx})
 			m := &model{base: base}
 			appendN(t, s, m, newGen(uint64(interval+5), base, 300), 200)
 			if err := s.Seal(); err != nil {
@@ -221,7 +221,7 @@ func equal[T comparable](a, b []T) bool {
 func TestFindOffsetForTime(t *testing.T) {
 	envs(t, func(t *testing.T, e env) {
 		const base = 50
-		s := mustCreate(t, e, base, Options{IndexIntervalBytes: 200})
+		s := mustCreate(t, e, base, Options{IndexIntervalBytes: 200, MaxIndexBytes: smallIdx})
 		m := &model{base: base}
 		appendN(t, s, m, newGen(7, base, 80), 120)
 		check := func(s *Segment) {
@@ -232,7 +232,9 @@ func TestFindOffsetForTime(t *testing.T) {
 					lo, hi = min(lo, r.ts), max(hi, r.ts)
 				}
 			}
-			for ts := lo - 3; ts <= hi+3; ts++ {
+			// Every timestamp near the range ends, a stride in between.
+			step := max((hi-lo)/400, 1)
+			for ts := lo - 3; ts <= hi+3; ts += min(step, max(1, min(ts-lo+4, hi+4-ts))) {
 				for _, from := range []int64{base, m.batches[len(m.batches)/2].recs[0].off} {
 					got, ok, err := s.FindOffsetForTimeFrom(ts, from)
 					if err != nil {
@@ -253,7 +255,7 @@ func TestFindOffsetForTime(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		s, err := Open(e.fs, e.dir, base, false, Options{IndexIntervalBytes: 200})
+		s, err := Open(e.fs, e.dir, base, false, Options{IndexIntervalBytes: 200, MaxIndexBytes: smallIdx})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +266,7 @@ func TestFindOffsetForTime(t *testing.T) {
 
 func TestAppendRefusesBadBatches(t *testing.T) {
 	envs(t, func(t *testing.T, e env) {
-		s := mustCreate(t, e, 100, Options{MaxBatchBytes: 4096})
+		s := mustCreate(t, e, 100, Options{MaxBatchBytes: 4096, MaxIndexBytes: smallIdx})
 		defer s.Close()
 		m := &model{base: 100}
 		g := newGen(3, 100, 10)
