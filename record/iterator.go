@@ -149,13 +149,19 @@ func (it *Iterator) varintFail(p int, e varintErr, field string) error {
 	return it.fail(p, "%s varint is overlong", field)
 }
 
-// decode parses one record at it.pos.
+// decode parses one record at it.pos. Each varint is first tried with
+// the inlined one- or two-byte decoder, the sizes almost every field takes;
+// anything else goes through the checked decoder, which also reports errors.
 func (it *Iterator) decode() error {
 	d := it.data
 	start := it.pos
-	length, p, e := varint32(d, start)
-	if e != varintOK {
-		return it.varintFail(start, e, "length")
+	length, n := varintFast(d, start)
+	p := start + n
+	if n == 0 {
+		var e varintErr
+		if length, p, e = varint32(d, start); e != varintOK {
+			return it.varintFail(start, e, "length")
+		}
 	}
 	if length < 6 || int(length) > len(d)-p {
 		return it.fail(start, "record length %d out of range (%d bytes left)", length, len(d)-p)
@@ -163,15 +169,26 @@ func (it *Iterator) decode() error {
 	end := p + int(length)
 	body := d[:end] // bounds every field read to this record
 	p++             // attributes: unused, any value accepted as Java does
-	tsDelta, q, e := varint64(body, p)
-	if e != varintOK {
-		return it.varintFail(p, e, "timestamp delta")
+	var tsDelta int64
+	if v, n := varintFast(body, p); n > 0 {
+		tsDelta, p = int64(v), p+n
+	} else {
+		q, e := 0, varintOK
+		if tsDelta, q, e = varint64(body, p); e != varintOK {
+			return it.varintFail(p, e, "timestamp delta")
+		}
+		p = q
 	}
-	offDelta, q2, e := varint32(body, q)
-	if e != varintOK {
-		return it.varintFail(q, e, "offset delta")
+	offDelta, n := varintFast(body, p)
+	if n > 0 {
+		p += n
+	} else {
+		q, e := 0, varintOK
+		if offDelta, q, e = varint32(body, p); e != varintOK {
+			return it.varintFail(p, e, "offset delta")
+		}
+		p = q
 	}
-	p = q2
 	var key, value []byte
 	var err error
 	if key, p, err = it.bytesField(body, p, "key"); err != nil {
@@ -180,9 +197,13 @@ func (it *Iterator) decode() error {
 	if value, p, err = it.bytesField(body, p, "value"); err != nil {
 		return err
 	}
-	nh, q, e := varint32(body, p)
-	if e != varintOK {
-		return it.varintFail(p, e, "header count")
+	nh, n := varintFast(body, p)
+	q := p + n
+	if n == 0 {
+		e := varintOK
+		if nh, q, e = varint32(body, p); e != varintOK {
+			return it.varintFail(p, e, "header count")
+		}
 	}
 	if nh < 0 || int(nh) > (end-q)/2 {
 		return it.fail(p, "header count %d out of range", nh)
@@ -221,9 +242,13 @@ func (it *Iterator) decode() error {
 
 // bytesField reads a varint length (-1 = null) and that many bytes.
 func (it *Iterator) bytesField(b []byte, p int, field string) ([]byte, int, error) {
-	n, q, e := varint32(b, p)
-	if e != varintOK {
-		return nil, q, it.varintFail(p, e, field+" length")
+	n, w := varintFast(b, p)
+	q := p + w
+	if w == 0 {
+		e := varintOK
+		if n, q, e = varint32(b, p); e != varintOK {
+			return nil, q, it.varintFail(p, e, field+" length")
+		}
 	}
 	if n == -1 {
 		return nil, q, nil

@@ -75,3 +75,20 @@ func appendVarint(b []byte, v int64) []byte {
 	}
 	return append(b, byte(u))
 }
+
+// varintFast decodes a one- or two-byte varint at i, the sizes nearly all
+// record fields take; n is 0 when the caller must use varint32 (longer,
+// short of bytes, or malformed). It is small enough to be inlined.
+func varintFast(b []byte, i int) (v int32, n int) {
+	if i < len(b) {
+		c := uint32(b[i])
+		if c < 0x80 {
+			return int32(c>>1) ^ -int32(c&1), 1
+		}
+		if i+1 < len(b) && b[i+1] < 0x80 {
+			x := c&0x7f | uint32(b[i+1])<<7
+			return int32(x>>1) ^ -int32(x&1), 2
+		}
+	}
+	return 0, 0
+}
