@@ -24,7 +24,6 @@ import (
 
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/sendfile"
 )
@@ -43,7 +42,6 @@ type Log struct {
 	mu            sync.Mutex
 	closed        bool
 	active        *segment.Segment
-	builder       *record.Builder
 	recoveryPoint int64 // offsets below it are known to be on disk
 	dirtyBytes    int64 // appended since the last flush, for SyncPeriodic
 	activeJitter  time.Duration

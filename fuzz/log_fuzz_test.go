@@ -91,9 +91,9 @@ func FuzzLog(f *testing.F) {
 							t.Fatal(err)
 						}
 					}
-					b, err := bld.Build()
-					if err != nil {
-						t.Fatal(err)
+					b, berr := bld.Build()
+					if berr != nil {
+						t.Fatal(berr)
 					}
 					info, err = l.AppendBatch(bytes.Clone(b))
 				} else {
