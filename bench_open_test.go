@@ -52,8 +52,11 @@ func BenchmarkOpen(b *testing.B) {
 	b.Logf("built %d segments in %v", n, time.Since(start))
 	b.Run(fmt.Sprintf("segments=%d", n), func(b *testing.B) {
 		b.ReportAllocs()
+		var lat latencies
 		for b.Loop() {
+			t0 := time.Now()
 			l, err := Open(dir, openBenchOptions)
+			lat = append(lat, time.Since(t0))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -66,11 +69,15 @@ func BenchmarkOpen(b *testing.B) {
 			}
 			b.StartTimer()
 		}
+		lat.report(b)
 	})
 	b.Run("list-dir", func(b *testing.B) {
 		b.ReportAllocs()
+		var lat latencies
 		for b.Loop() {
+			t0 := time.Now()
 			names, err := vfs.Default.List(dir)
+			lat = append(lat, time.Since(t0))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -78,5 +85,6 @@ func BenchmarkOpen(b *testing.B) {
 				b.Fatalf("listed %d names for %d segments", len(names), n)
 			}
 		}
+		lat.report(b)
 	})
 }
