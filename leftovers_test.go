@@ -13,7 +13,7 @@ import (
 // returns their base offsets.
 func writeSegments(t *testing.T, fs vfs.FS, dir string, n int) []int64 {
 	t.Helper()
-	l, err := Open(dir, Options{FS: fs, SegmentBytes: 4 << 10, Logger: discardLogger()})
+	l, err := Open(dir, Options{FS: fs, SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 1200, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,5 +159,36 @@ func checkContiguous(t *testing.T, fs vfs.FS, dir string, end int64) {
 	}
 	if next != end {
 		t.Fatalf("read to %d, end %d", next, end)
+	}
+}
+
+// TestLazyIndexMapping: opening a log with many sealed segments maps none
+// of their indexes; reading all of them keeps at most MaxMappedIndexes
+// mapped, evicting the least recently used.
+func TestLazyIndexMapping(t *testing.T) {
+	fs := vfs.NewMem()
+	bases := writeSegments(t, fs, "/lazy", 60)
+	l, err := Open("/lazy", Options{FS: fs, MaxMappedIndexes: 8, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if st := l.cache.Stats(); st.Mapped != 0 || st.Maps != 0 {
+		t.Fatalf("open of %d segments mapped indexes: %+v", len(bases), st)
+	}
+	// One read per segment, each from inside it, so every offset index is
+	// consulted.
+	for _, b := range bases[:len(bases)-1] {
+		s, err := l.Read(b+5, 1, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if st := l.cache.Stats(); st.Mapped > 8 {
+			t.Fatalf("%d sealed indexes mapped, bound 8", st.Mapped)
+		}
+	}
+	if st := l.cache.Stats(); st.Maps < uint64(len(bases))-2 || st.Evictions == 0 {
+		t.Fatalf("reading %d segments: %+v; want a mapping per segment and evictions", len(bases), st)
 	}
 }
