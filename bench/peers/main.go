@@ -1,0 +1,330 @@
+// Command peers runs seglog's write workloads side by side with other Go
+// write-ahead logs — etcd's WAL, hashicorp/raft-wal, tidwall/wal and the
+// NATS JetStream file store (embedded server, in-process connection) — and
+// a raw file append, the floor, all in one process with interleaved rounds.
+//
+// It is a separate module so the peers' dependencies stay out of seglog's
+// go.mod. Run it from this directory:
+//
+//	go run . -rounds 3 -plot ../../docs/img/peers.png -json peers.json
+//
+// Every round of every engine starts in a fresh directory, writes the same
+// records (same sizes, same batches), is timed, and is then read back
+// record by record with the engine's own reader (untimed), so no engine is
+// timed writing nothing. The engines' order rotates each round. Rates are
+// medians over the timed rounds; each engine's ratio is the median of its
+// per-round rate ÷ the raw floor's rate in the same round.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// workload is one write pattern, run against every peer.
+type workload struct {
+	name    string
+	size    int  // record bytes
+	batch   int  // records per append call
+	writers int  // concurrent appenders
+	sync    bool // fsync per call (the peer's durable mode)
+	calls   int  // append calls per writer per round
+}
+
+var workloads = []workload{
+	{"no fsync, 1 KiB records, batches of 100", 1024, 100, 1, false, 1000},
+	{"no fsync, 100 B records, batches of 100", 100, 100, 1, false, 2000},
+	{"fsync per call, 1 KiB records, batches of 100", 1024, 100, 1, true, 150},
+	{"fsync per call, 100 B records, batches of 100", 100, 100, 1, true, 150},
+	{"fsync, 1 writer, single 1 KiB records", 1024, 1, 1, true, 400},
+	{"fsync, 64 writers, single 1 KiB records", 1024, 1, 64, true, 25},
+}
+
+// result is one peer on one workload.
+type result struct {
+	Workload      string    `json:"workload"`
+	Peer          string    `json:"peer"`
+	Durability    string    `json:"durability"`
+	RecordBytes   int       `json:"record_bytes"`
+	Batch         int       `json:"batch"`
+	Writers       int       `json:"writers"`
+	Sync          bool      `json:"fsync"`
+	Records       int64     `json:"records_per_round"`
+	RecordsPerSec float64   `json:"records_per_sec"`
+	BytesPerSec   float64   `json:"bytes_per_sec"`
+	Ratio         float64   `json:"ratio_to_raw_floor"`
+	RoundRates    []float64 `json:"round_records_per_sec"`
+	RoundRatios   []float64 `json:"round_ratios"`
+	Verified      int64     `json:"verified_records"`
+	Error         string    `json:"error,omitempty"`
+}
+
+func main() {
+	rounds := flag.Int("rounds", 3, "timed rounds per workload (after one warm-up round)")
+	scale := flag.Float64("scale", 1, "multiply every workload's append calls by this")
+	only := flag.String("only", "", "run only workloads whose name matches this regular expression")
+	peersRe := flag.String("peers", "", "run only peers whose name matches this regular expression (the raw floor always runs)")
+	dir := flag.String("dir", "", "parent of the temporary directories (default: the system's)")
+	jsonOut := flag.String("json", "", "write all results as JSON to this file")
+	plotOut := flag.String("plot", "", "draw the results into this PNG file")
+	flag.Parse()
+
+	var selected []peer
+	pre := regexp.MustCompile(*peersRe)
+	for _, p := range peers {
+		if p.name == "raw file" || pre.MatchString(p.name) {
+			selected = append(selected, p)
+		}
+	}
+	wre := regexp.MustCompile(*only)
+	base, err := os.MkdirTemp(*dir, "seglog-peers-")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(base)
+
+	host, _ := os.Hostname()
+	fmt.Printf("bench/peers: %s, %s/%s, %d CPUs, %s, %d timed rounds (+1 warm-up), scale %g, host %s\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), *rounds, *scale, host)
+	var all []result
+	for _, w := range workloads {
+		if !wre.MatchString(w.name) {
+			continue
+		}
+		w.calls = max(1, int(float64(w.calls)*(*scale)))
+		res := runWorkload(base, w, selected, *rounds)
+		printTable(w, res)
+		all = append(all, res...)
+	}
+	printDurability(selected)
+	printTargets(all)
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(all, "", "  ")
+		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+			fail(err)
+		}
+	}
+	if *plotOut != "" {
+		if err := plotResults(*plotOut, all); err != nil {
+			fail(err)
+		}
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "peers:", err)
+	os.Exit(1)
+}
+
+// values returns the records for one writer: distinct, incompressible
+// enough, made before anything is timed.
+func values(size, n int, seed uint64) [][]byte {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	buf := make([]byte, size*n)
+	for i := range buf {
+		buf[i] = "0123456789abcdef"[rng.IntN(16)]
+	}
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = buf[i*size : (i+1)*size : (i+1)*size]
+	}
+	return out
+}
+
+// oneRound runs w against p in a fresh directory and returns the rate and
+// the records read back.
+func oneRound(base string, w workload, p peer, data [][][]byte) (rate float64, verified int64, err error) {
+	dir, err := os.MkdirTemp(base, "run-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	s, err := p.open(dir, w.sync)
+	if err != nil {
+		return 0, 0, fmt.Errorf("open: %w", err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			s.Close()
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, w.writers)
+	t0 := time.Now()
+	for wr := range w.writers {
+		wg.Go(func() {
+			recs := data[wr]
+			for c := range w.calls {
+				i := (c * w.batch) % (len(recs) - w.batch + 1)
+				if err := s.Append(recs[i : i+w.batch]); err != nil {
+					errs[wr] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	for _, e := range errs {
+		if e != nil {
+			return 0, 0, fmt.Errorf("append: %w", e)
+		}
+	}
+	want := int64(w.writers * w.calls * w.batch)
+	verified, err = s.Verify(want, w.size)
+	if err == nil && verified != want {
+		err = fmt.Errorf("read back %d records, wrote %d", verified, want)
+	}
+	if err != nil {
+		return 0, verified, fmt.Errorf("verify: %w", err)
+	}
+	closed = true
+	if err := s.Close(); err != nil {
+		return 0, verified, fmt.Errorf("close: %w", err)
+	}
+	return float64(want) / elapsed.Seconds(), verified, nil
+}
+
+func runWorkload(base string, w workload, ps []peer, rounds int) []result {
+	data := make([][][]byte, w.writers)
+	for i := range data {
+		data[i] = values(w.size, max(w.batch*8, 1024), uint64(i+1))
+	}
+	res := make([]result, len(ps))
+	for i, p := range ps {
+		res[i] = result{Workload: w.name, Peer: p.name, Durability: p.durability(w.sync), RecordBytes: w.size,
+			Batch: w.batch, Writers: w.writers, Sync: w.sync, Records: int64(w.writers * w.calls * w.batch)}
+	}
+	for r := -1; r < rounds; r++ {
+		rates := make([]float64, len(ps))
+		// Rotate the order each round so no peer always follows the same one.
+		for k := range ps {
+			i := (k + r + 1) % len(ps)
+			if res[i].Error != "" {
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "\r%-60.60s round %2d: %-16s", w.name, r, ps[i].name)
+			rate, v, err := oneRound(base, w, ps[i], data)
+			if err != nil {
+				res[i].Error = err.Error()
+				fmt.Fprintf(os.Stderr, "\n%s: %s: %v\n", w.name, ps[i].name, err)
+				continue
+			}
+			res[i].Verified += v
+			rates[i] = rate
+		}
+		if r < 0 {
+			continue
+		}
+		for i := range ps {
+			if res[i].Error == "" && rates[0] > 0 {
+				res[i].RoundRates = append(res[i].RoundRates, rates[i])
+				res[i].RoundRatios = append(res[i].RoundRatios, rates[i]/rates[0])
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "\r%80s\r", "")
+	for i := range res {
+		res[i].RecordsPerSec = median(res[i].RoundRates)
+		res[i].BytesPerSec = res[i].RecordsPerSec * float64(w.size)
+		res[i].Ratio = median(res[i].RoundRatios)
+	}
+	return res
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+func printTable(w workload, res []result) {
+	fmt.Printf("### %s\n\n", w.name)
+	fmt.Printf("%d writer(s) × %d calls of %d × %d B per round\n\n", w.writers, w.calls, w.batch, w.size)
+	fmt.Println("| engine | records/s | MB/s | × raw floor (median [min–max]) | read back |")
+	fmt.Println("|---|---:|---:|---|---:|")
+	for _, r := range res {
+		if r.Error != "" {
+			fmt.Printf("| %s | — | — | failed: %s | %d |\n", r.Peer, strings.ReplaceAll(r.Error, "|", "/"), r.Verified)
+			continue
+		}
+		lo, hi := slices.Min(r.RoundRatios), slices.Max(r.RoundRatios)
+		fmt.Printf("| %s | %.0f | %.1f | **%.2f×** [%.2f–%.2f] | %d |\n", r.Peer, r.RecordsPerSec, r.BytesPerSec/1e6, r.Ratio, lo, hi, r.Verified)
+	}
+	fmt.Println()
+}
+
+func printDurability(ps []peer) {
+	fmt.Println("### What each engine fsyncs")
+	fmt.Println()
+	fmt.Println("| engine | no-fsync rows | fsync rows |")
+	fmt.Println("|---|---|---|")
+	for _, p := range ps {
+		fmt.Printf("| %s | %s | %s |\n", p.name, p.durability(false), p.durability(true))
+	}
+	fmt.Println()
+}
+
+// printTargets prints seglog's ratios against the issue's targets, and
+// the group-commit comparisons.
+func printTargets(all []result) {
+	get := func(workload, peer string) *result {
+		for i := range all {
+			if all[i].Workload == workload && all[i].Peer == peer && all[i].Error == "" {
+				return &all[i]
+			}
+		}
+		return nil
+	}
+	fmt.Println("### seglog against the targets")
+	fmt.Println()
+	fmt.Println("| target | measured | met |")
+	fmt.Println("|---|---|---|")
+	for _, t := range []struct {
+		w    string
+		goal float64
+	}{
+		{workloads[0].name, 0.85}, {workloads[1].name, 0.6}, {workloads[2].name, 0.95},
+	} {
+		if r := get(t.w, "seglog"); r != nil {
+			fmt.Printf("| %s: ≥ %.2f× raw | %.2f× | %s |\n", t.w, t.goal, r.Ratio, yes(r.Ratio >= t.goal))
+		}
+	}
+	one, many := get(workloads[4].name, "seglog"), get(workloads[5].name, "seglog")
+	if one != nil && many != nil {
+		x := many.RecordsPerSec / one.RecordsPerSec
+		fmt.Printf("| 64 writers, fsync: ≥ 20× seglog's 1-writer rate | %.0f vs %.0f records/s = %.1f× | %s |\n", many.RecordsPerSec, one.RecordsPerSec, x, yes(x >= 20))
+	}
+	for _, w := range []string{workloads[4].name, workloads[5].name} {
+		if n := get(w, "nats jetstream"); many != nil && n != nil {
+			x := many.RecordsPerSec / n.RecordsPerSec
+			fmt.Printf("| 64 writers, fsync: ≥ 20× NATS (%s) | %.0f vs %.0f records/s = %.1f× | %s |\n", w, many.RecordsPerSec, n.RecordsPerSec, x, yes(x >= 20))
+		}
+	}
+	fmt.Println()
+}
+
+func yes(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "**no**"
+}
+

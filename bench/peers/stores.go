@@ -1,0 +1,408 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	raftwal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	tidwal "github.com/tidwall/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+)
+
+// store is one engine opened in a fresh directory. Append is one call of
+// the workload (a batch of records), and may be called from many
+// goroutines; Verify reads every record back with the library's own reader
+// and returns how many it found with the right size; Close releases it.
+type store interface {
+	Append(recs [][]byte) error
+	Verify(want int64, size int) (int64, error)
+	Close() error
+}
+
+// peer is an engine under test.
+type peer struct {
+	name string
+	// durability states what the engine fsyncs, and when, in each mode.
+	durability func(sync bool) string
+	open       func(dir string, sync bool) (store, error)
+}
+
+var peers = []peer{
+	{"raw file", func(sync bool) string {
+		if sync {
+			return "write(2) of the batch's record bytes, then fdatasync, per call (callers take turns)"
+		}
+		return "write(2) of the batch's record bytes per call; no fsync"
+	}, openRaw},
+	{"seglog", func(sync bool) string {
+		if sync {
+			return "Sync=always: Append returns after fdatasync of the .log; concurrent appenders share one fdatasync (group commit)"
+		}
+		return "Sync=none: the OS flushes (Kafka's default); fsync on roll and close only"
+	}, openSeglog},
+	{"etcd wal", func(sync bool) string {
+		if sync {
+			return "Save fdatasyncs after every call with entries (segment files preallocated to 64 MiB)"
+		}
+		return "SetUnsafeNoFsync: no fsync"
+	}, openEtcd},
+	{"raft-wal", func(bool) string {
+		return "fsyncs on every StoreLogs whatever the mode: it has no option to skip it"
+	}, openRaftWAL},
+	{"tidwall/wal", func(sync bool) string {
+		if sync {
+			return "NoSync=false: fsync after every Write/WriteBatch"
+		}
+		return "NoSync=true: no fsync"
+	}, openTidwall},
+	{"nats jetstream", func(sync bool) string {
+		if sync {
+			return "file store with SyncAlways: each message's block write is fsynced before its ack"
+		}
+		return "file store, default sync_interval (2 min): no fsync during the run"
+	}, openNATS},
+}
+
+// ---- raw file: the floor ----
+
+type rawStore struct {
+	mu   sync.Mutex
+	f    *os.File
+	sync bool
+	buf  []byte
+	n    int64
+}
+
+func openRaw(dir string, sync bool) (store, error) {
+	f, err := os.Create(filepath.Join(dir, "raw"))
+	return &rawStore{f: f, sync: sync}, err
+}
+
+func (s *rawStore) Append(recs [][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = s.buf[:0]
+	for _, r := range recs {
+		s.buf = append(s.buf, r...)
+	}
+	if _, err := s.f.Write(s.buf); err != nil {
+		return err
+	}
+	s.n += int64(len(recs))
+	if s.sync {
+		return unix.Fdatasync(int(s.f.Fd()))
+	}
+	return nil
+}
+
+func (s *rawStore) Verify(want int64, size int) (int64, error) {
+	fi, err := s.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if fi.Size() != want*int64(size) {
+		return 0, fmt.Errorf("raw file holds %d bytes, want %d", fi.Size(), want*int64(size))
+	}
+	return fi.Size() / int64(size), nil
+}
+
+func (s *rawStore) Close() error { return s.f.Close() }
+
+// ---- seglog ----
+
+type seglogStore struct{ l *seglog.Log }
+
+func openSeglog(dir string, sync bool) (store, error) {
+	o := seglog.Options{}
+	if sync {
+		o.Sync = seglog.SyncAlways
+	}
+	l, err := seglog.Open(dir, o)
+	return &seglogStore{l}, err
+}
+
+var recPool = sync.Pool{New: func() any { return new([]record.Record) }}
+
+func (s *seglogStore) Append(recs [][]byte) error {
+	p := recPool.Get().(*[]record.Record)
+	defer recPool.Put(p)
+	rs := (*p)[:0]
+	for _, r := range recs {
+		rs = append(rs, record.Record{Value: r})
+	}
+	*p = rs
+	_, err := s.l.Append(rs...)
+	return err
+}
+
+func (s *seglogStore) Verify(want int64, size int) (int64, error) {
+	var n int64
+	for rec, err := range s.l.Records(s.l.StartOffset()) {
+		if err != nil {
+			return n, err
+		}
+		if len(rec.Value) != size {
+			return n, fmt.Errorf("seglog offset %d: %d bytes", rec.Offset, len(rec.Value))
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (s *seglogStore) Close() error { return s.l.Close() }
+
+// ---- etcd's WAL ----
+
+type etcdStore struct {
+	mu   sync.Mutex
+	dir  string
+	w    *wal.WAL
+	next uint64
+	ents []*raftpb.Entry
+}
+
+func openEtcd(dir string, sync bool) (store, error) {
+	d := filepath.Join(dir, "wal")
+	w, err := wal.Create(zap.NewNop(), d, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !sync {
+		w.SetUnsafeNoFsync()
+	}
+	return &etcdStore{dir: d, w: w, next: 1}, nil
+}
+
+func (s *etcdStore) Append(recs [][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ents = s.ents[:0]
+	for _, r := range recs {
+		s.ents = append(s.ents, &raftpb.Entry{Term: new(uint64(1)), Index: new(s.next), Type: new(raftpb.EntryType_EntryNormal), Data: r})
+		s.next++
+	}
+	return s.w.Save(&raftpb.HardState{Term: new(uint64(1)), Commit: new(s.next - 1)}, s.ents)
+}
+
+func (s *etcdStore) Verify(want int64, size int) (int64, error) {
+	if err := s.w.Close(); err != nil {
+		return 0, err
+	}
+	s.w = nil
+	w, err := wal.OpenForRead(zap.NewNop(), s.dir, &walpb.Snapshot{})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Close()
+	_, _, ents, err := w.ReadAll()
+	if err != nil {
+		return 0, err
+	}
+	for i, e := range ents {
+		if len(e.GetData()) != size || e.GetIndex() != uint64(i+1) {
+			return int64(i), fmt.Errorf("etcd entry %d: index %d, %d bytes", i, e.GetIndex(), len(e.GetData()))
+		}
+	}
+	return int64(len(ents)), nil
+}
+
+func (s *etcdStore) Close() error {
+	if s.w == nil {
+		return nil
+	}
+	return s.w.Close()
+}
+
+// ---- hashicorp/raft-wal ----
+
+type raftWALStore struct {
+	mu   sync.Mutex
+	w    *raftwal.WAL
+	next uint64
+	logs []*raft.Log
+}
+
+func openRaftWAL(dir string, _ bool) (store, error) {
+	w, err := raftwal.Open(dir)
+	return &raftWALStore{w: w, next: 1}, err
+}
+
+func (s *raftWALStore) Append(recs [][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logs = s.logs[:0]
+	for _, r := range recs {
+		s.logs = append(s.logs, &raft.Log{Index: s.next, Term: 1, Type: raft.LogCommand, Data: r})
+		s.next++
+	}
+	return s.w.StoreLogs(s.logs)
+}
+
+func (s *raftWALStore) Verify(want int64, size int) (int64, error) {
+	var l raft.Log
+	var n int64
+	for i := uint64(1); i < s.next; i++ {
+		if err := s.w.GetLog(i, &l); err != nil {
+			return n, err
+		}
+		if len(l.Data) != size {
+			return n, fmt.Errorf("raft-wal index %d: %d bytes", i, len(l.Data))
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (s *raftWALStore) Close() error { return s.w.Close() }
+
+// ---- tidwall/wal ----
+
+type tidwallStore struct {
+	mu   sync.Mutex
+	l    *tidwal.Log
+	next uint64
+	b    tidwal.Batch
+}
+
+func openTidwall(dir string, sync bool) (store, error) {
+	o := *tidwal.DefaultOptions
+	o.NoSync = !sync
+	l, err := tidwal.Open(filepath.Join(dir, "wal"), &o)
+	return &tidwallStore{l: l, next: 1}, err
+}
+
+func (s *tidwallStore) Append(recs [][]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.Clear()
+	for _, r := range recs {
+		s.b.Write(s.next, r)
+		s.next++
+	}
+	return s.l.WriteBatch(&s.b)
+}
+
+func (s *tidwallStore) Verify(want int64, size int) (int64, error) {
+	var n int64
+	for i := uint64(1); i < s.next; i++ {
+		d, err := s.l.Read(i)
+		if err != nil {
+			return n, err
+		}
+		if len(d) != size {
+			return n, fmt.Errorf("tidwall/wal index %d: %d bytes", i, len(d))
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (s *tidwallStore) Close() error { return s.l.Close() }
+
+// ---- NATS JetStream (file store) through an embedded server ----
+
+type natsStore struct {
+	ns *server.Server
+	nc *nats.Conn
+	js nats.JetStreamContext
+}
+
+const natsSubject = "bench.peers"
+
+func openNATS(dir string, sync bool) (store, error) {
+	opts := &server.Options{
+		JetStream: true, StoreDir: dir, DontListen: true, NoLog: true, NoSigs: true,
+		JetStreamMaxStore: 64 << 30, JetStreamMaxMemory: 256 << 20,
+		SyncAlways: sync,
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, errors.New("nats server not ready")
+	}
+	nc, err := nats.Connect(ns.ClientURL(), nats.InProcessServer(ns))
+	if err != nil {
+		ns.Shutdown()
+		return nil, err
+	}
+	js, err := nc.JetStream(nats.PublishAsyncMaxPending(4096))
+	if err == nil {
+		_, err = js.AddStream(&nats.StreamConfig{Name: "BENCH", Subjects: []string{natsSubject}, Storage: nats.FileStorage})
+	}
+	s := &natsStore{ns: ns, nc: nc, js: js}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Append publishes the batch asynchronously and waits for every ack: the
+// closest JetStream has to one append call of many records.
+func (s *natsStore) Append(recs [][]byte) error {
+	if len(recs) == 1 {
+		_, err := s.js.Publish(natsSubject, recs[0])
+		return err
+	}
+	futs := make([]nats.PubAckFuture, 0, len(recs))
+	for _, r := range recs {
+		f, err := s.js.PublishAsync(natsSubject, r)
+		if err != nil {
+			return err
+		}
+		futs = append(futs, f)
+	}
+	for _, f := range futs {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *natsStore) Verify(want int64, size int) (int64, error) {
+	sub, err := s.js.SubscribeSync(natsSubject, nats.OrderedConsumer())
+	if err != nil {
+		return 0, err
+	}
+	defer sub.Unsubscribe()
+	var n int64
+	for n < want {
+		m, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			return n, err
+		}
+		if len(m.Data) != size {
+			return n, fmt.Errorf("nats message %d: %d bytes", n, len(m.Data))
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (s *natsStore) Close() error {
+	s.nc.Close()
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+	return nil
+}
