@@ -54,6 +54,7 @@ func sameB64(a, b *string) bool {
 func TestKafkaBrokerLog(t *testing.T) {
 	for _, codec := range corpusCodecs {
 		t.Run(codec, func(t *testing.T) {
+			t.Parallel()
 			fsys := vfs.NewMem()
 			dir := kafkaDir(t, fsys, codec)
 			r := mustCheck(t, fsys, dir, Options{Deep: true})
@@ -66,7 +67,7 @@ func TestKafkaBrokerLog(t *testing.T) {
 			if r.Stats.Codecs[codec] == 0 {
 				t.Errorf("no %s batches counted: %v", codec, r.Stats.Codecs)
 			}
-			rr, err := Repair(fsys, dir, RepairOptions{Options: Options{Deep: true}})
+			rr, err := Repair(fsys, dir, RepairOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

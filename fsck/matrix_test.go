@@ -296,12 +296,32 @@ func damageCases() []damageCase {
 	}
 }
 
+// copyDir copies the files of dir from one filesystem to another.
+func copyDir(t testing.TB, from, to vfs.FS, dir string) {
+	t.Helper()
+	if err := to.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	names, err := from.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		writeFile(t, to, p, readAll(t, from, p))
+	}
+}
+
 func TestCorruptionMatrix(t *testing.T) {
+	// One log, written by the Log, copied fresh for every case.
+	const dir = "/data/p-0"
+	template := vfs.NewMem()
+	written := writeLog(t, template, dir, record.None, 120, 5)
 	for _, tc := range damageCases() {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
 			fsys := vfs.NewMem()
-			dir := "/data/p-0"
-			written := writeLog(t, fsys, dir, record.None, 120, 5)
+			copyDir(t, template, fsys, dir)
 			m := &mutator{t: t, fs: fsys, dir: dir, logs: logFiles(t, fsys, dir), orig: map[string][]byte{}}
 			for _, l := range m.logs {
 				m.orig[l] = m.read(l)

@@ -134,6 +134,10 @@ func (c *checker) decode(b record.Batch, it *record.Iterator) (n int64, abort bo
 	if !c.opts.Deep && !b.IsControl() {
 		return int64(b.NumRecords()), false, nil
 	}
+	// A large batch of compressible records legitimately expands far past
+	// the record package's default cap; the cap scales with the batch so a
+	// small decompression bomb still cannot allocate much.
+	it.MaxDecompressed = min(max(record.DefaultMaxDecompressed, 64*len(b)), 1<<30)
 	if err := it.Reset(b); err != nil {
 		return 0, false, err
 	}
