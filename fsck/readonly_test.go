@@ -1,0 +1,73 @@
+package fsck
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/record"
+)
+
+// TestCheckIsReadOnly runs checks of damaged directories on a filesystem
+// that fails every operation other than reading: a check must open nothing
+// for writing, take no lock and map nothing.
+func TestCheckIsReadOnly(t *testing.T) {
+	mem := vfs.NewMem()
+	writeLog(t, mem, "/p", record.Gzip, 60, 3)
+	logs := logFiles(t, mem, "/p")
+	data := readAll(t, mem, filepath.Join("/p", logs[0]))
+	data[100] ^= 0xff
+	writeFile(t, mem, filepath.Join("/p", logs[0]), data)
+	writeFile(t, mem, "/p/"+logs[0]+".swap", data)
+
+	allowed := map[vfs.OpKind]bool{vfs.OpOpen: true, vfs.OpList: true, vfs.OpStat: true, vfs.OpRead: true, vfs.OpSize: true, vfs.OpClose: true}
+	var forbidden []vfs.Op
+	ro := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		if !allowed[op.Kind] {
+			forbidden = append(forbidden, op)
+			return errors.New("read-only test filesystem")
+		}
+		return nil
+	}))
+	r, err := Check(ro, "/p", Options{Deep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(forbidden) > 0 {
+		t.Fatalf("check attempted %v", forbidden)
+	}
+	if r.Clean() {
+		t.Fatal("damage not found")
+	}
+	if _, err := Repair(ro, "/p", RepairOptions{}); err == nil {
+		t.Fatal("repair on a read-only filesystem reported success")
+	}
+}
+
+// TestRepairRefusesLockedDir checks that repair leaves a directory alone
+// while someone holds its lock, and works once it is released.
+func TestRepairRefusesLockedDir(t *testing.T) {
+	fsys := vfs.NewMem()
+	writeLog(t, fsys, "/p", record.None, 30, 2)
+	logs := logFiles(t, fsys, "/p")
+	last := filepath.Join("/p", logs[len(logs)-1])
+	data := readAll(t, fsys, last)
+	writeFile(t, fsys, last, data[:len(data)-7])
+
+	lk, err := fsys.Lock("/p/.lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Repair(fsys, "/p", RepairOptions{}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("repair of a locked directory: %v, want ErrLocked", err)
+	}
+	if got := readAll(t, fsys, last); len(got) != len(data)-7 {
+		t.Fatalf("the locked directory was modified")
+	}
+	lk.Close()
+	r, err := Repair(fsys, "/p", RepairOptions{})
+	if err != nil || r.ExitCode() != ExitRepaired {
+		t.Fatalf("repair after unlock: %v, exit %d", err, r.ExitCode())
+	}
+}
