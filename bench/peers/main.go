@@ -327,4 +327,3 @@ func yes(b bool) string {
 	}
 	return "**no**"
 }
-

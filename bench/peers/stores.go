@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	raftwal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft"
+	raftwal "github.com/hashicorp/raft-wal"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	tidwal "github.com/tidwall/wal"
