@@ -20,7 +20,7 @@ func writeLog(t testing.TB, fsys vfs.FS, dir string, codec record.Codec, nbatche
 	t.Helper()
 	clock := time.UnixMilli(1_700_000_000_000)
 	l, err := seglog.Open(dir, seglog.Options{
-		FS: fsys, SegmentBytes: 16 << 10, IndexIntervalBytes: 512, Compression: codec,
+		FS: fsys, SegmentBytes: 16 << 10, IndexIntervalBytes: 512, MaxIndexBytes: 16 << 10, Compression: codec,
 		Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock },
 	})
 	if err != nil {

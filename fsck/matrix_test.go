@@ -407,7 +407,7 @@ func hasProblem(r *Report, file string, pos int64, kind Kind) bool {
 // readRecords opens the directory with the Log and reads every record.
 func readRecords(t testing.TB, fsys vfs.FS, dir string) []record.Record {
 	t.Helper()
-	l, err := seglog.Open(dir, seglog.Options{FS: fsys, SegmentBytes: 16 << 10})
+	l, err := seglog.Open(dir, seglog.Options{FS: fsys, SegmentBytes: 16 << 10, MaxIndexBytes: 16 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
