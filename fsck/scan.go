@@ -84,6 +84,7 @@ type Scanner struct {
 	store  []byte // backing array, reused
 	buf    []byte // file bytes [bufPos, bufPos+len(buf))
 	bufPos int64
+	budget int64 // bytes a resynchronization may still checksum
 }
 
 // NewScanner returns a scanner over the first size bytes of r. maxBatch
@@ -248,6 +249,10 @@ func (s *Scanner) damage(p, hint int64, kind Kind, cause error, maybeTorn bool) 
 // resync finds the first position after p where a valid batch starts, or
 // the end of the file.
 func (s *Scanner) resync(p, hint int64) (int64, error) {
+	// Checksumming candidates is bounded so that a file crafted to look
+	// like a batch at every byte costs a few passes over it, not one per
+	// byte; past the budget the rest of the file counts as damaged.
+	s.budget = 8*(s.size-p) + 64<<20
 	if hint > 0 && p+hint < s.size {
 		ok, err := s.validAt(p + hint)
 		if err != nil || ok {
@@ -297,6 +302,9 @@ func (s *Scanner) validAt(q int64) (bool, error) {
 	if b.Magic() != record.CurrentMagic || n < record.HeaderSize-record.LogOverhead ||
 		q+n+record.LogOverhead > s.size || n+record.LogOverhead > int64(s.maxBatch) ||
 		b.BaseOffset() < s.minOff || b.LastOffsetDelta() < 0 || !b.Codec().Valid() || b.NumRecords() < 0 {
+		return false, nil
+	}
+	if s.budget -= n; s.budget < 0 {
 		return false, nil
 	}
 	full, err := s.window(q, int(n+record.LogOverhead))
