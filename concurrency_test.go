@@ -22,7 +22,7 @@ func TestReadersDuringAppends(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		const total = 1200
+		const total = 3000
 		var done atomic.Bool
 		var wg sync.WaitGroup
 		errs := make(chan error, 9)

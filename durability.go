@@ -181,10 +181,8 @@ func (l *Log) flushAll(upTo int64, checkpoint bool) error {
 			s.Release()
 		}
 	}()
-	for _, s := range segs {
-		if err := s.Flush(); err != nil {
-			return l.fail(err)
-		}
+	if err := l.flushSegments(segs); err != nil {
+		return l.fail(err)
 	}
 	l.mu.Lock()
 	advanced := false
@@ -198,6 +196,30 @@ func (l *Log) flushAll(upTo int64, checkpoint bool) error {
 	if checkpoint && advanced && !closed {
 		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, rp); err != nil {
 			l.logger.Warn("seglog: writing the recovery point failed", "dir", l.dir, "err", err)
+		}
+	}
+	return nil
+}
+
+// flushSegments syncs segs. A sealed segment is flushed whole (its .log
+// and its trimmed indexes, which recovery will trust once the recovery
+// point passes them); the active one only has its .log synced, because
+// recovery rebuilds the active segment's indexes anyway and because
+// flushing an index mapping while the appender stores into it is a race.
+// flushMu keeps TruncateTo from turning a sealed segment active again (and
+// appending to it) in the middle of this.
+func (l *Log) flushSegments(segs []*segment.Segment) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	for _, s := range segs {
+		var err error
+		if s.IsSealed() {
+			err = s.Flush()
+		} else {
+			err = s.File().Sync()
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -39,7 +39,10 @@ type Log struct {
 
 	// mu serializes writers and every change to the segment set; readers
 	// never take it.
-	mu            sync.Mutex
+	mu sync.Mutex
+	// flushMu is held while segments are flushed and by TruncateTo, which
+	// may unseal one; taken after mu, never before it.
+	flushMu       sync.Mutex
 	closed        bool
 	active        *segment.Segment
 	recoveryPoint int64 // offsets below it are known to be on disk

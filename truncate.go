@@ -29,6 +29,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset >= l.end.Load() {
 		return nil
 	}
+	// No flush may run on a segment this unseals and appends to.
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
 	// Slices made before now learn that their bytes may be gone.
 	l.truncations.record(offset)
 	// Remove whole segments from the newest down.
