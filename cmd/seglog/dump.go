@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -48,11 +50,25 @@ func runDump(w io.Writer, path string, records bool, maxBatch int) error {
 	if err != nil {
 		return err
 	}
-	n := 0
+	// Segment by segment, each .log before its indexes, as Kafka's tool
+	// lists them.
+	order := map[string]int{".log": 0, ".index": 1, ".timeindex": 2, ".txnindex": 3}
+	var files []string
 	for _, name := range names {
-		if _, _, ok := fsck.FileKind(name); !ok || strings.HasSuffix(name, ".snapshot") {
-			continue
+		if kind, _, ok := fsck.FileKind(name); ok && kind != ".snapshot" {
+			files = append(files, name)
 		}
+	}
+	slices.SortStableFunc(files, func(a, b string) int {
+		ka, ba, _ := fsck.FileKind(a)
+		kb, bb, _ := fsck.FileKind(b)
+		if ba != bb {
+			return cmp.Compare(ba, bb)
+		}
+		return cmp.Compare(order[ka], order[kb])
+	})
+	n := 0
+	for _, name := range files {
 		if n > 0 {
 			fmt.Fprintln(w)
 		}
