@@ -31,6 +31,12 @@ type idxCheck struct {
 	// describing the damaged bytes are not reported on their own, the
 	// damage is.
 	gap bool
+	// multi is an offset-index entry naming an offset past the batch it
+	// points at, waiting for the batch holding that offset: Kafka 3.x
+	// indexed a follower's append of several batches by the append's last
+	// offset and its first batch's position.
+	multi    *idxEntry
+	multiPos int64
 }
 
 // onDamage skips the entries that point into the damaged region [pos,
@@ -141,15 +147,32 @@ func allZero(b []byte) bool {
 // onOffsetBatch checks the offset-index entries pointing at or before the
 // valid batch [base, last] at position pos.
 func (x *idxCheck) onOffsetBatch(pos, base, last int64) {
+	if m := x.multi; m != nil {
+		switch {
+		case base > m.key:
+			x.multi = nil
+			x.problem(m.at, KindIndexEntry, Error, "entry names offset %d but points at the batch at position %d, and no batch after it holds that offset", m.key, m.val)
+		case m.key <= last:
+			x.multi = nil
+			x.problem(m.at, KindIndexContains, Warning, "entry names offset %d of the batch at position %d but points at the earlier batch at position %d (Kafka 3.x indexed an append of several batches this way; Kafka 4.x and seglog index each batch's last offset)", m.key, pos, m.val)
+		}
+	}
 	for x.ok && x.j < len(x.ents) && x.ents[x.j].val <= pos {
 		e := x.ents[x.j]
 		x.j++
+		if m := x.multi; m != nil {
+			// The batches of one append lie before the next entry's.
+			x.multi = nil
+			x.problem(m.at, KindIndexEntry, Error, "entry names offset %d but points at the batch at position %d, and no batch before the next entry holds that offset", m.key, m.val)
+		}
 		switch {
 		case e.val < pos:
 			x.problem(e.at, KindIndexEntry, Error, "entry (offset %d, position %d) does not point at the start of a valid batch (the next one starts at %d)", e.key, e.val, pos)
 		case e.key == last:
 		case e.key >= base && e.key < last:
 			x.problem(e.at, KindIndexContains, Warning, "entry names offset %d inside the batch [%d, %d] at position %d; Kafka 4.x and seglog index a batch's last offset, older Kafka versions other offsets of it", e.key, base, last, pos)
+		case e.key > last && x.multi == nil:
+			x.multi = &e
 		default:
 			x.problem(e.at, KindIndexEntry, Error, "entry names offset %d but the batch at position %d holds offsets [%d, %d]", e.key, pos, base, last)
 		}
@@ -158,6 +181,10 @@ func (x *idxCheck) onOffsetBatch(pos, base, last int64) {
 
 // finishOffset reports the entries left after the last valid batch.
 func (x *idxCheck) finishOffset(end int64) {
+	if m := x.multi; m != nil {
+		x.multi = nil
+		x.problem(m.at, KindIndexEntry, Error, "entry names offset %d, past the last valid batch", m.key)
+	}
 	for x.ok && x.j < len(x.ents) {
 		e := x.ents[x.j]
 		x.j++

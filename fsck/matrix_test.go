@@ -193,7 +193,9 @@ func damageCases() []damageCase {
 		{name: "index entry wrong offset", kind: KindIndexEntry, inject: func(t *testing.T, m *mutator) (string, int64, int) {
 			name := m.idx(m.logs[0])
 			data := m.read(name)
-			data[8+3] ^= 0x80 // second entry's relative offset
+			// The second entry names the offset just after the first's,
+			// which lies in an earlier batch than the one it points at.
+			binary.BigEndian.PutUint32(data[8:], binary.BigEndian.Uint32(data)+1)
 			m.write(name, data)
 			return name, 8, -1
 		}},
@@ -218,6 +220,26 @@ func damageCases() []damageCase {
 			binary.BigEndian.PutUint32(data, rel-1) // still inside the 5-record batch
 			m.write(name, data)
 			return name, 0, -1
+		}},
+		{name: "index entry of a multi-batch append", kind: KindIndexContains, inject: func(t *testing.T, m *mutator) (string, int64, int) {
+			// Kafka 3.x indexed a follower's append of several batches by
+			// the append's last offset and its first batch's position.
+			name := m.idx(m.logs[0])
+			data := m.read(name)
+			log := m.orig[m.logs[0]]
+			p0 := int64(binary.BigEndian.Uint32(data[4:]))
+			p1 := int64(binary.BigEndian.Uint32(data[12:]))
+			starts := batchStarts(t, log)
+			for k, p := range starts {
+				if p == p0 && starts[k+1] < p1 {
+					next := record.Batch(log[starts[k+1]:])
+					binary.BigEndian.PutUint32(data, uint32(next.LastOffset())) // segment 0: relative = absolute
+					m.write(name, data)
+					return name, 0, -1
+				}
+			}
+			t.Fatal("no two batches between the first two index entries")
+			return "", 0, 0
 		}},
 		{name: "index untrimmed", kind: KindIndexTrim, inject: func(t *testing.T, m *mutator) (string, int64, int) {
 			name := m.idx(m.logs[0])
