@@ -1,6 +1,9 @@
 package fsck
 
 import (
+	"fmt"
+
+	"github.com/seglog/seglog"
 	"testing"
 
 	"github.com/seglog/seglog/internal/vfs"
@@ -32,5 +35,30 @@ func TestCleanLogHasNoProblems(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckBesideLiveLog checks an open log between appends: its active
+// segment's preallocated indexes and missing final entry are normal then.
+func TestCheckBesideLiveLog(t *testing.T) {
+	fsys := vfs.NewMem()
+	l, err := seglog.Open("/live", seglog.Options{FS: fsys, SegmentBytes: 8 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := 0; i < 300; i++ {
+		if _, err := l.Append(record.Record{Timestamp: int64(1000 + i), Value: []byte(fmt.Sprintf("value %d of a live log", i))}); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 49 {
+			r := mustCheck(t, fsys, "/live", Options{Deep: true})
+			if !r.Clean() {
+				t.Fatalf("after %d appends:%s", i+1, dumpProblems(r))
+			}
+			if r.Stats.Records != int64(i+1) {
+				t.Fatalf("%d records seen, %d appended", r.Stats.Records, i+1)
+			}
+		}
 	}
 }
