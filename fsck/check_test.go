@@ -2,10 +2,9 @@ package fsck
 
 import (
 	"fmt"
-
-	"github.com/seglog/seglog"
 	"testing"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 )
