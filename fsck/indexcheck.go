@@ -35,8 +35,7 @@ type idxCheck struct {
 	// points at, waiting for the batch holding that offset: Kafka 3.x
 	// indexed a follower's append of several batches by the append's last
 	// offset and its first batch's position.
-	multi    *idxEntry
-	multiPos int64
+	multi *idxEntry
 }
 
 // onDamage skips the entries that point into the damaged region [pos,
