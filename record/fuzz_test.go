@@ -17,6 +17,12 @@ const fuzzLimit = 1 << 20
 // and rebuilds to the same bytes (build → parse → build is stable).
 // Seeds: every batch of the real-client corpus, the golden batch and a few
 // damaged ones.
+//
+// The allocation check reads runtime.MemStats, which stops the world, so
+// minimizing a large new input is slow; fuzz with a short
+// -fuzzminimizetime, for example:
+//
+//	go test ./record -run '^$' -fuzz FuzzParseBatch -fuzztime 5m -fuzzminimizetime 5s
 func FuzzParseBatch(f *testing.F) {
 	for _, c := range Codecs {
 		for _, suffix := range []string{".batches", ".broker-log"} {

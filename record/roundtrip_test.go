@@ -169,3 +169,40 @@ func TestBuilderWarmAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per 100-record batch, want 0", n)
 	}
 }
+
+// TestIteratorAll checks the range-over-func forms stop when the loop
+// breaks and report an error once.
+func TestIteratorAll(t *testing.T) {
+	b := sampleBatch(t)
+	var it Iterator
+	if err := it.Reset(b); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for r, err := range it.All() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Offset != int64(n) {
+			t.Fatalf("offset %d, want %d", r.Offset, n)
+		}
+		n++
+		if n == 2 {
+			break
+		}
+	}
+	if n != 2 || !it.Next() || it.Record().Offset != 2 || it.Next() || it.Err() != nil {
+		t.Fatalf("after break at 2: n=%d err=%v", n, it.Err())
+	}
+	b[offCRC] ^= 1
+	errs := 0
+	for _, err := range b.Records() {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("yielded %v", err)
+		}
+		errs++
+	}
+	if errs != 1 {
+		t.Fatalf("%d errors yielded, want 1", errs)
+	}
+}
