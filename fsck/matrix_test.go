@@ -170,6 +170,20 @@ func damageCases() []damageCase {
 			m.write(l, data)
 			return l, p, m.recordsBefore(l, p)
 		}},
+		{name: "record offsets out of order (deep)", kind: KindBadRecords, midLog: true, deep: true, inject: func(t *testing.T, m *mutator) (string, int64, int) {
+			l := m.logs[0]
+			p, data := m.batch(l, 1)
+			b := record.Batch(data[p : p+int64(record.Batch(data[p:]).Size())])
+			// Uncompressed record 0: length, attributes, timestamp delta
+			// (one byte each here), then the offset delta, zig-zag 0 -> 2.
+			if b[record.HeaderSize+3] != 0 {
+				t.Fatalf("unexpected record layout")
+			}
+			b[record.HeaderSize+3] = 8 // offset delta 4: above record 1's
+			binary.BigEndian.PutUint32(b[17:], b.ComputeCRC())
+			m.write(l, data)
+			return l, p, m.recordsBefore(l, p)
+		}},
 		{name: "index missing", kind: KindIndexMissing, inject: func(t *testing.T, m *mutator) (string, int64, int) {
 			name := m.idx(m.logs[1])
 			if err := m.fs.Remove(m.path(name)); err != nil {

@@ -141,8 +141,15 @@ func (c *checker) decode(b record.Batch, it *record.Iterator) (n int64, abort bo
 	if err := it.Reset(b); err != nil {
 		return 0, false, err
 	}
+	prev := b.BaseOffset() - 1
 	for it.Next() {
 		n++
+		// Consumers take each record's offset from its delta; compaction
+		// leaves gaps but never reorders.
+		if off := it.Record().Offset; off <= prev || off > b.LastOffset() {
+			return n, false, fmt.Errorf("record %d has offset %d, not between the previous record's %d and the batch's last offset %d", n-1, off, prev, b.LastOffset())
+		}
+		prev = it.Record().Offset
 		if b.IsControl() {
 			_, typ, err := record.ParseControlKey(it.Record().Key)
 			if err != nil {
