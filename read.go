@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/sendfile"
 )
@@ -196,9 +197,13 @@ func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes in
 	if first.BaseOffset >= bound {
 		return &Slice{}, true, nil
 	}
-	// maxPos: where batches at or above the bound begin in this segment.
+	// maxPos: where batches at or above the bound begin in this segment. A
+	// sealed segment wholly below the bound is read to its end with no
+	// lookup (its size and next offset no longer change).
 	maxPos, lastBelow := seg.Size(), int64(-1)
-	if bp, ok, err := seg.FindPosition(bound); err != nil {
+	if next := seg.NextOffset(); seg.IsSealed() && bound >= next {
+		lastBelow = next - 1
+	} else if bp, ok, err := seg.FindPosition(bound); err != nil {
 		return nil, false, err
 	} else if ok {
 		maxPos = bp.Position
@@ -213,10 +218,20 @@ func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes in
 	}
 	endPos, last := maxPos, lastBelow
 	limit := max(int64(maxBytes), first.Size)
-	if maxPos-first.Position > limit {
-		endPos, last, err = l.alignedEnd(seg, first, lastBelow, first.Position+limit)
+	switch {
+	case maxPos-first.Position <= limit:
+		// Everything up to the bound fits.
+	case limit < first.Size+record.HeaderSize:
+		// No second batch can fit: the first one alone.
+		endPos, last = first.Position+first.Size, first.LastOffset
+	default:
+		bp, ok, err := seg.LastBatchWithin(first.Position, first.Position+limit)
 		if err != nil {
 			return nil, false, err
+		}
+		endPos, last = first.Position+first.Size, first.LastOffset
+		if ok && bp.Position+bp.Size <= maxPos {
+			endPos, last = bp.Position+bp.Size, bp.LastOffset
 		}
 	}
 	return &Slice{
@@ -229,34 +244,6 @@ func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes in
 		last:  last,
 		gen:   gen,
 	}, true, nil
-}
-
-// alignedEnd finds the longest run of whole batches starting with first
-// that ends at or before limit, by binary search over offsets through the
-// segment's index (so only a few batch headers are read, however many
-// batches the run holds). It returns the run's end position and last
-// offset. hi is the largest offset the run may include.
-func (l *Log) alignedEnd(seg *segment.Segment, first segment.BatchPosition, hi int64, limit int64) (int64, int64, error) {
-	bestEnd, bestLast := first.Position+first.Size, first.LastOffset
-	lo := first.LastOffset + 1
-	for lo <= hi {
-		mid := lo + (hi-lo)/2
-		bp, ok, err := seg.FindPosition(mid)
-		if err != nil {
-			return 0, 0, err
-		}
-		if !ok {
-			hi = mid - 1
-			continue
-		}
-		if end := bp.Position + bp.Size; end <= limit {
-			bestEnd, bestLast = end, bp.LastOffset
-			lo = bp.LastOffset + 1
-		} else {
-			hi = bp.BaseOffset - 1
-		}
-	}
-	return bestEnd, bestLast, nil
 }
 
 // truncationLog remembers recent truncations, so a Slice made before one

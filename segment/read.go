@@ -245,3 +245,56 @@ func (s *Segment) Batches(fromPos, toPos int64) iter.Seq2[record.Batch, error] {
 		}
 	}
 }
+
+// LastBatchWithin returns the last batch that starts at or after from (the
+// start of a batch) and ends at or before limit, for cutting a read at a
+// batch boundary. The offset index is searched by position for the entries
+// around limit, so only the headers of the last batch or two before limit
+// are read, however long the range. It returns false if no whole batch
+// after from fits.
+func (s *Segment) LastBatchWithin(from, limit int64) (BatchPosition, bool, error) {
+	if err := s.files(); err != nil {
+		return BatchPosition{}, false, err
+	}
+	end := s.size.Load()
+	limit = min(limit, end)
+	// The largest entry whose batch starts at or before limit; the scan
+	// starts one entry earlier, because that batch may end past limit.
+	n := s.offIdx.Entries()
+	lo, hi := 0, n // entries [0, lo) start at or before limit
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		e, err := s.offIdx.EntryErr(mid)
+		if err != nil {
+			return BatchPosition{}, false, err
+		}
+		if e.Position <= limit {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	start := from
+	if lo >= 2 {
+		e, err := s.offIdx.EntryErr(lo - 2)
+		if err != nil {
+			return BatchPosition{}, false, err
+		}
+		start = max(start, e.Position)
+	}
+	sc := s.newHeaderScanner(start, end)
+	defer sc.release()
+	var best BatchPosition
+	found := false
+	for {
+		h, ok, err := sc.next()
+		if err != nil {
+			return BatchPosition{}, false, err
+		}
+		if !ok || h.pos+int64(h.size) > limit {
+			return best, found, nil
+		}
+		best = BatchPosition{Position: h.pos, Size: int64(h.size), BaseOffset: h.base, LastOffset: h.last}
+		found = true
+	}
+}
