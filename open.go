@@ -72,15 +72,10 @@ func (l *Log) load() error {
 	if names, err = l.resolveLeftovers(names); err != nil {
 		return err
 	}
-	present := make(map[string]bool, len(names))
-	var bases []int64
-	for _, n := range names {
-		present[n] = true
-		if base, suffix, ok := segment.ParseFileName(n); ok && suffix == segment.LogSuffix {
-			bases = append(bases, base)
-		}
+	files, bases := segmentFiles(names)
+	if err := l.removeOrphans(files); err != nil {
+		return err
 	}
-	slices.Sort(bases)
 
 	logStart, haveLogStart, err := readOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile)
 	if err != nil {
@@ -107,7 +102,7 @@ func (l *Log) load() error {
 	for i := 0; i < len(bases); i++ {
 		base := bases[i]
 		last := i == len(bases)-1
-		indexesPresent := present[segment.FileName(base, segment.IndexSuffix)] && present[segment.FileName(base, segment.TimeIndexSuffix)]
+		indexesPresent := files[base]&(hasIndex|hasTimeIndex) == hasIndex|hasTimeIndex
 		if i < recoverFrom && indexesPresent {
 			seg, err := segment.Open(l.fs, l.dir, base, last, l.segmentOptions())
 			if err != nil {
@@ -263,8 +258,8 @@ func (l *Log) checkSynced(path string, rp int64) error {
 // loader does: .deleted files are deleted; a .swap at or above the lowest
 // .cleaned base belongs to an unfinished compaction and is deleted with all
 // .cleaned files; remaining .swap files replace the segments they cover;
-// index files without a .log, and checkpoint .tmp files, are deleted. It
-// returns the directory listing afterwards.
+// checkpoint .tmp files are deleted. It returns the directory listing
+// afterwards.
 func (l *Log) resolveLeftovers(names []string) ([]string, error) {
 	minCleaned := int64(math.MaxInt64)
 	var swaps []string
@@ -328,31 +323,76 @@ func (l *Log) resolveLeftovers(names []string) ([]string, error) {
 			return nil, err
 		}
 	}
-	// Orphan index files: no .log beside them.
-	logs := map[int64]bool{}
-	for _, n := range names {
-		if base, suffix, ok := segment.ParseFileName(n); ok && suffix == segment.LogSuffix {
-			logs[base] = true
-		}
-	}
-	var out []string
-	for _, n := range names {
-		base, suffix, ok := segment.ParseFileName(n)
-		if ok && (suffix == segment.IndexSuffix || suffix == segment.TimeIndexSuffix || suffix == segment.TxnIndexSuffix) && !logs[base] {
-			l.logger.Warn("seglog: deleting orphan index file", "file", l.path(n))
-			if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
-				return nil, err
-			}
-			continue
-		}
-		out = append(out, n)
-	}
-	if changed || len(out) != len(names) {
+	if changed {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return names, nil
+}
+
+// Bits of segmentFiles.
+const (
+	hasLog = 1 << iota
+	hasIndex
+	hasTimeIndex
+	hasTxnIndex
+)
+
+// segmentFiles parses a directory listing once: for each base offset, which
+// of a segment's files are there.
+func segmentFiles(names []string) (map[int64]uint8, []int64) {
+	files := make(map[int64]uint8, len(names)/3+1)
+	var bases []int64
+	for _, n := range names {
+		base, suffix, ok := segment.ParseFileName(n)
+		if !ok {
+			continue
+		}
+		switch suffix {
+		case segment.LogSuffix:
+			files[base] |= hasLog
+			bases = append(bases, base)
+		case segment.IndexSuffix:
+			files[base] |= hasIndex
+		case segment.TimeIndexSuffix:
+			files[base] |= hasTimeIndex
+		case segment.TxnIndexSuffix:
+			files[base] |= hasTxnIndex
+		}
+	}
+	slices.Sort(bases)
+	return files, bases
+}
+
+// removeOrphans deletes index files with no .log beside them, as Kafka's
+// loader does.
+func (l *Log) removeOrphans(files map[int64]uint8) error {
+	removed := false
+	for base, has := range files {
+		if has&hasLog != 0 {
+			continue
+		}
+		for _, f := range []struct {
+			bit    uint8
+			suffix string
+		}{{hasIndex, segment.IndexSuffix}, {hasTimeIndex, segment.TimeIndexSuffix}, {hasTxnIndex, segment.TxnIndexSuffix}} {
+			if has&f.bit == 0 {
+				continue
+			}
+			p := l.path(segment.FileName(base, f.suffix))
+			l.logger.Warn("seglog: deleting orphan index file", "file", p)
+			if err := l.fs.Remove(p); err != nil && !isNotExist(err) {
+				return err
+			}
+			removed = true
+		}
+		delete(files, base)
+	}
+	if removed {
+		return l.fs.SyncDir(l.dir)
+	}
+	return nil
 }
 
 // completeSwaps finishes an interrupted swap: every non-swap segment file

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/edsrzf/mmap-go"
@@ -67,14 +68,19 @@ func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, ne
 func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
 
 func (osFS) List(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir) // sorted by name
+	// Readdirnames and a sort of plain strings: ReadDir would build and
+	// sort a DirEntry per name, which dominates opening a log of 10,000
+	// segments.
+	d, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.Name()
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, err
 	}
+	slices.Sort(names)
 	return names, nil
 }
 
