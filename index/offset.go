@@ -127,6 +127,30 @@ func (x *OffsetIndex) LookupErr(target int64) (OffsetPosition, error) {
 	return op, nil
 }
 
+// LookupBoundsErr returns the floor entry Lookup returns and, when there is
+// one, the entry after it: the first entry with an offset above target.
+// Under the indexing rule (a batch's last offset maps to its start) the
+// ceiling entry names a batch whose last offset is at least target, which
+// lets a caller check that one batch header before scanning from the floor.
+func (x *OffsetIndex) LookupBoundsErr(target int64) (floor, ceil OffsetPosition, hasCeil bool, err error) {
+	floor = OffsetPosition{Offset: x.b.base}
+	buf, n, excl, err := x.b.acquire()
+	if err != nil {
+		return floor, OffsetPosition{}, false, err
+	}
+	if rel, ok := relKey(target, x.b.base); ok && n > 0 {
+		slot := searchOffset(buf, n, rel)
+		if slot >= 0 {
+			floor = x.decode(buf, slot)
+		}
+		if slot+1 < n {
+			ceil, hasCeil = x.decode(buf, slot+1), true
+		}
+	}
+	x.b.release(excl)
+	return floor, ceil, hasCeil, nil
+}
+
 func (x *OffsetIndex) decode(buf []byte, i int64) OffsetPosition {
 	p := i * OffsetEntrySize
 	return OffsetPosition{

@@ -419,3 +419,43 @@ func TestLastEntryAfterRewrite(t *testing.T) {
 		}
 	})
 }
+
+// TestLookupBounds checks the floor and ceiling entries against a walk over
+// the entries, for every target around them.
+func TestLookupBounds(t *testing.T) {
+	fs := vfs.NewMem()
+	fs.MkdirAll("/b")
+	x, err := OpenOffset(fs, "/b/0.index", 100, Options{MaxBytes: 4096, Writable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	var offs []int64
+	for i := int64(1); i <= 300; i++ {
+		off := 100 + i*3
+		if err := x.Append(off, i*50); err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, off)
+	}
+	for target := int64(90); target < 100+301*3+5; target++ {
+		floor, ceil, hasCeil, err := x.LookupBoundsErr(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantFloor, wantCeil, wantHas := int64(100), int64(0), false
+		for _, o := range offs {
+			if o <= target {
+				wantFloor = o
+			} else if !wantHas && target >= 100 {
+				wantCeil, wantHas = o, true
+			}
+		}
+		if floor.Offset != wantFloor || hasCeil != wantHas || (hasCeil && ceil.Offset != wantCeil) {
+			t.Fatalf("LookupBounds(%d) = %d, %d %v; want %d, %d %v", target, floor.Offset, ceil.Offset, hasCeil, wantFloor, wantCeil, wantHas)
+		}
+		if hasCeil && ceil.Position != (ceil.Offset-100)/3*50 {
+			t.Fatalf("LookupBounds(%d): ceiling position %d", target, ceil.Position)
+		}
+	}
+}

@@ -39,14 +39,48 @@ func (s *Segment) FindPosition(offset int64) (BatchPosition, bool, error) {
 	if next := s.next.Load(); next >= 0 && offset >= next {
 		return BatchPosition{}, false, nil
 	}
-	floor, err := s.offIdx.LookupErr(offset)
+	floor, ceil, hasCeil, err := s.offIdx.LookupBoundsErr(offset)
 	if err != nil {
 		return BatchPosition{}, false, err
 	}
 	if err := s.checkFloor(floor, end); err != nil {
 		return BatchPosition{}, false, err
 	}
+	if hasCeil && ceil.Position > floor.Position && ceil.Position < end {
+		// The ceiling entry names a batch whose last offset reaches
+		// offset; if that batch also starts at or below offset it is the
+		// answer, found with one header read instead of a scan from the
+		// floor (whose own batch ends below offset). When batches are
+		// larger than the index interval this is every lookup.
+		bp, ok, err := s.batchAt(ceil.Position, end)
+		if err != nil {
+			return BatchPosition{}, false, err
+		}
+		if ok && bp.BaseOffset <= offset && bp.LastOffset >= offset {
+			return bp, true, nil
+		}
+	}
 	return s.findFrom(floor.Position, end, offset)
+}
+
+// batchAt reads the header of the batch at pos, for the shortcut above. An
+// I/O error is returned; any doubt about the bytes (a legacy entry, a size
+// past end) answers false and the caller scans instead, which reports
+// damage with its position.
+func (s *Segment) batchAt(pos, end int64) (BatchPosition, bool, error) {
+	var hdr [record.HeaderSize]byte
+	if end-pos < record.HeaderSize {
+		return BatchPosition{}, false, nil
+	}
+	if _, err := s.log.ReadAt(hdr[:], pos); err != nil {
+		return BatchPosition{}, false, fmt.Errorf("segment: reading %s at byte %d: %w", s.LogPath(), pos, err)
+	}
+	size, magic, err := record.PeekEntry(hdr[:])
+	if err != nil || magic != record.CurrentMagic || pos+int64(size) > end {
+		return BatchPosition{}, false, nil
+	}
+	b := record.Batch(hdr[:])
+	return BatchPosition{Position: pos, Size: int64(size), BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset()}, true, nil
 }
 
 // checkFloor rejects an index entry that points at or past the end of a
