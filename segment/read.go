@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"sync"
 
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/internal/vfs"
@@ -63,23 +64,29 @@ func (s *Segment) FindPosition(offset int64) (BatchPosition, bool, error) {
 	return s.findFrom(floor.Position, end, offset)
 }
 
+var headerBufs = sync.Pool{New: func() any { return new([record.HeaderSize]byte) }}
+
 // batchAt reads the header of the batch at pos, for the shortcut above. An
 // I/O error is returned; any doubt about the bytes (a legacy entry, a size
 // past end) answers false and the caller scans instead, which reports
 // damage with its position.
 func (s *Segment) batchAt(pos, end int64) (BatchPosition, bool, error) {
-	var hdr [record.HeaderSize]byte
 	if end-pos < record.HeaderSize {
 		return BatchPosition{}, false, nil
 	}
-	if _, err := s.log.ReadAt(hdr[:], pos); err != nil {
+	// Pooled: a stack array would escape through the ReadAt interface call
+	// and cost an allocation per lookup.
+	hp := headerBufs.Get().(*[record.HeaderSize]byte)
+	defer headerBufs.Put(hp)
+	hdr := hp[:]
+	if _, err := s.log.ReadAt(hdr, pos); err != nil {
 		return BatchPosition{}, false, fmt.Errorf("segment: reading %s at byte %d: %w", s.LogPath(), pos, err)
 	}
-	size, magic, err := record.PeekEntry(hdr[:])
+	size, magic, err := record.PeekEntry(hdr)
 	if err != nil || magic != record.CurrentMagic || pos+int64(size) > end {
 		return BatchPosition{}, false, nil
 	}
-	b := record.Batch(hdr[:])
+	b := record.Batch(hdr)
 	return BatchPosition{Position: pos, Size: int64(size), BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset()}, true, nil
 }
 
