@@ -46,6 +46,11 @@ func RunDurable(ctx context.Context, env Env, cfg DurableConfig) ([]*Result, err
 		return nil, invalid("max writers %d", cfg.MaxWriters)
 	}
 	levels := cfg.Writers
+	for _, w := range levels {
+		if w < 1 {
+			return nil, invalid("writers %d", w)
+		}
+	}
 	if len(levels) == 0 {
 		for w := 1; w <= cfg.MaxWriters; w *= 2 {
 			levels = append(levels, w)

@@ -22,7 +22,7 @@ type LookupConfig struct {
 	RecordSize, Batch int
 	// LogBytes is the size of the log. Default 128 MiB.
 	LogBytes int64
-	// Lookups is the number of lookups per round. Default 200,000.
+	// Lookups is the number of lookups per round. Default 20,000.
 	Lookups int
 	// Rounds is the number of timed rounds of each side. Default 5.
 	Rounds int
@@ -39,7 +39,7 @@ func (c *LookupConfig) setDefaults() error {
 		c.LogBytes = 128 << 20
 	}
 	if c.Lookups == 0 {
-		c.Lookups = 200_000
+		c.Lookups = 20_000
 	}
 	if c.Rounds == 0 {
 		c.Rounds = 5

@@ -138,11 +138,19 @@ func sweepPlot(results []*Result) *plot.Plot {
 		}
 		return ts
 	})
-	p.Y.Label.Text = "records/s"
+	// Against record size, bytes are the comparable unit; against writers,
+	// records (appends) are.
+	rate := func(r *Result) (float64, float64) { return r.BytesPerSec / 1e6, r.BaselineBytesPerSec / 1e6 }
+	p.Y.Label.Text = "MB/s"
+	if byWriters {
+		rate = func(r *Result) (float64, float64) { return r.RecordsPerSec, r.BaselineRecordsPerSec }
+		p.Y.Label.Text = "records/s"
+	}
 	var eng, base plotter.XYs
 	for _, r := range results {
-		eng = append(eng, plotter.XY{X: param(r), Y: r.RecordsPerSec})
-		base = append(base, plotter.XY{X: param(r), Y: r.BaselineRecordsPerSec})
+		e, b := rate(r)
+		eng = append(eng, plotter.XY{X: param(r), Y: e})
+		base = append(base, plotter.XY{X: param(r), Y: b})
 	}
 	for _, s := range []struct {
 		name string
@@ -161,7 +169,8 @@ func sweepPlot(results []*Result) *plot.Plot {
 	var xys plotter.XYs
 	for i, r := range results {
 		labels[i] = fmt.Sprintf("%.2f×", r.Ratio)
-		xys = append(xys, plotter.XY{X: param(r), Y: r.RecordsPerSec})
+		e, _ := rate(r)
+		xys = append(xys, plotter.XY{X: param(r), Y: e})
 	}
 	if l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels}); err == nil {
 		p.Add(l)

@@ -52,19 +52,28 @@ func WriteTable(w io.Writer, results []*Result) error {
 		rounds = r.Rounds
 	}
 	fmt.Fprintf(w, "Rates are medians of %d interleaved rounds per side; ratio = median of per-round seglog ÷ baseline [min–max].\n", rounds)
-	fmt.Fprintf(w, "Verified outside the timed sections: %s records read back as written.\n", thousands(float64(verified)))
+	fmt.Fprintf(w, "Verified outside the timed sections: %s records read back as written (reads: parsed by the peer; lookups: checked against the baseline's answer).\n", thousands(float64(verified)))
 	return nil
 }
 
 func ratioText(r *Result) string {
 	if len(r.RoundRatios) == 0 {
-		return fmt.Sprintf("%.2f", r.Ratio)
+		return ratioNum(r.Ratio) + "×"
 	}
 	lo, hi := r.RoundRatios[0], r.RoundRatios[0]
 	for _, x := range r.RoundRatios {
 		lo, hi = min(lo, x), max(hi, x)
 	}
-	return fmt.Sprintf("%.2f× [%.2f–%.2f]", r.Ratio, lo, hi)
+	return fmt.Sprintf("%s× [%s–%s]", ratioNum(r.Ratio), ratioNum(lo), ratioNum(hi))
+}
+
+// ratioNum keeps two significant digits for ratios far below 1 (a lookup
+// against an in-memory search), two decimals otherwise.
+func ratioNum(x float64) string {
+	if x != 0 && x < 0.1 {
+		return fmt.Sprintf("%.2g", x)
+	}
+	return fmt.Sprintf("%.2f", x)
 }
 
 func us(v float64) string {

@@ -46,7 +46,7 @@ var workloads = []workload{
 	{"fsync per call, 1 KiB records, batches of 100", 1024, 100, 1, true, 150},
 	{"fsync per call, 100 B records, batches of 100", 100, 100, 1, true, 150},
 	{"fsync, 1 writer, single 1 KiB records", 1024, 1, 1, true, 400},
-	{"fsync, 64 writers, single 1 KiB records", 1024, 1, 64, true, 25},
+	{"fsync, 64 writers, single 1 KiB records", 1024, 1, 64, true, 60},
 }
 
 // result is one peer on one workload.

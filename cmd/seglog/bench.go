@@ -282,7 +282,7 @@ baseline's.`,
 	fl.IntVar(&size, "size", 1024, "record value size in bytes")
 	fl.IntVar(&batch, "batch", 10, "records per batch written")
 	fl.Int64Var(&logBytes, "log-bytes", 128<<20, "size of the log")
-	fl.IntVar(&lookups, "lookups", 200_000, "lookups per round")
+	fl.IntVar(&lookups, "lookups", 20_000, "lookups per round")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := lf.options(cmd)
 		if err != nil {
@@ -313,6 +313,7 @@ baseline's.`,
 func newBenchDurableCmd() *cobra.Command {
 	var (
 		size, batch, writers int
+		levels               []int
 		duration             time.Duration
 	)
 	cmd := &cobra.Command{
@@ -331,6 +332,7 @@ each level's rate is also given against the 1-writer level.`,
 	fl.IntVar(&size, "size", 1024, "record value size in bytes")
 	fl.IntVar(&batch, "batch", 1, "records per append call")
 	fl.IntVar(&writers, "writers", 64, "largest writer count of the sweep")
+	fl.IntSliceVar(&levels, "levels", nil, "writer counts to run instead of 1, 2, 4 … --writers (e.g. 1,64)")
 	fl.DurationVar(&duration, "duration", 1500*time.Millisecond, "timed time of each side per writer count")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := lf.options(cmd)
@@ -346,10 +348,16 @@ each level's rate is also given against the 1-writer level.`,
 		if writers < 1 || writers > 4096 || duration <= 0 {
 			return fmt.Errorf("invalid --writers %d (want 1..4096) or --duration %v (want > 0)", writers, duration)
 		}
+		for _, w := range levels {
+			if w < 1 || w > 4096 {
+				return fmt.Errorf("invalid --levels %d: want 1..4096", w)
+			}
+		}
 		ctx, cancel := benchContext(cmd)
 		defer cancel()
 		results, err := bench.RunDurable(ctx, out.env(cmd), bench.DurableConfig{
-			Options: opts, RecordSize: size, Batch: batch, MaxWriters: writers, Duration: duration, Rounds: out.rounds,
+			Options: opts, RecordSize: size, Batch: batch, MaxWriters: writers, Writers: levels,
+			Duration: duration, Rounds: out.rounds,
 		})
 		if err != nil {
 			return err
