@@ -110,19 +110,32 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 			b.SetMaxTimestamp(maxTS, record.CreateTime)
 		}
 	}
-	b.SetBaseOffset(l.end.Load())
+	b.SetBaseOffset(l.next)
 	if err := l.maybeRoll(b, now); err != nil {
 		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
-	if err := l.active.Append(b); err != nil {
+	// Under SyncAlways the batch only joins the pending group: the group
+	// commit writes every waiting appender's batch with one write call
+	// and then syncs (publishLocked, syncActive). Otherwise it is written
+	// and published now.
+	var err error
+	if l.opts.Sync == SyncAlways {
+		err = l.active.AppendDeferred(b)
+	} else {
+		err = l.active.Append(b)
+	}
+	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
 		l.failure.CompareAndSwap(nil, &err)
 		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
 	info := AppendInfo{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(), Bytes: len(b)}
-	l.end.Store(b.NextOffset())
+	l.next = b.NextOffset()
+	if l.opts.Sync != SyncAlways {
+		l.end.Store(l.next)
+	}
 	kick := false
 	if l.opts.Sync == SyncPeriodic && l.opts.SyncBytes > 0 {
 		l.dirtyBytes += int64(len(b))
@@ -165,6 +178,9 @@ func (l *Log) maybeRoll(b record.Batch, now time.Time) error {
 // a newer segment while losing acknowledged bytes of an older one; otherwise
 // the flusher syncs it in the background, as Kafka does. Called with mu.
 func (l *Log) roll(base int64) error {
+	if err := l.publishLocked(); err != nil {
+		return err
+	}
 	old := l.active
 	if old.Size() == 0 && old.BaseOffset() == base {
 		return nil
@@ -201,6 +217,19 @@ func (l *Log) roll(base int64) error {
 	} else {
 		l.kickFlusher(base)
 	}
+	return nil
+}
+
+// publishLocked writes the batches deferred for a group commit and
+// publishes them. A failed write leaves the log refusing appends, as any
+// failed write does. Called with mu.
+func (l *Log) publishLocked() error {
+	if err := l.active.WriteDeferred(); err != nil {
+		err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
+		l.failure.CompareAndSwap(nil, &err)
+		return *l.failure.Load()
+	}
+	l.end.Store(l.next)
 	return nil
 }
 

@@ -18,6 +18,13 @@ func (l *Log) Close() error {
 	l.stopFlusher()
 
 	var errs []error
+	l.mu.Lock()
+	if l.failure.Load() == nil {
+		if err := l.publishLocked(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.mu.Unlock()
 	if l.failure.Load() == nil {
 		if err := l.flushAll(l.end.Load(), false); err != nil {
 			errs = append(errs, err)

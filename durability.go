@@ -63,13 +63,18 @@ func (l *Log) waitDurable(target int64) error {
 	return nil
 }
 
-// syncActive fdatasyncs the active segment's .log and returns the end offset
-// that the sync covers: everything published before it started. Under
+// syncActive writes the batches waiting for this group commit with one
+// write call, fdatasyncs the active segment's .log and returns the end
+// offset that the sync covers: everything published before it started. Under
 // SyncAlways every older segment was synced when it was rolled, and indexes
 // need no sync: after a crash they are rebuilt from the .log (recovery
 // always rebuilds the indexes above the recovery point).
 func (l *Log) syncActive() (int64, error) {
 	l.mu.Lock()
+	if err := l.publishLocked(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
 	seg := l.active
 	upTo := l.end.Load()
 	ok := seg.Acquire()
@@ -254,6 +259,10 @@ func (l *Log) Sync() error {
 	if l.closed {
 		l.mu.Unlock()
 		return ErrClosed
+	}
+	if err := l.publishLocked(); err != nil {
+		l.mu.Unlock()
+		return err
 	}
 	l.mu.Unlock()
 	if err := l.flushAll(l.end.Load(), false); err != nil {

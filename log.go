@@ -46,8 +46,12 @@ type Log struct {
 	closed        bool
 	active        *segment.Segment
 	recoveryPoint int64 // offsets below it are known to be on disk
-	dirtyBytes    int64 // appended since the last flush, for SyncPeriodic
-	activeJitter  time.Duration
+	// next is the offset the next batch gets. It runs ahead of the
+	// published end while SyncAlways batches wait, deferred, for the
+	// group commit that writes them (see publishLocked).
+	next         int64
+	dirtyBytes   int64 // appended since the last flush, for SyncPeriodic
+	activeJitter time.Duration
 
 	// segMu guards segs. Writers hold mu and then segMu exclusively for the
 	// short moment they change the set; readers take segMu shared to pick a

@@ -175,6 +175,7 @@ func (l *Log) load() error {
 	l.start.Store(start)
 	l.end.Store(l.active.NextOffset())
 	end := l.end.Load()
+	l.next = end
 
 	if clean {
 		l.recoveryPoint = end

@@ -18,6 +18,9 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 	if err := l.writable(); err != nil {
 		return 0, err
 	}
+	if err := l.publishLocked(); err != nil {
+		return 0, err
+	}
 	end := l.end.Load()
 	if offset > end {
 		return 0, fmt.Errorf("%w: %d is past the end %d", ErrOffsetOutOfRange, offset, end)

@@ -26,6 +26,9 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: negative offset %d", ErrOffsetOutOfRange, offset)
 	}
+	if err := l.publishLocked(); err != nil {
+		return err
+	}
 	if offset >= l.end.Load() {
 		return nil
 	}
@@ -94,6 +97,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.fail(err)
 	}
 	l.end.Store(end)
+	l.next = end
 	l.activeJitter = l.drawJitter()
 	l.commit.lower(end)
 	if l.recoveryPoint > end {

@@ -27,6 +27,65 @@ import (
 // failed Append leaves no trace (unless the cut fails too, which is
 // reported alongside).
 func (s *Segment) Append(b record.Batch) error {
+	if len(s.pend.buf) > 0 {
+		// Keep file order: deferred batches go first.
+		if err := s.WriteDeferred(); err != nil {
+			return err
+		}
+	}
+	return s.append(b, false)
+}
+
+// AppendDeferred is Append without the write: b is copied into the
+// segment's pending buffer and its index entries are added, but nothing
+// reaches the file and nothing is published until WriteDeferred, which
+// writes every pending batch with one write call. A group-commit writer
+// uses it so that the batches of many appenders cost one system call.
+// Positions, roll checks and offset checks see the pending batches.
+func (s *Segment) AppendDeferred(b record.Batch) error { return s.append(b, true) }
+
+// pending is the state of deferred batches, writer only.
+type pending struct {
+	buf   []byte // the batches, back to back; they start at the published size
+	next  int64  // next offset after them
+	maxTS int64  // running max timestamp including them
+}
+
+// WriteDeferred writes the pending batches with one write and publishes
+// them. A failed write leaves them unpublished and the segment unusable
+// for appends (its indexes name positions that were never written): the
+// caller must stop appending and recover the segment, as the Log does by
+// refusing appends until it is reopened.
+func (s *Segment) WriteDeferred() error {
+	if len(s.pend.buf) == 0 {
+		return nil
+	}
+	pos := s.size.Load()
+	if _, err := s.log.Write(s.pend.buf); err != nil {
+		s.broken = true
+		return fmt.Errorf("segment: append to %s at byte %d: %w", s.LogPath(), pos, err)
+	}
+	s.maxTS.Store(s.pend.maxTS)
+	s.size.Store(pos + int64(len(s.pend.buf)))
+	s.next.Store(s.pend.next)
+	s.pend.buf = s.pend.buf[:0]
+	if cap(s.pend.buf) > maxPendingKeep {
+		s.pend.buf = nil // do not pin a burst's memory
+	}
+	return nil
+}
+
+// maxPendingKeep bounds the pending buffer kept between groups.
+const maxPendingKeep = 4 << 20
+
+// writerSize is the size of the .log as the writer sees it: published
+// bytes plus pending ones.
+func (s *Segment) writerSize() int64 { return s.size.Load() + int64(len(s.pend.buf)) }
+
+func (s *Segment) append(b record.Batch, deferred bool) error {
+	if s.broken {
+		return fmt.Errorf("segment: append to %s: %w: an earlier deferred write failed", s.LogPath(), ErrClosed)
+	}
 	if s.sealed.Load() {
 		return fmt.Errorf("segment: append to %s: %w", s.LogPath(), ErrSealed)
 	}
@@ -38,7 +97,7 @@ func (s *Segment) Append(b record.Batch) error {
 			return err
 		}
 	}
-	pos := s.size.Load()
+	pos := s.writerSize()
 	if err := s.checkAppend(b, pos); err != nil {
 		return err
 	}
@@ -54,11 +113,27 @@ func (s *Segment) Append(b record.Batch) error {
 		}
 	}
 
-	if _, err := s.log.Write(b); err != nil {
+	pendingBefore := len(s.pend.buf)
+	if deferred {
+		if pendingBefore == 0 {
+			s.pend.maxTS = s.maxTS.Load()
+		}
+		s.pend.buf = append(s.pend.buf, b...)
+	} else if _, err := s.log.Write(b); err != nil {
 		return s.undoAppend(pos, fmt.Errorf("segment: append to %s at byte %d: %w", s.LogPath(), pos, err))
+	}
+	undo := func(err error) error {
+		if deferred {
+			s.pend.buf = s.pend.buf[:pendingBefore]
+			return err
+		}
+		return s.undoAppend(pos, err)
 	}
 
 	maxTS, maxTSOffset := s.maxTS.Load(), s.maxTSOffset
+	if deferred {
+		maxTS = s.pend.maxTS
+	}
 	if batchTS > maxTS {
 		maxTS, maxTSOffset = batchTS, last
 	}
@@ -74,7 +149,7 @@ func (s *Segment) Append(b record.Batch) error {
 			if maxTSOffset == last {
 				err = errors.Join(err, s.timeIdx.TruncateTo(last))
 			}
-			return s.undoAppend(pos, err)
+			return undo(err)
 		}
 		s.sinceLastEntry = 0
 	}
@@ -84,6 +159,10 @@ func (s *Segment) Append(b record.Batch) error {
 		// Kafka's rollingBasedTimestamp: the age of a segment is measured
 		// from its first batch's max timestamp.
 		s.firstTS, s.firstTSKnown = batchTS, true
+	}
+	if deferred {
+		s.pend.next, s.pend.maxTS = last+1, maxTS
+		return nil
 	}
 	// Publish last: readers load size (and next) before touching the
 	// indexes or the file, so they never see past a complete batch.
@@ -112,7 +191,11 @@ func (s *Segment) checkAppend(b record.Batch, pos int64) error {
 			s.LogPath(), ErrBadAppend, record.ErrTooLarge, len(b), s.opts.MaxBatchBytes)
 	}
 	base, last := b.BaseOffset(), b.LastOffset()
-	if next := s.next.Load(); base < next {
+	next := s.next.Load()
+	if len(s.pend.buf) > 0 {
+		next = s.pend.next
+	}
+	if base < next {
 		return bad("base offset %d below next offset %d", base, next)
 	}
 	if last < base {
@@ -175,7 +258,7 @@ type RollCheck struct {
 //
 // ShouldRoll is meant for the active segment and the writer's goroutine.
 func (s *Segment) ShouldRoll(r RollCheck) bool {
-	size := s.size.Load()
+	size := s.writerSize()
 	if r.MaxSegmentBytes > 0 && size > r.MaxSegmentBytes-int64(r.NextBatchSize) {
 		return true
 	}

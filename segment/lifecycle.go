@@ -20,6 +20,9 @@ func (s *Segment) Seal() error {
 	if s.removed.Load() {
 		return fmt.Errorf("segment: seal %s: %w", s.LogPath(), ErrClosed)
 	}
+	if err := s.WriteDeferred(); err != nil {
+		return err
+	}
 	if !s.tailLoaded.Load() {
 		if err := s.loadTail(); err != nil {
 			return err

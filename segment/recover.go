@@ -195,6 +195,9 @@ func (s *Segment) TruncateTo(offset int64) (removedBytes int64, err error) {
 	if s.removed.Load() {
 		return 0, fmt.Errorf("segment: truncate %s: %w", s.LogPath(), ErrClosed)
 	}
+	if err := s.WriteDeferred(); err != nil {
+		return 0, err
+	}
 	if err := s.Unseal(); err != nil {
 		return 0, err
 	}

@@ -119,6 +119,11 @@ type Segment struct {
 	maxTSOffset    int64 // last offset of the batch that first reached maxTS
 	sinceLastEntry int64 // bytes appended since the last offset-index entry
 
+	// Deferred appends (AppendDeferred), writer only; broken is set when
+	// writing them failed.
+	pend   pending
+	broken bool
+
 	// Roll-check state, writer only.
 	created      time.Time
 	firstTS      int64 // max timestamp of the first batch; valid if firstTSKnown
@@ -464,6 +469,9 @@ func (s *Segment) scanTail() (tail, error) {
 func (s *Segment) Close() error {
 	if s.removed.Load() {
 		return nil
+	}
+	if err := s.WriteDeferred(); err != nil {
+		return errors.Join(err, s.closeFiles())
 	}
 	s.openMu.Lock()
 	s.closed = true
