@@ -34,11 +34,13 @@ func WriteTable(w io.Writer, results []*Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, r := range results {
+		if r.Speedup > 0 && r.Writers > 1 {
+			fmt.Fprintf(w, "%s, %d writers: %.1f× the 1-writer rate of this sweep (group commit)\n", r.Workload, r.Writers, r.Speedup)
+		}
+	}
 	seen := map[string]bool{}
 	for _, r := range results {
-		if r.Speedup > 0 {
-			fmt.Fprintf(w, "durable, %d writers: %.1f× the 1-writer rate (group commit)\n", r.Writers, r.Speedup)
-		}
 		note := fmt.Sprintf("%s baseline: %s.", r.Workload, r.Baseline)
 		if !seen[note] {
 			seen[note] = true
