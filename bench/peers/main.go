@@ -213,7 +213,9 @@ func runWorkload(base string, w workload, ps []peer, rounds int) []result {
 			if res[i].Error != "" {
 				continue
 			}
-			fmt.Fprintf(os.Stderr, "\r%-60.60s round %2d: %-16s", w.name, r, ps[i].name)
+			if tty {
+				fmt.Fprintf(os.Stderr, "\r%-60.60s round %2d: %-24s", w.name, r, ps[i].name)
+			}
 			rate, v, err := oneRound(base, w, ps[i], data)
 			if err != nil {
 				res[i].Error = err.Error()
@@ -233,7 +235,11 @@ func runWorkload(base string, w workload, ps []peer, rounds int) []result {
 			}
 		}
 	}
-	fmt.Fprintf(os.Stderr, "\r%80s\r", "")
+	if tty {
+		fmt.Fprintf(os.Stderr, "\r%100s\r", "")
+	} else {
+		fmt.Fprintf(os.Stderr, "%s: done\n", w.name)
+	}
 	for i := range res {
 		res[i].RecordsPerSec = median(res[i].RoundRates)
 		res[i].BytesPerSec = res[i].RecordsPerSec * float64(w.size)
@@ -241,6 +247,13 @@ func runWorkload(base string, w workload, ps []peer, rounds int) []result {
 	}
 	return res
 }
+
+// tty is whether stderr is a terminal: only then is the round-by-round
+// status line redrawn in place.
+var tty = func() bool {
+	fi, err := os.Stderr.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}()
 
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
