@@ -21,8 +21,11 @@ type Result struct {
 	// Batch is records per append call (per producer batch).
 	Batch int `json:"batch"`
 	// Writers is the number of concurrent appenders.
-	Writers     int    `json:"writers"`
-	Sync        string `json:"sync"`
+	Writers int `json:"writers"`
+	// Sync is the Log's durability mode ("none", "always", "periodic"),
+	// which the write baseline mirrors.
+	Sync string `json:"sync"`
+	// Compression is the codec of the batches written.
 	Compression string `json:"compression"`
 	// Rounds is the number of timed rounds of each side.
 	Rounds int `json:"rounds"`
@@ -41,10 +44,11 @@ type Result struct {
 	Ratio float64 `json:"ratio"`
 	// RoundRatios are the per-round ratios the median is taken over.
 	RoundRatios []float64 `json:"round_ratios"`
-	Baseline    string    `json:"baseline"`
+	// Baseline says what the baseline did.
+	Baseline string `json:"baseline"`
 
-	// StoredBytes is the engine's bytes on disk (or on the wire) per
-	// timed record, batch framing included.
+	// StoredBytesPerRecord is the engine's bytes on disk (or on the wire)
+	// per timed record, batch framing included.
 	StoredBytesPerRecord float64 `json:"stored_bytes_per_record"`
 	// Latency is per call (Append, AppendBatch, Read+WriteTo, or lookup),
 	// in microseconds; BaselineLatency is per baseline call (write(+sync),

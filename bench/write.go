@@ -71,7 +71,8 @@ func (c *WriteConfig) setDefaults() error {
 	return setLogger(&c.Options)
 }
 
-// perRound is how many calls each writer makes per round (records mode).
+// callsPerWriter is how many append calls each writer makes per round
+// when the run is bounded by Records.
 func (c *WriteConfig) callsPerWriter() int64 {
 	per := int64(c.Batch) * int64(c.Writers) * int64(c.Rounds)
 	return max(1, (c.Records+per-1)/per)

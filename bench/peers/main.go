@@ -76,7 +76,21 @@ func main() {
 	dir := flag.String("dir", "", "parent of the temporary directories (default: the system's)")
 	jsonOut := flag.String("json", "", "write all results as JSON to this file")
 	plotOut := flag.String("plot", "", "draw the results into this PNG file")
+	from := flag.String("from", "", "do not run: read results written by -json (several files, comma-separated; a later file's workload replaces an earlier one's) and print and plot them")
 	flag.Parse()
+	if *from != "" {
+		all, err := loadResults(strings.Split(*from, ","))
+		if err != nil {
+			fail(err)
+		}
+		printTargets(all)
+		if *plotOut != "" {
+			if err := plotResults(*plotOut, all); err != nil {
+				fail(err)
+			}
+		}
+		return
+	}
 
 	var selected []peer
 	pre := regexp.MustCompile(*peersRe)
@@ -339,4 +353,34 @@ func yes(b bool) string {
 		return "yes"
 	}
 	return "**no**"
+}
+
+// loadResults reads -json files; a workload present in a later file
+// replaces the same workload of an earlier one, so a rerun of some
+// workloads (for instance with a larger -scale) can stand in for them.
+func loadResults(paths []string) ([]result, error) {
+	var all []result
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		var rs []result
+		if err := json.Unmarshal(b, &rs); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		replaced := map[string]bool{}
+		for _, r := range rs {
+			replaced[r.Workload] = true
+		}
+		all = slices.DeleteFunc(all, func(r result) bool { return replaced[r.Workload] })
+		all = append(all, rs...)
+	}
+	// Keep the workloads in the order the program runs them.
+	order := map[string]int{}
+	for i, w := range workloads {
+		order[w.name] = i
+	}
+	slices.SortStableFunc(all, func(a, b result) int { return order[a.Workload] - order[b.Workload] })
+	return all, nil
 }
