@@ -66,7 +66,9 @@ func bindBenchOut(cmd *cobra.Command, rounds int) *benchOut {
 }
 
 func (o *benchOut) env(cmd *cobra.Command) bench.Env {
-	env := bench.Env{Dir: o.dir}
+	// Rounds of the default runs last a fraction of a second; sample often
+	// enough that each shows as a line in the plot.
+	env := bench.Env{Dir: o.dir, SampleEvery: 25 * time.Millisecond}
 	if isTerminalFile(cmd.ErrOrStderr()) {
 		env.Progress = &barProgress{w: cmd.ErrOrStderr()}
 	}
