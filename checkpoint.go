@@ -147,30 +147,7 @@ func FormatCheckpoint(entries []CheckpointEntry) []byte {
 // to path.tmp, which is fsynced, renamed over path, and the directory is
 // fsynced, so a crash leaves either the old file or the new one.
 func WriteCheckpoint(fs vfs.FS, path string, entries []CheckpointEntry) error {
-	return writeFileAtomic(fs, path, FormatCheckpoint(entries))
-}
-
-func writeFileAtomic(fs vfs.FS, path string, data []byte) error {
-	tmp := path + checkpointTmpSuffix
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fs.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fs.SyncDir(filepath.Dir(path))
+	return vfs.WriteFileAtomic(fs, path, FormatCheckpoint(entries))
 }
 
 // topicPartition derives the checkpoint's topic and partition from a

@@ -1,6 +1,10 @@
 package seglog
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/seglog/seglog/internal/vfs"
+)
 
 // Close flushes every record to disk, closes the segments (trimming the
 // active segment's indexes), writes the recovery-point and log-start
@@ -54,7 +58,7 @@ func (l *Log) Close() error {
 			errs = append(errs, err)
 		}
 		if len(errs) == 0 {
-			if err := writeFileAtomic(l.fs, l.path(CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`)); err != nil {
+			if err := vfs.WriteFileAtomic(l.fs, l.path(CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`)); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -87,8 +87,10 @@ func (s *Slice) WriteTo(w io.Writer) (int64, error) {
 		return 0, err
 	}
 	n, err := s.log.sender.Copy(w, s.file, s.pos, s.n)
-	if err == nil {
-		err = s.checkIntact()
+	if cerr := s.checkIntact(); cerr != nil {
+		// A truncation raced with the send: whatever went out is suspect,
+		// and a short read it caused is reported as what it is.
+		return n, cerr
 	}
 	return n, err
 }

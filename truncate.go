@@ -35,8 +35,11 @@ func (l *Log) TruncateTo(offset int64) error {
 	// No flush may run on a segment this unseals and appends to.
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	// Slices made before now learn that their bytes may be gone.
-	l.truncations.record(offset)
+	// Slices made before now learn that their bytes may be gone. This is
+	// recorded when the cut is done (or failed half-way), not before: a Read
+	// that started while the cut was under way may have computed its range
+	// from the old state, and only a record newer than its start tells it.
+	defer l.truncations.record(offset)
 	// Remove whole segments from the newest down.
 	var doomed []*segment.Segment
 	l.segMu.Lock()
@@ -98,6 +101,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.end.Store(end)
 	l.next = end
+
 	l.activeJitter = l.drawJitter()
 	l.commit.lower(end)
 	if l.recoveryPoint > end {

@@ -400,7 +400,7 @@ func (r *repairer) trimTxnIndex(base, end int64) error {
 			out = append(out, data[i:i+34]...)
 		}
 	}
-	return writeAtomic(r.fs, r.path(name), out)
+	return vfs.WriteFileAtomic(r.fs, r.path(name), out)
 }
 
 // rebuildIndexes rewrites a segment's .index and .timeindex from its .log.
@@ -434,10 +434,10 @@ func (r *repairer) rebuildIndexes(sr *segResult) error {
 		ib.add(e.Pos, e.LastOffset(), maxTS, e.Size)
 	}
 	off, tim := ib.finish()
-	if err := writeAtomic(r.fs, r.path(fileName(sr.base, sufIndex)), off); err != nil {
+	if err := vfs.WriteFileAtomic(r.fs, r.path(fileName(sr.base, sufIndex)), off); err != nil {
 		return err
 	}
-	return writeAtomic(r.fs, r.path(fileName(sr.base, sufTimeIndex)), tim)
+	return vfs.WriteFileAtomic(r.fs, r.path(fileName(sr.base, sufTimeIndex)), tim)
 }
 
 // lowerRecoveryPoint rewrites the recovery-point entry for this directory
@@ -463,30 +463,5 @@ func (r *repairer) lowerRecoveryPoint(path string, end int64) error {
 		}
 		fmt.Fprintf(&b, "%s %s %d\n", l.fields[0], l.fields[1], off)
 	}
-	return writeAtomic(r.fs, path, []byte(b.String()))
-}
-
-// writeAtomic replaces path with data durably: write path.tmp, fsync,
-// rename over path, fsync the directory.
-func writeAtomic(fsys vfs.FS, path string, data []byte) error {
-	tmp := path + sufTmp
-	f, err := fsys.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(filepath.Dir(path))
+	return vfs.WriteFileAtomic(r.fs, path, []byte(b.String()))
 }
