@@ -42,6 +42,8 @@ func (l *Log) Close() error {
 	l.commit.cond.Broadcast()
 	l.commit.mu.Unlock()
 
+	l.ckptMu.Lock() // the checkpoints are written below
+	defer l.ckptMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.segMu.Lock()

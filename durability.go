@@ -50,13 +50,11 @@ func (l *Log) waitDurable(target int64) error {
 		}
 		g.syncing = true
 		g.mu.Unlock()
-		upTo, err := l.syncActive()
+		err := l.syncActive() // advances g.durable itself
 		g.mu.Lock()
 		g.syncing = false
 		if err != nil {
 			g.err = l.fail(err)
-		} else if upTo > g.durable {
-			g.durable = upTo
 		}
 		g.cond.Broadcast()
 	}
@@ -64,36 +62,48 @@ func (l *Log) waitDurable(target int64) error {
 }
 
 // syncActive writes the batches waiting for this group commit with one
-// write call, fdatasyncs the active segment's .log and returns the end
-// offset that the sync covers: everything published before it started. Under
+// write call, fdatasyncs the active segment's .log and advances the durable
+// mark and the recovery point to what the sync covers: everything published
+// before it started — unless a truncation ran meanwhile, in which case the
+// offsets below that mark may now hold newer, unsynced batches, and the
+// next round decides. Under
 // SyncAlways every older segment was synced when it was rolled, and indexes
 // need no sync: after a crash they are rebuilt from the .log (recovery
 // always rebuilds the indexes above the recovery point).
-func (l *Log) syncActive() (int64, error) {
+func (l *Log) syncActive() error {
 	l.mu.Lock()
 	if err := l.publishLocked(); err != nil {
 		l.mu.Unlock()
-		return 0, err
+		return err
 	}
 	seg := l.active
 	upTo := l.end.Load()
+	gen := l.truncations.current()
 	ok := seg.Acquire()
 	l.mu.Unlock()
 	if !ok {
 		// The active segment was removed under us (truncation); the next
 		// round picks the new one.
-		return 0, nil
+		return nil
 	}
 	defer seg.Release()
 	if err := seg.File().Sync(); err != nil {
-		return 0, err
+		return err
 	}
 	l.mu.Lock()
-	if upTo > l.recoveryPoint && upTo <= l.end.Load() {
+	defer l.mu.Unlock()
+	if l.truncations.current() != gen {
+		return nil
+	}
+	if upTo > l.recoveryPoint {
 		l.recoveryPoint = upTo
 	}
-	l.mu.Unlock()
-	return upTo, nil
+	l.commit.mu.Lock() // lock order: mu, then commit.mu
+	if upTo > l.commit.durable {
+		l.commit.durable = upTo
+	}
+	l.commit.mu.Unlock()
+	return nil
 }
 
 // flusher runs the flushes appends do not wait for: segments sealed by a
@@ -170,6 +180,7 @@ func (l *Log) flushAll(upTo int64, checkpoint bool) error {
 		return err
 	}
 	from := l.recoveryPoint
+	gen := l.truncations.current()
 	if end := l.end.Load(); upTo > end {
 		upTo = end
 	}
@@ -191,19 +202,34 @@ func (l *Log) flushAll(upTo int64, checkpoint bool) error {
 	}
 	l.mu.Lock()
 	advanced := false
-	if upTo > l.recoveryPoint && upTo <= l.end.Load() {
+	// After a truncation the offsets below upTo may hold newer batches
+	// than the ones just synced: then the point stays where it is.
+	if upTo > l.recoveryPoint && upTo <= l.end.Load() && l.truncations.current() == gen {
 		l.recoveryPoint = upTo
 		advanced = true
 	}
-	rp := l.recoveryPoint
-	closed := l.closed
 	l.mu.Unlock()
-	if checkpoint && advanced && !closed {
-		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, rp); err != nil {
+	if checkpoint && advanced {
+		if err := l.checkpointRecoveryPoint(); err != nil {
 			l.logger.Warn("seglog: writing the recovery point failed", "dir", l.dir, "err", err)
 		}
 	}
 	return nil
+}
+
+// checkpointRecoveryPoint writes the current recovery point. ckptMu keeps
+// two writers (the flusher and a truncation) from sharing the .tmp file or
+// landing out of order; it is taken before mu, never after.
+func (l *Log) checkpointRecoveryPoint() error {
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
+	l.mu.Lock()
+	rp, closed := l.recoveryPoint, l.closed
+	l.mu.Unlock()
+	if closed {
+		return nil
+	}
+	return writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, rp)
 }
 
 // flushSegments syncs segs. A sealed segment is flushed whole (its .log

@@ -40,6 +40,9 @@ type Log struct {
 	// mu serializes writers and every change to the segment set; readers
 	// never take it.
 	mu sync.Mutex
+	// ckptMu serializes writes of the recovery-point checkpoint; taken
+	// before mu, never after it.
+	ckptMu sync.Mutex
 	// flushMu is held while segments are flushed and by TruncateTo, which
 	// may unseal one; taken after mu, never before it.
 	flushMu       sync.Mutex

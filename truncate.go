@@ -18,6 +18,8 @@ import (
 // recovery point follows the new end and is checkpointed at once, so a
 // crash cannot skip recovering bytes appended after the truncation.
 func (l *Log) TruncateTo(offset int64) error {
+	l.ckptMu.Lock() // the recovery point is rewritten below
+	defer l.ckptMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
