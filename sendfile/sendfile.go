@@ -41,6 +41,7 @@ type Error struct {
 	Err error
 }
 
+// Error describes the failure with the path that failed and where.
 func (e *Error) Error() string {
 	return fmt.Sprintf("sendfile: %s at source offset %d: %v", e.Op, e.Off, e.Err)
 }

@@ -96,6 +96,7 @@ type InjectedError struct {
 	Err error // the injector's choice, e.g. syscall.EIO
 }
 
+// Error describes the injected failure.
 func (e *InjectedError) Error() string { return "injected: " + e.Err.Error() }
 
 // Unwrap returns the chosen error, so errors.Is(err, syscall.EIO) works.
