@@ -17,6 +17,10 @@ import (
 // batch.
 var ErrWriteFailed = errors.New("seglog: write failed; reopen the log to recover")
 
+// ErrAppendTruncated: under SyncAlways, TruncateTo removed the batch before
+// the sync that would have acknowledged it. Nothing of it is in the log.
+var ErrAppendTruncated = errors.New("seglog: batch truncated before it was synced")
+
 // builders are reused across Append calls: a warm builder encodes records
 // without allocating, and compression runs outside the Log's lock, so
 // concurrent appenders compress in parallel.
@@ -136,6 +140,7 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 	if l.opts.Sync != SyncAlways {
 		l.end.Store(l.next)
 	}
+	gen := l.truncations.current()
 	kick := false
 	if l.opts.Sync == SyncPeriodic && l.opts.SyncBytes > 0 {
 		l.dirtyBytes += int64(len(b))
@@ -145,7 +150,7 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 
 	switch {
 	case l.opts.Sync == SyncAlways:
-		if err := l.waitDurable(info.LastOffset + 1); err != nil {
+		if err := l.waitDurable(info.LastOffset+1, gen); err != nil {
 			return info, err
 		}
 	case kick:

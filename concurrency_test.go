@@ -3,6 +3,7 @@ package seglog
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -235,4 +236,56 @@ func TestSyncPeriodic(t *testing.T) {
 		l.Append(recordsAt(0, 2)...)
 		waitFor(t, "the interval flush", func() bool { return l.RecoveryPoint() == l.EndOffset() })
 	})
+}
+
+// TestTruncateBeforeGroupCommit: a SyncAlways append whose batch TruncateTo
+// removes before the sync that would acknowledge it fails with
+// ErrAppendTruncated instead of waiting forever or being acknowledged for
+// batches that took its offsets.
+func TestTruncateBeforeGroupCommit(t *testing.T) {
+	mem := vfs.NewMem()
+	release := make(chan struct{})
+	var syncs atomic.Int64
+	blockFirst := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && filepath.Ext(op.Path) == ".log" && syncs.Add(1) == 1 {
+			<-release // the group commit's fdatasync hangs until released
+		}
+		return nil
+	})
+	l, err := Open("/tg", Options{FS: vfs.Inject(mem, blockFirst), Sync: SyncAlways, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Append(recordsAt(0, 3)...)
+		done <- err
+	}()
+	// Wait until the append is inside its sync, then truncate it away.
+	for syncs.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	truncated := make(chan error, 1)
+	go func() { truncated <- l.TruncateTo(0) }()
+	time.Sleep(20 * time.Millisecond) // TruncateTo's own sync is not blocked
+	close(release)
+	if err := <-truncated; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrAppendTruncated) {
+			t.Fatalf("append whose batch was truncated before its sync: %v, want ErrAppendTruncated", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("append still waiting for a sync of a batch that was truncated")
+	}
+	if l.EndOffset() != 0 {
+		t.Fatalf("end %d after truncating to 0", l.EndOffset())
+	}
+	// The log goes on: a new append is acknowledged.
+	if _, err := l.Append(recordsAt(0, 1)...); err != nil {
+		t.Fatal(err)
+	}
 }

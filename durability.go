@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -35,14 +36,20 @@ func (g *groupCommit) lower(end int64) {
 	g.mu.Unlock()
 }
 
-// waitDurable returns once every offset below target is on disk.
-func (l *Log) waitDurable(target int64) error {
+// waitDurable returns once every offset below target is on disk. gen is
+// the truncation generation when the batch ending at target was appended:
+// if a truncation has cut it since, the batch is gone (or its offsets hold
+// someone else's batch) and the wait fails with ErrAppendTruncated.
+func (l *Log) waitDurable(target int64, gen uint64) error {
 	g := &l.commit
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for g.durable < target {
 		if g.err != nil {
 			return g.err
+		}
+		if l.truncations.affects(gen, target-1) {
+			return fmt.Errorf("%w: offsets below %d", ErrAppendTruncated, target)
 		}
 		if g.syncing {
 			g.cond.Wait()
