@@ -57,7 +57,9 @@ func (m SyncMode) String() string {
 // Options configures a Log. The zero value of every field means Kafka's
 // default for it.
 type Options struct {
-	// FS is the filesystem; nil means the real one.
+	// FS is the filesystem; nil means the real one. The other
+	// implementations (a crash-simulating in-memory FS, a fault injector)
+	// live in internal/vfs and serve seglog's own tests.
 	FS vfs.FS
 	// SegmentBytes is the size at which the active segment rolls. Default
 	// 1 GiB; at most 2^31-1 because index positions are 32-bit.
