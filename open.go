@@ -443,12 +443,21 @@ func (l *Log) removeSegmentFiles(base int64) error {
 
 // closeSegments closes every segment in the tree (used when Open fails and
 // by Close).
+//
+// The active segment is sealed (its final time-index entry written, both
+// indexes trimmed, as Kafka's close does) and every segment then loses the
+// Log's reference rather than being closed outright: a Slice or an
+// iteration still holding one keeps its descriptor until it lets go, so a
+// send in flight never meets a closed (or reused) descriptor.
 func (l *Log) closeSegments() error {
 	var errs []error
 	l.segs.Ascend(func(it segItem) bool {
-		if err := it.seg.Close(); err != nil {
-			errs = append(errs, err)
+		if !it.seg.IsSealed() {
+			if err := it.seg.Seal(); err != nil {
+				errs = append(errs, err)
+			}
 		}
+		it.seg.Release()
 		return true
 	})
 	return errors.Join(errs...)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 )
@@ -185,4 +186,38 @@ func TestSliceOutlivesRemoval(t *testing.T) {
 		}
 		s.Close()
 	})
+}
+
+// TestSliceOutlivesClose: a slice made before Close still sends its bytes
+// afterwards (the segment keeps its descriptor while the slice holds it),
+// and closing the slice then releases the descriptor.
+func TestSliceOutlivesClose(t *testing.T) {
+	dir := t.TempDir()
+	fds := openFds(t)
+	l, err := Open(dir, Options{MaxIndexBytes: 4096, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Append(recordsAt(0, 5)...)
+	s, err := l.Read(0, 1<<20, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before bytes.Buffer
+	s.WriteTo(&before)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var after bytes.Buffer
+	if _, err := s.WriteTo(&after); err != nil {
+		t.Fatalf("WriteTo after the log closed: %v", err)
+	}
+	if !bytes.Equal(before.Bytes(), after.Bytes()) || after.Len() == 0 {
+		t.Fatal("slice bytes changed when the log closed")
+	}
+	s.Close()
+	if got := openFds(t); got > fds {
+		t.Fatalf("%d descriptors open after the last slice closed, %d before", got, fds)
+	}
+	fscktest.CheckClean(t, vfs.Default, dir)
 }
