@@ -192,3 +192,24 @@ func TestLazyIndexMapping(t *testing.T) {
 		t.Fatalf("reading %d segments: %+v; want a mapping per segment and evictions", len(bases), st)
 	}
 }
+
+// TestOpenHoldsNoSealedDescriptors: opening a log of many segments, and
+// asking its size, opens none of the sealed segments' files.
+func TestOpenHoldsNoSealedDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	bases := writeSegments(t, vfs.Default, dir, 40)
+	before := openFds(t)
+	l, err := Open(dir, Options{MaxIndexBytes: 4096, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Size() == 0 {
+		t.Fatal("empty log")
+	}
+	// The active segment's three files and the lock are all that may be
+	// open; 40 segments' worth would be 40 or more.
+	if opened := openFds(t) - before; opened > 6 {
+		t.Fatalf("%d descriptors opened for a log of %d segments", opened, len(bases))
+	}
+}
