@@ -433,7 +433,7 @@ func (s *Segment) scanTail() (tail, error) {
 	t := tail{next: s.base, maxTS: -1, maxTSOffset: s.base}
 	var from int64
 	if n := s.offIdx.Entries(); n > 0 {
-		e, err := s.offIdx.EntryErr(n - 1)
+		e, err := s.offIdx.LastEntryErr() // a sealed index is read, not mapped
 		if err != nil {
 			return t, err
 		}
