@@ -130,10 +130,14 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 		err = l.active.Append(b)
 	}
 	if err != nil {
+		l.mu.Unlock()
+		if errors.Is(err, segment.ErrBadAppend) {
+			// Refused before anything was written: the log is intact.
+			return AppendInfo{}, err
+		}
 		err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
 		l.failure.CompareAndSwap(nil, &err)
-		l.mu.Unlock()
-		return AppendInfo{}, err
+		return AppendInfo{}, *l.failure.Load()
 	}
 	info := AppendInfo{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(), Bytes: len(b)}
 	l.next = b.NextOffset()

@@ -128,6 +128,7 @@ func (l *Log) segmentOptions() segment.Options {
 	return segment.Options{
 		IndexIntervalBytes: l.opts.IndexIntervalBytes,
 		MaxIndexBytes:      l.opts.MaxIndexBytes,
+		MaxBatchBytes:      l.opts.MaxBatchBytes,
 		IndexCache:         l.cache,
 		Logger:             l.logger,
 	}

@@ -249,3 +249,25 @@ func producerBatch(t testing.TB, codec record.Codec, recs []record.Record) []byt
 	}
 	return bytes.Clone(out)
 }
+
+// TestLargeBatchLimit: MaxBatchBytes above Kafka's default lets larger
+// batches in (the segment layer honours the Log's limit), and a batch over
+// the limit is refused without failing the log.
+func TestLargeBatchLimit(t *testing.T) {
+	l, err := Open("/big", Options{FS: vfs.NewMem(), MaxBatchBytes: 3 << 20, SegmentBytes: 8 << 20, MaxIndexBytes: 4096, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	big := record.Record{Value: bytes.Repeat([]byte("x"), 2<<20)}
+	if _, err := l.Append(big); err != nil {
+		t.Fatalf("2 MiB batch under a 3 MiB limit: %v", err)
+	}
+	huge := record.Record{Value: bytes.Repeat([]byte("x"), 4<<20)}
+	if _, err := l.Append(huge); !errors.Is(err, ErrBatchTooLarge) {
+		t.Fatalf("4 MiB batch over a 3 MiB limit: %v, want ErrBatchTooLarge", err)
+	}
+	if _, err := l.Append(recordsAt(1, 1)...); err != nil {
+		t.Fatalf("append after a refused batch: %v", err)
+	}
+}
