@@ -27,7 +27,6 @@ func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
 			return
 		}
 		var it record.Iterator
-		it.MaxDecompressed = 0
 		seg := l.acquireFloor(from)
 		pos := int64(-1)
 		for seg != nil {
