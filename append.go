@@ -85,6 +85,7 @@ func (l *Log) AppendBatch(batch []byte) (AppendInfo, error) {
 	// Walking the records checks their framing and count, and yields the
 	// max timestamp a CreateTime batch must carry.
 	it := iterators.Get().(*record.Iterator)
+	it.MaxDecompressed = l.maxDecompressed()
 	maxTS, err := record.MaxRecordTimestamp(b, it)
 	iterators.Put(it)
 	if err != nil {
@@ -92,6 +93,14 @@ func (l *Log) AppendBatch(batch []byte) (AppendInfo, error) {
 	}
 	b.SetPartitionLeaderEpoch(l.opts.LeaderEpoch)
 	return l.store(b, maxTS, true)
+}
+
+// maxDecompressed is the decompression cap for this log's batches: record's
+// default (8 × Kafka's max batch) or, for a log that allows larger batches,
+// the same multiple of its own limit, so every batch the log accepts can be
+// read back.
+func (l *Log) maxDecompressed() int {
+	return max(record.DefaultMaxDecompressed, 8*l.opts.MaxBatchBytes)
 }
 
 // store assigns offsets to b and writes it to the active segment, rolling

@@ -270,4 +270,28 @@ func TestLargeBatchLimit(t *testing.T) {
 	if _, err := l.Append(recordsAt(1, 1)...); err != nil {
 		t.Fatalf("append after a refused batch: %v", err)
 	}
+	// A compressed batch that expands past record's default cap (8 MiB)
+	// but within the log's own multiple of its limit reads back.
+	l.opts.Compression = record.Zstd
+	recs := make([]record.Record, 5)
+	for i := range recs {
+		recs[i] = record.Record{Value: bytes.Repeat([]byte{'a' + byte(i)}, 2<<20)}
+	}
+	info, err := l.Append(recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for r, err := range l.Records(info.FirstOffset) {
+		if err != nil {
+			t.Fatalf("reading back a 10 MiB compressed batch: %v", err)
+		}
+		if len(r.Value) != 2<<20 {
+			t.Fatalf("record %d: %d bytes", r.Offset, len(r.Value))
+		}
+		n++
+	}
+	if n != len(recs) {
+		t.Fatalf("read %d records, appended %d", n, len(recs))
+	}
 }

@@ -26,7 +26,7 @@ func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
 			yield(record.Record{}, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, from, start, end))
 			return
 		}
-		var it record.Iterator
+		it := record.Iterator{MaxDecompressed: l.maxDecompressed()}
 		seg := l.acquireFloor(from)
 		pos := int64(-1)
 		for seg != nil {
