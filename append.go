@@ -58,6 +58,11 @@ func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
 			return AppendInfo{}, fmt.Errorf("%w: record %d: %w", ErrInvalidRecord, i, err)
 		}
 	}
+	if n := bld.UncompressedSize(); n > l.maxDecompressed() {
+		// It might compress under MaxBatchBytes, but no reader would be
+		// allowed to decompress it.
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes uncompressed, readers decompress at most %d", ErrBatchTooLarge, n, l.maxDecompressed())
+	}
 	b, err := bld.Build()
 	if err != nil {
 		return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)

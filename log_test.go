@@ -295,3 +295,24 @@ func TestLargeBatchLimit(t *testing.T) {
 		t.Fatalf("read %d records, appended %d", n, len(recs))
 	}
 }
+
+// TestAppendRefusesUndecompressible: records that would compress under
+// MaxBatchBytes but expand past what readers may decompress are refused,
+// not stored unreadable.
+func TestAppendRefusesUndecompressible(t *testing.T) {
+	l, err := Open("/z", Options{FS: vfs.NewMem(), Compression: record.Zstd, MaxIndexBytes: 4096, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	recs := make([]record.Record, 5)
+	for i := range recs {
+		recs[i] = record.Record{Value: bytes.Repeat([]byte{'a'}, 2<<20)} // 10 MiB, compresses to almost nothing
+	}
+	if _, err := l.Append(recs...); !errors.Is(err, ErrBatchTooLarge) {
+		t.Fatalf("10 MiB of records with the default limits: %v, want ErrBatchTooLarge", err)
+	}
+	if l.EndOffset() != 0 {
+		t.Fatalf("end %d after a refused append", l.EndOffset())
+	}
+}
