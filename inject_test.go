@@ -20,6 +20,8 @@ func tolerated(op vfs.Op) bool {
 		return true
 	case vfs.OpRemove:
 		return true // a leftover file is resolved by the next open
+	case vfs.OpReserve:
+		return true // a hint: the write that follows reports a real failure
 	}
 	return false
 }

@@ -131,8 +131,15 @@ func (l *Log) segmentOptions() segment.Options {
 		MaxBatchBytes:      l.opts.MaxBatchBytes,
 		IndexCache:         l.cache,
 		Logger:             l.logger,
+		ReserveBytes:       min(l.opts.SegmentBytes, reserveChunk),
 	}
 }
+
+// reserveChunk is how far ahead of its appends the active segment reserves
+// disk blocks (segment.Options.ReserveBytes): large enough that the
+// fallocate call (about 10 µs) is rare, small enough that the space held
+// past the end of each partition's active segment stays modest.
+const reserveChunk = 16 << 20
 
 // segItem is a segment in the tree, keyed by its base offset; a bare base
 // offset serves as a search key.

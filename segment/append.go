@@ -61,6 +61,7 @@ func (s *Segment) WriteDeferred() error {
 		return nil
 	}
 	pos := s.size.Load()
+	s.reserveFor(pos, pos+int64(len(s.pend.buf)))
 	if _, err := s.log.Write(s.pend.buf); err != nil {
 		s.broken = true
 		return fmt.Errorf("segment: append to %s at byte %d: %w", s.LogPath(), pos, err)
@@ -119,8 +120,11 @@ func (s *Segment) append(b record.Batch, deferred bool) error {
 			s.pend.maxTS = s.maxTS.Load()
 		}
 		s.pend.buf = append(s.pend.buf, b...)
-	} else if _, err := s.log.Write(b); err != nil {
-		return s.undoAppend(pos, fmt.Errorf("segment: append to %s at byte %d: %w", s.LogPath(), pos, err))
+	} else {
+		s.reserveFor(pos, pos+n)
+		if _, err := s.log.Write(b); err != nil {
+			return s.undoAppend(pos, fmt.Errorf("segment: append to %s at byte %d: %w", s.LogPath(), pos, err))
+		}
 	}
 	undo := func(err error) error {
 		if deferred {
@@ -213,6 +217,7 @@ func (s *Segment) checkAppend(b record.Batch, pos int64) error {
 // undoAppend cuts the .log back to pos after a failed append and returns
 // cause (joined with the cut's own failure, if any).
 func (s *Segment) undoAppend(pos int64, cause error) error {
+	s.reserved = 0 // a truncate releases the blocks reserved past the end
 	if err := s.log.Truncate(pos); err != nil {
 		return errors.Join(cause, fmt.Errorf("segment: undoing append to %s: %w", s.LogPath(), err))
 	}

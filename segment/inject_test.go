@@ -17,7 +17,8 @@ import (
 // appended, so recovery returns exactly the acknowledged prefix.
 func TestInjectedFailures(t *testing.T) {
 	const base = 20
-	opts := Options{IndexIntervalBytes: 150, MaxIndexBytes: 4096}
+	// A small ReserveBytes makes the workload reserve space several times.
+	opts := Options{IndexIntervalBytes: 150, MaxIndexBytes: 4096, ReserveBytes: 300}
 	g := newGen(77, base, 60)
 	var batches []mbatch
 	for i := 0; i < 12; i++ {
@@ -113,7 +114,7 @@ func TestInjectedFailures(t *testing.T) {
 			// unreported: closing a read-only descriptor, the
 			// directory sync after the removal renames, ...
 			switch op.Kind {
-			case vfs.OpClose, vfs.OpUnmap, vfs.OpRemove:
+			case vfs.OpClose, vfs.OpUnmap, vfs.OpRemove, vfs.OpReserve:
 				continue
 			}
 			t.Fatalf("op %d (%v %s) failed silently", i, op.Kind, op.Path)

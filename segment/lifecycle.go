@@ -33,7 +33,7 @@ func (s *Segment) Seal() error {
 			return err
 		}
 	}
-	if err := errors.Join(s.offIdx.Seal(), s.timeIdx.Seal()); err != nil {
+	if err := errors.Join(s.offIdx.Seal(), s.timeIdx.Seal(), s.releaseReserved()); err != nil {
 		return err
 	}
 	s.sealed.Store(true)

@@ -126,6 +126,7 @@ func (s *Segment) Recover(maxBatchBytes int) (RecoverResult, error) {
 	if res.TruncatedBytes > 0 {
 		s.opts.Logger.Warn("segment: truncating invalid tail", "path", path,
 			"valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
+		s.reserved = 0
 		if err := s.log.Truncate(res.ValidBytes); err != nil {
 			return RecoverResult{}, err
 		}
@@ -215,6 +216,7 @@ func (s *Segment) TruncateTo(offset int64) (removedBytes int64, err error) {
 		return 0, err
 	}
 	if newSize < size {
+		s.reserved = 0
 		if err := s.log.Truncate(newSize); err != nil {
 			return 0, fmt.Errorf("segment: truncate %s to %d bytes: %w", s.LogPath(), newSize, err)
 		}

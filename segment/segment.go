@@ -53,6 +53,15 @@ type Options struct {
 	// segment can become active again without reopening its descriptor
 	// (which readers may be using).
 	ReadOnly bool
+	// ReserveBytes, when positive, makes an active segment reserve disk
+	// blocks for its .log this many bytes at a time ahead of its appends
+	// (vfs.File.Reserve: fallocate with FALLOC_FL_KEEP_SIZE), as Kafka's
+	// log.preallocate and pebble's WAL preallocation do. An append into
+	// reserved blocks skips the filesystem's block allocation, about a
+	// quarter of what a page-cache write costs on ext4; the file's size,
+	// and so everything a reader or recovery sees, is unchanged. Sealing or
+	// closing the segment releases what was reserved past its end.
+	ReserveBytes int64
 	// Now is the clock for the segment's creation time, which the age-based
 	// roll check uses when the first batch has no timestamp. Nil means
 	// time.Now.
@@ -123,6 +132,10 @@ type Segment struct {
 	// writing them failed.
 	pend   pending
 	broken bool
+
+	// reserved is where the blocks reserved ahead of the appends end
+	// (Options.ReserveBytes); writer only. Zero when nothing is reserved.
+	reserved int64
 
 	// Roll-check state, writer only.
 	created      time.Time
@@ -494,6 +507,7 @@ func (s *Segment) Close() error {
 			first = err
 		}
 	}
+	first = errors.Join(first, s.releaseReserved())
 	return errors.Join(first, s.closeFiles())
 }
 

@@ -50,6 +50,7 @@ var conformance = []struct {
 	{"OpenModes", testOpenModes},
 	{"ReadPastEnd", testReadPastEnd},
 	{"TruncateAndPreallocate", testTruncateAndPreallocate},
+	{"Reserve", testReserve},
 	{"Map", testMap},
 	{"Lock", testLock},
 	{"Namespace", testNamespace},
@@ -231,6 +232,41 @@ func testTruncateAndPreallocate(t *testing.T, fsys FS, dir string) {
 	}
 	if err := f.Preallocate(0, 0); err == nil {
 		t.Fatal("Preallocate of zero length succeeded")
+	}
+}
+
+// testReserve: reserving space past the end changes neither the size nor
+// what reads and appends see, and a Truncate to the size keeps the bytes.
+func testReserve(t *testing.T, fsys FS, dir string) {
+	name := path.Join(dir, "a")
+	f := create(t, fsys, name, "abc")
+	if err := f.Reserve(3, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Reserve(0, 2); err != nil { // inside the file: no change either
+		t.Fatal(err)
+	}
+	if size, _ := f.Size(); size != 3 {
+		t.Fatalf("size after Reserve = %d, want 3", size)
+	}
+	if fi, err := fsys.Stat(name); err != nil || fi.Size() != 3 {
+		t.Fatalf("Stat after Reserve = %v, %v", fi, err)
+	}
+	mustWrite(t, f, []byte("de"))
+	if got := readAll(t, f); string(got) != "abcde" {
+		t.Fatalf("after Reserve and append: %q", got)
+	}
+	if err := f.Truncate(5); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, f); string(got) != "abcde" {
+		t.Fatalf("after Truncate to the size: %q", got)
+	}
+	if err := f.Reserve(-1, 10); err == nil {
+		t.Fatal("Reserve at a negative offset succeeded")
+	}
+	if err := f.Reserve(0, 0); err == nil {
+		t.Fatal("Reserve of zero length succeeded")
 	}
 }
 

@@ -36,6 +36,7 @@ const (
 	OpSync                            // File.Sync
 	OpTruncate                        // File.Truncate
 	OpPreallocate                     // File.Preallocate
+	OpReserve                         // File.Reserve
 	OpMap                             // File.Map
 	OpFd                              // File.Fd
 	OpClose                           // File.Close
@@ -48,7 +49,7 @@ var opNames = [...]string{
 	OpRename: "rename", OpMkdirAll: "mkdirall", OpList: "list", OpStat: "stat",
 	OpSyncDir: "syncdir", OpLock: "lock", OpUnlock: "unlock", OpRead: "read",
 	OpWrite: "write", OpWriteAt: "writeat", OpSize: "size", OpSync: "sync",
-	OpTruncate: "truncate", OpPreallocate: "preallocate", OpMap: "mmap", OpFd: "fd",
+	OpTruncate: "truncate", OpPreallocate: "preallocate", OpReserve: "reserve", OpMap: "mmap", OpFd: "fd",
 	OpClose: "close", OpFlush: "msync", OpUnmap: "munmap",
 }
 
@@ -289,6 +290,13 @@ func (f *injectFile) Preallocate(off, length int64) error {
 		return err
 	}
 	return f.f.Preallocate(off, length)
+}
+
+func (f *injectFile) Reserve(off, length int64) error {
+	if err := f.op(OpReserve, off, length); err != nil {
+		return err
+	}
+	return f.f.Reserve(off, length)
 }
 
 func (f *injectFile) Map(length int, writable bool) (Mapping, error) {

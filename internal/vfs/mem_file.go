@@ -323,3 +323,15 @@ func (m *memMapping) Unmap() error {
 	n.mu.Unlock()
 	return nil
 }
+
+// Reserve checks its arguments and otherwise does nothing: memory needs no
+// block reservation, and the size must not change.
+func (f *memFile) Reserve(off, length int64) error {
+	if err := f.check("reserve", true); err != nil {
+		return err
+	}
+	if off < 0 || length <= 0 {
+		return pathErr("reserve", f.name, syscall.EINVAL)
+	}
+	return nil
+}

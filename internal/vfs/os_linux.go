@@ -217,6 +217,30 @@ func (f *osFile) Truncate(size int64) error {
 	return nil
 }
 
+// Reserve uses fallocate(FALLOC_FL_KEEP_SIZE). Filesystems that cannot
+// (EOPNOTSUPP) get nothing: the size never changes, so there is nothing to
+// emulate.
+func (f *osFile) Reserve(off, length int64) error {
+	if off < 0 || length <= 0 {
+		return &os.PathError{Op: "reserve", Path: f.name, Err: unix.EINVAL}
+	}
+	err := control(f.f, func(fd int) error {
+		for {
+			err := unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, off, length)
+			if err != unix.EINTR {
+				return err
+			}
+		}
+	})
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return nil
+	}
+	if err != nil {
+		return &os.PathError{Op: "reserve", Path: f.name, Err: err}
+	}
+	return nil
+}
+
 // Preallocate uses fallocate mode 0. Filesystems without fallocate (EOPNOTSUPP,
 // e.g. some network or FUSE filesystems) get an ftruncate extension instead:
 // the size is right but blocks are not reserved, so a later store into the

@@ -9,7 +9,8 @@
 //
 // Default (also OS()) is the real filesystem: Write appends with pwrite at a
 // position the File tracks, so ReadAt and WriteAt never move it; Sync is
-// fdatasync; SyncDir fsyncs the directory; Preallocate is fallocate mode 0;
+// fdatasync; SyncDir fsyncs the directory; Preallocate is fallocate mode 0
+// and Reserve is fallocate with FALLOC_FL_KEEP_SIZE;
 // Lock is flock(LOCK_EX|LOCK_NB) on a fresh open file description, so two
 // Locks conflict even within one process; Map is a shared mmap and Flush is
 // msync. Errors are *os.PathError values carrying the path.
@@ -113,6 +114,13 @@ type File interface {
 	// file size to cover it (fallocate mode 0), so a later store into that
 	// range cannot fail for lack of space.
 	Preallocate(off, length int64) error
+	// Reserve reserves disk blocks for [off, off+length) without changing
+	// the file's size (fallocate with FALLOC_FL_KEEP_SIZE). Appends into a
+	// reserved range skip the filesystem's block allocation, which is a
+	// large part of what a page-cache write costs; Truncate to the size
+	// releases what was reserved past it. It is a hint: a filesystem that
+	// cannot reserve makes it a no-op, and it never changes what reads see.
+	Reserve(off, length int64) error
 	// Map maps the first length bytes of the file into memory (length must
 	// not exceed the file's size). Writes to the returned bytes reach the
 	// file; they are durable after Mapping.Flush.

@@ -1,0 +1,44 @@
+package segment
+
+import "fmt"
+
+// Block reservation for the active .log (Options.ReserveBytes).
+//
+// A write that extends a file on ext4 (and xfs) first reserves blocks for
+// the new pages (delayed allocation) and records them in the inode's
+// extent tree; a write into blocks already reserved by fallocate skips
+// that, and measured here a 100 KiB append costs about 25 µs instead of
+// 33 µs (docs/benchmarks.md). FALLOC_FL_KEEP_SIZE reserves without moving
+// the end of file, so the bytes past the last batch never exist as far as
+// readers, recovery, fsck or Kafka are concerned: nothing else has to know.
+
+// reserveFor makes sure the blocks for a write of [pos, end) are reserved,
+// reserving the next Options.ReserveBytes when they are not. It is a hint:
+// a failure (a full disk, a filesystem without fallocate) is ignored, and
+// the next attempt waits for another ReserveBytes of appends, so a disk
+// that cannot reserve costs one system call per ReserveBytes, not one per
+// append. The write that follows reports a real lack of space.
+func (s *Segment) reserveFor(pos, end int64) {
+	chunk := s.opts.ReserveBytes
+	if chunk <= 0 || end <= s.reserved {
+		return
+	}
+	from := max(s.reserved, pos)
+	n := max(chunk, end-from)
+	_ = s.log.Reserve(from, n) // a hint; see above
+	s.reserved = from + n
+}
+
+// releaseReserved gives back the blocks reserved past the end of the .log,
+// which a truncate to the current size does on Linux filesystems. Called
+// when the segment stops being the active one.
+func (s *Segment) releaseReserved() error {
+	if s.reserved == 0 {
+		return nil
+	}
+	s.reserved = 0
+	if err := s.log.Truncate(s.size.Load()); err != nil {
+		return fmt.Errorf("segment: releasing the space reserved past the end of %s: %w", s.LogPath(), err)
+	}
+	return nil
+}
