@@ -109,7 +109,7 @@ func runWrite(ctx context.Context, r *runner, env Env, cfg WriteConfig, workload
 	for w := range cfg.Writers {
 		curs[w] = &valueCursor{pool: pool, size: cfg.RecordSize, pos: (w * 7919 * (cfg.RecordSize + 1)) % poolBytes}
 		c := *curs[w]
-		if batches[w], err = buildBatches(&c, batchesPerWriter, cfg.Batch, cfg.Options.Compression); err != nil {
+		if batches[w], err = buildBatches(&c, batchesFor(cfg.Writers, cfg.Batch, cfg.RecordSize), cfg.Batch, cfg.Options.Compression); err != nil {
 			return nil, err
 		}
 	}

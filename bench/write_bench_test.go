@@ -51,7 +51,7 @@ func BenchmarkAppend(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("raw/%dB", size), func(b *testing.B) {
 			cur := &valueCursor{pool: pool, size: size}
-			batches, err := buildBatches(cur, batchesPerWriter, 100, record.None)
+			batches, err := buildBatches(cur, batchesFor(1, 100, size), 100, record.None)
 			if err != nil {
 				b.Fatal(err)
 			}
