@@ -88,6 +88,7 @@ func (x *OffsetIndex) Append(offset, position int64) error {
 	if position < 0 || position > math.MaxInt32 {
 		return b.errorf("append", pos, ErrOverflow, fmt.Sprintf("position %d", position))
 	}
+	b.warmFor(pos + OffsetEntrySize)
 	e := b.buf[pos : pos+OffsetEntrySize]
 	binary.BigEndian.PutUint32(e, uint32(offset-b.base))
 	binary.BigEndian.PutUint32(e[4:], uint32(position))

@@ -93,6 +93,7 @@ func (x *TimeIndex) MaybeAppend(timestamp, offset int64, skipFullCheck bool) err
 		return b.errorf("append", pos, ErrOverflow,
 			fmt.Sprintf("offset %d is more than 2^31-1 past base offset %d", offset, b.base))
 	}
+	b.warmFor(pos + TimeEntrySize)
 	e := b.buf[pos : pos+TimeEntrySize]
 	binary.BigEndian.PutUint64(e, uint64(timestamp))
 	binary.BigEndian.PutUint32(e[8:], uint32(offset-b.base))
