@@ -36,6 +36,8 @@ type Log struct {
 	logger *slog.Logger
 	lock   io.Closer
 	cache  *index.Cache
+	// logMaps bounds the .log mappings segments read batch headers from.
+	logMaps *index.Cache
 
 	// mu serializes writers and every change to the segment set; readers
 	// never take it.
@@ -130,6 +132,7 @@ func (l *Log) segmentOptions() segment.Options {
 		MaxIndexBytes:      l.opts.MaxIndexBytes,
 		MaxBatchBytes:      l.opts.MaxBatchBytes,
 		IndexCache:         l.cache,
+		LogMapCache:        l.logMaps,
 		Logger:             l.logger,
 		ReserveBytes:       min(l.opts.SegmentBytes, reserveChunk),
 	}

@@ -42,13 +42,14 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{
-		dir:    dir,
-		fs:     fs,
-		opts:   opts,
-		logger: opts.Logger,
-		lock:   lock,
-		cache:  index.NewCache(opts.MaxMappedIndexes),
-		segs:   newSegmentTree(),
+		dir:     dir,
+		fs:      fs,
+		opts:    opts,
+		logger:  opts.Logger,
+		lock:    lock,
+		cache:   index.NewCache(opts.MaxMappedIndexes),
+		logMaps: index.NewCache(opts.MaxMappedIndexes),
+		segs:    newSegmentTree(),
 	}
 	if err := l.load(); err != nil {
 		l.closeSegments()

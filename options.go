@@ -81,7 +81,9 @@ type Options struct {
 	// that Append or AppendBatch will store. Default 1,048,588.
 	MaxBatchBytes int
 	// MaxMappedIndexes bounds how many sealed segments' indexes are memory
-	// mapped at once (least recently used are unmapped). Default 1024.
+	// mapped at once (least recently used are unmapped). Default 1024. It
+	// bounds, separately, how many segments' .log files are mapped
+	// read-only for reading batch headers without a system call.
 	MaxMappedIndexes int
 	// Compression is the codec Append uses. AppendBatch stores producer
 	// batches with the codec they arrived in. Default none.

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"container/list"
 	"errors"
 	"io/fs"
 	"sync"
@@ -46,8 +45,7 @@ type base struct {
 	// writer only, reset when the index is mapped writable.
 	warmEnd int64
 
-	elem  *list.Element // position in cache.lru; guarded by cache.mu
-	stamp atomic.Uint64 // cache tick when last moved to the front
+	cached cacheLink
 
 	// lastMu guards last, the raw bytes of the final entry of a sealed index
 	// that is not mapped, read with ReadAt so that asking a sealed segment
@@ -55,6 +53,17 @@ type base struct {
 	lastMu  sync.Mutex
 	last    []byte
 	lastFor int64 // entry count last was read for; -1 = none
+}
+
+func (x *base) link() *cacheLink { return &x.cached }
+
+func (x *base) tryEvict() bool {
+	if !x.mu.TryLock() {
+		return false
+	}
+	x.unmapLocked()
+	x.mu.Unlock()
+	return true
 }
 
 // errShortMap means a vfs mapping came back shorter than asked for.

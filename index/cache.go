@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 )
 
-// Cache bounds how many sealed (read-only) indexes are memory-mapped at once
-// across a log, unmapping the least recently used. A log with 10,000 sealed
+// Cache bounds how many sealed (read-only) indexes, or .log files mapped for
+// their batch headers (LogMap), are memory-mapped at once across a log,
+// unmapping the least recently used. A log with 10,000 sealed
 // segments thus costs no mappings until they are read, and a bounded number
 // afterwards (each mapping also holds a file descriptor).
 //
@@ -24,7 +25,7 @@ type Cache struct {
 	// index's lock (they only TryLock), so an index may call into the Cache
 	// while holding its own lock.
 	mu  sync.Mutex
-	lru list.List // of *base; front = most recently used
+	lru list.List // of member; front = most recently used
 
 	// tick advances on every reordering; an index whose stamp equals tick is
 	// already at the front, so repeated lookups on one index skip mu.
@@ -64,62 +65,76 @@ func (c *Cache) Stats() CacheStats {
 	return CacheStats{Mapped: n, Maps: c.maps.Load(), Evictions: c.evictions.Load()}
 }
 
+// member is what a Cache holds: a lazily mapped file (an index, a LogMap).
+type member interface {
+	link() *cacheLink
+	// tryEvict unmaps the member unless it is in use (its lock is held)
+	// and reports whether it did. The caller holds the Cache's mu.
+	tryEvict() bool
+}
+
+// cacheLink is a member's place in a Cache.
+type cacheLink struct {
+	elem  *list.Element // position in Cache.lru; guarded by Cache.mu
+	stamp atomic.Uint64 // Cache.tick when last moved to the front
+}
+
 // admit records that x was just mapped and evicts others over the bound.
-// The caller holds x.mu exclusively.
-func (c *Cache) admit(x *base) {
+// The caller holds x's lock exclusively.
+func (c *Cache) admit(x member) {
 	if c == nil {
 		return
 	}
 	c.maps.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if x.elem == nil {
-		x.elem = c.lru.PushFront(x)
+	l := x.link()
+	if l.elem == nil {
+		l.elem = c.lru.PushFront(x)
 	} else {
-		c.lru.MoveToFront(x.elem)
+		c.lru.MoveToFront(l.elem)
 	}
-	x.stamp.Store(c.tick.Add(1))
+	l.stamp.Store(c.tick.Add(1))
 	if c.max <= 0 {
 		return
 	}
 	for e := c.lru.Back(); e != nil && c.lru.Len() > c.max; {
 		prev := e.Prev()
-		y := e.Value.(*base)
-		// TryLock fails while a lookup holds y (or y is mid-operation);
+		y := e.Value.(member)
+		// tryEvict fails while a lookup holds y (or y is mid-operation);
 		// skipping it keeps mappings valid under readers.
-		if y != x && y.mu.TryLock() {
+		if y != x && y.tryEvict() {
 			c.lru.Remove(e)
-			y.elem = nil
-			y.unmapLocked()
-			y.mu.Unlock()
+			y.link().elem = nil
 			c.evictions.Add(1)
 		}
 		e = prev
 	}
 }
 
-// touch marks x as most recently used. The caller holds x.mu (shared).
-func (c *Cache) touch(x *base) {
-	if c == nil || x.stamp.Load() == c.tick.Load() {
+// touch marks x as most recently used. The caller holds x's lock (shared).
+func (c *Cache) touch(x member) {
+	l := x.link()
+	if c == nil || l.stamp.Load() == c.tick.Load() {
 		return
 	}
 	c.mu.Lock()
-	if x.elem != nil {
-		c.lru.MoveToFront(x.elem)
-		x.stamp.Store(c.tick.Add(1))
+	if l.elem != nil {
+		c.lru.MoveToFront(l.elem)
+		l.stamp.Store(c.tick.Add(1))
 	}
 	c.mu.Unlock()
 }
 
-// forget removes x from the Cache. The caller holds x.mu exclusively.
-func (c *Cache) forget(x *base) {
+// forget removes x from the Cache. The caller holds x's lock exclusively.
+func (c *Cache) forget(x member) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	if x.elem != nil {
-		c.lru.Remove(x.elem)
-		x.elem = nil
+	if l := x.link(); l.elem != nil {
+		c.lru.Remove(l.elem)
+		l.elem = nil
 	}
 	c.mu.Unlock()
 }

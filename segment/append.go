@@ -218,7 +218,7 @@ func (s *Segment) checkAppend(b record.Batch, pos int64) error {
 // cause (joined with the cut's own failure, if any).
 func (s *Segment) undoAppend(pos int64, cause error) error {
 	s.reserved = 0 // a truncate releases the blocks reserved past the end
-	if err := s.log.Truncate(pos); err != nil {
+	if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(pos)); err != nil {
 		return errors.Join(cause, fmt.Errorf("segment: undoing append to %s: %w", s.LogPath(), err))
 	}
 	return cause

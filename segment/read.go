@@ -79,8 +79,10 @@ func (s *Segment) batchAt(pos, end int64) (BatchPosition, bool, error) {
 	hp := headerBufs.Get().(*[record.HeaderSize]byte)
 	defer headerBufs.Put(hp)
 	hdr := hp[:]
-	if _, err := s.log.ReadAt(hdr, pos); err != nil {
-		return BatchPosition{}, false, fmt.Errorf("segment: reading %s at byte %d: %w", s.LogPath(), pos, err)
+	if !s.lmap.ReadAt(s.log, hdr, pos, end) {
+		if _, err := s.log.ReadAt(hdr, pos); err != nil {
+			return BatchPosition{}, false, fmt.Errorf("segment: reading %s at byte %d: %w", s.LogPath(), pos, err)
+		}
 	}
 	size, magic, err := record.PeekEntry(hdr)
 	if err != nil || magic != record.CurrentMagic || pos+int64(size) > end {

@@ -127,7 +127,7 @@ func (s *Segment) Recover(maxBatchBytes int) (RecoverResult, error) {
 		s.opts.Logger.Warn("segment: truncating invalid tail", "path", path,
 			"valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
 		s.reserved = 0
-		if err := s.log.Truncate(res.ValidBytes); err != nil {
+		if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(res.ValidBytes)); err != nil {
 			return RecoverResult{}, err
 		}
 	}
@@ -217,7 +217,7 @@ func (s *Segment) TruncateTo(offset int64) (removedBytes int64, err error) {
 	}
 	if newSize < size {
 		s.reserved = 0
-		if err := s.log.Truncate(newSize); err != nil {
+		if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(newSize)); err != nil {
 			return 0, fmt.Errorf("segment: truncate %s to %d bytes: %w", s.LogPath(), newSize, err)
 		}
 	}

@@ -43,6 +43,11 @@ type Options struct {
 	// IndexCache bounds how many sealed indexes are mapped at once across a
 	// log; nil means unbounded (still mapped lazily).
 	IndexCache *index.Cache
+	// LogMapCache, when set, lets the segment read batch headers through a
+	// read-only mapping of its .log (index.LogMap) instead of a pread each,
+	// and bounds how many segments' .log files are mapped at once across a
+	// log. Nil means no mapping: every header is read with pread.
+	LogMapCache *index.Cache
 	// Logger receives warnings (recovery truncations, unexpected damage met
 	// by lazy loads). Nil means slog.Default().
 	Logger *slog.Logger
@@ -132,6 +137,10 @@ type Segment struct {
 	// writing them failed.
 	pend   pending
 	broken bool
+
+	// lmap maps the .log for header reads (Options.LogMapCache); nil
+	// without a cache.
+	lmap *index.LogMap
 
 	// reserved is where the blocks reserved ahead of the appends end
 	// (Options.ReserveBytes); writer only. Zero when nothing is reserved.
@@ -235,6 +244,9 @@ func newSegment(fsys vfs.FS, dir string, base int64, opts Options) *Segment {
 	s.next.Store(-1)
 	s.maxTS.Store(-1)
 	s.refs.Store(1)
+	if opts.LogMapCache != nil {
+		s.lmap = index.NewLogMap(opts.LogMapCache)
+	}
 	return s
 }
 
@@ -518,6 +530,6 @@ func (s *Segment) closeFiles() error {
 
 // closeLog closes the .log descriptor once.
 func (s *Segment) closeLog() error {
-	s.closeOnce.Do(func() { s.closeErr = s.log.Close() })
+	s.closeOnce.Do(func() { s.closeErr = errors.Join(s.lmap.Close(), s.log.Close()) })
 	return s.closeErr
 }
