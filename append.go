@@ -139,7 +139,9 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 	// and published now.
 	var err error
 	if l.opts.Sync == SyncAlways {
-		err = l.active.AppendDeferred(b)
+		if err = l.active.AppendDeferred(b); err == nil {
+			l.commit.appends.Add(1)
+		}
 	} else {
 		err = l.active.Append(b)
 	}

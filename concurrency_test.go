@@ -289,3 +289,45 @@ func TestTruncateBeforeGroupCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGroupCommitGather: a new leader waits for as many appends as the last
+// sync covered (bounded by half that sync's duration), and never waits when
+// the last group was a lone appender.
+func TestGroupCommitGather(t *testing.T) {
+	returns := func(g *groupCommit) <-chan struct{} {
+		done := make(chan struct{})
+		go func() { g.gather(); close(done) }()
+		return done
+	}
+	within := func(done <-chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("gather did not return %s", what)
+		}
+	}
+
+	var lone groupCommit
+	lone.lastGroup.Store(1)
+	lone.lastSync.Store(int64(time.Hour))
+	within(returns(&lone), "for a lone appender")
+
+	var g groupCommit
+	g.lastGroup.Store(3)
+	g.lastSync.Store(int64(time.Hour))
+	done := returns(&g)
+	g.appends.Add(2)
+	select {
+	case <-done:
+		t.Fatal("gather returned with 2 of the 3 appends the last sync covered")
+	case <-time.After(20 * time.Millisecond):
+	}
+	g.appends.Add(1)
+	within(done, "once the group was complete")
+
+	var bounded groupCommit
+	bounded.lastGroup.Store(64)
+	bounded.lastSync.Store(int64(2 * time.Millisecond))
+	within(returns(&bounded), "after half the last sync's duration")
+}

@@ -2,7 +2,9 @@ package seglog
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seglog/seglog/segment"
@@ -19,6 +21,13 @@ type groupCommit struct {
 	durable int64 // every offset below is on disk
 	syncing bool
 	err     error // sticky: the first failed sync
+
+	// Pacing (see gather). appends counts the appends deferred since the
+	// group was last published; lastGroup is how many the last sync
+	// covered, lastSync how long its fdatasync took (nanoseconds).
+	appends   atomic.Int64
+	lastGroup atomic.Int64
+	lastSync  atomic.Int64
 }
 
 func (g *groupCommit) init(durable int64) {
@@ -57,6 +66,7 @@ func (l *Log) waitDurable(target int64, gen uint64) error {
 		}
 		g.syncing = true
 		g.mu.Unlock()
+		g.gather()
 		err := l.syncActive() // advances g.durable itself
 		g.mu.Lock()
 		g.syncing = false
@@ -66,6 +76,26 @@ func (l *Log) waitDurable(target int64, gen uint64) error {
 		g.cond.Broadcast()
 	}
 	return nil
+}
+
+// gather holds a new leader back, briefly, while the group is still
+// filling. When a sync completes it wakes every appender it covered; they
+// come back with their next appends one after another, and a leader that
+// synced at once would cover only the first few, leaving the rest to wait
+// a whole extra sync. So the leader waits until as many appends are
+// pending as the last sync covered, for at most half that sync's duration
+// (the idea of PostgreSQL's commit_delay, with the delay and the group
+// size learned rather than configured). A lone appender (a last group of
+// one) never waits, and a group that shrank is learned from the next sync.
+func (g *groupCommit) gather() {
+	want := g.lastGroup.Load()
+	if want <= 1 || g.appends.Load() >= want {
+		return
+	}
+	deadline := time.Now().Add(time.Duration(g.lastSync.Load() / 2))
+	for g.appends.Load() < want && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
 }
 
 // syncActive writes the batches waiting for this group commit with one
@@ -79,6 +109,7 @@ func (l *Log) waitDurable(target int64, gen uint64) error {
 // always rebuilds the indexes above the recovery point).
 func (l *Log) syncActive() error {
 	l.mu.Lock()
+	group := l.commit.appends.Swap(0)
 	if err := l.publishLocked(); err != nil {
 		l.mu.Unlock()
 		return err
@@ -94,9 +125,12 @@ func (l *Log) syncActive() error {
 		return nil
 	}
 	defer seg.Release()
+	t0 := time.Now()
 	if err := seg.File().Sync(); err != nil {
 		return err
 	}
+	l.commit.lastSync.Store(int64(time.Since(t0)))
+	l.commit.lastGroup.Store(group)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.truncations.current() != gen {
