@@ -49,12 +49,14 @@ func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
 	} else {
 		bld.SetLogAppendTime(-1)
 	}
-	for i, r := range recs {
-		r.Offset = int64(i)
-		if r.Timestamp == 0 {
-			r.Timestamp = now
+	for i := range recs {
+		ts := recs[i].Timestamp
+		if ts == 0 {
+			ts = now
 		}
-		if err := bld.Add(r); err != nil {
+		// AddAt reads the record in place: copying the five-word struct
+		// per record was a fifth of encoding a 100-byte one.
+		if err := bld.AddAt(int64(i), ts, &recs[i]); err != nil {
 			return AppendInfo{}, fmt.Errorf("%w: record %d: %w", ErrInvalidRecord, i, err)
 		}
 	}

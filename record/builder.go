@@ -140,14 +140,9 @@ func (b *Builder) UncompressedSize() int {
 // first record of a batch with base offset 0 has Offset 0) and its
 // absolute timestamp. Offsets must increase within a batch.
 func (b *Builder) Add(r Record) error {
-	d := r.Offset - b.baseOffset
-	if d < 0 || d > math.MaxInt32 {
-		return fmt.Errorf("record: offset %d outside the batch (base %d)", r.Offset, b.baseOffset)
-	}
-	if !b.baseTSSet {
-		b.baseTS, b.baseTSSet = r.Timestamp, true
-	}
-	return b.AddRecord(int32(d), r.Timestamp-b.baseTS, r.Key, r.Value, r.Headers)
+	// Small enough to be inlined, so r is copied once, into the caller's
+	// frame, and read in place from there on.
+	return b.AddAt(r.Offset, r.Timestamp, &r)
 }
 
 // AddRecord appends a record given by its deltas from the base offset and
@@ -156,49 +151,134 @@ func (b *Builder) AddRecord(offsetDelta int32, timestampDelta int64, key, value 
 	if offsetDelta <= b.lastDelta {
 		return fmt.Errorf("record: offset delta %d does not follow %d", offsetDelta, b.lastDelta)
 	}
-	if b.count == math.MaxInt32 {
-		return fmt.Errorf("record: too many records")
-	}
 	if !b.baseTSSet {
 		b.baseTS, b.baseTSSet = 0, true
 	}
-	body := 1 + varintLen(timestampDelta) + varintLen(int64(offsetDelta)) +
-		bytesLen(key) + bytesLen(value) + varintLen(int64(len(headers)))
-	for _, h := range headers {
-		body += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	// AddAt subtracts the bases again, which gives back the deltas exactly
+	// even where the sums overflow. One encoder serves both entry points,
+	// and Add, the hot one, makes a single call.
+	return b.AddAt(b.baseOffset+int64(offsetDelta), b.baseTS+timestampDelta,
+		&Record{Key: key, Value: value, Headers: headers})
+}
+
+// AddAt appends a record with the given offset (relative to the base
+// offset, as for Add) and absolute timestamp, and the key, value and
+// headers of *r; r.Offset and r.Timestamp are ignored. r must not be nil,
+// is only read, and is not retained.
+//
+// It is Add for a caller that assigns offsets or default timestamps
+// itself: passing &recs[i] spares the modified copy of the Record that
+// Add would need. Copying a struct that was itself just written stalls
+// store-to-load forwarding, which costs about as much as encoding a
+// small record.
+func (b *Builder) AddAt(offset, timestamp int64, r *Record) error {
+	d := offset - b.baseOffset
+	if d < 0 || d > math.MaxInt32 {
+		return fmt.Errorf("record: offset %d outside the batch (base %d)", offset, b.baseOffset)
 	}
+	if !b.baseTSSet {
+		b.baseTS, b.baseTSSet = timestamp, true
+	}
+	offsetDelta, timestampDelta := int32(d), timestamp-b.baseTS
+	if offsetDelta <= b.lastDelta {
+		return fmt.Errorf("record: offset delta %d does not follow %d", offsetDelta, b.lastDelta)
+	}
+	if b.count == math.MaxInt32 {
+		return fmt.Errorf("record: too many records")
+	}
+	if len(r.Headers) != 0 {
+		return b.appendRecord(offsetDelta, timestampDelta, r)
+	}
+	// Records without headers, most of them, are encoded here rather than
+	// by appendRecord: nothing below calls a function but the copies of
+	// the key and value, and everything else is done before those, so
+	// nothing has to be saved on the stack across a call. The 2 are the
+	// attributes and the header count.
+	body := 2 + varintLen(timestampDelta) + varintLen(int64(offsetDelta)) +
+		bytesLen(r.Key) + bytesLen(r.Value)
 	if body > math.MaxInt32 {
 		return fmt.Errorf("record: record of %d bytes too large: %w", body, ErrTooLarge)
 	}
-	buf := &b.out
+	dst, i := reserve(b.records(), varintLen(int64(body))+body)
+	b.added(offsetDelta, timestampDelta)
+	dst[len(dst)-1] = 0 // no headers
+	i = putUvarintAt(dst, i, zigzag(int64(body)))
+	dst[i] = 0 // attributes
+	i = putUvarintAt(dst, i+1, zigzag(timestampDelta))
+	i = putUvarintAt(dst, i, zigzag(int64(offsetDelta)))
+	// This is putBytesAt written out: as a call it would cost more than
+	// all the rest. r's fields are loaded again rather than held, which
+	// would take stores to the stack.
+	if r.Key == nil {
+		dst[i] = 1 // zig-zag -1
+		i++
+	} else {
+		i = putUvarintAt(dst, i, zigzag(int64(len(r.Key))))
+		i += copy(dst[i:], r.Key)
+	}
+	if r.Value == nil {
+		dst[i] = 1
+	} else {
+		i = putUvarintAt(dst, i, zigzag(int64(len(r.Value))))
+		copy(dst[i:], r.Value)
+	}
+	return nil
+}
+
+// appendRecord encodes r's key, value and headers, once AddAt has
+// checked the deltas.
+func (b *Builder) appendRecord(offsetDelta int32, timestampDelta int64, r *Record) error {
+	body := 1 + varintLen(timestampDelta) + varintLen(int64(offsetDelta)) +
+		bytesLen(r.Key) + bytesLen(r.Value) + headersLen(r.Headers)
+	if body > math.MaxInt32 {
+		return fmt.Errorf("record: record of %d bytes too large: %w", body, ErrTooLarge)
+	}
+	dst, i := reserve(b.records(), varintLen(int64(body))+body)
+	b.added(offsetDelta, timestampDelta)
+	i = putUvarintAt(dst, i, zigzag(int64(body)))
+	dst[i] = 0 // attributes
+	i = putUvarintAt(dst, i+1, zigzag(timestampDelta))
+	i = putUvarintAt(dst, i, zigzag(int64(offsetDelta)))
+	i = putBytesAt(dst, i, r.Key)
+	i = putBytesAt(dst, i, r.Value)
+	putHeadersAt(dst, i, r.Headers)
+	return nil
+}
+
+// records is the buffer records are encoded into: out after the header
+// if they are stored uncompressed, raw if they are to be compressed.
+func (b *Builder) records() *[]byte {
 	if b.codec != None {
-		buf = &b.raw
+		return &b.raw
 	}
-	dst := *buf
-	if cap(dst)-len(dst) < body+5 {
-		dst = grow(dst, body+5)
+	return &b.out
+}
+
+// reserve lengthens *buf by size bytes, growing it if need be, and
+// returns it with the index of the first new byte. Records are sized up
+// front so that the buffer is grown at most once per record and the
+// fields stored by index, rather than appended with a capacity check
+// each.
+func reserve(buf *[]byte, size int) ([]byte, int) {
+	n := len(*buf)
+	if n+size > cap(*buf) {
+		*buf = grow(*buf, size)
 	}
-	dst = appendVarint(dst, int64(body))
-	dst = append(dst, 0)
-	dst = appendVarint(dst, timestampDelta)
-	dst = appendVarint(dst, int64(offsetDelta))
-	dst = appendBytes(dst, key)
-	dst = appendBytes(dst, value)
-	dst = appendVarint(dst, int64(len(headers)))
-	for _, h := range headers {
-		dst = appendVarint(dst, int64(len(h.Key)))
-		dst = append(dst, h.Key...)
-		dst = appendBytes(dst, h.Value)
-	}
-	*buf = dst
+	// Reslicing in place stores only the length: no write barrier.
+	*buf = (*buf)[:n+size]
+	return *buf, n
+}
+
+// added accounts for a record added with the given deltas.
+func (b *Builder) added(offsetDelta int32, timestampDelta int64) {
 	b.lastDelta = offsetDelta
 	b.count++
 	if ts := b.baseTS + timestampDelta; ts > b.maxTS {
 		b.maxTS = ts
 	}
-	return nil
 }
 
+// bytesLen is the encoded size of v as a length-prefixed field.
 func bytesLen(v []byte) int {
 	if v == nil {
 		return 1
@@ -206,12 +286,35 @@ func bytesLen(v []byte) int {
 	return varintLen(int64(len(v))) + len(v)
 }
 
-func appendBytes(dst, v []byte) []byte {
+// putBytesAt stores v as a length-prefixed field at dst[i:], which must
+// have room for it, and returns the index after it.
+func putBytesAt(dst []byte, i int, v []byte) int {
 	if v == nil {
-		return append(dst, 1) // zig-zag -1
+		dst[i] = 1 // zig-zag -1
+		return i + 1
 	}
-	dst = appendVarint(dst, int64(len(v)))
-	return append(dst, v...)
+	i = putUvarintAt(dst, i, zigzag(int64(len(v))))
+	return i + copy(dst[i:], v)
+}
+
+// headersLen is the encoded size of the header count and headers.
+func headersLen(headers []Header) int {
+	n := varintLen(int64(len(headers)))
+	for _, h := range headers {
+		n += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	}
+	return n
+}
+
+// putHeadersAt stores the header count and headers at dst[i:], which
+// must have room for them.
+func putHeadersAt(dst []byte, i int, headers []Header) {
+	i = putUvarintAt(dst, i, zigzag(int64(len(headers))))
+	for _, h := range headers {
+		i = putUvarintAt(dst, i, zigzag(int64(len(h.Key))))
+		i += copy(dst[i:], h.Key)
+		i = putBytesAt(dst, i, h.Value)
+	}
 }
 
 // Build finishes the batch: compresses the records if needed, fills in the

@@ -1,5 +1,7 @@
 package record
 
+import "math/bits"
+
 // Kafka's varints are zig-zag encoded base-128, little-endian groups of 7
 // bits. Java rejects a 32-bit varint longer than 5 bytes and a 64-bit one
 // longer than 10; we do the same and also reject final bytes carrying bits
@@ -56,19 +58,40 @@ func varint64(b []byte, i int) (int64, int, varintErr) {
 }
 
 // varintLen is the encoded size of v as a zig-zag varint.
-func varintLen(v int64) int {
-	u := uint64(v<<1) ^ uint64(v>>63)
-	n := 1
-	for u >= 0x80 {
-		u >>= 7
-		n++
+func varintLen(v int64) int { return uvarintLen(zigzag(v)) }
+
+// uvarintLen is the encoded size of u as a varint ((l*9+64)/64 is l/7
+// rounded up). Record fields mostly take one or two bytes, so those are
+// tested first: the branches predict well, while BSR, which bits.Len64
+// compiles to, was measured to slow the builder down by a tenth.
+func uvarintLen(u uint64) int {
+	if u < 1<<7 {
+		return 1
 	}
-	return n
+	if u < 1<<14 {
+		return 2
+	}
+	return (bits.Len64(u)*9 + 64) / 64
+}
+
+// zigzag maps signed to unsigned so that small magnitudes stay small.
+func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
+
+// putUvarintAt stores u at b[i:], which must have room for it, and returns
+// the index after it.
+func putUvarintAt(b []byte, i int, u uint64) int {
+	for u >= 0x80 {
+		b[i] = byte(u) | 0x80
+		u >>= 7
+		i++
+	}
+	b[i] = byte(u)
+	return i + 1
 }
 
 // appendVarint appends v zig-zag encoded.
 func appendVarint(b []byte, v int64) []byte {
-	u := uint64(v<<1) ^ uint64(v>>63)
+	u := zigzag(v)
 	for u >= 0x80 {
 		b = append(b, byte(u)|0x80)
 		u >>= 7
