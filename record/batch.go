@@ -3,7 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
+	"github.com/seglog/seglog/internal/crc32c"
 )
 
 // Layout constants of RecordBatch v2.
@@ -77,8 +77,6 @@ func (t TimestampType) String() string {
 	}
 	return "CreateTime"
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Batch is a view over the bytes of one RecordBatch v2, header included.
 // The header accessors read the bytes in place; they assume len(b) >=
@@ -182,7 +180,7 @@ func (b Batch) NumRecords() int32 { return int32(binary.BigEndian.Uint32(b[offRe
 
 // ComputeCRC computes the CRC-32C over [21, len(b)), the span the stored
 // CRC covers.
-func (b Batch) ComputeCRC() uint32 { return crc32.Checksum(b[crcStart:], castagnoli) }
+func (b Batch) ComputeCRC() uint32 { return crc32c.Checksum(b[crcStart:]) }
 
 // SetBaseOffset rewrites the base offset. It is outside the CRC.
 func (b Batch) SetBaseOffset(off int64) {
