@@ -135,22 +135,17 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
-	// Under SyncAlways the batch joins the pending group while a sync
-	// runs: the next group commit writes every waiting appender's batch
-	// with one write call and then syncs (publishLocked, syncActive). With
-	// no sync running and nothing pending, an appender is alone, and its
-	// batch is written now, as under the other modes: copying it into the
-	// pending buffer would only delay the same single write. Either way
-	// readers may see it before the sync that acknowledges it.
-	deferred := l.opts.Sync == SyncAlways && (l.active.HasDeferred() || l.commit.isSyncing())
+	// Under SyncAlways the batch only joins the pending group: the group
+	// commit writes every waiting appender's batch with one write call
+	// and then syncs (publishLocked, syncActive). Otherwise it is written
+	// and published now.
 	var err error
-	if deferred {
-		err = l.active.AppendDeferred(b)
+	if l.opts.Sync == SyncAlways {
+		if err = l.active.AppendDeferred(b); err == nil {
+			l.commit.appends.Add(1)
+		}
 	} else {
 		err = l.active.Append(b)
-	}
-	if err == nil && l.opts.Sync == SyncAlways {
-		l.commit.appends.Add(1)
 	}
 	if err != nil {
 		l.mu.Unlock()
@@ -164,7 +159,7 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 	}
 	info := AppendInfo{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(), Bytes: len(b)}
 	l.next = b.NextOffset()
-	if !deferred {
+	if l.opts.Sync != SyncAlways {
 		l.end.Store(l.next)
 	}
 	gen := l.truncations.current()

@@ -78,14 +78,6 @@ func (l *Log) waitDurable(target int64, gen uint64) error {
 	return nil
 }
 
-// isSyncing reports whether a leader is running a sync now. Called with
-// Log.mu held (lock order: mu, then commit.mu).
-func (g *groupCommit) isSyncing() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.syncing
-}
-
 // gather holds a new leader back, briefly, while the group is still
 // filling. When a sync completes it wakes every appender it covered; they
 // come back with their next appends one after another, and a leader that

@@ -134,7 +134,7 @@ func (l *Log) segmentOptions() segment.Options {
 		IndexCache:         l.cache,
 		LogMapCache:        l.logMaps,
 		Logger:             l.logger,
-		ReserveBytes:       l.reserveBytes(),
+		ReserveBytes:       min(l.opts.SegmentBytes, reserveChunk),
 	}
 }
 
@@ -143,18 +143,6 @@ func (l *Log) segmentOptions() segment.Options {
 // fallocate call (about 10 µs) is rare, small enough that the space held
 // past the end of each partition's active segment stays modest.
 const reserveChunk = 16 << 20
-
-// reserveBytes is the active segment's reservation step: none under
-// SyncAlways, where every append waits for its fdatasync, and an fdatasync
-// of data written into reserved (unwritten) extents must also convert them
-// in the journal: 100 KiB + fdatasync measured 335–375 µs that way against
-// 309–311 µs into a growing file, while the write itself saves only ~8 µs.
-func (l *Log) reserveBytes() int64 {
-	if l.opts.Sync == SyncAlways {
-		return 0
-	}
-	return min(l.opts.SegmentBytes, reserveChunk)
-}
 
 // segItem is a segment in the tree, keyed by its base offset; a bare base
 // offset serves as a search key.

@@ -44,10 +44,6 @@ func (s *Segment) Append(b record.Batch) error {
 // Positions, roll checks and offset checks see the pending batches.
 func (s *Segment) AppendDeferred(b record.Batch) error { return s.append(b, true) }
 
-// HasDeferred reports whether batches appended with AppendDeferred wait for
-// WriteDeferred. Writer only.
-func (s *Segment) HasDeferred() bool { return len(s.pend.buf) > 0 }
-
 // pending is the state of deferred batches, writer only.
 type pending struct {
 	buf   []byte // the batches, back to back; they start at the published size
