@@ -23,8 +23,8 @@ type groupCommit struct {
 	err     error // sticky: the first failed sync
 
 	// Pacing (see gather). appends counts the appends deferred since the
-	// group was last published; lastGroup is how many the last sync
-	// covered, lastSync how long its fdatasync took (nanoseconds).
+	// last sync began; lastGroup is how many that sync covered, lastSync
+	// how long its fdatasync took (nanoseconds).
 	appends   atomic.Int64
 	lastGroup atomic.Int64
 	lastSync  atomic.Int64

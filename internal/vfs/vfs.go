@@ -117,8 +117,8 @@ type File interface {
 	// Reserve reserves disk blocks for [off, off+length) without changing
 	// the file's size (fallocate with FALLOC_FL_KEEP_SIZE). Appends into a
 	// reserved range skip the filesystem's block allocation, which is a
-	// large part of what a page-cache write costs; Truncate to the size
-	// releases what was reserved past it. It is a hint: a filesystem that
+	// large part of what a page-cache write costs; on ext4 a Truncate to
+	// the size releases what was reserved past it. It is a hint: a filesystem that
 	// cannot reserve makes it a no-op, and it never changes what reads see.
 	Reserve(off, length int64) error
 	// Map maps the first length bytes of the file into memory (length must
