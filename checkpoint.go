@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,20 +44,11 @@ const maxCheckpointBytes = 1 << 20
 // offset". An empty file has no entries. A missing file returns an error
 // matching fs.ErrNotExist.
 func ReadCheckpoint(fs vfs.FS, path string) ([]CheckpointEntry, error) {
-	f, err := fs.Open(path)
+	buf, err := vfs.ReadFileLimit(fs, path, maxCheckpointBytes)
+	if errors.Is(err, vfs.ErrFileTooLarge) {
+		return nil, fmt.Errorf("%w: %w", ErrBadCheckpoint, err)
+	}
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	if size > maxCheckpointBytes {
-		return nil, fmt.Errorf("%w: %s: %d bytes is larger than any checkpoint", ErrBadCheckpoint, path, size)
-	}
-	buf := make([]byte, size)
-	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	return ParseCheckpoint(path, buf)

@@ -3,7 +3,6 @@ package fsck
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -239,29 +238,6 @@ func leftoverDetail(temp string) string {
 	default:
 		return "segment of an interrupted compaction swap; recovery completes or undoes the swap"
 	}
-}
-
-// readFile reads a whole small file, refusing files larger than limit so
-// that a damaged or hostile size cannot force a large allocation.
-func readFile(fsys vfs.FS, path string, limit int64) ([]byte, error) {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	if size > limit {
-		return nil, fmt.Errorf("%d bytes, larger than the %d this file type can hold", size, limit)
-	}
-	buf := make([]byte, size)
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return buf[:n], nil
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

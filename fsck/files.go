@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/seglog/seglog/internal/vfs"
 )
 
 // maxCheckpointFile bounds checkpoint reads; a log.dir checkpoint holds
@@ -153,7 +155,7 @@ func (c *checker) checkFiles() {
 // this log's whatever its name; in a log.dir the line must name the topic
 // and partition.
 func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, inDir bool, leo int64) {
-	data, err := readFile(c.fs, path, maxCheckpointFile)
+	data, err := vfs.ReadFileLimit(c.fs, path, maxCheckpointFile)
 	if err != nil {
 		c.addf(file, 0, KindCheckpoint, Error, fixAction{}, "cannot read: %v", err)
 		return
@@ -199,7 +201,7 @@ func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, in
 // checkLeaderEpochs checks leader-epoch-checkpoint ("epoch startOffset"
 // lines) for order and against the epochs stamped in the batches.
 func (c *checker) checkLeaderEpochs(leo int64) {
-	data, err := readFile(c.fs, c.path(leaderEpochFile), maxCheckpointFile)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(leaderEpochFile), maxCheckpointFile)
 	if err != nil {
 		c.addf(leaderEpochFile, 0, KindLeaderEpoch, Error, fixAction{}, "cannot read: %v", err)
 		return
@@ -236,7 +238,7 @@ func (c *checker) checkLeaderEpochs(leo int64) {
 // checkPartitionMetadata parses partition.metadata: "version: 0" and
 // "topic_id: <base64 Kafka Uuid>".
 func (c *checker) checkPartitionMetadata() {
-	data, err := readFile(c.fs, c.path(partitionMetaFile), 1<<16)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(partitionMetaFile), 1<<16)
 	if err != nil {
 		c.addf(partitionMetaFile, 0, KindMetadata, Error, fixAction{}, "cannot read: %v", err)
 		return
@@ -271,7 +273,7 @@ func (c *checker) checkSnapshot(name string) {
 		c.addf(name, pos, KindSnapshot, Warning, fixAction{op: fixRemove},
 			"%s; Kafka deletes a corrupt snapshot and rebuilds producer state from an older one and the log", fmt.Sprintf(format, args...))
 	}
-	data, err := readFile(c.fs, c.path(name), 1<<30)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(name), 1<<30)
 	if err != nil {
 		bad(0, "cannot read: %v", err)
 		return

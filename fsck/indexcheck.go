@@ -2,6 +2,8 @@ package fsck
 
 import (
 	"encoding/binary"
+
+	"github.com/seglog/seglog/internal/vfs"
 )
 
 // maxIndexFile bounds the index files read into memory. Kafka's default
@@ -63,7 +65,7 @@ func (c *checker) loadIndex(sr *segResult, suffix string, active bool) *idxCheck
 		x.problem(0, KindIndexMissing, Error, "missing; repair rebuilds it from %s", fileName(sr.base, sufLog))
 		return x
 	}
-	data, err := readFile(c.fs, c.path(x.name), maxIndexFile)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(x.name), maxIndexFile)
 	if err != nil {
 		if isNotExist(err) {
 			x.problem(0, KindIndexMissing, Error, "missing; repair rebuilds it from %s", fileName(sr.base, sufLog))
@@ -254,7 +256,7 @@ func (c *checker) checkTxnIndex(sr *segResult, aborts []abortRef) {
 		return
 	}
 	sr.hasTxnIdx = true
-	data, err := readFile(c.fs, c.path(name), maxIndexFile)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(name), maxIndexFile)
 	if err != nil {
 		c.addf(name, 0, KindTxnIndex, Error, fixAction{}, "cannot read: %v", err)
 		return

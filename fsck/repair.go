@@ -390,7 +390,7 @@ func (r *repairer) truncate(c *checker, d damageRef) error {
 // end.
 func (r *repairer) trimTxnIndex(base, end int64) error {
 	name := fileName(base, sufTxnIndex)
-	data, err := readFile(r.fs, r.path(name), maxIndexFile)
+	data, err := vfs.ReadFileLimit(r.fs, r.path(name), maxIndexFile)
 	if err != nil {
 		return err
 	}
@@ -443,7 +443,7 @@ func (r *repairer) rebuildIndexes(sr *segResult) error {
 // lowerRecoveryPoint rewrites the recovery-point entry for this directory
 // in the checkpoint at path to end, keeping every other line.
 func (r *repairer) lowerRecoveryPoint(path string, end int64) error {
-	data, err := readFile(r.fs, path, maxCheckpointFile)
+	data, err := vfs.ReadFileLimit(r.fs, path, maxCheckpointFile)
 	if err != nil {
 		return err
 	}

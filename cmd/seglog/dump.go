@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog/fsck"
+	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 )
 
@@ -90,25 +90,22 @@ func dumpFile(w io.Writer, path string, records bool, maxBatch int) error {
 		return fmt.Errorf("dump: %s: not a .log, .index, .timeindex or .txnindex file (name must be a 20-digit base offset)", path)
 	}
 	fmt.Fprintf(w, "Dumping %s\n", path)
-	f, err := fsckFS.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return err
-	}
 	if kind == ".log" {
+		f, err := fsckFS.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		size, err := f.Size()
+		if err != nil {
+			return err
+		}
 		return dumpLog(w, f, size, base, records, maxBatch)
 	}
 	const maxIndex = 1 << 30
-	if size > maxIndex {
-		return fmt.Errorf("dump: %s: %d bytes is larger than any index", path, size)
-	}
-	data := make([]byte, size)
-	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
-		return err
+	data, err := vfs.ReadFileLimit(fsckFS, path, maxIndex)
+	if err != nil {
+		return fmt.Errorf("dump: %w", err)
 	}
 	switch kind {
 	case ".index", ".timeindex":
@@ -124,7 +121,7 @@ func dumpFile(w io.Writer, path string, records bool, maxBatch int) error {
 			fmt.Fprintf(w, "(%d zero-filled entries follow: preallocated space)\n", zeros)
 		}
 		if partial > 0 {
-			fmt.Fprintf(w, "(%d bytes of a partial entry at byte %d)\n", partial, size-int64(partial))
+			fmt.Fprintf(w, "(%d bytes of a partial entry at byte %d)\n", partial, int64(len(data)-partial))
 		}
 	case ".txnindex":
 		ents, partial := fsck.DecodeTxnIndex(data)
@@ -133,7 +130,7 @@ func dumpFile(w io.Writer, path string, records bool, maxBatch int) error {
 				e.Version, e.ProducerID, e.FirstOffset, e.LastOffset, e.LastStable)
 		}
 		if partial > 0 {
-			fmt.Fprintf(w, "(%d bytes of a partial entry at byte %d)\n", partial, size-int64(partial))
+			fmt.Fprintf(w, "(%d bytes of a partial entry at byte %d)\n", partial, int64(len(data)-partial))
 		}
 	default:
 		fmt.Fprintf(w, "(%s files are not dumped)\n", kind)
