@@ -115,6 +115,20 @@ func benchContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(cmd.Context(), os.Interrupt)
 }
 
+// benchOptions is what every bench subcommand checks first: the log flags
+// make valid Options, the output flags make sense together, and each
+// --size with --batch makes a batch the log will take.
+func benchOptions(cmd *cobra.Command, lf *logFlags, out *benchOut, sizes []int, batch int) (seglog.Options, error) {
+	opts, err := lf.options(cmd)
+	if err != nil {
+		return opts, err
+	}
+	if err := out.check(); err != nil {
+		return opts, err
+	}
+	return opts, checkSizes(sizes, batch, opts)
+}
+
 func checkSizes(sizes []int, batch int, opts seglog.Options) error {
 	if len(sizes) == 0 {
 		return fmt.Errorf("invalid --size: give at least one size")
@@ -168,14 +182,8 @@ in 5 rounds, no fsync) finish in well under a minute.`,
 	fl.IntVar(&writers, "writers", 1, "concurrent appenders (with --sync always they share fsyncs: group commit)")
 	fl.BoolVar(&producer, "producer", false, "append pre-built producer batches with AppendBatch instead of records with Append")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts, err := lf.options(cmd)
+		opts, err := benchOptions(cmd, lf, out, sizes, batch)
 		if err != nil {
-			return err
-		}
-		if err := out.check(); err != nil {
-			return err
-		}
-		if err := checkSizes(sizes, batch, opts); err != nil {
 			return err
 		}
 		switch {
@@ -232,14 +240,8 @@ and CRC-checked by the peer, batch by batch, for both sides.`,
 	fl.Int64Var(&logBytes, "log-bytes", 256<<20, "size of the log read in each round")
 	fl.IntVar(&fetchBytes, "fetch-bytes", 1<<20, "maxBytes of each Read (max.partition.fetch.bytes)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts, err := lf.options(cmd)
+		opts, err := benchOptions(cmd, lf, out, sizes, batch)
 		if err != nil {
-			return err
-		}
-		if err := out.check(); err != nil {
-			return err
-		}
-		if err := checkSizes(sizes, batch, opts); err != nil {
 			return err
 		}
 		if logBytes < 1 || fetchBytes < 1 {
@@ -286,14 +288,8 @@ baseline's.`,
 	fl.Int64Var(&logBytes, "log-bytes", 128<<20, "size of the log")
 	fl.IntVar(&lookups, "lookups", 20_000, "lookups per round")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts, err := lf.options(cmd)
+		opts, err := benchOptions(cmd, lf, out, []int{size}, batch)
 		if err != nil {
-			return err
-		}
-		if err := out.check(); err != nil {
-			return err
-		}
-		if err := checkSizes([]int{size}, batch, opts); err != nil {
 			return err
 		}
 		if logBytes < 1 || lookups < 1 {
@@ -337,14 +333,8 @@ each level's rate is also given against the 1-writer level.`,
 	fl.IntSliceVar(&levels, "levels", nil, "writer counts to run instead of 1, 2, 4 … --writers (e.g. 1,64)")
 	fl.DurationVar(&duration, "duration", 1500*time.Millisecond, "timed time of each side per writer count")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts, err := lf.options(cmd)
+		opts, err := benchOptions(cmd, lf, out, []int{size}, batch)
 		if err != nil {
-			return err
-		}
-		if err := out.check(); err != nil {
-			return err
-		}
-		if err := checkSizes([]int{size}, batch, opts); err != nil {
 			return err
 		}
 		if writers < 1 || writers > 4096 || duration <= 0 {
