@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/internal/vfs/vfstest"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 )
@@ -24,22 +23,10 @@ type corpusRecord struct {
 	Aborted   bool              `json:"aborted"`
 }
 
+// readFile returns the whole of a file on the real filesystem.
 func readFile(t testing.TB, path string) []byte {
 	t.Helper()
-	f, err := vfs.Default.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, size)
-	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
-		t.Fatal(err)
-	}
-	return buf
+	return vfstest.ReadFile(t, vfs.Default, path)
 }
 
 func loadCorpusRecords(t testing.TB, codec string) []corpusRecord {

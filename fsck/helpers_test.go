@@ -2,7 +2,6 @@ package fsck
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/internal/vfs/vfstest"
 	"github.com/seglog/seglog/record"
 )
 
@@ -50,35 +50,13 @@ func writeLog(t testing.TB, fsys vfs.FS, dir string, codec record.Codec, nbatche
 // readAll returns a file's bytes.
 func readAll(t testing.TB, fsys vfs.FS, path string) []byte {
 	t.Helper()
-	f, err := fsys.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
-		t.Fatal(err)
-	}
-	return b
+	return vfstest.ReadFile(t, fsys, path)
 }
 
 // writeFile replaces a file's contents.
 func writeFile(t testing.TB, fsys vfs.FS, path string, data []byte) {
 	t.Helper()
-	f, err := fsys.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	vfstest.WriteFile(t, fsys, path, data)
 }
 
 // logFiles lists the .log files of dir in order.

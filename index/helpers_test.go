@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/internal/vfs/vfstest"
 )
 
 // forEachFS runs fn on the real filesystem (in a temporary directory) and on
@@ -28,35 +29,13 @@ func indexPath(dir, name string) string { return path.Join(dir, name) }
 // index's mapping.
 func readFile(t *testing.T, fsys vfs.FS, name string) []byte {
 	t.Helper()
-	f, err := fsys.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
-		t.Fatal(err)
-	}
-	return b
+	return vfstest.ReadFile(t, fsys, name)
 }
 
 // writeFile replaces name with b.
 func writeFile(t *testing.T, fsys vfs.FS, name string, b []byte) {
 	t.Helper()
-	f, err := fsys.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	vfstest.WriteFile(t, fsys, name, b)
 }
 
 func fileSize(t *testing.T, fsys vfs.FS, name string) int64 {

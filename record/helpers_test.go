@@ -5,12 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/internal/vfs/vfstest"
 )
 
 const corpusDir = "../testdata/kafka-client"
@@ -18,42 +18,13 @@ const corpusDir = "../testdata/kafka-client"
 // readFile reads a whole file through vfs, as every file access must.
 func readFile(t testing.TB, name string) []byte {
 	t.Helper()
-	f, err := vfs.OS().Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	n, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
-		t.Fatal(err)
-	}
-	return buf
+	return vfstest.ReadFile(t, vfs.OS(), name)
 }
 
 // writeFile replaces name with data through vfs.
 func writeFile(t testing.TB, name string, data []byte) {
 	t.Helper()
-	fs := vfs.OS()
-	if err := fs.MkdirAll(filepath.Dir(name)); err != nil {
-		t.Fatal(err)
-	}
-	f, err := fs.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	vfstest.WriteFile(t, vfs.OS(), name, data)
 }
 
 // jsonRecord is one line of a CODEC.records.jsonl file.

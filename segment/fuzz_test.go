@@ -3,11 +3,11 @@ package segment
 import (
 	"bytes"
 	"errors"
-	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/internal/vfs/vfstest"
 	"github.com/seglog/seglog/record"
 )
 
@@ -88,15 +88,5 @@ func readCorpus(tb testing.TB, path string) []byte {
 
 func readAll(tb testing.TB, fs vfs.FS, path string) []byte {
 	tb.Helper()
-	f, err := fs.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	size, _ := f.Size()
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
-		tb.Fatal(err)
-	}
-	return b
+	return vfstest.ReadFile(tb, fs, path)
 }

@@ -3,12 +3,12 @@ package segment
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/internal/vfs/vfstest"
 	"github.com/seglog/seglog/record"
 )
 
@@ -168,35 +168,13 @@ func appendN(t testing.TB, s *Segment, m *model, g *gen, n int) {
 // readFile returns the whole content of a file through the vfs.
 func readFile(t testing.TB, fsys vfs.FS, path string) []byte {
 	t.Helper()
-	f, err := fsys.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
-		t.Fatal(err)
-	}
-	return b
+	return vfstest.ReadFile(t, fsys, path)
 }
 
 // writeFile replaces a file's content through the vfs.
 func writeFile(t testing.TB, fsys vfs.FS, path string, data []byte) {
 	t.Helper()
-	f, err := fsys.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	vfstest.WriteFile(t, fsys, path, data)
 }
 
 // offEntry and timeEntry are decoded index entries (absolute offsets).

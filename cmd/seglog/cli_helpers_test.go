@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/internal/vfs/vfstest"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 )
@@ -59,36 +59,16 @@ func mustInvoke(t testing.TB, stdin string, args ...string) cliResult {
 	return r
 }
 
+// readVFS returns the whole of a file on the real filesystem.
 func readVFS(t testing.TB, name string) []byte {
 	t.Helper()
-	f, err := vfs.Default.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(io.NewSectionReader(f, 0, size))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return vfstest.ReadFile(t, vfs.Default, name)
 }
 
+// writeVFS replaces a file on the real filesystem.
 func writeVFS(t testing.TB, name string, data []byte) {
 	t.Helper()
-	f, err := vfs.Default.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	vfstest.WriteFile(t, vfs.Default, name, data)
 }
 
 func exists(name string) bool {

@@ -32,6 +32,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/internal/vfs/vfstest"
 )
 
 // fileFuncs maps an import path to the functions of it that touch the
@@ -124,21 +125,10 @@ func walk(t *testing.T, root, rel string, files *[]string) {
 	}
 }
 
+// readFile returns the whole of a file on the real filesystem.
 func readFile(t *testing.T, name string) []byte {
-	f, err := vfs.Default.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, size)
-	if n, err := f.ReadAt(buf, 0); n != len(buf) {
-		t.Fatalf("%s: read %d of %d bytes: %v", name, n, size, err)
-	}
-	return buf
+	t.Helper()
+	return vfstest.ReadFile(t, vfs.Default, name)
 }
 
 // check returns "file:line: pkg.Func" for every forbidden reference in src.
