@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/sendfile"
+	"github.com/seglog/seglog/vfs"
 )
 
 // fetchLog is the log BenchmarkFetch reads: built once per process, 1 GiB

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // The Log benchmarks (issue 3 §8). Each one measures the engine and, in the

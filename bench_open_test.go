@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // openBenchSegments is how many segments BenchmarkOpen's log has (100 under

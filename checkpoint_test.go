@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // TestCheckpointRoundTrip: what WriteCheckpoint writes, ReadCheckpoint

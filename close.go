@@ -3,7 +3,7 @@ package seglog
 import (
 	"errors"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Close flushes every record to disk, closes the segments (trimming the

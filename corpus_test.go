@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/fsck/fscktest"
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/vfstest"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // corpusRecord is one line of a kafka-client records.jsonl file.

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/fsck/fscktest"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 var crashPoints = flag.Int("crash.points", 1000, "simulated power losses per crash test")

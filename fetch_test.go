@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/fsck/fscktest"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 func openFds(t *testing.T) int {

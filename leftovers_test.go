@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 // writeSegments makes a closed log in dir with at least n segments and

@@ -23,9 +23,9 @@ import (
 	"github.com/google/btree"
 
 	"github.com/seglog/seglog/index"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/sendfile"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Log is an open partition log. Its methods are safe for concurrent use.

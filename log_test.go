@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/fsck/fscktest"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // filesystems runs a test against the real FS (in a temporary directory)

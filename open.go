@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/seglog/seglog/index"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Open opens the log in dir, creating the directory and an empty log if

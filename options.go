@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Kafka's defaults, used wherever an Options field is left at its zero value.
@@ -57,9 +57,10 @@ func (m SyncMode) String() string {
 // Options configures a Log. The zero value of every field means Kafka's
 // default for it.
 type Options struct {
-	// FS is the filesystem; nil means the real one. The other
-	// implementations (a crash-simulating in-memory FS, a fault injector)
-	// live in internal/vfs and serve seglog's own tests.
+	// FS is the filesystem; nil means the real one. The others, a
+	// crash-simulating in-memory FS (vfs.NewMem) and a fault injector
+	// (vfs.Inject), are public so that embedders can crash-test their own
+	// programs over seglog.
 	FS vfs.FS
 	// SegmentBytes is the size at which the active segment rolls. Default
 	// 1 GiB; at most 2^31-1 because index positions are 32-bit.

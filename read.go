@@ -7,10 +7,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/sendfile"
+	"github.com/seglog/seglog/vfs"
 )
 
 // ErrSliceTruncated: the log was truncated below bytes a Slice covers

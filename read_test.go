@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/fsck/fscktest"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // sliceBatches reads a slice into memory and splits it into validated

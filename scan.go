@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // batchScanner walks the entries of a .log file from the start, reading

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/sendfile"
+	"github.com/seglog/seglog/vfs"
 )
 
 // ReadConfig is the read workload: a log of LogBytes is written (untimed),

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // checkJSON checks that a result's JSON has the fields DESIGN.md promises,

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // benchDirMiB is the size of the benchmark directory; FSCK_BENCH_MIB

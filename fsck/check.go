@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Options configures Check.

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // TestCrashImages checks fsck on what a power loss leaves of a running

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // maxCheckpointFile bounds checkpoint reads; a log.dir checkpoint holds

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // fuzzSeeds returns .log contents covering the bad inputs fsck must

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/vfstest"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // writeLog writes a log of nbatches batches of recsPer records each through

@@ -3,7 +3,7 @@ package fsck
 import (
 	"encoding/binary"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // maxIndexFile bounds the index files read into memory. Kafka's default

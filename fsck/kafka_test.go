@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 const corpusDir = "../testdata/kafka-client"

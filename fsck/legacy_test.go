@@ -5,8 +5,8 @@ import (
 	"hash/crc32"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // legacyV1 encodes a Kafka v1 message entry at offset off with a null key.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // damageCase injects one kind of damage into a fresh log and says where it

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // fullOffsetIndex returns a full 10 MiB active offset index on the real

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // failing returns fsys with operations of kind failing with errno while

@@ -5,8 +5,8 @@ import (
 	"path"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/vfstest"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // forEachFS runs fn on the real filesystem (in a temporary directory) and on

@@ -5,7 +5,7 @@ import (
 	"path"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // logFile makes a file of n bytes whose byte i is byte(i*7) and opens it

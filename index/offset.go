@@ -6,7 +6,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // OffsetIndex is a segment's `.index` file: a sparse map from offsets to

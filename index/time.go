@@ -6,7 +6,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // TimeIndex is a segment's `.timeindex` file: entries (T, O) meaning "the

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // TestWarmNeverOverwritesEntries: the zeros warmFor writes ahead of the

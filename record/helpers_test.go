@@ -9,8 +9,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/vfstest"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 const corpusDir = "../testdata/kafka-client"

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 var benchSegmentBytes = flag.Int64("segment.benchbytes", 1<<30, "size of the segment BenchmarkFindPosition builds")

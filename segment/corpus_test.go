@@ -3,8 +3,8 @@ package segment
 import (
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // TestKafkaClientCorpus loads the log an in-process Kafka broker stored for

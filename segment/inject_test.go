@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // TestInjectedFailures runs a segment's life (create, appends, seal, close,

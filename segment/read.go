@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/seglog/seglog/index"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // BatchPosition locates a batch in the .log.

@@ -4,7 +4,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // allocated is the disk space the file at path holds, in bytes.

@@ -7,8 +7,8 @@ import (
 	"io"
 	"sync"
 
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Read sizes of the scanner's window. Header scans touch a few dozen bytes

@@ -42,12 +42,12 @@ func fixture(t testing.TB, size int) (osSource, []byte) {
 }
 
 // createFile creates a file in a fresh temporary directory. sendfile needs a
-// real descriptor, and this package may not import seglog's internal/vfs,
+// real descriptor, and this package may not import seglog's vfs,
 // so the tests open files with the os package directly.
 func createFile(t testing.TB, name string, extraFlags int) *os.File {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|extraFlags, 0o600) //vfs:allow sendfile tests need a real fd; importing internal/vfs is forbidden here
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|extraFlags, 0o600) //vfs:allow sendfile tests need a real fd; importing vfs is forbidden here
 	if err != nil {
 		t.Fatal(err)
 	}

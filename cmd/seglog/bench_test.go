@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Each bench subcommand runs end to end with tiny sizes; --json gives one

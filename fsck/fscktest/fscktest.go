@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/fsck"
-	"github.com/seglog/seglog/internal/vfs"
+	"github.com/seglog/seglog/vfs"
 )
 
 // CheckClean runs a deep fsck of dir (a partition directory) and fails the

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
-	"github.com/seglog/seglog/internal/vfs"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // fakeT records failures instead of failing the real test.

@@ -1,8 +1,8 @@
 // Package lint holds repository-wide checks that run as ordinary tests.
 //
 // TestNoDirectFileAccess enforces the filesystem seam: every file the module
-// touches is touched through internal/vfs, so MemFS and InjectFS see all of
-// it. It parses every .go file of the module (tests included, internal/vfs
+// touches is touched through vfs, so MemFS and InjectFS see all of
+// it. It parses every .go file of the module (tests included, vfs
 // itself and nested modules such as bench/peers excluded) and fails on any
 // reference to a function that reaches the real filesystem directly: os
 // file functions (os.Open, os.Create, os.ReadFile, os.Rename, os.Stat, ...),
@@ -31,8 +31,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seglog/seglog/internal/vfs"
-	"github.com/seglog/seglog/internal/vfs/vfstest"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // fileFuncs maps an import path to the functions of it that touch the
@@ -59,7 +59,7 @@ const allowMarker = "//vfs:allow"
 
 // exempt lists module directories (slash paths from the module root) whose
 // files are not checked.
-var exempt = []string{"internal/vfs"}
+var exempt = []string{"vfs"}
 
 func TestNoDirectFileAccess(t *testing.T) {
 	root := moduleRoot(t)
@@ -76,7 +76,7 @@ func TestNoDirectFileAccess(t *testing.T) {
 			continue
 		}
 		for _, f := range findings {
-			t.Errorf("%s: %s", f, "use internal/vfs (or add //vfs:allow with a reason)")
+			t.Errorf("%s: %s", f, "use vfs (or add //vfs:allow with a reason)")
 		}
 	}
 }
