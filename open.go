@@ -212,7 +212,7 @@ func (l *Log) recoverSegment(base, rp int64) (*segment.Segment, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	res, err := seg.Recover(l.opts.MaxBatchBytes)
+	res, err := seg.Recover()
 	if err != nil {
 		seg.Close()
 		return nil, false, err
@@ -233,7 +233,7 @@ func (l *Log) checkSynced(path string, rp int64) error {
 		return err
 	}
 	defer f.Close()
-	s, err := newBatchScanner(f, path, max(l.opts.MaxBatchBytes, 1<<20))
+	s, err := newBatchScanner(f, path, segment.MaxStoredEntry)
 	if err != nil {
 		return err
 	}
@@ -406,7 +406,7 @@ func (l *Log) completeSwaps(names, swaps []string) error {
 		base, suffix, _ := segment.ParseFileName(n)
 		lo = min(lo, base)
 		if strings.TrimSuffix(suffix, segment.SwapSuffix) == segment.LogSuffix {
-			next, _, err := scanNextOffset(l.fs, l.path(n), base, max(l.opts.MaxBatchBytes, 1<<20))
+			next, _, err := scanNextOffset(l.fs, l.path(n), base, segment.MaxStoredEntry)
 			if err != nil {
 				return err
 			}

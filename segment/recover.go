@@ -34,8 +34,8 @@ type RecoverResult struct {
 
 // Recover rebuilds the segment from its .log, as Kafka's LogSegment.recover
 // does: both indexes are emptied, the entries are read from position 0, and
-// each must have a legal length no larger than maxBatchBytes (<= 0 means
-// Options.MaxBatchBytes), fit in the file, carry a known magic and a valid
+// each must have a legal length, fit in the file (MaxStoredEntry: never
+// Options.MaxBatchBytes, which bounds appends, not what is kept), carry a known magic and a valid
 // checksum (CRC-32C for v2; CRC-32 for legacy v0/v1 entries, which are
 // kept and skipped by size, their offset field being their last offset),
 // and have offsets above the previous entry's and within the segment's
@@ -49,10 +49,7 @@ type RecoverResult struct {
 // (no concurrent readers). Damage is reported in RecoverResult.Reason and
 // logged, not returned as err; err is reserved for I/O failures, after
 // which the segment's state is undefined until a successful Recover.
-func (s *Segment) Recover(maxBatchBytes int) (RecoverResult, error) {
-	if maxBatchBytes <= 0 {
-		maxBatchBytes = s.opts.MaxBatchBytes
-	}
+func (s *Segment) Recover() (RecoverResult, error) {
 	if err := s.files(); err != nil {
 		return RecoverResult{}, err
 	}
@@ -75,7 +72,7 @@ func (s *Segment) Recover(maxBatchBytes int) (RecoverResult, error) {
 	interval := int64(s.opts.IndexIntervalBytes)
 	var res RecoverResult
 	indexing := true
-	sc := newFullScanner(s.log, path, 0, fileSize, maxBatchBytes)
+	sc := newFullScanner(s.log, path, 0, fileSize, MaxStoredEntry)
 	for {
 		h, entry, ok, err := sc.nextEntry()
 		if err != nil {

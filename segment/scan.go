@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/seglog/seglog/record"
@@ -21,6 +22,15 @@ const (
 	// bigger one (grown to read a big batch) is dropped on release.
 	pooledMax = 64 << 10
 )
+
+// MaxStoredEntry is the largest entry a scan of stored data accepts: an
+// entry must fit in a segment, whose positions are 32-bit. Stored batches
+// are bounded by this and by the file, never by Options.MaxBatchBytes,
+// which limits what is appended: a limit lowered after a batch was stored
+// must not turn that batch into damage (Kafka lowers max.message.bytes
+// without losing data). Buffers are sized only after an entry's length
+// was checked against the bytes the file holds.
+const MaxStoredEntry = math.MaxInt32
 
 // header is what a scanner learns about one entry of the .log from its
 // first bytes.
@@ -62,7 +72,7 @@ var headerScanners = sync.Pool{New: func() any {
 // [from, end); call release when done.
 func (s *Segment) newHeaderScanner(from, end int64) *scanner {
 	sc := headerScanners.Get().(*scanner)
-	sc.reset(s.log, s.LogPath(), from, end, s.opts.MaxBatchBytes)
+	sc.reset(s.log, s.LogPath(), from, end, MaxStoredEntry)
 	return sc
 }
 

@@ -34,11 +34,10 @@ type Options struct {
 	// active segment's index files; it bounds the entries and so is a roll
 	// trigger. Zero means 10 MiB.
 	MaxIndexBytes int
-	// MaxBatchBytes is the largest entry (batch) accepted by Append and read
-	// by Batches and FindOffsetForTime; larger length fields are treated as
-	// damage rather than trusted for an allocation. Zero means
-	// record.DefaultMaxBatchSize (Kafka's max.message.bytes, 1,048,588). It
-	// must be at least the largest batch the log ever stored.
+	// MaxBatchBytes is the largest entry (batch) accepted by Append. Zero
+	// means record.DefaultMaxBatchSize (Kafka's max.message.bytes,
+	// 1,048,588). It bounds appends only: reads and recovery accept any
+	// stored entry that fits in the file (see MaxStoredEntry).
 	MaxBatchBytes int
 	// IndexCache bounds how many sealed indexes are mapped at once across a
 	// log; nil means unbounded (still mapped lazily).
