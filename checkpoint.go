@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -183,4 +184,98 @@ func readOffsetCheckpoint(fs vfs.FS, dir, name string) (off int64, ok bool, err 
 func writeOffsetCheckpoint(fs vfs.FS, dir, name string, off int64) error {
 	topic, part := topicPartition(dir)
 	return WriteCheckpoint(fs, filepath.Join(dir, name), []CheckpointEntry{{Topic: topic, Partition: part, Offset: off}})
+}
+
+// dirState is what a directory's checkpoints and marker say about the last
+// shutdown.
+type dirState struct {
+	clean        bool
+	ownMarker    bool // clean because of this directory's own marker
+	rp           int64
+	logStart     int64
+	haveLogStart bool
+	// fromParent: the directory has no recovery-point checkpoint of its
+	// own and is a Kafka partition directory whose log.dir has a line for
+	// it; the recovery point, the log start and the clean marker are the
+	// log.dir's.
+	fromParent bool
+}
+
+// readDirState reads the recovery point, the log start offset and the
+// clean-shutdown marker. A Kafka partition directory ("topic-N") keeps them
+// in its parent log.dir, one line per partition: when the directory has no
+// recovery-point checkpoint of its own and the parent's has a line for this
+// partition, the parent's line, its log-start line and its marker count
+// (a broker's data opened in place keeps the broker's recovery point, so
+// damage in what the broker synced is reported, not cut). names is the
+// directory's listing.
+func readDirState(fs vfs.FS, dir string, names []string) (dirState, error) {
+	var st dirState
+	st.ownMarker = slices.Contains(names, CleanShutdownFile)
+	st.clean = st.ownMarker
+	rp, haveRP, err := readOffsetCheckpoint(fs, dir, RecoveryPointFile)
+	if err != nil {
+		return st, err
+	}
+	if st.logStart, st.haveLogStart, err = readOffsetCheckpoint(fs, dir, LogStartOffsetFile); err != nil {
+		return st, err
+	}
+	if haveRP {
+		st.rp = rp
+		return st, nil
+	}
+	topic, part, ok := kafkaPartition(dir)
+	if !ok {
+		return st, nil
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	prp, ok, err := readPartitionLine(fs, filepath.Join(parent, RecoveryPointFile), topic, part)
+	if err != nil || !ok {
+		return st, err
+	}
+	st.rp, st.fromParent = prp, true
+	if _, err := fs.Stat(filepath.Join(parent, CleanShutdownFile)); err == nil {
+		st.clean = true
+	} else if !isNotExist(err) {
+		return st, err
+	}
+	if !st.haveLogStart {
+		if st.logStart, st.haveLogStart, err = readPartitionLine(fs, filepath.Join(parent, LogStartOffsetFile), topic, part); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+// kafkaPartition parses a Kafka partition directory name, "topic-N".
+func kafkaPartition(dir string) (string, int32, bool) {
+	name := filepath.Base(filepath.Clean(dir))
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return "", 0, false
+	}
+	return name[:i], int32(p), true
+}
+
+// readPartitionLine returns the offset of the line for topic and partition
+// in a multi-partition checkpoint file (a Kafka log.dir's), ok=false when
+// the file is missing or has no such line.
+func readPartitionLine(fs vfs.FS, path, topic string, part int32) (int64, bool, error) {
+	entries, err := ReadCheckpoint(fs, path)
+	if err != nil {
+		if isNotExist(err) {
+			return 0, false, nil
+		}
+		return 0, false, err
+	}
+	for _, e := range entries {
+		if e.Topic == topic && e.Partition == part {
+			return e.Offset, true, nil
+		}
+	}
+	return 0, false, nil
 }

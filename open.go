@@ -3,7 +3,6 @@ package seglog
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strings"
@@ -62,37 +61,39 @@ func Open(dir string, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// load reads the directory into l: leftovers, checkpoints, segments,
-// recovery.
+// load reads the directory into l. It checks before it changes anything:
+// the directory is listed, the checkpoints read and every segment that
+// holds synced data and needs a scan is scanned (segment.PlanRecovery)
+// before the first file is removed, truncated or rebuilt, so damage below
+// the recovery point fails Open with the directory as it was. Only an
+// interrupted swap is completed first, as Kafka's loader does, because the
+// check must look at the segments the log will have. Every change to the
+// directory is made durable (SyncDir) before Open returns, so no later
+// Sync can acknowledge data that a power loss would put behind a deleted
+// segment brought back.
 func (l *Log) load() error {
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return err
 	}
-	clean := slices.Contains(names, CleanShutdownFile)
-	if names, err = l.resolveLeftovers(names); err != nil {
+	st, err := readDirState(l.fs, l.dir, names)
+	if err != nil {
 		return err
+	}
+	plan := planLeftovers(names)
+	dirChanged := false
+	if len(plan.swaps) > 0 {
+		if names, err = l.resolveLeftovers(names); err != nil {
+			return err
+		}
+		plan, dirChanged = leftoverPlan{}, true
 	}
 	files, bases := segmentFiles(names)
-	if err := l.removeOrphans(files); err != nil {
-		return err
-	}
-
-	logStart, haveLogStart, err := readOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile)
-	if err != nil {
-		return err
-	}
-	rp, haveRP, err := readOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile)
-	if err != nil {
-		return err
-	}
-	if !haveRP {
-		rp = 0
-	}
+	rp := st.rp
 
 	// Unclean: recover from the segment holding the recovery point.
 	recoverFrom := len(bases)
-	if !clean {
+	if !st.clean {
 		recoverFrom = 0
 		for i, b := range bases {
 			if b <= rp {
@@ -100,11 +101,55 @@ func (l *Log) load() error {
 			}
 		}
 	}
+	// synced is the recovery point each scan holds the data to: after a
+	// clean shutdown everything was synced.
+	synced := rp
+	if st.clean {
+		synced = math.MaxInt64
+	}
+	nextBase := func(i int) int64 {
+		if i+1 < len(bases) {
+			return bases[i+1]
+		}
+		return 0
+	}
+	recoverOpts := func(i int) segment.RecoverOptions {
+		return segment.RecoverOptions{Synced: synced, NextBase: nextBase(i)}
+	}
+	// Check: scan what holds synced data before anything changes.
+	plans := make(map[int64]*segment.RecoveryPlan)
+	for i, base := range bases {
+		indexesPresent := files[base]&(hasIndex|hasTimeIndex) == hasIndex|hasTimeIndex
+		if (i < recoverFrom && indexesPresent) || (i >= recoverFrom && base >= synced) {
+			continue
+		}
+		p, err := segment.PlanRecovery(l.fs, l.dir, base, l.segmentOptions(), recoverOpts(i))
+		if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				return fmt.Errorf("seglog: open %s: nothing was changed (run seglog fsck): %w", l.dir, err)
+			}
+			return err
+		}
+		plans[base] = p
+	}
+
+	// Mutate: leftovers, orphans, recovery, then make it all durable.
+	if plan.changes() {
+		if err := l.applyLeftovers(plan); err != nil {
+			return err
+		}
+		dirChanged = true
+	}
+	if removed, err := l.removeOrphans(files); err != nil {
+		return err
+	} else if removed {
+		dirChanged = true
+	}
 	for i := 0; i < len(bases); i++ {
 		base := bases[i]
 		last := i == len(bases)-1
-		indexesPresent := files[base]&(hasIndex|hasTimeIndex) == hasIndex|hasTimeIndex
-		if i < recoverFrom && indexesPresent {
+		p, planned := plans[base]
+		if i < recoverFrom && !planned {
 			seg, err := segment.Open(l.fs, l.dir, base, last, l.segmentOptions())
 			if err != nil {
 				return err
@@ -113,7 +158,7 @@ func (l *Log) load() error {
 			l.active = seg
 			continue
 		}
-		seg, truncated, err := l.recoverSegment(base, rp)
+		seg, truncated, err := l.recoverSegment(base, p, recoverOpts(i))
 		if err != nil {
 			return err
 		}
@@ -127,13 +172,15 @@ func (l *Log) load() error {
 		}
 		if truncated && !last {
 			// Kafka's rule: bytes lost in one segment make every later
-			// segment unreachable, so they are deleted.
+			// segment unreachable, so they are deleted. They lie above the
+			// recovery point (the scan refused damage below it).
 			for _, later := range bases[i+1:] {
 				l.logger.Warn("seglog: deleting segment after a truncated one", "dir", l.dir, "base", later)
 				if err := l.removeSegmentFiles(later); err != nil {
 					return err
 				}
 			}
+			dirChanged = true
 			bases = bases[:i+1]
 			last = true
 		}
@@ -144,6 +191,7 @@ func (l *Log) load() error {
 		}
 	}
 
+	logStart, haveLogStart := st.logStart, st.haveLogStart
 	if l.active == nil || (haveLogStart && l.active.NextOffset() < logStart) {
 		// No segments, or all of them lie below the checkpointed start
 		// (removed behind our back): start empty at the log start.
@@ -167,6 +215,7 @@ func (l *Log) load() error {
 		}
 		l.segs.ReplaceOrInsert(segItem{base: start, seg: seg})
 		l.active = seg
+		dirChanged = true
 	}
 	first, _ := l.segs.Min()
 	start := first.base
@@ -178,106 +227,90 @@ func (l *Log) load() error {
 	end := l.end.Load()
 	l.next = end
 
-	if clean {
+	if st.clean {
 		l.recoveryPoint = end
-		// The marker must be gone, durably, before anything is appended:
-		// otherwise a crash later would skip the recovery it needs.
-		if err := l.fs.Remove(l.path(CleanShutdownFile)); err != nil && !isNotExist(err) {
-			return err
-		}
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return err
+		if st.ownMarker {
+			// The marker must be gone, durably, before anything is
+			// appended: otherwise a crash later would skip the recovery
+			// it needs.
+			if err := l.fs.Remove(l.path(CleanShutdownFile)); err != nil && !isNotExist(err) {
+				return err
+			}
+			dirChanged = true
 		}
 	} else {
 		l.recoveryPoint = min(rp, end)
 	}
+	if st.fromParent {
+		// The log.dir's marker and lines describe the broker's last
+		// shutdown, not ours: from now on this directory's own checkpoints
+		// speak for it, and they must exist before anything is appended,
+		// or a crash would send the next Open back to the broker's
+		// (clean) marker.
+		if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, start); err != nil {
+			return err
+		}
+		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, l.recoveryPoint); err != nil {
+			return err
+		}
+	}
+	if dirChanged {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// recoverSegment opens the segment at base for writing and runs recovery on
-// it: scan, CRC check, index rebuild, truncation of a torn tail. Damage at
-// offsets below the recovery point rp is returned as a *CorruptionError and
-// nothing is truncated.
-func (l *Log) recoverSegment(base, rp int64) (*segment.Segment, bool, error) {
-	logPath := l.path(segment.FileName(base, segment.LogSuffix))
-	if rp > base {
-		if err := l.checkSynced(logPath, rp); err != nil {
-			return nil, false, err
-		}
-	}
+// recoverSegment opens the segment at base and runs recovery on it: the
+// plan made by the check when there is one, else a scan now (the segment
+// holds no synced data). It reports whether bytes were cut.
+func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.RecoverOptions) (*segment.Segment, bool, error) {
 	// Opened as sealed: an active open would trust the old index and scan
-	// the tail, which is what recovery is about to distrust. Recover makes
+	// the tail, which is what recovery is about to distrust. Recovery makes
 	// the indexes writable for the rebuild and seals them again.
 	seg, err := segment.Open(l.fs, l.dir, base, false, l.segmentOptions())
 	if err != nil {
 		return nil, false, err
 	}
-	res, err := seg.Recover()
+	var res segment.RecoverResult
+	if p != nil {
+		res, err = seg.ApplyRecovery(p)
+	} else {
+		res, err = seg.Recover(o)
+	}
 	if err != nil {
 		seg.Close()
 		return nil, false, err
 	}
 	if res.TruncatedBytes > 0 {
 		l.logger.Warn("seglog: truncated a torn or damaged tail during recovery",
-			"file", logPath, "valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
+			"file", seg.LogPath(), "valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
 	}
 	return seg, res.TruncatedBytes > 0, nil
 }
 
-// checkSynced scans the batches of a .log file that lie below the recovery
-// point. They were synced, so any damage there is real corruption, not a
-// torn write, and must be reported rather than truncated away.
-func (l *Log) checkSynced(path string, rp int64) error {
-	f, err := l.fs.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	s, err := newBatchScanner(f, path, segment.MaxStoredEntry)
-	if err != nil {
-		return err
-	}
-	for {
-		at := s.pos
-		b, err := s.next(true)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			var ce *CorruptionError
-			if errors.As(err, &ce) && ce.Pos == at {
-				return fmt.Errorf("seglog: recovery found damage below the recovery point %d (run seglog fsck): %w", rp, err)
-			}
-			return err
-		}
-		if entryLastOffset(b)+1 >= rp {
-			return nil
-		}
-	}
+// leftoverPlan is what resolving a directory's leftovers will do, decided
+// from a listing before anything is changed.
+type leftoverPlan struct {
+	removes []string // names to delete
+	swaps   []string // .swap names to complete
 }
 
-// resolveLeftovers finishes or undoes what a crash interrupted, as Kafka's
-// loader does: .deleted files are deleted; a .swap at or above the lowest
-// .cleaned base belongs to an unfinished compaction and is deleted with all
-// .cleaned files; remaining .swap files replace the segments they cover;
-// checkpoint .tmp files are deleted. It returns the directory listing
-// afterwards.
-func (l *Log) resolveLeftovers(names []string) ([]string, error) {
+func (p leftoverPlan) changes() bool { return len(p.removes) > 0 || len(p.swaps) > 0 }
+
+// planLeftovers decides, as Kafka's loader does, what to do with what a
+// crash interrupted: .deleted files are deleted; a .swap at or above the
+// lowest .cleaned base belongs to an unfinished compaction and is deleted
+// with all .cleaned files; remaining .swap files replace the segments they
+// cover; checkpoint .tmp files are deleted.
+func planLeftovers(names []string) leftoverPlan {
 	minCleaned := int64(math.MaxInt64)
+	var p leftoverPlan
 	var swaps []string
-	changed := false
-	remove := func(n string) error {
-		changed = true
-		if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
-			return err
-		}
-		return nil
-	}
 	for _, n := range names {
 		if strings.HasSuffix(n, checkpointTmpSuffix) {
-			if err := remove(n); err != nil {
-				return nil, err
-			}
+			p.removes = append(p.removes, n)
 			continue
 		}
 		base, suffix, ok := segment.ParseFileName(n)
@@ -286,51 +319,56 @@ func (l *Log) resolveLeftovers(names []string) ([]string, error) {
 		}
 		switch {
 		case strings.HasSuffix(suffix, segment.DeletedSuffix):
-			if err := remove(n); err != nil {
-				return nil, err
-			}
+			p.removes = append(p.removes, n)
 		case strings.HasSuffix(suffix, segment.CleanedSuffix):
 			minCleaned = min(minCleaned, base)
+			p.removes = append(p.removes, n)
 		case strings.HasSuffix(suffix, segment.SwapSuffix):
 			swaps = append(swaps, n)
 		}
 	}
-	var keep []string
 	for _, n := range swaps {
 		base, _, _ := segment.ParseFileName(n)
 		if base >= minCleaned {
-			if err := remove(n); err != nil {
-				return nil, err
-			}
+			p.removes = append(p.removes, n)
 			continue
 		}
-		keep = append(keep, n)
+		p.swaps = append(p.swaps, n)
 	}
-	for _, n := range names {
-		if _, suffix, ok := segment.ParseFileName(n); ok && strings.HasSuffix(suffix, segment.CleanedSuffix) {
-			if err := remove(n); err != nil {
-				return nil, err
-			}
+	return p
+}
+
+// applyLeftovers deletes what the plan deletes and completes its swaps;
+// the caller syncs the directory.
+func (l *Log) applyLeftovers(p leftoverPlan) error {
+	for _, n := range p.removes {
+		if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
+			return err
 		}
 	}
-	if len(keep) > 0 {
-		if err := l.completeSwaps(names, keep); err != nil {
+	return nil
+}
+
+// resolveLeftovers applies planLeftovers' plan, swaps included, makes it
+// durable and returns the directory listing afterwards.
+func (l *Log) resolveLeftovers(names []string) ([]string, error) {
+	p := planLeftovers(names)
+	if !p.changes() {
+		return names, nil
+	}
+	if err := l.applyLeftovers(p); err != nil {
+		return nil, err
+	}
+	if len(p.swaps) > 0 {
+		if err := l.completeSwaps(names, p.swaps); err != nil {
 			return nil, err
 		}
-		changed = true
 	}
-	if changed {
-		var err error
-		if names, err = l.fs.List(l.dir); err != nil {
-			return nil, err
-		}
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return nil, err
 	}
-	if changed {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return nil, err
-		}
-	}
-	return names, nil
+	return names, l.fs.SyncDir(l.dir)
 }
 
 // Bits of segmentFiles.
@@ -368,8 +406,9 @@ func segmentFiles(names []string) (map[int64]uint8, []int64) {
 }
 
 // removeOrphans deletes index files with no .log beside them, as Kafka's
-// loader does.
-func (l *Log) removeOrphans(files map[int64]uint8) error {
+// loader does, and reports whether it deleted any; the caller syncs the
+// directory.
+func (l *Log) removeOrphans(files map[int64]uint8) (bool, error) {
 	removed := false
 	for base, has := range files {
 		if has&hasLog != 0 {
@@ -385,16 +424,13 @@ func (l *Log) removeOrphans(files map[int64]uint8) error {
 			p := l.path(segment.FileName(base, f.suffix))
 			l.logger.Warn("seglog: deleting orphan index file", "file", p)
 			if err := l.fs.Remove(p); err != nil && !isNotExist(err) {
-				return err
+				return removed, err
 			}
 			removed = true
 		}
 		delete(files, base)
 	}
-	if removed {
-		return l.fs.SyncDir(l.dir)
-	}
-	return nil
+	return removed, nil
 }
 
 // completeSwaps finishes an interrupted swap: every non-swap segment file
@@ -406,7 +442,7 @@ func (l *Log) completeSwaps(names, swaps []string) error {
 		base, suffix, _ := segment.ParseFileName(n)
 		lo = min(lo, base)
 		if strings.TrimSuffix(suffix, segment.SwapSuffix) == segment.LogSuffix {
-			next, _, err := scanNextOffset(l.fs, l.path(n), base, segment.MaxStoredEntry)
+			next, _, err := segment.ScanNextOffset(l.fs, l.path(n), base)
 			if err != nil {
 				return err
 			}

@@ -52,7 +52,7 @@ func recoverFrom(t *testing.T, e env, base int64, opts Options, logBytes []byte)
 	if !s.NeedsRecovery() {
 		t.Fatal("NeedsRecovery false with the index files missing")
 	}
-	res, err := s.Recover()
+	res, err := s.Recover(RecoverOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestRecoverClean(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res, err := s.Recover(); err != nil || res != want {
+		if res, err := s.Recover(RecoverOptions{}); err != nil || res != want {
 			t.Fatalf("sealed Recover = %+v, %v", res, err)
 		}
 		if !s.IsSealed() {

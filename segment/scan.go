@@ -191,3 +191,37 @@ func (sc *scanner) nextEntry() (h header, entry []byte, ok bool, err error) {
 	}
 	return h, entry, true, nil
 }
+
+// ScanNextOffset walks the entry headers of the .log file at path, whose
+// segment starts at base, and returns the offset after its last whole
+// entry and the position where the whole entries end. It stops quietly at
+// the first entry that is damaged or cut short: it answers "how far does
+// this file reach", as the swap protocol needs, not "is it valid".
+func ScanNextOffset(fsys vfs.FS, path string, base int64) (next, end int64, err error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, 0, err
+	}
+	sc := headerScanners.Get().(*scanner)
+	defer sc.release()
+	sc.reset(f, path, 0, size, MaxStoredEntry)
+	next = base
+	for {
+		h, ok, err := sc.next()
+		if err != nil {
+			if isDamage(err) {
+				return next, sc.pos, nil
+			}
+			return 0, 0, err
+		}
+		if !ok {
+			return next, sc.pos, nil
+		}
+		next = h.last + 1
+	}
+}
