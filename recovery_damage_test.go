@@ -337,3 +337,65 @@ func TestTornTailPastRecoveryPointCut(t *testing.T) {
 		t.Fatalf("the cut was not logged: %q", logged.String())
 	}
 }
+
+// batchOf builds a v2 batch of n records at base.
+func batchOf(t testing.TB, base int64, n int) []byte {
+	t.Helper()
+	b := record.NewBuilder(record.None)
+	b.SetBaseOffset(base)
+	for i := range n {
+		off := base + int64(i)
+		if err := b.Add(record.Record{Offset: off, Timestamp: 1000 + off, Value: crashValue(off, 10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(out)
+}
+
+// TestBatchesPastNextSegmentBase: a segment whose batches reach the next
+// segment's base offset overlaps it. Above the recovery point the
+// overlapping batches are cut like a torn tail (they were never
+// acknowledged); below it the overlap is corruption and nothing changes.
+func TestBatchesPastNextSegmentBase(t *testing.T) {
+	setup := func(batches [][]byte, rp int64) (vfs.FS, string) {
+		fs := vfs.NewMem()
+		fs.MkdirAll("/log")
+		vfstest.WriteFile(t, fs, "/log/"+segment.FileName(0, segment.LogSuffix), bytes.Join(batches, nil))
+		vfstest.WriteFile(t, fs, "/log/"+segment.FileName(5, segment.LogSuffix), nil)
+		if err := WriteCheckpoint(fs, "/log/"+RecoveryPointFile, []CheckpointEntry{{Topic: "log", Offset: rp}}); err != nil {
+			t.Fatal(err)
+		}
+		return fs, "/log/" + segment.FileName(0, segment.LogSuffix)
+	}
+	t.Run("above the recovery point: cut", func(t *testing.T) {
+		var batches [][]byte
+		for off := range int64(8) {
+			batches = append(batches, batchOf(t, off, 1))
+		}
+		fs, _ := setup(batches, 2)
+		l, err := Open("/log", Options{FS: fs, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		// Cut at the first batch reaching 5; the later segment goes too,
+		// as after any truncation (Kafka's rule).
+		if l.EndOffset() != 5 || l.NumSegments() != 1 {
+			t.Fatalf("end %d, %d segments; want 5 and 1 %s", l.EndOffset(), l.NumSegments(), l.debugSegments())
+		}
+	})
+	t.Run("below the recovery point: refused", func(t *testing.T) {
+		fs, path := setup([][]byte{batchOf(t, 0, 2), batchOf(t, 2, 6)}, 3)
+		before := dirSnapshot(t, fs, "/log")
+		_, err := Open("/log", Options{FS: fs, Logger: discardLogger()})
+		wantCorruption(t, err, path, int64(len(batchOf(t, 0, 2))))
+		if !errors.Is(err, segment.ErrOffsetOrder) {
+			t.Fatalf("%v: want ErrOffsetOrder", err)
+		}
+		sameSnapshot(t, "refused open", before, dirSnapshot(t, fs, "/log"))
+	})
+}
