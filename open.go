@@ -4,10 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 
 	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
@@ -23,7 +22,8 @@ import (
 // with any later segments deleted. Damage found below the recovery point —
 // data that had been synced — is not dropped: Open fails with a
 // *CorruptionError naming the file and byte position (see fsck).
-// Leftover .deleted, .cleaned and .swap files are resolved as Kafka does.
+// Leftover .deleted, .cleaned and .swap files are resolved as Kafka does
+// (package layout), after that check.
 func Open(dir string, opts Options) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -80,15 +80,18 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
-	plan := planLeftovers(names)
+	plan := layout.PlanLeftovers(names)
 	dirChanged := false
-	if len(plan.swaps) > 0 {
-		if names, err = l.resolveLeftovers(names); err != nil {
+	if len(plan.Swaps) > 0 {
+		if err := layout.Apply(l.fs, l.dir, names, plan, logEnd); err != nil {
 			return err
 		}
-		plan, dirChanged = leftoverPlan{}, true
+		if names, err = l.fs.List(l.dir); err != nil {
+			return err
+		}
+		plan, dirChanged = layout.Plan{}, true
 	}
-	files, bases := segmentFiles(names)
+	files, bases := layout.SegmentFiles(names)
 	rp := st.rp
 
 	// Unclean: recover from the segment holding the recovery point.
@@ -119,7 +122,7 @@ func (l *Log) load() error {
 	// Check: scan what holds synced data before anything changes.
 	plans := make(map[int64]*segment.RecoveryPlan)
 	for i, base := range bases {
-		indexesPresent := files[base]&(hasIndex|hasTimeIndex) == hasIndex|hasTimeIndex
+		indexesPresent := files[base]&(layout.HasIndex|layout.HasTimeIndex) == layout.HasIndex|layout.HasTimeIndex
 		if (i < recoverFrom && indexesPresent) || (i >= recoverFrom && base >= synced) {
 			continue
 		}
@@ -134,15 +137,17 @@ func (l *Log) load() error {
 	}
 
 	// Mutate: leftovers, orphans, recovery, then make it all durable.
-	if plan.changes() {
-		if err := l.applyLeftovers(plan); err != nil {
+	if !plan.Empty() {
+		if err := layout.Apply(l.fs, l.dir, names, plan, logEnd); err != nil {
 			return err
 		}
 		dirChanged = true
 	}
-	if removed, err := l.removeOrphans(files); err != nil {
-		return err
-	} else if removed {
+	for _, n := range layout.Orphans(names) {
+		l.logger.Warn("seglog: deleting orphan index file", "file", l.path(n))
+		if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
+			return err
+		}
 		dirChanged = true
 	}
 	for i := 0; i < len(bases); i++ {
@@ -290,188 +295,18 @@ func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.Reco
 	return seg, res.TruncatedBytes > 0, nil
 }
 
-// leftoverPlan is what resolving a directory's leftovers will do, decided
-// from a listing before anything is changed.
-type leftoverPlan struct {
-	removes []string // names to delete
-	swaps   []string // .swap names to complete
+// logEnd is the segment layer's answer to layout's question of how far a
+// .swap log reaches.
+func logEnd(fs vfs.FS, path string, base int64) (int64, error) {
+	next, _, err := segment.ScanNextOffset(fs, path, base)
+	return next, err
 }
 
-func (p leftoverPlan) changes() bool { return len(p.removes) > 0 || len(p.swaps) > 0 }
-
-// planLeftovers decides, as Kafka's loader does, what to do with what a
-// crash interrupted: .deleted files are deleted; a .swap at or above the
-// lowest .cleaned base belongs to an unfinished compaction and is deleted
-// with all .cleaned files; remaining .swap files replace the segments they
-// cover; checkpoint .tmp files are deleted.
-func planLeftovers(names []string) leftoverPlan {
-	minCleaned := int64(math.MaxInt64)
-	var p leftoverPlan
-	var swaps []string
-	for _, n := range names {
-		if strings.HasSuffix(n, checkpointTmpSuffix) {
-			p.removes = append(p.removes, n)
-			continue
-		}
-		base, suffix, ok := segment.ParseFileName(n)
-		if !ok {
-			continue
-		}
-		switch {
-		case strings.HasSuffix(suffix, segment.DeletedSuffix):
-			p.removes = append(p.removes, n)
-		case strings.HasSuffix(suffix, segment.CleanedSuffix):
-			minCleaned = min(minCleaned, base)
-			p.removes = append(p.removes, n)
-		case strings.HasSuffix(suffix, segment.SwapSuffix):
-			swaps = append(swaps, n)
-		}
-	}
-	for _, n := range swaps {
-		base, _, _ := segment.ParseFileName(n)
-		if base >= minCleaned {
-			p.removes = append(p.removes, n)
-			continue
-		}
-		p.swaps = append(p.swaps, n)
-	}
-	return p
-}
-
-// applyLeftovers deletes what the plan deletes and completes its swaps;
-// the caller syncs the directory.
-func (l *Log) applyLeftovers(p leftoverPlan) error {
-	for _, n := range p.removes {
-		if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
-			return err
-		}
-	}
-	return nil
-}
-
-// resolveLeftovers applies planLeftovers' plan, swaps included, makes it
-// durable and returns the directory listing afterwards.
-func (l *Log) resolveLeftovers(names []string) ([]string, error) {
-	p := planLeftovers(names)
-	if !p.changes() {
-		return names, nil
-	}
-	if err := l.applyLeftovers(p); err != nil {
-		return nil, err
-	}
-	if len(p.swaps) > 0 {
-		if err := l.completeSwaps(names, p.swaps); err != nil {
-			return nil, err
-		}
-	}
-	names, err := l.fs.List(l.dir)
-	if err != nil {
-		return nil, err
-	}
-	return names, l.fs.SyncDir(l.dir)
-}
-
-// Bits of segmentFiles.
-const (
-	hasLog = 1 << iota
-	hasIndex
-	hasTimeIndex
-	hasTxnIndex
-)
-
-// segmentFiles parses a directory listing once: for each base offset, which
-// of a segment's files are there.
-func segmentFiles(names []string) (map[int64]uint8, []int64) {
-	files := make(map[int64]uint8, len(names)/3+1)
-	var bases []int64
-	for _, n := range names {
-		base, suffix, ok := segment.ParseFileName(n)
-		if !ok {
-			continue
-		}
-		switch suffix {
-		case segment.LogSuffix:
-			files[base] |= hasLog
-			bases = append(bases, base)
-		case segment.IndexSuffix:
-			files[base] |= hasIndex
-		case segment.TimeIndexSuffix:
-			files[base] |= hasTimeIndex
-		case segment.TxnIndexSuffix:
-			files[base] |= hasTxnIndex
-		}
-	}
-	slices.Sort(bases)
-	return files, bases
-}
-
-// removeOrphans deletes index files with no .log beside them, as Kafka's
-// loader does, and reports whether it deleted any; the caller syncs the
-// directory.
-func (l *Log) removeOrphans(files map[int64]uint8) (bool, error) {
-	removed := false
-	for base, has := range files {
-		if has&hasLog != 0 {
-			continue
-		}
-		for _, f := range []struct {
-			bit    uint8
-			suffix string
-		}{{hasIndex, segment.IndexSuffix}, {hasTimeIndex, segment.TimeIndexSuffix}, {hasTxnIndex, segment.TxnIndexSuffix}} {
-			if has&f.bit == 0 {
-				continue
-			}
-			p := l.path(segment.FileName(base, f.suffix))
-			l.logger.Warn("seglog: deleting orphan index file", "file", p)
-			if err := l.fs.Remove(p); err != nil && !isNotExist(err) {
-				return removed, err
-			}
-			removed = true
-		}
-		delete(files, base)
-	}
-	return removed, nil
-}
-
-// completeSwaps finishes an interrupted swap: every non-swap segment file
-// whose base lies in the range the .swap segments cover is deleted, then
-// each .swap is renamed to its final name.
-func (l *Log) completeSwaps(names, swaps []string) error {
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, n := range swaps {
-		base, suffix, _ := segment.ParseFileName(n)
-		lo = min(lo, base)
-		if strings.TrimSuffix(suffix, segment.SwapSuffix) == segment.LogSuffix {
-			next, _, err := segment.ScanNextOffset(l.fs, l.path(n), base)
-			if err != nil {
-				return err
-			}
-			hi = max(hi, next)
-		}
-	}
-	for _, n := range names {
-		base, suffix, ok := segment.ParseFileName(n)
-		if !ok || strings.Contains(suffix, ".deleted") || strings.HasSuffix(suffix, segment.SwapSuffix) || strings.HasSuffix(suffix, segment.CleanedSuffix) {
-			continue
-		}
-		if base >= lo && base < hi {
-			if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
-				return err
-			}
-		}
-	}
-	for _, n := range swaps {
-		if err := l.fs.Rename(l.path(n), l.path(strings.TrimSuffix(n, segment.SwapSuffix))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// removeSegmentFiles deletes every file of the segment at base.
+// removeSegmentFiles deletes every file of the segment at base; the caller
+// syncs the directory.
 func (l *Log) removeSegmentFiles(base int64) error {
-	for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
-		if err := l.fs.Remove(l.path(segment.FileName(base, suffix))); err != nil && !isNotExist(err) {
+	for _, n := range layout.SegmentFileNames(base) {
+		if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
 			return err
 		}
 	}
