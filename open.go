@@ -12,7 +12,10 @@ import (
 )
 
 // Open opens the log in dir, creating the directory and an empty log if
-// needed. It takes the directory's lock: a second Open of the same
+// needed. It creates a log only in an absent or empty directory: a
+// directory holding subdirectories (a Kafka log.dir) or files that are not
+// log files is refused with a *NotALogError (ErrNotALog) and nothing is
+// written to it. It takes the directory's lock: a second Open of the same
 // directory, in this process or another, fails with ErrLocked until Close.
 //
 // After a clean Close the segments are trusted as they are. Otherwise every
@@ -30,8 +33,14 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	opts = opts.withDefaults()
 	fs := opts.FS
-	if err := fs.MkdirAll(dir); err != nil {
+	exists, err := checkLogDir(fs, dir)
+	if err != nil {
 		return nil, err
+	}
+	if !exists {
+		if err := fs.MkdirAll(dir); err != nil {
+			return nil, err
+		}
 	}
 	lock, err := fs.Lock(dir + "/" + LockFile)
 	if err != nil {
