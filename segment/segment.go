@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -18,9 +19,9 @@ import (
 // Defaults applied to zero Options fields (Kafka's defaults).
 const (
 	// DefaultIndexIntervalBytes is Kafka's index.interval.bytes.
-	DefaultIndexIntervalBytes = 4096
+	DefaultIndexIntervalBytes = defaults.IndexIntervalBytes
 	// DefaultMaxIndexBytes is Kafka's segment.index.bytes.
-	DefaultMaxIndexBytes = 10 << 20
+	DefaultMaxIndexBytes = defaults.MaxIndexBytes
 )
 
 // Options configures a Segment. The zero value means Kafka's defaults.
