@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -398,4 +399,46 @@ func TestBatchesPastNextSegmentBase(t *testing.T) {
 		}
 		sameSnapshot(t, "refused open", before, dirSnapshot(t, fs, "/log"))
 	})
+}
+
+// TestIndexDamageIsErrCorrupt: damage in an index file (a sealed segment's
+// .log cut under its offset index) is ErrCorrupt too, like batch damage.
+func TestIndexDamageIsErrCorrupt(t *testing.T) {
+	fs := vfs.NewMem()
+	bases := writeSegments(t, fs, "/log", 3)
+	path := "/log/" + segment.FileName(bases[0], segment.LogSuffix)
+	f, err := fs.OpenReadWrite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, _ := f.Size()
+	if err := f.Truncate(size / 4); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	l, err := Open("/log", Options{FS: fs, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var readErr error
+	for _, err := range l.Records(0) {
+		if err != nil {
+			readErr = err
+			break
+		}
+	}
+	if !errors.Is(readErr, ErrCorrupt) {
+		t.Fatalf("iterating into the cut: %v, want ErrCorrupt", readErr)
+	}
+	// A lookup near the segment's end meets an index entry pointing past
+	// the .log: index damage.
+	sl, err := l.Read(bases[1]-1, 1<<20, ReadOptions{})
+	if err == nil {
+		sl.Close()
+	}
+	var ie *index.Error
+	if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ie) {
+		t.Fatalf("lookup over a damaged index: %v, want an index error matching ErrCorrupt", err)
+	}
 }

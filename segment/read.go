@@ -267,7 +267,7 @@ func (s *Segment) Batches(fromPos, toPos int64) iter.Seq2[record.Batch, error] {
 				if toPos < end && errors.Is(err, ErrTornTail) {
 					return
 				}
-				yield(nil, err)
+				yield(nil, asReadDamage(err))
 				return
 			}
 			if !ok {
