@@ -80,7 +80,10 @@ type Options struct {
 	// rolls the segment. Default 10 MiB.
 	MaxIndexBytes int
 	// MaxBatchBytes is the largest batch, including its 12-byte log overhead,
-	// that Append or AppendBatch will store. Default 1,048,588.
+	// that Append or AppendBatch will store. Default 1,048,588. It bounds
+	// appends only: batches already stored, under a larger limit or by
+	// Kafka, are kept by recovery and read whatever their size (as a broker
+	// lowering max.message.bytes loses nothing).
 	MaxBatchBytes int
 	// MaxMappedIndexes bounds how many sealed segments' indexes are memory
 	// mapped at once (least recently used are unmapped). Default 1024. It
