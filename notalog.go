@@ -64,6 +64,9 @@ func checkLogDir(fs vfs.FS, dir string) (exists bool, err error) {
 	}
 	var bad NotALogError
 	for _, n := range names {
+		if layout.IsLogFile(n) {
+			continue // by name; only strangers are looked at, so a log of thousands of segments costs no stat calls
+		}
 		fi, err := fs.Stat(filepath.Join(dir, n))
 		if err != nil {
 			if isNotExist(err) {
@@ -71,10 +74,9 @@ func checkLogDir(fs vfs.FS, dir string) (exists bool, err error) {
 			}
 			return true, err
 		}
-		switch {
-		case fi.IsDir():
+		if fi.IsDir() {
 			bad.Subdirs = append(bad.Subdirs, n)
-		case !layout.IsLogFile(n):
+		} else {
 			bad.Files = append(bad.Files, n)
 		}
 	}

@@ -80,6 +80,9 @@ func Open(dir string, opts Options) (*Log, error) {
 // directory is made durable (SyncDir) before Open returns, so no later
 // Sync can acknowledge data that a power loss would put behind a deleted
 // segment brought back.
+//
+// The directory is listed again under the lock: checkLogDir's listing was
+// taken before it, while another Log may still have been changing it.
 func (l *Log) load() error {
 	names, err := l.fs.List(l.dir)
 	if err != nil {
