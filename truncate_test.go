@@ -1,0 +1,241 @@
+package seglog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
+)
+
+// truncOptions rolls segments every few batches, so truncations and
+// retention cross segment boundaries.
+func truncOptions(fs vfs.FS, sync SyncMode) Options {
+	return Options{
+		FS:                 fs,
+		SegmentBytes:       2048,
+		IndexIntervalBytes: 256,
+		MaxIndexBytes:      1024,
+		Sync:               sync,
+		Logger:             discardLogger(),
+	}
+}
+
+// epochRecords returns n records for offsets base.., tagged with epoch in
+// their keys: after a truncation the same offsets are written again under a
+// new epoch, and a reader can tell which write it sees.
+func epochRecords(base int64, n, epoch int) []record.Record {
+	recs := make([]record.Record, n)
+	for j := range recs {
+		off := base + int64(j)
+		recs[j] = record.Record{
+			Key:       []byte(fmt.Sprintf("e%d", epoch)),
+			Value:     crashValue(off, 10+int(off%40)),
+			Timestamp: 1_700_000_000_000 + off,
+		}
+	}
+	return recs
+}
+
+// appendEach appends n single-record batches tagged with epoch.
+func appendEach(t *testing.T, l *Log, n, epoch int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		end := l.EndOffset()
+		info, err := l.Append(epochRecords(end, 1, epoch)...)
+		if err != nil {
+			t.Fatalf("append at %d: %v", end, err)
+		}
+		if info.FirstOffset != end {
+			t.Fatalf("appended at %d, end was %d", info.FirstOffset, end)
+		}
+	}
+}
+
+// readAll returns the keys of every record from the start, checking that
+// offsets run contiguously and values belong to their offsets.
+func readAll(t *testing.T, l *Log) []string {
+	t.Helper()
+	var keys []string
+	next := l.StartOffset()
+	for r, err := range l.Records(l.StartOffset()) {
+		if err != nil {
+			t.Fatalf("Records at %d: %v", next, err)
+		}
+		if r.Offset != next {
+			t.Fatalf("offset %d follows %d", r.Offset, next-1)
+		}
+		if !bytes.Equal(r.Value, crashValue(r.Offset, len(r.Value))) {
+			t.Fatalf("offset %d holds a value never written there", r.Offset)
+		}
+		keys = append(keys, string(r.Key))
+		next++
+	}
+	if next != l.EndOffset() {
+		t.Fatalf("read up to %d, end %d", next, l.EndOffset())
+	}
+	return keys
+}
+
+// TestTruncateBelowStartSurvivesCrash is issue 10's case 6: DeleteBefore
+// (500), TruncateTo(300), 100 acknowledged appends, power loss. The old
+// log start (500) must not survive the truncation, or the next Open finds
+// every segment below it and deletes them all.
+func TestTruncateBelowStartSurvivesCrash(t *testing.T) {
+	mem := vfs.NewMem()
+	l, err := Open("/t", truncOptions(mem, SyncAlways))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l.EndOffset() < 600 {
+		l.Append(epochRecords(l.EndOffset(), 5, 0)...)
+	}
+	if _, err := l.DeleteBefore(500); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(300); err != nil {
+		t.Fatal(err)
+	}
+	if l.StartOffset() != 300 || l.EndOffset() != 300 {
+		t.Fatalf("after TruncateTo(300) below the start 500: [%d, %d), want [300, 300)", l.StartOffset(), l.EndOffset())
+	}
+	appendEach(t, l, 100, 1)
+	crashed := mem.CrashClone()
+	l.Close()
+	l, err = Open("/t", truncOptions(crashed, SyncAlways))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.StartOffset() != 300 || l.EndOffset() != 400 {
+		t.Fatalf("after the crash: [%d, %d), want the 100 acknowledged records [300, 400)", l.StartOffset(), l.EndOffset())
+	}
+	for i, k := range readAll(t, l) {
+		if k != "e1" {
+			t.Fatalf("offset %d: key %q, want e1", 300+i, k)
+		}
+	}
+}
+
+// TestTruncateBelowStartRestartsExactly: TruncateTo below the start
+// restarts the log at the offset given, even where a batch holding that
+// offset survives in a segment retention kept.
+func TestTruncateBelowStartRestartsExactly(t *testing.T) {
+	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
+		opts := truncOptions(fs, SyncNone)
+		opts.SegmentBytes = 1 << 20 // one segment holds 33 and 55
+		l, err := Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		for l.EndOffset() < 100 {
+			l.Append(epochRecords(l.EndOffset(), 10, 0)...) // batches [0,9], [10,19], ...
+		}
+		if _, err := l.DeleteBefore(55); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.TruncateTo(33); err != nil {
+			t.Fatal(err)
+		}
+		if l.StartOffset() != 33 || l.EndOffset() != 33 {
+			t.Fatalf("TruncateTo(33) below the start 55: [%d, %d), want [33, 33)", l.StartOffset(), l.EndOffset())
+		}
+		if info, err := l.Append(epochRecords(33, 2, 1)...); err != nil || info.FirstOffset != 33 {
+			t.Fatalf("append after the truncation: %+v, %v; want it at 33", info, err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if l, err = Open(dir, opts); err != nil {
+			t.Fatal(err)
+		}
+		if l.StartOffset() != 33 || l.EndOffset() != 35 {
+			t.Fatalf("reopened: [%d, %d), want [33, 35)", l.StartOffset(), l.EndOffset())
+		}
+		if keys := readAll(t, l); len(keys) != 2 || keys[0] != "e1" {
+			t.Fatalf("reopened: keys %v", keys)
+		}
+	})
+}
+
+// TestRecordsAcrossTruncation is issue 10's case 6 for readers: an
+// iteration that a truncation overtakes must neither yield the removed
+// records after the truncation returned nor call the healthy log corrupt.
+// It ends with ErrTruncated when the truncation removed its position or a
+// record it already yielded, and otherwise goes on with the new data.
+func TestRecordsAcrossTruncation(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		to       int64 // TruncateTo after reading 5 records from 0
+		wantErr  bool
+		wantKeys int // records of epoch 1 the iteration goes on to yield
+	}{
+		{name: "below the position", to: 2, wantErr: true},
+		{name: "below the start", to: 0, wantErr: true},
+		{name: "at the position", to: 5, wantKeys: 40},
+		{name: "ahead of the position", to: 30, wantKeys: 15},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			l, err := Open("/r", truncOptions(mem, SyncNone))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			appendEach(t, l, 60, 0)
+			if tc.name == "below the start" {
+				if _, err := l.DeleteBefore(3); err != nil {
+					t.Fatal(err)
+				}
+			}
+			from := l.StartOffset()
+			var got []record.Record
+			var iterErr error
+			for r, err := range l.Records(from) {
+				if err != nil {
+					iterErr = err
+					break
+				}
+				got = append(got, record.Record{Offset: r.Offset, Key: bytes.Clone(r.Key)})
+				if len(got) == 5 {
+					if err := l.TruncateTo(tc.to); err != nil {
+						t.Fatal(err)
+					}
+					// The new appends overwrite the bytes the iterator
+					// was about to read.
+					appendEach(t, l, int(from+45-l.EndOffset()), 1)
+				}
+			}
+			fresh := 0
+			for i, r := range got {
+				if r.Offset != from+int64(i) {
+					t.Fatalf("record %d has offset %d", i, r.Offset)
+				}
+				if i >= 5 && r.Offset >= tc.to && string(r.Key) != "e1" {
+					t.Fatalf("offset %d after the truncation returned: key %q, a removed record", r.Offset, r.Key)
+				}
+				if string(r.Key) == "e1" {
+					fresh++
+				}
+			}
+			if errors.Is(iterErr, ErrCorruptLog) || errors.Is(iterErr, ErrCorruptBatch) {
+				t.Fatalf("healthy log reported corrupt: %v", iterErr)
+			}
+			if tc.wantErr {
+				if !errors.Is(iterErr, ErrTruncated) || len(got) != 5 {
+					t.Fatalf("got %d records, then %v; want 5, then ErrTruncated", len(got), iterErr)
+				}
+				return
+			}
+			if iterErr != nil {
+				t.Fatalf("iteration across a truncation above its position: %v", iterErr)
+			}
+			if fresh != tc.wantKeys || got[len(got)-1].Offset != from+44 {
+				t.Fatalf("%d records of the new data, up to offset %d; want %d, up to %d", fresh, got[len(got)-1].Offset, tc.wantKeys, from+44)
+			}
+		})
+	}
+}
