@@ -120,7 +120,10 @@ func (s *Slice) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > s.n {
 		return 0, fmt.Errorf("seglog: slice offset %d out of [0, %d]", off, s.n)
 	}
-	if s.n == 0 {
+	if s.n == 0 { // an empty read has no file
+		if len(p) == 0 {
+			return 0, nil
+		}
 		return 0, io.EOF
 	}
 	var short bool

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"iter"
+	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -237,5 +241,143 @@ func TestRecordsAcrossTruncation(t *testing.T) {
 				t.Fatalf("%d records of the new data, up to offset %d; want %d, up to %d", fresh, got[len(got)-1].Offset, tc.wantKeys, from+44)
 			}
 		})
+	}
+}
+
+// TestSliceAcrossTruncation: a Slice that a later truncation cut into
+// refuses to hand out its bytes (ReadAt and WriteTo both fail with
+// ErrSliceTruncated, which matches ErrTruncated), even once new appends
+// have filled the same file positions; a Slice wholly below the cut keeps
+// its bytes.
+func TestSliceAcrossTruncation(t *testing.T) {
+	l, err := Open("/s", truncOptions(vfs.NewMem(), SyncNone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendEach(t, l, 20, 0)
+	low, err := l.Read(0, 1, ReadOptions{}) // one batch: offset 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer low.Close()
+	cut, err := l.Read(10, 1<<20, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cut.Close()
+	lowBytes := make([]byte, low.Len())
+	if _, err := low.ReadAt(lowBytes, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.TruncateTo(12); err != nil {
+		t.Fatal(err)
+	}
+	appendEach(t, l, 8, 1)
+	buf := make([]byte, cut.Len())
+	if _, err := cut.ReadAt(buf, 0); !errors.Is(err, ErrSliceTruncated) || !errors.Is(err, ErrTruncated) {
+		t.Fatalf("ReadAt of a slice cut by a truncation: %v, want ErrSliceTruncated", err)
+	}
+	if _, err := cut.WriteTo(&bytes.Buffer{}); !errors.Is(err, ErrSliceTruncated) {
+		t.Fatalf("WriteTo of a slice cut by a truncation: %v, want ErrSliceTruncated", err)
+	}
+	again := make([]byte, low.Len())
+	if _, err := low.ReadAt(again, 0); err != nil || !bytes.Equal(again, lowBytes) {
+		t.Fatalf("slice below the cut: %v, bytes equal %v", err, bytes.Equal(again, lowBytes))
+	}
+}
+
+// blockTruncate returns a filesystem on which the first File.Truncate of
+// a .log file waits until release is closed, and a channel closed when it
+// starts waiting: a truncation caught half-way.
+func blockTruncate(fs vfs.FS) (vfs.FS, chan struct{}, <-chan struct{}) {
+	release, waiting := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	return vfs.Inject(fs, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpTruncate && filepath.Ext(op.Path) == ".log" {
+			once.Do(func() {
+				close(waiting)
+				<-release
+			})
+		}
+		return nil
+	})), release, waiting
+}
+
+// TestReadersDuringTruncation: readers that start while a TruncateTo is
+// cutting the file they read (its new size published, the file not yet
+// shrunk) neither report damage nor return removed records: Read of a
+// removed offset ends ErrOffsetOutOfRange once the truncation is done, an
+// iteration standing on a removed offset ends with ErrTruncated, and a
+// time lookup answers from the truncated log.
+func TestReadersDuringTruncation(t *testing.T) {
+	fs, release, waiting := blockTruncate(vfs.NewMem())
+	opts := truncOptions(fs, SyncNone)
+	opts.SegmentBytes = 1 << 20
+	l, err := Open("/d", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendEach(t, l, 40, 0)
+	// An iteration that has read offsets 0..24 when the truncation begins.
+	next, stopIter := iter.Pull2(l.Records(0))
+	defer stopIter()
+	for i := 0; i < 25; i++ {
+		if _, err, ok := next(); err != nil || !ok {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	truncated := make(chan error, 1)
+	go func() { truncated <- l.TruncateTo(20) }()
+	<-waiting
+	type result struct {
+		what string
+		err  error
+	}
+	results := make(chan result, 3)
+	go func() {
+		s, err := l.Read(30, 1<<20, ReadOptions{})
+		if err == nil {
+			err = fmt.Errorf("a slice of [%d, %d]", s.FirstOffset(), s.LastOffset())
+			s.Close()
+		}
+		results <- result{"Read(30)", err}
+	}()
+	go func() {
+		off, err := l.OffsetForTime(1_700_000_000_000 + 30)
+		if err == nil {
+			err = fmt.Errorf("offset %d", off)
+		}
+		results <- result{"OffsetForTime", err}
+	}()
+	go func() {
+		r, err, ok := next()
+		if ok && err == nil {
+			err = fmt.Errorf("offset %d", r.Offset)
+		}
+		results <- result{"Records", err}
+	}()
+	// Let the readers get under way (the outcome must be the same if
+	// they only start once the truncation is done).
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	if err := <-truncated; err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		r := <-results
+		var want error
+		switch r.what {
+		case "Read(30)":
+			want = ErrOffsetOutOfRange
+		case "OffsetForTime":
+			want = ErrTimestampNotFound
+		case "Records":
+			want = ErrTruncated
+		}
+		if !errors.Is(r.err, want) {
+			t.Errorf("%s during a truncation to 20: %v, want %v", r.what, r.err, want)
+		}
 	}
 }
