@@ -28,9 +28,10 @@ var ErrTimestampNotFound = errors.New("seglog: no record at or after the timesta
 // truncation removed the iteration's position or any record it already
 // yielded, the iteration ends with an error matching ErrTruncated;
 // otherwise it goes on, from where it was, with whatever the log holds
-// there now. Retention is different: records that DeleteBefore removes
-// while the iteration reads their segment may still be yielded, as a Kafka
-// fetch in flight returns them.
+// there now. An iteration that retention (DeleteBefore) overtakes ends with
+// ErrOffsetOutOfRange at the first record below the new start, as a Kafka
+// consumer's next fetch there would; it never yields a record below a start
+// that DeleteBefore had set when the record was read.
 func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
 	return func(yield func(record.Record, error) bool) {
 		c := cursor{log: l, gen: l.truncations.current(), next: from}
@@ -165,6 +166,12 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 			// back until the caller knows whether it removed it.
 			if l.truncations.begunSince(c.gen) {
 				return pos, false, exhausted
+			}
+			if start := l.start.Load(); r.Offset < start {
+				// Retention removed it since the iteration began: a
+				// Kafka consumer fetching here would be told the same.
+				yield(record.Record{}, fmt.Errorf("%w: the iteration at %d fell below the log start %d", ErrOffsetOutOfRange, r.Offset, start))
+				return pos, false, stopped
 			}
 			if !yield(r, nil) {
 				return pos, false, stopped

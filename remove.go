@@ -12,8 +12,9 @@ import "fmt"
 // the start (a slice may still begin with the batch holding the start,
 // whose earlier records a consumer skips, as in Kafka). A removed segment's files
 // are renamed to .deleted now and unlinked when the last reader holding it
-// lets go, so Slices and iterations already reading it finish undisturbed,
-// as a Kafka fetch in flight does. When the new start reaches the end, the
+// lets go, so a Slice made before keeps its bytes, as a Kafka fetch in
+// flight does; an iteration that reaches a record below the new start ends
+// with ErrOffsetOutOfRange instead of yielding it. When the new start reaches the end, the
 // active segment is replaced by an empty one at the end. The new start is
 // written to the log-start-offset checkpoint (durably) before anything is
 // removed, so no crash brings the removed records back. It returns how many

@@ -46,7 +46,8 @@ func epochOf(t *testing.T, key []byte) int {
 // ReadAt, OffsetForTime) beside one writer that appends, truncates (inside
 // the log and below its start) and applies retention. Every record a
 // reader gets must hold its offset's value, and none may be one that a
-// TruncateTo which returned before the reader asked for it removed; a
+// TruncateTo which returned before the reader asked for it removed (nor,
+// for an iteration, one below a start DeleteBefore had set by then); a
 // reader ends only with ErrTruncated, ErrOffsetOutOfRange or (for a
 // lookup) ErrTimestampNotFound, never with a corruption error. Run it with
 // -race.
@@ -120,14 +121,18 @@ func TestReadersNeverSeeTruncatedRecords(t *testing.T) {
 	go func() { // iterations
 		defer wg.Done()
 		for !stop.Load() {
-			seen := *history.Load()
-			for r, err := range l.Records(l.StartOffset()) {
+			seen, start := *history.Load(), l.StartOffset()
+			for r, err := range l.Records(start) {
 				if err != nil {
 					allowed("Records", err)
 					break
 				}
 				check("Records", seen, r.Offset, r.Key, r.Value)
-				seen = *history.Load() // before the iterator makes the next record
+				if r.Offset < start {
+					t.Errorf("Records: offset %d below the start %d that retention had set", r.Offset, start)
+				}
+				// Before the iterator makes the next record.
+				seen, start = *history.Load(), l.StartOffset()
 			}
 		}
 	}()

@@ -381,3 +381,46 @@ func TestReadersDuringTruncation(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordsAcrossRetention: an iteration that DeleteBefore overtakes ends
+// with ErrOffsetOutOfRange at the first record below the new start instead
+// of yielding it from the segment it still holds; one that retention stays
+// behind goes on to the end.
+func TestRecordsAcrossRetention(t *testing.T) {
+	for _, tc := range []struct {
+		to      int64
+		wantErr bool
+	}{{to: 30, wantErr: true}, {to: 5, wantErr: false}, {to: 3, wantErr: false}} {
+		t.Run(fmt.Sprint(tc.to), func(t *testing.T) {
+			l, err := Open("/ret", truncOptions(vfs.NewMem(), SyncNone))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			appendEach(t, l, 60, 0)
+			var got []int64
+			var iterErr error
+			for r, err := range l.Records(0) {
+				if err != nil {
+					iterErr = err
+					break
+				}
+				got = append(got, r.Offset)
+				if len(got) == 5 {
+					if _, err := l.DeleteBefore(tc.to); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if tc.wantErr {
+				if !errors.Is(iterErr, ErrOffsetOutOfRange) || len(got) != 5 {
+					t.Fatalf("DeleteBefore(%d) at 5: %d records, then %v; want 5, then ErrOffsetOutOfRange", tc.to, len(got), iterErr)
+				}
+				return
+			}
+			if iterErr != nil || len(got) != 60 {
+				t.Fatalf("DeleteBefore(%d) at 5: %d records, then %v; want all 60", tc.to, len(got), iterErr)
+			}
+		})
+	}
+}
