@@ -97,9 +97,9 @@ func (s *Slice) WriteTo(w io.Writer) (int64, error) {
 }
 
 // checkIntact reports whether a truncation since the slice was made cut
-// into it.
+// into it, waiting for one under way to finish.
 func (s *Slice) checkIntact() error {
-	if s.log.truncations.affects(s.gen, s.last) {
+	if s.log.truncations.overtook(s.gen, s.last) {
 		return fmt.Errorf("%w: offsets [%d, %d] of %s", ErrSliceTruncated, s.first, s.last, s.File())
 	}
 	size, err := s.file.Size()
