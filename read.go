@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -178,7 +179,9 @@ func (l *Log) Read(offset int64, maxBytes int, opts ReadOptions) (*Slice, error)
 	for attempt := 0; ; attempt++ {
 		gen := l.truncations.current()
 		sl, err := l.read(offset, maxBytes, opts, gen)
-		if !l.truncations.begunSince(gen) {
+		if !l.truncations.begunSince(gen) || errors.Is(err, ErrOffsetOutOfRange) {
+			// Untouched, or refused by the range check before any file
+			// was read: the answer stands.
 			return sl, err
 		}
 		if err == nil && sl.n == 0 {
@@ -195,6 +198,9 @@ func (l *Log) Read(offset int64, maxBytes int, opts ReadOptions) (*Slice, error)
 			sl.Close()
 		}
 		if attempt == maxReadAttempts-1 {
+			if err != nil {
+				return nil, fmt.Errorf("%w: reading offset %d (last attempt: %v)", ErrSliceTruncated, offset, err)
+			}
 			return nil, fmt.Errorf("%w: reading offset %d", ErrSliceTruncated, offset)
 		}
 	}
