@@ -47,7 +47,12 @@ func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
 			// At the end, or overtaken by a truncation: decide which.
 			low, now := l.truncations.settle(c.gen)
 			if low == math.MaxInt64 {
-				return // no truncation since the last pass: the end
+				// No truncation since the last pass: the end, unless
+				// retention removed the segment it was moving to.
+				if start := l.StartOffset(); c.next < start {
+					yield(record.Record{}, fmt.Errorf("%w: the iteration at %d fell below the log start %d", ErrOffsetOutOfRange, c.next, start))
+				}
+				return
 			}
 			if low < c.next {
 				yield(record.Record{}, fmt.Errorf("%w: offsets from %d were removed while an iteration stood at %d", ErrTruncated, low, c.next))
@@ -150,7 +155,11 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 		if b.BaseOffset() >= l.end.Load() {
 			return pos, false, exhausted
 		}
-		if b.IsControl() || b.LastOffset() < c.next {
+		if b.LastOffset() < c.next {
+			continue
+		}
+		if b.IsControl() {
+			c.next = b.LastOffset() + 1
 			continue
 		}
 		if err := c.it.Reset(b); err != nil {
