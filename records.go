@@ -192,7 +192,10 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 		}
 		c.next = max(c.next, b.LastOffset()+1)
 	}
-	return pos, true, exhausted
+	// The pass read everything up to size, including legacy (v0/v1)
+	// entries, which it skips without yielding: size, not the sum of the
+	// batches yielded, is where the next pass starts.
+	return size, true, exhausted
 }
 
 // OffsetForTime returns the offset of the first record, in offset order,
