@@ -7,6 +7,7 @@ import (
 	"iter"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -420,6 +421,72 @@ func TestRecordsAcrossRetention(t *testing.T) {
 			}
 			if iterErr != nil || len(got) != 60 {
 				t.Fatalf("DeleteBefore(%d) at 5: %d records, then %v; want all 60", tc.to, len(got), iterErr)
+			}
+		})
+	}
+}
+
+// blockReads returns a filesystem on which, once armed, the first read of
+// a .log file waits until release is closed, and a channel closed when it
+// starts waiting: a reader caught half-way.
+func blockReads(fs vfs.FS) (vfs.FS, *atomic.Bool, chan struct{}, <-chan struct{}) {
+	var armed atomic.Bool
+	release, waiting := make(chan struct{}), make(chan struct{})
+	return vfs.Inject(fs, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRead && filepath.Ext(op.Path) == ".log" && armed.CompareAndSwap(true, false) {
+			close(waiting)
+			<-release
+		}
+		return nil
+	})), &armed, release, waiting
+}
+
+// TestLookupsOvertakenByTruncation: a Read or OffsetForTime that has
+// picked its segment when a TruncateTo removes what it was about to
+// return, and resumes only after the truncation returned, does not return
+// it: it starts over against the truncated log.
+func TestLookupsOvertakenByTruncation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call func(l *Log) error
+		want error
+	}{
+		{"Read", func(l *Log) error {
+			s, err := l.Read(30, 1<<20, ReadOptions{})
+			if err == nil {
+				defer s.Close()
+				return fmt.Errorf("a slice of [%d, %d]", s.FirstOffset(), s.LastOffset())
+			}
+			return err
+		}, ErrOffsetOutOfRange},
+		{"OffsetForTime", func(l *Log) error {
+			off, err := l.OffsetForTime(1_700_000_000_000 + 30)
+			if err == nil {
+				return fmt.Errorf("offset %d", off)
+			}
+			return err
+		}, ErrTimestampNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs, armed, release, waiting := blockReads(vfs.NewMem())
+			opts := truncOptions(fs, SyncNone)
+			opts.SegmentBytes = 1 << 20
+			l, err := Open("/o", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			appendEach(t, l, 40, 0)
+			armed.Store(true)
+			result := make(chan error, 1)
+			go func() { result <- tc.call(l) }()
+			<-waiting
+			if err := l.TruncateTo(20); err != nil {
+				t.Fatal(err)
+			}
+			close(release)
+			if err := <-result; !errors.Is(err, tc.want) {
+				t.Fatalf("%s overtaken by TruncateTo(20): %v, want %v", tc.name, err, tc.want)
 			}
 		})
 	}
