@@ -444,7 +444,8 @@ func blockReads(fs vfs.FS) (vfs.FS, *atomic.Bool, chan struct{}, <-chan struct{}
 // TestLookupsOvertakenByTruncation: a Read or OffsetForTime that has
 // picked its segment when a TruncateTo removes what it was about to
 // return, and resumes only after the truncation returned, does not return
-// it: it starts over against the truncated log.
+// it: it starts over against the truncated log. An iteration whose
+// position was removed that way ends with ErrTruncated.
 func TestLookupsOvertakenByTruncation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -466,6 +467,15 @@ func TestLookupsOvertakenByTruncation(t *testing.T) {
 			}
 			return err
 		}, ErrTimestampNotFound},
+		{"Records", func(l *Log) error {
+			for r, err := range l.Records(25) {
+				if err == nil {
+					return fmt.Errorf("offset %d", r.Offset)
+				}
+				return err
+			}
+			return errors.New("no record and no error")
+		}, ErrTruncated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs, armed, release, waiting := blockReads(vfs.NewMem())
