@@ -3,6 +3,7 @@ package seglog
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -116,6 +117,7 @@ func acceptable(got, before, after logState, op truncOp) bool {
 // retention moved; retention after a truncation; both into a batch that
 // straddles the start), with acknowledged (SyncAlways) appends between,
 // and simulates a power loss at every filesystem operation of each run.
+// Half the crashes also keep some unsynced bytes and directory entries.
 // The log that reopens must hold every record acknowledged before the
 // crash, nothing that a returned truncation or DeleteBefore removed, and
 // the start that was last made: the state before the operation under way,
@@ -178,7 +180,11 @@ func TestTruncationOrdersSurviveCrashes(t *testing.T) {
 			if last := states[len(states)-1]; last.start != sc.want.start || last.end() != sc.want.end() {
 				t.Fatalf("without a crash: %v, want %v", last, sc.want)
 			}
-			for k := int64(1); k <= total; k++ {
+			// Each point twice: once keeping only what was synced, once
+			// also keeping some unsynced bytes and directory entries at
+			// random (a journal that happened to commit them).
+			for point := int64(0); point < 2*total; point++ {
+				k, torn := 1+point/2, point%2 == 1
 				mem := setup.CrashClone()
 				var mu sync.Mutex
 				var crashed *vfs.MemFS
@@ -192,7 +198,12 @@ func TestTruncationOrdersSurviveCrashes(t *testing.T) {
 						return nil
 					}
 					if n++; n == k {
-						crashed, inflight = mem.CrashClone(), current
+						inflight = current
+						if torn {
+							crashed = mem.CrashCloneWith(vfs.CrashOptions{Rand: rand.New(rand.NewPCG(uint64(k), 11)), KeepUnsynced: 0.7, KeepUnsyncedEntries: 0.5})
+						} else {
+							crashed = mem.CrashClone()
+						}
 					}
 					return nil
 				})
@@ -211,7 +222,7 @@ func TestTruncationOrdersSurviveCrashes(t *testing.T) {
 				if crashed == nil {
 					continue // the run took fewer operations this time
 				}
-				label := fmt.Sprintf("crash at op %d/%d", k, total)
+				label := fmt.Sprintf("crash at op %d/%d (torn %v)", k, total, torn)
 				// Op 0 is the read of the state before the first op.
 				before, after, op := states[0], states[0], truncOp{}
 				if inflight > 0 {
