@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -16,7 +17,8 @@ import (
 // ErrSliceTruncated: the log was truncated below bytes a Slice covers
 // after the Slice was made, so sending them could send bytes that are no
 // longer (or no longer the same) in the log.
-var ErrSliceTruncated = errors.New("seglog: slice truncated while in flight")
+// It matches ErrTruncated.
+var ErrSliceTruncated = fmt.Errorf("%w: slice truncated while in flight", ErrTruncated)
 
 // ReadOptions bounds a Read.
 type ReadOptions struct {
@@ -96,9 +98,9 @@ func (s *Slice) WriteTo(w io.Writer) (int64, error) {
 }
 
 // checkIntact reports whether a truncation since the slice was made cut
-// into it.
+// into it, waiting for one under way to finish.
 func (s *Slice) checkIntact() error {
-	if s.log.truncations.affects(s.gen, s.last) {
+	if s.log.truncations.overtook(s.gen, s.last) {
 		return fmt.Errorf("%w: offsets [%d, %d] of %s", ErrSliceTruncated, s.first, s.last, s.File())
 	}
 	size, err := s.file.Size()
@@ -112,20 +114,33 @@ func (s *Slice) checkIntact() error {
 }
 
 // ReadAt reads the slice's bytes at off (relative to the slice) into p, for
-// callers that want the bytes in memory.
+// callers that want the bytes in memory. If a truncation has cut into the
+// slice since it was made, ReadAt returns ErrSliceTruncated (the bytes read
+// may then belong to newer batches and must be discarded).
 func (s *Slice) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > s.n {
 		return 0, fmt.Errorf("seglog: slice offset %d out of [0, %d]", off, s.n)
 	}
-	if rem := s.n - off; int64(len(p)) > rem {
-		p = p[:rem]
-		n, err := s.file.ReadAt(p, s.pos+off)
-		if err == nil {
-			err = io.EOF
+	if s.n == 0 { // an empty read has no file
+		if len(p) == 0 {
+			return 0, nil
 		}
-		return n, err
+		return 0, io.EOF
 	}
-	return s.file.ReadAt(p, s.pos+off)
+	var short bool
+	if rem := s.n - off; int64(len(p)) > rem {
+		p, short = p[:rem], true
+	}
+	n, err := s.file.ReadAt(p, s.pos+off)
+	// Checked after the read: a truncation that returned before it is in
+	// the log by now, and one under way is waited for.
+	if s.log.truncations.overtook(s.gen, s.last) {
+		return n, fmt.Errorf("%w: offsets [%d, %d] of %s", ErrSliceTruncated, s.first, s.last, s.File())
+	}
+	if err == nil && short {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // Close releases the slice's reference on its segment. It is safe to call
@@ -147,19 +162,64 @@ func (s *Slice) Close() error {
 // tail; here every slice parses whole). An offset equal to the bound gives
 // an empty slice; one below the log start or past its end is
 // ErrOffsetOutOfRange. Close the Slice when done.
+//
+// A Read that a TruncateTo overtakes starts over against the truncated log
+// (so it may then find the offset out of range), and gives up with
+// ErrSliceTruncated only if truncations keep cutting under it; it never
+// reports bytes a truncation was cutting as damage, and never returns a
+// slice that a truncation which returned before Read did cut into. A Slice
+// is a snapshot, though: a truncation after Read returned makes its WriteTo
+// and ReadAt fail with ErrSliceTruncated instead of sending other bytes.
+// Retention (DeleteBefore) does not disturb a Slice: its segment stays
+// readable through it.
 func (l *Log) Read(offset int64, maxBytes int, opts ReadOptions) (*Slice, error) {
+	if maxBytes < 0 {
+		return nil, fmt.Errorf("seglog: negative maxBytes %d", maxBytes)
+	}
+	for attempt := 0; ; attempt++ {
+		gen := l.truncations.current()
+		sl, err := l.read(offset, maxBytes, opts, gen)
+		if !l.truncations.begunSince(gen) || errors.Is(err, ErrOffsetOutOfRange) {
+			// Untouched, or refused by the range check before any file
+			// was read: the answer stands.
+			return sl, err
+		}
+		if err == nil && sl.n == 0 {
+			// Empty: there was nothing at offset below the bound; a
+			// truncation since cannot have removed what it did not show,
+			// unless it removed offset itself.
+			if !l.truncations.overtook(gen, offset) {
+				return sl, nil
+			}
+		} else if err == nil && !l.truncations.overtook(gen, sl.last) {
+			return sl, nil
+		}
+		if sl != nil {
+			sl.Close()
+		}
+		if attempt == maxReadAttempts-1 {
+			if err != nil {
+				return nil, fmt.Errorf("%w: reading offset %d (last attempt: %v)", ErrSliceTruncated, offset, err)
+			}
+			return nil, fmt.Errorf("%w: reading offset %d", ErrSliceTruncated, offset)
+		}
+	}
+}
+
+// maxReadAttempts bounds how often a read starts over because truncations
+// cut under it.
+const maxReadAttempts = 4
+
+// read is one attempt of Read, at truncation generation gen.
+func (l *Log) read(offset int64, maxBytes int, opts ReadOptions, gen uint64) (*Slice, error) {
 	start, end := l.StartOffset(), l.EndOffset()
 	if offset < start || offset > end {
 		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, start, end)
-	}
-	if maxBytes < 0 {
-		return nil, fmt.Errorf("seglog: negative maxBytes %d", maxBytes)
 	}
 	bound := end
 	if opts.Bounded && opts.UpperBound < bound {
 		bound = opts.UpperBound
 	}
-	gen := l.truncations.current()
 	empty := &Slice{log: l, first: offset, last: offset - 1, gen: gen}
 	if offset >= bound {
 		return empty, nil
@@ -248,52 +308,100 @@ func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes in
 	}, true, nil
 }
 
-// truncationLog remembers recent truncations, so a Slice made before one
-// can tell whether it cut into the slice's offsets.
+// truncationLog remembers recent truncations, so a reader that began
+// before one can tell whether it removed what the reader covers, and
+// whether an error the reader met may come from a file cut under it
+// rather than from damage.
 type truncationLog struct {
-	mu     sync.Mutex
-	gen    atomic.Uint64
-	events []truncation // the most recent, oldest first
+	// cutting is held by a truncation while it changes files; a reader
+	// that met an error during one waits on it before judging.
+	cutting sync.RWMutex
+	started atomic.Uint64 // truncations begun; gen once they are done
+	gen     atomic.Uint64 // truncations done
+	mu      sync.Mutex
+	events  []truncation // the most recent, oldest first
 }
 
 type truncation struct {
 	gen    uint64
-	offset int64
+	offset int64 // the lowest offset it removed
 }
 
 const keptTruncations = 64
 
+// current returns the generation a reader starts from: the number of
+// truncations done.
 func (t *truncationLog) current() uint64 { return t.gen.Load() }
 
-// record notes a truncation at offset. Called before the files shrink.
-func (t *truncationLog) record(offset int64) {
+// begin marks a truncation under way. Called with the Log's mu.
+func (t *truncationLog) begin() {
+	t.cutting.Lock()
+	t.started.Add(1)
+}
+
+// finish records that the truncation begun last removed every offset at
+// or after offset.
+func (t *truncationLog) finish(offset int64) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	g := t.gen.Add(1)
 	t.events = append(t.events, truncation{gen: g, offset: offset})
 	if len(t.events) > keptTruncations {
 		t.events = append(t.events[:0], t.events[len(t.events)-keptTruncations:]...)
 	}
+	t.mu.Unlock()
+	t.cutting.Unlock()
 }
 
-// affects reports whether a truncation after generation gen removed any
-// offset at or below last. When the history no longer reaches back to gen
-// it answers yes, to be safe.
+// affects reports whether a truncation done after generation gen removed
+// any offset at or below last. When the history no longer reaches back to
+// gen it answers yes, to be safe.
 func (t *truncationLog) affects(gen uint64, last int64) bool {
+	return t.lowestSince(gen) <= last
+}
+
+// lowestSince returns the lowest offset removed by a truncation done after
+// generation gen (math.MaxInt64 if none; math.MinInt64 if the history no
+// longer reaches back to gen).
+func (t *truncationLog) lowestSince(gen uint64) int64 {
 	if t.gen.Load() == gen {
-		return false
+		return math.MaxInt64
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.events) == 0 || t.events[0].gen > gen+1 {
-		return true
+		return math.MinInt64
 	}
+	low := int64(math.MaxInt64)
 	for _, e := range t.events {
-		if e.gen > gen && e.offset <= last {
-			return true
+		if e.gen > gen {
+			low = min(low, e.offset)
 		}
 	}
-	return false
+	return low
+}
+
+// begunSince reports whether a truncation began after generation gen was
+// read (or was under way then).
+func (t *truncationLog) begunSince(gen uint64) bool { return t.started.Load() != gen }
+
+// settle waits for a truncation under way to finish, and returns the lowest
+// offset removed since generation gen (as lowestSince) and the generation
+// now.
+func (t *truncationLog) settle(gen uint64) (int64, uint64) {
+	t.cutting.RLock()
+	now := t.gen.Load()
+	t.cutting.RUnlock()
+	return t.lowestSince(gen), now
+}
+
+// overtook reports whether a truncation that began after generation gen
+// removed an offset at or below last, waiting for one under way to finish.
+func (t *truncationLog) overtook(gen uint64, last int64) bool {
+	if !t.begunSince(gen) {
+		return false
+	}
+	low, _ := t.settle(gen)
+	return low <= last
 }
 
 // SendStats reports how many bytes this log's Slices moved with sendfile

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
@@ -20,93 +21,212 @@ var ErrTimestampNotFound = errors.New("seglog: no record at or after the timesta
 // kept. The iteration stops at the first error, which names the file and
 // byte position for damaged data; from outside [StartOffset, EndOffset]
 // yields ErrOffsetOutOfRange.
+//
+// A TruncateTo that overtakes the iteration never makes it yield a record
+// the truncation removed once TruncateTo has returned, nor report the log
+// corrupt because bytes it was reading were cut or overwritten. If the
+// truncation removed the iteration's position or any record it already
+// yielded, the iteration ends with an error matching ErrTruncated;
+// otherwise it goes on, from where it was, with whatever the log holds
+// there now. An iteration that retention (DeleteBefore) overtakes ends with
+// ErrOffsetOutOfRange at the first record below the new start, as a Kafka
+// consumer's next fetch there would; it never yields a record below a start
+// that DeleteBefore had set when the record was read.
 func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
 	return func(yield func(record.Record, error) bool) {
+		c := cursor{log: l, gen: l.truncations.current(), next: from}
+		c.it.MaxDecompressed = l.maxDecompressed()
 		if start, end := l.StartOffset(), l.EndOffset(); from < start || from > end {
 			yield(record.Record{}, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, from, start, end))
 			return
 		}
-		it := record.Iterator{MaxDecompressed: l.maxDecompressed()}
-		seg := l.acquireFloor(from)
-		pos := int64(-1)
-		for seg != nil {
-			var ok bool
-			if pos, ok = l.yieldSegment(seg, from, pos, &it, yield); !ok {
-				seg.Release()
+		for {
+			if c.run(yield) == stopped {
 				return
 			}
-			// The segment may have grown while it was read; only once a
-			// later segment exists is it final (a roll seals it first).
-			next := l.acquireNext(seg.BaseOffset())
-			if seg.Size() > pos {
-				if next != nil {
-					next.Release()
+			// At the end, or overtaken by a truncation: decide which.
+			low, now := l.truncations.settle(c.gen)
+			if low == math.MaxInt64 {
+				// No truncation since the last pass: the end, unless
+				// retention removed the segment it was moving to.
+				if start := l.StartOffset(); c.next < start {
+					yield(record.Record{}, fmt.Errorf("%w: the iteration at %d fell below the log start %d", ErrOffsetOutOfRange, c.next, start))
 				}
-				continue
+				return
 			}
-			seg.Release()
-			seg, pos = next, -1
+			if low < c.next {
+				yield(record.Record{}, fmt.Errorf("%w: offsets from %d were removed while an iteration stood at %d", ErrTruncated, low, c.next))
+				return
+			}
+			// Nothing the iteration has seen or stands on was removed:
+			// go on from the same offset in the truncated log.
+			c.gen = now
+			if start := l.StartOffset(); c.next < start {
+				yield(record.Record{}, fmt.Errorf("%w: %d is below the start %d", ErrOffsetOutOfRange, c.next, start))
+				return
+			}
 		}
 	}
 }
 
-// yieldSegment yields the records of seg at or after from and below the
-// log's end, starting at byte pos (-1: find from's batch). It returns the
-// position it stopped at and false when the iteration must stop.
-func (l *Log) yieldSegment(seg *segment.Segment, from, pos int64, it *record.Iterator, yield func(record.Record, error) bool) (int64, bool) {
+// cursor is a Records iteration: the offset it has reached and the
+// truncation generation its segment references and byte positions are
+// valid for.
+type cursor struct {
+	log  *Log
+	gen  uint64
+	next int64 // every record below has been yielded (or skipped)
+	it   record.Iterator
+}
+
+// How a pass of a cursor ended.
+type passEnd int
+
+const (
+	exhausted passEnd = iota // the end of the log, or a truncation began
+	stopped                  // the consumer stopped, or an error was yielded
+)
+
+// run yields records from c.next until the end of the log, the consumer
+// stops, an error, or a truncation that began after c.gen (it then stops
+// before yielding anything that truncation may have removed).
+func (c *cursor) run(yield func(record.Record, error) bool) passEnd {
+	l := c.log
+	seg := l.acquireFloor(c.next)
+	pos := int64(-1)
+	for seg != nil {
+		var end passEnd
+		var more bool
+		pos, more, end = c.yieldSegment(seg, pos, yield)
+		if !more {
+			seg.Release()
+			return end
+		}
+		// The segment may have grown while it was read; only once a
+		// later segment exists is it final (a roll seals it first).
+		next := l.acquireNext(seg.BaseOffset())
+		if seg.Size() > pos {
+			if next != nil {
+				next.Release()
+			}
+			continue
+		}
+		seg.Release()
+		seg, pos = next, -1
+	}
+	return exhausted
+}
+
+// yieldSegment yields the records of seg at or after c.next and below the
+// log's end, starting at byte pos (-1: find c.next's batch). It returns the
+// position it stopped at and whether the iteration may go on to what
+// follows in the log; if not, how the pass ended.
+func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record.Record, error) bool) (int64, bool, passEnd) {
+	l := c.log
+	// fail yields err, unless a truncation under way or done since c.gen
+	// may have caused it (a file cut or rewritten under the reader): the
+	// caller then settles what happened.
+	fail := func(err error) (int64, bool, passEnd) {
+		if l.truncations.begunSince(c.gen) {
+			return pos, false, exhausted
+		}
+		yield(record.Record{}, err)
+		return pos, false, stopped
+	}
 	size := seg.Size()
 	if pos < 0 {
 		pos = 0
-		if from > seg.BaseOffset() {
-			bp, ok, err := seg.FindPosition(from)
+		if c.next > seg.BaseOffset() {
+			bp, ok, err := seg.FindPosition(c.next)
 			if err != nil {
-				yield(record.Record{}, err)
-				return pos, false
+				return fail(asLogCorruption(err))
 			}
 			if !ok {
-				return size, true
+				return size, true, exhausted
 			}
 			pos = bp.Position
 		}
 	}
 	for b, err := range seg.Batches(pos, size) {
 		if err != nil {
-			yield(record.Record{}, asLogCorruption(err))
-			return pos, false
+			return fail(asLogCorruption(err))
 		}
 		pos += int64(len(b))
 		if b.BaseOffset() >= l.end.Load() {
-			return pos, false
+			return pos, false, exhausted
 		}
-		if b.IsControl() || b.LastOffset() < from {
+		if b.LastOffset() < c.next {
 			continue
 		}
-		if err := it.Reset(b); err != nil {
-			yield(record.Record{}, fmt.Errorf("seglog: %s: %w", seg.LogPath(), err))
-			return pos, false
+		if b.IsControl() {
+			c.next = b.LastOffset() + 1
+			continue
 		}
-		for it.Next() {
-			r := it.Record()
-			if r.Offset < from {
+		if err := c.it.Reset(b); err != nil {
+			return fail(fmt.Errorf("seglog: %s: %w", seg.LogPath(), err))
+		}
+		for c.it.Next() {
+			r := c.it.Record()
+			if r.Offset < c.next {
 				continue
 			}
-			if !yield(r, nil) {
-				return pos, false
+			// The bytes were read before this check: a truncation that
+			// returned before them is seen here, and the record is held
+			// back until the caller knows whether it removed it.
+			if l.truncations.begunSince(c.gen) {
+				return pos, false, exhausted
 			}
+			if start := l.start.Load(); r.Offset < start {
+				// Retention removed it since the iteration began: a
+				// Kafka consumer fetching here would be told the same.
+				yield(record.Record{}, fmt.Errorf("%w: the iteration at %d fell below the log start %d", ErrOffsetOutOfRange, r.Offset, start))
+				return pos, false, stopped
+			}
+			if !yield(r, nil) {
+				return pos, false, stopped
+			}
+			c.next = r.Offset + 1
 		}
-		if err := it.Err(); err != nil {
-			yield(record.Record{}, fmt.Errorf("seglog: %s: %w", seg.LogPath(), err))
-			return pos, false
+		if err := c.it.Err(); err != nil {
+			return fail(fmt.Errorf("seglog: %s: %w", seg.LogPath(), err))
 		}
+		c.next = max(c.next, b.LastOffset()+1)
 	}
-	return pos, true
+	// The pass read everything up to size, including legacy (v0/v1)
+	// entries, which it skips without yielding: size, not the sum of the
+	// batches yielded, is where the next pass starts.
+	return size, true, exhausted
 }
 
 // OffsetForTime returns the offset of the first record, in offset order,
 // whose timestamp is at or after ts, as Kafka's ListOffsets answers it: the
 // first segment whose largest timestamp reaches ts is searched through its
 // time index. It returns ErrTimestampNotFound when no segment reaches ts.
+// The answer is never an offset below the start or one that a truncation
+// which returned before OffsetForTime did removed: a lookup that a
+// truncation overtakes starts over (and gives up with ErrTruncated if
+// truncations keep cutting under it).
 func (l *Log) OffsetForTime(ts int64) (int64, error) {
+	for attempt := 0; attempt < maxReadAttempts; attempt++ {
+		gen := l.truncations.current()
+		off, err := l.offsetForTime(ts)
+		last := int64(math.MaxInt64) // a miss or an error may come from a cut
+		if err == nil {
+			last = off
+		}
+		if l.truncations.overtook(gen, last) {
+			continue
+		}
+		if err == nil && off < l.StartOffset() {
+			continue // retention moved the start past it meanwhile
+		}
+		return off, err
+	}
+	return 0, fmt.Errorf("%w: looking up timestamp %d", ErrTruncated, ts)
+}
+
+// offsetForTime is one attempt of OffsetForTime.
+func (l *Log) offsetForTime(ts int64) (int64, error) {
 	start := l.StartOffset()
 	seg := l.acquireFloor(start)
 	for seg != nil {

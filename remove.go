@@ -2,16 +2,23 @@ package seglog
 
 import "fmt"
 
-// DeleteBefore makes offset the log's start offset (clamped to the end) and
-// removes every segment whose records all lie below it: the primitive that
-// retention and Kafka's DeleteRecords stand on. Records below the new start
-// are unreadable at once even where their segment stays (the one holding
-// the new start). A removed segment's files are renamed to .deleted now and
-// unlinked when the last reader holding it lets go, so Slices and
-// iterations in flight finish undisturbed. When the new start reaches the
-// end, the active segment is replaced by an empty one at the end. The new
-// start is checkpointed before DeleteBefore returns. It returns how many
-// segments were removed; an offset at or below the start does nothing.
+// DeleteBefore makes offset the log's start offset and removes every
+// segment whose records all lie below it: the primitive that retention and
+// Kafka's DeleteRecords stand on. An offset past the end is
+// ErrOffsetOutOfRange; one at or below the start does nothing. Records
+// below the new start are unreadable at once even where their segment stays
+// (the one holding the new start): Records and OffsetForTime called after
+// DeleteBefore returned never return them, and Read refuses offsets below
+// the start (a slice may still begin with the batch holding the start,
+// whose earlier records a consumer skips, as in Kafka). A removed segment's files
+// are renamed to .deleted now and unlinked when the last reader holding it
+// lets go, so a Slice made before keeps its bytes, as a Kafka fetch in
+// flight does; an iteration that reaches a record below the new start ends
+// with ErrOffsetOutOfRange instead of yielding it. When the new start reaches the end, the
+// active segment is replaced by an empty one at the end. The new start is
+// written to the log-start-offset checkpoint (durably) before anything is
+// removed, so no crash brings the removed records back. It returns how many
+// segments were removed.
 func (l *Log) DeleteBefore(offset int64) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -1,22 +1,51 @@
 package seglog
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/seglog/seglog/segment"
 )
 
+// ErrTruncated: a truncation removed records an iteration had reached (its
+// position or a record it had already yielded), or kept removing them under
+// a read until it gave up, so the reader cannot go on consistently. The log
+// is healthy; read again from an offset in [StartOffset, EndOffset].
+// ErrSliceTruncated matches it too.
+var ErrTruncated = errors.New("seglog: records were truncated under the reader")
+
 // TruncateTo removes every record at or after offset, as a replica does when
-// it diverged from its leader. Segments wholly at or after offset are
-// removed (their files renamed to .deleted and unlinked once no reader holds
-// them); the segment holding offset is cut at the start of the batch that
-// holds it and becomes the active segment. A batch is never split, so when
-// offset falls inside a batch the log ends before that batch: EndOffset
-// tells where it ended. An offset below the log start empties the log and
-// restarts it at offset. The truncation is synced before TruncateTo
-// returns, so a power loss cannot bring truncated records back; the
-// recovery point follows the new end and is checkpointed at once, so a
-// crash cannot skip recovering bytes appended after the truncation.
+// it diverged from its leader.
+//
+// An offset inside the log, [StartOffset, EndOffset), cuts it as Kafka does:
+// segments wholly at or after offset are removed (their files renamed to
+// .deleted and unlinked once no reader holds them), and the segment holding
+// offset is cut at the start of the batch that holds it and becomes the
+// active segment. A batch is never split, so when offset falls inside a
+// batch the log ends before that batch: EndOffset tells where it ended. When
+// that batch also held records below the start, nothing readable is left
+// and the log restarts, empty, at its start.
+//
+// An offset below StartOffset empties the log and restarts it exactly at
+// offset: StartOffset and EndOffset both become offset, and the next record
+// appended gets it. An offset at or past EndOffset does nothing.
+//
+// Everything is durable before TruncateTo returns: the cut (fdatasync), the
+// removals (directory fsync), the recovery point (lowered to the new end and
+// checkpointed) and, when the start moved, the log-start-offset checkpoint.
+// So no later crash brings removed records back, resurrects an older start
+// that would hide records appended after the truncation, or skips recovering
+// them. If TruncateTo fails part-way the log refuses appends until it is
+// reopened (like a failed write), because what is on disk may differ from
+// what the Log would acknowledge.
+//
+// Readers that a truncation overtakes learn it: a Records iteration whose
+// position or yielded records were removed ends with ErrTruncated (otherwise
+// it goes on with the new data); a Slice cut by it returns
+// ErrSliceTruncated; Read and OffsetForTime retry. None of them reports the
+// log corrupt because of it or yields a removed record after TruncateTo
+// returned.
 func (l *Log) TruncateTo(offset int64) error {
 	l.ckptMu.Lock() // the recovery point is rewritten below
 	defer l.ckptMu.Unlock()
@@ -37,34 +66,71 @@ func (l *Log) TruncateTo(offset int64) error {
 	// No flush may run on a segment this unseals and appends to.
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	// Slices made before now learn that their bytes may be gone. This is
-	// recorded when the cut is done (or failed half-way), not before: a Read
-	// that started while the cut was under way may have computed its range
-	// from the old state, and only a record newer than its start tells it.
-	defer l.truncations.record(offset)
-	// Remove whole segments from the newest down.
-	var doomed []*segment.Segment
-	l.segMu.Lock()
+	// Readers learn of the truncation twice: that one is under way (so an
+	// error meeting a half-cut file is not taken for damage) and, when it
+	// is done, the lowest offset it removed. On failure that offset is
+	// the most that may have gone, to be safe.
+	cut := offset
+	if offset >= l.start.Load() {
+		l.segMu.RLock()
+		if s := l.floorSegment(offset); s != nil {
+			cut = min(cut, s.BaseOffset())
+		}
+		l.segMu.RUnlock()
+	}
+	l.truncations.begin()
+	defer func() { l.truncations.finish(cut) }()
+
+	var err error
+	if offset < l.start.Load() {
+		err = l.restartAt(offset)
+	} else {
+		err = l.cutAt(offset)
+	}
+	if err != nil {
+		err = fmt.Errorf("%w: truncating to %d: %w", ErrWriteFailed, offset, err)
+		l.failure.CompareAndSwap(nil, &err)
+		return *l.failure.Load()
+	}
+	end := l.active.NextOffset()
+	cut = end
+	l.end.Store(end)
+	l.next = end
+	l.activeJitter = l.drawJitter()
+	l.commit.lower(end)
+	if l.recoveryPoint > end {
+		// A recovery point above the new end would make the next recovery
+		// take whatever is appended there for synced data, and report a
+		// torn tail of it as corruption.
+		l.recoveryPoint = end
+		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, end); err != nil {
+			err = fmt.Errorf("%w: checkpointing the recovery point %d: %w", ErrWriteFailed, end, err)
+			l.failure.CompareAndSwap(nil, &err)
+			return *l.failure.Load()
+		}
+	}
+	return nil
+}
+
+// cutAt truncates at an offset in [start, end): Kafka's truncation. Called
+// with mu and flushMu.
+func (l *Log) cutAt(offset int64) error {
+	// Remove whole segments from the newest down, so a failure part-way
+	// leaves a log that lost a suffix, as a truncation does.
 	for {
+		l.segMu.RLock()
 		it, ok := l.segs.Max()
-		if !ok || it.base < offset || (it.base == offset && l.segs.Len() == 1 && offset >= l.start.Load()) {
+		n := l.segs.Len()
+		l.segMu.RUnlock()
+		if !ok || it.base < offset || (it.base == offset && n == 1) {
 			break
 		}
-		l.segs.Delete(it)
-		doomed = append(doomed, it.seg)
+		if err := l.dropSegment(it); err != nil {
+			return err
+		}
 	}
-	l.segMu.Unlock()
-	for _, s := range doomed {
-		l.retire(s)
-	}
-
 	if it, ok := l.segs.Max(); ok {
 		seg := it.seg
-		if seg != l.active {
-			if err := seg.Unseal(); err != nil {
-				return err
-			}
-		}
 		if _, err := seg.TruncateTo(offset); err != nil {
 			return err
 		}
@@ -80,56 +146,57 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.segs.ReplaceOrInsert(segItem{base: offset, seg: seg})
 		l.active = seg
 		l.segMu.Unlock()
-		l.start.Store(offset)
 	}
-	end := l.active.NextOffset()
-	if start := l.start.Load(); end < start && offset >= start {
+	if start := l.start.Load(); l.active.NextOffset() < start {
 		// The batch holding offset also held records below the log start
-		// (retention moved the start into it): nothing readable is left, and
-		// the next offset must not fall below the start. Start over, empty,
-		// at the start.
-		if err := l.resetAt(start); err != nil {
-			return err
-		}
-		end = start
-	} else if start > end {
-		l.start.Store(end)
+		// (retention moved the start into it): nothing readable is left,
+		// and the next offset must not fall below the start. Start over,
+		// empty, at the start.
+		return l.restartAt(start)
 	}
 	// The cut must be durable before anything else is written: otherwise
 	// a power loss could bring back the truncated batches (they were
 	// synced earlier) in place of what is appended next.
-	if err := l.active.File().Sync(); err != nil {
-		return l.fail(err)
-	}
-	l.end.Store(end)
-	l.next = end
+	return l.active.File().Sync()
+}
 
-	l.activeJitter = l.drawJitter()
-	l.commit.lower(end)
-	if l.recoveryPoint > end {
-		l.recoveryPoint = end
-		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, end); err != nil {
+// restartAt replaces every segment with one empty segment at base, which
+// becomes the log start and end. Called with mu and flushMu.
+//
+// The order makes every crash leave an acceptable log. The log-start
+// checkpoint may not name a start below the current one while segments
+// still hold records between the two (retention removed them, and the
+// checkpoint is all that keeps them hidden), so when base is below the
+// start it is written only after every segment is gone; until then a crash
+// reopens the old start with a suffix removed, or empty. It must be written
+// before returning, or the next Open would find the new segment below the
+// old start and delete it with everything appended to it since.
+func (l *Log) restartAt(base int64) error {
+	lower := base < l.start.Load()
+	if !lower {
+		// The start does not move: recording it first keeps a crash
+		// part-way from reopening below it.
+		if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, base); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// resetAt replaces every segment with one empty segment at base. Called
-// with mu.
-func (l *Log) resetAt(base int64) error {
-	l.segMu.Lock()
-	var doomed []*segment.Segment
-	l.segs.Ascend(func(it segItem) bool {
-		doomed = append(doomed, it.seg)
-		return true
-	})
-	l.segs.Clear(false)
-	l.segMu.Unlock()
-	for _, s := range doomed {
-		l.retire(s)
+	for {
+		l.segMu.RLock()
+		it, ok := l.segs.Max()
+		l.segMu.RUnlock()
+		if !ok {
+			break
+		}
+		if err := l.dropSegment(it); err != nil {
+			return err
+		}
 	}
-	seg, err := l.createSegment(base)
+	if lower {
+		if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, base); err != nil {
+			return err
+		}
+	}
+	seg, err := l.createSegment(base) // syncs the directory
 	if err != nil {
 		return err
 	}
@@ -137,5 +204,22 @@ func (l *Log) resetAt(base int64) error {
 	l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
 	l.active = seg
 	l.segMu.Unlock()
+	l.start.Store(base)
 	return nil
+}
+
+// dropSegment removes a segment from the tree and its files from the
+// directory, durably (Segment.Remove syncs the directory). Unlike retire
+// it reports a failure: a truncation that left a segment's .log in place
+// would see it come back at the next Open.
+func (l *Log) dropSegment(it segItem) error {
+	err := it.seg.Remove()
+	if err != nil && !strings.HasSuffix(it.seg.LogPath(), segment.DeletedSuffix) {
+		return err // nothing was renamed: the segment stays whole and live
+	}
+	l.segMu.Lock()
+	l.segs.Delete(it)
+	l.segMu.Unlock()
+	it.seg.Release()
+	return err
 }
