@@ -393,12 +393,17 @@ func (l *Log) refreshStep(list bool) (bool, error) {
 
 // maybeListNewer lists the directory only when the last segment's file
 // holds bytes the view has not published: a roll can then have happened at
-// an offset the view does not know yet.
+// an offset the view does not know yet. The last segment's file gone means
+// a writer truncated the log below it (retention never removes the active
+// segment), which the view cannot follow.
 func (l *Log) maybeListNewer(lastBase int64, newer *[]int64) error {
 	seg := l.floorSegment(lastBase)
 	fi, err := l.fs.Stat(seg.LogPath())
+	if isNotExist(err) {
+		return fmt.Errorf("%w: %s is gone", ErrStaleView, seg.LogPath())
+	}
 	if err != nil || fi.Size() == seg.Size() {
-		return nil
+		return err
 	}
 	names, err := l.fs.List(l.dir)
 	if err != nil {
@@ -423,7 +428,7 @@ func (l *Log) extendLast(seg *segment.Segment) (bool, error) {
 		return true, nil
 	}
 	res, err := seg.ExtendView(0)
-	if errors.Is(err, segment.ErrShrunk) {
+	if errors.Is(err, segment.ErrChanged) {
 		return false, fmt.Errorf("%w: %w", ErrStaleView, err)
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"testing"
+	"time"
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -118,4 +119,59 @@ func TestReadOnlyBesideWriterInProcess(t *testing.T) {
 		}
 		checkRecords(t, l, 0, w.EndOffset())
 	})
+}
+
+// TestReadOnlyStaleView: a writer truncating the log under a read-only view
+// (within the last segment, then with more appends over the cut, and below
+// it, removing segments) makes the view's refresh, and a Follow at its
+// end, fail with ErrStaleView rather than wait forever or read on into
+// bytes that are not the view's batches.
+func TestReadOnlyStaleView(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		truncate int64 // relative to the end
+		appendN  int
+	}{{"within-last", -3, 0}, {"rewritten", -3, 20}, {"segments-removed", -150, 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			w := writeLog(t, fsys, "/log", 200, 5)
+			defer w.Close()
+			l, err := Open("/log", roOptions(fsys))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if err := w.TruncateTo(w.EndOffset() + c.truncate); err != nil {
+				t.Fatal(err)
+			}
+			cut := w.EndOffset()
+			for off := cut; off < cut+int64(c.appendN); off += 5 {
+				// Other records than the ones removed: the same ones would
+				// make the same bytes, and the view would still be right.
+				if _, err := w.Append(recordsAt(off+1000, 5)...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Refresh(); !errors.Is(err, ErrStaleView) {
+				t.Fatalf("Refresh = %v, want ErrStaleView", err)
+			}
+			var last error
+			for _, err := range l.Follow(canceledContext(), l.EndOffset()) {
+				last = err
+			}
+			if !errors.Is(last, ErrStaleView) {
+				t.Fatalf("Follow ended with %v, want ErrStaleView", last)
+			}
+		})
+	}
+}
+
+// TestReadOnlyValidate: a read-only log has nothing to sync.
+func TestReadOnlyValidate(t *testing.T) {
+	for _, o := range []Options{{ReadOnly: true, Sync: SyncAlways}, {ReadOnly: true, Sync: SyncPeriodic, SyncInterval: time.Second}} {
+		o.FS = vfs.NewMem()
+		if _, err := Open("/x", o); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%+v: Open = %v, want ErrInvalidOptions", o, err)
+		}
+	}
 }

@@ -3,15 +3,31 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 
 	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/record"
 )
 
-// ErrShrunk means a segment's .log is now shorter than what a read-only view
-// of it had already published: a writer truncated it (or deleted and
-// recreated it) under the view. The view cannot continue; reopen it.
-var ErrShrunk = errors.New("segment: .log shrank under a read-only view")
+// ErrChanged means a segment's .log no longer holds what a read-only view
+// of it had published: a writer truncated it under the view (and perhaps
+// appended again). The view cannot continue; reopen it.
+var ErrChanged = errors.New("segment: .log changed under a read-only view")
+
+// viewHead is how many leading bytes of a batch a view remembers to notice
+// it being overwritten: the base offset, length, epoch, magic and CRC of a
+// v2 batch (the offset, size, CRC and magic of a legacy entry), so a
+// different batch at the same place differs in these bytes.
+const viewHead = record.PeekSize + 4
+
+// viewMark is the last batch a view published: its position and first
+// bytes.
+type viewMark struct {
+	pos  int64
+	head [viewHead]byte
+	set  bool
+}
 
 // ViewResult describes what RebuildView or ExtendView found.
 type ViewResult struct {
@@ -65,6 +81,7 @@ func (s *Segment) RebuildView(maxEntryBytes int, extendable bool) (ViewResult, e
 		return ViewResult{}, err
 	}
 	s.size.Store(0)
+	s.view = viewMark{}
 	t := tail{next: s.base, maxTS: -1, maxTSOffset: s.base}
 	res, err := s.scanView(maxEntryBytes, t)
 	if err != nil {
@@ -91,12 +108,22 @@ func (s *Segment) RebuildView(maxEntryBytes int, extendable bool) (ViewResult, e
 // published end of a segment made extendable by RebuildView, indexing them
 // in memory as Append would have. A batch still being written fails its
 // checksum or runs past the end of the file: it is left for a later call.
-// A file now shorter than the published size is ErrShrunk. Calls must not
+// A file now shorter than the published size, or whose last published
+// batch is no longer the same, is ErrChanged. Calls must not
 // overlap (the caller serializes them, as it would appends); readers may
 // run concurrently.
 func (s *Segment) ExtendView(maxEntryBytes int) (ViewResult, error) {
 	if !s.opts.ReadOnly || s.sealed.Load() {
 		return ViewResult{}, fmt.Errorf("segment: extend view of %s: %w", s.LogPath(), ErrSealed)
+	}
+	if s.view.set {
+		var head [viewHead]byte
+		if _, err := s.log.ReadAt(head[:], s.view.pos); err != nil && !errors.Is(err, io.EOF) {
+			return ViewResult{}, err
+		} else if err != nil || head != s.view.head {
+			return ViewResult{}, &PositionError{File: s.LogPath(), Pos: s.view.pos,
+				Err: fmt.Errorf("%w: the last batch published is no longer there", ErrChanged)}
+		}
 	}
 	t := tail{next: s.next.Load(), maxTS: s.maxTS.Load(), maxTSOffset: s.maxTSOffset, sinceLastEntry: s.sinceLastEntry}
 	return s.scanView(maxEntryBytes, t)
@@ -118,7 +145,7 @@ func (s *Segment) scanView(maxEntryBytes int, t tail) (ViewResult, error) {
 	res := ViewResult{ValidBytes: from, NextOffset: t.next}
 	if fileSize < from {
 		return res, &PositionError{File: path, Pos: fileSize,
-			Err: fmt.Errorf("%w: %d bytes published, %d in the file", ErrShrunk, from, fileSize)}
+			Err: fmt.Errorf("%w: %d bytes published, %d in the file", ErrChanged, from, fileSize)}
 	}
 	interval := int64(s.opts.IndexIntervalBytes)
 	indexing := !s.offIdx.IsFull()
@@ -163,6 +190,8 @@ func (s *Segment) scanView(maxEntryBytes int, t tail) (ViewResult, error) {
 		}
 		t.sinceLastEntry += int64(h.size)
 		t.next = h.last + 1
+		s.view.pos, s.view.set = h.pos, true
+		copy(s.view.head[:], entry)
 		res.ValidBytes = h.pos + int64(h.size)
 		res.Batches++
 	}
