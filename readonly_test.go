@@ -68,6 +68,10 @@ func TestReadOnlyMutationsRefused(t *testing.T) {
 	before := l.EndOffset()
 	calls := map[string]func() error{
 		"Append": func() error { _, err := l.Append(record.Record{Value: []byte("x")}); return err },
+		// Input a writable log would refuse for what it is: the read-only
+		// refusal comes first.
+		"Append-none":      func() error { _, err := l.Append(); return err },
+		"AppendBatch-junk": func() error { _, err := l.AppendBatch([]byte("junk")); return err },
 		"AppendBatch": func() error {
 			_, err := l.AppendBatch(producerBatch(t, record.None, []record.Record{{Value: []byte("x")}}))
 			return err
