@@ -268,7 +268,7 @@ func (l *Log) judgeView(seg *segment.Segment, res segment.ViewResult) (bool, err
 		return true, nil
 	}
 	if res.NextOffset < l.ro.rp {
-		return false, &CorruptionError{Path: seg.LogPath(), Pos: res.ValidBytes,
+		return false, &CorruptionError{File: seg.LogPath(), Pos: res.ValidBytes,
 			Reason: fmt.Errorf("damage below the recovery point %d (run seglog fsck): %w", l.ro.rp, res.Reason)}
 	}
 	l.logger.Debug("seglog: read-only view ends before the end of a segment file",
