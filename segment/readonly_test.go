@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -52,7 +53,8 @@ func TestRebuildViewAndExtend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	res, err := s.RebuildView(0, true)
+	// The torn entry holds offsets at and above Synced: not synced data.
+	res, err := s.RebuildView(RecoverOptions{Synced: m.next()}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,47 @@ func TestRebuildViewNeedsReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.RebuildView(0, false); err == nil {
+	if _, err := s.RebuildView(RecoverOptions{}, false); err == nil {
 		t.Fatal("RebuildView of a segment opened for writing succeeded")
+	}
+}
+
+// TestRebuildViewSyncedDamage: a torn or damaged entry below the recovery
+// point is corruption for a view as for recovery: a *record.CorruptionError
+// naming the file and position, and nothing published.
+func TestRebuildViewSyncedDamage(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/seg"); err != nil {
+		t.Fatal(err)
+	}
+	e := env{"mem", fsys, "/seg"}
+	w := mustCreate(t, e, 0, Options{})
+	m := &model{}
+	appendN(t, w, m, newGen(3, 0, 200), 10)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := readFile(t, fsys, e.path(0, LogSuffix))
+	damaged := m.batches[6]
+	b[damaged.pos+30] ^= 0x40
+	writeFile(t, fsys, e.path(0, LogSuffix), b)
+	s, err := Open(fsys, "/seg", 0, false, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.RebuildView(RecoverOptions{Synced: m.next()}, true)
+	var ce *record.CorruptionError
+	if !errors.As(err, &ce) || ce.File != e.path(0, LogSuffix) || ce.Pos < damaged.pos || ce.Pos >= damaged.pos+damaged.size {
+		t.Fatalf("RebuildView = %v, want a *record.CorruptionError in the batch at byte %d", err, damaged.pos)
+	}
+	if !bytes.Equal(readFile(t, fsys, e.path(0, LogSuffix)), b) {
+		t.Fatal("RebuildView changed the .log")
+	}
+	// Above the recovery point the same damage only ends the view.
+	kept := m.batches[5].last + 1
+	res, err := s.RebuildView(RecoverOptions{Synced: kept}, false)
+	if err != nil || res.ValidBytes != damaged.pos || s.NextOffset() != kept {
+		t.Fatalf("RebuildView above the recovery point = %+v, %v; want the view to end at byte %d", res, err, damaged.pos)
 	}
 }
