@@ -96,7 +96,7 @@ func (l *Log) viewSegmentOptions() segment.Options {
 	o := l.segmentOptions()
 	o.ReadOnly = true
 	o.ReserveBytes = 0
-	o.MaxBatchBytes = math.MaxInt32
+	o.MaxBatchBytes = segment.MaxStoredEntry
 	return o
 }
 
