@@ -35,8 +35,8 @@ type readOnlyState struct {
 	// corruption, above it a torn tail that is not served.
 	rp int64
 	// stuck is set when a segment followed by a newer one in the directory
-	// stopped short of its end: Kafka's recovery would drop every later
-	// segment, so the view never goes past it.
+	// stopped short of its end: recovery would delete every later segment,
+	// so the view never goes past it.
 	stuck bool
 }
 
@@ -104,8 +104,9 @@ func (l *Log) viewSegmentOptions() segment.Options {
 // will be rebuilt and sealed at once (sealedRebuild) gets in-memory
 // indexes sized for its file rather than the writer's preallocation: an
 // index entry follows at least one whole entry (26 bytes or more, for the
-// smallest legacy one), so the file's size bounds the entries, and a log with many segments to rebuild
-// does not hold MaxIndexBytes of memory for each while it does.
+// smallest legacy one), so the file's size bounds the entries, and a log
+// with many segments to rebuild does not hold MaxIndexBytes of memory for
+// each while it does.
 func (l *Log) openViewSegment(base int64, sealedRebuild bool) (*segment.Segment, error) {
 	o := l.viewSegmentOptions()
 	if sealedRebuild {
