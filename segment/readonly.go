@@ -156,14 +156,17 @@ func (s *Segment) markLast(from, end int64) error {
 // published end of a segment made extendable by RebuildView, indexing them
 // in memory as Append would have. Entries are checked as PlanRecovery
 // checks them, bounded by maxEntryBytes (<= 0 means MaxStoredEntry, the
-// bound of stored data, never MaxBatchBytes). A batch still being written fails its
-// checksum or runs past the end of the file: it is left for a later call.
-// A file now shorter than the published size, or whose last published
-// batch is no longer the same, is ErrChanged. Calls must not
+// bound of stored data, never MaxBatchBytes). A batch still being written
+// fails its checksum or runs past the end of the file: it is left for a
+// later call. A file now shorter than the published size, or whose last
+// published batch is no longer the same, is ErrChanged. Calls must not
 // overlap (the caller serializes them, as it would appends); readers may
-// run concurrently.
+// run concurrently. A segment not opened read-only, or sealed, is refused.
 func (s *Segment) ExtendView(maxEntryBytes int) (ViewResult, error) {
-	if !s.opts.ReadOnly || s.sealed.Load() {
+	if !s.opts.ReadOnly {
+		return ViewResult{}, fmt.Errorf("segment: extend view of %s: not opened read-only", s.LogPath())
+	}
+	if s.sealed.Load() {
 		return ViewResult{}, fmt.Errorf("segment: extend view of %s: %w", s.LogPath(), ErrSealed)
 	}
 	if s.view.set {
