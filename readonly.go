@@ -201,6 +201,9 @@ func (l *Log) loadView() error {
 	}
 	if first, ok := l.segs.Min(); ok {
 		lastSeg, _ := l.segs.Max()
+		// Nothing appends to a view; its last segment is the one that
+		// grows (Segments reports it as active).
+		l.active = lastSeg.seg
 		start = max(start, first.base)
 		end = lastSeg.seg.NextOffset()
 		if end < start {
@@ -377,6 +380,7 @@ func (l *Log) refreshStep(list bool) (bool, error) {
 		}
 		l.segMu.Lock()
 		l.segs.ReplaceOrInsert(segItem{base: b, seg: seg})
+		l.active = seg
 		l.segMu.Unlock()
 		lastItem, ok = segItem{base: b, seg: seg}, true
 	}

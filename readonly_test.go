@@ -179,3 +179,36 @@ func TestReadOnlyValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestReadOnlySegments: a view reports the writer's segments, its last one
+// active, before and after the writer rolls.
+func TestReadOnlySegments(t *testing.T) {
+	fsys := vfs.NewMem()
+	w := writeLog(t, fsys, "/log", 100, 5)
+	defer w.Close()
+	l, err := Open("/log", roOptions(fsys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for round := 0; round < 2; round++ {
+		want, got := w.Segments(), l.Segments()
+		if len(got) != len(want) || len(want) < 3 {
+			t.Fatalf("round %d: view has %d segments, writer %d", round, len(got), len(want))
+		}
+		for i := range want {
+			g, w := got[i], want[i]
+			if g.BaseOffset != w.BaseOffset || g.NextOffset != w.NextOffset || g.Size != w.Size || g.Active != w.Active || g.LargestTimestamp != w.LargestTimestamp {
+				t.Fatalf("round %d: segment %d: view %+v, writer %+v", round, i, g, w)
+			}
+		}
+		for off := w.EndOffset(); off < 200; off += 5 {
+			if _, err := w.Append(recordsAt(off, 5)...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
