@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -211,4 +212,53 @@ func TestReadOnlySegments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestReadOnlyViewMatchesRecovery: after a crash that tore a segment
+// above the recovery point with later segments behind it, the view ends
+// where recovery will cut (the later segments are not served, even after
+// a refresh), and a writable open afterwards gives the same log.
+func TestReadOnlyViewMatchesRecovery(t *testing.T) {
+	fsys := vfs.NewMem()
+	w := writeLog(t, fsys, "/log", 300, 5)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bases := segmentBases(t, fsys, "/log")
+	if len(bases) < 5 {
+		t.Fatalf("want several segments, got %v", bases)
+	}
+	if err := fsys.Remove("/log/" + CleanShutdownFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeOffsetCheckpoint(fsys, "/log", RecoveryPointFile, bases[1]); err != nil {
+		t.Fatal(err)
+	}
+	torn := "/log/" + segment.FileName(bases[2], segment.LogSuffix)
+	fi, err := fsys.Stat(torn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncateFile(t, fsys, torn, fi.Size()-7)
+
+	l, err := Open("/log", roOptions(fsys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := l.EndOffset()
+	if end <= bases[2] || end >= bases[3] || l.NumSegments() != 3 {
+		t.Fatalf("view ends at %d with %d segments; want inside segment %d, the later ones dropped", end, l.NumSegments(), bases[2])
+	}
+	checkRecords(t, l, 0, end)
+	if err := l.Refresh(); err != nil || l.EndOffset() != end {
+		t.Fatalf("after Refresh: end %d, %v; want %d", l.EndOffset(), err, end)
+	}
+	l.Close()
+
+	w, err = Open("/log", Options{FS: fsys, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	checkRecords(t, w, 0, end)
 }
