@@ -28,6 +28,9 @@ import (
 // Leftover .deleted, .cleaned and .swap files are resolved as Kafka does
 // (package layout), after that check.
 func Open(dir string, opts Options) (*Log, error) {
+	if opts.ReadOnly {
+		return openReadOnly(dir, opts)
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

@@ -176,6 +176,7 @@ func (l *Log) Read(offset int64, maxBytes int, opts ReadOptions) (*Slice, error)
 	if maxBytes < 0 {
 		return nil, fmt.Errorf("seglog: negative maxBytes %d", maxBytes)
 	}
+	l.refreshIfBehind(offset)
 	for attempt := 0; ; attempt++ {
 		gen := l.truncations.current()
 		sl, err := l.read(offset, maxBytes, opts, gen)

@@ -34,6 +34,7 @@ var ErrTimestampNotFound = errors.New("seglog: no record at or after the timesta
 // that DeleteBefore had set when the record was read.
 func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
 	return func(yield func(record.Record, error) bool) {
+		l.refreshIfBehind(from)
 		c := cursor{log: l, gen: l.truncations.current(), next: from}
 		c.it.MaxDecompressed = l.maxDecompressed()
 		if start, end := l.StartOffset(), l.EndOffset(); from < start || from > end {

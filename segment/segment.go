@@ -153,6 +153,10 @@ type Segment struct {
 
 	needsRecovery atomic.Bool
 
+	// view marks the last batch a read-only view published (RebuildView,
+	// ExtendView), to notice the file being rewritten under the view.
+	view viewMark
+
 	refs      atomic.Int32
 	removed   atomic.Bool
 	closeOnce sync.Once
