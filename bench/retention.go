@@ -92,7 +92,7 @@ func RunRetention(ctx context.Context, env Env, cfg RetentionConfig) (*Retention
 	if err != nil {
 		return nil, err
 	}
-	c, logs, fsys := setup.c, setup.logs, setup.fs
+	c, logs := setup.c, setup.logs
 	res := &RetentionResult{Workload: "retention", Logs: cfg.Logs, Segments: cfg.Segments, Workers: cfg.Workers, Memory: cfg.Memory}
 	pass := func() (time.Duration, error) {
 		start := time.Now()
@@ -136,7 +136,7 @@ func RunRetention(ctx context.Context, env Env, cfg RetentionConfig) (*Retention
 	week := cleaner.DefaultPolicy()
 	week.FileDeleteDelay = 0
 	for _, l := range logs {
-		if err := c.SetPolicy(cleaner.Wrap(l, fsys), week); err != nil {
+		if err := c.SetPolicy(cleaner.Wrap(l), week); err != nil {
 			return nil, err
 		}
 	}
@@ -191,7 +191,7 @@ func setupRetention(ctx context.Context, env Env, cfg RetentionConfig) (*retenti
 	keep := cleaner.DefaultPolicy()
 	keep.Retention, keep.FileDeleteDelay = 30*24*time.Hour, 0
 	for _, l := range s.logs {
-		if err := s.c.Add(cleaner.Wrap(l, s.fs), keep); err != nil {
+		if err := s.c.Add(cleaner.Wrap(l), keep); err != nil {
 			return s, err
 		}
 	}

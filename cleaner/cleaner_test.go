@@ -25,7 +25,7 @@ func TestRunOnceDeletesByTime(t *testing.T) {
 		SegmentDeleted: func(e SegmentDeleted) { mu.Lock(); deleted = append(deleted, e); mu.Unlock() },
 		LogCleaned:     func(e LogCleaned) { mu.Lock(); cleaned = append(cleaned, e); mu.Unlock() },
 	}})
-	log := Wrap(l, fs)
+	log := Wrap(l)
 	if err := c.Add(log, retention(36*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestActiveSegmentBreachIsRolledAndDeleted(t *testing.T) {
 	defer l.Close()
 	appendAt(t, l, clock.Now().Add(-2*time.Hour).UnixMilli(), 4)
 	c := New(Options{Clock: clock})
-	if err := c.Add(Wrap(l, fs), retention(time.Hour)); err != nil {
+	if err := c.Add(Wrap(l), retention(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.RunOnce(context.Background()); err != nil {
@@ -92,7 +92,7 @@ func TestActiveSegmentBreachIsRolledAndDeleted(t *testing.T) {
 	}
 	// A high watermark below the end keeps the active segment.
 	appendAt(t, l, clock.Now().Add(-2*time.Hour).UnixMilli(), 1)
-	if err := c.SetUpperBound(Wrap(l, fs), 5); err != nil {
+	if err := c.SetUpperBound(Wrap(l), 5); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(2 * time.Hour)
@@ -110,7 +110,7 @@ func TestDeleteRecords(t *testing.T) {
 	defer l.Close()
 	segmentsOf(t, l, clock, time.Hour, time.Hour, time.Hour)
 	c := New(Options{Clock: clock})
-	log := Wrap(l, fs)
+	log := Wrap(l)
 	if err := c.Add(log, retention(Forever)); err != nil {
 		t.Fatal(err)
 	}

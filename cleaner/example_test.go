@@ -53,7 +53,7 @@ func Example_prometheus() {
 	l.Append(record.Record{Value: []byte("booking 2")})
 
 	c := cleaner.New(cleaner.Options{Workers: 4})
-	c.Add(cleaner.Wrap(l, fs), cleaner.DefaultPolicy()) // 7 days
+	c.Add(cleaner.Wrap(l), cleaner.DefaultPolicy()) // 7 days
 	// A service calls c.Start(ctx) and c.Stop(); one round here.
 	if err := c.RunOnce(context.Background()); err != nil {
 		panic(err)

@@ -55,7 +55,7 @@ func TestReaderHoldsSliceThroughRetention(t *testing.T) {
 			c := New(Options{Clock: clock})
 			p := retention(time.Hour)
 			p.FileDeleteDelay = delay
-			if err := c.Add(Wrap(l, fs), p); err != nil {
+			if err := c.Add(Wrap(l), p); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.RunOnce(context.Background()); err != nil {
@@ -135,7 +135,7 @@ func TestCrashDuringDeletionPass(t *testing.T) {
 		want[r.Offset] = string(r.Value)
 	}
 	c := New(Options{Clock: clock})
-	if err := c.Add(Wrap(l, fs), retention(time.Hour)); err != nil {
+	if err := c.Add(Wrap(l), retention(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	recording.Store(true)

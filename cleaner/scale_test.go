@@ -77,7 +77,7 @@ func TestThousandLogs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		all[i], wrapped[i] = l, Wrap(l, fs)
+		all[i], wrapped[i] = l, Wrap(l)
 		if err := c.Add(wrapped[i], policy); err != nil {
 			t.Fatal(err)
 		}

@@ -129,7 +129,7 @@ func cleanOnce(l *seglog.Log, opts seglog.Options, policy cleaner.Policy, delete
 		LogCleaned: func(e cleaner.LogCleaned) { res = e },
 		Failure:    func(f cleaner.Failure) { failure = f.Err },
 	}})
-	log := cleaner.Wrap(l, nil)
+	log := cleaner.Wrap(l)
 	if err := c.Add(log, policy); err != nil {
 		return res, err
 	}
