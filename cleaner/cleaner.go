@@ -90,6 +90,19 @@ type logState struct {
 	deleteRecords int64 // a requested start offset, or -1
 	removed       bool
 	metrics       LogMetrics
+	// quiet, guarded by mu, remembers a pass that found nothing to do.
+	quiet quietLook
+}
+
+// quietLook is what a pass that deleted nothing saw: until the time, with
+// the same inputs, another pass would decide the same (QuietUntil).
+type quietLook struct {
+	valid                   bool
+	policy                  Policy
+	upper, requested, start int64
+	end                     int64
+	until                   time.Time
+	pinnedBy                int64
 }
 
 // New returns a stopped Cleaner with no logs.

@@ -148,6 +148,7 @@ type fakeLog struct {
 	block   chan struct{}
 	entered chan string
 	deletes atomic.Int64
+	views   atomic.Int64 // Segments calls
 }
 
 func (f *fakeLog) Dir() string                      { return f.dir }
@@ -157,6 +158,7 @@ func (f *fakeLog) Roll() error                      { return nil }
 func (f *fakeLog) SetFileDeleteDelay(time.Duration) {}
 func (f *fakeLog) ExpireDeleted() int               { return 0 }
 func (f *fakeLog) Segments() []Segment {
+	f.views.Add(1)
 	if f.panicMsg != "" {
 		panic(f.panicMsg)
 	}
@@ -173,12 +175,15 @@ func (f *fakeLog) DeleteBefore(offset int64) (int, error) {
 		return 0, f.err
 	}
 	f.deletes.Add(1)
-	n := 0
-	for _, s := range f.segs {
-		if s.NextOffset <= offset && s.BaseOffset >= f.start.Load() && s.NextOffset > s.BaseOffset {
-			n++
+	var kept []Segment
+	for i, s := range f.segs {
+		if i < len(f.segs)-1 && f.segs[i+1].BaseOffset <= offset {
+			continue
 		}
+		kept = append(kept, s)
 	}
+	n := len(f.segs) - len(kept)
+	f.segs = kept
 	f.start.Store(offset)
 	return n, nil
 }
@@ -361,4 +366,59 @@ func TestSetPolicyValidates(t *testing.T) {
 	if err := c.SetPolicy(l, bad); !errors.Is(err, ErrInvalidPolicy) {
 		t.Fatalf("SetPolicy with a bad policy = %v", err)
 	}
+}
+
+// TestQuietLogIsNotLookedAtAgain: after a pass that found nothing to
+// delete, later passes skip the segment view until the first segment can
+// expire or an input changes, and then look again.
+func TestQuietLogIsNotLookedAtAgain(t *testing.T) {
+	clock := newFakeClock()
+	c := New(Options{Clock: clock})
+	l := &fakeLog{dir: "/a", segs: []Segment{seg(0, 2), active(seg(100, 1))}}
+	if err := c.Add(l, retention(3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	round := func(wantViews int64, wantStart int64) {
+		t.Helper()
+		if err := c.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.views.Load(); got != wantViews {
+			t.Fatalf("%d segment views, want %d", got, wantViews)
+		}
+		if got := l.StartOffset(); got != wantStart {
+			t.Fatalf("start %d, want %d", got, wantStart)
+		}
+	}
+	round(1, 0)
+	round(1, 0) // nothing changed
+	clock.Advance(time.Hour)
+	round(1, 0)                // exactly at the first segment's retention: not yet expired
+	l.segs[1].NextOffset += 50 // appends do not make the time rule fire sooner
+	round(1, 0)
+	p := retention(3 * time.Hour)
+	p.FileDeleteDelay = time.Second
+	if err := c.SetPolicy(l, p); err != nil {
+		t.Fatal(err)
+	}
+	round(2, 0) // a new policy is looked at
+	clock.Advance(time.Millisecond)
+	round(3, 100) // the first segment expired
+	round(4, 100) // a pass after a deletion looks at the new view
+	round(4, 100) // which is quiet
+
+	// Under retention.bytes, any append is a reason to look.
+	p.RetentionBytes = 100_000
+	if err := c.SetPolicy(l, p); err != nil {
+		t.Fatal(err)
+	}
+	round(5, 100)
+	round(5, 100)
+	l.segs[len(l.segs)-1].NextOffset++
+	round(6, 100)
+	// A DeleteRecords request is too.
+	if err := c.DeleteRecords(l, 120); err != nil {
+		t.Fatal(err)
+	}
+	round(7, 120)
 }

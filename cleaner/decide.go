@@ -171,3 +171,38 @@ func Decide(in Input) Plan {
 	}
 	return plan
 }
+
+// QuietUntil says until when a plan that deletes nothing stays right for
+// the same segments: appends cannot make the time rule fire earlier (they
+// only add newer records after the first segment), so until the first
+// segment's expiry a pass need not look again, as long as the start
+// offset, the policy, the upper bound, a DeleteRecords request and, when
+// retention.bytes applies, the log's end are unchanged. ok is false when
+// no such time exists (the plan deletes, or the first segment has expired
+// but is held by the upper bound).
+func QuietUntil(in Input, plan Plan) (until time.Time, ok bool) {
+	if !plan.Empty() || plan.NewStart != in.StartOffset || len(in.Segments) == 0 {
+		return time.Time{}, false
+	}
+	if !in.Policy.deletes() || in.Policy.Retention < 0 {
+		return farFuture, true
+	}
+	first := in.Segments[0]
+	ts := first.LargestTimestamp
+	if ts < 0 {
+		ts = first.Modified.UnixMilli()
+	}
+	// The time rule fires once now - ts > retention, in milliseconds.
+	limit := in.Policy.Retention.Milliseconds()
+	if ts > farFuture.UnixMilli()-limit-1 {
+		return farFuture, true
+	}
+	until = time.UnixMilli(ts + limit + 1)
+	if !until.After(in.Now) {
+		return time.Time{}, false
+	}
+	return until, true
+}
+
+// farFuture stands for "never" in QuietUntil.
+var farFuture = time.UnixMilli(1 << 60)

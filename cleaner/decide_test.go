@@ -191,3 +191,46 @@ func TestDecideInvariants(t *testing.T) {
 		}
 	}
 }
+
+// TestQuietUntilIsSound: whenever QuietUntil promises quiet, Decide on the
+// same segments deletes nothing at any time before the promise ends.
+func TestQuietUntilIsSound(t *testing.T) {
+	promised := 0
+	for i := range 3000 {
+		n := i%5 + 1
+		segs := make([]Segment, n)
+		base := int64(0)
+		for j := range segs {
+			cnt := int64((i*31+j*17)%4) * 10
+			segs[j] = Segment{BaseOffset: base, NextOffset: base + cnt, Size: cnt * 10,
+				LargestTimestamp: now.UnixMilli() - int64((i*7+j*13)%11-2)*hour}
+			if (i+j)%13 == 0 {
+				segs[j].LargestTimestamp, segs[j].Modified = -1, now.Add(-time.Duration((i+j)%5)*time.Hour)
+			}
+			base += cnt
+		}
+		segs[n-1].Active = true
+		p := policy(time.Duration(i%7)*time.Hour, -1)
+		if i%11 == 0 {
+			p.Retention = Forever
+		}
+		in := Input{Segments: segs, Policy: p, Now: now, StartOffset: 0, UpperBound: int64(i%9*10) - 1}
+		until, ok := QuietUntil(in, Decide(in))
+		if !ok {
+			if Decide(in).Empty() && p.Retention == Forever {
+				t.Fatalf("case %d: no promise under retention forever", i)
+			}
+			continue
+		}
+		promised++
+		for _, at := range []time.Time{now, until.Add(-time.Millisecond), now.Add(until.Sub(now) / 2)} {
+			in.Now = at
+			if at.Before(until) && !Decide(in).Empty() {
+				t.Fatalf("case %d: promised quiet until %v, but at %v Decide deletes %d", i, until, at, len(Decide(in).Delete))
+			}
+		}
+	}
+	if promised < 1000 {
+		t.Fatalf("only %d promises in 3000 cases: the test checks little", promised)
+	}
+}

@@ -19,7 +19,7 @@ func (c *Cleaner) cleanLog(ctx context.Context, st *logState) {
 	c.mu.Unlock()
 
 	began := c.opts.Clock.Now()
-	res, deleted, err := c.pass(ctx, st.log, policy, upper, requested)
+	res, deleted, err := c.pass(ctx, st.log, &st.quiet, policy, upper, requested)
 	res.Dir = st.dir
 	res.Duration = c.opts.Clock.Now().Sub(began)
 
@@ -72,7 +72,7 @@ func (c *Cleaner) cleanLog(ctx context.Context, st *logState) {
 // pass decides and deletes for one log. Only the Log's own methods change
 // it: Roll for a breaching active segment, then DeleteBefore, which
 // checkpoints the new start before removing anything.
-func (c *Cleaner) pass(ctx context.Context, l Log, p Policy, upper, requested int64) (res LogCleaned, deleted []SegmentDeleted, err error) {
+func (c *Cleaner) pass(ctx context.Context, l Log, quiet *quietLook, p Policy, upper, requested int64) (res LogCleaned, deleted []SegmentDeleted, err error) {
 	res.PinnedBy = -1
 	defer func() {
 		if r := recover(); r != nil {
@@ -84,19 +84,32 @@ func (c *Cleaner) pass(ctx context.Context, l Log, p Policy, upper, requested in
 	}
 	l.SetFileDeleteDelay(p.FileDeleteDelay)
 	l.ExpireDeleted()
-	old := l.StartOffset()
+	old, end, now := l.StartOffset(), l.EndOffset(), c.opts.Clock.Now()
 	res.OldStartOffset, res.NewStartOffset = old, old
-	plan := Decide(Input{
+	sizeRule := p.deletes() && p.RetentionBytes >= 0
+	if q := *quiet; q.valid && q.policy == p && q.upper == upper && q.requested == requested && q.start == old &&
+		end >= q.end && (!sizeRule || end == q.end) && now.Before(q.until) {
+		// Nothing that decides has changed: skip the segment view, whose
+		// cost grows with the segments, for an answer known already.
+		res.PinnedBy = q.pinnedBy
+		return res, nil, nil
+	}
+	quiet.valid = false
+	in := Input{
 		Segments:    l.Segments(),
 		Policy:      p,
-		Now:         c.opts.Clock.Now(),
+		Now:         now,
 		StartOffset: max(old, requested),
 		UpperBound:  upper,
-	})
+	}
+	plan := Decide(in)
 	if plan.Pinned != nil {
 		res.PinnedBy = plan.Pinned.BaseOffset
 	}
 	if plan.NewStart <= old {
+		if until, ok := QuietUntil(in, plan); ok {
+			*quiet = quietLook{valid: true, policy: p, upper: upper, requested: requested, start: old, end: end, until: until, pinnedBy: res.PinnedBy}
+		}
 		return res, nil, nil
 	}
 	if plan.RollFirst {
