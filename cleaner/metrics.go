@@ -61,7 +61,9 @@ type Failure struct {
 }
 
 // Events are callbacks a Cleaner makes from its workers, possibly
-// concurrently; they must return quickly. Nil fields are skipped.
+// concurrently; they must return quickly, and must not call Remove for
+// the log they report on (Remove waits for that log's pass, which is
+// making the call). Nil fields are skipped.
 type Events struct {
 	SegmentDeleted func(SegmentDeleted)
 	LogCleaned     func(LogCleaned)
