@@ -77,9 +77,11 @@ func (c *fakeClock) waitForTimers(t *testing.T, n int) {
 }
 
 // openLog opens a log on fs at dir with tiny segments and the fake clock.
+// SyncAlways syncs a segment as it rolls, in the caller's goroutine: no
+// background flush then holds a segment when a test counts its files.
 func openLog(t testing.TB, fs vfs.FS, dir string, clock *fakeClock) *seglog.Log {
 	t.Helper()
-	l, err := seglog.Open(dir, seglog.Options{FS: fs, SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10, Now: clock.Now})
+	l, err := seglog.Open(dir, seglog.Options{FS: fs, SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10, Now: clock.Now, Sync: seglog.SyncAlways})
 	if err != nil {
 		t.Fatal(err)
 	}

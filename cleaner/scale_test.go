@@ -136,8 +136,8 @@ func TestThousandLogs(t *testing.T) {
 	<-busy
 	c.Stop()
 	c.opts.Events.SegmentDeleted = nil
-	if m := c.Metrics(); m.Failures != 0 || m.SegmentsDeleted < logs {
-		t.Fatalf("after the rounds: %d failures, %d segments deleted", m.Failures, m.SegmentsDeleted)
+	if m := c.Metrics(); m.Failures != 0 {
+		t.Fatalf("after the rounds: %d failures", m.Failures)
 	}
 	// The scheduler plus the workers (and the appenders) over the baseline.
 	if extra := goroutinePeak.Load() - baseline; extra > workers+1+appenders {
@@ -148,6 +148,11 @@ func TestThousandLogs(t *testing.T) {
 	// its policy keeps and no more, readable from its start.
 	if err := c.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// Seven batches of about 170 bytes went to each log: with 600 bytes
+	// kept, at least three of its one-batch segments are gone.
+	if m := c.Metrics(); m.Failures != 0 || m.SegmentsDeleted < 3*logs {
+		t.Fatalf("after the last round: %d failures, %d segments deleted", m.Failures, m.SegmentsDeleted)
 	}
 	// Each log keeps at most keepBytes plus one segment of 256 bytes, in
 	// segments of three files each.
