@@ -296,6 +296,7 @@ func (l *Log) retire(s *segment.Segment) {
 	if err := s.Remove(); err != nil {
 		l.logger.Warn("seglog: removing segment", "file", s.LogPath(), "err", err)
 	}
+	l.delayed.hold(l, s)
 	s.Release()
 }
 

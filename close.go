@@ -23,6 +23,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	l.stopFlusher()
+	l.delayed.releaseAll()
 
 	var errs []error
 	l.mu.Lock()

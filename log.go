@@ -74,6 +74,7 @@ type Log struct {
 
 	sender      sendfile.Sender // counts what Slices sent zero-copy and by copying
 	truncations truncationLog
+	delayed     delayedDeletes // file.delete.delay.ms holds (deletedelay.go)
 
 	ro *readOnlyState // nil unless opened with Options.ReadOnly (readonly.go)
 }

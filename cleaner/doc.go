@@ -1,0 +1,19 @@
+// Package cleaner keeps many seglog logs within their retention policies, as
+// Kafka's log manager does: a background service that, every check
+// interval, deletes from each log the oldest whole segments that its policy
+// says have expired, by time (retention.ms), by size (retention.bytes) or
+// by start offset (DeleteRecords).
+//
+// The package decides; the Log deletes. Decide is a pure function from a
+// log's segment view, its policy, the time and an upper bound (a high
+// watermark) to a new start offset; the Cleaner applies it through
+// Log.DeleteBefore, which renames the segments to .deleted, checkpoints the
+// new start and unlinks the files when file.delete.delay.ms has passed and
+// the last reader has let go. The cleaner never touches segment files
+// itself.
+//
+// Compaction (cleanup.policy=compact) is carried in the Policy but not
+// performed here: Throttle is the seam a compaction pass shares with
+// retention, and a compact-only log gets only the start-offset rule.
+// See docs/retention.md.
+package cleaner

@@ -1,0 +1,189 @@
+package cleaner
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
+)
+
+// fileCounter counts files open on an FS (opened and not yet closed).
+type fileCounter struct {
+	fs         vfs.FS // the FS under the injector, to tell opens that will fail
+	open, peak atomic.Int64
+}
+
+func (f *fileCounter) inject(op vfs.Op) error {
+	switch op.Kind {
+	case vfs.OpOpen, vfs.OpOpenReadWrite:
+		if _, err := f.fs.Stat(op.Path); err != nil {
+			return nil // it will fail: nothing opened
+		}
+		fallthrough
+	case vfs.OpCreate:
+		n := f.open.Add(1)
+		for {
+			p := f.peak.Load()
+			if n <= p || f.peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+	case vfs.OpClose:
+		f.open.Add(-1)
+	}
+	return nil
+}
+
+// TestThousandLogs runs one cleaner over 1,000 logs while appenders write
+// to them: the cleaner's goroutines stay at its workers however many logs
+// there are, deleted segments' files are closed (open files stay bounded
+// by what retention keeps), every log ends within its policy with its
+// records contiguous, and Stop in the middle of a round returns.
+func TestThousandLogs(t *testing.T) {
+	const (
+		logs      = 1000
+		workers   = 4
+		keepBytes = 600
+		appenders = 2
+	)
+	clock := newFakeClock()
+	files := fileCounter{fs: vfs.NewMem()}
+	fs := vfs.Inject(files.fs, vfs.InjectorFunc(files.inject))
+	all := make([]*seglog.Log, logs)
+	wrapped := make([]Log, logs)
+	var goroutinePeak atomic.Int64
+	sample := func() {
+		n := int64(runtime.NumGoroutine())
+		for {
+			p := goroutinePeak.Load()
+			if n <= p || goroutinePeak.CompareAndSwap(p, n) {
+				return
+			}
+		}
+	}
+	c := New(Options{Clock: clock, Workers: workers, Events: Events{LogCleaned: func(LogCleaned) { sample() }}})
+	policy := retention(Forever)
+	policy.RetentionBytes = keepBytes
+	for i := range all {
+		l, err := seglog.Open(fmt.Sprintf("/data/log-%04d", i), seglog.Options{
+			FS: fs, SegmentBytes: 256, MaxIndexBytes: 64, MaxMappedIndexes: 4, Now: clock.Now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all[i], wrapped[i] = l, Wrap(l)
+		if err := c.Add(wrapped[i], policy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, l := range all {
+			l.Close()
+		}
+	}()
+	value := make([]byte, 100)
+	appendRound := func(from int) {
+		for i := from; i < logs; i += appenders {
+			if _, err := all[i].Append(record.Record{Value: value, Timestamp: 1}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}
+	for range 4 { // four batches per log: more than retention keeps
+		for a := range appenders {
+			appendRound(a)
+		}
+	}
+	runtime.GC()
+	baseline := int64(runtime.NumGoroutine())
+
+	// Rounds from the scheduler with appenders running.
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for a := range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 2 {
+				appendRound(a)
+			}
+		}()
+	}
+	// The scheduler arms its next timer when a round ends.
+	for range 3 {
+		clock.waitForTimers(t, 1)
+		clock.Advance(DefaultCheckInterval)
+	}
+	wg.Wait()
+	// Stop while a round is busy: it returns, with the round cut short.
+	clock.waitForTimers(t, 1)
+	busy := make(chan struct{})
+	var once sync.Once
+	c.opts.Events.SegmentDeleted = func(SegmentDeleted) { once.Do(func() { close(busy) }) }
+	for a := range appenders {
+		appendRound(a) // something to delete in the round
+	}
+	clock.Advance(DefaultCheckInterval)
+	<-busy
+	c.Stop()
+	c.opts.Events.SegmentDeleted = nil
+	if m := c.Metrics(); m.Failures != 0 {
+		t.Fatalf("after the rounds: %d failures", m.Failures)
+	}
+	// The scheduler plus the workers (and the appenders) over the baseline.
+	if extra := goroutinePeak.Load() - baseline; extra > workers+1+appenders {
+		t.Fatalf("%d goroutines over the baseline of %d while cleaning, want at most %d", extra, baseline, workers+1+appenders)
+	}
+
+	// One final round with nothing appending: every log then holds what
+	// its policy keeps and no more, readable from its start.
+	if err := c.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Seven batches of about 170 bytes went to each log: with 600 bytes
+	// kept, at least three of its one-batch segments are gone.
+	if m := c.Metrics(); m.Failures != 0 || m.SegmentsDeleted < 3*logs {
+		t.Fatalf("after the last round: %d failures, %d segments deleted", m.Failures, m.SegmentsDeleted)
+	}
+	// Each log keeps at most keepBytes plus one segment of 256 bytes, in
+	// segments of three files each.
+	maxSegments := int64(keepBytes/100 + 3)
+	if open := files.open.Load(); open > logs*3*maxSegments+logs {
+		t.Fatalf("%d files open for %d logs", open, logs)
+	}
+	for i, l := range all {
+		if p := Decide(Input{Segments: wrapped[i].Segments(), Policy: policy, Now: clock.Now(), StartOffset: l.StartOffset(), UpperBound: -1}); !p.Empty() {
+			t.Fatalf("log %d still has %d segments to delete after a quiet round", i, len(p.Delete))
+		}
+		if i%97 != 0 {
+			continue
+		}
+		next := l.StartOffset()
+		for r, err := range l.Records(next) {
+			if err != nil || r.Offset != next {
+				t.Fatalf("log %d: record %d: offset %d, %v", i, next, r.Offset, err)
+			}
+			next++
+		}
+		if next != l.EndOffset() || l.Size() < keepBytes-256 {
+			t.Fatalf("log %d: read to %d of %d, %d bytes kept", i, next, l.EndOffset(), l.Size())
+		}
+	}
+	for _, w := range wrapped {
+		if err := c.Remove(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := c.Metrics(); len(m.Logs) != 0 || m.SegmentsDeleted == 0 {
+		t.Fatalf("after removing every log: %d logs, %d deleted in total", len(m.Logs), m.SegmentsDeleted)
+	}
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
+)
+
+func init() { register(newCleanCmd) }
+
+func newCleanCmd() *cobra.Command {
+	var retentionMs, retentionBytes, before int64
+	cmd := &cobra.Command{
+		Use:   "clean DIR",
+		Short: "Apply retention to the log in DIR now: delete expired segments, move the start offset",
+		Long: `Run one retention pass over the log in DIR, as Kafka's log manager does
+every log.retention.check.interval.ms, and exit when it is done.
+
+Only the rules given apply (nothing is deleted by default):
+
+  --retention-ms N           delete the oldest segments whose newest record is
+                             more than N milliseconds old (Kafka retention.ms;
+                             -1 keeps them forever)
+  --retention-bytes N        delete the oldest segments while the log would
+                             still hold at least N bytes without them
+                             (retention.bytes; -1 is no limit)
+  --delete-records-before O  make O the log's start offset, as Kafka's
+                             DeleteRecords: the segments wholly below go, the
+                             records below O in the segment holding it become
+                             unreadable; O must not be past the end
+
+Only whole segments are deleted, oldest first. A breaching active segment is
+rolled first. No reader holds the files, so they are unlinked before the
+command exits: no .deleted files are left. The new start offset is
+checkpointed and survives a restart. One line on standard output says what
+went: segments, records (offsets), bytes, and the new start offset.`,
+		Args: cobra.ExactArgs(1),
+	}
+	lf := bindLogFlags(cmd)
+	fl := cmd.Flags()
+	fl.Int64Var(&retentionMs, "retention-ms", -1, "delete segments whose newest record is older than N ms (retention.ms; -1: forever)")
+	fl.Int64Var(&retentionBytes, "retention-bytes", -1, "keep the log to about N bytes, deleting the oldest segments (retention.bytes; -1: no limit)")
+	fl.Int64Var(&before, "delete-records-before", 0, "make OFFSET the log start offset (DeleteRecords)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if !fl.Changed("retention-ms") && !fl.Changed("retention-bytes") && !fl.Changed("delete-records-before") {
+			return errors.New("nothing to do: give --retention-ms, --retention-bytes or --delete-records-before")
+		}
+		policy := cleaner.DefaultPolicy()
+		policy.Retention, policy.RetentionBytes, policy.FileDeleteDelay = cleaner.Forever, retentionBytes, 0
+		if retentionMs != -1 {
+			if retentionMs < 0 || retentionMs > math.MaxInt64/int64(time.Millisecond) {
+				return fmt.Errorf("invalid --retention-ms %d: want -1 (forever) or 0 to %d", retentionMs, math.MaxInt64/int64(time.Millisecond))
+			}
+			policy.Retention = time.Duration(retentionMs) * time.Millisecond
+		}
+		if err := policy.Validate(); err != nil {
+			var pe *cleaner.PolicyError
+			if errors.As(err, &pe) && pe.Name == "retention.bytes" {
+				return fmt.Errorf("invalid --retention-bytes %d: want -1 (no limit) or at least 0", retentionBytes)
+			}
+			return err
+		}
+		if fl.Changed("delete-records-before") && before < 0 {
+			return fmt.Errorf("invalid --delete-records-before %d: must not be negative", before)
+		}
+		opts, err := lf.options(cmd)
+		if err != nil {
+			return err
+		}
+		dir := args[0]
+		if err := checkLogDir(dir); err != nil {
+			return err
+		}
+		l, err := seglog.Open(dir, opts)
+		if err != nil {
+			return err
+		}
+		res, err := cleanOnce(l, opts, policy, fl.Changed("delete-records-before"), before)
+		if cerr := l.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s: deleted %d segments, %d records, %d bytes; start offset %d (was %d)\n",
+			dir, res.Segments, res.Records, res.Bytes, res.NewStartOffset, res.OldStartOffset)
+		return nil
+	}
+	return cmd
+}
+
+// checkLogDir refuses a missing directory, a file, or a directory holding
+// no segment: Open would create a log there, and cleaning a directory
+// that is not a log is a mistake to report.
+func checkLogDir(dir string) error {
+	fi, err := vfs.Default.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	names, err := vfs.Default.List(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, suffix, ok := segment.ParseFileName(n); ok && suffix == segment.LogSuffix {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: not a log directory (no %s segment files)", dir, segment.LogSuffix)
+}
+
+// cleanOnce runs one cleaner round over l alone and returns what it did.
+func cleanOnce(l *seglog.Log, opts seglog.Options, policy cleaner.Policy, deleteRecords bool, before int64) (cleaner.LogCleaned, error) {
+	var res cleaner.LogCleaned
+	var failure error
+	c := cleaner.New(cleaner.Options{Logger: opts.Logger, Events: cleaner.Events{
+		LogCleaned: func(e cleaner.LogCleaned) { res = e },
+		Failure:    func(f cleaner.Failure) { failure = f.Err },
+	}})
+	log := cleaner.Wrap(l)
+	if err := c.Add(log, policy); err != nil {
+		return res, err
+	}
+	if deleteRecords {
+		if err := c.DeleteRecords(log, before); err != nil {
+			return res, fmt.Errorf("invalid --delete-records-before %d: past the log end %d", before, l.EndOffset())
+		}
+	}
+	if err := c.RunOnce(context.Background()); err != nil {
+		return res, err
+	}
+	return res, failure
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
+)
+
+// cleanFixture writes a log of three sealed segments of 10 records each,
+// stamped 30, 20 and 10 days ago, and an active segment of 10 records
+// stamped a minute ago; it returns the directory.
+func cleanFixture(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bookings-0")
+	l, err := seglog.Open(dir, seglog.Options{MaxIndexBytes: 1 << 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, days := range []int{30, 20, 10, 0} {
+		recs := make([]record.Record, 10)
+		ts := time.Now().Add(-time.Duration(days)*24*time.Hour - time.Minute).UnixMilli()
+		for i := range recs {
+			recs[i] = record.Record{Value: []byte(fmt.Sprintf("booking %d-%d", days, i)), Timestamp: ts}
+		}
+		if _, err := l.Append(recs...); err != nil {
+			t.Fatal(err)
+		}
+		if days > 0 {
+			if err := l.Roll(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// logState reopens dir and reports its start and end offsets and segments.
+func logState(t *testing.T, dir string) (start, end int64, segments int) {
+	t.Helper()
+	l, err := seglog.Open(dir, seglog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.StartOffset(), l.EndOffset(), l.NumSegments()
+}
+
+func leftovers(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := vfs.Default.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasSuffix(n, segment.DeletedSuffix) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestCleanByTime(t *testing.T) {
+	dir := cleanFixture(t)
+	r := mustInvoke(t, "", "clean", dir, "--retention-ms", fmt.Sprint((15 * 24 * time.Hour).Milliseconds()))
+	if !strings.HasPrefix(r.stdout, dir+": deleted 2 segments, 20 records, ") || !strings.HasSuffix(r.stdout, "bytes; start offset 20 (was 0)\n") {
+		t.Fatalf("summary %q", r.stdout)
+	}
+	if start, end, n := logState(t, dir); start != 20 || end != 40 || n != 2 {
+		t.Fatalf("after clean: start %d end %d, %d segments", start, end, n)
+	}
+	if l := leftovers(t, dir); len(l) != 0 {
+		t.Fatalf(".deleted files left: %v", l)
+	}
+	// The records kept read back from the new start.
+	out := mustInvoke(t, "", "consume", dir).stdout
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 20 || !strings.Contains(lines[0], "booking 10-0") {
+		t.Fatalf("consume after clean: %d lines, first %q", len(lines), lines[0])
+	}
+	// Again: nothing left to delete.
+	r = mustInvoke(t, "", "clean", dir, "--retention-ms", fmt.Sprint((15 * 24 * time.Hour).Milliseconds()))
+	if !strings.Contains(r.stdout, "deleted 0 segments, 0 records, 0 bytes; start offset 20 (was 20)") {
+		t.Fatalf("second clean: %q", r.stdout)
+	}
+}
+
+func TestCleanActiveSegmentAndSize(t *testing.T) {
+	dir := cleanFixture(t)
+	// Everything is older than 1 s: the active segment is rolled and
+	// deleted too, and the log stays appendable.
+	r := mustInvoke(t, "", "clean", dir, "--retention-ms", "1000")
+	if !strings.Contains(r.stdout, "deleted 4 segments, 40 records") {
+		t.Fatalf("summary %q", r.stdout)
+	}
+	if start, end, _ := logState(t, dir); start != 40 || end != 40 {
+		t.Fatalf("start %d end %d, want 40 and 40", start, end)
+	}
+	mustInvoke(t, "more\n", "produce", dir)
+	if start, end, _ := logState(t, dir); start != 40 || end != 41 {
+		t.Fatalf("after produce: start %d end %d", start, end)
+	}
+
+	dir = cleanFixture(t)
+	r = mustInvoke(t, "", "clean", dir, "--retention-bytes", "1")
+	// Size retention never deletes the last segment's worth.
+	if !strings.Contains(r.stdout, "deleted 3 segments, 30 records") {
+		t.Fatalf("size summary %q", r.stdout)
+	}
+}
+
+func TestCleanDeleteRecords(t *testing.T) {
+	dir := cleanFixture(t)
+	r := mustInvoke(t, "", "clean", dir, "--delete-records-before", "15")
+	if !strings.Contains(r.stdout, "deleted 1 segments, 15 records") || !strings.HasSuffix(r.stdout, "start offset 15 (was 0)\n") {
+		t.Fatalf("summary %q", r.stdout)
+	}
+	if start, _, n := logState(t, dir); start != 15 || n != 3 {
+		t.Fatalf("start %d, %d segments", start, n)
+	}
+	r = invoke(t, "", "clean", dir, "--delete-records-before", "41")
+	if r.code != 1 || !strings.Contains(r.stderr, "past the log end 40") {
+		t.Fatalf("past the end: exit %d, %q", r.code, r.stderr)
+	}
+	if start, _, _ := logState(t, dir); start != 15 {
+		t.Fatalf("a refused clean moved the start to %d", start)
+	}
+}
+
+func TestCleanRefusesBadInput(t *testing.T) {
+	dir := cleanFixture(t)
+	empty := t.TempDir()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"clean", dir}, "nothing to do"},
+		{[]string{"clean", dir, "--retention-ms", "-2"}, "invalid --retention-ms -2"},
+		{[]string{"clean", dir, "--retention-bytes", "-7"}, "invalid --retention-bytes -7"},
+		{[]string{"clean", dir, "--delete-records-before", "-1"}, "invalid --delete-records-before -1"},
+		{[]string{"clean", filepath.Join(dir, "missing"), "--retention-ms", "1"}, "no such file or directory"},
+		{[]string{"clean", empty, "--retention-ms", "1"}, "not a log directory"},
+		{[]string{"clean", filepath.Join(dir, segment.FileName(0, segment.LogSuffix)), "--retention-ms", "1"}, "not a directory"},
+		{[]string{"clean"}, "accepts 1 arg"},
+	}
+	for _, c := range cases {
+		r := invoke(t, "", c.args...)
+		if r.code != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("seglog %s: exit %d, stderr %q; want 1 and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
+	if start, end, n := logState(t, dir); start != 0 || end != 40 || n != 4 {
+		t.Fatalf("refused cleans changed the log: start %d end %d, %d segments", start, end, n)
+	}
+	if names, _ := vfs.Default.List(empty); len(names) != 0 {
+		t.Fatalf("clean of an empty directory made %v", names)
+	}
+	if exists(filepath.Join(dir, "missing")) {
+		t.Fatal("clean of a missing directory created it")
+	}
+}
