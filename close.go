@@ -57,13 +57,13 @@ func (l *Log) Close() error {
 	l.segMu.Unlock()
 	if l.failure.Load() == nil && len(errs) == 0 {
 		end := l.end.Load()
-		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, end); err != nil {
+		if err := l.writeOffsetCheckpoint(RecoveryPointFile, end); err != nil {
 			errs = append(errs, err)
 		}
-		if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, l.start.Load()); err != nil {
+		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, l.start.Load()); err != nil {
 			errs = append(errs, err)
 		}
-		if len(errs) == 0 {
+		if len(errs) == 0 && l.opts.Checkpoints == nil {
 			if err := vfs.WriteFileAtomic(l.fs, l.path(CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`)); err != nil {
 				errs = append(errs, err)
 			}

@@ -270,7 +270,7 @@ func (l *Log) checkpointRecoveryPoint() error {
 	if closed {
 		return nil
 	}
-	return writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, rp)
+	return l.writeOffsetCheckpoint(RecoveryPointFile, rp)
 }
 
 // flushSegments syncs segs. A sealed segment is flushed whole (its .log

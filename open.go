@@ -91,7 +91,7 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
-	st, err := readDirState(l.fs, l.dir, names)
+	st, err := l.dirState(names)
 	if err != nil {
 		return err
 	}
@@ -267,10 +267,10 @@ func (l *Log) load() error {
 		// speak for it, and they must exist before anything is appended,
 		// or a crash would send the next Open back to the broker's
 		// (clean) marker.
-		if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, start); err != nil {
+		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, start); err != nil {
 			return err
 		}
-		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, l.recoveryPoint); err != nil {
+		if err := l.writeOffsetCheckpoint(RecoveryPointFile, l.recoveryPoint); err != nil {
 			return err
 		}
 	}

@@ -125,6 +125,12 @@ type Options struct {
 	// options that only shape writes (segment size, sync policy, codec)
 	// are ignored, except that Sync must stay SyncNone.
 	ReadOnly bool
+	// Checkpoints, when set, keeps the recovery point, the log start
+	// offset and the clean-shutdown state instead of files in the log's
+	// directory (Checkpointer); package store sets it to write one
+	// log.dir-level file for all its partitions, as Kafka does. A
+	// read-only open ignores it.
+	Checkpoints Checkpointer
 }
 
 // withDefaults returns a copy of o with zero fields replaced by defaults.

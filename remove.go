@@ -37,7 +37,7 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 	}
 	// The checkpoint goes first: after a crash the start must not move
 	// back and expose records a caller was told are gone.
-	if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, offset); err != nil {
+	if err := l.writeOffsetCheckpoint(LogStartOffsetFile, offset); err != nil {
 		return 0, err
 	}
 	l.start.Store(offset)

@@ -103,7 +103,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		// take whatever is appended there for synced data, and report a
 		// torn tail of it as corruption.
 		l.recoveryPoint = end
-		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, end); err != nil {
+		if err := l.writeOffsetCheckpoint(RecoveryPointFile, end); err != nil {
 			err = fmt.Errorf("%w: checkpointing the recovery point %d: %w", ErrWriteFailed, end, err)
 			l.failure.CompareAndSwap(nil, &err)
 			return *l.failure.Load()
@@ -176,7 +176,7 @@ func (l *Log) restartAt(base int64) error {
 	if !lower {
 		// The start does not move: recording it first keeps a crash
 		// part-way from reopening below it.
-		if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, base); err != nil {
+		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, base); err != nil {
 			return err
 		}
 	}
@@ -192,7 +192,7 @@ func (l *Log) restartAt(base int64) error {
 		}
 	}
 	if lower {
-		if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, base); err != nil {
+		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, base); err != nil {
 			return err
 		}
 	}
