@@ -1,0 +1,314 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/defaults"
+	"github.com/seglog/seglog/record"
+)
+
+// ErrInvalidConfig matches every error about a topic config.
+var ErrInvalidConfig = errors.New("store: invalid topic config")
+
+// TopicConfig is a topic's configuration, named after Kafka's topic
+// configs. Start from DefaultTopicConfig: the zero value is not Kafka's
+// default.
+type TopicConfig struct {
+	// CleanupPolicy is cleanup.policy. Compaction is not run by this
+	// version (see docs/store.md); a compact topic keeps everything.
+	CleanupPolicy cleaner.CleanupPolicy
+	// RetentionMs is retention.ms; -1 keeps records forever.
+	RetentionMs int64
+	// RetentionBytes is retention.bytes per partition; -1 is unlimited.
+	RetentionBytes int64
+	// SegmentBytes is segment.bytes.
+	SegmentBytes int64
+	// FlushMessages is flush.messages: 1 syncs every append
+	// (seglog.SyncAlways); 0 leaves flushing to the OS (Kafka's default,
+	// Long.MAX_VALUE). Other counts are not supported.
+	FlushMessages int64
+	// FlushMs is flush.ms: a periodic sync (seglog.SyncPeriodic); 0 is
+	// none.
+	FlushMs int64
+	// Compression is compression.type for records the store encodes.
+	Compression record.Codec
+	// MaxMessageBytes is max.message.bytes: the largest batch.
+	MaxMessageBytes int
+}
+
+// DefaultTopicConfig returns Kafka's defaults.
+func DefaultTopicConfig() TopicConfig {
+	p := cleaner.DefaultPolicy()
+	return TopicConfig{
+		CleanupPolicy:   p.CleanupPolicy,
+		RetentionMs:     p.Retention.Milliseconds(),
+		RetentionBytes:  p.RetentionBytes,
+		SegmentBytes:    defaults.SegmentBytes,
+		Compression:     record.None,
+		MaxMessageBytes: defaults.MaxBatchBytes,
+	}
+}
+
+// configKeys are the keys Set accepts, in the order Format writes them.
+var configKeys = []string{"cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes",
+	"flush.messages", "flush.ms", "compression.type", "max.message.bytes"}
+
+// Set changes one config by its Kafka name.
+func (c *TopicConfig) Set(key, value string) error {
+	bad := func(reason string) error {
+		return fmt.Errorf("%w: %s=%q: %s", ErrInvalidConfig, key, value, reason)
+	}
+	num := func() (int64, error) {
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return 0, bad("not an integer")
+		}
+		return n, nil
+	}
+	switch key {
+	case "cleanup.policy":
+		p, err := cleaner.ParseCleanupPolicy(value)
+		if err != nil {
+			return bad(`want "delete", "compact" or "compact,delete"`)
+		}
+		c.CleanupPolicy = p
+	case "retention.ms", "retention.bytes":
+		n, err := num()
+		if err != nil {
+			return err
+		}
+		if n < -1 {
+			return bad("must be -1 (unlimited) or more")
+		}
+		if key == "retention.ms" {
+			c.RetentionMs = n
+		} else {
+			c.RetentionBytes = n
+		}
+	case "segment.bytes":
+		n, err := num()
+		if err != nil {
+			return err
+		}
+		if n < record.HeaderSize || n > 1<<31-1 {
+			return bad(fmt.Sprintf("must be %d..%d", record.HeaderSize, 1<<31-1))
+		}
+		c.SegmentBytes = n
+	case "flush.messages":
+		n, err := num()
+		if err != nil {
+			return err
+		}
+		switch n {
+		case 1:
+			c.FlushMessages = 1
+		case 0, 1<<63 - 1:
+			c.FlushMessages = 0
+		default:
+			return bad("only 1 (sync every append) or 9223372036854775807 (never) are supported")
+		}
+	case "flush.ms":
+		n, err := num()
+		if err != nil {
+			return err
+		}
+		if n < 0 {
+			return bad("must not be negative")
+		}
+		if n == 1<<63-1 {
+			n = 0
+		}
+		c.FlushMs = n
+	case "compression.type":
+		if value == "producer" || value == "uncompressed" {
+			c.Compression = record.None
+			return nil
+		}
+		codec, err := record.ParseCodec(value)
+		if err != nil {
+			return bad("want none, gzip, snappy, lz4 or zstd")
+		}
+		c.Compression = codec
+	case "max.message.bytes":
+		n, err := num()
+		if err != nil {
+			return err
+		}
+		if n < 0 || n > 1<<31-1-record.HeaderSize {
+			return bad("out of range")
+		}
+		c.MaxMessageBytes = int(n) + 12
+		if n < record.HeaderSize {
+			return bad(fmt.Sprintf("must be at least %d", record.HeaderSize))
+		}
+	default:
+		return fmt.Errorf("%w: unknown config %q (known: %s)", ErrInvalidConfig, key, strings.Join(configKeys, ", "))
+	}
+	return nil
+}
+
+// SetAll applies "key=value" strings in order.
+func (c *TopicConfig) SetAll(kvs []string) error {
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("%w: %q is not key=value", ErrInvalidConfig, kv)
+		}
+		if err := c.Set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return err
+		}
+	}
+	return c.Validate()
+}
+
+// Validate checks the combination.
+func (c TopicConfig) Validate() error {
+	if int64(c.MaxMessageBytes) > c.SegmentBytes {
+		return fmt.Errorf("%w: max.message.bytes %d exceeds segment.bytes %d", ErrInvalidConfig, c.MaxMessageBytes-12, c.SegmentBytes)
+	}
+	return nil
+}
+
+// Get returns one config's value as Kafka spells it.
+func (c TopicConfig) Get(key string) string {
+	switch key {
+	case "cleanup.policy":
+		return c.CleanupPolicy.String()
+	case "retention.ms":
+		return strconv.FormatInt(c.RetentionMs, 10)
+	case "retention.bytes":
+		return strconv.FormatInt(c.RetentionBytes, 10)
+	case "segment.bytes":
+		return strconv.FormatInt(c.SegmentBytes, 10)
+	case "flush.messages":
+		if c.FlushMessages == 1 {
+			return "1"
+		}
+		return "9223372036854775807"
+	case "flush.ms":
+		if c.FlushMs == 0 {
+			return "9223372036854775807"
+		}
+		return strconv.FormatInt(c.FlushMs, 10)
+	case "compression.type":
+		return c.Compression.String()
+	case "max.message.bytes":
+		return strconv.Itoa(c.MaxMessageBytes - 12)
+	}
+	return ""
+}
+
+// Keys lists the config names a TopicConfig carries.
+func Keys() []string { return slices.Clone(configKeys) }
+
+// logOptions is the seglog.Options a partition of this topic opens with.
+func (c TopicConfig) logOptions() seglog.Options {
+	o := seglog.Options{
+		SegmentBytes:  c.SegmentBytes,
+		MaxBatchBytes: c.MaxMessageBytes,
+		Compression:   c.Compression,
+	}
+	switch {
+	case c.FlushMessages == 1:
+		o.Sync = seglog.SyncAlways
+	case c.FlushMs > 0:
+		o.Sync = seglog.SyncPeriodic
+		o.SyncInterval = time.Duration(c.FlushMs) * time.Millisecond
+	}
+	return o
+}
+
+// policy is the cleaner policy of the topic's partitions. Compaction is
+// not run yet (issue 12): a compact topic is kept whole, and a
+// compact,delete topic gets its time and size retention.
+func (c TopicConfig) policy() cleaner.Policy {
+	p := cleaner.DefaultPolicy()
+	p.CleanupPolicy = c.CleanupPolicy
+	p.Retention = time.Duration(c.RetentionMs) * time.Millisecond
+	if c.RetentionMs < 0 {
+		p.Retention = cleaner.Forever
+	}
+	p.RetentionBytes = c.RetentionBytes
+	return p
+}
+
+// topicFileSuffix names a topic's config file in the log.dir:
+// "<topic>.seglog-topic". A file, not a directory, because a broker
+// loading the log.dir takes every directory for a partition.
+const topicFileSuffix = ".seglog-topic"
+
+// Topic states in the config file. A topic is created by writing the
+// file in state creating, then its partition directories, then the file in
+// state ready; it is deleted by writing state deleting, renaming its
+// directories and removing the file. Open rolls a creating topic back and
+// a deleting one forward, so no topic half exists.
+const (
+	stateCreating = "creating"
+	stateReady    = "ready"
+	stateDeleting = "deleting"
+)
+
+// topicFile is the persisted form of a topic.
+type topicFile struct {
+	state      string
+	partitions int
+	config     TopicConfig
+}
+
+// format renders the file: a comment line, then key=value lines, Java
+// properties style.
+func (f topicFile) format() []byte {
+	var b bytes.Buffer
+	b.WriteString("# seglog topic config v1\n")
+	fmt.Fprintf(&b, "state=%s\npartitions=%d\n", f.state, f.partitions)
+	for _, k := range configKeys {
+		fmt.Fprintf(&b, "%s=%s\n", k, f.config.Get(k))
+	}
+	return b.Bytes()
+}
+
+func parseTopicFile(path string, data []byte) (topicFile, error) {
+	f := topicFile{config: DefaultTopicConfig()}
+	bad := func(line int, reason string) error {
+		return fmt.Errorf("%w: %s line %d: %s", ErrInvalidConfig, path, line, reason)
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return f, bad(i+1, "not key=value")
+		}
+		switch k {
+		case "state":
+			if v != stateCreating && v != stateReady && v != stateDeleting {
+				return f, bad(i+1, "unknown state "+strconv.Quote(v))
+			}
+			f.state = v
+		case "partitions":
+			n, err := strconv.Atoi(v)
+			if err != nil || validatePartitions(n) != nil {
+				return f, bad(i+1, "bad partition count "+strconv.Quote(v))
+			}
+			f.partitions = n
+		default:
+			if err := f.config.Set(k, v); err != nil {
+				return f, bad(i+1, err.Error())
+			}
+		}
+	}
+	if f.state == "" || f.partitions == 0 {
+		return f, fmt.Errorf("%w: %s: state or partitions missing", ErrInvalidConfig, path)
+	}
+	return f, nil
+}

@@ -1,0 +1,257 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"unicode/utf16"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Committed is a group's committed position on one partition: the offset
+// of the next record it will read, as in Kafka.
+type Committed struct {
+	Offset int64
+	// Timestamp is the commit time, in milliseconds since the epoch.
+	Timestamp int64
+}
+
+// groupTable is the committed offsets, rebuilt from __consumer_offsets on
+// Open. mu also serializes writes to the offsets topic, so that the table
+// and the topic agree on the order of commits.
+type groupTable struct {
+	mu sync.Mutex
+	m  map[string]map[tp]Committed
+}
+
+func (g *groupTable) init() { g.m = make(map[string]map[tp]Committed) }
+
+// OffsetsPartitionFor is Kafka's GroupMetadataManager.partitionFor:
+// Utils.abs(groupId.hashCode()) % partitions, with Java's String.hashCode
+// over UTF-16 code units.
+func OffsetsPartitionFor(group string, partitions int) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(group)) {
+		h = 31*h + int32(u)
+	}
+	if h == -1<<31 {
+		h = 0 // Utils.abs(Integer.MIN_VALUE) is 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % int32(partitions)
+}
+
+// encodeCommit is a commit as Kafka's __consumer_offsets record: key
+// OffsetCommitKey v1, value OffsetCommitValue v3; a nil value is a
+// tombstone.
+func encodeCommit(group string, k tp, c *Committed) record.Record {
+	key := kmsg.NewOffsetCommitKey()
+	key.Version = 1
+	key.Group, key.Topic, key.Partition = group, k.topic, k.part
+	r := record.Record{Key: key.AppendTo(nil)}
+	if c != nil {
+		v := kmsg.NewOffsetCommitValue()
+		v.Version = 3
+		v.Offset = c.Offset
+		v.LeaderEpoch = -1
+		v.CommitTimestamp = c.Timestamp
+		r.Value = v.AppendTo(nil)
+		r.Timestamp = c.Timestamp
+	}
+	return r
+}
+
+// rebuild replays the offsets topic: the last record per key wins, a
+// tombstone removes the key, and records of other kinds (group metadata,
+// key version 2) are skipped.
+func (g *groupTable) rebuild(t *topic) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, l := range t.parts {
+		for r, err := range l.Records(l.StartOffset()) {
+			if err != nil {
+				return fmt.Errorf("store: reading %s: %w", l.Dir(), err)
+			}
+			var key kmsg.OffsetCommitKey
+			if len(r.Key) < 2 || (r.Key[0] != 0 || r.Key[1] > 1) {
+				continue
+			}
+			if err := key.ReadFrom(r.Key); err != nil {
+				return fmt.Errorf("store: %s offset %d: bad offset-commit key: %w", l.Dir(), r.Offset, err)
+			}
+			k := tp{key.Topic, key.Partition}
+			if r.Value == nil {
+				g.deleteLocked(key.Group, k)
+				continue
+			}
+			var v kmsg.OffsetCommitValue
+			if err := v.ReadFrom(r.Value); err != nil {
+				return fmt.Errorf("store: %s offset %d: bad offset-commit value: %w", l.Dir(), r.Offset, err)
+			}
+			g.setLocked(key.Group, k, Committed{Offset: v.Offset, Timestamp: v.CommitTimestamp})
+		}
+	}
+	return nil
+}
+
+func (g *groupTable) setLocked(group string, k tp, c Committed) {
+	m := g.m[group]
+	if m == nil {
+		m = make(map[tp]Committed)
+		g.m[group] = m
+	}
+	m[k] = c
+}
+
+func (g *groupTable) deleteLocked(group string, k tp) {
+	delete(g.m[group], k)
+	if len(g.m[group]) == 0 {
+		delete(g.m, group)
+	}
+}
+
+// committedFor returns every group's committed offset on a partition.
+func (g *groupTable) committedFor(topic string, part int32) map[string]int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]int64)
+	for name, m := range g.m {
+		if c, ok := m[tp{topic, part}]; ok {
+			out[name] = c.Offset
+		}
+	}
+	return out
+}
+
+// writeLocked appends commits (nil: tombstones) for one group to its
+// offsets partition and applies them to the table once durable. The
+// offsets topic syncs every append (flush.messages=1), so a commit that
+// returned survives a power loss; one that did not return may or may not.
+func (s *Store) writeCommitsLocked(group string, keys []tp, vals []*Committed) error {
+	ot := s.topics[OffsetsTopic]
+	l := ot.parts[OffsetsPartitionFor(group, len(ot.parts))]
+	recs := make([]record.Record, len(keys))
+	for i, k := range keys {
+		recs[i] = encodeCommit(group, k, vals[i])
+	}
+	if _, err := l.Append(recs...); err != nil {
+		return fmt.Errorf("store: writing offsets of group %q: %w", group, err)
+	}
+	for i, k := range keys {
+		if vals[i] == nil {
+			s.groups.deleteLocked(group, k)
+		} else {
+			s.groups.setLocked(group, k, *vals[i])
+		}
+	}
+	return nil
+}
+
+// Commit records a group's committed offsets for partitions of a topic
+// (partition → the next offset to read). An offset must lie within the
+// partition, start to end. Before the commit is written, the data up to
+// each committed offset is made durable, so that after a power loss no
+// group has committed past what the partition still holds.
+func (s *Store) Commit(group, topic string, offsets map[int32]int64) error {
+	if group == "" {
+		return ErrInvalidGroup
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var keys []tp
+	var vals []*Committed
+	now := s.opts.Now().UnixMilli()
+	parts := make([]int32, 0, len(offsets))
+	for p := range offsets {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	for _, p := range parts {
+		off := offsets[p]
+		l, err := s.logLocked(topic, p)
+		if err != nil {
+			return err
+		}
+		if topic == OffsetsTopic {
+			return fmt.Errorf("%w: %s", ErrInternalTopic, topic)
+		}
+		if off < 0 || off > l.EndOffset() {
+			return fmt.Errorf("%w: commit of offset %d to %s-%d outside [%d, %d]", seglog.ErrOffsetOutOfRange, off, topic, p, l.StartOffset(), l.EndOffset())
+		}
+		if off > l.RecoveryPoint() {
+			if err := l.Sync(); err != nil {
+				return err
+			}
+		}
+		keys = append(keys, tp{topic, p})
+		vals = append(vals, &Committed{Offset: off, Timestamp: now})
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	return s.writeCommitsLocked(group, keys, vals)
+}
+
+// CommittedOffset returns a group's committed offset on a partition.
+func (s *Store) CommittedOffset(group, topic string, partition int32) (Committed, bool) {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	c, ok := s.groups.m[group][tp{topic, partition}]
+	return c, ok
+}
+
+// Groups lists the groups that have committed offsets, sorted.
+func (s *Store) Groups() []string {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	out := make([]string, 0, len(s.groups.m))
+	for g := range s.groups.m {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// DeleteGroup removes a group's committed offsets by writing tombstones.
+func (s *Store) DeleteGroup(group string) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	m, ok := s.groups.m[group]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownGroup, group)
+	}
+	keys := make([]tp, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return s.writeCommitsLocked(group, keys, make([]*Committed, len(keys)))
+}
+
+// forgetTopicLocked tombstones every group's offsets for a deleted topic
+// (s.mu held for writing).
+func (s *Store) forgetTopicLocked(topic string) error {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	var errs []error
+	for g, m := range s.groups.m {
+		var keys []tp
+		for k := range m {
+			if k.topic == topic {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) > 0 {
+			errs = append(errs, s.writeCommitsLocked(g, keys, make([]*Committed, len(keys))))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,104 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Kafka's limits on topic names (org.apache.kafka.common.internals.Topic).
+const (
+	// MaxTopicNameLength is Kafka's limit: a partition directory
+	// "topic-N" must fit a 255-byte file name.
+	MaxTopicNameLength = 249
+	// MaxPartitions bounds a topic's partition count. Kafka has no hard
+	// limit; this one keeps a mistyped count from creating millions of
+	// directories.
+	MaxPartitions = 100_000
+	// OffsetsTopic is the internal topic holding the groups' committed
+	// offsets, named as Kafka names it.
+	OffsetsTopic = "__consumer_offsets"
+	// DefaultOffsetsPartitions is Kafka's offsets.topic.num.partitions.
+	DefaultOffsetsPartitions = 50
+)
+
+var (
+	// ErrInvalidTopic matches every error about a topic name.
+	ErrInvalidTopic = errors.New("store: invalid topic name")
+	// ErrInvalidPartitions reports a partition count out of range.
+	ErrInvalidPartitions = errors.New("store: invalid partition count")
+	// ErrTopicExists is returned when creating a topic that exists.
+	ErrTopicExists = errors.New("store: topic already exists")
+	// ErrUnknownTopic is returned for a topic the store does not hold.
+	ErrUnknownTopic = errors.New("store: unknown topic")
+	// ErrUnknownPartition is returned for a partition out of range.
+	ErrUnknownPartition = errors.New("store: unknown partition")
+	// ErrInternalTopic refuses user operations on __consumer_offsets.
+	ErrInternalTopic = errors.New("store: internal topic")
+	// ErrClosed is returned by a closed Store.
+	ErrClosed = errors.New("store: closed")
+	// ErrUnknownGroup is returned for a group with no committed offsets.
+	ErrUnknownGroup = errors.New("store: unknown group")
+	// ErrInvalidGroup reports an empty group id.
+	ErrInvalidGroup = errors.New("store: invalid group id")
+)
+
+// ValidateTopic checks a topic name as Kafka's Topic.validate does: not
+// empty, not "." or "..", at most 249 characters of [a-zA-Z0-9._-].
+func ValidateTopic(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidTopic)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopic, name)
+	case len(name) > MaxTopicNameLength:
+		return fmt.Errorf("%w: %d characters, the limit is %d", ErrInvalidTopic, len(name), MaxTopicNameLength)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q contains %q; legal characters are ASCII letters, digits, '.', '_' and '-'", ErrInvalidTopic, name, c)
+		}
+	}
+	return nil
+}
+
+// collisionKey is Kafka's Topic.unifyCollisionChars: '.' and '_' collide
+// in metric names, so Kafka refuses a topic that differs from an existing
+// one only by them.
+func collisionKey(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+func validatePartitions(n int) error {
+	if n < 1 || n > MaxPartitions {
+		return fmt.Errorf("%w: %d (must be 1..%d)", ErrInvalidPartitions, n, MaxPartitions)
+	}
+	return nil
+}
+
+// partitionDir is the directory name Kafka gives a partition.
+func partitionDir(topic string, p int32) string {
+	return topic + "-" + strconv.Itoa(int(p))
+}
+
+// parsePartitionDir splits "topic-N"; ok is false for other names.
+func parsePartitionDir(name string) (topic string, p int32, ok bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || n < 0 || strconv.Itoa(int(n)) != name[i+1:] {
+		return "", 0, false
+	}
+	if ValidateTopic(name[:i]) != nil {
+		return "", 0, false
+	}
+	return name[:i], int32(n), true
+}
+
+// deleteSuffix ends a partition directory renamed for deletion, as Kafka's
+// LocalLog.logDeleteDirName names it: topic-N.<uuid>-delete.
+const deleteSuffix = "-delete"
+
+func isDeleteDir(name string) bool { return strings.HasSuffix(name, deleteSuffix) }

@@ -1,0 +1,386 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/vfs"
+)
+
+// ErrLocked is returned by Open when another Store holds the log.dir.
+var ErrLocked = seglog.ErrLocked
+
+// Options configures a Store. The zero value is usable.
+type Options struct {
+	// FS is the filesystem; nil means the real one.
+	FS vfs.FS
+	// OffsetsPartitions is offsets.topic.num.partitions, used when the
+	// store creates __consumer_offsets (default 50). An existing offsets
+	// topic keeps its count, as Kafka's does.
+	OffsetsPartitions int
+	// Now is the clock for record timestamps and commit times; nil means
+	// time.Now.
+	Now func() time.Time
+	// Clock is the cleaner's clock (default the wall clock); tests pass a
+	// fake one and call RunRetention.
+	Clock cleaner.Clock
+	// CleanerWorkers bounds the retention passes run at once (default 1).
+	CleanerWorkers int
+	// Logger receives recovery and maintenance messages.
+	Logger *slog.Logger
+}
+
+// Store is a Kafka log.dir of topics and the consumer groups' offsets. Its
+// methods are safe for concurrent use.
+type Store struct {
+	dir    string
+	fs     vfs.FS
+	opts   Options
+	logger *slog.Logger
+	lock   io.Closer
+	ckpt   *dirCheckpoints
+	clean  *cleaner.Cleaner
+
+	// mu guards topics and closed; topic changes take it for writing,
+	// produce and commit for reading.
+	mu     sync.RWMutex
+	topics map[string]*topic
+	closed bool
+
+	groups groupTable
+	sticky stickyTable
+	bg     sync.WaitGroup
+}
+
+type topic struct {
+	name   string
+	cfg    TopicConfig
+	parts  []*seglog.Log
+	rotate int // guarded by Store.sticky.mu
+}
+
+// Open opens or creates the store in dir and takes the log.dir's lock.
+// It finishes whatever a crash interrupted: a topic being created is
+// rolled back, a topic being deleted is deleted, directories already
+// renamed for deletion are removed in the background. Partition
+// directories with no config file (a broker's log.dir) are adopted with
+// Kafka's default config.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.OffsetsPartitions == 0 {
+		opts.OffsetsPartitions = DefaultOffsetsPartitions
+	}
+	if err := validatePartitions(opts.OffsetsPartitions); err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	fsys := opts.FS
+	if err := fsys.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	lock, err := fsys.Lock(filepath.Join(dir, layout.LockFile))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
+		}
+		return nil, err
+	}
+	s := &Store{dir: dir, fs: fsys, opts: opts, logger: opts.Logger, lock: lock, topics: make(map[string]*topic)}
+	s.groups.init()
+	s.clean = cleaner.New(cleaner.Options{Workers: opts.CleanerWorkers, Clock: opts.Clock, Logger: opts.Logger})
+	if err := s.load(); err != nil {
+		s.closeLogs()
+		lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Dir returns the store's log.dir.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) topicFile(name string) string {
+	return filepath.Join(s.dir, name+topicFileSuffix)
+}
+
+func (s *Store) load() error {
+	names, err := s.fs.List(s.dir)
+	if err != nil {
+		return err
+	}
+	clean := slices.Contains(names, layout.CleanShutdownFile)
+	if s.ckpt, err = loadCheckpoints(s.fs, s.dir, clean); err != nil {
+		return err
+	}
+	files := make(map[string]topicFile)
+	dirs := make(map[string][]int32)
+	for _, n := range names {
+		switch {
+		case strings.HasSuffix(n, topicFileSuffix):
+			t := strings.TrimSuffix(n, topicFileSuffix)
+			if ValidateTopic(t) != nil {
+				continue
+			}
+			data, err := vfs.ReadFileLimit(s.fs, filepath.Join(s.dir, n), 64<<10)
+			if err != nil {
+				return err
+			}
+			f, err := parseTopicFile(filepath.Join(s.dir, n), data)
+			if err != nil {
+				return err
+			}
+			files[t] = f
+		case isDeleteDir(n):
+			s.removeInBackground(n)
+		default:
+			if t, p, ok := parsePartitionDir(n); ok {
+				if st, err := s.fs.Stat(filepath.Join(s.dir, n)); err == nil && st.IsDir() {
+					dirs[t] = append(dirs[t], p)
+				}
+			}
+		}
+	}
+	// Directories with no config file: a broker's topic, adopted.
+	for t, ps := range dirs {
+		if _, ok := files[t]; ok {
+			continue
+		}
+		f := topicFile{state: stateReady, partitions: int(slices.Max(ps)) + 1, config: DefaultTopicConfig()}
+		if t == OffsetsTopic {
+			f.config = offsetsTopicConfig()
+		}
+		if err := vfs.WriteFileAtomic(s.fs, s.topicFile(t), f.format()); err != nil {
+			return err
+		}
+		files[t] = f
+	}
+	for t, f := range files {
+		switch f.state {
+		case stateCreating, stateDeleting:
+			// Never acknowledged, or acknowledged as deleted: either way
+			// the topic goes.
+			if err := s.finishDelete(t, dirs[t]); err != nil {
+				return err
+			}
+			continue
+		}
+		var extra []int32
+		for _, p := range dirs[t] {
+			if int(p) >= f.partitions {
+				extra = append(extra, p) // an add-partitions never acknowledged
+			}
+		}
+		if len(extra) > 0 {
+			if err := s.renameForDelete(t, extra); err != nil {
+				return err
+			}
+		}
+		tp := &topic{name: t, cfg: f.config}
+		s.topics[t] = tp
+		for p := 0; p < f.partitions; p++ {
+			l, err := s.openPartition(t, int32(p), f.config)
+			if err != nil {
+				return err
+			}
+			tp.parts = append(tp.parts, l)
+		}
+	}
+	if _, ok := s.topics[OffsetsTopic]; !ok {
+		if err := s.createTopic(OffsetsTopic, s.opts.OffsetsPartitions, offsetsTopicConfig()); err != nil {
+			return err
+		}
+	}
+	if err := s.ckpt.writeAll(); err != nil {
+		return err
+	}
+	if clean {
+		// Gone, durably, before anything is appended: a crash from here
+		// on must recover.
+		if err := s.fs.Remove(filepath.Join(s.dir, layout.CleanShutdownFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			return err
+		}
+	}
+	if err := s.groups.rebuild(s.topics[OffsetsTopic]); err != nil {
+		return err
+	}
+	// A crash between a topic's deletion and its tombstones leaves
+	// offsets for a topic that is gone.
+	var gone []string
+	for _, m := range s.groups.m {
+		for k := range m {
+			if _, ok := s.topics[k.topic]; !ok && !slices.Contains(gone, k.topic) {
+				gone = append(gone, k.topic)
+			}
+		}
+	}
+	for _, t := range gone {
+		if err := s.forgetTopicLocked(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// offsetsTopicConfig is the internal topic's config. Kafka compacts
+// __consumer_offsets; until seglog's compaction lands (issue 12) it keeps
+// every commit (retention.ms=-1), and switching it to cleanup.policy=compact
+// is a change of this config (and of the topic file) alone: the records
+// are already Kafka's keyed offset-commit records with tombstones.
+func offsetsTopicConfig() TopicConfig {
+	c := DefaultTopicConfig()
+	c.RetentionMs = -1
+	c.SegmentBytes = 100 << 20 // offsets.topic.segment.bytes
+	c.FlushMessages = 1        // a commit is acknowledged once durable
+	return c
+}
+
+func (s *Store) openPartition(t string, p int32, cfg TopicConfig) (*seglog.Log, error) {
+	o := cfg.logOptions()
+	o.FS = s.fs
+	o.Logger = s.logger
+	o.Now = s.opts.Now
+	o.Checkpoints = partitionCheckpoints{d: s.ckpt, k: tp{t, p}}
+	l, err := seglog.Open(filepath.Join(s.dir, partitionDir(t, p)), o)
+	if err != nil {
+		return nil, fmt.Errorf("store: partition %s-%d: %w", t, p, err)
+	}
+	if err := s.clean.Add(cleaner.Wrap(l), cfg.policy()); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// renameForDelete renames partition directories to Kafka's
+// topic-N.<uuid>-delete and removes them in the background.
+func (s *Store) renameForDelete(t string, parts []int32) error {
+	for _, p := range parts {
+		var id [16]byte
+		rand.Read(id[:])
+		from := partitionDir(t, p)
+		to := from + "." + hex.EncodeToString(id[:]) + deleteSuffix
+		if err := s.fs.Rename(filepath.Join(s.dir, from), filepath.Join(s.dir, to)); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		s.removeInBackground(to)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return err
+	}
+	keep := make(map[int32]bool)
+	for _, p := range parts {
+		keep[p] = true
+	}
+	return s.ckpt.drop(func(k tp) bool { return k.topic != t || !keep[k.part] })
+}
+
+// finishDelete renames whatever directories a topic still has and removes
+// its config file.
+func (s *Store) finishDelete(t string, parts []int32) error {
+	if err := s.renameForDelete(t, parts); err != nil {
+		return err
+	}
+	if err := s.ckpt.drop(func(k tp) bool { return k.topic != t }); err != nil {
+		return err
+	}
+	if err := s.fs.Remove(s.topicFile(t)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return s.fs.SyncDir(s.dir)
+}
+
+// removeInBackground removes a directory renamed for deletion: its files,
+// then itself. A failure is logged; the next Open tries again.
+func (s *Store) removeInBackground(name string) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		if err := removeDir(s.fs, filepath.Join(s.dir, name)); err != nil {
+			s.logger.Warn("store: removing a deleted partition failed", "dir", name, "err", err)
+		}
+	}()
+}
+
+func removeDir(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, n := range names {
+		if err := fsys.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return fsys.Remove(dir)
+}
+
+// Start runs the retention cleaner in the background until Close.
+func (s *Store) Start(ctx context.Context) error { return s.clean.Start(ctx) }
+
+// RunRetention runs one retention round over every partition of every
+// topic, now.
+func (s *Store) RunRetention(ctx context.Context) error { return s.clean.RunOnce(ctx) }
+
+func (s *Store) closeLogs() error {
+	var errs []error
+	for _, t := range s.topics {
+		for _, l := range t.parts {
+			s.clean.Remove(cleaner.Wrap(l))
+			if err := l.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes every partition (each records its recovery point and log
+// start in the log.dir's checkpoints), writes the log.dir's clean-shutdown
+// marker if all went well, waits for background deletions and releases
+// the lock.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.clean.Stop()
+	err := s.closeLogs()
+	s.bg.Wait()
+	if err == nil {
+		err = vfs.WriteFileAtomic(s.fs, filepath.Join(s.dir, layout.CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`))
+	}
+	return errors.Join(err, s.lock.Close())
+}

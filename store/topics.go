@@ -1,0 +1,257 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/vfs"
+)
+
+// CreateTopic creates a topic of n partitions. The config file is written
+// in state creating first and in state ready last, so a crash in between
+// leaves a topic that the next Open removes: no topic half exists.
+func (s *Store) CreateTopic(name string, n int, cfg TopicConfig) error {
+	if err := ValidateTopic(name); err != nil {
+		return err
+	}
+	if name == OffsetsTopic {
+		return fmt.Errorf("%w: %s", ErrInternalTopic, name)
+	}
+	if err := validatePartitions(n); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if _, ok := s.topics[name]; ok {
+		return fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	for t := range s.topics {
+		if collisionKey(t) == collisionKey(name) {
+			return fmt.Errorf("%w: %q collides with existing topic %q (Kafka treats '.' and '_' alike)", ErrInvalidTopic, name, t)
+		}
+	}
+	return s.createTopic(name, n, cfg)
+}
+
+func (s *Store) createTopic(name string, n int, cfg TopicConfig) error {
+	f := topicFile{state: stateCreating, partitions: n, config: cfg}
+	if err := vfs.WriteFileAtomic(s.fs, s.topicFile(name), f.format()); err != nil {
+		return err
+	}
+	t := &topic{name: name, cfg: cfg}
+	fail := func(err error) error {
+		for _, l := range t.parts {
+			s.clean.Remove(cleaner.Wrap(l))
+			l.Close()
+		}
+		parts := make([]int32, n)
+		for i := range parts {
+			parts[i] = int32(i)
+		}
+		if derr := s.finishDelete(name, parts); derr != nil {
+			s.logger.Warn("store: rolling back a topic failed; Open will finish it", "topic", name, "err", derr)
+		}
+		return err
+	}
+	for p := 0; p < n; p++ {
+		l, err := s.openPartition(name, int32(p), cfg)
+		if err != nil {
+			return fail(err)
+		}
+		t.parts = append(t.parts, l)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return fail(err)
+	}
+	f.state = stateReady
+	if err := vfs.WriteFileAtomic(s.fs, s.topicFile(name), f.format()); err != nil {
+		return fail(err)
+	}
+	s.topics[name] = t
+	return nil
+}
+
+// DeleteTopic deletes a topic as Kafka does: its config file goes to state
+// deleting (the commit point), its partition directories are renamed to
+// topic-N.<uuid>-delete and removed in the background, and the file goes.
+// Groups' committed offsets for it are tombstoned.
+func (s *Store) DeleteTopic(name string) error {
+	if name == OffsetsTopic {
+		return fmt.Errorf("%w: %s", ErrInternalTopic, name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	t, ok := s.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	f := topicFile{state: stateDeleting, partitions: len(t.parts), config: t.cfg}
+	if err := vfs.WriteFileAtomic(s.fs, s.topicFile(name), f.format()); err != nil {
+		return err
+	}
+	delete(s.topics, name)
+	parts := make([]int32, len(t.parts))
+	for i, l := range t.parts {
+		parts[i] = int32(i)
+		s.clean.Remove(cleaner.Wrap(l))
+		if err := l.Close(); err != nil {
+			s.logger.Warn("store: closing a deleted partition", "dir", l.Dir(), "err", err)
+		}
+	}
+	if err := s.finishDelete(name, parts); err != nil {
+		return err
+	}
+	return s.forgetTopicLocked(name)
+}
+
+// AddPartitions grows a topic to n partitions. The new directories are
+// created before the config file records the count, so a crash in between
+// leaves directories the next Open removes (they were never written to).
+// As in Kafka, keys move: a key's partition is its hash mod the count.
+func (s *Store) AddPartitions(name string, n int) error {
+	if err := validatePartitions(n); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	t, ok := s.topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	if name == OffsetsTopic {
+		return fmt.Errorf("%w: %s", ErrInternalTopic, name)
+	}
+	if n <= len(t.parts) {
+		return fmt.Errorf("%w: %s has %d partitions; the count can only grow", ErrInvalidPartitions, name, len(t.parts))
+	}
+	var added []*seglog.Log
+	for p := len(t.parts); p < n; p++ {
+		l, err := s.openPartition(name, int32(p), t.cfg)
+		if err != nil {
+			for _, l := range added {
+				s.clean.Remove(cleaner.Wrap(l))
+				l.Close()
+			}
+			return err
+		}
+		added = append(added, l)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return err
+	}
+	f := topicFile{state: stateReady, partitions: n, config: t.cfg}
+	if err := vfs.WriteFileAtomic(s.fs, s.topicFile(name), f.format()); err != nil {
+		return err
+	}
+	t.parts = append(t.parts, added...)
+	return nil
+}
+
+// Topics lists the user topics, sorted (the internal offsets topic is
+// left out, as kafka-topics.sh --list leaves it out unless asked).
+func (s *Store) Topics() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for t := range s.topics {
+		if t != OffsetsTopic {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// PartitionInfo describes one partition.
+type PartitionInfo struct {
+	Partition   int32
+	StartOffset int64
+	EndOffset   int64
+	Size        int64
+	Segments    int
+	// Lag is each group's lag on this partition, for the groups with a
+	// committed offset here.
+	Lag map[string]int64
+}
+
+// TopicInfo describes a topic.
+type TopicInfo struct {
+	Name       string
+	Config     TopicConfig
+	Partitions []PartitionInfo
+}
+
+// DescribeTopic describes a topic's partitions and the lag of every group
+// that committed offsets for it.
+func (s *Store) DescribeTopic(name string) (TopicInfo, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return TopicInfo{}, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	info := TopicInfo{Name: name, Config: t.cfg}
+	for i, l := range t.parts {
+		pi := PartitionInfo{Partition: int32(i), StartOffset: l.StartOffset(), EndOffset: l.EndOffset(),
+			Size: l.Size(), Segments: l.NumSegments(), Lag: make(map[string]int64)}
+		for g, off := range s.groups.committedFor(name, int32(i)) {
+			pi.Lag[g] = lag(pi.StartOffset, pi.EndOffset, off)
+		}
+		info.Partitions = append(info.Partitions, pi)
+	}
+	return info, nil
+}
+
+// Partitions returns a topic's partition count.
+func (s *Store) Partitions(name string) (int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	return len(t.parts), nil
+}
+
+// Log returns a partition's Log for reading (Records, Read, Follow,
+// OffsetForTime). It stays valid until the topic is deleted or the store
+// closed; do not Close it.
+func (s *Store) Log(name string, partition int32) (*seglog.Log, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.logLocked(name, partition)
+}
+
+func (s *Store) logLocked(name string, partition int32) (*seglog.Log, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	t, ok := s.topics[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	if partition < 0 || int(partition) >= len(t.parts) {
+		return nil, fmt.Errorf("%w: %s-%d (the topic has %d)", ErrUnknownPartition, name, partition, len(t.parts))
+	}
+	return t.parts[partition], nil
+}
+
+// lag is Kafka's consumer lag: end minus the committed offset, counted
+// from the start when retention removed records below the commit.
+func lag(start, end, committed int64) int64 {
+	return end - max(min(committed, end), start)
+}
