@@ -1,0 +1,88 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
+)
+
+// fakeClock moves only when a test advances it. After never fires: tests
+// run retention with RunRetention.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) }
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+const testDir = "/data"
+
+func openStore(t testing.TB, fs vfs.FS, clock *fakeClock) *Store {
+	t.Helper()
+	s, err := Open(testDir, Options{FS: fs, OffsetsPartitions: 5, Now: clock.Now, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// smallConfig rolls segments every few records, so retention has
+// something to delete.
+func smallConfig() TopicConfig {
+	c := DefaultTopicConfig()
+	c.SegmentBytes = 2 << 10
+	c.MaxMessageBytes = 1 << 10
+	return c
+}
+
+func kv(key, value string) record.Record {
+	var k []byte
+	if key != "" {
+		k = []byte(key)
+	}
+	return record.Record{Key: k, Value: []byte(value)}
+}
+
+// readAll returns a partition's records from offset from.
+func readAll(t testing.TB, s *Store, topic string, p int32, from int64) []record.Record {
+	t.Helper()
+	l, err := s.Log(topic, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []record.Record
+	for r, err := range l.Records(from) {
+		if err != nil {
+			t.Fatalf("%s-%d from %d: %v", topic, p, from, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func mustf(t testing.TB, err error, format string, args ...any) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", fmt.Sprintf(format, args...), err)
+	}
+}
