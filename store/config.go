@@ -42,24 +42,28 @@ type TopicConfig struct {
 	Compression record.Codec
 	// MaxMessageBytes is max.message.bytes: the largest batch.
 	MaxMessageBytes int
+	// SegmentIndexBytes is segment.index.bytes: the preallocated size of
+	// each index file.
+	SegmentIndexBytes int
 }
 
 // DefaultTopicConfig returns Kafka's defaults.
 func DefaultTopicConfig() TopicConfig {
 	p := cleaner.DefaultPolicy()
 	return TopicConfig{
-		CleanupPolicy:   p.CleanupPolicy,
-		RetentionMs:     p.Retention.Milliseconds(),
-		RetentionBytes:  p.RetentionBytes,
-		SegmentBytes:    defaults.SegmentBytes,
-		Compression:     record.None,
-		MaxMessageBytes: defaults.MaxBatchBytes,
+		CleanupPolicy:     p.CleanupPolicy,
+		RetentionMs:       p.Retention.Milliseconds(),
+		RetentionBytes:    p.RetentionBytes,
+		SegmentBytes:      defaults.SegmentBytes,
+		Compression:       record.None,
+		MaxMessageBytes:   defaults.MaxBatchBytes,
+		SegmentIndexBytes: defaults.MaxIndexBytes,
 	}
 }
 
 // configKeys are the keys Set accepts, in the order Format writes them.
 var configKeys = []string{"cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes",
-	"flush.messages", "flush.ms", "compression.type", "max.message.bytes"}
+	"flush.messages", "flush.ms", "compression.type", "max.message.bytes", "segment.index.bytes"}
 
 // Set changes one config by its Kafka name.
 func (c *TopicConfig) Set(key, value string) error {
@@ -142,13 +146,21 @@ func (c *TopicConfig) Set(key, value string) error {
 		if err != nil {
 			return err
 		}
-		if n < 0 || n > 1<<31-1-record.HeaderSize {
-			return bad("out of range")
+		if n < record.HeaderSize || n > 1<<31-1-12 {
+			return bad(fmt.Sprintf("must be %d..%d", record.HeaderSize, 1<<31-1-12))
 		}
+		// Kafka's limit excludes the 12-byte log overhead; seglog's
+		// MaxBatchBytes includes it.
 		c.MaxMessageBytes = int(n) + 12
-		if n < record.HeaderSize {
-			return bad(fmt.Sprintf("must be at least %d", record.HeaderSize))
+	case "segment.index.bytes":
+		n, err := num()
+		if err != nil {
+			return err
 		}
+		if n < 24 || n > 1<<31-1 {
+			return bad("must be 24..2147483647")
+		}
+		c.SegmentIndexBytes = int(n)
 	default:
 		return fmt.Errorf("%w: unknown config %q (known: %s)", ErrInvalidConfig, key, strings.Join(configKeys, ", "))
 	}
@@ -202,6 +214,8 @@ func (c TopicConfig) Get(key string) string {
 		return c.Compression.String()
 	case "max.message.bytes":
 		return strconv.Itoa(c.MaxMessageBytes - 12)
+	case "segment.index.bytes":
+		return strconv.Itoa(c.SegmentIndexBytes)
 	}
 	return ""
 }
@@ -214,6 +228,7 @@ func (c TopicConfig) logOptions() seglog.Options {
 	o := seglog.Options{
 		SegmentBytes:  c.SegmentBytes,
 		MaxBatchBytes: c.MaxMessageBytes,
+		MaxIndexBytes: c.SegmentIndexBytes,
 		Compression:   c.Compression,
 	}
 	switch {

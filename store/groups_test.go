@@ -47,6 +47,7 @@ func TestBookingsLesson(t *testing.T) {
 	cfg := DefaultTopicConfig()
 	cfg.SegmentBytes = 16 << 10
 	cfg.MaxMessageBytes = 8 << 10
+	cfg.SegmentIndexBytes = 4096
 	mustf(t, s.CreateTopic("bookings", 12, cfg), "create")
 
 	events := []string{"BookingCreated", "PaymentCaptured", "TicketIssued"}

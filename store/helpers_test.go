@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -37,14 +38,25 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 const testDir = "/data"
 
+// quiet drops the recovery warnings that crash tests provoke on purpose.
+var quiet = slog.New(slog.DiscardHandler)
+
 func openStore(t testing.TB, fs vfs.FS, clock *fakeClock) *Store {
 	t.Helper()
-	s, err := Open(testDir, Options{FS: fs, OffsetsPartitions: 5, Now: clock.Now, Clock: clock})
+	s, err := Open(testDir, Options{FS: fs, OffsetsPartitions: 5, Now: clock.Now, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
+
+// offsetsCfg keeps the offsets topic's indexes small: every test opens
+// it, and the in-memory FS zeroes whole preallocated indexes.
+var offsetsCfg = func() TopicConfig {
+	c := offsetsTopicConfig()
+	c.SegmentIndexBytes = 4096
+	return c
+}()
 
 // smallConfig rolls segments every few records, so retention has
 // something to delete.
@@ -52,6 +64,7 @@ func smallConfig() TopicConfig {
 	c := DefaultTopicConfig()
 	c.SegmentBytes = 2 << 10
 	c.MaxMessageBytes = 1 << 10
+	c.SegmentIndexBytes = 4096
 	return c
 }
 

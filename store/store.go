@@ -32,6 +32,11 @@ type Options struct {
 	// store creates __consumer_offsets (default 50). An existing offsets
 	// topic keeps its count, as Kafka's does.
 	OffsetsPartitions int
+	// OffsetsConfig, when set, is the config __consumer_offsets is
+	// created with (default offsetsTopicConfig: retention.ms=-1,
+	// flush.messages=1). Setting CleanupPolicy to compact here, once
+	// compaction runs, is all it takes to compact the offsets topic.
+	OffsetsConfig *TopicConfig
 	// Now is the clock for record timestamps and commit times; nil means
 	// time.Now.
 	Now func() time.Time
@@ -207,7 +212,14 @@ func (s *Store) load() error {
 		}
 	}
 	if _, ok := s.topics[OffsetsTopic]; !ok {
-		if err := s.createTopic(OffsetsTopic, s.opts.OffsetsPartitions, offsetsTopicConfig()); err != nil {
+		cfg := offsetsTopicConfig()
+		if s.opts.OffsetsConfig != nil {
+			cfg = *s.opts.OffsetsConfig
+		}
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		if err := s.createTopic(OffsetsTopic, s.opts.OffsetsPartitions, cfg); err != nil {
 			return err
 		}
 	}
