@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/seglog/seglog/vfs"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -69,6 +70,31 @@ func TestOffsetsPartitionFor(t *testing.T) {
 		g := strconv.Itoa(rand.Int())
 		if p := OffsetsPartitionFor(g, 7); p < 0 || p >= 7 {
 			t.Fatalf("%q → %d", g, p)
+		}
+	}
+}
+
+// Keyless records: one call's go to one partition, and successive calls
+// visit every partition in turn.
+func TestStickyKeyless(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	s := openStore(t, fs, clock)
+	defer s.Close()
+	mustf(t, s.CreateTopic("t", 4, smallConfig()), "create")
+	var order []int32
+	for range 8 {
+		res, err := s.Produce("t", kv("", "a"), kv("", "b"), kv("", "c"))
+		mustf(t, err, "produce")
+		for _, r := range res[1:] {
+			if r.Partition != res[0].Partition {
+				t.Fatalf("one call's keyless records split: %v", res)
+			}
+		}
+		order = append(order, res[0].Partition)
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i] != (order[i-1]+1)%4 {
+			t.Fatalf("keyless calls went to %v, want round robin", order)
 		}
 	}
 }
