@@ -92,7 +92,7 @@ output is a file, a pipe or a socket (copied otherwise). --max does not apply.`,
 		}
 		return err
 	}
-	return cmd
+	return withStoreTopic(cmd)
 }
 
 // consume writes up to limit records (all if negative) from offset from.

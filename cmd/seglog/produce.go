@@ -94,7 +94,7 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 		fmt.Fprintln(cmd.ErrOrStderr(), st.summary(l))
 		return err
 	}
-	return cmd
+	return withStoreTopic(cmd)
 }
 
 // produceStats counts what produce stored, for its summary line.

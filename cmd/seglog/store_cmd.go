@@ -1,0 +1,320 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
+)
+
+func init() {
+	register(newTopicsCmd)
+	register(newGroupsCmd)
+}
+
+// openStore opens the store in dir. Only commands that create something
+// may create the directory; the others refuse a missing one, so a typo
+// does not leave an empty store behind.
+func openStore(cmd *cobra.Command, dir string, create bool) (*store.Store, error) {
+	if !create {
+		st, err := vfs.Default.Stat(dir)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%s: no such store directory", dir)
+			}
+			return nil, err
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("%s: not a directory", dir)
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return store.Open(dir, store.Options{Logger: logger})
+}
+
+// withStore runs f on the store in dir and closes it, joining errors.
+func withStore(cmd *cobra.Command, dir string, create bool, f func(*store.Store) error) error {
+	s, err := openStore(cmd, dir, create)
+	if err != nil {
+		return err
+	}
+	err = f(s)
+	return errors.Join(err, s.Close())
+}
+
+func newTopicsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topics",
+		Short: "Create, list, describe, grow and delete topics in a store directory (a Kafka log.dir)",
+		Long: `Manage the topics of a store: a directory laid out as a Kafka log.dir, one
+directory per partition named TOPIC-N (docs/store.md). Like kafka-topics.sh.`,
+	}
+	var (
+		partitions int
+		configs    []string
+	)
+	create := &cobra.Command{
+		Use:   "create DIR NAME",
+		Short: "Create a topic of --partitions partitions with --config key=value settings",
+		Long: `Create a topic. Names are Kafka's: 1 to 249 characters of [a-zA-Z0-9._-],
+not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(), ", ") + `.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg := store.DefaultTopicConfig()
+			if err := cfg.SetAll(configs); err != nil {
+				return err
+			}
+			if err := store.ValidateTopic(args[1]); err != nil {
+				return err
+			}
+			return withStore(cmd, args[0], true, func(s *store.Store) error {
+				if err := s.CreateTopic(args[1], partitions, cfg); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Created topic %s with %d partitions.\n", args[1], partitions)
+				return nil
+			})
+		},
+	}
+	create.Flags().IntVar(&partitions, "partitions", 1, "number of partitions")
+	create.Flags().StringArrayVar(&configs, "config", nil, "a topic config as key=value (repeatable)")
+
+	list := &cobra.Command{
+		Use:   "list DIR",
+		Short: "List the topics",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, args[0], false, func(s *store.Store) error {
+				for _, t := range s.Topics() {
+					fmt.Fprintln(cmd.OutOrStdout(), t)
+				}
+				return nil
+			})
+		},
+	}
+	describe := &cobra.Command{
+		Use:   "describe DIR [NAME]",
+		Short: "Describe topics: configs, and per partition the offsets, size, segments and each group's lag",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, args[0], false, func(s *store.Store) error {
+				names := s.Topics()
+				if len(args) == 2 {
+					names = []string{args[1]}
+				}
+				for _, n := range names {
+					info, err := s.DescribeTopic(n)
+					if err != nil {
+						return err
+					}
+					printTopic(cmd, info)
+				}
+				return nil
+			})
+		},
+	}
+	var grow int
+	add := &cobra.Command{
+		Use:   "add-partitions DIR NAME",
+		Short: "Grow a topic to --partitions partitions (keys move, as in Kafka)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("partitions") {
+				return errors.New("--partitions is required")
+			}
+			return withStore(cmd, args[0], false, func(s *store.Store) error {
+				if err := s.AddPartitions(args[1], grow); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Topic %s now has %d partitions.\n", args[1], grow)
+				return nil
+			})
+		},
+	}
+	add.Flags().IntVar(&grow, "partitions", 0, "the new partition count")
+	del := &cobra.Command{
+		Use:   "delete DIR NAME",
+		Short: "Delete a topic: its partition directories are renamed to TOPIC-N.<id>-delete and removed",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, args[0], false, func(s *store.Store) error {
+				if err := s.DeleteTopic(args[1]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Deleted topic %s.\n", args[1])
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(create, list, describe, add, del)
+	return cmd
+}
+
+func printTopic(cmd *cobra.Command, info store.TopicInfo) {
+	out := cmd.OutOrStdout()
+	var cfgs []string
+	for _, k := range store.Keys() {
+		cfgs = append(cfgs, k+"="+info.Config.Get(k))
+	}
+	fmt.Fprintf(out, "Topic: %s\tPartitionCount: %d\tConfigs: %s\n", info.Name, len(info.Partitions), strings.Join(cfgs, ","))
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tSTART\tEND\tSIZE\tSEGMENTS\tLAG")
+	for _, p := range info.Partitions {
+		var lags []string
+		for g, l := range p.Lag {
+			lags = append(lags, g+"="+strconv.FormatInt(l, 10))
+		}
+		slices.Sort(lags)
+		lag := strings.Join(lags, ",")
+		if lag == "" {
+			lag = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\n", p.Partition, p.StartOffset, p.EndOffset, p.Size, p.Segments, lag)
+	}
+	tw.Flush()
+}
+
+func newGroupsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "groups",
+		Short: "List, describe (lag), reset and delete consumer groups in a store directory",
+		Long: `Manage consumer groups, like kafka-consumer-groups.sh. A group's committed
+offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
+	}
+	list := &cobra.Command{
+		Use:   "list DIR",
+		Short: "List the groups with committed offsets",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, args[0], false, func(s *store.Store) error {
+				for _, g := range s.Groups() {
+					fmt.Fprintln(cmd.OutOrStdout(), g)
+				}
+				return nil
+			})
+		},
+	}
+	describe := &cobra.Command{
+		Use:   "describe DIR GROUP",
+		Short: "Print a group's committed offset, log end and lag per topic and partition",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, args[0], false, func(s *store.Store) error {
+				rows, total, err := s.DescribeGroup(args[1])
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-START-OFFSET\tLOG-END-OFFSET\tLAG")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", args[1], r.Topic, r.Partition, r.Committed, r.Start, r.End, r.Lag)
+				}
+				tw.Flush()
+				fmt.Fprintf(cmd.OutOrStdout(), "TOTAL LAG: %d\n", total)
+				return nil
+			})
+		},
+	}
+	var (
+		topic            string
+		earliest, latest bool
+		toOffset, shift  int64
+		toDatetime       string
+	)
+	reset := &cobra.Command{
+		Use:   "reset DIR GROUP --topic T (--to-earliest | --to-latest | --to-offset N | --to-datetime T | --shift-by N)",
+		Short: "Move a group's committed offsets on a topic, as kafka-consumer-groups.sh --reset-offsets --execute",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if topic == "" {
+				return errors.New("--topic is required")
+			}
+			var r store.Reset
+			n := 0
+			f := cmd.Flags()
+			if earliest {
+				r.Kind, n = store.ToEarliest, n+1
+			}
+			if latest {
+				r.Kind, n = store.ToLatest, n+1
+			}
+			if f.Changed("to-offset") {
+				r.Kind, r.Offset, n = store.ToOffset, toOffset, n+1
+			}
+			if f.Changed("shift-by") {
+				r.Kind, r.Shift, n = store.ShiftBy, shift, n+1
+			}
+			if f.Changed("to-datetime") {
+				ts, err := parseDatetime(toDatetime)
+				if err != nil {
+					return err
+				}
+				r.Kind, r.Time, n = store.ToTime, ts, n+1
+			}
+			if n != 1 {
+				return errors.New("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by")
+			}
+			return withStore(cmd, args[0], false, func(s *store.Store) error {
+				got, err := s.ResetOffsets(args[1], topic, r)
+				if err != nil {
+					return err
+				}
+				parts := make([]int32, 0, len(got))
+				for p := range got {
+					parts = append(parts, p)
+				}
+				slices.Sort(parts)
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tNEW-OFFSET")
+				for _, p := range parts {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", args[1], topic, p, got[p])
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	rf := reset.Flags()
+	rf.StringVar(&topic, "topic", "", "the topic whose offsets move")
+	rf.BoolVar(&earliest, "to-earliest", false, "to each partition's start")
+	rf.BoolVar(&latest, "to-latest", false, "to each partition's end")
+	rf.Int64Var(&toOffset, "to-offset", 0, "to offset N (clamped to each partition)")
+	rf.StringVar(&toDatetime, "to-datetime", "", "to the first record at or after T (RFC 3339, or YYYY-MM-DDTHH:mm:SS[.sss] in UTC)")
+	rf.Int64Var(&shift, "shift-by", 0, "by N records (negative: back)")
+	del := &cobra.Command{
+		Use:   "delete DIR GROUP",
+		Short: "Delete a group's committed offsets (tombstones in __consumer_offsets)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withStore(cmd, args[0], false, func(s *store.Store) error {
+				if err := s.DeleteGroup(args[1]); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Deleted group %s.\n", args[1])
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(list, describe, reset, del)
+	return cmd
+}
+
+// parseDatetime accepts RFC 3339 and Kafka's tool format
+// YYYY-MM-DDTHH:mm:SS.sss (taken as UTC here).
+func parseDatetime(s string) (int64, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.000", "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UnixMilli(), nil
+		}
+	}
+	return 0, fmt.Errorf("--to-datetime %q: want RFC 3339 or YYYY-MM-DDTHH:mm:SS[.sss]", s)
+}
