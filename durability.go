@@ -157,6 +157,10 @@ type flusher struct {
 }
 
 func (l *Log) startFlusher() {
+	if p := l.opts.FlushPool; p != nil {
+		p.add(l)
+		return
+	}
 	f := &flusher{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	l.flusher = f
 	var ticker *time.Ticker
@@ -198,6 +202,10 @@ func (l *Log) kickFlusher(upTo int64) {
 			break
 		}
 	}
+	if p := l.opts.FlushPool; p != nil {
+		p.kick(l)
+		return
+	}
 	select {
 	case l.flusher.kick <- struct{}{}:
 	default:
@@ -205,6 +213,10 @@ func (l *Log) kickFlusher(upTo int64) {
 }
 
 func (l *Log) stopFlusher() {
+	if p := l.opts.FlushPool; p != nil {
+		p.remove(l)
+		return
+	}
 	close(l.flusher.quit)
 	<-l.flusher.done
 }

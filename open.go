@@ -45,7 +45,7 @@ func Open(dir string, opts Options) (*Log, error) {
 			return nil, err
 		}
 	}
-	lock, err := fs.Lock(dir + "/" + LockFile)
+	lock, err := lockDir(fs, dir, opts.LockHeld)
 	if err != nil {
 		if errors.Is(err, vfs.ErrLocked) {
 			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)

@@ -131,6 +131,13 @@ type Options struct {
 	// log.dir-level file for all its partitions, as Kafka does. A
 	// read-only open ignores it.
 	Checkpoints Checkpointer
+	// FlushPool, when set, runs this log's background flushes on a pool
+	// shared with other logs instead of a goroutine of its own.
+	FlushPool *FlushPool
+	// LockHeld says the embedder holds a lock covering this directory
+	// (package store holds the log.dir's): Open takes no lock of its own,
+	// so the directory has no .lock file and costs no descriptor.
+	LockHeld bool
 }
 
 // withDefaults returns a copy of o with zero fields replaced by defaults.

@@ -45,6 +45,10 @@ type Options struct {
 	Clock cleaner.Clock
 	// CleanerWorkers bounds the retention passes run at once (default 1).
 	CleanerWorkers int
+	// FlushWorkers is how many goroutines flush all partitions in the
+	// background (default 2): partitions share them instead of running a
+	// flusher goroutine each.
+	FlushWorkers int
 	// Logger receives recovery and maintenance messages.
 	Logger *slog.Logger
 }
@@ -59,6 +63,7 @@ type Store struct {
 	lock   io.Closer
 	ckpt   *dirCheckpoints
 	clean  *cleaner.Cleaner
+	pool   *seglog.FlushPool
 
 	// mu guards topics and closed; topic changes take it for writing,
 	// produce and commit for reading.
@@ -113,9 +118,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, fs: fsys, opts: opts, logger: opts.Logger, lock: lock, topics: make(map[string]*topic)}
 	s.groups.init()
+	if opts.FlushWorkers <= 0 {
+		opts.FlushWorkers = 2
+	}
+	s.pool = seglog.NewFlushPool(opts.FlushWorkers, 0)
 	s.clean = cleaner.New(cleaner.Options{Workers: opts.CleanerWorkers, Clock: opts.Clock, Logger: opts.Logger})
 	if err := s.load(); err != nil {
 		s.closeLogs()
+		s.pool.Close()
 		lock.Close()
 		return nil, err
 	}
@@ -276,6 +286,8 @@ func (s *Store) openPartition(t string, p int32, cfg TopicConfig) (*seglog.Log, 
 	o.Logger = s.logger
 	o.Now = s.opts.Now
 	o.Checkpoints = partitionCheckpoints{d: s.ckpt, k: tp{t, p}}
+	o.FlushPool = s.pool
+	o.LockHeld = true // the store holds the log.dir's
 	l, err := seglog.Open(filepath.Join(s.dir, partitionDir(t, p)), o)
 	if err != nil {
 		return nil, fmt.Errorf("store: partition %s-%d: %w", t, p, err)
@@ -390,6 +402,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.clean.Stop()
 	err := s.closeLogs()
+	s.pool.Close()
 	s.bg.Wait()
 	if err == nil {
 		err = vfs.WriteFileAtomic(s.fs, filepath.Join(s.dir, layout.CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`))
