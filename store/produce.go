@@ -35,10 +35,11 @@ func (s *Store) Produce(name string, recs ...record.Record) ([]Produced, error) 
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
 	out := make([]Produced, len(recs))
-	byPart := make(map[int32][]int)
+	// counts[p] records go to partition p; order lists the partitions
+	// in the order first touched.
+	counts := make([]int, len(t.parts))
 	var order []int32
 	sticky := int32(-1)
-	now := s.opts.Now().UnixMilli()
 	for i := range recs {
 		var p int32
 		if recs[i].Key != nil {
@@ -49,27 +50,35 @@ func (s *Store) Produce(name string, recs ...record.Record) ([]Produced, error) 
 			}
 			p = sticky
 		}
-		if recs[i].Timestamp == 0 {
-			recs[i].Timestamp = now
-		}
-		if _, ok := byPart[p]; !ok {
+		if counts[p] == 0 {
 			order = append(order, p)
 		}
-		byPart[p] = append(byPart[p], i)
+		counts[p]++
 		out[i].Partition = p
 	}
+	now := s.opts.Now().UnixMilli()
+	batch := make([]record.Record, 0, len(recs))
 	for _, p := range order {
-		idx := byPart[p]
-		batch := make([]record.Record, len(idx))
-		for j, i := range idx {
-			batch[j] = recs[i]
+		batch = batch[:0]
+		for i := range recs {
+			if out[i].Partition == p {
+				r := recs[i] // a copy: the caller's records are not stamped
+				if r.Timestamp == 0 {
+					r.Timestamp = now
+				}
+				batch = append(batch, r)
+			}
 		}
 		info, err := t.parts[p].Append(batch...)
 		if err != nil {
 			return out, fmt.Errorf("store: produce to %s-%d: %w", name, p, err)
 		}
-		for j, i := range idx {
-			out[i].Offset = info.FirstOffset + int64(j)
+		j := int64(0)
+		for i := range recs {
+			if out[i].Partition == p {
+				out[i].Offset = info.FirstOffset + j
+				j++
+			}
 		}
 	}
 	return out, nil
@@ -88,10 +97,12 @@ func (s *Store) ProduceTo(name string, partition int32, recs ...record.Record) (
 		return seglog.AppendInfo{}, err
 	}
 	now := s.opts.Now().UnixMilli()
-	for i := range recs {
-		if recs[i].Timestamp == 0 {
-			recs[i].Timestamp = now
+	batch := make([]record.Record, len(recs))
+	for i, r := range recs {
+		if r.Timestamp == 0 {
+			r.Timestamp = now // on a copy: the caller's records are not stamped
 		}
+		batch[i] = r
 	}
-	return l.Append(recs...)
+	return l.Append(batch...)
 }
