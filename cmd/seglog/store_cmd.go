@@ -77,6 +77,9 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 			if err := store.ValidateTopic(args[1]); err != nil {
 				return err
 			}
+			if partitions < 1 || partitions > store.MaxPartitions {
+				return fmt.Errorf("%w: %d (must be 1..%d)", store.ErrInvalidPartitions, partitions, store.MaxPartitions)
+			}
 			return withStore(cmd, args[0], true, func(s *store.Store) error {
 				if err := s.CreateTopic(args[1], partitions, cfg); err != nil {
 					return err

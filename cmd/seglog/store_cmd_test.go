@@ -55,6 +55,18 @@ func TestStoreCommands(t *testing.T) {
 		t.Errorf("describe:\n%s", r.stdout)
 	}
 	mustInvoke(t, "", "topics", "add-partitions", dir, "bookings", "--partitions", "13")
+	r = mustInvoke(t, "", "groups", "reset", dir, "billing", "--topic", "bookings", "--to-datetime", "2999-01-01T00:00:00")
+	if !strings.Contains(r.stdout, "NEW-OFFSET") || strings.Count(r.stdout, "\n") != 14 {
+		t.Errorf("reset to a future time:\n%s", r.stdout)
+	}
+	if r := mustInvoke(t, "", "groups", "describe", dir, "billing"); !strings.Contains(r.stdout, "TOTAL LAG: 0\n") {
+		t.Errorf("after reset to the future, lag:\n%s", r.stdout)
+	}
+	// --follow stops at --max.
+	r = mustInvoke(t, "", "consume", dir, "--topic", "bookings", "--from-beginning", "--follow", "--max", "3")
+	if strings.Count(r.stdout, "\n") != 3 {
+		t.Errorf("--follow --max 3 printed:\n%s", r.stdout)
+	}
 
 	// The single-log produce and consume still work on a plain directory.
 	logDir := filepath.Join(t.TempDir(), "log")
@@ -95,6 +107,13 @@ func TestStoreCommands(t *testing.T) {
 	}
 	if _, err := vfs.Default.Stat(filepath.Join(dir, "missing")); err == nil {
 		t.Error("a command on a missing store created it")
+	}
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	if r := invoke(t, "", "topics", "create", fresh, "t", "--partitions", "-1"); r.code == 0 {
+		t.Error("--partitions -1 accepted")
+	}
+	if _, err := vfs.Default.Stat(fresh); err == nil {
+		t.Error("a refused create left a store directory behind")
 	}
 
 	mustInvoke(t, "", "groups", "delete", dir, "billing")
