@@ -37,16 +37,11 @@ func TestStoreAgainstModel(t *testing.T) {
 				key = ""
 			}
 			n := 1 + rng.IntN(3)
-			var recs = make([]struct{ k, v string }, n)
-			for i := range recs {
-				recs[i].k = key
-				recs[i].v = fmt.Sprint(seq[key] + i)
+			batch := make([]record.Record, n)
+			for i := range batch {
+				batch[i] = kv(key, fmt.Sprint(seq[key]+i))
 			}
-			batch := make([]recordKV, n)
-			for i, r := range recs {
-				batch[i] = recordKV{r.k, r.v}
-			}
-			res, err := s.Produce("m", toRecords(batch)...)
+			res, err := s.Produce("m", batch...)
 			mustf(t, err, "produce")
 			for i := 1; i < len(res); i++ {
 				if res[i].Partition != res[0].Partition || res[i].Offset != res[i-1].Offset+1 {
@@ -127,16 +122,6 @@ func TestStoreAgainstModel(t *testing.T) {
 			t.Errorf("key %s ends at %d, produced %d", key, v, seq[key])
 		}
 	}
-}
-
-type recordKV struct{ k, v string }
-
-func toRecords(kvs []recordKV) []record.Record {
-	out := make([]record.Record, len(kvs))
-	for i, x := range kvs {
-		out[i] = kv(x.k, x.v)
-	}
-	return out
 }
 
 // Producers, committers, describers, retention and topic churn at once,

@@ -33,22 +33,19 @@ func TestLogDirLayout(t *testing.T) {
 		t.Fatalf("second Open: %v, want ErrLocked", err)
 	}
 	mustf(t, s.CreateTopic("bookings", 3, smallConfig()), "create")
+	mustf(t, s.CreateTopic("a_b", 1, smallConfig()), "create a_b")
 	for _, bad := range []struct {
 		name string
 		n    int
 		want error
 	}{
 		{"bookings", 1, ErrTopicExists},
-		{"book.ings", 1, ErrInvalidTopic}, // collides with book_ings? no: with bookings? no
+		{"a.b", 1, ErrInvalidTopic}, // collides with a_b, as Kafka says
 		{"", 1, ErrInvalidTopic},
 		{"x", 0, ErrInvalidPartitions},
 		{"x", MaxPartitions + 1, ErrInvalidPartitions},
 		{OffsetsTopic, 1, ErrInternalTopic},
 	} {
-		if bad.name == "book.ings" {
-			mustf(t, s.CreateTopic("a_b", 1, smallConfig()), "create a_b")
-			bad.name = "a.b"
-		}
 		if err := s.CreateTopic(bad.name, bad.n, smallConfig()); !errors.Is(err, bad.want) {
 			t.Errorf("CreateTopic(%q, %d) = %v, want %v", bad.name, bad.n, err, bad.want)
 		}
