@@ -272,7 +272,7 @@ func fileSize(t *testing.T, fs vfs.FS, path string) int64 {
 func wantCorruption(t *testing.T, err error, path string, pos int64) {
 	t.Helper()
 	var ce *CorruptionError
-	if !errors.As(err, &ce) || !errors.Is(err, ErrCorruptLog) {
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("got %v, want a *CorruptionError", err)
 	}
 	if ce.File != path || ce.Pos < pos || ce.Pos >= pos+record.HeaderSize {

@@ -226,7 +226,7 @@ func TestRecordsAcrossTruncation(t *testing.T) {
 					fresh++
 				}
 			}
-			if errors.Is(iterErr, ErrCorruptLog) || errors.Is(iterErr, ErrCorruptBatch) {
+			if errors.Is(iterErr, ErrCorrupt) {
 				t.Fatalf("healthy log reported corrupt: %v", iterErr)
 			}
 			if tc.wantErr {

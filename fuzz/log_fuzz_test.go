@@ -366,7 +366,7 @@ func iterateAcross(t *testing.T, l *seglog.Log, m *model, o *ops, step int, trun
 		}
 	} else if cut < pos {
 		r, err, ok := next()
-		if !ok || !errors.Is(err, seglog.ErrTruncated) || errors.Is(err, seglog.ErrCorruptLog) {
+		if !ok || !errors.Is(err, seglog.ErrTruncated) || errors.Is(err, seglog.ErrCorrupt) {
 			t.Fatalf("%s: stood at %d, cut at %d: got offset %d, %v (more: %v); want ErrTruncated", what, pos, cut, r.Offset, err, ok)
 		}
 		if _, _, ok := next(); ok {
