@@ -45,6 +45,9 @@ func Open(dir string, opts Options) (*Log, error) {
 			return nil, err
 		}
 	}
+	lockPath := dir + "/" + LockFile
+	_, statErr := fs.Stat(lockPath)
+	madeLock := isNotExist(statErr) && !opts.LockHeld
 	lock, err := lockDir(fs, dir, opts.LockHeld)
 	if err != nil {
 		if errors.Is(err, vfs.ErrLocked) {
@@ -64,6 +67,12 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	if err := l.load(); err != nil {
 		l.closeSegments()
+		if madeLock {
+			// A refused Open leaves the directory as it found it: the lock
+			// file is removed while still held, so no other opener can be
+			// holding it.
+			fs.Remove(lockPath)
+		}
 		lock.Close()
 		return nil, err
 	}
