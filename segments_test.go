@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,8 +14,10 @@ import (
 // follows rolls, retention and a reopen.
 func TestSegments(t *testing.T) {
 	mem := vfs.NewMem()
-	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	mem.SetClock(func() time.Time { return clock })
+	// The background flusher stamps files too, so the clock is atomic.
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	mem.SetClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
 	l, err := Open("/log", Options{FS: mem, SegmentBytes: 1024, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +27,7 @@ func TestSegments(t *testing.T) {
 		t.Fatalf("empty log: %+v", got)
 	}
 	for l.NumSegments() < 4 {
-		clock = clock.Add(time.Minute)
+		clock.Add(int64(time.Minute))
 		off := l.EndOffset()
 		ts := 5_000 + off*10
 		if _, err := l.Append(record.Record{Value: crashValue(off, 200), Timestamp: ts}); err != nil {
