@@ -243,3 +243,34 @@ func TestDumpIndexes(t *testing.T) {
 		t.Fatalf("--records output:\n%.600s", rr.stdout)
 	}
 }
+
+// TestFsckReadLimitFlag checks --max-entry-bytes and its hidden old name
+// --max-batch-bytes: an entry above the read limit is a read-limit
+// problem, not damage, and --help lists only the new name.
+func TestFsckReadLimitFlag(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "big-0")
+	l, err := seglog.Open(dir, seglog.Options{MaxBatchBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(record.Record{Value: []byte(strings.Repeat("x", 100<<10))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--max-entry-bytes", "--max-batch-bytes"} {
+		out, code := fsckJSONRun(t, flag, "65536", dir)
+		if code != 4 || len(out.Problems) != 1 || out.Problems[0].Kind != "read-limit" || out.Problems[0].Position != 0 ||
+			!strings.Contains(out.Problems[0].Detail, "raise --max-entry-bytes") {
+			t.Fatalf("%s 65536: exit %d, problems %+v", flag, code, out.Problems)
+		}
+	}
+	if _, code := fsckJSONRun(t, dir); code != 0 {
+		t.Fatalf("default read limit: exit %d", code)
+	}
+	help := mustInvoke(t, "", "fsck", "--help").stdout
+	if !strings.Contains(help, "--max-entry-bytes") || strings.Contains(help, "--max-batch-bytes") {
+		t.Fatalf("--help should list --max-entry-bytes and hide --max-batch-bytes:\n%s", help)
+	}
+}
