@@ -186,10 +186,10 @@ func (s *Scanner) Next() (e Entry, ok bool, err error) {
 		return e, err == nil, err
 	case perr != nil:
 		n := int32(binary.BigEndian.Uint32(h[8:]))
-		e, err := s.damage(p, 0, KindBadLength, fmt.Errorf("length field %d is below the minimum for magic %d", n, magic), false)
+		e, err := s.damage(p, 0, KindBadLength, fmt.Errorf("length field %d (at byte %d) is below the minimum for magic %d", n, p+8, magic), false)
 		return e, err == nil, err
 	case int64(size) > rem:
-		e, err := s.damage(p, 0, KindBadLength, fmt.Errorf("entry of %d bytes runs %d bytes past the end of the file", size, int64(size)-rem), true)
+		e, err := s.damage(p, 0, KindBadLength, fmt.Errorf("entry of %d bytes (length field at byte %d) runs %d bytes past the end of the file", size, p+8, int64(size)-rem), true)
 		return e, err == nil, err
 	case size > s.maxBatch:
 		return s.overLimit(p, size, magic, h)
@@ -201,7 +201,7 @@ func (s *Scanner) Next() (e Entry, ok bool, err error) {
 	if len(b) < size { // shrank while reading
 		return s.Next()
 	}
-	if kind, verr := validate(b, magic); verr != nil {
+	if kind, verr := validate(b, magic, p); verr != nil {
 		e, err := s.damage(p, int64(size), kind, verr, false)
 		return e, err == nil, err
 	}
@@ -222,18 +222,21 @@ func (s *Scanner) overLimit(p int64, size int, magic int8, h []byte) (Entry, boo
 		Err: fmt.Errorf("entry larger than the read limit: %d bytes, limit %d (raise --max-entry-bytes to verify it); it was not read, and nothing is cut there", size, s.maxBatch)}, true, nil
 }
 
-// validate checks one whole entry and classifies what is wrong with it.
-func validate(b []byte, magic int8) (Kind, error) {
+// validate checks one whole entry, at file position p, and classifies what
+// is wrong with it. Problems are reported at p, the entry's start (where
+// the engine reports them and where a cut would go); the messages name the
+// position of the field at fault as well.
+func validate(b []byte, magic int8, p int64) (Kind, error) {
 	if magic != record.CurrentMagic {
 		// Legacy: offset(8) size(4) crc(4) magic(1) attributes(1)
 		// [timestamp(8) for v1] key length(4) ...; CRC-32 (IEEE) covers
 		// magic to the end.
 		if magic == 1 && len(b) < record.LogOverhead+22 {
-			return KindBadLength, fmt.Errorf("v1 entry of %d bytes, below the minimum %d", len(b), record.LogOverhead+22)
+			return KindBadLength, fmt.Errorf("v1 entry of %d bytes (length field at byte %d), below the minimum %d", len(b), p+8, record.LogOverhead+22)
 		}
 		want := binary.BigEndian.Uint32(b[record.LogOverhead:])
 		if got := crc32.ChecksumIEEE(b[record.MagicOffset:]); got != want {
-			return KindCRC, fmt.Errorf("legacy v%d entry: stored CRC-32 0x%08x, computed 0x%08x", magic, want, got)
+			return KindCRC, fmt.Errorf("legacy v%d entry: stored CRC-32 0x%08x (at byte %d), computed 0x%08x", magic, want, p+record.LogOverhead, got)
 		}
 		return "", nil
 	}
@@ -241,9 +244,9 @@ func validate(b []byte, magic int8) (Kind, error) {
 	if err := bt.Validate(); err != nil {
 		var ce *record.CorruptionError
 		if errors.As(err, &ce) && ce.Pos == 17 {
-			return KindCRC, fmt.Errorf("stored CRC-32C 0x%08x, computed 0x%08x", bt.CRC(), bt.ComputeCRC())
+			return KindCRC, fmt.Errorf("stored CRC-32C 0x%08x (at byte %d), computed 0x%08x", bt.CRC(), p+ce.Pos, bt.ComputeCRC())
 		}
-		return KindBadHeader, err
+		return KindBadHeader, record.Offset(err, "", p) // the field's file position
 	}
 	if d := bt.LastOffsetDelta(); d < 0 {
 		return KindBadHeader, fmt.Errorf("negative last offset delta %d", d)

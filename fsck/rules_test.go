@@ -1,0 +1,145 @@
+package fsck
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
+)
+
+// TestKafkaRecoveryPoint checks that repair of a Kafka partition directory
+// takes its recovery point from the log.dir's checkpoint line for the
+// partition (and everything as synced under the log.dir's clean-shutdown
+// marker): a torn tail below it is reported and left, one past it is cut,
+// and the other partitions' lines are never rewritten.
+func TestKafkaRecoveryPoint(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rp     string // this partition's line offset
+		marker bool
+		cut    bool
+	}{
+		{name: "below the log.dir's recovery point", rp: "1000000"},
+		{name: "under the log.dir's clean-shutdown marker", rp: "0", marker: true},
+		{name: "past the log.dir's recovery point", rp: "0", cut: true},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			dir := kafkaDir(t, fsys, "none")
+			name := fileName(0, ".log")
+			data := readAll(t, fsys, filepath.Join(dir, name))
+			starts := batchStarts(t, data)
+			torn := starts[len(starts)-1]
+			writeFile(t, fsys, filepath.Join(dir, name), data[:torn+40])
+			cp := fmt.Sprintf("0\n3\nother 0 7\nevents 0 %s\nevents 1 9\n", tc.rp)
+			writeFile(t, fsys, "/kafka-logs/recovery-point-offset-checkpoint", []byte(cp))
+			if tc.marker {
+				writeFile(t, fsys, "/kafka-logs/.kafka_cleanshutdown", nil)
+			}
+			r, err := Repair(fsys, dir, RepairOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := readAll(t, fsys, filepath.Join(dir, name))
+			if tc.cut {
+				if !bytes.Equal(got, data[:torn]) {
+					t.Fatalf("torn tail past the recovery point: %d bytes left, want %d:%s", len(got), torn, dumpProblems(r))
+				}
+			} else {
+				if int64(len(got)) != torn+40 {
+					t.Fatalf("damage below the recovery point was cut: %d bytes left, want %d", len(got), torn+40)
+				}
+				p := problemAt(r, name, torn, KindBadLength)
+				if p.Repaired || !strings.Contains(p.Detail, "below the recovery point") {
+					t.Fatalf("damage below the recovery point not reported as such:%s", dumpProblems(r))
+				}
+			}
+			// Repair may lower this partition's line (only when no damage
+			// remains), never another's.
+			after := string(readAll(t, fsys, "/kafka-logs/recovery-point-offset-checkpoint"))
+			if !strings.Contains(after, "other 0 7\n") || !strings.Contains(after, "events 1 9\n") {
+				t.Fatalf("other partitions' lines rewritten:\n%s", after)
+			}
+			if !tc.cut && after != cp {
+				t.Fatalf("checkpoint changed while damage remains:\n%s", after)
+			}
+		})
+	}
+}
+
+// TestDamagePositionMatchesEngine checks that fsck reports damage where the
+// engine does: for a CRC flipped in the middle of a batch and for a bad
+// length field below the recovery point, the position of fsck's problem is
+// the position of the Log's *CorruptionError (the damaged batch's start,
+// file-relative), and the message names the field at fault as well. The
+// engine's segment recovery, which reports the field's own position today,
+// must point into the same batch.
+func TestDamagePositionMatchesEngine(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kind  Kind
+		field int64 // the damaged field's offset in the batch
+		hurt  func(b []byte)
+	}{
+		{"crc flip mid-batch", KindCRC, 17, func(b []byte) { b[70] ^= 1 }},
+		{"bad length field", KindBadLength, 8, func(b []byte) { binary.BigEndian.PutUint32(b[8:], 5) }},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			writeLog(t, fsys, "/p", record.None, 30, 2)
+			logs := logFiles(t, fsys, "/p")
+			name := logs[len(logs)-1]
+			path := filepath.Join("/p", name)
+			data := readAll(t, fsys, path)
+			starts := batchStarts(t, data)
+			p := starts[2]
+			tc.hurt(data[p:])
+			writeFile(t, fsys, path, data)
+			crash(t, fsys, "/p", 60) // every batch synced: Open must report, not cut
+
+			r := mustCheck(t, fsys, "/p", Options{})
+			prob := problemAt(r, name, p, tc.kind)
+			if prob.Kind == "" {
+				t.Fatalf("want %s at byte %d:%s", tc.kind, p, dumpProblems(r))
+			}
+			if !strings.Contains(prob.Detail, fmt.Sprintf("at byte %d", p+tc.field)) {
+				t.Errorf("detail does not name the field at byte %d: %s", p+tc.field, prob.Detail)
+			}
+
+			_, err := seglog.Open("/p", seglog.Options{FS: fsys})
+			var ce *seglog.CorruptionError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Open: %v, want a *CorruptionError", err)
+			}
+			if ce.Pos != prob.Position {
+				t.Fatalf("Open reports byte %d, fsck byte %d", ce.Pos, prob.Position)
+			}
+			if got := readAll(t, fsys, path); !bytes.Equal(got, data) {
+				t.Fatalf("Open changed the damaged .log")
+			}
+
+			_, base, _ := FileKind(name)
+			seg, err := segment.Open(fsys, "/p", base, false, segment.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer seg.Close()
+			res, err := seg.Recover(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rce *record.CorruptionError
+			if !errors.As(res.Reason, &rce) || rce.Pos < p || rce.Pos >= starts[3] {
+				t.Fatalf("segment recovery reports %v, not in the batch at [%d, %d)", res.Reason, p, starts[3])
+			}
+		})
+	}
+}
