@@ -26,9 +26,9 @@ const allSynced = math.MaxInt64
 // been synced".
 func (c *checker) recoveryPoint() (rp int64, source string) {
 	if c.clean {
-		return allSynced, "a clean-shutdown marker: every batch was synced"
+		return allSynced, "(a clean-shutdown marker: every batch was synced)"
 	}
-	rp, source = 0, "no recovery-point checkpoint: nothing is known to be synced"
+	rp, source = 0, "0 (no recovery-point checkpoint)"
 	topic, part, tpOK := topicPartition(c.dir)
 	try := func(name, path string, inDir bool) bool {
 		if _, err := c.fs.Stat(path); err != nil {
@@ -47,7 +47,7 @@ func (c *checker) recoveryPoint() (rp int64, source string) {
 			if mine || (inDir && len(lines) == 1 && i == 0) {
 				off, _ := strconv.ParseInt(l.fields[2], 10, 64)
 				if off >= rp {
-					rp, source = off, fmt.Sprintf("the recovery point %d in %s", off, name)
+					rp, source = off, fmt.Sprintf("%d (%s)", off, name)
 				}
 				break
 			}
@@ -55,10 +55,10 @@ func (c *checker) recoveryPoint() (rp int64, source string) {
 		return true
 	}
 	if !try(recoveryPointFile, c.path(recoveryPointFile), true) {
-		return allSynced, recoveryPointFile + " cannot be read: treating every batch as synced"
+		return allSynced, "(" + recoveryPointFile + " cannot be read: every batch counts as synced)"
 	}
 	if tpOK && !try("../"+recoveryPointFile, filepath.Join(c.dir, "..", recoveryPointFile), false) {
-		return allSynced, "../" + recoveryPointFile + " cannot be read: treating every batch as synced"
+		return allSynced, "(../" + recoveryPointFile + " cannot be read: every batch counts as synced)"
 	}
 	return rp, source
 }

@@ -277,19 +277,19 @@ func (c *checker) classifyDamage() {
 		}
 		switch {
 		case below:
-			p.Detail += fmt.Sprintf("; it lies below the recovery point (%s), in data the log had synced: corruption, which repair does not cut", c.rpSource)
+			p.Detail += fmt.Sprintf("; below the recovery point %s: the log had synced it, so this is corruption, and repair does not cut it", c.rpSource)
 			if after > 0 {
 				p.Detail += fmt.Sprintf("; %d valid records in %d batches follow it: truncating here (--truncate-damaged) drops them", recs, after)
 			} else {
 				p.Detail += "; no valid batch follows it: truncating here (--truncate-damaged) drops nothing else"
 			}
 		case cut:
-			p.Detail += "; it lies past the recovery point, after earlier damage that repair cuts"
+			p.Detail += "; past the recovery point, after earlier damage that repair cuts"
 		default:
 			cut = true
-			p.Detail += fmt.Sprintf("; it lies past the recovery point (%s), where the log's recovery truncates: repair truncates it", c.rpSource)
+			p.Detail += fmt.Sprintf("; past the recovery point %s: the log had not synced it, and repair cuts it there as the log's recovery does", c.rpSource)
 			if after > 0 {
-				p.Detail += fmt.Sprintf(", dropping the %d records in %d batches after it, which were never synced", recs, after)
+				p.Detail += fmt.Sprintf(", dropping the %d unsynced records in %d batches after it", recs, after)
 			}
 		}
 	}
