@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -272,5 +273,59 @@ func TestFsckReadLimitFlag(t *testing.T) {
 	help := mustInvoke(t, "", "fsck", "--help").stdout
 	if !strings.Contains(help, "--max-entry-bytes") || strings.Contains(help, "--max-batch-bytes") {
 		t.Fatalf("--help should list --max-entry-bytes and hide --max-batch-bytes:\n%s", help)
+	}
+}
+
+// TestFsckRepairRecoveryPoint runs --repair on a crashed log with damage on
+// both sides of its recovery point: the CRC flipped in synced data is
+// reported and left byte for byte, the torn tail past the recovery point
+// is cut, and the checkpoint is not lowered while damage remains.
+func TestFsckRepairRecoveryPoint(t *testing.T) {
+	dir := writeSeglog(t)
+	logs := storedLogs(t, dir)
+	if len(logs) < 3 {
+		t.Fatalf("want 3 segments or more, got %d", len(logs))
+	}
+	first := readVFS(t, logs[0])
+	bs := splitBatches(t, first)
+	pos := len(bs[0])
+	first[pos+40] ^= 1 // inside the second batch
+	writeVFS(t, logs[0], first)
+	last := readVFS(t, logs[len(logs)-1])
+	lb := splitBatches(t, last)
+	tail := len(last) - len(lb[len(lb)-1])
+	writeVFS(t, logs[len(logs)-1], last[:len(last)-20])
+	if err := fsckFS.Remove(filepath.Join(dir, ".kafka_cleanshutdown")); err != nil {
+		t.Fatal(err)
+	}
+	// The recovery point lies in the last segment, before its last batch.
+	rp := record.Batch(lb[len(lb)-1]).BaseOffset()
+	cp := []byte(fmt.Sprintf("0\n1\norders 0 %d\n", rp))
+	writeVFS(t, filepath.Join(dir, "recovery-point-offset-checkpoint"), cp)
+
+	out, code := fsckJSONRun(t, "--repair", dir)
+	if code != 4 {
+		t.Fatalf("exit %d, want 4 (synced damage left): %+v", code, out.Problems)
+	}
+	var crc, torn bool
+	for _, p := range out.Problems {
+		switch {
+		case p.Kind == "crc" && p.File == logs[0] && p.Position == int64(pos):
+			crc = !p.Repaired && strings.Contains(p.Detail, "below the recovery point")
+		case p.Kind == "torn-tail" && p.File == logs[len(logs)-1] && p.Position == int64(tail):
+			torn = p.Repaired
+		}
+	}
+	if !crc || !torn {
+		t.Fatalf("want the CRC below the recovery point left and the torn tail past it cut: %+v", out.Problems)
+	}
+	if got := readVFS(t, logs[0]); !bytes.Equal(got, first) {
+		t.Fatalf("the segment with synced damage was changed")
+	}
+	if got := readVFS(t, logs[len(logs)-1]); !bytes.Equal(got, last[:tail]) {
+		t.Fatalf("last segment: %d bytes, want the %d before the torn tail", len(got), tail)
+	}
+	if got := readVFS(t, filepath.Join(dir, "recovery-point-offset-checkpoint")); !bytes.Equal(got, cp) {
+		t.Fatalf("checkpoint rewritten while damage remains: %q", got)
 	}
 }
