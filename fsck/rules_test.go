@@ -143,3 +143,39 @@ func TestDamagePositionMatchesEngine(t *testing.T) {
 		})
 	}
 }
+
+// TestTailFragmentKind checks that a fragment shorter than an entry header
+// at the end of the log is a torn-tail warning, cut by repair, past the
+// recovery point, and a bad-length error, left alone, below it.
+func TestTailFragmentKind(t *testing.T) {
+	for _, synced := range []bool{false, true} {
+		fsys := vfs.NewMem()
+		writeLog(t, fsys, "/p", record.None, 30, 2)
+		logs := logFiles(t, fsys, "/p")
+		name := logs[len(logs)-1]
+		path := filepath.Join("/p", name)
+		data := readAll(t, fsys, path)
+		frag := append(append([]byte(nil), data...), 0, 0, 0, 0, 0, 0, 0, 9, 0, 0)
+		writeFile(t, fsys, path, frag)
+		rp := int64(60) // the end: the fragment lies past it
+		if synced {
+			rp = 1 << 40
+		}
+		crash(t, fsys, "/p", rp)
+		want, sev := KindTornTail, Warning
+		if synced {
+			want, sev = KindBadLength, Error
+		}
+		r, err := Repair(fsys, "/p", RepairOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := problemAt(r, name, int64(len(data)), want)
+		if p.Kind == "" || p.Severity != sev || p.Repaired == synced {
+			t.Fatalf("synced %v: want %s (%s, repaired %v) at byte %d:%s", synced, want, sev, !synced, len(data), dumpProblems(r))
+		}
+		if got := readAll(t, fsys, path); (synced && !bytes.Equal(got, frag)) || (!synced && !bytes.Equal(got, data)) {
+			t.Fatalf("synced %v: %d bytes after repair", synced, len(got))
+		}
+	}
+}

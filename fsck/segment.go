@@ -271,9 +271,14 @@ func (c *checker) classifyDamage() {
 		for _, s := range c.segs[d.seg+1:] {
 			laterEmpty = laterEmpty && s.size == 0
 		}
-		if after == 0 && d.entry.Torn && laterEmpty && !below {
+		switch {
+		case after == 0 && d.entry.Torn && laterEmpty && !below:
 			p.Kind, p.Severity = KindTornTail, Warning
 			p.Detail = "partial entry at the end of the log (an interrupted write): " + p.Detail
+		case below && p.Kind == KindTornTail:
+			// A fragment too short for a header, in data the log had
+			// synced, is not an interrupted write.
+			p.Kind = KindBadLength
 		}
 		switch {
 		case below:
