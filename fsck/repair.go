@@ -50,12 +50,12 @@ const maxRepairPasses = 4
 //   - a recovery point beyond the end of the log is lowered to it, once no
 //     damage remains.
 //
-// The recovery point is read once, before anything changes: with a
-// clean-shutdown marker (in dir, or in a Kafka log.dir parent) every batch
-// counts as synced; otherwise it is the offset in dir's
-// recovery-point-offset-checkpoint or in the parent log.dir's line for this
-// partition (the higher if both), 0 if neither exists, and everything
-// synced if one cannot be read. An entry above the read limit is never
+// The recovery point is read once, before anything changes, in the order
+// the Log's Open reads it: a clean-shutdown marker in dir (every batch
+// synced); dir's recovery-point-offset-checkpoint; for a Kafka partition
+// directory, the parent log.dir's line for the partition (and the
+// log.dir's marker); else 0. A checkpoint that cannot be read counts as
+// everything synced. An entry above the read limit is never
 // cut, and its segment's indexes are left alone.
 //
 // It takes the directory's lock (DIR/.lock, and the parent's .lock when

@@ -18,18 +18,23 @@ import (
 // TestKafkaRecoveryPoint checks that repair of a Kafka partition directory
 // takes its recovery point from the log.dir's checkpoint line for the
 // partition (and everything as synced under the log.dir's clean-shutdown
-// marker): a torn tail below it is reported and left, one past it is cut,
-// and the other partitions' lines are never rewritten.
+// marker) unless the directory has a checkpoint of its own, as Open does:
+// a torn tail below it is reported and left, one past it is cut, and the
+// other partitions' lines are never rewritten.
 func TestKafkaRecoveryPoint(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		rp     string // this partition's line offset
+		own    string // the directory's own checkpoint, if any
 		marker bool
 		cut    bool
 	}{
 		{name: "below the log.dir's recovery point", rp: "1000000"},
 		{name: "under the log.dir's clean-shutdown marker", rp: "0", marker: true},
 		{name: "past the log.dir's recovery point", rp: "0", cut: true},
+		// As Open reads them: the directory's own checkpoint comes first.
+		{name: "past the directory's own recovery point", rp: "1000000", own: "0\n1\nevents 0 0\n", cut: true},
+		{name: "below the directory's own recovery point", rp: "0", own: "0\n1\nevents 0 1000000\n"},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			fsys := vfs.NewMem()
@@ -43,6 +48,9 @@ func TestKafkaRecoveryPoint(t *testing.T) {
 			writeFile(t, fsys, "/kafka-logs/recovery-point-offset-checkpoint", []byte(cp))
 			if tc.marker {
 				writeFile(t, fsys, "/kafka-logs/.kafka_cleanshutdown", nil)
+			}
+			if tc.own != "" {
+				writeFile(t, fsys, filepath.Join(dir, "recovery-point-offset-checkpoint"), []byte(tc.own))
 			}
 			r, err := Repair(fsys, dir, RepairOptions{})
 			if err != nil {
