@@ -18,7 +18,8 @@ type Placement int
 
 const (
 	// Clean is the log as Close left it: the clean-shutdown marker says
-	// every batch was synced.
+	// every batch was synced. (The Log's Open trusts such a directory
+	// without scanning it: damage shows when it is read.)
 	Clean Placement = iota
 	// Synced is a crashed log (no marker) whose recovery point is its end:
 	// every batch had been synced.
