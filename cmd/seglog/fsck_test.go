@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/record"
 )
 
@@ -327,5 +328,30 @@ func TestFsckRepairRecoveryPoint(t *testing.T) {
 	}
 	if got := readVFS(t, filepath.Join(dir, "recovery-point-offset-checkpoint")); !bytes.Equal(got, cp) {
 		t.Fatalf("checkpoint rewritten while damage remains: %q", got)
+	}
+}
+
+// TestFsckCheckWritesNothing checks that fsck without --repair changes no
+// byte and creates no file (not even a lock) in a damaged seglog directory
+// and in a Kafka log.dir, with every output option.
+func TestFsckCheckWritesNothing(t *testing.T) {
+	dir := writeSeglog(t)
+	logs := storedLogs(t, dir)
+	data := readVFS(t, logs[0])
+	data[len(splitBatches(t, data)[0])+40] ^= 1
+	writeVFS(t, logs[0], data)
+	writeVFS(t, logs[0]+".deleted", []byte("x"))
+	root := kafkaLogDir(t, "none", "t-0", "t-1")
+	writeVFS(t, filepath.Join(root, "recovery-point-offset-checkpoint"), []byte("0\n1\nt 0 1000000\n"))
+
+	dirs := []string{dir, root, filepath.Join(root, "t-0"), filepath.Join(root, "t-1")}
+	before := fscktest.TakeSnapshot(t, fsckFS, dirs...)
+	for _, args := range [][]string{{"fsck", dir, root}, {"fsck", "--deep", dir, root}, {"fsck", "--json", dir, root}} {
+		if r := invoke(t, "", args...); r.code != 4 {
+			t.Fatalf("seglog %s: exit %d, want 4\n%s", strings.Join(args, " "), r.code, r.stderr)
+		}
+		if diff := before.Diff(fscktest.TakeSnapshot(t, fsckFS, dirs...)); len(diff) > 0 {
+			t.Fatalf("seglog %s changed files: %v", strings.Join(args, " "), diff)
+		}
 	}
 }
