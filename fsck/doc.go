@@ -31,9 +31,9 @@
 // it.
 //
 // Repair writes files, so it follows the Log's own recovery rules, and
-// cuts and rebuilds indexes with the engine's segment recovery
-// (segment.Recover), so that a repaired directory is what the next Open
-// would make of it. Stored batches are bounded by the file, never by a
+// resolves leftovers, cuts and rebuilds indexes with the engine's own code
+// (layout.Resolve, segment.PlanRecovery and Segment.ApplyRecovery), so
+// that a repaired directory is what the next Open would make of it. Stored batches are bounded by the file, never by a
 // size setting. Damage past the recovery point (a torn tail: data the log
 // had not synced) is cut there, with every later segment. Damage below it
 // (data the log had synced, per the directory's

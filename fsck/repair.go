@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -38,15 +38,15 @@ const maxRepairPasses = 4
 // the engine's segment recovery where it can:
 //
 //   - leftover files are resolved as Kafka's log loader resolves them (§7
-//     of the format reference); orphan index files and corrupt producer
-//     snapshots are deleted;
+//     of the format reference), by layout.Resolve as Open does; orphan
+//     index files and corrupt producer snapshots are deleted;
 //   - damage past the recovery point is a torn tail: the .log is cut at the
-//     first such damage (by segment.Recover, which also rebuilds the
-//     segment's indexes) and every later segment deleted;
+//     first such damage (by the engine's segment recovery, which also
+//     rebuilds the segment's indexes) and every later segment deleted;
 //   - damage below the recovery point is corruption in synced data: it is
 //     reported and not cut, unless opts.TruncateDamaged asks for it;
 //   - missing or damaged .index and .timeindex files of segments without
-//     damage are rebuilt by segment.Recover;
+//     damage are rebuilt by the engine's segment recovery;
 //   - a recovery point beyond the end of the log is lowered to it, once no
 //     damage remains.
 //
@@ -199,9 +199,9 @@ func (r *repairer) fixOne(c *checker) (bool, error) {
 		return true, r.truncate(c, c.damages[r.damageCut(c)])
 	}
 	changed := false
-	for _, sr := range c.segs {
+	for i, sr := range c.segs {
 		if sr.indexBad && !sr.damaged && !sr.overLimit {
-			if err := r.rebuildIndexes(sr); err != nil {
+			if err := r.rebuildIndexes(c, i); err != nil {
 				return changed, err
 			}
 			changed = true
@@ -239,144 +239,22 @@ func (r *repairer) damageCut(c *checker) int {
 	return -1
 }
 
-// resolveLeftovers does what Kafka's LogLoader does with temporary files
-// (steps 1 and 2 of §7), then deletes orphan index files, checkpoint .tmp
-// files and corrupt snapshots.
+// resolveLeftovers resolves leftover and orphan files with the engine's
+// own code (layout.Resolve, what the Log's Open runs: Kafka's LogLoader
+// steps 1 and 2), then deletes the corrupt producer snapshots the check
+// found.
 func (r *repairer) resolveLeftovers(c *checker) error {
-	remove := func(n string) error {
-		if err := r.fs.Remove(r.path(n)); err != nil && !isNotExist(err) {
-			return err
-		}
-		return nil
-	}
-	minCleaned := int64(math.MaxInt64)
-	var swaps []string
-	for _, n := range c.names {
-		f, ok, _ := parseSegFile(n)
-		switch {
-		case ok && f.temp == sufDeleted, !ok && strings.HasSuffix(n, sufTmp):
-			if err := remove(n); err != nil {
-				return err
-			}
-		case ok && f.temp == sufCleaned:
-			minCleaned = min(minCleaned, f.base)
-		case ok && f.temp == sufSwap:
-			swaps = append(swaps, n)
-		}
-	}
-	var keep []string
-	for _, n := range swaps {
-		f, _, _ := parseSegFile(n)
-		if f.base >= minCleaned { // part of an unfinished clean: undo
-			if err := remove(n); err != nil {
-				return err
-			}
-			continue
-		}
-		keep = append(keep, n)
-	}
-	for _, n := range c.names {
-		if f, ok, _ := parseSegFile(n); ok && f.temp == sufCleaned {
-			if err := remove(n); err != nil {
-				return err
-			}
-		}
-	}
-	if len(keep) > 0 {
-		if err := r.completeSwaps(c.names, keep); err != nil {
-			return err
-		}
-	}
-	// Orphans, judged on the listing after the swaps.
-	names, err := r.fs.List(r.dir)
-	if err != nil {
+	if _, _, err := layout.Resolve(r.fs, r.dir, logEnd); err != nil {
 		return err
-	}
-	logs := map[int64]bool{}
-	for _, n := range names {
-		if f, ok, _ := parseSegFile(n); ok && f.temp == "" && f.kind == sufLog {
-			logs[f.base] = true
-		}
-	}
-	for _, n := range names {
-		f, ok, _ := parseSegFile(n)
-		if ok && f.temp == "" && (f.kind == sufIndex || f.kind == sufTimeIndex || f.kind == sufTxnIndex) && !logs[f.base] {
-			if err := remove(n); err != nil {
-				return err
-			}
-		}
 	}
 	for _, p := range c.r.Problems {
 		if p.fix.op == fixRemove && p.Kind == KindSnapshot {
-			if err := remove(p.File); err != nil {
+			if err := r.fs.Remove(r.path(p.File)); err != nil && !isNotExist(err) {
 				return err
 			}
 		}
 	}
 	return r.fs.SyncDir(r.dir)
-}
-
-// completeSwaps finishes an interrupted swap: the segment files whose base
-// offset lies in the range the .swap segments cover are deleted, then each
-// .swap is renamed to its final name.
-func (r *repairer) completeSwaps(names, swaps []string) error {
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, n := range swaps {
-		f, _, _ := parseSegFile(n)
-		lo = min(lo, f.base)
-		hi = max(hi, f.base)
-		if f.kind == sufLog {
-			next, err := r.nextOffset(n, f.base)
-			if err != nil {
-				return err
-			}
-			hi = max(hi, next)
-		}
-	}
-	for _, n := range names {
-		f, ok, _ := parseSegFile(n)
-		if !ok || f.temp != "" || f.kind == sufSnapshot {
-			continue
-		}
-		if f.base >= lo && f.base < hi {
-			if err := r.fs.Remove(r.path(n)); err != nil && !isNotExist(err) {
-				return err
-			}
-		}
-	}
-	for _, n := range swaps {
-		if err := r.fs.Rename(r.path(n), r.path(strings.TrimSuffix(n, sufSwap))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// nextOffset returns the offset after the last valid batch of a .log file.
-func (r *repairer) nextOffset(name string, base int64) (int64, error) {
-	f, err := r.fs.Open(r.path(name))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return 0, err
-	}
-	next := base
-	sc := NewScanner(f, size, r.opts.readLimit())
-	for {
-		e, ok, err := sc.Next()
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			return next, nil
-		}
-		if !e.Damaged() || e.OverLimit() {
-			next = max(next, e.LastOffset()+1)
-		}
-	}
 }
 
 // truncate cuts the log at damage d, as the Log's recovery cuts a torn
@@ -386,7 +264,7 @@ func (r *repairer) nextOffset(name string, base int64) (int64, error) {
 // entries beyond the new end.
 //
 // Where fsck's check is stricter than the engine's recovery (records that
-// only a deep check decodes, offsets reaching the next segment's base), or
+// only a deep check decodes), or
 // the segment holds an entry above the read limit the engine would have
 // to read whole, the engine keeps bytes fsck calls damaged; the .log is
 // then cut at fsck's point directly and the indexes rebuilt on the next
@@ -395,7 +273,11 @@ func (r *repairer) truncate(c *checker, d damageRef) error {
 	sr := c.segs[d.seg]
 	cut := false
 	if !sr.overLimit {
-		res, err := r.recoverSegment(sr.base, d.pos, sr.size)
+		synced := r.rp
+		if r.opts.TruncateDamaged {
+			synced = 0
+		}
+		res, err := r.recoverSegment(sr.base, d.pos, sr.size, synced, c.nextBase(d.seg))
 		if err != nil {
 			return err
 		}
@@ -453,8 +335,9 @@ func (r *repairer) trimTxnIndex(base, end int64) error {
 
 // rebuildIndexes rewrites a segment's .index and .timeindex from its .log
 // with the engine's own recovery, forbidden to cut anything.
-func (r *repairer) rebuildIndexes(sr *segResult) error {
-	_, err := r.recoverSegment(sr.base, sr.size, sr.size)
+func (r *repairer) rebuildIndexes(c *checker, seg int) error {
+	sr := c.segs[seg]
+	_, err := r.recoverSegment(sr.base, sr.size, sr.size, 0, c.nextBase(seg))
 	return err
 }
 

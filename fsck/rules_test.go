@@ -141,7 +141,7 @@ func TestDamagePositionMatchesEngine(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer seg.Close()
-			res, err := seg.Recover(0)
+			res, err := seg.Recover(segment.RecoverOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
