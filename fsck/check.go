@@ -16,12 +16,30 @@ type Options struct {
 	// Deep decodes every record of every batch (decompression, record
 	// lengths, counts, varints), not just the framing and checksums.
 	Deep bool
-	// MaxBatchBytes bounds the entries read into memory; a larger length
-	// field is reported as damage. Zero means DefaultMaxBatchBytes.
+	// MaxEntryBytes is the read limit: the largest entry read into memory
+	// to verify it. An entry the file holds but that is larger is reported
+	// as KindReadLimit (not damage) and skipped unverified. Zero means
+	// DefaultMaxEntryBytes.
+	MaxEntryBytes int
+	// MaxBatchBytes is the old name of MaxEntryBytes, used when
+	// MaxEntryBytes is zero.
+	//
+	// Deprecated: use MaxEntryBytes.
 	MaxBatchBytes int
 	// Progress, when set, is called with the number of .log bytes scanned
 	// since its last call.
 	Progress func(n int64)
+}
+
+// readLimit is MaxEntryBytes with the old field and the default applied.
+func (o Options) readLimit() int {
+	switch {
+	case o.MaxEntryBytes > 0:
+		return o.MaxEntryBytes
+	case o.MaxBatchBytes > 0:
+		return o.MaxBatchBytes
+	}
+	return DefaultMaxEntryBytes
 }
 
 // fixOp says what Repair would do about a problem.
@@ -79,6 +97,11 @@ type checker struct {
 	validBatches, validRecords int64
 	next                       int64 // offset after the last valid batch, -1 if none
 
+	// rp is the recovery point (allSynced when every batch is), and
+	// rpSource says where it came from, for the report.
+	rp       int64
+	rpSource string
+
 	epochs    map[int32]int64 // leader epoch -> first offset seen
 	lastEpoch int32
 	openTxn   map[int64]int64 // producer id -> first offset of its open transaction
@@ -92,6 +115,7 @@ type segResult struct {
 	batches   int64
 	damaged   bool
 	indexBad  bool // .index or .timeindex needs rebuilding
+	overLimit bool // holds an entry larger than the read limit: repair leaves it
 	hasTxnIdx bool
 }
 
@@ -118,9 +142,7 @@ func newChecker(fsys vfs.FS, dir string, opts Options) (*checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.MaxBatchBytes <= 0 {
-		opts.MaxBatchBytes = DefaultMaxBatchBytes
-	}
+	opts.MaxEntryBytes = opts.readLimit()
 	c := &checker{
 		fs: fsys, dir: dir, opts: opts,
 		r:         &Report{Dir: dir, Stats: newStats()},
@@ -159,6 +181,7 @@ func (c *checker) addf(file string, pos int64, kind Kind, sev Severity, fix fixA
 
 func (c *checker) run() {
 	c.scanNames()
+	c.rp, c.rpSource = c.recoveryPoint()
 	for i := range c.logs {
 		c.checkSegment(i)
 	}

@@ -25,10 +25,25 @@
 // After damage the scanner resynchronizes on the next valid batch, so one
 // bad batch does not hide the rest of the file.
 //
-// Repair fixes what loses no valid data: it truncates a torn or damaged
-// tail, rebuilds missing or damaged indexes, resolves leftover files as
-// Kafka's log loader does, and lowers a recovery point that lies beyond the
-// end of the log. Damage followed by valid batches is only truncated with
-// RepairOptions.TruncateDamaged, and the report says how many records that
-// drops. Repair refuses to run while a live Log holds the directory's lock.
+// An entry the file holds but that is larger than the read limit
+// (Options.MaxEntryBytes, default DefaultMaxEntryBytes) is not read; it is
+// reported as KindReadLimit, never as damage, and the scan goes on after
+// it.
+//
+// Repair writes files, so it follows the Log's own recovery rules, and
+// resolves leftovers, cuts and rebuilds indexes with the engine's own code
+// (layout.Resolve, segment.PlanRecovery and Segment.ApplyRecovery), so
+// that a repaired directory is what the next Open would make of it. Stored batches are bounded by the file, never by a
+// size setting. Damage past the recovery point (a torn tail: data the log
+// had not synced) is cut there, with every later segment. Damage below it
+// (data the log had synced, per the directory's
+// recovery-point-offset-checkpoint, a Kafka log.dir's line for the
+// partition in the parent, or a clean-shutdown marker) is corruption: it
+// is reported and nothing is cut, unless the caller sets the destructive
+// RepairOptions.TruncateDamaged, which deletes every valid batch after it
+// (the report says how many records). Repair also rebuilds missing or
+// damaged indexes, resolves leftover files as Kafka's log loader does, and
+// lowers a recovery point that lies beyond the end of the log once no
+// damage remains. It refuses to run while a live Log holds the directory's
+// lock. docs/fsck.md has the rules in full.
 package fsck

@@ -1,6 +1,7 @@
 package fsck
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -105,4 +106,47 @@ func dumpProblems(r *Report) string {
 		b.WriteString("\n  " + p.String())
 	}
 	return b.String()
+}
+
+func problemAt(r *Report, file string, pos int64, kind Kind) Problem {
+	for _, p := range r.Problems {
+		if p.File == file && p.Position == pos && p.Kind == kind {
+			return p
+		}
+	}
+	return Problem{}
+}
+
+func hasProblem(r *Report, file string, pos int64, kind Kind) bool {
+	return problemAt(r, file, pos, kind).Kind != ""
+}
+
+// readRecords opens the directory with the Log and reads every record.
+func readRecords(t testing.TB, fsys vfs.FS, dir string) []record.Record {
+	t.Helper()
+	l, err := seglog.Open(dir, seglog.Options{FS: fsys, SegmentBytes: 16 << 10, MaxIndexBytes: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var out []record.Record
+	for rec, err := range l.Records(l.StartOffset()) {
+		if err != nil {
+			t.Fatalf("reading records: %v", err)
+		}
+		rec.Value = bytes.Clone(rec.Value)
+		rec.Key = bytes.Clone(rec.Key)
+		out = append(out, rec)
+	}
+	return out
+}
+
+// crash makes dir look like a log that crashed with the given recovery
+// point: no clean-shutdown marker, the checkpoint at rp.
+func crash(t testing.TB, fsys vfs.FS, dir string, rp int64) {
+	t.Helper()
+	if err := fsys.Remove(filepath.Join(dir, ".kafka_cleanshutdown")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, fsys, filepath.Join(dir, "recovery-point-offset-checkpoint"), []byte(fmt.Sprintf("0\n1\np 0 %d\n", rp)))
 }

@@ -4,20 +4,22 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
 // RepairOptions configures Repair.
 type RepairOptions struct {
 	Options
-	// TruncateDamaged allows truncating the log at damage that valid
-	// batches follow, deleting those batches (and later segments). Without
-	// it only damage at the tail of the log is truncated.
+	// TruncateDamaged is the destructive escape hatch: it lets Repair cut
+	// the log at damage below the recovery point (in data the log had
+	// synced), deleting every valid batch after it and every later
+	// segment. Without it such damage is reported and left as it is; only
+	// damage past the recovery point is cut, as the Log's recovery cuts it.
 	TruncateDamaged bool
 	// IndexIntervalBytes is the index.interval.bytes used to rebuild
 	// indexes. Zero means DefaultIndexIntervalBytes; negative means index
@@ -25,17 +27,36 @@ type RepairOptions struct {
 	IndexIntervalBytes int
 }
 
+// DefaultIndexIntervalBytes is Kafka's index.interval.bytes, used to
+// rebuild indexes when RepairOptions.IndexIntervalBytes is zero.
+const DefaultIndexIntervalBytes = 4096
+
 // maxRepairPasses bounds the fix-and-recheck loop.
 const maxRepairPasses = 4
 
-// Repair checks dir and fixes what can be fixed without losing valid data:
-// leftover files are resolved as Kafka's log loader resolves them (§7 of
-// the format reference), orphan index files and corrupt producer snapshots
-// are deleted, damage at the tail of the log is truncated (and the
-// segments after it deleted), missing or damaged .index and .timeindex
-// files are rebuilt from the .log, and a recovery point beyond the end of
-// the log is lowered to it. With TruncateDamaged the log is also truncated
-// at the first damage that valid batches follow.
+// Repair checks dir and fixes what the Log's own recovery would fix, with
+// the engine's segment recovery where it can:
+//
+//   - leftover files are resolved as Kafka's log loader resolves them (§7
+//     of the format reference), by layout.Resolve as Open does; orphan
+//     index files and corrupt producer snapshots are deleted;
+//   - damage past the recovery point is a torn tail: the .log is cut at the
+//     first such damage (by the engine's segment recovery, which also
+//     rebuilds the segment's indexes) and every later segment deleted;
+//   - damage below the recovery point is corruption in synced data: it is
+//     reported and not cut, unless opts.TruncateDamaged asks for it;
+//   - missing or damaged .index and .timeindex files of segments without
+//     damage are rebuilt by the engine's segment recovery;
+//   - a recovery point beyond the end of the log is lowered to it, once no
+//     damage remains.
+//
+// The recovery point is read once, before anything changes, in the order
+// the Log's Open reads it: a clean-shutdown marker in dir (every batch
+// synced); dir's recovery-point-offset-checkpoint; for a Kafka partition
+// directory, the parent log.dir's line for the partition (and the
+// log.dir's marker); else 0. A checkpoint that cannot be read counts as
+// everything synced. An entry above the read limit is never
+// cut, and its segment's indexes are left alone.
 //
 // It takes the directory's lock (DIR/.lock, and the parent's .lock when
 // the parent is a Kafka log.dir that has one) and fails with ErrLocked if
@@ -73,7 +94,10 @@ func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
 	}
 	c.run()
 	collect(c.r.Problems)
-	rp := &repairer{fs: fsys, dir: dir, opts: opts}
+	// The recovery point is taken from the directory as it was: a later
+	// pass must not find damage "past" a recovery point this repair
+	// lowered.
+	rp := &repairer{fs: fsys, dir: dir, opts: opts, rp: c.rp}
 	for pass := 0; pass < maxRepairPasses; pass++ {
 		changed, err := rp.fixOne(c)
 		if err != nil {
@@ -152,6 +176,7 @@ type repairer struct {
 	fs   vfs.FS
 	dir  string
 	opts RepairOptions
+	rp   int64 // the recovery point when repair began
 }
 
 func (r *repairer) path(name string) string { return filepath.Join(r.dir, name) }
@@ -174,16 +199,20 @@ func (r *repairer) fixOne(c *checker) (bool, error) {
 		return true, r.truncate(c, c.damages[r.damageCut(c)])
 	}
 	changed := false
-	for _, sr := range c.segs {
-		if sr.indexBad && !sr.damaged {
-			if err := r.rebuildIndexes(sr); err != nil {
+	for i, sr := range c.segs {
+		if sr.indexBad && !sr.damaged && !sr.overLimit {
+			if err := r.rebuildIndexes(c, i); err != nil {
 				return changed, err
 			}
 			changed = true
 		}
 	}
 	for _, p := range c.r.Problems {
-		if p.fix.op == fixCheckpoint {
+		// While damage remains the recovery point is the evidence of what
+		// was synced: lowered to the end of the valid batches, it would
+		// make the damage look like an unsynced tail to the next repair
+		// or Open.
+		if p.fix.op == fixCheckpoint && len(c.damages) == 0 {
 			if err := r.lowerRecoveryPoint(filepath.Join(r.dir, p.File), c.logEnd()); err != nil {
 				return changed, err
 			}
@@ -199,87 +228,28 @@ func (r *repairer) fixOne(c *checker) (bool, error) {
 }
 
 // damageCut returns the damage the log should be truncated at: the first
-// damage with no valid batch after it, or with TruncateDamaged the first
-// damage of all; -1 if none applies.
+// damage past the recovery point (where the Log's recovery would cut), or
+// with TruncateDamaged the first damage of all; -1 if none applies.
 func (r *repairer) damageCut(c *checker) int {
 	for k, d := range c.damages {
-		if r.opts.TruncateDamaged || c.tailDamage(d) {
+		if r.opts.TruncateDamaged || d.nextBefore >= r.rp {
 			return k
 		}
 	}
 	return -1
 }
 
-// resolveLeftovers does what Kafka's LogLoader does with temporary files
-// (steps 1 and 2 of §7), then deletes orphan index files, checkpoint .tmp
-// files and corrupt snapshots.
+// resolveLeftovers resolves leftover and orphan files with the engine's
+// own code (layout.Resolve, what the Log's Open runs: Kafka's LogLoader
+// steps 1 and 2), then deletes the corrupt producer snapshots the check
+// found.
 func (r *repairer) resolveLeftovers(c *checker) error {
-	remove := func(n string) error {
-		if err := r.fs.Remove(r.path(n)); err != nil && !isNotExist(err) {
-			return err
-		}
-		return nil
-	}
-	minCleaned := int64(math.MaxInt64)
-	var swaps []string
-	for _, n := range c.names {
-		f, ok, _ := parseSegFile(n)
-		switch {
-		case ok && f.temp == sufDeleted, !ok && strings.HasSuffix(n, sufTmp):
-			if err := remove(n); err != nil {
-				return err
-			}
-		case ok && f.temp == sufCleaned:
-			minCleaned = min(minCleaned, f.base)
-		case ok && f.temp == sufSwap:
-			swaps = append(swaps, n)
-		}
-	}
-	var keep []string
-	for _, n := range swaps {
-		f, _, _ := parseSegFile(n)
-		if f.base >= minCleaned { // part of an unfinished clean: undo
-			if err := remove(n); err != nil {
-				return err
-			}
-			continue
-		}
-		keep = append(keep, n)
-	}
-	for _, n := range c.names {
-		if f, ok, _ := parseSegFile(n); ok && f.temp == sufCleaned {
-			if err := remove(n); err != nil {
-				return err
-			}
-		}
-	}
-	if len(keep) > 0 {
-		if err := r.completeSwaps(c.names, keep); err != nil {
-			return err
-		}
-	}
-	// Orphans, judged on the listing after the swaps.
-	names, err := r.fs.List(r.dir)
-	if err != nil {
+	if _, _, err := layout.Resolve(r.fs, r.dir, logEnd); err != nil {
 		return err
-	}
-	logs := map[int64]bool{}
-	for _, n := range names {
-		if f, ok, _ := parseSegFile(n); ok && f.temp == "" && f.kind == sufLog {
-			logs[f.base] = true
-		}
-	}
-	for _, n := range names {
-		f, ok, _ := parseSegFile(n)
-		if ok && f.temp == "" && (f.kind == sufIndex || f.kind == sufTimeIndex || f.kind == sufTxnIndex) && !logs[f.base] {
-			if err := remove(n); err != nil {
-				return err
-			}
-		}
 	}
 	for _, p := range c.r.Problems {
 		if p.fix.op == fixRemove && p.Kind == KindSnapshot {
-			if err := remove(p.File); err != nil {
+			if err := r.fs.Remove(r.path(p.File)); err != nil && !isNotExist(err) {
 				return err
 			}
 		}
@@ -287,89 +257,36 @@ func (r *repairer) resolveLeftovers(c *checker) error {
 	return r.fs.SyncDir(r.dir)
 }
 
-// completeSwaps finishes an interrupted swap: the segment files whose base
-// offset lies in the range the .swap segments cover are deleted, then each
-// .swap is renamed to its final name.
-func (r *repairer) completeSwaps(names, swaps []string) error {
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, n := range swaps {
-		f, _, _ := parseSegFile(n)
-		lo = min(lo, f.base)
-		hi = max(hi, f.base)
-		if f.kind == sufLog {
-			next, err := r.nextOffset(n, f.base)
-			if err != nil {
-				return err
-			}
-			hi = max(hi, next)
-		}
-	}
-	for _, n := range names {
-		f, ok, _ := parseSegFile(n)
-		if !ok || f.temp != "" || f.kind == sufSnapshot {
-			continue
-		}
-		if f.base >= lo && f.base < hi {
-			if err := r.fs.Remove(r.path(n)); err != nil && !isNotExist(err) {
-				return err
-			}
-		}
-	}
-	for _, n := range swaps {
-		if err := r.fs.Rename(r.path(n), r.path(strings.TrimSuffix(n, sufSwap))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// nextOffset returns the offset after the last valid batch of a .log file.
-func (r *repairer) nextOffset(name string, base int64) (int64, error) {
-	f, err := r.fs.Open(r.path(name))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return 0, err
-	}
-	next := base
-	sc := NewScanner(f, size, r.opts.MaxBatchBytes)
-	for {
-		e, ok, err := sc.Next()
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			return next, nil
-		}
-		if !e.Damaged() {
-			next = max(next, e.LastOffset()+1)
-		}
-	}
-}
-
-// truncate cuts the log at damage d: the segment's .log is truncated at the
-// damage, every later segment is deleted (as Kafka's recovery deletes the
-// segments after a truncated one), and the segment's .txnindex loses the
-// entries beyond the new end. Its indexes are rebuilt in the next pass.
+// truncate cuts the log at damage d, as the Log's recovery cuts a torn
+// tail: the engine's segment recovery truncates the .log (and rebuilds its
+// indexes), every later segment is deleted (bytes lost in one segment make
+// the later ones unreachable, Kafka's rule) and the .txnindex loses the
+// entries beyond the new end.
+//
+// Where fsck's check is stricter than the engine's recovery (records that
+// only a deep check decodes), or
+// the segment holds an entry above the read limit the engine would have
+// to read whole, the engine keeps bytes fsck calls damaged; the .log is
+// then cut at fsck's point directly and the indexes rebuilt on the next
+// pass. Either way nothing before d.pos is ever cut (see recoverSegment).
 func (r *repairer) truncate(c *checker, d damageRef) error {
 	sr := c.segs[d.seg]
-	f, err := r.fs.OpenReadWrite(r.path(fileName(sr.base, sufLog)))
-	if err != nil {
-		return err
+	cut := false
+	if !sr.overLimit {
+		synced := r.rp
+		if r.opts.TruncateDamaged {
+			synced = 0
+		}
+		res, err := r.recoverSegment(sr.base, d.pos, sr.size, synced, c.nextBase(d.seg))
+		if err != nil {
+			return err
+		}
+		cut = res.ValidBytes == d.pos
 	}
-	if err := f.Truncate(d.pos); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
+	if !cut {
+		if err := r.cutLog(sr.base, d.pos); err != nil {
+			return err
+		}
 	}
 	for _, later := range c.segs[d.seg+1:] {
 		for _, suf := range []string{sufLog, sufIndex, sufTimeIndex, sufTxnIndex} {
@@ -384,6 +301,19 @@ func (r *repairer) truncate(c *checker, d damageRef) error {
 		}
 	}
 	return r.fs.SyncDir(r.dir)
+}
+
+// cutLog truncates the segment's .log at pos and syncs it.
+func (r *repairer) cutLog(base, pos int64) error {
+	f, err := r.fs.OpenReadWrite(r.path(fileName(base, sufLog)))
+	if err != nil {
+		return err
+	}
+	err = f.Truncate(pos)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
 }
 
 // trimTxnIndex drops the .txnindex entries whose marker is at or after
@@ -403,41 +333,12 @@ func (r *repairer) trimTxnIndex(base, end int64) error {
 	return vfs.WriteFileAtomic(r.fs, r.path(name), out)
 }
 
-// rebuildIndexes rewrites a segment's .index and .timeindex from its .log.
-func (r *repairer) rebuildIndexes(sr *segResult) error {
-	f, err := r.fs.Open(r.path(fileName(sr.base, sufLog)))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return err
-	}
-	ib := newIndexBuilder(sr.base, r.opts.IndexIntervalBytes)
-	sc := NewScanner(f, size, r.opts.MaxBatchBytes)
-	for {
-		e, ok, err := sc.Next()
-		if err != nil {
-			return err
-		}
-		if !ok {
-			break
-		}
-		if e.Damaged() {
-			return fmt.Errorf("fsck: %s changed during repair: damage at byte %d", f.Name(), e.Pos)
-		}
-		maxTS := int64(-1)
-		if e.Magic == 2 {
-			maxTS = e.Batch.MaxTimestamp()
-		}
-		ib.add(e.Pos, e.LastOffset(), maxTS, e.Size)
-	}
-	off, tim := ib.finish()
-	if err := vfs.WriteFileAtomic(r.fs, r.path(fileName(sr.base, sufIndex)), off); err != nil {
-		return err
-	}
-	return vfs.WriteFileAtomic(r.fs, r.path(fileName(sr.base, sufTimeIndex)), tim)
+// rebuildIndexes rewrites a segment's .index and .timeindex from its .log
+// with the engine's own recovery, forbidden to cut anything.
+func (r *repairer) rebuildIndexes(c *checker, seg int) error {
+	sr := c.segs[seg]
+	_, err := r.recoverSegment(sr.base, sr.size, sr.size, 0, c.nextBase(seg))
+	return err
 }
 
 // lowerRecoveryPoint rewrites the recovery-point entry for this directory

@@ -58,6 +58,10 @@ const (
 	KindSnapshot      Kind = "snapshot"        // producer snapshot malformed
 	KindMetadata      Kind = "partition-metadata"
 	KindIO            Kind = "io" // a file could not be read
+	// KindReadLimit is an entry the file holds whole but that is larger
+	// than the read limit (Options.MaxEntryBytes), so it was not verified.
+	// It is not damage: repair never cuts there.
+	KindReadLimit Kind = "read-limit"
 )
 
 // Problem is one finding of a check.

@@ -11,12 +11,21 @@ import (
 	"github.com/seglog/seglog/record"
 )
 
-// DefaultMaxBatchBytes is the largest entry the scanner reads into memory
-// when Options.MaxBatchBytes is zero. It is far above Kafka's default
-// max.message.bytes (1,048,588) because topics may raise that limit; a
-// length field above it is reported as damage instead of being trusted
-// for an allocation.
-const DefaultMaxBatchBytes = 64 << 20
+// DefaultMaxEntryBytes is the read limit: the largest entry the scanner
+// reads into memory when Options.MaxEntryBytes is zero. It is not a rule
+// about the data (a log stores batches of any size its segments hold, and
+// a topic may raise max.message.bytes at any time), only a bound on what
+// one untrusted length field can make fsck allocate. An entry the file
+// holds but that is larger than it is reported as KindReadLimit, never as
+// damage, and nothing is cut there.
+const DefaultMaxEntryBytes = 64 << 20
+
+// DefaultMaxBatchBytes is the old name of DefaultMaxEntryBytes, kept so
+// that callers written against it still build; new code uses
+// DefaultMaxEntryBytes. It is not the Log's MaxBatchBytes (1,048,588),
+// which bounds appends. (It gets a formal deprecation notice once the
+// last caller in this module, seglog dump, has moved.)
+const DefaultMaxBatchBytes = DefaultMaxEntryBytes
 
 // readChunk is how much of a .log the scanner reads per call: large enough
 // that system calls cost nothing next to the CRC, small enough to stay in
@@ -51,8 +60,17 @@ type Entry struct {
 	Torn bool
 }
 
-// Damaged reports whether the entry is a damaged region.
+// Damaged reports whether the entry is a damaged region, or an entry
+// larger than the read limit (OverLimit), which could not be verified.
 func (e *Entry) Damaged() bool { return e.Err != nil }
+
+// OverLimit reports whether the entry is one the file holds whole but
+// that is larger than the scanner's read limit: it was skipped by its
+// length field without reading or verifying it. It is not damage; Kind is
+// KindReadLimit, Size the declared size, and Batch holds only the entry's
+// header (record.HeaderSize bytes for v2, record.PeekSize for legacy), so
+// its offsets can be read but not trusted.
+func (e *Entry) OverLimit() bool { return e.Kind == KindReadLimit }
 
 // LastOffset is the entry's last offset: base offset plus last offset
 // delta for v2, the offset field for legacy entries (which Kafka sets to
@@ -71,7 +89,7 @@ func (e *Entry) BaseOffset() int64 { return e.Batch.BaseOffset() }
 // Scanner walks the entries of a .log file front to back. It reads the file
 // in large chunks through io.ReaderAt (never mapping it, so a concurrent
 // truncation cannot fault the process) and never allocates more than
-// max(readChunk, MaxBatchBytes) bytes, whatever a length field says. After
+// max(readChunk, read limit) bytes, whatever a length field says. After
 // damage it resynchronizes on the next position holding a CRC-valid v2
 // batch whose base offset is at least the minimum set by SetMinOffset.
 type Scanner struct {
@@ -87,13 +105,14 @@ type Scanner struct {
 	budget int64 // bytes a resynchronization may still checksum
 }
 
-// NewScanner returns a scanner over the first size bytes of r. maxBatch
-// bounds the entries it reads (<= 0 means DefaultMaxBatchBytes).
-func NewScanner(r io.ReaderAt, size int64, maxBatch int) *Scanner {
-	if maxBatch <= 0 {
-		maxBatch = DefaultMaxBatchBytes
+// NewScanner returns a scanner over the first size bytes of r. maxEntry
+// is the read limit: the largest entry it reads into memory (<= 0 means
+// DefaultMaxEntryBytes); larger ones come back as OverLimit entries.
+func NewScanner(r io.ReaderAt, size int64, maxEntry int) *Scanner {
+	if maxEntry <= 0 {
+		maxEntry = DefaultMaxEntryBytes
 	}
-	return &Scanner{r: r, size: size, maxBatch: maxBatch}
+	return &Scanner{r: r, size: size, maxBatch: maxEntry}
 }
 
 // SetMinOffset sets the smallest base offset a batch must have to end a
@@ -167,14 +186,13 @@ func (s *Scanner) Next() (e Entry, ok bool, err error) {
 		return e, err == nil, err
 	case perr != nil:
 		n := int32(binary.BigEndian.Uint32(h[8:]))
-		e, err := s.damage(p, 0, KindBadLength, fmt.Errorf("length field %d is below the minimum for magic %d", n, magic), false)
+		e, err := s.damage(p, 0, KindBadLength, fmt.Errorf("length field %d (at byte %d) is below the minimum for magic %d", n, p+8, magic), false)
 		return e, err == nil, err
 	case int64(size) > rem:
-		e, err := s.damage(p, 0, KindBadLength, fmt.Errorf("entry of %d bytes runs %d bytes past the end of the file", size, int64(size)-rem), true)
+		e, err := s.damage(p, 0, KindBadLength, fmt.Errorf("entry of %d bytes (length field at byte %d) runs %d bytes past the end of the file", size, p+8, int64(size)-rem), true)
 		return e, err == nil, err
 	case size > s.maxBatch:
-		e, err := s.damage(p, int64(size), KindBadLength, fmt.Errorf("entry of %d bytes is larger than the %d-byte limit (raise --max-batch-bytes if it is real)", size, s.maxBatch), false)
-		return e, err == nil, err
+		return s.overLimit(p, size, magic, h)
 	}
 	b, err := s.window(p, size)
 	if err != nil {
@@ -183,7 +201,7 @@ func (s *Scanner) Next() (e Entry, ok bool, err error) {
 	if len(b) < size { // shrank while reading
 		return s.Next()
 	}
-	if kind, verr := validate(b, magic); verr != nil {
+	if kind, verr := validate(b, magic, p); verr != nil {
 		e, err := s.damage(p, int64(size), kind, verr, false)
 		return e, err == nil, err
 	}
@@ -191,18 +209,34 @@ func (s *Scanner) Next() (e Entry, ok bool, err error) {
 	return Entry{Pos: p, Size: int64(size), Magic: magic, Batch: record.Batch(b)}, true, nil
 }
 
-// validate checks one whole entry and classifies what is wrong with it.
-func validate(b []byte, magic int8) (Kind, error) {
+// overLimit returns the entry at p, which the file holds but which is
+// larger than the read limit, without reading it: the scan goes on after
+// it by its length field.
+func (s *Scanner) overLimit(p int64, size int, magic int8, h []byte) (Entry, bool, error) {
+	n := record.PeekSize
+	if magic == record.CurrentMagic && len(h) >= record.HeaderSize {
+		n = record.HeaderSize
+	}
+	s.pos = p + int64(size)
+	return Entry{Pos: p, Size: int64(size), Magic: magic, Batch: record.Batch(bytes.Clone(h[:n])), Kind: KindReadLimit,
+		Err: fmt.Errorf("entry larger than the read limit: %d bytes, limit %d (raise --max-entry-bytes to verify it); it was not read, and nothing is cut there", size, s.maxBatch)}, true, nil
+}
+
+// validate checks one whole entry, at file position p, and classifies what
+// is wrong with it. Problems are reported at p, the entry's start (where
+// the engine reports them and where a cut would go); the messages name the
+// position of the field at fault as well.
+func validate(b []byte, magic int8, p int64) (Kind, error) {
 	if magic != record.CurrentMagic {
 		// Legacy: offset(8) size(4) crc(4) magic(1) attributes(1)
 		// [timestamp(8) for v1] key length(4) ...; CRC-32 (IEEE) covers
 		// magic to the end.
 		if magic == 1 && len(b) < record.LogOverhead+22 {
-			return KindBadLength, fmt.Errorf("v1 entry of %d bytes, below the minimum %d", len(b), record.LogOverhead+22)
+			return KindBadLength, fmt.Errorf("v1 entry of %d bytes (length field at byte %d), below the minimum %d", len(b), p+8, record.LogOverhead+22)
 		}
 		want := binary.BigEndian.Uint32(b[record.LogOverhead:])
 		if got := crc32.ChecksumIEEE(b[record.MagicOffset:]); got != want {
-			return KindCRC, fmt.Errorf("legacy v%d entry: stored CRC-32 0x%08x, computed 0x%08x", magic, want, got)
+			return KindCRC, fmt.Errorf("legacy v%d entry: stored CRC-32 0x%08x (at byte %d), computed 0x%08x", magic, want, p+record.LogOverhead, got)
 		}
 		return "", nil
 	}
@@ -210,9 +244,9 @@ func validate(b []byte, magic int8) (Kind, error) {
 	if err := bt.Validate(); err != nil {
 		var ce *record.CorruptionError
 		if errors.As(err, &ce) && ce.Pos == 17 {
-			return KindCRC, fmt.Errorf("stored CRC-32C 0x%08x, computed 0x%08x", bt.CRC(), bt.ComputeCRC())
+			return KindCRC, fmt.Errorf("stored CRC-32C 0x%08x (at byte %d), computed 0x%08x", bt.CRC(), p+ce.Pos, bt.ComputeCRC())
 		}
-		return KindBadHeader, err
+		return KindBadHeader, record.Offset(err, "", p) // the field's file position
 	}
 	if d := bt.LastOffsetDelta(); d < 0 {
 		return KindBadHeader, fmt.Errorf("negative last offset delta %d", d)

@@ -1,6 +1,7 @@
 package fsck
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -49,7 +50,7 @@ func (c *checker) checkSegment(i int) {
 		nextBase = c.logs[i+1]
 	}
 	expected := max(c.next, base)
-	sc := NewScanner(f, size, c.opts.MaxBatchBytes)
+	sc := NewScanner(f, size, c.opts.MaxEntryBytes)
 	sc.SetMinOffset(expected)
 	var it record.Iterator
 	var aborts []abortRef
@@ -66,7 +67,13 @@ func (c *checker) checkSegment(i int) {
 		if c.opts.Progress != nil {
 			c.opts.Progress(e.Size)
 		}
-		if e.Damaged() {
+		if e.OverLimit() {
+			// Not damage: the offsets in its header are taken as they
+			// are so the batches after it are judged normally, but
+			// nothing about it is verified and repair leaves the segment.
+			sr.overLimit = true
+			c.addf(logName, e.Pos, KindReadLimit, Error, fixAction{}, "%v", e.Err)
+		} else if e.Damaged() {
 			c.addDamage(i, logName, e)
 			oi.onDamage(e.Pos, e.Pos+e.Size)
 			ti.onDamage(e.Pos, e.Pos+e.Size)
@@ -86,7 +93,9 @@ func (c *checker) checkSegment(i int) {
 			kind, why = KindOffsetRange, fmt.Sprintf("last offset %d is more than 2^31-1 above the base offset %d", el, base)
 		}
 		var recs int64
-		if kind == "" && e.Magic == record.CurrentMagic {
+		if e.OverLimit() && e.Magic == record.CurrentMagic {
+			recs = int64(e.Batch.NumRecords())
+		} else if kind == "" && e.Magic == record.CurrentMagic {
 			n, abort, err := c.decode(e.Batch, &it)
 			if err != nil {
 				kind, why = KindBadRecords, err.Error()
@@ -174,7 +183,18 @@ func (c *checker) account(file string, e *Entry, recs int64) int64 {
 	if e.Magic != record.CurrentMagic {
 		st.LegacyEntries++
 		st.Codecs[fmt.Sprintf("legacy-v%d", e.Magic)]++
-		return -1
+		if e.Magic == 0 || len(e.Batch) < record.LogOverhead+14 {
+			return -1
+		}
+		// A v1 entry's timestamp (offset, size, crc, magic, attributes,
+		// then the timestamp) is its max timestamp: Kafka's time index,
+		// and the engine's recovery, index it.
+		ts := int64(binary.BigEndian.Uint64(e.Batch[record.LogOverhead+6:]))
+		if ts >= 0 {
+			st.MaxTimestamp = max(st.MaxTimestamp, ts)
+			st.MinTimestamp = minKnown(st.MinTimestamp, ts)
+		}
+		return ts
 	}
 	b := e.Batch
 	st.Records += recs
@@ -229,10 +249,15 @@ func (c *checker) addDamage(seg int, file string, e Entry) {
 		batchesBefore: c.validBatches, recsBefore: c.validRecords, nextBefore: max(c.next, sr.base), entry: Entry{Pos: e.Pos, Size: e.Size, ToEnd: e.ToEnd, Torn: e.Torn, Kind: e.Kind}, file: file})
 }
 
-// classifyDamage decides, once every segment has been read, which damaged
-// regions are the tail of the log (no valid batch after them: truncating
-// loses nothing) and which lie in the middle.
+// classifyDamage decides, once every segment has been read, what each
+// damaged region is. Damage below the recovery point is in data the log
+// had synced: corruption, which repair reports and leaves (only
+// TruncateDamaged cuts it). Damage past it is what the Log's recovery cuts
+// on the next Open (the first invalid batch past the recovery point and
+// everything after it), and repair cuts it the same way. A region at the
+// very end that looks like an interrupted write is a torn tail.
 func (c *checker) classifyDamage() {
+	cut := false // a cut past the recovery point is already planned
 	for k := range c.damages {
 		d := &c.damages[k]
 		after := c.validBatches - d.batchesBefore
@@ -241,21 +266,45 @@ func (c *checker) classifyDamage() {
 			continue
 		}
 		p := &c.r.Problems[d.problem]
-		if after > 0 {
-			p.Detail += fmt.Sprintf("; %d valid records in %d batches follow it: truncating here (--truncate-damaged) drops them", recs, after)
-			continue
-		}
+		below := c.belowRecoveryPoint(*d)
 		laterEmpty := true
 		for _, s := range c.segs[d.seg+1:] {
 			laterEmpty = laterEmpty && s.size == 0
 		}
-		if d.entry.Torn && laterEmpty {
+		switch {
+		case after == 0 && d.entry.Torn && laterEmpty && !below:
 			p.Kind, p.Severity = KindTornTail, Warning
 			p.Detail = "partial entry at the end of the log (an interrupted write): " + p.Detail
+		case below && p.Kind == KindTornTail:
+			// A fragment too short for a header, in data the log had
+			// synced, is not an interrupted write.
+			p.Kind = KindBadLength
 		}
-		p.Detail += "; it is the tail of the log, so repair truncates it"
+		switch {
+		case below:
+			p.Detail += fmt.Sprintf("; below the recovery point %s: the log had synced it, so this is corruption, and repair does not cut it", c.rpSource)
+			if after > 0 {
+				p.Detail += fmt.Sprintf("; %d valid records in %d batches follow it: truncating here (--truncate-damaged) drops them", recs, after)
+			} else {
+				p.Detail += "; no valid batch follows it: truncating here (--truncate-damaged) drops nothing else"
+			}
+		case cut:
+			p.Detail += "; past the recovery point, after earlier damage that repair cuts"
+		default:
+			cut = true
+			p.Detail += fmt.Sprintf("; past the recovery point %s: the log had not synced it, and repair cuts it there as the log's recovery does", c.rpSource)
+			if after > 0 {
+				p.Detail += fmt.Sprintf(", dropping the %d unsynced records in %d batches after it", recs, after)
+			}
+		}
 	}
 }
 
-// tailDamage reports whether damage d has no valid batch after it.
-func (c *checker) tailDamage(d damageRef) bool { return c.validBatches == d.batchesBefore }
+// nextBase is the base offset of the segment after segment i, 0 if it is
+// the last (segment.RecoverOptions.NextBase).
+func (c *checker) nextBase(i int) int64 {
+	if i+1 < len(c.logs) {
+		return c.logs[i+1]
+	}
+	return 0
+}

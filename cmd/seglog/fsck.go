@@ -22,8 +22,8 @@ var fsckFS vfs.FS = vfs.Default
 
 func newFsckCmd() *cobra.Command {
 	var o struct {
-		repair, deep, json, truncateDamaged bool
-		maxBatchBytes, indexInterval        int
+		repair, deep, json, truncateDamaged       bool
+		maxEntryBytes, oldMaxBatch, indexInterval int
 	}
 	cmd := &cobra.Command{
 		Use:   "fsck DIR...",
@@ -33,12 +33,27 @@ with its file and byte position. A directory holding partition directories
 (a Kafka log.dir) is searched for them.
 
 Checking writes nothing and takes no lock, so it is safe beside a running log.
---repair fixes what loses no valid data: it truncates a torn or damaged tail,
-rebuilds missing or damaged indexes, resolves leftover .deleted/.cleaned/.swap
-files as Kafka's recovery does, and lowers a recovery point beyond the end of
-the log. Damage that valid batches follow is only truncated with
---truncate-damaged, which drops those batches (the report says how many
-records). Repair refuses to run while a log holds the directory's lock.
+
+--repair follows the log's own recovery rules, and cuts and rebuilds indexes
+with the engine's own segment recovery, so a repaired directory is what the
+next Open would make of it:
+  - damage past the recovery point (data the log had not synced: a torn
+    tail) is cut there, with every later segment, as recovery on Open does;
+  - damage below the recovery point (data the log had synced) is corruption:
+    it is reported and NOT cut. The recovery point is seglog's
+    recovery-point-offset-checkpoint in the directory, or a Kafka log.dir's
+    line for the partition in the parent; a clean-shutdown marker means
+    everything was synced;
+  - missing or wrong indexes are rebuilt, leftover .deleted/.cleaned/.swap
+    files resolved as Kafka's recovery does, and a recovery point beyond the
+    end of the log lowered once no damage remains.
+An entry larger than --max-entry-bytes is not read and never taken for
+damage: raise the limit to verify it. Repair refuses to run while a log holds
+the directory's lock.
+
+--truncate-damaged is DESTRUCTIVE, the one escape hatch: with --repair it also
+cuts at damage below the recovery point and DELETES every valid batch after
+it (the report says how many records). Copy the directory first.
 
 Exit status, as fsck(8), ORed over the directories: 0 clean, 1 problems found
 and all repaired, 4 problems left, 8 usage or operational error.`,
@@ -52,8 +67,11 @@ and all repaired, 4 problems left, 8 usage or operational error.`,
 			if o.truncateDamaged && !o.repair {
 				return &exitError{fsck.ExitOperational, errors.New("fsck: --truncate-damaged needs --repair")}
 			}
+			if cmd.Flags().Changed("max-batch-bytes") && !cmd.Flags().Changed("max-entry-bytes") {
+				o.maxEntryBytes = o.oldMaxBatch
+			}
 			opts := fsck.RepairOptions{
-				Options:            fsck.Options{Deep: o.deep, MaxBatchBytes: o.maxBatchBytes},
+				Options:            fsck.Options{Deep: o.deep, MaxEntryBytes: o.maxEntryBytes},
 				TruncateDamaged:    o.truncateDamaged,
 				IndexIntervalBytes: o.indexInterval,
 			}
@@ -64,11 +82,14 @@ and all repaired, 4 problems left, 8 usage or operational error.`,
 		return &exitError{fsck.ExitOperational, err}
 	})
 	fl := cmd.Flags()
-	fl.BoolVar(&o.repair, "repair", false, "fix what can be fixed without losing valid data")
-	fl.BoolVar(&o.truncateDamaged, "truncate-damaged", false, "with --repair, also truncate at damage that valid batches follow (drops them)")
+	fl.BoolVar(&o.repair, "repair", false, "fix what the log's recovery would fix: cut damage past the recovery point, rebuild indexes, resolve leftovers")
+	fl.BoolVar(&o.truncateDamaged, "truncate-damaged", false, "DESTRUCTIVE: with --repair, also cut at damage below the recovery point, deleting every valid batch after it")
 	fl.BoolVar(&o.deep, "deep", false, "decode every record (decompression, lengths, counts, varints), not only framing and checksums")
 	fl.BoolVar(&o.json, "json", false, "print one JSON object: dirs, problems, stats, exit")
-	fl.IntVar(&o.maxBatchBytes, "max-batch-bytes", fsck.DefaultMaxBatchBytes, "largest batch read into memory; a larger length field is reported as damage")
+	fl.IntVar(&o.maxEntryBytes, "max-entry-bytes", fsck.DefaultMaxEntryBytes, "read limit: largest entry read into memory to verify it; a larger entry the file holds is reported as read-limit (not damage) and left alone")
+	// The old name of --max-entry-bytes, for scripts that use it.
+	fl.IntVar(&o.oldMaxBatch, "max-batch-bytes", fsck.DefaultMaxEntryBytes, "old name of --max-entry-bytes")
+	_ = fl.MarkHidden("max-batch-bytes") // cannot fail: defined just above
 	fl.IntVar(&o.indexInterval, "index-interval-bytes", fsck.DefaultIndexIntervalBytes, "index.interval.bytes used to rebuild indexes")
 	return cmd
 }

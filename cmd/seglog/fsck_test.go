@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/record"
 )
 
@@ -241,5 +243,115 @@ func TestDumpIndexes(t *testing.T) {
 	}
 	if rr := invoke(t, "", "dump", "--records", storedLogs(t, dir)[0]); !strings.Contains(rr.stdout, `| offset: 0 CreateTime: `) || !strings.Contains(rr.stdout, `payload: "value 0 `) {
 		t.Fatalf("--records output:\n%.600s", rr.stdout)
+	}
+}
+
+// TestFsckReadLimitFlag checks --max-entry-bytes and its hidden old name
+// --max-batch-bytes: an entry above the read limit is a read-limit
+// problem, not damage, and --help lists only the new name.
+func TestFsckReadLimitFlag(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "big-0")
+	l, err := seglog.Open(dir, seglog.Options{MaxBatchBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(record.Record{Value: []byte(strings.Repeat("x", 100<<10))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--max-entry-bytes", "--max-batch-bytes"} {
+		out, code := fsckJSONRun(t, flag, "65536", dir)
+		if code != 4 || len(out.Problems) != 1 || out.Problems[0].Kind != "read-limit" || out.Problems[0].Position != 0 ||
+			!strings.Contains(out.Problems[0].Detail, "raise --max-entry-bytes") {
+			t.Fatalf("%s 65536: exit %d, problems %+v", flag, code, out.Problems)
+		}
+	}
+	if _, code := fsckJSONRun(t, dir); code != 0 {
+		t.Fatalf("default read limit: exit %d", code)
+	}
+	help := mustInvoke(t, "", "fsck", "--help").stdout
+	if !strings.Contains(help, "--max-entry-bytes") || strings.Contains(help, "--max-batch-bytes") {
+		t.Fatalf("--help should list --max-entry-bytes and hide --max-batch-bytes:\n%s", help)
+	}
+}
+
+// TestFsckRepairRecoveryPoint runs --repair on a crashed log with damage on
+// both sides of its recovery point: the CRC flipped in synced data is
+// reported and left byte for byte, the torn tail past the recovery point
+// is cut, and the checkpoint is not lowered while damage remains.
+func TestFsckRepairRecoveryPoint(t *testing.T) {
+	dir := writeSeglog(t)
+	logs := storedLogs(t, dir)
+	if len(logs) < 3 {
+		t.Fatalf("want 3 segments or more, got %d", len(logs))
+	}
+	first := readVFS(t, logs[0])
+	bs := splitBatches(t, first)
+	pos := len(bs[0])
+	first[pos+40] ^= 1 // inside the second batch
+	writeVFS(t, logs[0], first)
+	last := readVFS(t, logs[len(logs)-1])
+	lb := splitBatches(t, last)
+	tail := len(last) - len(lb[len(lb)-1])
+	writeVFS(t, logs[len(logs)-1], last[:len(last)-20])
+	if err := fsckFS.Remove(filepath.Join(dir, ".kafka_cleanshutdown")); err != nil {
+		t.Fatal(err)
+	}
+	// The recovery point lies in the last segment, before its last batch.
+	rp := record.Batch(lb[len(lb)-1]).BaseOffset()
+	cp := []byte(fmt.Sprintf("0\n1\norders 0 %d\n", rp))
+	writeVFS(t, filepath.Join(dir, "recovery-point-offset-checkpoint"), cp)
+
+	out, code := fsckJSONRun(t, "--repair", dir)
+	if code != 4 {
+		t.Fatalf("exit %d, want 4 (synced damage left): %+v", code, out.Problems)
+	}
+	var crc, torn bool
+	for _, p := range out.Problems {
+		switch {
+		case p.Kind == "crc" && p.File == logs[0] && p.Position == int64(pos):
+			crc = !p.Repaired && strings.Contains(p.Detail, "below the recovery point")
+		case p.Kind == "torn-tail" && p.File == logs[len(logs)-1] && p.Position == int64(tail):
+			torn = p.Repaired
+		}
+	}
+	if !crc || !torn {
+		t.Fatalf("want the CRC below the recovery point left and the torn tail past it cut: %+v", out.Problems)
+	}
+	if got := readVFS(t, logs[0]); !bytes.Equal(got, first) {
+		t.Fatalf("the segment with synced damage was changed")
+	}
+	if got := readVFS(t, logs[len(logs)-1]); !bytes.Equal(got, last[:tail]) {
+		t.Fatalf("last segment: %d bytes, want the %d before the torn tail", len(got), tail)
+	}
+	if got := readVFS(t, filepath.Join(dir, "recovery-point-offset-checkpoint")); !bytes.Equal(got, cp) {
+		t.Fatalf("checkpoint rewritten while damage remains: %q", got)
+	}
+}
+
+// TestFsckCheckWritesNothing checks that fsck without --repair changes no
+// byte and creates no file (not even a lock) in a damaged seglog directory
+// and in a Kafka log.dir, with every output option.
+func TestFsckCheckWritesNothing(t *testing.T) {
+	dir := writeSeglog(t)
+	logs := storedLogs(t, dir)
+	data := readVFS(t, logs[0])
+	data[len(splitBatches(t, data)[0])+40] ^= 1
+	writeVFS(t, logs[0], data)
+	writeVFS(t, logs[0]+".deleted", []byte("x"))
+	root := kafkaLogDir(t, "none", "t-0", "t-1")
+	writeVFS(t, filepath.Join(root, "recovery-point-offset-checkpoint"), []byte("0\n1\nt 0 1000000\n"))
+
+	dirs := []string{dir, root, filepath.Join(root, "t-0"), filepath.Join(root, "t-1")}
+	before := fscktest.TakeSnapshot(t, fsckFS, dirs...)
+	for _, args := range [][]string{{"fsck", dir, root}, {"fsck", "--deep", dir, root}, {"fsck", "--json", dir, root}} {
+		if r := invoke(t, "", args...); r.code != 4 {
+			t.Fatalf("seglog %s: exit %d, want 4\n%s", strings.Join(args, " "), r.code, r.stderr)
+		}
+		if diff := before.Diff(fscktest.TakeSnapshot(t, fsckFS, dirs...)); len(diff) > 0 {
+			t.Fatalf("seglog %s changed files: %v", strings.Join(args, " "), diff)
+		}
 	}
 }

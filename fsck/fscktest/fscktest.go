@@ -1,5 +1,29 @@
 // Package fscktest lets tests of other packages check, when they end, that
-// the log directory they wrote is consistent.
+// the log directory they wrote is consistent (CheckClean), and gives them
+// fsck's corruption matrix to open the same damaged directories with
+// other code (the Log, read-only or read-write):
+//
+//	// write the log with the Log: SegmentBytes, IndexIntervalBytes,
+//	// MaxIndexBytes, a clock advancing 1 ms per call, Batches() appended
+//	for _, tc := range fscktest.Cases() {
+//		places := []fscktest.Placement{fscktest.Clean}
+//		if tc.Data {
+//			places = fscktest.Placements()
+//		}
+//		for _, pl := range places {
+//			// copy the written directory to a fresh vfs.NewMem()
+//			dmg := tc.Inject(t, fscktest.NewDir(t, fsys, dir))
+//			fscktest.Place(t, fsys, dir, pl, dmg, end)
+//			before := fscktest.TakeSnapshot(t, fsys, dir, parent)
+//			// ... open, read, close ...
+//			diff := before.Diff(fscktest.TakeSnapshot(t, fsys, dir, parent))
+//		}
+//	}
+//
+// pl.Below(dmg, end) says whether a Data case's damage lies in synced data
+// (nothing may be cut: a *CorruptionError at dmg.File, near dmg.Pos) or
+// past the recovery point (a cut at dmg.Pos, dmg.Keep records kept).
+// fsck's own run of it is TestCorruptionMatrix in package fsck_test.
 package fscktest
 
 import (

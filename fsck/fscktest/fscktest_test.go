@@ -2,6 +2,7 @@ package fscktest
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/seglog/seglog"
@@ -47,5 +48,42 @@ func TestCheckClean(t *testing.T) {
 	CheckClean(ft, fsys, "/log")
 	if ft.errors != 1 {
 		t.Fatalf("leftover file: %d failures reported, want 1", ft.errors)
+	}
+}
+
+// TestSnapshotDiff checks that a snapshot diff names every kind of change
+// and nothing when nothing changed.
+func TestSnapshotDiff(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/d/sub"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		f, err := fsys.Create(filepath.Join("/d", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte("0123456789"))
+		f.Close()
+	}
+	before := TakeSnapshot(t, fsys, "/d")
+	if d := before.Diff(TakeSnapshot(t, fsys, "/d")); len(d) != 0 {
+		t.Fatalf("unchanged directory: %v", d)
+	}
+	if err := fsys.Remove("/d/a"); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := fsys.OpenReadWrite("/d/b")
+	f.Truncate(4)
+	f.Close()
+	f, _ = fsys.OpenReadWrite("/d/c")
+	f.WriteAt([]byte("x"), 7)
+	f.Close()
+	f, _ = fsys.Create("/d/new")
+	f.Close()
+	got := strings.Join(before.Diff(TakeSnapshot(t, fsys, "/d")), "\n")
+	want := "/d/a: removed (10 bytes)\n/d/b: size 10 -> 4\n/d/c: contents differ from byte 7\n/d/new: added (0 bytes)"
+	if got != want {
+		t.Fatalf("diff:\n%s\nwant:\n%s", got, want)
 	}
 }

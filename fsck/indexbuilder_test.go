@@ -2,12 +2,9 @@ package fsck
 
 import "encoding/binary"
 
-// DefaultIndexIntervalBytes is Kafka's index.interval.bytes, used to
-// rebuild indexes when RepairOptions.IndexIntervalBytes is zero.
-const DefaultIndexIntervalBytes = 4096
-
 // indexBuilder computes a segment's .index and .timeindex bytes from its
-// batches exactly as Kafka 4.x (and segment.Recover) builds them: when more
+// batches exactly as Kafka 4.x (and segment.Recover, which repair uses)
+// builds them, to write test directories fast: when more
 // than interval bytes were added since the last entry, the batch's last
 // offset is indexed with its start position and the time index is offered
 // the running maximum timestamp with the last offset of the batch that

@@ -1,0 +1,76 @@
+package fsck
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
+)
+
+// ErrDisagree is returned by Repair when the engine's segment recovery
+// would cut a .log before the point fsck decided on (it found damage in
+// bytes fsck's check calls valid), or calls damage synced that fsck placed
+// past the recovery point. Nothing was changed in that segment: the
+// engine's plan is checked before it is applied. Report it: one of the two
+// checkers is wrong.
+var ErrDisagree = errors.New("fsck: the engine's recovery and fsck's check disagree")
+
+// recoverSegment runs the engine's own recovery (segment.PlanRecovery and
+// Segment.ApplyRecovery, what the Log's Open runs) on the segment at base:
+// it rebuilds both indexes from the .log and truncates the .log at the
+// first entry it finds invalid. synced and nextBase are the engine's
+// RecoverOptions: damage leaving offsets below synced out is refused by
+// the engine itself, and batches reaching nextBase are damage. The plan is
+// applied only if it keeps at least floor bytes (fsck's cut point, or the
+// file's size when only the indexes are rebuilt), so the engine and fsck
+// cannot disagree at the cost of data.
+//
+// Repair only runs this on segments whose every entry fsck read within
+// its read limit, so the engine, which reads any entry the file holds,
+// never allocates more than that.
+func (r *repairer) recoverSegment(base, floor, logSize, synced, nextBase int64) (segment.RecoverResult, error) {
+	interval := r.opts.IndexIntervalBytes
+	if interval == 0 {
+		interval = DefaultIndexIntervalBytes
+	}
+	opts := segment.Options{
+		IndexIntervalBytes: interval,
+		// Room for an entry per smallest possible entry (a legacy v0
+		// message is 26 bytes): an index never fills up during the rebuild.
+		MaxIndexBytes: int(max(12*(logSize/(record.LogOverhead+14)+2), 1024)),
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	plan, err := segment.PlanRecovery(r.fs, r.dir, base, opts, segment.RecoverOptions{Synced: synced, NextBase: nextBase})
+	if errors.Is(err, record.ErrCorrupt) {
+		return segment.RecoverResult{}, fmt.Errorf("%w: the engine refuses to cut synced data fsck placed past the recovery point: %w", ErrDisagree, err)
+	}
+	if err != nil {
+		return segment.RecoverResult{}, err
+	}
+	if v := plan.Result().ValidBytes; v < floor {
+		return segment.RecoverResult{}, fmt.Errorf("%w: it would cut %s at byte %d (%v), before byte %d where fsck's cut is",
+			ErrDisagree, r.path(fileName(base, sufLog)), v, plan.Result().Reason, floor)
+	}
+	seg, err := segment.Open(r.fs, r.dir, base, false, opts)
+	if err != nil {
+		return segment.RecoverResult{}, err
+	}
+	res, err := seg.ApplyRecovery(plan)
+	if err == nil {
+		// The truncation is not synced by the recovery; the rebuilt
+		// indexes were made durable when it sealed them.
+		err = seg.Flush()
+	}
+	return res, errors.Join(err, seg.Close())
+}
+
+// logEnd is layout.LogEnd: the offset after the last whole entry of a
+// .log, which the swap protocol needs.
+func logEnd(fsys vfs.FS, path string, base int64) (int64, error) {
+	next, _, err := segment.ScanNextOffset(fsys, path, base)
+	return next, err
+}

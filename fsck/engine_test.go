@@ -1,0 +1,70 @@
+package fsck
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
+)
+
+// TestEngineRecoveryGuard checks how repair holds the engine's segment
+// recovery to fsck's cut: asked to rebuild indexes only (floor = the file
+// size) on a segment whose tail the engine would cut, or to cut where the
+// engine sees synced data, it fails with ErrDisagree and changes no file;
+// with the floor at the damage and nothing synced, the engine cuts there.
+func TestEngineRecoveryGuard(t *testing.T) {
+	fsys := vfs.NewMem()
+	writeLog(t, fsys, "/p", record.None, 30, 2)
+	logs := logFiles(t, fsys, "/p")
+	last := filepath.Join("/p", logs[len(logs)-1])
+	data := readAll(t, fsys, last)
+	starts := batchStarts(t, data)
+	cut := starts[len(starts)-1]
+	torn := data[:cut+20]
+	writeFile(t, fsys, last, torn)
+
+	_, base, ok := FileKind(logs[len(logs)-1])
+	if !ok {
+		t.Fatalf("bad log name %s", logs[len(logs)-1])
+	}
+	r := &repairer{fs: fsys, dir: "/p", opts: RepairOptions{}}
+	size := int64(len(torn))
+	before := map[string][]byte{}
+	for _, n := range mustList(t, fsys, "/p") {
+		before[n] = readAll(t, fsys, filepath.Join("/p", n))
+	}
+	for _, tc := range []struct {
+		name          string
+		floor, synced int64
+	}{
+		{"floor at the file size", size, 0},
+		{"the tail is synced", cut, 60},
+	} {
+		if _, err := r.recoverSegment(base, tc.floor, size, tc.synced, 0); !errors.Is(err, ErrDisagree) {
+			t.Fatalf("%s: %v, want ErrDisagree", tc.name, err)
+		}
+		for n, b := range before {
+			if got := readAll(t, fsys, filepath.Join("/p", n)); string(got) != string(b) {
+				t.Fatalf("%s: the refused recovery changed %s", tc.name, n)
+			}
+		}
+	}
+	res, err := r.recoverSegment(base, cut, size, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ValidBytes != cut || int64(len(readAll(t, fsys, last))) != cut {
+		t.Fatalf("engine recovery kept %d bytes, want %d", res.ValidBytes, cut)
+	}
+}
+
+func mustList(t testing.TB, fsys vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fsys.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}

@@ -1,0 +1,93 @@
+package fsck
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+
+	"github.com/seglog/seglog/vfs"
+)
+
+// allSynced is the recovery point of a log whose every batch is known to
+// be synced (a clean-shutdown marker, or a checkpoint that cannot be read).
+const allSynced = math.MaxInt64
+
+// recoveryPoint finds the log's recovery point as the Log's Open finds
+// it:
+//
+//   - a clean-shutdown marker in the directory: every batch was synced;
+//   - else the directory's own recovery-point-offset-checkpoint, when it
+//     has an entry for this log (the one naming the partition, or its
+//     single entry);
+//   - else, for a Kafka partition directory ("topic-N"), the line for this
+//     partition in the parent log.dir's checkpoint, with the log.dir's
+//     clean-shutdown marker meaning every batch was synced;
+//   - else 0: nothing is known to be synced (Kafka's rule).
+//
+// Where Open would fail (a checkpoint that cannot be read or parsed), the
+// recovery point is unknown, and unknown counts as everything synced: the
+// rule repair follows is "never cut what may have been synced".
+func (c *checker) recoveryPoint() (rp int64, source string) {
+	if c.present[cleanShutdownFile] {
+		return allSynced, "(a clean-shutdown marker: every batch was synced)"
+	}
+	unknown := func(name string) (int64, string) {
+		return allSynced, "(" + name + " cannot be read: every batch counts as synced)"
+	}
+	topic, part, tpOK := topicPartition(c.dir)
+	if c.present[recoveryPointFile] {
+		off, ok, err := c.checkpointEntry(c.path(recoveryPointFile), topic, part, true, true)
+		if err != nil {
+			return unknown(recoveryPointFile)
+		}
+		if ok {
+			return off, fmt.Sprintf("%d (%s)", off, recoveryPointFile)
+		}
+	}
+	if tpOK {
+		parent := filepath.Join(c.dir, "..", recoveryPointFile)
+		if _, err := c.fs.Stat(parent); err == nil {
+			off, ok, err := c.checkpointEntry(parent, topic, part, true, false)
+			if err != nil {
+				return unknown("../" + recoveryPointFile)
+			}
+			if ok {
+				if _, err := c.fs.Stat(filepath.Join(c.dir, "..", cleanShutdownFile)); err == nil {
+					return allSynced, "(the log.dir's clean-shutdown marker: every batch was synced)"
+				}
+				return off, fmt.Sprintf("%d (../%s)", off, recoveryPointFile)
+			}
+		}
+	}
+	return 0, "0 (no recovery-point checkpoint)"
+}
+
+// checkpointEntry returns the offset of this log's entry in the offset
+// checkpoint at path: the line naming topic and partition (when tpOK), or,
+// in the log's own directory (inDir), a single entry whatever its name.
+func (c *checker) checkpointEntry(path, topic string, part int64, tpOK, inDir bool) (int64, bool, error) {
+	data, err := vfs.ReadFileLimit(c.fs, path, maxCheckpointFile)
+	if err != nil {
+		return 0, false, err
+	}
+	lines, _, err := parseCheckpoint(data, 3)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, l := range lines {
+		if tpOK && l.fields[0] == topic && l.fields[1] == strconv.FormatInt(part, 10) {
+			off, _ := strconv.ParseInt(l.fields[2], 10, 64)
+			return off, true, nil
+		}
+	}
+	if inDir && len(lines) == 1 {
+		off, _ := strconv.ParseInt(lines[0].fields[2], 10, 64)
+		return off, true, nil
+	}
+	return 0, false, nil
+}
+
+// belowRecoveryPoint reports whether damage d lies in data the log had
+// synced: the offset it would start at is below the recovery point.
+func (c *checker) belowRecoveryPoint(d damageRef) bool { return d.nextBefore < c.rp }
