@@ -42,6 +42,10 @@ type Log struct {
 	// mu serializes writers and every change to the segment set; readers
 	// never take it.
 	mu sync.Mutex
+	// swapMu serializes ReplaceSegments with the other changes to sealed
+	// segments (DeleteBefore, TruncateTo, Close), not with appends; taken
+	// before ckptMu and mu, never after them.
+	swapMu sync.Mutex
 	// ckptMu serializes writes of the recovery-point checkpoint; taken
 	// before mu, never after it.
 	ckptMu sync.Mutex
