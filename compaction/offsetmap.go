@@ -135,4 +135,3 @@ func (m *OffsetMap) Get(key []byte) (int64, bool) {
 		}
 	}
 }
-
