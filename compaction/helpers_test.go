@@ -84,3 +84,5 @@ func sameRecords(got, want []record.Record) error {
 	}
 	return nil
 }
+
+func seglogOpen(o seglog.Options) (*seglog.Log, error) { return seglog.Open("/log", o) }
