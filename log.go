@@ -204,17 +204,6 @@ func (l *Log) acquireFloor(offset int64) *segment.Segment {
 	return s
 }
 
-// acquireNext returns the segment after base with a reference taken, or nil.
-func (l *Log) acquireNext(base int64) *segment.Segment {
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
-	s := l.nextSegment(base)
-	if s != nil && !s.Acquire() {
-		return nil
-	}
-	return s
-}
-
 // writable reports why appends are refused, if they are. Called with mu.
 func (l *Log) writable() error {
 	if l.ro != nil {

@@ -234,3 +234,24 @@ func (l *Log) holdsRun(run *SealedRun) bool {
 	})
 	return ok && i == run.Len()
 }
+
+// acquireAfter returns, with a reference, the segment a reader goes on to
+// once it has read all of seg: the next one in the log while seg is still
+// there. If seg left the log meanwhile (a swap merged it with its
+// neighbours, or retention removed it), the next one after its base may
+// skip what a merged segment kept of seg's successors, so the reader is
+// sent to the segment now holding seg's next offset.
+func (l *Log) acquireAfter(seg *segment.Segment) *segment.Segment {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	var s *segment.Segment
+	if it, ok := l.segs.Get(probe(seg.BaseOffset())); ok && it.seg == seg {
+		s = l.nextSegment(seg.BaseOffset())
+	} else if s = l.floorSegment(seg.NextOffset()); s == nil {
+		s = l.nextSegment(seg.BaseOffset())
+	}
+	if s != nil && !s.Acquire() {
+		return nil
+	}
+	return s
+}

@@ -3,6 +3,7 @@ package seglog
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -233,5 +234,71 @@ func TestReplaceSegmentsCrash(t *testing.T) {
 	}
 	if !sawOld || !sawNew {
 		t.Fatalf("crash images gave old %v, new %v: want both", sawOld, sawNew)
+	}
+}
+
+// TestReplaceSegmentsUnderReaders: an iteration and a slice made before a
+// swap finish on the old segments, and an iteration that crosses from an
+// old segment to the merged one goes on where it was, skipping nothing
+// the new segment holds.
+func TestReplaceSegmentsUnderReaders(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := swapTestLog(t, fsys, 200)
+	defer l.Close()
+	run := l.AcquireSealed(0, l.EndOffset())
+	defer run.Release()
+	sub := run.Sub(0, 3)
+	swapEnd := sub.Info(2).NextOffset
+	firstEnd := sub.Info(0).NextOffset
+
+	next, stop := iter.Pull2(l.Records(0))
+	defer stop()
+	r, err, ok := next()
+	if !ok || err != nil || r.Offset != 0 {
+		t.Fatalf("first record: %v %v %v", r.Offset, err, ok)
+	}
+	sl, err := l.Read(firstEnd, 1<<20, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sl.Close()
+
+	if err := l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)}); err != nil {
+		t.Fatal(err)
+	}
+	// The slice still reads the old second segment: every offset there.
+	data := make([]byte, sl.Len())
+	if _, err := sl.ReadAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	count := 0
+	for len(data) > 0 {
+		b := record.Batch(data)
+		count += int(b.NumRecords())
+		data = data[b.Size():]
+	}
+	if want := int(sub.Info(1).NextOffset - firstEnd); count != want {
+		t.Fatalf("old slice holds %d records, want %d", count, want)
+	}
+	// The iteration: all of the old first segment, then the new one's evens.
+	want := int64(1)
+	for {
+		r, err, ok := next()
+		if !ok {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Offset != want {
+			t.Fatalf("read offset %d, want %d", r.Offset, want)
+		}
+		want++
+		if want >= firstEnd && want < swapEnd && want%2 == 1 {
+			want++
+		}
+	}
+	if want != 200 {
+		t.Fatalf("iteration ended at %d", want)
 	}
 }
