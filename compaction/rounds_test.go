@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck/fscktest"
