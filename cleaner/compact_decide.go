@@ -16,7 +16,8 @@ type CompactionInput struct {
 	// UpperBound is the first offset that must not be cleaned (the last
 	// stable offset); negative means none.
 	UpperBound int64
-	// Force cleans whatever is sealed, whatever the ratio and the lag.
+	// Force cleans whatever is sealed and old enough, whatever the dirty
+	// ratio.
 	Force bool
 }
 
@@ -68,7 +69,7 @@ func DecideCompaction(in CompactionInput) CompactionPlan {
 		if s.NextOffset <= p.FirstDirty {
 			continue
 		}
-		if !in.Force && in.Policy.MinCompactionLag > 0 && s.LargestTimestamp > lagCut {
+		if in.Policy.MinCompactionLag > 0 && s.LargestTimestamp > lagCut {
 			p.FirstUncleanable = min(p.FirstUncleanable, s.BaseOffset)
 		}
 		// Kafka compares the segment's first batch timestamp; the largest
