@@ -75,11 +75,11 @@ type CompactRun struct {
 	// PeakHeapBytes is the highest heap in use sampled during the round,
 	// above the heap in use before the map was allocated (so it includes
 	// the map, MapBytes).
-	PeakHeapBytes  uint64 `json:"peak_heap_bytes"`
-	MapBytes       int    `json:"map_bytes"`
+	PeakHeapBytes  uint64  `json:"peak_heap_bytes"`
+	MapBytes       int     `json:"map_bytes"`
 	MapFill        float64 `json:"map_fill"`
-	OutputBytes    int64  `json:"output_bytes"`
-	RecordsRemoved int64  `json:"records_removed"`
+	OutputBytes    int64   `json:"output_bytes"`
+	RecordsRemoved int64   `json:"records_removed"`
 	// Appends' latency with no compaction running (the baseline) and
 	// while the round runs, single-record appends to the same log.
 	AppendP99Idle   float64 `json:"append_p99_idle_us"`
