@@ -54,8 +54,8 @@ type LogCompacted struct {
 type CompactionMetrics struct {
 	Dir string
 	// Rounds, BytesRead, BytesWritten and RecordsRemoved add up every
-	// round; MapFill, Duration, Ratio and Checkpoint are the last one's
-	// (Ratio and Checkpoint are kept up to date by every pass).
+	// round; MapFill, Duration and Checkpoint are the last round's (-1
+	// before one succeeded); Ratio is the last pass's, round or not.
 	Rounds                  int64
 	BytesRead, BytesWritten int64
 	RecordsRemoved          int64
