@@ -28,7 +28,8 @@ type CleanedSegment struct {
 	maxTS    int64
 	maxTSOff int64
 	names    []string
-	done     bool
+	done     bool // closed: finished or aborted
+	finished bool // Finish succeeded: ready for ReplaceSegments
 }
 
 // NewCleaned creates the .cleaned files of a segment at base in the log's
@@ -123,11 +124,13 @@ func (w *CleanedSegment) Finish() error {
 		w.remove()
 		return fmt.Errorf("seglog: finishing cleaned segment %d: %w", w.base, err)
 	}
+	w.finished = true
 	return nil
 }
 
 // Abort deletes the segment's files; nothing of it reaches the log.
 func (w *CleanedSegment) Abort() {
+	w.finished = false
 	if !w.done {
 		w.done = true
 		if w.offIdx != nil {

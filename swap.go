@@ -19,6 +19,12 @@ import (
 // discarded and may be retried on the new segments.
 var ErrSegmentsChanged = errors.New("seglog: segments changed during the rewrite")
 
+// ErrSegmentsBusy: ReplaceSegments found the .deleted files of an earlier
+// segment at the base offset of one it replaces, still held by a reader
+// or by file.delete.delay.ms. Renaming over them would take them from
+// under that reader, so nothing was changed; retry once they are gone.
+var ErrSegmentsBusy = errors.New("seglog: an earlier segment at the same offset is still being deleted")
+
 // SealedRun is a run of consecutive sealed segments, each held by a
 // reference so that they can be read while retention or truncation
 // change the log. It is what a compaction reads and what ReplaceSegments
@@ -26,14 +32,16 @@ var ErrSegmentsChanged = errors.New("seglog: segments changed during the rewrite
 type SealedRun struct {
 	l    *Log
 	segs []*segment.Segment
-	own  bool // Release drops the references (false for a Sub view)
+	next []int64 // each segment's next offset when the run was acquired
+	own  bool    // Release drops the references (false for a Sub view)
+	gen  uint64 // truncations done when the run was acquired
 }
 
 // AcquireSealed returns the sealed segments from the one holding from
 // (or the first) whose records all lie below to, in offset order. The
 // active segment is never part of a run. Release the run when done.
 func (l *Log) AcquireSealed(from, to int64) *SealedRun {
-	r := &SealedRun{l: l, own: true}
+	r := &SealedRun{l: l, own: true, gen: l.truncations.current()}
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
 	start := probe(from)
@@ -45,6 +53,7 @@ func (l *Log) AcquireSealed(from, to int64) *SealedRun {
 			return false
 		}
 		r.segs = append(r.segs, it.seg)
+		r.next = append(r.next, it.seg.NextOffset())
 		return true
 	})
 	return r
@@ -55,7 +64,9 @@ func (r *SealedRun) Len() int { return len(r.segs) }
 
 // Sub is the view of segments [i, j) of the run, sharing its references:
 // release only the run it came from.
-func (r *SealedRun) Sub(i, j int) *SealedRun { return &SealedRun{l: r.l, segs: r.segs[i:j]} }
+func (r *SealedRun) Sub(i, j int) *SealedRun {
+	return &SealedRun{l: r.l, segs: r.segs[i:j], next: r.next[i:j], gen: r.gen}
+}
 
 // Info describes segment i.
 func (r *SealedRun) Info(i int) SegmentInfo {
@@ -110,7 +121,9 @@ func (r *SealedRun) Release() {
 // which deletes every old file in the range the .swap files cover, never
 // keeps an old segment beside a new one. ReplaceSegments consumes news:
 // on any failure their files are deleted. If the run changed since it was
-// acquired, it returns ErrSegmentsChanged and changes nothing. A failure
+// acquired, it returns ErrSegmentsChanged and changes nothing; if an
+// earlier segment at one of its base offsets is still being deleted,
+// ErrSegmentsBusy. A failure
 // after the commit point makes the Log refuse appends until reopened
 // (loading then finishes the swap).
 func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error) {
@@ -128,15 +141,15 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 	if run.Len() == 0 || len(news) == 0 {
 		return fmt.Errorf("seglog: replace segments: nothing to replace")
 	}
-	first, last := run.segs[0], run.segs[run.Len()-1]
+	first, runEnd := run.segs[0], run.next[run.Len()-1]
 	for i, w := range news {
-		if !w.done || (i > 0 && w.base < news[i-1].next) || w.base < first.BaseOffset() {
+		if !w.finished || (i > 0 && w.base < news[i-1].next) || w.base < first.BaseOffset() {
 			return fmt.Errorf("seglog: replace segments: cleaned segment %d is unfinished or out of order", w.base)
 		}
 	}
-	if news[0].base != first.BaseOffset() || news[len(news)-1].next != last.NextOffset() {
+	if news[0].base != first.BaseOffset() || news[len(news)-1].next != runEnd {
 		return fmt.Errorf("seglog: replace segments: cleaned segments cover [%d, %d), the run [%d, %d)",
-			news[0].base, news[len(news)-1].next, first.BaseOffset(), last.NextOffset())
+			news[0].base, news[len(news)-1].next, first.BaseOffset(), runEnd)
 	}
 
 	l.swapMu.Lock()
@@ -151,8 +164,22 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 	if werr != nil {
 		return werr
 	}
-	if !l.holdsRun(run) {
+	// A truncation since the run was acquired may have cut one of its
+	// segments and appended anew, leaving the same segment object with
+	// other contents: the rewrite would bring back what it removed.
+	if !l.holdsRun(run) || l.truncations.affects(run.gen, runEnd-1) {
 		return ErrSegmentsChanged
+	}
+	// Compaction replaces the segment at a group's base offset again and
+	// again: the previous one's .deleted files may still be there.
+	for _, s := range run.segs {
+		for _, suf := range []string{layout.LogSuffix, layout.IndexSuffix, layout.TimeIndexSuffix} {
+			if _, err := l.fs.Stat(l.path(layout.FileName(s.BaseOffset(), suf) + layout.DeletedSuffix)); err == nil {
+				return ErrSegmentsBusy
+			} else if !isNotExist(err) {
+				return err
+			}
+		}
 	}
 
 	// Descending order: if renaming stops half-way, the .swap files made
@@ -218,7 +245,7 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 }
 
 // holdsRun reports whether every segment of run is still in the log, in
-// its place and sealed, with no other segment among them.
+// its place and not active, with no other segment among them.
 func (l *Log) holdsRun(run *SealedRun) bool {
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -136,11 +137,11 @@ func TestReplaceSegments(t *testing.T) {
 		t.Fatalf("after swap: swapped %v, %v", swapped, err)
 	}
 	// The same run again: its segments are gone.
-	w2 := rewriteEvens(t, l, run.Sub(3, 4))
+	w2 := rewriteEvens(t, l, sub)
 	if _, err := l.Append(recordsAt(200, 4)...); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReplaceSegments(sub, []*CleanedSegment{w2}); !errors.Is(err, ErrSegmentsChanged) && err == nil {
+	if err := l.ReplaceSegments(sub, []*CleanedSegment{w2}); !errors.Is(err, ErrSegmentsChanged) {
 		t.Fatalf("replacing replaced segments: %v", err)
 	}
 	run.Release()
@@ -300,5 +301,84 @@ func TestReplaceSegmentsUnderReaders(t *testing.T) {
 	}
 	if want != 200 {
 		t.Fatalf("iteration ended at %d", want)
+	}
+}
+
+// TestReplaceSegmentsAfterTruncation: a truncation into the run between
+// its reading and the swap, followed by new appends that seal the same
+// segment again, makes the swap refuse; the truncated records stay gone.
+func TestReplaceSegmentsAfterTruncation(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := swapTestLog(t, fsys, 200)
+	defer l.Close()
+	run := l.AcquireSealed(0, l.EndOffset())
+	defer run.Release()
+	sub := run.Sub(0, 2)
+	cut := sub.Info(1).BaseOffset + 2
+	w := rewriteEvens(t, l, sub)
+	if err := l.TruncateTo(cut); err != nil {
+		t.Fatal(err)
+	}
+	cut = l.EndOffset() // at a batch boundary
+	if _, err := l.Append(recordsAt(cut, 4)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ReplaceSegments(sub, []*CleanedSegment{w}); !errors.Is(err, ErrSegmentsChanged) {
+		t.Fatalf("swap after a truncation: %v", err)
+	}
+	n := int64(0)
+	for r, err := range l.Records(0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Offset != n {
+			t.Fatalf("offset %d, want %d", r.Offset, n)
+		}
+		n++
+	}
+	if n != cut+4 {
+		t.Fatalf("read %d records, want %d", n, cut+4)
+	}
+	for _, name := range mustList(t, fsys, "/log") {
+		if strings.HasSuffix(name, ".cleaned") || strings.HasSuffix(name, ".swap") {
+			t.Fatalf("leftover %s", name)
+		}
+	}
+}
+
+// TestReplaceSegmentsBusy: a second swap at the same base offset while a
+// reader still holds the segment the first one replaced (whose .deleted
+// files carry the names the second would give its own) is refused with
+// ErrSegmentsBusy, changing nothing, and succeeds once the reader is done.
+func TestReplaceSegmentsBusy(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := swapTestLog(t, fsys, 200)
+	defer l.Close()
+	sl, err := l.Read(0, 100, ReadOptions{}) // holds the first segment
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := l.AcquireSealed(0, l.EndOffset())
+	first := run.Sub(0, 2)
+	if err := l.ReplaceSegments(first, []*CleanedSegment{rewriteEvens(t, l, first)}); err != nil {
+		t.Fatal(err)
+	}
+	run.Release()
+	again := l.AcquireSealed(0, l.EndOffset())
+	defer again.Release()
+	sub := again.Sub(0, 1)
+	before := mustList(t, fsys, "/log")
+	if err := l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)}); !errors.Is(err, ErrSegmentsBusy) {
+		t.Fatalf("swap while the earlier segment is held: %v", err)
+	}
+	if after := mustList(t, fsys, "/log"); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("refused swap changed the directory: %v, was %v", after, before)
+	}
+	sl.Close()
+	if err := l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)}); err != nil {
+		t.Fatalf("swap once the reader is done: %v", err)
 	}
 }

@@ -40,6 +40,10 @@ type Result struct {
 	// BatchesRemoved counts batches dropped entirely; HorizonsSet the
 	// batches given a delete horizon.
 	BatchesRemoved, HorizonsSet int64
+	// Deferred reports that the round stopped at a group it could not
+	// swap in yet (seglog.ErrSegmentsBusy: the previous segment at its
+	// offset is still held); End is then where the next round resumes.
+	Deferred bool
 	// Duration is how long the round took.
 	Duration time.Duration
 }
@@ -94,12 +98,21 @@ func Clean(l *seglog.Log, m *OffsetMap, firstDirty, upper int64, o Options) (Res
 	if err := r.buildMap(run, firstDirty, runEnd); err != nil {
 		return r.res, err
 	}
+	r.res.End = r.mappedEnd
 	for _, g := range r.groups(run) {
-		if err := r.cleanGroup(run.Sub(g[0], g[1])); err != nil {
+		err := r.cleanGroup(run.Sub(g[0], g[1]))
+		if errors.Is(err, seglog.ErrSegmentsBusy) {
+			// Later groups wait for the next round, which maps again from
+			// here (or from firstDirty) and so redoes what this one skips.
+			r.res.Deferred = true
+			r.res.End = max(firstDirty, min(run.Info(g[0]).BaseOffset, r.mappedEnd))
+			return r.res, nil
+		}
+		if err != nil {
+			r.res.End = max(firstDirty, r.res.Start)
 			return r.res, err
 		}
 	}
-	r.res.End = r.mappedEnd
 	return r.res, nil
 }
 
@@ -188,13 +201,17 @@ func (r *round) buildMap(run *seglog.SealedRun, firstDirty, runEnd int64) error 
 // and an offset span within the 32-bit relative range. A group never ends
 // with an empty segment, so the new segments end where the old ones did.
 func (r *round) groups(run *seglog.SealedRun) [][2]int {
+	infos := make([]seglog.SegmentInfo, run.Len())
+	for i := range infos {
+		infos[i] = run.Info(i)
+	}
 	var out [][2]int
 	i := 0
-	for i < run.Len() && run.Info(i).BaseOffset < r.mappedEnd {
-		first := run.Info(i)
+	for i < len(infos) && infos[i].BaseOffset < r.mappedEnd {
+		first := infos[i]
 		j, size := i+1, first.Size
-		for j < run.Len() {
-			next := run.Info(j)
+		for j < len(infos) {
+			next := infos[j]
 			if next.BaseOffset >= r.mappedEnd || size+next.Size > r.o.SegmentBytes ||
 				next.NextOffset-first.BaseOffset > math.MaxInt32 {
 				break
@@ -203,7 +220,7 @@ func (r *round) groups(run *seglog.SealedRun) [][2]int {
 			j++
 		}
 		end := j
-		for end > i && run.Info(end-1).Size == 0 {
+		for end > i && infos[end-1].Size == 0 {
 			end--
 		}
 		if end > i {

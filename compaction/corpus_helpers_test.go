@@ -1,10 +1,9 @@
 package compaction
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -20,7 +19,7 @@ var corpusCodecs = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 // corpusBatches splits a corpus file into its batches.
 func corpusBatches(t *testing.T, name string) []record.Batch {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(corpusDir, name))
+	data, err := vfs.ReadFileLimit(vfs.Default, filepath.Join(corpusDir, name), 64<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,23 +56,17 @@ func (c corpusRecord) bytes(s *string) []byte {
 
 func corpusRecords(t *testing.T, codec string) []corpusRecord {
 	t.Helper()
-	f, err := os.Open(filepath.Join(corpusDir, codec+".records.jsonl"))
+	data, err := vfs.ReadFileLimit(vfs.Default, filepath.Join(corpusDir, codec+".records.jsonl"), 64<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	var out []corpusRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
 		var r corpusRecord
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
