@@ -34,7 +34,7 @@ type SealedRun struct {
 	segs []*segment.Segment
 	next []int64 // each segment's next offset when the run was acquired
 	own  bool    // Release drops the references (false for a Sub view)
-	gen  uint64 // truncations done when the run was acquired
+	gen  uint64  // truncations done when the run was acquired
 }
 
 // AcquireSealed returns the sealed segments from the one holding from
