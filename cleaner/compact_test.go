@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -228,5 +229,46 @@ func TestCleanerCompactForced(t *testing.T) {
 	}
 	if got := countRecords(t, l); got != 1 || res.TombstonesRemoved != 1 {
 		t.Fatalf("after the horizon: %d records, %+v", got, res.Result)
+	}
+}
+
+// TestCleanerCompactionThrottled: a round charges what it reads and
+// writes to the cleaner's Throttle and waits on it.
+func TestCleanerCompactionThrottled(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	l := openLog(t, fs, "/a", clock)
+	defer l.Close()
+	keyedSegments(t, l, clock, 4, 5, 3)
+	c := New(Options{Clock: clock, Throttle: NewThrottle(100, clock)}) // 100 bytes/s
+	c.SetCompaction(CompactionOptions{DedupeBufferBytes: 1 << 16})
+	p := compactPolicy()
+	if err := c.Add(Wrap(l), p); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Compact(context.Background(), Wrap(l), p)
+		done <- err
+	}()
+	clock.waitForTimers(t, 1)
+	select {
+	case err := <-done:
+		t.Fatalf("round finished without waiting for the throttle: %v", err)
+	default:
+	}
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := countRecords(t, l); got != 3 {
+				t.Fatalf("%d records, want 3", got)
+			}
+			return
+		default:
+			clock.Advance(time.Second)
+			runtime.Gosched()
+		}
 	}
 }
