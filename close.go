@@ -15,6 +15,8 @@ func (l *Log) Close() error {
 	if l.ro != nil {
 		return l.closeReadOnly()
 	}
+	l.swapMu.Lock() // a swap under way finishes first
+	defer l.swapMu.Unlock()
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

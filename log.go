@@ -42,6 +42,10 @@ type Log struct {
 	// mu serializes writers and every change to the segment set; readers
 	// never take it.
 	mu sync.Mutex
+	// swapMu serializes ReplaceSegments with the other changes to sealed
+	// segments (DeleteBefore, TruncateTo, Close), not with appends; taken
+	// before ckptMu and mu, never after them.
+	swapMu sync.Mutex
 	// ckptMu serializes writes of the recovery-point checkpoint; taken
 	// before mu, never after it.
 	ckptMu sync.Mutex
@@ -194,17 +198,6 @@ func (l *Log) acquireFloor(offset int64) *segment.Segment {
 			s = it.seg
 		}
 	}
-	if s != nil && !s.Acquire() {
-		return nil
-	}
-	return s
-}
-
-// acquireNext returns the segment after base with a reference taken, or nil.
-func (l *Log) acquireNext(base int64) *segment.Segment {
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
-	s := l.nextSegment(base)
 	if s != nil && !s.Acquire() {
 		return nil
 	}

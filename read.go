@@ -242,7 +242,7 @@ func (l *Log) read(offset int64, maxBytes int, opts ReadOptions, gen uint64) (*S
 		}
 		// No batch at or after offset in this segment: the next one
 		// starts above it.
-		next := l.acquireNext(seg.BaseOffset())
+		next := l.acquireAfter(seg)
 		seg.Release()
 		seg = next
 	}

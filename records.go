@@ -105,7 +105,7 @@ func (c *cursor) run(yield func(record.Record, error) bool) passEnd {
 		}
 		// The segment may have grown while it was read; only once a
 		// later segment exists is it final (a roll seals it first).
-		next := l.acquireNext(seg.BaseOffset())
+		next := l.acquireAfter(seg)
 		if seg.Size() > pos {
 			if next != nil {
 				next.Release()
@@ -244,7 +244,7 @@ func (l *Log) offsetForTime(ts int64) (int64, error) {
 				return off, nil
 			}
 		}
-		next := l.acquireNext(seg.BaseOffset())
+		next := l.acquireAfter(seg)
 		seg.Release()
 		seg = next
 	}

@@ -20,6 +20,8 @@ import "fmt"
 // removed, so no crash brings the removed records back. It returns how many
 // segments were removed.
 func (l *Log) DeleteBefore(offset int64) (int, error) {
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {

@@ -47,6 +47,8 @@ var ErrTruncated = errors.New("seglog: records were truncated under the reader")
 // log corrupt because of it or yields a removed record after TruncateTo
 // returned.
 func (l *Log) TruncateTo(offset int64) error {
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
 	l.ckptMu.Lock() // the recovery point is rewritten below
 	defer l.ckptMu.Unlock()
 	l.mu.Lock()

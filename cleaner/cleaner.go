@@ -76,6 +76,8 @@ type Cleaner struct {
 	runMu  sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	comp compactState // compact.go
 }
 
 // logState is one log under the cleaner. mu is held for the whole of its
@@ -262,6 +264,7 @@ func (c *Cleaner) RunOnce(ctx context.Context) error {
 	// Oldest directory name first: a stable order, so a round cut short
 	// by Stop does not always starve the same logs.
 	slices.SortFunc(states, func(a, b *logState) int { return cmp.Compare(a.dir, b.dir) })
+	c.filthiestFirst(states)
 	c.backlog.Store(int64(len(states)))
 	defer c.backlog.Store(0)
 

@@ -67,6 +67,7 @@ func (c *Cleaner) cleanLog(ctx context.Context, st *logState) {
 	if ev.LogCleaned != nil {
 		ev.LogCleaned(res)
 	}
+	c.compactLog(ctx, st, policy, upper)
 }
 
 // pass decides and deletes for one log. Only the Log's own methods change

@@ -175,3 +175,7 @@ func PartitionOffset(fs vfs.FS, path, topic string, partition int32) (int64, boo
 	}
 	return 0, false, nil
 }
+
+// CleanerOffsetFile is Kafka's cleaner-offset-checkpoint, where compaction
+// stopped; a seglog Log keeps it in its directory with a single entry.
+const CleanerOffsetFile = "cleaner-offset-checkpoint"

@@ -20,7 +20,7 @@ func IsLogFile(name string) bool {
 		return true
 	}
 	switch strings.TrimSuffix(name, CheckpointTmpSuffix) {
-	case RecoveryPointFile, LogStartOffsetFile, CleanShutdownFile, LockFile,
+	case RecoveryPointFile, LogStartOffsetFile, CleanerOffsetFile, CleanShutdownFile, LockFile,
 		PartitionMetadataFile, LeaderEpochFile:
 		return true
 	}

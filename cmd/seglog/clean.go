@@ -19,9 +19,11 @@ func init() { register(newCleanCmd) }
 
 func newCleanCmd() *cobra.Command {
 	var retentionMs, retentionBytes, before int64
+	var compact bool
+	var deleteRetentionMs, minLagMs int64
 	cmd := &cobra.Command{
 		Use:   "clean DIR",
-		Short: "Apply retention to the log in DIR now: delete expired segments, move the start offset",
+		Short: "Apply retention or compaction to the log in DIR now",
 		Long: `Run one retention pass over the log in DIR, as Kafka's log manager does
 every log.retention.check.interval.ms, and exit when it is done.
 
@@ -38,11 +40,25 @@ Only the rules given apply (nothing is deleted by default):
                              records below O in the segment holding it become
                              unreadable; O must not be past the end
 
-Only whole segments are deleted, oldest first. A breaching active segment is
+  --compact                  compact the log: keep the latest record of each
+                             key, drop keyless records and aborted transaction
+                             data, and drop tombstones and transaction markers
+                             whose delete horizon has passed (the first pass
+                             that sees them sets it); runs whatever the dirty
+                             ratio, also rewriting segments that only hold
+                             records to drop. The active segment is never
+                             compacted. With it:
+    --delete-retention-ms N  the delete horizon's distance (delete.retention.ms,
+                             default 86400000)
+    --min-compaction-lag-ms N  leave segments holding records younger than N ms
+                             alone (min.compaction.lag.ms, default 0)
+
+Retention deletes only whole segments, oldest first. A breaching active segment is
 rolled first. No reader holds the files, so they are unlinked before the
 command exits: no .deleted files are left. The new start offset is
 checkpointed and survives a restart. One line on standard output says what
-went: segments, records (offsets), bytes, and the new start offset.`,
+went: segments, records (offsets), bytes, and the new start offset; with
+--compact a second line says what compaction removed.`,
 		Args: cobra.ExactArgs(1),
 	}
 	lf := bindLogFlags(cmd)
@@ -50,9 +66,22 @@ went: segments, records (offsets), bytes, and the new start offset.`,
 	fl.Int64Var(&retentionMs, "retention-ms", -1, "delete segments whose newest record is older than N ms (retention.ms; -1: forever)")
 	fl.Int64Var(&retentionBytes, "retention-bytes", -1, "keep the log to about N bytes, deleting the oldest segments (retention.bytes; -1: no limit)")
 	fl.Int64Var(&before, "delete-records-before", 0, "make OFFSET the log start offset (DeleteRecords)")
+	fl.BoolVar(&compact, "compact", false, "compact the log now, whatever its dirty ratio")
+	fl.Int64Var(&deleteRetentionMs, "delete-retention-ms", cleaner.DefaultDeleteRetention.Milliseconds(), "with --compact: keep tombstones and markers N ms after their first compaction (delete.retention.ms)")
+	fl.Int64Var(&minLagMs, "min-compaction-lag-ms", 0, "with --compact: do not compact segments holding records younger than N ms (min.compaction.lag.ms)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if !fl.Changed("retention-ms") && !fl.Changed("retention-bytes") && !fl.Changed("delete-records-before") {
-			return errors.New("nothing to do: give --retention-ms, --retention-bytes or --delete-records-before")
+		if !compact && (fl.Changed("delete-retention-ms") || fl.Changed("min-compaction-lag-ms")) {
+			return errors.New("--delete-retention-ms and --min-compaction-lag-ms need --compact")
+		}
+		if !fl.Changed("retention-ms") && !fl.Changed("retention-bytes") && !fl.Changed("delete-records-before") && !compact {
+			return errors.New("nothing to do: give --retention-ms, --retention-bytes, --delete-records-before or --compact")
+		}
+		const maxMs = math.MaxInt64 / int64(time.Millisecond)
+		if deleteRetentionMs < 0 || deleteRetentionMs > maxMs {
+			return fmt.Errorf("invalid --delete-retention-ms %d: want 0 to %d", deleteRetentionMs, maxMs)
+		}
+		if minLagMs < 0 || minLagMs > maxMs {
+			return fmt.Errorf("invalid --min-compaction-lag-ms %d: want 0 to %d", minLagMs, maxMs)
 		}
 		policy := cleaner.DefaultPolicy()
 		policy.Retention, policy.RetentionBytes, policy.FileDeleteDelay = cleaner.Forever, retentionBytes, 0
@@ -84,15 +113,23 @@ went: segments, records (offsets), bytes, and the new start offset.`,
 		if err != nil {
 			return err
 		}
-		res, err := cleanOnce(l, opts, policy, fl.Changed("delete-records-before"), before)
+		policy.DeleteRetention = time.Duration(deleteRetentionMs) * time.Millisecond
+		policy.MinCompactionLag = time.Duration(minLagMs) * time.Millisecond
+		retain := fl.Changed("retention-ms") || fl.Changed("retention-bytes") || fl.Changed("delete-records-before")
+		res, comp, err := cleanOnce(l, opts, policy, retain, fl.Changed("delete-records-before"), before, compact)
 		if cerr := l.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s: deleted %d segments, %d records, %d bytes; start offset %d (was %d)\n",
-			dir, res.Segments, res.Records, res.Bytes, res.NewStartOffset, res.OldStartOffset)
+		if retain {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: deleted %d segments, %d records, %d bytes; start offset %d (was %d)\n",
+				dir, res.Segments, res.Records, res.Bytes, res.NewStartOffset, res.OldStartOffset)
+		}
+		if compact {
+			printCompacted(cmd.OutOrStdout(), dir, comp)
+		}
 		return nil
 	}
 	return cmd
@@ -121,9 +158,11 @@ func checkLogDir(dir string) error {
 	return fmt.Errorf("%s: not a log directory (no %s segment files)", dir, segment.LogSuffix)
 }
 
-// cleanOnce runs one cleaner round over l alone and returns what it did.
-func cleanOnce(l *seglog.Log, opts seglog.Options, policy cleaner.Policy, deleteRecords bool, before int64) (cleaner.LogCleaned, error) {
+// cleanOnce runs one retention round over l alone if retain, then a
+// forced compaction round if compact, and returns what they did.
+func cleanOnce(l *seglog.Log, opts seglog.Options, policy cleaner.Policy, retain, deleteRecords bool, before int64, compact bool) (cleaner.LogCleaned, cleaner.LogCompacted, error) {
 	var res cleaner.LogCleaned
+	var comp cleaner.LogCompacted
 	var failure error
 	c := cleaner.New(cleaner.Options{Logger: opts.Logger, Events: cleaner.Events{
 		LogCleaned: func(e cleaner.LogCleaned) { res = e },
@@ -131,15 +170,26 @@ func cleanOnce(l *seglog.Log, opts seglog.Options, policy cleaner.Policy, delete
 	}})
 	log := cleaner.Wrap(l)
 	if err := c.Add(log, policy); err != nil {
-		return res, err
+		return res, comp, err
 	}
 	if deleteRecords {
 		if err := c.DeleteRecords(log, before); err != nil {
-			return res, fmt.Errorf("invalid --delete-records-before %d: past the log end %d", before, l.EndOffset())
+			return res, comp, fmt.Errorf("invalid --delete-records-before %d: past the log end %d", before, l.EndOffset())
 		}
 	}
-	if err := c.RunOnce(context.Background()); err != nil {
-		return res, err
+	if retain {
+		if err := c.RunOnce(context.Background()); err != nil {
+			return res, comp, err
+		}
+		if failure != nil {
+			return res, comp, failure
+		}
 	}
-	return res, failure
+	if compact {
+		var err error
+		if comp, err = c.Compact(context.Background(), log, policy); err != nil {
+			return res, comp, err
+		}
+	}
+	return res, comp, failure
 }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+)
+
+// compactFixture writes a log of prices: three sealed segments updating
+// keys a, b and c (b deleted by a tombstone at the end, one record
+// without a key), and an active segment with one more update of a.
+func compactFixture(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "prices-0")
+	l, err := seglog.Open(dir, seglog.Options{MaxIndexBytes: 1 << 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(k, v string) record.Record {
+		r := record.Record{}
+		if k != "" {
+			r.Key = []byte(k)
+		}
+		if v != "" {
+			r.Value = []byte(v)
+		}
+		return r
+	}
+	segs := [][]record.Record{
+		{rec("a", "1"), rec("b", "1"), rec("c", "1"), rec("", "orphan")},
+		{rec("a", "2"), rec("b", "2"), rec("c", "2")},
+		{rec("a", "3"), rec("b", "")},
+		{rec("a", "4")},
+	}
+	for i, s := range segs {
+		if _, err := l.Append(s...); err != nil {
+			t.Fatal(err)
+		}
+		if i < len(segs)-1 {
+			if err := l.Roll(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// contents reads dir's records as "offset:key=value" ("-" for null).
+func contents(t *testing.T, dir string) string {
+	t.Helper()
+	l, err := seglog.Open(dir, seglog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var out []string
+	for r, err := range l.Records(l.StartOffset()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, v := "-", "-"
+		if r.Key != nil {
+			k = string(r.Key)
+		}
+		if r.Value != nil {
+			v = string(r.Value)
+		}
+		out = append(out, fmt.Sprintf("%d:%s=%s", r.Offset, k, v))
+	}
+	return strings.Join(out, " ")
+}
+
+func TestCleanCompact(t *testing.T) {
+	dir := compactFixture(t)
+	// The first pass: superseded values and the keyless record go, the
+	// tombstone stays (its horizon, now + 0 ms, is set by this pass).
+	r := mustInvoke(t, "", "clean", dir, "--compact", "--delete-retention-ms", "0")
+	if !strings.HasPrefix(r.stdout, dir+": compacted 3 segments into 1; removed 6 records (5 superseded, 0 tombstones, 0 transaction markers, 0 aborted, 1 without a key)") ||
+		!strings.HasSuffix(r.stdout, "compacted up to offset 9\n") {
+		t.Fatalf("first pass said %q", r.stdout)
+	}
+	if got, want := contents(t, dir), "6:c=2 7:a=3 8:b=- 9:a=4"; got != want {
+		t.Fatalf("after the first pass: %s, want %s", got, want)
+	}
+	// The second pass: nothing is dirty, but the tombstone's horizon has
+	// passed, so its segment is rewritten without it.
+	r = mustInvoke(t, "", "clean", dir, "--compact")
+	if !strings.Contains(r.stdout, "removed 1 records (0 superseded, 1 tombstones,") {
+		t.Fatalf("second pass said %q", r.stdout)
+	}
+	if got, want := contents(t, dir), "6:c=2 7:a=3 9:a=4"; got != want {
+		t.Fatalf("after the second pass: %s, want %s", got, want)
+	}
+	// Offsets are unchanged: the log still ends at 10.
+	if _, end, _ := logState(t, dir); end != 10 {
+		t.Fatalf("end %d, want 10", end)
+	}
+}
+
+func TestCleanCompactMinLag(t *testing.T) {
+	dir := compactFixture(t)
+	before := contents(t, dir)
+	r := mustInvoke(t, "", "clean", dir, "--compact", "--min-compaction-lag-ms", "3600000")
+	if !strings.Contains(r.stdout, "compacted 0 segments into 0; removed 0 records") {
+		t.Fatalf("said %q", r.stdout)
+	}
+	if got := contents(t, dir); got != before {
+		t.Fatalf("young records compacted: %s, was %s", got, before)
+	}
+}
+
+func TestCleanCompactWithRetention(t *testing.T) {
+	dir := compactFixture(t)
+	r := mustInvoke(t, "", "clean", dir, "--compact", "--delete-records-before", "4")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "deleted 1 segments") || !strings.Contains(lines[1], "compacted 2 segments into 1") {
+		t.Fatalf("said %q", r.stdout)
+	}
+	if got, want := contents(t, dir), "6:c=2 7:a=3 8:b=- 9:a=4"; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
+
+func TestCleanCompactRefusals(t *testing.T) {
+	dir := compactFixture(t)
+	before := contents(t, dir)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"clean", dir, "--delete-retention-ms", "5"}, "need --compact"},
+		{[]string{"clean", dir, "--compact", "--delete-retention-ms", "-1"}, "invalid --delete-retention-ms -1"},
+		{[]string{"clean", dir, "--compact", "--min-compaction-lag-ms", "-3"}, "invalid --min-compaction-lag-ms -3"},
+	}
+	for _, c := range cases {
+		r := invoke(t, "", c.args...)
+		if r.code != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("seglog %s: exit %d, stderr %q; want 1 and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
+	if got := contents(t, dir); got != before {
+		t.Fatalf("refused cleans changed the log: %s", got)
+	}
+}

@@ -1,0 +1,463 @@
+package compaction
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+)
+
+// ErrLegacy: a segment of the run holds legacy (v0/v1) entries, which this
+// package does not rewrite; the round stops before it.
+var ErrLegacy = errors.New("compaction: segment holds legacy v0/v1 entries")
+
+// Result describes a round.
+type Result struct {
+	// Start is the log's start offset and End the checkpoint the round
+	// reached: everything in [Start, End) has been compacted against the
+	// keys mapped, and a later round continues from End.
+	Start, End int64
+	// MapFull reports that the offset map filled up before the dirty part
+	// was mapped; End then stops short of it.
+	MapFull bool
+	// MapFill is how full the map was, 0 to 1.
+	MapFill float64
+	// BytesRead and BytesWritten count the segment bytes read (every
+	// pass) and written (new segments).
+	BytesRead, BytesWritten int64
+	// SegmentsRead is how many old segments were rewritten, into
+	// SegmentsWritten new ones.
+	SegmentsRead, SegmentsWritten int
+	// RecordsRemoved counts removed records; TombstonesRemoved and
+	// MarkersRemoved those among them that were tombstones and
+	// transaction markers, AbortedRemoved the data of aborted
+	// transactions, KeylessRemoved the records without a key.
+	RecordsRemoved, TombstonesRemoved, MarkersRemoved, AbortedRemoved, KeylessRemoved int64
+	// BatchesRemoved counts batches dropped entirely; HorizonsSet the
+	// batches given a delete horizon.
+	BatchesRemoved, HorizonsSet int64
+	// Deferred reports that the round stopped at a group it could not
+	// swap in yet (seglog.ErrSegmentsBusy: the previous segment at its
+	// offset is still held); End is then where the next round resumes.
+	Deferred bool
+	// Duration is how long the round took.
+	Duration time.Duration
+}
+
+// round is one compaction round's state.
+type round struct {
+	l         *seglog.Log
+	o         Options
+	m         *OffsetMap
+	now       int64 // ms
+	horizon   int64 // delete horizon set by this round
+	mappedEnd int64
+	txn       *txnState
+	it        record.Iterator
+	bld       *record.Builder
+	kept      []record.Record
+	res       Result
+}
+
+// Clean runs one compaction round on l: it maps the keys of the dirty part
+// [firstDirty, upper) into m (as far as m holds them), then rewrites the
+// sealed segments from the log's start up to the mapped end, group by
+// group, each swapped in with l.ReplaceSegments. upper is the first offset
+// that must not be cleaned (the last stable offset, or the end of the
+// log); the active segment is never touched. A group whose segment is
+// unchanged is left alone. The returned Result.End is the new
+// cleaner-offset checkpoint. Offsets never change.
+func Clean(l *seglog.Log, m *OffsetMap, firstDirty, upper int64, o Options) (Result, error) {
+	began := time.Now()
+	o = o.withDefaults()
+	r := &round{l: l, o: o, m: m, txn: newTxnState(), bld: record.NewBuilder(record.None)}
+	r.now = o.Now().UnixMilli()
+	r.horizon = r.now + o.DeleteRetention.Milliseconds()
+	r.res.Start = l.StartOffset()
+	r.res.End = max(firstDirty, r.res.Start)
+	defer func() { r.res.Duration = time.Since(began) }()
+
+	run := l.AcquireSealed(r.res.Start, upper)
+	defer run.Release()
+	if run.Len() == 0 {
+		return r.res, nil
+	}
+	runEnd := run.Info(run.Len() - 1).NextOffset
+	firstDirty = min(max(firstDirty, r.res.Start), runEnd)
+	if firstDirty >= runEnd && !o.Force {
+		r.res.End = firstDirty
+		return r.res, nil
+	}
+	if err := r.scanTransactions(run); err != nil {
+		return r.res, err
+	}
+	if err := r.buildMap(run, firstDirty, runEnd); err != nil {
+		return r.res, err
+	}
+	r.res.End = r.mappedEnd
+	for _, g := range r.groups(run) {
+		err := r.cleanGroup(run.Sub(g[0], g[1]))
+		if errors.Is(err, seglog.ErrSegmentsBusy) {
+			// Later groups wait for the next round, which maps again from
+			// here (or from firstDirty) and so redoes what this one skips.
+			r.res.Deferred = true
+			r.res.End = max(firstDirty, min(run.Info(g[0]).BaseOffset, r.mappedEnd))
+			return r.res, nil
+		}
+		if err != nil {
+			r.res.End = max(firstDirty, r.res.Start)
+			return r.res, err
+		}
+	}
+	return r.res, nil
+}
+
+// batches yields segment i's batches, charging the throttle and checking
+// that no legacy entry was skipped.
+func (r *round) batches(run *seglog.SealedRun, i int, fn func(b record.Batch) error) error {
+	var seen int64
+	for b, err := range run.Batches(i) {
+		if err != nil {
+			return err
+		}
+		seen += int64(len(b))
+		r.res.BytesRead += int64(len(b))
+		if err := r.o.Throttle(int64(len(b))); err != nil {
+			return err
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+	if info := run.Info(i); seen != info.Size {
+		return fmt.Errorf("%w: segment %d", ErrLegacy, info.BaseOffset)
+	}
+	return nil
+}
+
+// errStop ends a pass early.
+var errStop = errors.New("stop")
+
+// scanTransactions is the first pass: markers and producers' last batches.
+func (r *round) scanTransactions(run *seglog.SealedRun) error {
+	for i := range run.Len() {
+		if err := r.batches(run, i, func(b record.Batch) error { return r.txn.observe(b, &r.it) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// buildMap is Kafka's buildOffsetMap: every keyed record of committed or
+// non-transactional data at or after firstDirty, until the map is full;
+// mappedEnd is where it stopped.
+func (r *round) buildMap(run *seglog.SealedRun, firstDirty, runEnd int64) error {
+	r.m.Clear()
+	r.mappedEnd = runEnd
+	for i := range run.Len() {
+		if run.Info(i).NextOffset <= firstDirty {
+			continue
+		}
+		err := r.batches(run, i, func(b record.Batch) error {
+			if b.NextOffset() <= firstDirty || b.IsControl() {
+				return nil
+			}
+			if b.IsTransactional() && r.txn.outcomeOf(b.ProducerID(), b.BaseOffset()) != committed {
+				return nil
+			}
+			if err := r.it.Reset(b); err != nil {
+				return err
+			}
+			for r.it.Next() {
+				rec := r.it.Record()
+				if rec.Offset < firstDirty || rec.Key == nil {
+					continue
+				}
+				if !r.m.Put(rec.Key, rec.Offset) {
+					r.mappedEnd = rec.Offset
+					r.res.MapFull = true
+					return errStop
+				}
+			}
+			return r.it.Err()
+		})
+		if errors.Is(err, errStop) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	r.res.MapFill = r.m.Fill()
+	return nil
+}
+
+// groups splits the segments overlapping [start, mappedEnd) into runs
+// [i, j) that fit one new segment: sizes summing to at most segment.bytes
+// and an offset span within the 32-bit relative range. A group never ends
+// with an empty segment, so the new segments end where the old ones did.
+func (r *round) groups(run *seglog.SealedRun) [][2]int {
+	infos := make([]seglog.SegmentInfo, run.Len())
+	for i := range infos {
+		infos[i] = run.Info(i)
+	}
+	var out [][2]int
+	i := 0
+	for i < len(infos) && infos[i].BaseOffset < r.mappedEnd {
+		first := infos[i]
+		j, size := i+1, first.Size
+		for j < len(infos) {
+			next := infos[j]
+			if next.BaseOffset >= r.mappedEnd || size+next.Size > r.o.SegmentBytes ||
+				next.NextOffset-first.BaseOffset > math.MaxInt32 {
+				break
+			}
+			size += next.Size
+			j++
+		}
+		end := j
+		for end > i && infos[end-1].Size == 0 {
+			end--
+		}
+		if end > i {
+			out = append(out, [2]int{i, end})
+		}
+		i = j
+	}
+	return out
+}
+
+// cleanGroup rewrites the segments of g into new ones and swaps them in.
+func (r *round) cleanGroup(g *seglog.SealedRun) (err error) {
+	groupEnd := g.Info(g.Len() - 1).NextOffset
+	w, err := r.l.NewCleaned(g.Info(0).BaseOffset)
+	if err != nil {
+		return err
+	}
+	news := []*seglog.CleanedSegment{w}
+	defer func() {
+		if err != nil {
+			for _, n := range news {
+				n.Abort()
+			}
+		}
+	}()
+	changed := g.Len() > 1
+	for i := range g.Len() {
+		err := r.batches(g, i, func(b record.Batch) error {
+			out, verbatim, err := r.filter(b, b.NextOffset() == groupEnd)
+			if err != nil {
+				return err
+			}
+			if !verbatim {
+				changed = true
+			}
+			if out == nil {
+				return nil
+			}
+			if w.IndexFull() {
+				if err := w.Finish(); err != nil {
+					return err
+				}
+				if w, err = r.l.NewCleaned(out.BaseOffset()); err != nil {
+					return err
+				}
+				news = append(news, w)
+			}
+			if err := r.o.Throttle(int64(len(out))); err != nil {
+				return err
+			}
+			return w.Append(out)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !changed {
+		for _, n := range news {
+			n.Abort()
+		}
+		return nil
+	}
+	if err := w.Finish(); err != nil {
+		return err
+	}
+	var written int64
+	for _, n := range news {
+		written += n.Size()
+	}
+	if err := r.l.ReplaceSegments(g, news); err != nil {
+		news = nil // consumed
+		return err
+	}
+	r.res.BytesWritten += written
+	r.res.SegmentsRead += g.Len()
+	r.res.SegmentsWritten += len(news)
+	return nil
+}
+
+// filter applies §9.3 and §9.4 to one batch. It returns the batch to
+// write (nil: dropped) and whether it is b unchanged. lastOfGroup keeps
+// an empty header for the group's last batch, so the new segment ends
+// where the old one did.
+func (r *round) filter(b record.Batch, lastOfGroup bool) (record.Batch, bool, error) {
+	pid := b.ProducerID()
+	hasHorizon := b.HasDeleteHorizon()
+	horizonPassed := hasHorizon && r.now >= b.BaseTimestamp()
+	keepHeader := lastOfGroup || (pid >= 0 && r.txn.lastBatch[pid] == b.BaseOffset())
+
+	if b.IsControl() {
+		if !b.IsTransactional() {
+			return b, true, nil
+		}
+		_, isMarker, err := markerOf(b, &r.it)
+		if err != nil {
+			return nil, false, err
+		}
+		if !isMarker {
+			return b, true, nil
+		}
+		dataGone := !r.txn.retained[pid]
+		delete(r.txn.retained, pid)
+		switch {
+		case !dataGone:
+			return b, true, nil
+		case !hasHorizon:
+			r.res.HorizonsSet++
+			return r.rebuild(b, r.horizon, func(record.Record) bool { return true })
+		case !horizonPassed:
+			return b, true, nil
+		}
+		r.res.MarkersRemoved += int64(b.NumRecords())
+		r.res.RecordsRemoved += int64(b.NumRecords())
+		if keepHeader {
+			return r.rebuild(b, b.BaseTimestamp(), func(record.Record) bool { return false })
+		}
+		r.res.BatchesRemoved++
+		return nil, false, nil
+	}
+
+	oc := committed
+	if b.IsTransactional() {
+		oc = r.txn.outcomeOf(pid, b.BaseOffset())
+	}
+	needHorizon := false
+	keep := func(rec record.Record) bool {
+		switch {
+		case oc == aborted:
+			r.res.AbortedRemoved++
+			return false
+		case oc == undecided || rec.Offset >= r.mappedEnd:
+			return true
+		case rec.Key == nil:
+			r.res.KeylessRemoved++
+			return false
+		}
+		if latest, ok := r.m.Get(rec.Key); ok && latest > rec.Offset {
+			return false
+		}
+		if rec.Value == nil {
+			if horizonPassed {
+				r.res.TombstonesRemoved++
+				return false
+			}
+			needHorizon = needHorizon || !hasHorizon
+		}
+		return true
+	}
+	// First decide, since the horizon must be known before rebuilding.
+	if err := r.it.Reset(b); err != nil {
+		return nil, false, err
+	}
+	r.kept = r.kept[:0]
+	n := 0
+	for r.it.Next() {
+		n++
+		rec := r.it.Record()
+		if keep(rec) {
+			rec.Headers = slices.Clone(rec.Headers)
+			r.kept = append(r.kept, rec)
+		}
+	}
+	if err := r.it.Err(); err != nil {
+		return nil, false, err
+	}
+	removed := int64(n - len(r.kept))
+	r.res.RecordsRemoved += removed
+	if len(r.kept) > 0 && b.IsTransactional() {
+		r.txn.retained[pid] = true
+	}
+	if removed == 0 && !needHorizon {
+		return b, true, nil
+	}
+	if len(r.kept) == 0 && !keepHeader {
+		r.res.BatchesRemoved++
+		return nil, false, nil
+	}
+	horizon := int64(-1)
+	switch {
+	case hasHorizon:
+		horizon = b.BaseTimestamp()
+	case needHorizon:
+		horizon = r.horizon
+		r.res.HorizonsSet++
+	}
+	return r.build(b, horizon, r.kept)
+}
+
+// rebuild re-encodes b with the records keep accepts.
+func (r *round) rebuild(b record.Batch, horizon int64, keep func(record.Record) bool) (record.Batch, bool, error) {
+	if err := r.it.Reset(b); err != nil {
+		return nil, false, err
+	}
+	r.kept = r.kept[:0]
+	for r.it.Next() {
+		if rec := r.it.Record(); keep(rec) {
+			rec.Headers = slices.Clone(rec.Headers)
+			r.kept = append(r.kept, rec)
+		}
+	}
+	if err := r.it.Err(); err != nil {
+		return nil, false, err
+	}
+	return r.build(b, horizon, r.kept)
+}
+
+// build encodes recs as b's replacement: same codec, base offset, last
+// offset delta, producer fields, leader epoch and flags; the delete
+// horizon if horizon >= 0. recs alias r.it's buffers, read before the
+// next Reset.
+func (r *round) build(b record.Batch, horizon int64, recs []record.Record) (record.Batch, bool, error) {
+	bld := r.bld
+	bld.SetDeleteHorizon(horizon)
+	bld.SetCodec(b.Codec()) // resets, keeping the horizon as base timestamp
+	bld.SetBaseOffset(b.BaseOffset())
+	bld.SetPartitionLeaderEpoch(b.PartitionLeaderEpoch())
+	bld.SetProducer(b.ProducerID(), b.ProducerEpoch(), b.BaseSequence())
+	bld.SetTransactional(b.IsTransactional())
+	bld.SetControl(b.IsControl())
+	if b.TimestampType() == record.LogAppendTime {
+		bld.SetLogAppendTime(b.MaxTimestamp())
+	} else {
+		bld.SetLogAppendTime(-1)
+	}
+	bld.SetLastOffsetDelta(b.LastOffsetDelta())
+	for i := range recs {
+		if err := bld.AddAt(recs[i].Offset, recs[i].Timestamp, &recs[i]); err != nil {
+			return nil, false, fmt.Errorf("compaction: rebuilding batch at %d: %w", b.BaseOffset(), err)
+		}
+	}
+	out, err := bld.Build()
+	if err != nil {
+		return nil, false, fmt.Errorf("compaction: rebuilding batch at %d: %w", b.BaseOffset(), err)
+	}
+	if len(recs) == 0 {
+		// An emptied batch keeps its max timestamp (§1.5).
+		out.SetMaxTimestamp(b.MaxTimestamp(), b.TimestampType())
+	}
+	return out, false, nil
+}

@@ -1,0 +1,9 @@
+// Package compaction implements Kafka's key compaction (cleanup.policy =
+// compact) for seglog logs: an offset map from key hashes to the latest
+// offset of each key, bounded by a preallocated table, and the rewriting of
+// runs of sealed segments into new ones that keep the latest record of
+// every key, with Kafka's rules for keyless records, tombstones and their
+// delete horizon (KIP-534), aborted transactions and transaction markers.
+// The new segments are swapped in with the Log's crash-safe
+// ReplaceSegments. See docs/compaction.md.
+package compaction

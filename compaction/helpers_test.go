@@ -1,0 +1,88 @@
+package compaction
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
+)
+
+// testOptions are small segments on an in-memory filesystem.
+func testOptions(fsys vfs.FS) seglog.Options {
+	return seglog.Options{FS: fsys, SegmentBytes: 2 << 10, MaxIndexBytes: 4 << 10, IndexIntervalBytes: 128, Sync: seglog.SyncNone}
+}
+
+func openTestLog(t *testing.T, fsys vfs.FS) *seglog.Log {
+	t.Helper()
+	l, err := seglog.Open("/log", testOptions(fsys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// model is what was appended: offset → record.
+type model map[int64]record.Record
+
+// expect returns what reading l must give once [start, end) is compacted:
+// below end, for each key the record with the largest offset below end
+// (keyless records gone; tombstones kept, their horizon being far off),
+// and every record from end on.
+func (m model) expect(start, end, logEnd int64) []record.Record {
+	latest := map[string]int64{}
+	for off := start; off < end; off++ {
+		if r, ok := m[off]; ok && r.Key != nil {
+			latest[string(r.Key)] = off
+		}
+	}
+	var out []record.Record
+	for off := start; off < logEnd; off++ {
+		r, ok := m[off]
+		if !ok {
+			continue
+		}
+		if off < end && (r.Key == nil || latest[string(r.Key)] != off) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// readAll reads every record of l.
+func readAll(t *testing.T, l *seglog.Log) []record.Record {
+	t.Helper()
+	var out []record.Record
+	for r, err := range l.Records(l.StartOffset()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+		r.Headers = nil
+		out = append(out, r)
+	}
+	return out
+}
+
+func sameRecords(got, want []record.Record) error {
+	for i := 0; i < len(got) || i < len(want); i++ {
+		if i >= len(got) {
+			return fmt.Errorf("missing record at offset %d (and %d more)", want[i].Offset, len(want)-i-1)
+		}
+		if i >= len(want) {
+			return fmt.Errorf("extra record at offset %d", got[i].Offset)
+		}
+		g, w := got[i], want[i]
+		if g.Offset != w.Offset || !bytes.Equal(g.Key, w.Key) || !bytes.Equal(g.Value, w.Value) ||
+			(g.Key == nil) != (w.Key == nil) || (g.Value == nil) != (w.Value == nil) {
+			return fmt.Errorf("record %d: got offset %d key %q value %q, want offset %d key %q value %q",
+				i, g.Offset, g.Key, g.Value, w.Offset, w.Key, w.Value)
+		}
+	}
+	return nil
+}
+
+func seglogOpen(o seglog.Options) (*seglog.Log, error) { return seglog.Open("/log", o) }

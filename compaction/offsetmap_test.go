@@ -1,0 +1,95 @@
+package compaction
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"testing"
+)
+
+func TestOffsetMapLatestWins(t *testing.T) {
+	m := NewOffsetMap(1<<16, 0)
+	for i := range 1000 {
+		if !m.Put(fmt.Appendf(nil, "k%d", i%100), int64(i)) {
+			t.Fatalf("put %d refused", i)
+		}
+	}
+	if m.Len() != 100 {
+		t.Fatalf("Len = %d, want 100", m.Len())
+	}
+	for k := range 100 {
+		got, ok := m.Get(fmt.Appendf(nil, "k%d", k))
+		if want := int64(900 + k); !ok || got != want {
+			t.Fatalf("Get(k%d) = %d, %v; want %d", k, got, ok, want)
+		}
+	}
+	if _, ok := m.Get([]byte("absent")); ok {
+		t.Fatal("absent key found")
+	}
+	if m.LatestOffset() != 999 {
+		t.Fatalf("LatestOffset = %d", m.LatestOffset())
+	}
+	m.Clear()
+	if _, ok := m.Get([]byte("k1")); ok || m.Len() != 0 || m.LatestOffset() != -1 {
+		t.Fatal("Clear left entries")
+	}
+}
+
+func TestOffsetMapFullRefusesNewKeys(t *testing.T) {
+	m := NewOffsetMap(10*slotBytes, 0.5) // 10 slots, 5 usable
+	n := 0
+	for i := 0; ; i++ {
+		if !m.Put(fmt.Appendf(nil, "k%d", i), int64(i)) {
+			break
+		}
+		n++
+	}
+	if n != 5 || !m.Full() || m.Fill() != 1 {
+		t.Fatalf("accepted %d keys, Full %v, Fill %v; want 5, true, 1", n, m.Full(), m.Fill())
+	}
+	// A known key is still updated when the map is full.
+	if !m.Put([]byte("k0"), 100) {
+		t.Fatal("update of a mapped key refused")
+	}
+	if got, _ := m.Get([]byte("k0")); got != 100 {
+		t.Fatalf("k0 = %d", got)
+	}
+	// Missing keys are answered even in a map at its limit.
+	if _, ok := m.Get([]byte("nope")); ok {
+		t.Fatal("absent key found")
+	}
+}
+
+func TestOffsetMapTinyTableTerminates(t *testing.T) {
+	m := NewOffsetMap(1, 1)
+	if !m.Put([]byte("a"), 1) || m.Put([]byte("b"), 2) {
+		t.Fatal("a two-slot map must take exactly one key")
+	}
+	if _, ok := m.Get([]byte("b")); ok {
+		t.Fatal("b found")
+	}
+}
+
+// TestOffsetMapMemoryBounded measures that filling a map with many more
+// keys than it holds allocates nothing beyond the table.
+func TestOffsetMapMemoryBounded(t *testing.T) {
+	const size = 1 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m := NewOffsetMap(size, 0)
+	key := make([]byte, 0, 32)
+	for i := range 200_000 {
+		key = strconv.AppendInt(append(key[:0], "key-"...), int64(i), 10)
+		m.Put(key, int64(i))
+	}
+	runtime.ReadMemStats(&after)
+	grew := after.TotalAlloc - before.TotalAlloc
+	if grew > size+64<<10 {
+		t.Fatalf("allocated %d bytes for a %d-byte map", grew, size)
+	}
+	if !m.Full() {
+		t.Fatal("200,000 keys should fill a 1 MiB map")
+	}
+	runtime.KeepAlive(m)
+}

@@ -1,0 +1,284 @@
+package seglog
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
+)
+
+// ErrSegmentsChanged: ReplaceSegments found that the segments it was to
+// replace were removed or replaced since AcquireSealed (retention,
+// truncation, another compaction). Nothing was changed; the rewrite is
+// discarded and may be retried on the new segments.
+var ErrSegmentsChanged = errors.New("seglog: segments changed during the rewrite")
+
+// ErrSegmentsBusy: ReplaceSegments found the .deleted files of an earlier
+// segment at the base offset of one it replaces, still held by a reader
+// or by file.delete.delay.ms. Renaming over them would take them from
+// under that reader, so nothing was changed; retry once they are gone.
+var ErrSegmentsBusy = errors.New("seglog: an earlier segment at the same offset is still being deleted")
+
+// SealedRun is a run of consecutive sealed segments, each held by a
+// reference so that they can be read while retention or truncation
+// change the log. It is what a compaction reads and what ReplaceSegments
+// replaces.
+type SealedRun struct {
+	l    *Log
+	segs []*segment.Segment
+	next []int64 // each segment's next offset when the run was acquired
+	own  bool    // Release drops the references (false for a Sub view)
+	gen  uint64  // truncations done when the run was acquired
+}
+
+// AcquireSealed returns the sealed segments from the one holding from
+// (or the first) whose records all lie below to, in offset order. The
+// active segment is never part of a run. Release the run when done.
+func (l *Log) AcquireSealed(from, to int64) *SealedRun {
+	r := &SealedRun{l: l, own: true, gen: l.truncations.current()}
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	start := probe(from)
+	if s := l.floorSegment(from); s != nil {
+		start = probe(s.BaseOffset())
+	}
+	l.segs.AscendGreaterOrEqual(start, func(it segItem) bool {
+		if it.seg == l.active || it.seg.NextOffset() > to || !it.seg.Acquire() {
+			return false
+		}
+		r.segs = append(r.segs, it.seg)
+		r.next = append(r.next, it.seg.NextOffset())
+		return true
+	})
+	return r
+}
+
+// Len is the number of segments in the run.
+func (r *SealedRun) Len() int { return len(r.segs) }
+
+// Sub is the view of segments [i, j) of the run, sharing its references:
+// release only the run it came from.
+func (r *SealedRun) Sub(i, j int) *SealedRun {
+	return &SealedRun{l: r.l, segs: r.segs[i:j], next: r.next[i:j], gen: r.gen}
+}
+
+// Info describes segment i.
+func (r *SealedRun) Info(i int) SegmentInfo {
+	s := r.segs[i]
+	info := SegmentInfo{
+		BaseOffset:       s.BaseOffset(),
+		NextOffset:       s.NextOffset(),
+		Size:             s.Size(),
+		LargestTimestamp: s.MaxTimestamp(),
+	}
+	if fi, err := r.l.fs.Stat(s.LogPath()); err == nil {
+		info.Modified = fi.ModTime()
+	}
+	return info
+}
+
+// Batches yields the v2 batches of segment i, CRC-checked, from its start
+// (segment.Segment.Batches: a batch is valid only inside the loop body).
+// Legacy v0/v1 entries are skipped: a caller that rewrites the segment
+// compares the bytes yielded with its size to notice them.
+func (r *SealedRun) Batches(i int) iter.Seq2[record.Batch, error] {
+	s := r.segs[i]
+	return s.Batches(0, s.Size())
+}
+
+// Release drops the run's references.
+func (r *SealedRun) Release() {
+	if !r.own {
+		return
+	}
+	for _, s := range r.segs {
+		s.Release()
+	}
+	r.segs = nil
+}
+
+// ReplaceSegments swaps the finished cleaned segments news in for the
+// segments of run, Kafka's replaceSegments (§9.5 of the format notes),
+// through layout's .cleaned/.swap protocol: the .cleaned files are renamed
+// to .swap in descending base order and the directory synced (the commit
+// point: before it a crash leaves .cleaned files that loading deletes,
+// after it loading completes the swap); the old segments are renamed to
+// .deleted; the .swap files take their final names and the directory is
+// synced; then the segment set is changed in one step under the segment
+// lock. Readers holding old segments keep reading them (their files are
+// unlinked when the last reference goes, after file.delete.delay.ms), and
+// appends to the active segment never wait: only retention, truncation,
+// Close and other swaps are serialized with it.
+//
+// news must cover the run's offsets: the first starts at the run's base
+// offset and the last ends at the run's next offset, so that loading,
+// which deletes every old file in the range the .swap files cover, never
+// keeps an old segment beside a new one. ReplaceSegments consumes news:
+// on any failure their files are deleted. If the run changed since it was
+// acquired, it returns ErrSegmentsChanged and changes nothing; if an
+// earlier segment at one of its base offsets is still being deleted,
+// ErrSegmentsBusy. A failure
+// after the commit point makes the Log refuse appends until reopened
+// (loading then finishes the swap).
+func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error) {
+	committed := false
+	defer func() {
+		if err != nil && !committed {
+			for _, w := range news {
+				w.Abort()
+			}
+		}
+	}()
+	if l.ro != nil {
+		return ErrReadOnly
+	}
+	if run.Len() == 0 || len(news) == 0 {
+		return fmt.Errorf("seglog: replace segments: nothing to replace")
+	}
+	first, runEnd := run.segs[0], run.next[run.Len()-1]
+	for i, w := range news {
+		if !w.finished || (i > 0 && w.base < news[i-1].next) || w.base < first.BaseOffset() {
+			return fmt.Errorf("seglog: replace segments: cleaned segment %d is unfinished or out of order", w.base)
+		}
+	}
+	if news[0].base != first.BaseOffset() || news[len(news)-1].next != runEnd {
+		return fmt.Errorf("seglog: replace segments: cleaned segments cover [%d, %d), the run [%d, %d)",
+			news[0].base, news[len(news)-1].next, first.BaseOffset(), runEnd)
+	}
+
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
+	l.mu.Lock()
+	closed := l.closed
+	werr := l.writable()
+	l.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if werr != nil {
+		return werr
+	}
+	// A truncation since the run was acquired may have cut one of its
+	// segments and appended anew, leaving the same segment object with
+	// other contents: the rewrite would bring back what it removed.
+	if !l.holdsRun(run) || l.truncations.affects(run.gen, runEnd-1) {
+		return ErrSegmentsChanged
+	}
+	// Compaction replaces the segment at a group's base offset again and
+	// again: the previous one's .deleted files may still be there.
+	for _, s := range run.segs {
+		for _, suf := range []string{layout.LogSuffix, layout.IndexSuffix, layout.TimeIndexSuffix} {
+			if _, err := l.fs.Stat(l.path(layout.FileName(s.BaseOffset(), suf) + layout.DeletedSuffix)); err == nil {
+				return ErrSegmentsBusy
+			} else if !isNotExist(err) {
+				return err
+			}
+		}
+	}
+
+	// Descending order: if renaming stops half-way, the .swap files made
+	// lie above the .cleaned files left, so loading abandons them all.
+	order := slices.Clone(news)
+	slices.SortFunc(order, func(a, b *CleanedSegment) int { return cmp.Compare(b.base, a.base) })
+	var cleaned []string
+	for _, w := range order {
+		cleaned = append(cleaned, w.names...)
+	}
+	swaps, err := layout.CommitCleaned(l.fs, l.dir, cleaned)
+	if err != nil {
+		if len(swaps) < len(cleaned) {
+			// Not committed: take back the renames made.
+			for _, s := range swaps {
+				if rerr := l.fs.Remove(l.path(s)); rerr != nil && !isNotExist(rerr) {
+					l.logger.Warn("seglog: removing swap file", "file", s, "err", rerr)
+				}
+			}
+			return err
+		}
+		committed = true
+		return l.fail(err)
+	}
+	committed = true
+
+	for _, s := range run.segs {
+		if err := s.Remove(); err != nil {
+			return l.fail(fmt.Errorf("seglog: swap: removing %s: %w", s.LogPath(), err))
+		}
+	}
+	for _, s := range swaps {
+		if err := l.fs.Rename(l.path(s), l.path(strings.TrimSuffix(s, layout.SwapSuffix))); err != nil {
+			return l.fail(fmt.Errorf("seglog: swap: %w", err))
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	opened := make([]*segment.Segment, 0, len(news))
+	for _, w := range news {
+		s, err := segment.Open(l.fs, l.dir, w.base, false, l.segmentOptions())
+		if err != nil {
+			for _, o := range opened {
+				o.Close()
+			}
+			return l.fail(err)
+		}
+		opened = append(opened, s)
+	}
+	l.segMu.Lock()
+	for _, s := range run.segs {
+		l.segs.Delete(probe(s.BaseOffset()))
+	}
+	for _, s := range opened {
+		l.segs.ReplaceOrInsert(segItem{base: s.BaseOffset(), seg: s})
+	}
+	l.segMu.Unlock()
+	for _, s := range run.segs {
+		l.retire(s)
+	}
+	return nil
+}
+
+// holdsRun reports whether every segment of run is still in the log, in
+// its place and not active, with no other segment among them.
+func (l *Log) holdsRun(run *SealedRun) bool {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	lo, hi := run.segs[0].BaseOffset(), run.segs[run.Len()-1].BaseOffset()
+	i, ok := 0, true
+	l.segs.AscendRange(probe(lo), probe(hi+1), func(it segItem) bool {
+		if i >= run.Len() || it.seg != run.segs[i] || it.seg == l.active {
+			ok = false
+			return false
+		}
+		i++
+		return true
+	})
+	return ok && i == run.Len()
+}
+
+// acquireAfter returns, with a reference, the segment a reader goes on to
+// once it has read all of seg: the next one in the log while seg is still
+// there. If seg left the log meanwhile (a swap merged it with its
+// neighbours, or retention removed it), the next one after its base may
+// skip what a merged segment kept of seg's successors, so the reader is
+// sent to the segment now holding seg's next offset.
+func (l *Log) acquireAfter(seg *segment.Segment) *segment.Segment {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	var s *segment.Segment
+	if it, ok := l.segs.Get(probe(seg.BaseOffset())); ok && it.seg == seg {
+		s = l.nextSegment(seg.BaseOffset())
+	} else if s = l.floorSegment(seg.NextOffset()); s == nil {
+		s = l.nextSegment(seg.BaseOffset())
+	}
+	if s != nil && !s.Acquire() {
+		return nil
+	}
+	return s
+}
