@@ -47,7 +47,10 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	lockPath := dir + "/" + LockFile
 	_, statErr := fs.Stat(lockPath)
-	madeLock := isNotExist(statErr) && !opts.LockHeld
+	if statErr != nil && !isNotExist(statErr) {
+		return nil, statErr
+	}
+	madeLock := statErr != nil && !opts.LockHeld
 	lock, err := lockDir(fs, dir, opts.LockHeld)
 	if err != nil {
 		if errors.Is(err, vfs.ErrLocked) {
