@@ -49,12 +49,18 @@ func (e *PositionError) Error() string {
 // Unwrap returns the sentinel.
 func (e *PositionError) Unwrap() error { return e.Err }
 
-// corruptAt reports damage at file position pos; reason may be a record
-// error with a batch-relative position, which is shifted to the file.
+// corruptAt reports damage in the entry that starts at file position pos.
+// The error's position is the entry's start, the same position fsck and
+// dump report for it, so a user can match what consume and fsck say; when
+// reason is a record error pointing inside the entry (the CRC field, a
+// length), the message adds that field's file position.
 func corruptAt(file string, pos int64, reason error) error {
 	var ce *record.CorruptionError
 	if errors.As(reason, &ce) {
-		return record.Offset(reason, file, pos)
+		if ce.Pos == 0 {
+			return &record.CorruptionError{File: file, Pos: pos, Reason: ce.Reason}
+		}
+		return &record.CorruptionError{File: file, Pos: pos, Reason: fmt.Errorf("%w (at byte %d)", ce.Reason, pos+ce.Pos)}
 	}
 	return &record.CorruptionError{File: file, Pos: pos, Reason: reason}
 }
