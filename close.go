@@ -12,6 +12,9 @@ import (
 // lock. The next Open then trusts the files as they are. After a failed
 // fsync or write, Close leaves no marker, so the next Open recovers.
 func (l *Log) Close() error {
+	if l.ro != nil {
+		return l.closeReadOnly()
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -322,6 +322,9 @@ func (l *Log) acquireRange(from, upTo int64) []*segment.Segment {
 
 // Sync makes every record appended so far durable, whatever the Sync mode.
 func (l *Log) Sync() error {
+	if l.ro != nil {
+		return ErrReadOnly
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

@@ -74,6 +74,8 @@ type Log struct {
 
 	sender      sendfile.Sender // counts what Slices sent zero-copy and by copying
 	truncations truncationLog
+
+	ro *readOnlyState // nil unless opened with Options.ReadOnly (readonly.go)
 }
 
 // AppendInfo describes a stored batch.
@@ -210,6 +212,9 @@ func (l *Log) acquireNext(base int64) *segment.Segment {
 
 // writable reports why appends are refused, if they are. Called with mu.
 func (l *Log) writable() error {
+	if l.ro != nil {
+		return ErrReadOnly
+	}
 	if l.closed {
 		return ErrClosed
 	}

@@ -26,6 +26,9 @@ import (
 // *CorruptionError naming the file and byte position (see fsck).
 // Leftover .deleted, .cleaned and .swap files are resolved as Kafka does.
 func Open(dir string, opts Options) (*Log, error) {
+	if opts.ReadOnly {
+		return openReadOnly(dir, opts)
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

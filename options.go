@@ -107,6 +107,20 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
+	// ReadOnly opens an existing log without writing anything: no
+	// directory is created (a missing one is an error matching
+	// fs.ErrNotExist), no lock is taken, no index, checkpoint or marker is
+	// written, no leftover is deleted or renamed, and a torn tail is not
+	// truncated, only not served. Indexes that are missing, torn or being
+	// written by a live writer are rebuilt in memory. It needs only read
+	// permission and works beside a writer, in this process or another;
+	// Follow and Refresh pick up what the writer appends. Damage below the
+	// recovery point is a *CorruptionError as for a writable open. Methods
+	// that would change the log return ErrReadOnly. A directory with an
+	// interrupted segment swap is refused (open it writable once). The
+	// options that only shape writes (segment size, sync policy, codec)
+	// are ignored, except that Sync must stay SyncNone.
+	ReadOnly bool
 }
 
 // withDefaults returns a copy of o with zero fields replaced by defaults.
@@ -176,6 +190,8 @@ func (o Options) Validate() error {
 		return bad("TimestampType %d: unknown", o.TimestampType)
 	case o.LeaderEpoch < 0:
 		return bad("LeaderEpoch %d: must not be negative", o.LeaderEpoch)
+	case o.ReadOnly && (o.Sync != SyncNone || o.SyncBytes != 0 || o.SyncInterval != 0):
+		return bad("ReadOnly with Sync %v: a read-only log writes nothing to sync", o.Sync)
 	}
 	if o.SegmentBytes > 0 && o.MaxBatchBytes > 0 && int64(o.MaxBatchBytes) > o.SegmentBytes {
 		return bad("MaxBatchBytes %d exceeds SegmentBytes %d: a full batch could never be stored", o.MaxBatchBytes, o.SegmentBytes)

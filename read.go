@@ -148,6 +148,7 @@ func (s *Slice) Close() error {
 // an empty slice; one below the log start or past its end is
 // ErrOffsetOutOfRange. Close the Slice when done.
 func (l *Log) Read(offset int64, maxBytes int, opts ReadOptions) (*Slice, error) {
+	l.refreshIfBehind(offset)
 	start, end := l.StartOffset(), l.EndOffset()
 	if offset < start || offset > end {
 		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, start, end)

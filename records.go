@@ -22,6 +22,7 @@ var ErrTimestampNotFound = errors.New("seglog: no record at or after the timesta
 // yields ErrOffsetOutOfRange.
 func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
 	return func(yield func(record.Record, error) bool) {
+		l.refreshIfBehind(from)
 		if start, end := l.StartOffset(), l.EndOffset(); from < start || from > end {
 			yield(record.Record{}, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, from, start, end))
 			return

@@ -1,0 +1,477 @@
+package seglog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/segment"
+)
+
+// ErrReadOnly is returned by every method that would change a Log opened
+// with Options.ReadOnly (Append, AppendBatch, TruncateTo, DeleteBefore,
+// Sync); nothing is changed.
+var ErrReadOnly = errors.New("seglog: log opened read-only")
+
+// ErrStaleView: a read-only Log found the log changed under it in a way a
+// view cannot follow (a writer truncated it below what the view had
+// published). Reopen the log to see it as it is now.
+var ErrStaleView = errors.New("seglog: the log was truncated under a read-only view; reopen it")
+
+// readOnlyState is what a read-only Log keeps about its view of the
+// directory.
+type readOnlyState struct {
+	// mu serializes refreshes (the view's only writer) and Close.
+	mu     sync.Mutex
+	closed bool
+	// rp is the recovery point the view was opened with: damage below it is
+	// corruption, above it a torn tail that is not served.
+	rp int64
+	// clean is set when the directory had a clean-shutdown marker: every
+	// byte was synced, so any damage is corruption.
+	clean bool
+	// stuck is set when a segment followed by a newer one in the directory
+	// stopped short of its end: Kafka's recovery would drop every later
+	// segment, so the view never goes past it.
+	stuck bool
+}
+
+// minEntryBytes is the smallest entry a .log can hold: a v0 message with
+// no key and no value (12 bytes of log overhead and 14 of message).
+const minEntryBytes = 26
+
+// nopCloser stands in for the directory lock a read-only Log does not take.
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// openReadOnly is Open with Options.ReadOnly: see the Options field. It
+// builds the Log's view of dir without writing anything there.
+func openReadOnly(dir string, opts Options) (*Log, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	fi, err := opts.FS.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.New("not a directory")}
+	}
+	l := &Log{
+		dir:     dir,
+		fs:      newReadOnlyFS(opts.FS),
+		opts:    opts,
+		logger:  opts.Logger,
+		lock:    nopCloser{},
+		cache:   index.NewCache(opts.MaxMappedIndexes),
+		logMaps: index.NewCache(opts.MaxMappedIndexes),
+		segs:    newSegmentTree(),
+		ro:      &readOnlyState{},
+	}
+	if err := l.loadView(); err != nil {
+		l.segMu.Lock()
+		l.closeSegments()
+		l.segMu.Unlock()
+		return nil, err
+	}
+	return l, nil
+}
+
+// viewSegmentOptions are the segment options of a read-only view: .log
+// files opened read-only, and entries bounded by the file (and the 32-bit
+// positions of a segment), never by MaxBatchBytes, which limits appends,
+// not what a log may hold.
+func (l *Log) viewSegmentOptions() segment.Options {
+	o := l.segmentOptions()
+	o.ReadOnly = true
+	o.ReserveBytes = 0
+	o.MaxBatchBytes = math.MaxInt32
+	return o
+}
+
+// openViewSegment opens the segment at base for the view, sealed. One that
+// will be rebuilt and sealed at once (sealedRebuild) gets in-memory
+// indexes sized for its file rather than the writer's preallocation: an
+// index entry follows at least one whole entry (26 bytes or more, for the
+// smallest legacy one), so the file's size bounds the entries, and a log with many segments to rebuild
+// does not hold MaxIndexBytes of memory for each while it does.
+func (l *Log) openViewSegment(base int64, sealedRebuild bool) (*segment.Segment, error) {
+	o := l.viewSegmentOptions()
+	if sealedRebuild {
+		fi, err := l.fs.Stat(l.path(segment.FileName(base, segment.LogSuffix)))
+		if err != nil {
+			return nil, err
+		}
+		entries := fi.Size()/minEntryBytes + 2
+		o.MaxIndexBytes = int(min(int64(o.MaxIndexBytes), max(entries*index.TimeEntrySize, 24)))
+	}
+	return segment.Open(l.fs, l.dir, base, false, o)
+}
+
+// logBases returns the base offsets of the directory's .log files, sorted.
+// Leftovers (.deleted, .cleaned, .swap, checkpoint .tmp files) and orphan
+// indexes are not segments and are ignored, except that a .swap a writable
+// Open would complete is refused: the view it would give cannot be built
+// without renaming files.
+func (l *Log) logBases(names []string) ([]int64, error) {
+	minCleaned := int64(math.MaxInt64)
+	var swaps []int64
+	var bases []int64
+	for _, n := range names {
+		base, suffix, ok := segment.ParseFileName(n)
+		if !ok {
+			continue
+		}
+		switch {
+		case suffix == segment.LogSuffix:
+			bases = append(bases, base)
+		case strings.HasSuffix(suffix, segment.CleanedSuffix):
+			minCleaned = min(minCleaned, base)
+		case strings.HasSuffix(suffix, segment.SwapSuffix):
+			swaps = append(swaps, base)
+		}
+	}
+	for _, b := range swaps {
+		// A .swap at or above the lowest .cleaned belongs to a compaction
+		// that had not finished: Kafka deletes it and keeps the old
+		// segments, which is the view we give. Any other .swap replaces
+		// segments once the swap is completed.
+		if b < minCleaned {
+			return nil, fmt.Errorf("%w: %s holds an interrupted segment swap at base %d; open it writable once (or run seglog fsck --repair) to complete it",
+				ErrReadOnly, l.dir, b)
+		}
+	}
+	slices.Sort(bases)
+	return bases, nil
+}
+
+// loadView builds the view: the segments, the start and end offsets.
+// Segments at and after the one holding the recovery point (all of them
+// when the directory has no clean-shutdown marker and no recovery point),
+// the last segment, and any whose indexes are missing or torn are scanned
+// and indexed in memory; the others are trusted as a writable Open trusts
+// them.
+func (l *Log) loadView() error {
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return err
+	}
+	l.ro.clean = slices.Contains(names, CleanShutdownFile)
+	bases, err := l.logBases(names)
+	if err != nil {
+		return err
+	}
+	logStart, haveLogStart, err := readOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile)
+	if err != nil {
+		return err
+	}
+	rp, _, err := readOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile)
+	if err != nil {
+		return err
+	}
+	if l.ro.clean {
+		rp = math.MaxInt64
+	}
+	l.ro.rp = rp
+	scanFrom := len(bases) - 1
+	if !l.ro.clean {
+		scanFrom = 0
+		for i, b := range bases {
+			if b <= rp {
+				scanFrom = i
+			}
+		}
+	}
+	for i, base := range bases {
+		last := i == len(bases)-1
+		trusted := i < scanFrom && !last && l.indexesIntact(base)
+		seg, err := l.openViewSegment(base, !trusted && !last)
+		if err != nil {
+			return err
+		}
+		l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
+		if trusted {
+			continue
+		}
+		complete, err := l.scanSegment(seg, last)
+		if err != nil {
+			return err
+		}
+		if !complete && !last {
+			// Kafka's recovery would cut this segment here and delete the
+			// later ones: they are not part of the log.
+			l.ro.stuck = true
+			break
+		}
+	}
+	start, end := int64(0), int64(0)
+	if haveLogStart {
+		start = logStart
+	}
+	if first, ok := l.segs.Min(); ok {
+		lastSeg, _ := l.segs.Max()
+		start = max(start, first.base)
+		end = lastSeg.seg.NextOffset()
+		if end < start {
+			// Every segment lies below the checkpointed start: a writable
+			// Open would start empty there.
+			end = start
+		}
+	} else {
+		end = start
+	}
+	l.start.Store(start)
+	l.end.Store(end)
+	l.next = end
+	l.recoveryPoint = min(rp, end)
+	return nil
+}
+
+// indexesIntact reports whether both index files of the segment at base are
+// there with a whole number of entries; otherwise the view rebuilds them.
+func (l *Log) indexesIntact(base int64) bool {
+	for _, s := range []struct {
+		suffix string
+		size   int64
+	}{{segment.IndexSuffix, index.OffsetEntrySize}, {segment.TimeIndexSuffix, index.TimeEntrySize}} {
+		fi, err := l.fs.Stat(l.path(segment.FileName(base, s.suffix)))
+		if err != nil || fi.Size()%s.size != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// scanSegment rebuilds seg's indexes in memory and publishes its valid
+// batches; extendable keeps it open to later growth (the last segment).
+// It reports whether the whole file was valid. Damage below the recovery
+// point is a *CorruptionError; past it, the rest of the file is a torn tail
+// (or a batch a writer is still writing) and is just not served.
+func (l *Log) scanSegment(seg *segment.Segment, extendable bool) (bool, error) {
+	res, err := seg.RebuildView(0, extendable)
+	if err != nil {
+		return false, err
+	}
+	return l.judgeView(seg, res)
+}
+
+// judgeView tells corruption from a tail that is merely not served yet.
+func (l *Log) judgeView(seg *segment.Segment, res segment.ViewResult) (bool, error) {
+	if res.Reason == nil {
+		return true, nil
+	}
+	if res.NextOffset < l.ro.rp {
+		return false, &CorruptionError{Path: seg.LogPath(), Pos: res.ValidBytes,
+			Reason: fmt.Errorf("damage below the recovery point %d (run seglog fsck): %w", l.ro.rp, res.Reason)}
+	}
+	l.logger.Debug("seglog: read-only view ends before the end of a segment file",
+		"file", seg.LogPath(), "valid_bytes", res.ValidBytes, "ignored_bytes", res.IgnoredBytes, "reason", res.Reason)
+	return false, nil
+}
+
+// Refresh brings a read-only Log's view up to date with its directory:
+// batches appended to the last segment since the view last looked, new
+// segments rolled by a writer, and a log start raised by retention (the
+// log-start-offset checkpoint). Only complete batches with valid checksums
+// are published. It returns ErrStaleView when the log was truncated below
+// what the view had published. On a writable Log it does nothing: its view
+// is always current.
+//
+// Records and Read refresh by themselves when asked for an offset at or
+// past the view's end, and Follow refreshes while it waits; otherwise a read-only
+// Log shows the log as of its last refresh.
+func (l *Log) Refresh() error {
+	if l.ro == nil {
+		return nil
+	}
+	l.ro.mu.Lock()
+	defer l.ro.mu.Unlock()
+	if l.ro.closed {
+		return ErrClosed
+	}
+	return l.refreshLocked(false)
+}
+
+// refreshLocked is Refresh with ro.mu held. With list, the directory is
+// listed for new segments; otherwise only the name of the segment a roll
+// would create next is looked for, which is cheap enough for every poll.
+func (l *Log) refreshLocked(list bool) error {
+	for !l.ro.stuck {
+		grew, err := l.refreshStep(list)
+		if err != nil {
+			return err
+		}
+		if !grew {
+			break
+		}
+		list = false
+	}
+	return l.refreshStart()
+}
+
+// refreshStep is one round of refreshLocked: it extends the last segment
+// and adds the segments found after it, reporting whether it added any (a
+// writer may have rolled again meanwhile).
+func (l *Log) refreshStep(list bool) (bool, error) {
+	lastItem, ok := l.segs.Max()
+	if ok {
+		if _, err := l.extendLast(lastItem.seg); err != nil {
+			return false, err
+		}
+	}
+	var newer []int64
+	if list || !ok {
+		names, err := l.fs.List(l.dir)
+		if err != nil {
+			return false, err
+		}
+		bases, err := l.logBases(names)
+		if err != nil {
+			return false, err
+		}
+		for _, b := range bases {
+			if !ok || b > lastItem.base {
+				newer = append(newer, b)
+			}
+		}
+	} else {
+		next := lastItem.seg.NextOffset()
+		if _, err := l.fs.Stat(l.path(segment.FileName(next, segment.LogSuffix))); err == nil {
+			newer = append(newer, next)
+		} else if !isNotExist(err) {
+			return false, err
+		} else {
+			// A roll at an offset the view has not seen the end of yet
+			// (the last batch still being written) shows up in a listing.
+			if err := l.maybeListNewer(lastItem.base, &newer); err != nil {
+				return false, err
+			}
+		}
+	}
+	for _, b := range newer {
+		if ok {
+			// A writer seals a segment before it creates the next one, so
+			// the older segment is complete now: publish its end, then
+			// seal it in the view.
+			complete, err := l.extendLast(lastItem.seg)
+			if err != nil {
+				return false, err
+			}
+			if !complete {
+				l.ro.stuck = true
+				break
+			}
+			if err := lastItem.seg.Seal(); err != nil {
+				return false, err
+			}
+		}
+		seg, err := l.openViewSegment(b, false)
+		if err != nil {
+			return false, err
+		}
+		if _, err := l.scanSegment(seg, true); err != nil {
+			seg.Release()
+			return false, err
+		}
+		l.segMu.Lock()
+		l.segs.ReplaceOrInsert(segItem{base: b, seg: seg})
+		l.segMu.Unlock()
+		lastItem, ok = segItem{base: b, seg: seg}, true
+	}
+	if ok {
+		l.end.Store(max(l.end.Load(), lastItem.seg.NextOffset()))
+	}
+	return len(newer) > 0, nil
+}
+
+// maybeListNewer lists the directory only when the last segment's file
+// holds bytes the view has not published: a roll can then have happened at
+// an offset the view does not know yet.
+func (l *Log) maybeListNewer(lastBase int64, newer *[]int64) error {
+	seg := l.floorSegment(lastBase)
+	fi, err := l.fs.Stat(seg.LogPath())
+	if err != nil || fi.Size() == seg.Size() {
+		return nil
+	}
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return err
+	}
+	bases, err := l.logBases(names)
+	if err != nil {
+		return err
+	}
+	for _, b := range bases {
+		if b > lastBase {
+			*newer = append(*newer, b)
+		}
+	}
+	return nil
+}
+
+// extendLast publishes what was appended to the view's last segment and
+// reports whether the segment's file now ends in a whole valid batch.
+func (l *Log) extendLast(seg *segment.Segment) (bool, error) {
+	if seg.IsSealed() {
+		return true, nil
+	}
+	res, err := seg.ExtendView(0)
+	if errors.Is(err, segment.ErrShrunk) {
+		return false, fmt.Errorf("%w: %w", ErrStaleView, err)
+	}
+	if err != nil {
+		return false, err
+	}
+	complete, err := l.judgeView(seg, res)
+	if err != nil {
+		return false, err
+	}
+	l.end.Store(max(l.end.Load(), seg.NextOffset()))
+	return complete, nil
+}
+
+// refreshStart raises the view's start to the log-start-offset checkpoint a
+// writer keeps (retention, DeleteBefore).
+func (l *Log) refreshStart() error {
+	logStart, ok, err := readOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile)
+	if err != nil || !ok {
+		return err
+	}
+	for {
+		cur := l.start.Load()
+		if logStart <= cur || l.start.CompareAndSwap(cur, min(logStart, l.end.Load())) {
+			return nil
+		}
+	}
+}
+
+// refreshIfBehind refreshes a read-only Log's view when offset lies at or
+// past its end, for Records and Read: a reader asking there wants what a
+// writer may have appended since.
+func (l *Log) refreshIfBehind(offset int64) {
+	if l.ro != nil && offset >= l.end.Load() {
+		if err := l.Refresh(); err != nil {
+			l.logger.Debug("seglog: refreshing a read-only view", "dir", l.dir, "err", err)
+		}
+	}
+}
+
+// closeReadOnly releases a read-only Log's segments. It writes nothing.
+func (l *Log) closeReadOnly() error {
+	l.ro.mu.Lock()
+	defer l.ro.mu.Unlock()
+	if l.ro.closed {
+		return ErrClosed
+	}
+	l.ro.closed = true
+	l.segMu.Lock()
+	defer l.segMu.Unlock()
+	return l.closeSegments()
+}
