@@ -277,3 +277,17 @@ func TestConsumeFollowFromTheEnd(t *testing.T) {
 		t.Fatalf("exit %d, want 0\nstderr: %s", code, stderr.String())
 	}
 }
+
+// TestConsumeFollowEmptyLog: a follower started on a new, empty log (the
+// usual way to watch a log before anything is produced) prints what a
+// later produce stores.
+func TestConsumeFollowEmptyLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	mustInvoke(t, "", "produce", dir)
+	stderr, lines, stop := followLines(t, dir)
+	mustInvoke(t, numberedLines(1, 3), "produce", dir)
+	expectLines(t, lines, 1, 3, stderr)
+	if code := stop(true); code != 0 {
+		t.Fatalf("exit %d after SIGINT, want 0\nstderr: %s", code, stderr.String())
+	}
+}
