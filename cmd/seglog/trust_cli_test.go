@@ -120,29 +120,51 @@ func kafkaPartition(t *testing.T, n int) (string, []record.Batch) {
 
 // TestTrustKafkaDamageReported (case 2): a byte flipped in the middle of a
 // Kafka partition's .log, below the recovery point its log.dir records, is
-// reported by consume (and by produce, whose writable open recovers) with
-// the file and the damaged batch's byte position, non-zero, and nothing in
-// the log.dir changes: the records after the damage are not cut off.
+// reported by consume with the file and the damaged batch's byte position
+// (the position fsck reports), non-zero, and nothing in the log.dir changes: the records after the
+// damage are not cut off. After a clean shutdown (the log.dir's marker) a
+// writable open has nothing to recover; after an unclean one, produce's
+// writable open meets the damage while recovering and refuses the same way.
 func TestTrustKafkaDamageReported(t *testing.T) {
-	root, batches := kafkaPartition(t, 1000)
-	part := filepath.Join(root, "events-0")
-	logFile := filepath.Join(part, segment.FileName(0, segment.LogSuffix))
-	k := len(batches) / 2
-	pos := 0
-	for _, b := range batches[:k] {
-		pos += len(b)
-	}
-	data := readVFS(t, logFile)
-	data[pos+record.HeaderSize+3] ^= 0x20 // inside the first record: a CRC mismatch
-	writeVFS(t, logFile, data)
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
+			root, batches := kafkaPartition(t, 1000)
+			if !clean {
+				if err := vfs.Default.Remove(filepath.Join(root, ".kafka_cleanshutdown")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			part := filepath.Join(root, "events-0")
+			logFile := filepath.Join(part, segment.FileName(0, segment.LogSuffix))
+			k := len(batches) / 2
+			pos := 0
+			for _, b := range batches[:k] {
+				pos += len(b)
+			}
+			data := readVFS(t, logFile)
+			data[pos+record.HeaderSize+3] ^= 0x20 // inside the first record: a CRC mismatch
+			writeVFS(t, logFile, data)
 
-	before := dirSnapshot(t, root)
-	for _, args := range [][]string{{"consume", part}, {"consume", part, "--raw"}, {"produce", part}} {
-		r := invoke(t, "more\n", args...)
-		if r.code == 0 || !strings.Contains(r.stderr, logFile) || !strings.Contains(r.stderr, fmt.Sprintf("byte %d", pos)) {
-			t.Errorf("seglog %s: exit %d, stderr %q; want an error naming %s and byte %d", strings.Join(args, " "), r.code, r.stderr, logFile, pos)
-		}
-		checkUnchanged(t, args[0], before, dirSnapshot(t, root))
+			runs := [][]string{{"consume", part}, {"consume", part, "--from", "-10"}, {"consume", part, "--raw"}}
+			if !clean {
+				runs = append(runs, []string{"produce", part})
+			}
+			before := dirSnapshot(t, root)
+			for _, args := range runs {
+				r := invoke(t, "more\n", args...)
+				if r.code == 0 || !strings.Contains(r.stderr, logFile) || !strings.Contains(r.stderr, fmt.Sprintf("byte %d", pos)) {
+					t.Errorf("seglog %s: exit %d, stderr %q; want an error naming %s and byte %d", strings.Join(args, " "), r.code, r.stderr, logFile, pos)
+				}
+				after := dirSnapshot(t, root)
+				if args[0] == "produce" {
+					// A writable open takes the directory's lock first,
+					// in its .lock file; that is all it may leave.
+					delete(after, "events-0/.lock")
+					after["events-0/"] = before["events-0/"]
+				}
+				checkUnchanged(t, args[0], before, after)
+			}
+		})
 	}
 }
 
@@ -172,4 +194,35 @@ func TestTrustWrongDirectoryRefused(t *testing.T) {
 			checkUnchanged(t, strings.Join(args, " "), before, dirSnapshot(t, dir))
 		}
 	}
+}
+
+// TestTrustKafkaLogStartHonoured: consume of a Kafka partition starts at
+// the log start its log.dir's log-start-offset-checkpoint records (after
+// a DeleteRecords or retention), not at the first stored offset; --from -N
+// stops there too, and --from below it is out of range.
+func TestTrustKafkaLogStartHonoured(t *testing.T) {
+	root, _ := kafkaPartition(t, 300)
+	writeVFS(t, filepath.Join(root, "log-start-offset-checkpoint"), []byte("0\n2\nother 3 5\nevents 0 100\n"))
+	part := filepath.Join(root, "events-0")
+	before := dirSnapshot(t, root)
+	offsets := func(args ...string) string {
+		var offs []int64
+		for _, r := range parseConsumed(t, mustInvoke(t, "", append([]string{"consume", part, "--json"}, args...)...).stdout) {
+			offs = append(offs, r.Offset)
+		}
+		if len(offs) == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("%d..%d (%d)", offs[0], offs[len(offs)-1], len(offs))
+	}
+	if got := offsets(); got != "100..299 (200)" {
+		t.Errorf("consume printed offsets %s, want 100..299 (200)", got)
+	}
+	if got := offsets("--from", "-1000"); got != "100..299 (200)" {
+		t.Errorf("consume --from -1000 printed offsets %s, want 100..299 (200)", got)
+	}
+	if r := invoke(t, "", "consume", part, "--from", "50"); r.code == 0 || !strings.Contains(r.stderr, "out of range") {
+		t.Errorf("consume --from 50: exit %d, stderr %q; want out of range", r.code, r.stderr)
+	}
+	checkUnchanged(t, "consume", before, dirSnapshot(t, root))
 }
