@@ -34,6 +34,9 @@ var iterators = sync.Pool{New: func() any { return new(record.Iterator) }}
 // zero Timestamp means "now" (store a literal 0 with AppendBatch). Under
 // SyncAlways, Append returns once the batch is on disk.
 func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
+	if l.ro != nil {
+		return AppendInfo{}, ErrReadOnly
+	}
 	if len(recs) == 0 {
 		return AppendInfo{}, fmt.Errorf("%w: no records", ErrInvalidRecord)
 	}
@@ -85,6 +88,9 @@ func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
 // log untouched; the error matches ErrCorruptBatch, ErrBatchTooLarge or
 // record.ErrInvalidProducerBatch.
 func (l *Log) AppendBatch(batch []byte) (AppendInfo, error) {
+	if l.ro != nil {
+		return AppendInfo{}, ErrReadOnly
+	}
 	b := record.Batch(batch)
 	if err := record.ValidateProducerBatch(b, l.opts.MaxBatchBytes); err != nil {
 		return AppendInfo{}, err

@@ -34,6 +34,10 @@ type crashWorkload struct {
 	appends int
 	sync    SyncMode
 	seed    uint64
+	// syncEvery is how many appends go between two Syncs (0: 50).
+	syncEvery int
+	// valueMax bounds the random part of each value's size (0: 200).
+	valueMax int
 }
 
 func (w crashWorkload) options(fs vfs.FS) Options {
@@ -53,12 +57,16 @@ func (w crashWorkload) run(fs vfs.FS, ack func(end int64)) {
 		return
 	}
 	r := rand.New(rand.NewPCG(w.seed, 1))
+	valueMax := w.valueMax
+	if valueMax == 0 {
+		valueMax = 200
+	}
 	for i := 0; i < w.appends; i++ {
 		n := 1 + r.IntN(4)
 		recs := make([]record.Record, n)
 		base := l.EndOffset()
 		for j := range recs {
-			recs[j] = record.Record{Key: []byte(fmt.Sprint(r.IntN(8))), Value: crashValue(base+int64(j), 20+r.IntN(200)), Timestamp: 1000 + base + int64(j)}
+			recs[j] = record.Record{Key: []byte(fmt.Sprint(r.IntN(8))), Value: crashValue(base+int64(j), 20+r.IntN(valueMax)), Timestamp: 1000 + base + int64(j)}
 		}
 		info, err := l.Append(recs...)
 		if err != nil {
@@ -67,7 +75,11 @@ func (w crashWorkload) run(fs vfs.FS, ack func(end int64)) {
 		if w.sync == SyncAlways {
 			ack(info.LastOffset + 1)
 		}
-		if i%50 == 49 {
+		every := w.syncEvery
+		if every == 0 {
+			every = 50
+		}
+		if i%every == every-1 {
 			if err := l.Sync(); err != nil {
 				break
 			}
@@ -178,4 +190,142 @@ func TestCrashRecovery(t *testing.T) {
 			}
 		})
 	}
+}
+
+// crashAt runs w on fs, cloning the machine's state as a power loss leaves
+// it at the k-th filesystem operation. It returns the clone (nil if the run
+// had fewer than k operations) and the end offset acknowledged before it.
+func crashAt(w crashWorkload, fs *vfs.MemFS, k int64, o vfs.CrashOptions) (*vfs.MemFS, int64) {
+	var acked atomic.Int64
+	var once sync.Once
+	var crashed *vfs.MemFS
+	var ackedAtCrash int64
+	n := int64(0)
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if atomic.AddInt64(&n, 1) == k {
+			once.Do(func() {
+				ackedAtCrash = acked.Load()
+				crashed = fs.CrashCloneWith(o)
+			})
+		}
+		return nil
+	})
+	w.run(vfs.Inject(fs, inj), func(end int64) {
+		for {
+			cur := acked.Load()
+			if end <= cur || acked.CompareAndSwap(cur, end) {
+				return
+			}
+		}
+	})
+	return crashed, ackedAtCrash
+}
+
+// countOps counts the filesystem operations of w on a copy of fs.
+func countOps(w crashWorkload, fs *vfs.MemFS) int64 {
+	counter := &vfs.Counter{}
+	w.run(vfs.Inject(fs.CrashClone(), counter), func(int64) {})
+	return counter.Count()
+}
+
+// TestDoubleCrash: a power loss, then a second one during the recovery
+// that follows or during the appends and Syncs after it. Everything
+// acknowledged before either crash survives both: recovery's own changes
+// (truncations, deleted segments) are durable before anything it lets
+// through is acknowledged, so the second crash cannot bring back a segment
+// recovery deleted in front of synced data.
+func TestDoubleCrash(t *testing.T) {
+	for _, mode := range []SyncMode{SyncAlways, SyncNone} {
+		t.Run(mode.String(), func(t *testing.T) {
+			first := crashWorkload{appends: 80, sync: mode, seed: 11}
+			total := countOps(first, vfs.NewMem())
+			points := max(*crashPoints/10, 20)
+			r := rand.New(rand.NewPCG(17, uint64(mode)))
+			reached := 0
+			for p := 0; p < points; p++ {
+				o1 := vfs.CrashOptions{Rand: rand.New(rand.NewPCG(r.Uint64(), 1)), KeepUnsynced: 0.7, KeepUnsyncedEntries: 0.3}
+				crashed1, acked1 := crashAt(first, vfs.NewMem(), 1+r.Int64N(total), o1)
+				if crashed1 == nil {
+					continue
+				}
+				// Small records and frequent Syncs: appends refill a segment
+				// recovery truncated past the base of the segment it
+				// deleted, and a Sync acknowledges them before any roll
+				// syncs the directory for other reasons.
+				second := crashWorkload{appends: 40, sync: mode, seed: r.Uint64(), syncEvery: 2, valueMax: 10}
+				total2 := countOps(second, crashed1)
+				// Half the second crashes fall in recovery and the first
+				// appends after it, the rest anywhere.
+				k2 := 1 + r.Int64N(total2)
+				if p%2 == 0 {
+					k2 = 1 + r.Int64N(min(total2, 60))
+				}
+				o2 := vfs.CrashOptions{Rand: rand.New(rand.NewPCG(r.Uint64(), 2)), KeepUnsynced: 0.7, KeepUnsyncedEntries: 0.3}
+				crashed2, acked2 := crashAt(second, crashed1, k2, o2)
+				if crashed2 == nil {
+					continue
+				}
+				reached++
+				verifyCrashState(t, crashed2, max(acked1, acked2), fmt.Sprintf("point %d: second crash at op %d/%d", p, k2, total2))
+			}
+			if reached < points/2 {
+				t.Errorf("only %d of %d double crashes happened", reached, points)
+			}
+		})
+	}
+}
+
+// TestCrashAfterRecoveryDeletedSegment is FuzzLog's finding as a plain
+// sequence: a power loss right after a roll, before the sealed segment was
+// synced; recovery cuts the sealed segment and deletes the newer, empty
+// one; appends refill the sealed segment past the deleted base and Sync
+// returns; a second power loss must not bring the deleted segment back in
+// front of the synced records.
+func TestCrashAfterRecoveryDeletedSegment(t *testing.T) {
+	opts := func(fs vfs.FS) Options {
+		return Options{FS: fs, SegmentBytes: 2048, IndexIntervalBytes: 128, Logger: discardLogger()}
+	}
+	small := func(off int64) record.Record { return record.Record{Value: crashValue(off, 8)} }
+	mem := vfs.NewMem()
+	l, err := Open("/log", opts(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		l.Append(small(l.EndOffset()))
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	synced := l.EndOffset()
+	for l.NumSegments() < 2 {
+		if _, err := l.Append(record.Record{Value: crashValue(l.EndOffset(), 300)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crashed := mem.CrashClone()
+	l.Close()
+
+	l, err = Open("/log", opts(crashed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.EndOffset() != synced || l.NumSegments() != 1 {
+		t.Fatalf("after the first crash: end %d, %d segments; want %d and 1", l.EndOffset(), l.NumSegments(), synced)
+	}
+	for range 15 {
+		if _, err := l.Append(small(l.EndOffset())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	acked := l.EndOffset()
+	if l.NumSegments() != 1 {
+		t.Fatalf("the small appends rolled (%d segments): the test needs them in the recovered segment", l.NumSegments())
+	}
+	again := crashed.CrashClone()
+	l.Close()
+	verifyCrashState(t, again, acked, "second crash")
 }

@@ -2,7 +2,6 @@ package seglog
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/seglog/seglog/record"
 )
@@ -31,25 +30,19 @@ var (
 	ErrSyncFailed = errors.New("seglog: sync failed; reopen the log to recover")
 	// ErrOffsetOutOfRange: an offset is below the log start or past its end.
 	ErrOffsetOutOfRange = errors.New("seglog: offset out of range")
-	// ErrCorruptLog: stored data is damaged where the log cannot drop it
-	// silently (below the recovery point). The error is a *CorruptionError
-	// naming the file and byte position.
-	ErrCorruptLog = errors.New("seglog: corrupt log")
+	// ErrCorrupt: stored data is damaged: a batch, an index or what an
+	// iteration read. Every such error is a *CorruptionError naming the
+	// file and byte position; recovery returns one for damage below the
+	// recovery point (data that had been synced) and changes nothing.
+	ErrCorrupt = record.ErrCorrupt
+	// ErrCorruptLog is the former name of ErrCorrupt.
+	//
+	// Deprecated: use ErrCorrupt; both are the same sentinel.
+	ErrCorruptLog = ErrCorrupt
 )
 
-// CorruptionError reports damaged stored data: the file, the byte position
-// in it, and the reason. errors.Is(err, ErrCorruptLog) holds for it.
-type CorruptionError struct {
-	Path   string
-	Pos    int64
-	Reason error
-}
-
-// Error implements error.
-func (e *CorruptionError) Error() string {
-	return fmt.Sprintf("seglog: corrupt log: %s at byte %d: %v", e.Path, e.Pos, e.Reason)
-}
-
-// Unwrap returns the reason, so errors.Is sees both ErrCorruptLog and the
-// underlying record error.
-func (e *CorruptionError) Unwrap() []error { return []error{ErrCorruptLog, e.Reason} }
+// CorruptionError reports damaged stored data: File, the byte position Pos
+// in it, and the Reason. errors.Is(err, ErrCorrupt) holds for it. It is the
+// record package's type, so damage found by any layer (record, segment,
+// the Log) is the same type with the same fields.
+type CorruptionError = record.CorruptionError

@@ -140,3 +140,40 @@ func TestFollowEnds(t *testing.T) {
 		t.Fatalf("follow after Close ended with %v, want ErrClosed", last)
 	}
 }
+
+// TestFollowEmptyDirectory: a view of an empty directory is an empty log,
+// and a follower of it gets the records of a writer that creates the log
+// afterwards.
+func TestFollowEmptyDirectory(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/log"); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open("/log", roOptions(fsys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.StartOffset() != 0 || l.EndOffset() != 0 || l.NumSegments() != 0 {
+		t.Fatalf("view of an empty directory: [%d, %d) in %d segments", l.StartOffset(), l.EndOffset(), l.NumSegments())
+	}
+	// The writer creates the log and appends across rolls while the
+	// follower waits or reads: whatever the interleaving, every record
+	// must arrive once, in order.
+	done := make(chan error, 1)
+	go func() {
+		w, err := Open("/log", Options{FS: fsys, SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 4 << 10})
+		if err != nil {
+			done <- err
+			return
+		}
+		for off := int64(0); off < 60 && err == nil; off += 4 {
+			_, err = w.Append(recordsAt(off, 4)...)
+		}
+		done <- errors.Join(err, w.Close())
+	}()
+	followN(t, l, 0, 60, nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -275,7 +275,7 @@ func wantCorruption(t *testing.T, err error, path string, pos int64) {
 	if !errors.As(err, &ce) || !errors.Is(err, ErrCorruptLog) {
 		t.Fatalf("got %v, want a *CorruptionError", err)
 	}
-	if ce.Path != path || ce.Pos < pos || ce.Pos >= pos+record.HeaderSize {
-		t.Fatalf("damage reported at %s:%d, want %s:%d (%v)", ce.Path, ce.Pos, path, pos, err)
+	if ce.File != path || ce.Pos < pos || ce.Pos >= pos+record.HeaderSize {
+		t.Fatalf("damage reported at %s:%d, want %s:%d (%v)", ce.File, ce.Pos, path, pos, err)
 	}
 }

@@ -3,18 +3,19 @@ package seglog
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"slices"
-	"strings"
 
 	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
 // Open opens the log in dir, creating the directory and an empty log if
-// needed. It takes the directory's lock: a second Open of the same
+// needed. It creates a log only in an absent or empty directory: a
+// directory holding subdirectories (a Kafka log.dir) or files that are not
+// log files is refused with a *NotALogError (ErrNotALog) and nothing is
+// written to it. It takes the directory's lock: a second Open of the same
 // directory, in this process or another, fails with ErrLocked until Close.
 //
 // After a clean Close the segments are trusted as they are. Otherwise every
@@ -24,7 +25,8 @@ import (
 // with any later segments deleted. Damage found below the recovery point —
 // data that had been synced — is not dropped: Open fails with a
 // *CorruptionError naming the file and byte position (see fsck).
-// Leftover .deleted, .cleaned and .swap files are resolved as Kafka does.
+// Leftover .deleted, .cleaned and .swap files are resolved as Kafka does
+// (package layout), after that check.
 func Open(dir string, opts Options) (*Log, error) {
 	if opts.ReadOnly {
 		return openReadOnly(dir, opts)
@@ -34,8 +36,14 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	opts = opts.withDefaults()
 	fs := opts.FS
-	if err := fs.MkdirAll(dir); err != nil {
+	exists, err := checkLogDir(fs, dir)
+	if err != nil {
 		return nil, err
+	}
+	if !exists {
+		if err := fs.MkdirAll(dir); err != nil {
+			return nil, err
+		}
 	}
 	lock, err := fs.Lock(dir + "/" + LockFile)
 	if err != nil {
@@ -65,37 +73,45 @@ func Open(dir string, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// load reads the directory into l: leftovers, checkpoints, segments,
-// recovery.
+// load reads the directory into l. It checks before it changes anything:
+// the directory is listed, the checkpoints read and every segment that
+// holds synced data and needs a scan is scanned (segment.PlanRecovery)
+// before the first file is removed, truncated or rebuilt, so damage below
+// the recovery point fails Open with the directory as it was. Only an
+// interrupted swap is completed first, as Kafka's loader does, because the
+// check must look at the segments the log will have. Every change to the
+// directory is made durable (SyncDir) before Open returns, so no later
+// Sync can acknowledge data that a power loss would put behind a deleted
+// segment brought back.
+//
+// The directory is listed again under the lock: checkLogDir's listing was
+// taken before it, while another Log may still have been changing it.
 func (l *Log) load() error {
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return err
 	}
-	clean := slices.Contains(names, CleanShutdownFile)
-	if names, err = l.resolveLeftovers(names); err != nil {
-		return err
-	}
-	files, bases := segmentFiles(names)
-	if err := l.removeOrphans(files); err != nil {
-		return err
-	}
-
-	logStart, haveLogStart, err := readOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile)
+	st, err := readDirState(l.fs, l.dir, names)
 	if err != nil {
 		return err
 	}
-	rp, haveRP, err := readOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile)
-	if err != nil {
-		return err
+	plan := layout.PlanLeftovers(names)
+	dirChanged := false
+	if len(plan.Swaps) > 0 {
+		if err := layout.Apply(l.fs, l.dir, names, plan, logEnd); err != nil {
+			return err
+		}
+		if names, err = l.fs.List(l.dir); err != nil {
+			return err
+		}
+		plan, dirChanged = layout.Plan{}, true
 	}
-	if !haveRP {
-		rp = 0
-	}
+	files, bases := layout.SegmentFiles(names)
+	rp := st.rp
 
 	// Unclean: recover from the segment holding the recovery point.
 	recoverFrom := len(bases)
-	if !clean {
+	if !st.clean {
 		recoverFrom = 0
 		for i, b := range bases {
 			if b <= rp {
@@ -103,11 +119,57 @@ func (l *Log) load() error {
 			}
 		}
 	}
+	// synced is the recovery point each scan holds the data to: after a
+	// clean shutdown everything was synced.
+	synced := rp
+	if st.clean {
+		synced = math.MaxInt64
+	}
+	nextBase := func(i int) int64 {
+		if i+1 < len(bases) {
+			return bases[i+1]
+		}
+		return 0
+	}
+	recoverOpts := func(i int) segment.RecoverOptions {
+		return segment.RecoverOptions{Synced: synced, NextBase: nextBase(i)}
+	}
+	// Check: scan what holds synced data before anything changes.
+	plans := make(map[int64]*segment.RecoveryPlan)
+	for i, base := range bases {
+		indexesPresent := files[base]&(layout.HasIndex|layout.HasTimeIndex) == layout.HasIndex|layout.HasTimeIndex
+		if (i < recoverFrom && indexesPresent) || (i >= recoverFrom && base >= synced) {
+			continue
+		}
+		p, err := segment.PlanRecovery(l.fs, l.dir, base, l.segmentOptions(), recoverOpts(i))
+		if err != nil {
+			if errors.Is(err, ErrCorrupt) {
+				return fmt.Errorf("seglog: open %s: nothing was changed (run seglog fsck): %w", l.dir, err)
+			}
+			return err
+		}
+		plans[base] = p
+	}
+
+	// Mutate: leftovers, orphans, recovery, then make it all durable.
+	if !plan.Empty() {
+		if err := layout.Apply(l.fs, l.dir, names, plan, logEnd); err != nil {
+			return err
+		}
+		dirChanged = true
+	}
+	for _, n := range layout.Orphans(names) {
+		l.logger.Warn("seglog: deleting orphan index file", "file", l.path(n))
+		if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
+			return err
+		}
+		dirChanged = true
+	}
 	for i := 0; i < len(bases); i++ {
 		base := bases[i]
 		last := i == len(bases)-1
-		indexesPresent := files[base]&(hasIndex|hasTimeIndex) == hasIndex|hasTimeIndex
-		if i < recoverFrom && indexesPresent {
+		p, planned := plans[base]
+		if i < recoverFrom && !planned {
 			seg, err := segment.Open(l.fs, l.dir, base, last, l.segmentOptions())
 			if err != nil {
 				return err
@@ -116,7 +178,7 @@ func (l *Log) load() error {
 			l.active = seg
 			continue
 		}
-		seg, truncated, err := l.recoverSegment(base, rp)
+		seg, truncated, err := l.recoverSegment(base, p, recoverOpts(i))
 		if err != nil {
 			return err
 		}
@@ -130,13 +192,15 @@ func (l *Log) load() error {
 		}
 		if truncated && !last {
 			// Kafka's rule: bytes lost in one segment make every later
-			// segment unreachable, so they are deleted.
+			// segment unreachable, so they are deleted. They lie above the
+			// recovery point (the scan refused damage below it).
 			for _, later := range bases[i+1:] {
 				l.logger.Warn("seglog: deleting segment after a truncated one", "dir", l.dir, "base", later)
 				if err := l.removeSegmentFiles(later); err != nil {
 					return err
 				}
 			}
+			dirChanged = true
 			bases = bases[:i+1]
 			last = true
 		}
@@ -147,6 +211,7 @@ func (l *Log) load() error {
 		}
 	}
 
+	logStart, haveLogStart := st.logStart, st.haveLogStart
 	if l.active == nil || (haveLogStart && l.active.NextOffset() < logStart) {
 		// No segments, or all of them lie below the checkpointed start
 		// (removed behind our back): start empty at the log start.
@@ -170,6 +235,7 @@ func (l *Log) load() error {
 		}
 		l.segs.ReplaceOrInsert(segItem{base: start, seg: seg})
 		l.active = seg
+		dirChanged = true
 	}
 	first, _ := l.segs.Min()
 	start := first.base
@@ -181,264 +247,81 @@ func (l *Log) load() error {
 	end := l.end.Load()
 	l.next = end
 
-	if clean {
+	if st.clean {
 		l.recoveryPoint = end
-		// The marker must be gone, durably, before anything is appended:
-		// otherwise a crash later would skip the recovery it needs.
-		if err := l.fs.Remove(l.path(CleanShutdownFile)); err != nil && !isNotExist(err) {
-			return err
-		}
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return err
+		if st.ownMarker {
+			// The marker must be gone, durably, before anything is
+			// appended: otherwise a crash later would skip the recovery
+			// it needs.
+			if err := l.fs.Remove(l.path(CleanShutdownFile)); err != nil && !isNotExist(err) {
+				return err
+			}
+			dirChanged = true
 		}
 	} else {
 		l.recoveryPoint = min(rp, end)
 	}
+	if st.fromParent {
+		// The log.dir's marker and lines describe the broker's last
+		// shutdown, not ours: from now on this directory's own checkpoints
+		// speak for it, and they must exist before anything is appended,
+		// or a crash would send the next Open back to the broker's
+		// (clean) marker.
+		if err := writeOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile, start); err != nil {
+			return err
+		}
+		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, l.recoveryPoint); err != nil {
+			return err
+		}
+	}
+	if dirChanged {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// recoverSegment opens the segment at base for writing and runs recovery on
-// it: scan, CRC check, index rebuild, truncation of a torn tail. Damage at
-// offsets below the recovery point rp is returned as a *CorruptionError and
-// nothing is truncated.
-func (l *Log) recoverSegment(base, rp int64) (*segment.Segment, bool, error) {
-	logPath := l.path(segment.FileName(base, segment.LogSuffix))
-	if rp > base {
-		if err := l.checkSynced(logPath, rp); err != nil {
-			return nil, false, err
-		}
-	}
+// recoverSegment opens the segment at base and runs recovery on it: the
+// plan made by the check when there is one, else a scan now (the segment
+// holds no synced data). It reports whether bytes were cut.
+func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.RecoverOptions) (*segment.Segment, bool, error) {
 	// Opened as sealed: an active open would trust the old index and scan
-	// the tail, which is what recovery is about to distrust. Recover makes
+	// the tail, which is what recovery is about to distrust. Recovery makes
 	// the indexes writable for the rebuild and seals them again.
 	seg, err := segment.Open(l.fs, l.dir, base, false, l.segmentOptions())
 	if err != nil {
 		return nil, false, err
 	}
-	res, err := seg.Recover(l.opts.MaxBatchBytes)
+	var res segment.RecoverResult
+	if p != nil {
+		res, err = seg.ApplyRecovery(p)
+	} else {
+		res, err = seg.Recover(o)
+	}
 	if err != nil {
 		seg.Close()
 		return nil, false, err
 	}
 	if res.TruncatedBytes > 0 {
 		l.logger.Warn("seglog: truncated a torn or damaged tail during recovery",
-			"file", logPath, "valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
+			"file", seg.LogPath(), "valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
 	}
 	return seg, res.TruncatedBytes > 0, nil
 }
 
-// checkSynced scans the batches of a .log file that lie below the recovery
-// point. They were synced, so any damage there is real corruption, not a
-// torn write, and must be reported rather than truncated away.
-func (l *Log) checkSynced(path string, rp int64) error {
-	f, err := l.fs.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	s, err := newBatchScanner(f, path, max(l.opts.MaxBatchBytes, 1<<20))
-	if err != nil {
-		return err
-	}
-	for {
-		at := s.pos
-		b, err := s.next(true)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			var ce *CorruptionError
-			if errors.As(err, &ce) && ce.Pos == at {
-				return fmt.Errorf("seglog: recovery found damage below the recovery point %d (run seglog fsck): %w", rp, err)
-			}
-			return err
-		}
-		if entryLastOffset(b)+1 >= rp {
-			return nil
-		}
-	}
+// logEnd is the segment layer's answer to layout's question of how far a
+// .swap log reaches.
+func logEnd(fs vfs.FS, path string, base int64) (int64, error) {
+	next, _, err := segment.ScanNextOffset(fs, path, base)
+	return next, err
 }
 
-// resolveLeftovers finishes or undoes what a crash interrupted, as Kafka's
-// loader does: .deleted files are deleted; a .swap at or above the lowest
-// .cleaned base belongs to an unfinished compaction and is deleted with all
-// .cleaned files; remaining .swap files replace the segments they cover;
-// checkpoint .tmp files are deleted. It returns the directory listing
-// afterwards.
-func (l *Log) resolveLeftovers(names []string) ([]string, error) {
-	minCleaned := int64(math.MaxInt64)
-	var swaps []string
-	changed := false
-	remove := func(n string) error {
-		changed = true
-		if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
-			return err
-		}
-		return nil
-	}
-	for _, n := range names {
-		if strings.HasSuffix(n, checkpointTmpSuffix) {
-			if err := remove(n); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		base, suffix, ok := segment.ParseFileName(n)
-		if !ok {
-			continue
-		}
-		switch {
-		case strings.HasSuffix(suffix, segment.DeletedSuffix):
-			if err := remove(n); err != nil {
-				return nil, err
-			}
-		case strings.HasSuffix(suffix, segment.CleanedSuffix):
-			minCleaned = min(minCleaned, base)
-		case strings.HasSuffix(suffix, segment.SwapSuffix):
-			swaps = append(swaps, n)
-		}
-	}
-	var keep []string
-	for _, n := range swaps {
-		base, _, _ := segment.ParseFileName(n)
-		if base >= minCleaned {
-			if err := remove(n); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		keep = append(keep, n)
-	}
-	for _, n := range names {
-		if _, suffix, ok := segment.ParseFileName(n); ok && strings.HasSuffix(suffix, segment.CleanedSuffix) {
-			if err := remove(n); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if len(keep) > 0 {
-		if err := l.completeSwaps(names, keep); err != nil {
-			return nil, err
-		}
-		changed = true
-	}
-	if changed {
-		var err error
-		if names, err = l.fs.List(l.dir); err != nil {
-			return nil, err
-		}
-	}
-	if changed {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return nil, err
-		}
-	}
-	return names, nil
-}
-
-// Bits of segmentFiles.
-const (
-	hasLog = 1 << iota
-	hasIndex
-	hasTimeIndex
-	hasTxnIndex
-)
-
-// segmentFiles parses a directory listing once: for each base offset, which
-// of a segment's files are there.
-func segmentFiles(names []string) (map[int64]uint8, []int64) {
-	files := make(map[int64]uint8, len(names)/3+1)
-	var bases []int64
-	for _, n := range names {
-		base, suffix, ok := segment.ParseFileName(n)
-		if !ok {
-			continue
-		}
-		switch suffix {
-		case segment.LogSuffix:
-			files[base] |= hasLog
-			bases = append(bases, base)
-		case segment.IndexSuffix:
-			files[base] |= hasIndex
-		case segment.TimeIndexSuffix:
-			files[base] |= hasTimeIndex
-		case segment.TxnIndexSuffix:
-			files[base] |= hasTxnIndex
-		}
-	}
-	slices.Sort(bases)
-	return files, bases
-}
-
-// removeOrphans deletes index files with no .log beside them, as Kafka's
-// loader does.
-func (l *Log) removeOrphans(files map[int64]uint8) error {
-	removed := false
-	for base, has := range files {
-		if has&hasLog != 0 {
-			continue
-		}
-		for _, f := range []struct {
-			bit    uint8
-			suffix string
-		}{{hasIndex, segment.IndexSuffix}, {hasTimeIndex, segment.TimeIndexSuffix}, {hasTxnIndex, segment.TxnIndexSuffix}} {
-			if has&f.bit == 0 {
-				continue
-			}
-			p := l.path(segment.FileName(base, f.suffix))
-			l.logger.Warn("seglog: deleting orphan index file", "file", p)
-			if err := l.fs.Remove(p); err != nil && !isNotExist(err) {
-				return err
-			}
-			removed = true
-		}
-		delete(files, base)
-	}
-	if removed {
-		return l.fs.SyncDir(l.dir)
-	}
-	return nil
-}
-
-// completeSwaps finishes an interrupted swap: every non-swap segment file
-// whose base lies in the range the .swap segments cover is deleted, then
-// each .swap is renamed to its final name.
-func (l *Log) completeSwaps(names, swaps []string) error {
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, n := range swaps {
-		base, suffix, _ := segment.ParseFileName(n)
-		lo = min(lo, base)
-		if strings.TrimSuffix(suffix, segment.SwapSuffix) == segment.LogSuffix {
-			next, _, err := scanNextOffset(l.fs, l.path(n), base, max(l.opts.MaxBatchBytes, 1<<20))
-			if err != nil {
-				return err
-			}
-			hi = max(hi, next)
-		}
-	}
-	for _, n := range names {
-		base, suffix, ok := segment.ParseFileName(n)
-		if !ok || strings.Contains(suffix, ".deleted") || strings.HasSuffix(suffix, segment.SwapSuffix) || strings.HasSuffix(suffix, segment.CleanedSuffix) {
-			continue
-		}
-		if base >= lo && base < hi {
-			if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
-				return err
-			}
-		}
-	}
-	for _, n := range swaps {
-		if err := l.fs.Rename(l.path(n), l.path(strings.TrimSuffix(n, segment.SwapSuffix))); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// removeSegmentFiles deletes every file of the segment at base.
+// removeSegmentFiles deletes every file of the segment at base; the caller
+// syncs the directory.
 func (l *Log) removeSegmentFiles(base int64) error {
-	for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
-		if err := l.fs.Remove(l.path(segment.FileName(base, suffix))); err != nil && !isNotExist(err) {
+	for _, n := range layout.SegmentFileNames(base) {
+		if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
 			return err
 		}
 	}

@@ -6,17 +6,18 @@ import (
 	"math"
 	"time"
 
+	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
 
 // Kafka's defaults, used wherever an Options field is left at its zero value.
 const (
-	DefaultSegmentBytes       = 1 << 30            // segment.bytes
-	DefaultSegmentAge         = 7 * 24 * time.Hour // segment.ms
-	DefaultIndexIntervalBytes = 4096               // index.interval.bytes
-	DefaultMaxIndexBytes      = 10 << 20           // segment.index.bytes
-	DefaultMaxBatchBytes      = 1048588            // max.message.bytes (1 MiB + the 12-byte log overhead)
+	DefaultSegmentBytes       = defaults.SegmentBytes       // segment.bytes, 1 GiB
+	DefaultSegmentAge         = defaults.SegmentAge         // segment.ms, 7 days
+	DefaultIndexIntervalBytes = defaults.IndexIntervalBytes // index.interval.bytes, 4096
+	DefaultMaxIndexBytes      = defaults.MaxIndexBytes      // segment.index.bytes, 10 MiB
+	DefaultMaxBatchBytes      = defaults.MaxBatchBytes      // max.message.bytes, 1 MiB + the 12-byte log overhead
 	DefaultMaxMappedIndexes   = 1024
 )
 
@@ -79,7 +80,10 @@ type Options struct {
 	// rolls the segment. Default 10 MiB.
 	MaxIndexBytes int
 	// MaxBatchBytes is the largest batch, including its 12-byte log overhead,
-	// that Append or AppendBatch will store. Default 1,048,588.
+	// that Append or AppendBatch will store. Default 1,048,588. It bounds
+	// appends only: batches already stored, under a larger limit or by
+	// Kafka, are kept by recovery and read whatever their size (as a broker
+	// lowering max.message.bytes loses nothing).
 	MaxBatchBytes int
 	// MaxMappedIndexes bounds how many sealed segments' indexes are memory
 	// mapped at once (least recently used are unmapped). Default 1024. It

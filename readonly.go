@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/segment"
 )
 
@@ -29,15 +30,13 @@ type readOnlyState struct {
 	// mu serializes refreshes (the view's only writer) and Close.
 	mu     sync.Mutex
 	closed bool
-	// rp is the recovery point the view was opened with: damage below it is
+	// rp is the recovery point the view was opened with (MaxInt64 after a
+	// clean shutdown: every byte was synced): damage below it is
 	// corruption, above it a torn tail that is not served.
 	rp int64
-	// clean is set when the directory had a clean-shutdown marker: every
-	// byte was synced, so any damage is corruption.
-	clean bool
 	// stuck is set when a segment followed by a newer one in the directory
-	// stopped short of its end: Kafka's recovery would drop every later
-	// segment, so the view never goes past it.
+	// stopped short of its end: recovery would delete every later segment,
+	// so the view never goes past it.
 	stuck bool
 }
 
@@ -63,6 +62,11 @@ func openReadOnly(dir string, opts Options) (*Log, error) {
 	}
 	if !fi.IsDir() {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.New("not a directory")}
+	}
+	// The same refusal as a writable Open's: a Kafka log.dir or a
+	// directory of other files is not read as an empty log.
+	if _, err := checkLogDir(opts.FS, dir); err != nil {
+		return nil, err
 	}
 	l := &Log{
 		dir:     dir,
@@ -92,7 +96,7 @@ func (l *Log) viewSegmentOptions() segment.Options {
 	o := l.segmentOptions()
 	o.ReadOnly = true
 	o.ReserveBytes = 0
-	o.MaxBatchBytes = math.MaxInt32
+	o.MaxBatchBytes = segment.MaxStoredEntry
 	return o
 }
 
@@ -100,8 +104,9 @@ func (l *Log) viewSegmentOptions() segment.Options {
 // will be rebuilt and sealed at once (sealedRebuild) gets in-memory
 // indexes sized for its file rather than the writer's preallocation: an
 // index entry follows at least one whole entry (26 bytes or more, for the
-// smallest legacy one), so the file's size bounds the entries, and a log with many segments to rebuild
-// does not hold MaxIndexBytes of memory for each while it does.
+// smallest legacy one), so the file's size bounds the entries, and a log
+// with many segments to rebuild does not hold MaxIndexBytes of memory for
+// each while it does.
 func (l *Log) openViewSegment(base int64, sealedRebuild bool) (*segment.Segment, error) {
 	o := l.viewSegmentOptions()
 	if sealedRebuild {
@@ -116,72 +121,46 @@ func (l *Log) openViewSegment(base int64, sealedRebuild bool) (*segment.Segment,
 }
 
 // logBases returns the base offsets of the directory's .log files, sorted.
-// Leftovers (.deleted, .cleaned, .swap, checkpoint .tmp files) and orphan
-// indexes are not segments and are ignored, except that a .swap a writable
-// Open would complete is refused: the view it would give cannot be built
-// without renaming files.
+// Leftovers (.deleted, .cleaned, checkpoint .tmp files) and orphan indexes
+// are not segments and are ignored, and so is a .swap that a writable Open
+// deletes (layout.PlanLeftovers). A .swap a writable Open would complete is
+// refused: the view it leads to cannot be had without renaming files.
 func (l *Log) logBases(names []string) ([]int64, error) {
-	minCleaned := int64(math.MaxInt64)
-	var swaps []int64
-	var bases []int64
-	for _, n := range names {
-		base, suffix, ok := segment.ParseFileName(n)
-		if !ok {
-			continue
-		}
-		switch {
-		case suffix == segment.LogSuffix:
-			bases = append(bases, base)
-		case strings.HasSuffix(suffix, segment.CleanedSuffix):
-			minCleaned = min(minCleaned, base)
-		case strings.HasSuffix(suffix, segment.SwapSuffix):
-			swaps = append(swaps, base)
-		}
+	if swaps := layout.PlanLeftovers(names).Swaps; len(swaps) > 0 {
+		return nil, fmt.Errorf("%w: %s holds an interrupted segment swap (%s); open it writable once, or run seglog fsck --repair, to complete it",
+			ErrReadOnly, l.dir, strings.Join(swaps, ", "))
 	}
-	for _, b := range swaps {
-		// A .swap at or above the lowest .cleaned belongs to a compaction
-		// that had not finished: Kafka deletes it and keeps the old
-		// segments, which is the view we give. Any other .swap replaces
-		// segments once the swap is completed.
-		if b < minCleaned {
-			return nil, fmt.Errorf("%w: %s holds an interrupted segment swap at base %d; open it writable once (or run seglog fsck --repair) to complete it",
-				ErrReadOnly, l.dir, b)
-		}
-	}
-	slices.Sort(bases)
+	_, bases := layout.SegmentFiles(names)
 	return bases, nil
 }
 
-// loadView builds the view: the segments, the start and end offsets.
-// Segments at and after the one holding the recovery point (all of them
-// when the directory has no clean-shutdown marker and no recovery point),
-// the last segment, and any whose indexes are missing or torn are scanned
-// and indexed in memory; the others are trusted as a writable Open trusts
-// them.
+// loadView builds the view: the segments, the start and end offsets. The
+// directory's state (clean marker, recovery point, log start, a Kafka
+// log.dir's lines for this partition) is read as Open reads it. Segments
+// at and after the one holding the recovery point (all of them after a
+// crash that left no recovery point), the last segment, and any whose
+// indexes are missing or torn are scanned by recovery's plan and indexed
+// in memory; the others are trusted as a writable Open trusts them.
 func (l *Log) loadView() error {
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return err
 	}
-	l.ro.clean = slices.Contains(names, CleanShutdownFile)
 	bases, err := l.logBases(names)
 	if err != nil {
 		return err
 	}
-	logStart, haveLogStart, err := readOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile)
+	st, err := readDirState(l.fs, l.dir, names)
 	if err != nil {
 		return err
 	}
-	rp, _, err := readOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile)
-	if err != nil {
-		return err
-	}
-	if l.ro.clean {
-		rp = math.MaxInt64
+	rp := st.rp
+	if st.clean {
+		rp = math.MaxInt64 // everything was synced
 	}
 	l.ro.rp = rp
 	scanFrom := len(bases) - 1
-	if !l.ro.clean {
+	if !st.clean {
 		scanFrom = 0
 		for i, b := range bases {
 			if b <= rp {
@@ -200,23 +179,31 @@ func (l *Log) loadView() error {
 		if trusted {
 			continue
 		}
-		complete, err := l.scanSegment(seg, last)
+		o := segment.RecoverOptions{Synced: rp}
+		if !last {
+			o.NextBase = bases[i+1]
+		}
+		complete, err := l.scanSegment(seg, last, o)
 		if err != nil {
 			return err
 		}
-		if !complete && !last {
-			// Kafka's recovery would cut this segment here and delete the
-			// later ones: they are not part of the log.
+		if !last && (!complete || seg.NextOffset() < bases[i+1]) {
+			// Recovery would cut this segment here (or finds it ending
+			// before the next begins, the same loss) and delete the later
+			// ones: they are not part of the log.
 			l.ro.stuck = true
 			break
 		}
 	}
 	start, end := int64(0), int64(0)
-	if haveLogStart {
-		start = logStart
+	if st.haveLogStart {
+		start = st.logStart
 	}
 	if first, ok := l.segs.Min(); ok {
 		lastSeg, _ := l.segs.Max()
+		// Nothing appends to a view; its last segment is the one that
+		// grows (Segments reports it as active).
+		l.active = lastSeg.seg
 		start = max(start, first.base)
 		end = lastSeg.seg.NextOffset()
 		if end < start {
@@ -254,8 +241,11 @@ func (l *Log) indexesIntact(base int64) bool {
 // It reports whether the whole file was valid. Damage below the recovery
 // point is a *CorruptionError; past it, the rest of the file is a torn tail
 // (or a batch a writer is still writing) and is just not served.
-func (l *Log) scanSegment(seg *segment.Segment, extendable bool) (bool, error) {
-	res, err := seg.RebuildView(0, extendable)
+func (l *Log) scanSegment(seg *segment.Segment, extendable bool, o segment.RecoverOptions) (bool, error) {
+	res, err := seg.RebuildView(o, extendable)
+	if errors.Is(err, ErrCorrupt) {
+		return false, fmt.Errorf("seglog: read-only open of %s (run seglog fsck): %w", l.dir, err)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -268,7 +258,7 @@ func (l *Log) judgeView(seg *segment.Segment, res segment.ViewResult) (bool, err
 		return true, nil
 	}
 	if res.NextOffset < l.ro.rp {
-		return false, &CorruptionError{Path: seg.LogPath(), Pos: res.ValidBytes,
+		return false, &CorruptionError{File: seg.LogPath(), Pos: res.ValidBytes,
 			Reason: fmt.Errorf("damage below the recovery point %d (run seglog fsck): %w", l.ro.rp, res.Reason)}
 	}
 	l.logger.Debug("seglog: read-only view ends before the end of a segment file",
@@ -296,13 +286,15 @@ func (l *Log) Refresh() error {
 	if l.ro.closed {
 		return ErrClosed
 	}
-	return l.refreshLocked(false)
+	return l.refreshLocked(true)
 }
 
-// refreshLocked is Refresh with ro.mu held. With list, the directory is
-// listed for new segments; otherwise only the name of the segment a roll
-// would create next is looked for, which is cheap enough for every poll.
-func (l *Log) refreshLocked(list bool) error {
+// refreshLocked is Refresh with ro.mu held. With full, the directory is
+// listed for new segments and the log start is read again; otherwise only
+// the name of the segment a roll would create next is looked for, which is
+// cheap enough for every poll.
+func (l *Log) refreshLocked(full bool) error {
+	list := full
 	for !l.ro.stuck {
 		grew, err := l.refreshStep(list)
 		if err != nil {
@@ -312,6 +304,9 @@ func (l *Log) refreshLocked(list bool) error {
 			break
 		}
 		list = false
+	}
+	if !full {
+		return nil
 	}
 	return l.refreshStart()
 }
@@ -335,6 +330,9 @@ func (l *Log) refreshStep(list bool) (bool, error) {
 		bases, err := l.logBases(names)
 		if err != nil {
 			return false, err
+		}
+		if ok && !slices.Contains(bases, lastItem.base) {
+			return false, fmt.Errorf("%w: %s is gone", ErrStaleView, lastItem.seg.LogPath())
 		}
 		for _, b := range bases {
 			if !ok || b > lastItem.base {
@@ -376,12 +374,13 @@ func (l *Log) refreshStep(list bool) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if _, err := l.scanSegment(seg, true); err != nil {
+		if _, err := l.scanSegment(seg, true, segment.RecoverOptions{Synced: l.ro.rp}); err != nil {
 			seg.Release()
 			return false, err
 		}
 		l.segMu.Lock()
 		l.segs.ReplaceOrInsert(segItem{base: b, seg: seg})
+		l.active = seg
 		l.segMu.Unlock()
 		lastItem, ok = segItem{base: b, seg: seg}, true
 	}
@@ -393,12 +392,17 @@ func (l *Log) refreshStep(list bool) (bool, error) {
 
 // maybeListNewer lists the directory only when the last segment's file
 // holds bytes the view has not published: a roll can then have happened at
-// an offset the view does not know yet.
+// an offset the view does not know yet. The last segment's file gone means
+// a writer truncated the log below it (retention never removes the active
+// segment), which the view cannot follow.
 func (l *Log) maybeListNewer(lastBase int64, newer *[]int64) error {
 	seg := l.floorSegment(lastBase)
 	fi, err := l.fs.Stat(seg.LogPath())
+	if isNotExist(err) {
+		return fmt.Errorf("%w: %s is gone", ErrStaleView, seg.LogPath())
+	}
 	if err != nil || fi.Size() == seg.Size() {
-		return nil
+		return err
 	}
 	names, err := l.fs.List(l.dir)
 	if err != nil {
@@ -423,7 +427,7 @@ func (l *Log) extendLast(seg *segment.Segment) (bool, error) {
 		return true, nil
 	}
 	res, err := seg.ExtendView(0)
-	if errors.Is(err, segment.ErrShrunk) {
+	if errors.Is(err, segment.ErrChanged) {
 		return false, fmt.Errorf("%w: %w", ErrStaleView, err)
 	}
 	if err != nil {
@@ -438,12 +442,13 @@ func (l *Log) extendLast(seg *segment.Segment) (bool, error) {
 }
 
 // refreshStart raises the view's start to the log-start-offset checkpoint a
-// writer keeps (retention, DeleteBefore).
+// writer keeps (retention, DeleteBefore), read as Open reads it.
 func (l *Log) refreshStart() error {
-	logStart, ok, err := readOffsetCheckpoint(l.fs, l.dir, LogStartOffsetFile)
-	if err != nil || !ok {
+	st, err := readDirState(l.fs, l.dir, nil)
+	if err != nil || !st.haveLogStart {
 		return err
 	}
+	logStart := st.logStart
 	for {
 		cur := l.start.Load()
 		if logStart <= cur || l.start.CompareAndSwap(cur, min(logStart, l.end.Load())) {
@@ -454,10 +459,17 @@ func (l *Log) refreshStart() error {
 
 // refreshIfBehind refreshes a read-only Log's view when offset lies at or
 // past its end, for Records and Read: a reader asking there wants what a
-// writer may have appended since.
+// writer may have appended since. It takes the cheap path (no listing, no
+// checkpoint read) so that a reader polling at the end costs a few stat
+// calls; an error is left for Refresh or Follow to report.
 func (l *Log) refreshIfBehind(offset int64) {
-	if l.ro != nil && offset >= l.end.Load() {
-		if err := l.Refresh(); err != nil {
+	if l.ro == nil || offset < l.end.Load() {
+		return
+	}
+	l.ro.mu.Lock()
+	defer l.ro.mu.Unlock()
+	if !l.ro.closed {
+		if err := l.refreshLocked(false); err != nil {
 			l.logger.Debug("seglog: refreshing a read-only view", "dir", l.dir, "err", err)
 		}
 	}

@@ -46,8 +46,8 @@ func snapshotDir(t *testing.T, fsys vfs.FS, dir string) map[string]fileState {
 	return snap
 }
 
-// sameSnapshot fails the test for every difference between two snapshots.
-func sameSnapshot(t *testing.T, before, after map[string]fileState) {
+// sameDirState fails the test for every difference between two snapshots.
+func sameDirState(t *testing.T, before, after map[string]fileState) {
 	t.Helper()
 	for n, b := range before {
 		a, ok := after[n]
@@ -199,7 +199,7 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 			l, err := Open(dir, roOptions(fsys))
 			if c.corrupt {
 				var ce *CorruptionError
-				if !errors.As(err, &ce) || ce.Path != seg(dir, bases[len(bases)-1], segment.LogSuffix) {
+				if !errors.As(err, &ce) || ce.File != seg(dir, bases[len(bases)-1], segment.LogSuffix) {
 					t.Fatalf("Open = %v, want a *CorruptionError in the damaged segment", err)
 				}
 			} else {
@@ -213,7 +213,7 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			sameSnapshot(t, before, snapshotDir(t, fsys, dir))
+			sameDirState(t, before, snapshotDir(t, fsys, dir))
 
 			// A writable open after all this still sees the same log: the
 			// view was the one recovery ends up with.

@@ -191,7 +191,7 @@ func TestReadOnlyOtherUser(t *testing.T) {
 			t.Fatalf("reader as nobody printed %q, want %q", out, want)
 		}
 	}
-	sameSnapshot(t, before, snapshotDir(t, vfs.Default, dir))
+	sameDirState(t, before, snapshotDir(t, vfs.Default, dir))
 }
 
 // TestReadOnlyFollowsAnotherProcess follows, read-only, a log that another

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io/fs"
 	"testing"
+	"time"
 
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -67,6 +69,10 @@ func TestReadOnlyMutationsRefused(t *testing.T) {
 	before := l.EndOffset()
 	calls := map[string]func() error{
 		"Append": func() error { _, err := l.Append(record.Record{Value: []byte("x")}); return err },
+		// Input a writable log would refuse for what it is: the read-only
+		// refusal comes first.
+		"Append-none":      func() error { _, err := l.Append(); return err },
+		"AppendBatch-junk": func() error { _, err := l.AppendBatch([]byte("junk")); return err },
 		"AppendBatch": func() error {
 			_, err := l.AppendBatch(producerBatch(t, record.None, []record.Record{{Value: []byte("x")}}))
 			return err
@@ -118,4 +124,141 @@ func TestReadOnlyBesideWriterInProcess(t *testing.T) {
 		}
 		checkRecords(t, l, 0, w.EndOffset())
 	})
+}
+
+// TestReadOnlyStaleView: a writer truncating the log under a read-only view
+// (within the last segment, then with more appends over the cut, and below
+// it, removing segments) makes the view's refresh, and a Follow at its
+// end, fail with ErrStaleView rather than wait forever or read on into
+// bytes that are not the view's batches.
+func TestReadOnlyStaleView(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		truncate int64 // relative to the end
+		appendN  int
+	}{{"within-last", -3, 0}, {"rewritten", -3, 20}, {"segments-removed", -150, 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			w := writeLog(t, fsys, "/log", 200, 5)
+			defer w.Close()
+			l, err := Open("/log", roOptions(fsys))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if err := w.TruncateTo(w.EndOffset() + c.truncate); err != nil {
+				t.Fatal(err)
+			}
+			cut := w.EndOffset()
+			for off := cut; off < cut+int64(c.appendN); off += 5 {
+				// Other records than the ones removed: the same ones would
+				// make the same bytes, and the view would still be right.
+				if _, err := w.Append(recordsAt(off+1000, 5)...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Refresh(); !errors.Is(err, ErrStaleView) {
+				t.Fatalf("Refresh = %v, want ErrStaleView", err)
+			}
+			var last error
+			for _, err := range l.Follow(canceledContext(), l.EndOffset()) {
+				last = err
+			}
+			if !errors.Is(last, ErrStaleView) {
+				t.Fatalf("Follow ended with %v, want ErrStaleView", last)
+			}
+		})
+	}
+}
+
+// TestReadOnlyValidate: a read-only log has nothing to sync.
+func TestReadOnlyValidate(t *testing.T) {
+	for _, o := range []Options{{ReadOnly: true, Sync: SyncAlways}, {ReadOnly: true, Sync: SyncPeriodic, SyncInterval: time.Second}} {
+		o.FS = vfs.NewMem()
+		if _, err := Open("/x", o); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%+v: Open = %v, want ErrInvalidOptions", o, err)
+		}
+	}
+}
+
+// TestReadOnlySegments: a view reports the writer's segments, its last one
+// active, before and after the writer rolls.
+func TestReadOnlySegments(t *testing.T) {
+	fsys := vfs.NewMem()
+	w := writeLog(t, fsys, "/log", 100, 5)
+	defer w.Close()
+	l, err := Open("/log", roOptions(fsys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for round := 0; round < 2; round++ {
+		want, got := w.Segments(), l.Segments()
+		if len(got) != len(want) || len(want) < 3 {
+			t.Fatalf("round %d: view has %d segments, writer %d", round, len(got), len(want))
+		}
+		for i := range want {
+			g, w := got[i], want[i]
+			if g.BaseOffset != w.BaseOffset || g.NextOffset != w.NextOffset || g.Size != w.Size || g.Active != w.Active || g.LargestTimestamp != w.LargestTimestamp {
+				t.Fatalf("round %d: segment %d: view %+v, writer %+v", round, i, g, w)
+			}
+		}
+		for off := w.EndOffset(); off < 200; off += 5 {
+			if _, err := w.Append(recordsAt(off, 5)...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadOnlyViewMatchesRecovery: after a crash that tore a segment
+// above the recovery point with later segments behind it, the view ends
+// where recovery will cut (the later segments are not served, even after
+// a refresh), and a writable open afterwards gives the same log.
+func TestReadOnlyViewMatchesRecovery(t *testing.T) {
+	fsys := vfs.NewMem()
+	w := writeLog(t, fsys, "/log", 300, 5)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bases := segmentBases(t, fsys, "/log")
+	if len(bases) < 5 {
+		t.Fatalf("want several segments, got %v", bases)
+	}
+	if err := fsys.Remove("/log/" + CleanShutdownFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeOffsetCheckpoint(fsys, "/log", RecoveryPointFile, bases[1]); err != nil {
+		t.Fatal(err)
+	}
+	torn := "/log/" + segment.FileName(bases[2], segment.LogSuffix)
+	fi, err := fsys.Stat(torn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncateFile(t, fsys, torn, fi.Size()-7)
+
+	l, err := Open("/log", roOptions(fsys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := l.EndOffset()
+	if end <= bases[2] || end >= bases[3] || l.NumSegments() != 3 {
+		t.Fatalf("view ends at %d with %d segments; want inside segment %d, the later ones dropped", end, l.NumSegments(), bases[2])
+	}
+	checkRecords(t, l, 0, end)
+	if err := l.Refresh(); err != nil || l.EndOffset() != end {
+		t.Fatalf("after Refresh: end %d, %v; want %d", l.EndOffset(), err, end)
+	}
+	l.Close()
+
+	w, err = Open("/log", Options{FS: fsys, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	checkRecords(t, w, 0, end)
 }

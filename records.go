@@ -131,13 +131,7 @@ func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	return 0, fmt.Errorf("%w: %d", ErrTimestampNotFound, ts)
 }
 
-// asLogCorruption turns a damaged-batch error from the segment layer into a
-// *CorruptionError, so callers match ErrCorruptLog and get the file and
-// position in one place.
-func asLogCorruption(err error) error {
-	var rc *record.CorruptionError
-	if errors.As(err, &rc) && rc.File != "" {
-		return &CorruptionError{Path: rc.File, Pos: rc.Pos, Reason: err}
-	}
-	return err
-}
+// asLogCorruption is kept for its callers: the segment layer's damage is
+// already a *CorruptionError (record's type, which the root aliases) with
+// the file and position, so there is nothing left to convert.
+func asLogCorruption(err error) error { return err }

@@ -3,6 +3,8 @@ package index
 import (
 	"errors"
 	"fmt"
+
+	"github.com/seglog/seglog/record"
 )
 
 // Sentinel errors. Every error returned by this package about a specific
@@ -23,8 +25,10 @@ var (
 	// offset outside [0, 2^31-1] or a position outside [0, 2^31-1].
 	ErrOverflow = errors.New("index: value does not fit in 32 bits")
 	// ErrCorrupt marks a damaged index file found by SanityCheck. Kafka
-	// rebuilds the segment's indexes when it sees one.
-	ErrCorrupt = errors.New("index: corrupt")
+	// rebuilds the segment's indexes when it sees one. It also matches
+	// record.ErrCorrupt (seglog.ErrCorrupt), so one errors.Is finds damage
+	// in batches and indexes alike.
+	ErrCorrupt error = corruptIndex{}
 	// ErrReadOnly means a mutation was attempted on a sealed index; call
 	// MakeWritable first.
 	ErrReadOnly = errors.New("index: sealed (read-only)")
@@ -33,6 +37,13 @@ var (
 	// ErrClosed means the index was closed or deleted.
 	ErrClosed = errors.New("index: closed")
 )
+
+// corruptIndex is ErrCorrupt's type: a sentinel that also answers to
+// record.ErrCorrupt.
+type corruptIndex struct{}
+
+func (corruptIndex) Error() string        { return "index: corrupt" }
+func (corruptIndex) Is(target error) bool { return target == record.ErrCorrupt }
 
 // Error describes a failure concerning one index file.
 type Error struct {

@@ -27,6 +27,8 @@ package index
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/seglog/seglog/defaults"
 )
 
 // Entry sizes in bytes. These are part of Kafka's file format.
@@ -37,7 +39,7 @@ const (
 
 // DefaultMaxBytes is Kafka's segment.index.bytes default: 10 MiB, which holds
 // 1,310,720 offset entries or 873,813 time entries.
-const DefaultMaxBytes = 10 << 20
+const DefaultMaxBytes = defaults.MaxIndexBytes
 
 // warmBytes is the size of the index tail that tail lookups search alone
 // (Kafka's AbstractIndex warm section).

@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/internal/crc32c"
 )
 
@@ -27,7 +28,7 @@ const (
 	CurrentMagic = 2
 	// DefaultMaxBatchSize is Kafka's default max.message.bytes: 1 MiB plus
 	// the log overhead.
-	DefaultMaxBatchSize = 1048588
+	DefaultMaxBatchSize = defaults.MaxBatchBytes
 )
 
 // Field offsets inside the header. The CRC covers [crcStart, end): the

@@ -33,9 +33,10 @@ var (
 	ErrShortHeader = errors.New("record: entry header truncated")
 )
 
-// CorruptionError reports damaged batch bytes. Pos is the byte position of
+// CorruptionError reports damaged stored bytes; it is the one corruption
+// type of seglog (the root package aliases it). Pos is the byte position of
 // the problem counted from the start of the batch (callers reading from a
-// file add the batch's file position, see Offset); for problems inside a
+// file add the batch's file position, see Offset, and set File); for problems inside a
 // compressed record section, Pos is HeaderSize and the reason names the
 // position within the decompressed stream. File is empty unless a caller
 // fills it in.
@@ -45,10 +46,12 @@ type CorruptionError struct {
 	Reason error
 }
 
-// Error describes the corruption with its position.
+// Error describes the corruption with its file and position. It says
+// "corrupt" once: layers that add context wrap it rather than nest
+// another CorruptionError.
 func (e *CorruptionError) Error() string {
 	if e.File != "" {
-		return fmt.Sprintf("record: corrupt batch in %s at byte %d: %v", e.File, e.Pos, e.Reason)
+		return fmt.Sprintf("record: corrupt data in %s at byte %d: %v", e.File, e.Pos, e.Reason)
 	}
 	return fmt.Sprintf("record: corrupt batch at byte %d: %v", e.Pos, e.Reason)
 }

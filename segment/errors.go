@@ -58,3 +58,16 @@ func corruptAt(file string, pos int64, reason error) error {
 	}
 	return &record.CorruptionError{File: file, Pos: pos, Reason: reason}
 }
+
+// asReadDamage turns a torn tail met inside a segment's published size
+// into damage: recovery cuts partial entries at the end of a file, but a
+// reader that meets one below the size a segment was trusted or recovered
+// with has found a file that shrank or was damaged, which is corruption
+// (errors.Is(err, record.ErrCorrupt)). Other errors pass unchanged.
+func asReadDamage(err error) error {
+	var pe *PositionError
+	if errors.As(err, &pe) && errors.Is(pe.Err, ErrTornTail) {
+		return &record.CorruptionError{File: pe.File, Pos: pe.Pos, Reason: fmt.Errorf("%v, within the segment's size", pe.Err)}
+	}
+	return err
+}

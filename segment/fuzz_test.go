@@ -40,7 +40,7 @@ func FuzzRecover(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		res, err := s.Recover(0)
+		res, err := s.Recover(RecoverOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -71,7 +71,7 @@ func TestInjectedFailures(t *testing.T) {
 				t.Fatalf("wrong answer under injection: FindPosition(%d) = %+v, %v", b.base, bp, ok)
 			}
 		}
-		if _, err := s.Recover(0); err != nil {
+		if _, err := s.Recover(RecoverOptions{}); err != nil {
 			s.Close()
 			return acked, err
 		}
@@ -151,7 +151,7 @@ func TestInjectedFailures(t *testing.T) {
 		if err != nil {
 			continue // the index files may be what the failure left broken; recovery below the Log's level
 		}
-		res, err := s.Recover(0)
+		res, err := s.Recover(RecoverOptions{})
 		if err != nil || res.ValidBytes < int64(len(want)) {
 			t.Fatalf("op %d: recovery after the failure = %+v, %v", i, res, err)
 		}

@@ -243,9 +243,8 @@ func (s *Segment) File() vfs.File {
 // A yielded Batch aliases a buffer the sequence reuses: it is valid only
 // until the loop body returns. An error is yielded once, with a nil Batch,
 // and ends the sequence; damage is a *record.CorruptionError (or a
-// *PositionError) carrying the file and position. Entries larger than
-// Options.MaxBatchBytes are damage: no buffer is sized beyond that limit
-// and the remaining file size.
+// *PositionError) carrying the file and position. No buffer is sized
+// beyond the bytes left in the file (see MaxStoredEntry).
 func (s *Segment) Batches(fromPos, toPos int64) iter.Seq2[record.Batch, error] {
 	return func(yield func(record.Batch, error) bool) {
 		if err := s.files(); err != nil {
@@ -261,14 +260,14 @@ func (s *Segment) Batches(fromPos, toPos int64) iter.Seq2[record.Batch, error] {
 		if fromPos >= toPos {
 			return
 		}
-		sc := newFullScanner(s.log, s.LogPath(), fromPos, toPos, s.opts.MaxBatchBytes)
+		sc := newFullScanner(s.log, s.LogPath(), fromPos, toPos, MaxStoredEntry)
 		for {
 			h, b, ok, err := sc.nextEntry()
 			if err != nil {
 				if toPos < end && errors.Is(err, ErrTornTail) {
 					return
 				}
-				yield(nil, err)
+				yield(nil, asReadDamage(err))
 				return
 			}
 			if !ok {

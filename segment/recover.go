@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"path/filepath"
 
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // RecoverResult describes what Recover found.
@@ -24,63 +26,99 @@ type RecoverResult struct {
 	// the whole file was valid. A torn tail is a *PositionError wrapping
 	// ErrTornTail; a damaged entry a *record.CorruptionError (with File and
 	// the file position of the entry, or of the damage within it) wrapping
-	// the cause: record's CRC or framing errors, record.ErrTooLarge,
-	// record.ErrUnsupportedMagic, or ErrOffsetOrder.
+	// the cause: record's CRC or framing errors, record.ErrUnsupportedMagic,
+	// or ErrOffsetOrder.
 	Reason error
 	// NextOffset is the offset after the last valid batch (the base offset
 	// if none).
 	NextOffset int64
 }
 
-// Recover rebuilds the segment from its .log, as Kafka's LogSegment.recover
-// does: both indexes are emptied, the entries are read from position 0, and
-// each must have a legal length no larger than maxBatchBytes (<= 0 means
-// Options.MaxBatchBytes), fit in the file, carry a known magic and a valid
-// checksum (CRC-32C for v2; CRC-32 for legacy v0/v1 entries, which are
-// kept and skipped by size, their offset field being their last offset),
-// and have offsets above the previous entry's and within the segment's
-// 32-bit relative range. Index entries are added with the same rule as
-// Append. The .log is truncated at the first entry that fails (or a partial
-// one at the end), the time index gets its final entry (the running
-// maximum), and the size, next offset and maximum timestamp are published.
-//
-// An active segment stays writable; a sealed one is made writable for the
-// rebuild and sealed again (indexes trimmed). Recover is a writer operation
-// (no concurrent readers). Damage is reported in RecoverResult.Reason and
-// logged, not returned as err; err is reserved for I/O failures, after
-// which the segment's state is undefined until a successful Recover.
-func (s *Segment) Recover(maxBatchBytes int) (RecoverResult, error) {
-	if maxBatchBytes <= 0 {
-		maxBatchBytes = s.opts.MaxBatchBytes
-	}
-	if err := s.files(); err != nil {
-		return RecoverResult{}, err
-	}
-	path := s.LogPath()
-	wasSealed := s.sealed.Load()
-	if wasSealed {
-		if err := s.makeIndexesWritable(); err != nil {
-			return RecoverResult{}, err
-		}
-	}
-	if err := errors.Join(s.offIdx.Reset(), s.timeIdx.Reset()); err != nil {
-		return RecoverResult{}, err
-	}
-	fileSize, err := s.log.Size()
-	if err != nil {
-		return RecoverResult{}, err
-	}
+// RecoverOptions are what a segment's recovery needs to know about the rest
+// of the log. The zero value means nothing was synced and no segment
+// follows: every invalid tail is cut.
+type RecoverOptions struct {
+	// Synced is the log's recovery point: every offset below it was
+	// synced before the crash. Damage in an entry that holds an offset
+	// below Synced (or a torn entry before Synced is reached) is not a torn
+	// write but corruption of acknowledged data: recovery returns it as a
+	// *record.CorruptionError and changes nothing. A clean end of file
+	// below Synced is accepted: a truncation cuts synced data on purpose.
+	Synced int64
+	// NextBase is the base offset of the next segment, 0 if there is none.
+	// An entry whose offsets reach it belongs to no segment (the next one
+	// claims them): it is damage, treated like any other.
+	NextBase int64
+}
 
-	t := tail{next: s.base, maxTS: -1, maxTSOffset: s.base}
-	interval := int64(s.opts.IndexIntervalBytes)
-	var res RecoverResult
-	indexing := true
-	sc := newFullScanner(s.log, path, 0, fileSize, maxBatchBytes)
+// RecoveryPlan is the outcome of scanning a segment's .log for recovery,
+// computed without changing anything on disk: what to keep, what to cut,
+// and the index entries to rebuild. Apply it with Segment.ApplyRecovery.
+type RecoveryPlan struct {
+	base     int64
+	path     string
+	fileSize int64
+	res      RecoverResult
+	t        tail
+	// points are the index entries to append, in order; their count is
+	// bounded by what the offset index can hold (one more, to hit ErrFull
+	// exactly where an incremental rebuild would).
+	points []indexPoint
+}
+
+// indexPoint is one offset-index entry and the time-index entry appended
+// with it.
+type indexPoint struct {
+	last, pos          int64
+	maxTS, maxTSOffset int64
+}
+
+// Result is what applying the plan will report.
+func (p *RecoveryPlan) Result() RecoverResult { return p.res }
+
+// PlanRecovery scans the .log of the segment at base in dir once, as
+// Kafka's LogSegment.recover does, and decides what recovery keeps. It
+// changes nothing on disk: index files are neither opened nor created. The
+// entries are read from position 0; each must have a legal length, fit in
+// the file (MaxStoredEntry: never Options.MaxBatchBytes, which bounds
+// appends, not what is kept), carry a known magic and a valid checksum
+// (CRC-32C for v2; CRC-32 for legacy v0/v1 entries, which are kept and
+// skipped by size, their offset field being their last offset), have
+// offsets above the previous entry's, within the segment's 32-bit relative
+// range and below o.NextBase. The first entry that fails ends what is kept;
+// if that leaves offsets below o.Synced out, the damage hit synced data
+// and PlanRecovery returns a *record.CorruptionError with the file and
+// byte position (errors.Is(err, record.ErrCorrupt)) instead of a plan.
+//
+// fsck's repair and Open both use it, so a directory is repaired by the
+// same rules it is opened by.
+func PlanRecovery(fsys vfs.FS, dir string, base int64, opts Options, o RecoverOptions) (*RecoveryPlan, error) {
+	opts = opts.withDefaults()
+	path := filepath.Join(dir, FileName(base, LogSuffix))
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return planRecovery(f, path, base, opts, o)
+}
+
+func planRecovery(f vfs.File, path string, base int64, opts Options, o RecoverOptions) (*RecoveryPlan, error) {
+	fileSize, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	p := &RecoveryPlan{base: base, path: path, fileSize: fileSize}
+	t := tail{next: base, maxTS: -1, maxTSOffset: base}
+	interval := int64(opts.IndexIntervalBytes)
+	maxPoints := opts.MaxIndexBytes/8 + 1
+	res := &p.res
+	sc := newFullScanner(f, path, 0, fileSize, MaxStoredEntry)
 	for {
 		h, entry, ok, err := sc.nextEntry()
 		if err != nil {
 			if !isDamage(err) {
-				return RecoverResult{}, err
+				return nil, err
 			}
 			res.Reason = err
 			break
@@ -92,26 +130,22 @@ func (s *Segment) Recover(maxBatchBytes int) (RecoverResult, error) {
 			res.Reason = corruptAt(path, h.pos, err)
 			break
 		}
-		if h.base < t.next || h.last < h.base || h.last-s.base > math.MaxInt32 {
+		if h.base < t.next || h.last < h.base || h.last-base > math.MaxInt32 {
 			res.Reason = corruptAt(path, h.pos, fmt.Errorf("%w: offsets [%d, %d] after next offset %d in segment %d",
-				ErrOffsetOrder, h.base, h.last, t.next, s.base))
+				ErrOffsetOrder, h.base, h.last, t.next, base))
+			break
+		}
+		if o.NextBase > 0 && h.last >= o.NextBase {
+			res.Reason = corruptAt(path, h.pos, fmt.Errorf("%w: offsets [%d, %d] reach the next segment's base offset %d",
+				ErrOffsetOrder, h.base, h.last, o.NextBase))
 			break
 		}
 		if h.maxTS > t.maxTS {
 			t.maxTS, t.maxTSOffset = h.maxTS, h.last
 		}
-		if indexing && t.sinceLastEntry > interval {
-			err := s.offIdx.Append(h.last, h.pos)
-			if err == nil {
-				err = s.timeIdx.MaybeAppend(t.maxTS, t.maxTSOffset, false)
-			}
-			if errors.Is(err, index.ErrFull) {
-				// Data written under a larger segment.index.bytes: lookups
-				// stay correct with fewer entries, only scans get longer.
-				s.opts.Logger.Warn("segment: index full during recovery; later batches not indexed", "path", path, "pos", h.pos)
-				indexing = false
-			} else if err != nil {
-				return RecoverResult{}, err
+		if t.sinceLastEntry > interval {
+			if len(p.points) < maxPoints {
+				p.points = append(p.points, indexPoint{last: h.last, pos: h.pos, maxTS: t.maxTS, maxTSOffset: t.maxTSOffset})
 			}
 			t.sinceLastEntry = 0
 		}
@@ -120,9 +154,95 @@ func (s *Segment) Recover(maxBatchBytes int) (RecoverResult, error) {
 		res.ValidBytes = h.pos + int64(h.size)
 		res.Batches++
 	}
-
+	if res.Reason != nil && t.next < o.Synced {
+		return nil, syncedDamage(path, res.Reason, o.Synced)
+	}
 	res.TruncatedBytes = fileSize - res.ValidBytes
 	res.NextOffset = t.next
+	p.t = t
+	return p, nil
+}
+
+// syncedDamage turns what ended a recovery scan into the error for damage
+// below the recovery point: a torn entry there is not a torn write, since
+// those bytes were synced.
+func syncedDamage(path string, reason error, synced int64) error {
+	var ce *record.CorruptionError
+	if errors.As(reason, &ce) {
+		return &record.CorruptionError{File: ce.File, Pos: ce.Pos,
+			Reason: fmt.Errorf("%w (below the recovery point %d: synced data, not a torn write)", ce.Reason, synced)}
+	}
+	var pe *PositionError
+	if errors.As(reason, &pe) {
+		return &record.CorruptionError{File: pe.File, Pos: pe.Pos,
+			Reason: fmt.Errorf("%v (below the recovery point %d: synced data, not a torn write)", pe.Err, synced)}
+	}
+	return &record.CorruptionError{File: path, Reason: reason}
+}
+
+// Recover rebuilds the segment from its .log: PlanRecovery, then
+// ApplyRecovery. The synced bytes are read once. On a
+// *record.CorruptionError (damage below o.Synced) nothing was changed.
+//
+// An active segment stays writable; a sealed one is made writable for the
+// rebuild and sealed again (indexes trimmed). Recover is a writer operation
+// (no concurrent readers). A torn or damaged tail above o.Synced is cut,
+// reported in RecoverResult.Reason and logged, not returned as err; other
+// errors are I/O failures, after which the segment's state is undefined
+// until a successful Recover.
+func (s *Segment) Recover(o RecoverOptions) (RecoverResult, error) {
+	p, err := PlanRecovery(s.fs, s.dir, s.base, s.opts, o)
+	if err != nil {
+		return RecoverResult{}, err
+	}
+	return s.ApplyRecovery(p)
+}
+
+// ApplyRecovery carries out a plan from PlanRecovery of this segment: both
+// indexes are emptied and rebuilt with the plan's entries (the same rule as
+// Append), the .log is truncated at the end of the last valid entry, the
+// time index gets its final entry (the running maximum), and the size,
+// next offset and maximum timestamp are published. The .log must not have
+// changed since the plan was made.
+func (s *Segment) ApplyRecovery(p *RecoveryPlan) (RecoverResult, error) {
+	if p.base != s.base {
+		return RecoverResult{}, fmt.Errorf("segment: recovery plan for base %d applied to segment %d", p.base, s.base)
+	}
+	if err := s.files(); err != nil {
+		return RecoverResult{}, err
+	}
+	path := s.LogPath()
+	fileSize, err := s.log.Size()
+	if err != nil {
+		return RecoverResult{}, err
+	}
+	if fileSize != p.fileSize {
+		return RecoverResult{}, fmt.Errorf("segment: %s changed size (%d, planned at %d bytes) between recovery's scan and its repair", path, fileSize, p.fileSize)
+	}
+	wasSealed := s.sealed.Load()
+	if wasSealed {
+		if err := s.makeIndexesWritable(); err != nil {
+			return RecoverResult{}, err
+		}
+	}
+	if err := errors.Join(s.offIdx.Reset(), s.timeIdx.Reset()); err != nil {
+		return RecoverResult{}, err
+	}
+	for _, pt := range p.points {
+		err := s.offIdx.Append(pt.last, pt.pos)
+		if err == nil {
+			err = s.timeIdx.MaybeAppend(pt.maxTS, pt.maxTSOffset, false)
+		}
+		if errors.Is(err, index.ErrFull) {
+			// Data written under a larger segment.index.bytes: lookups
+			// stay correct with fewer entries, only scans get longer.
+			s.opts.Logger.Warn("segment: index full during recovery; later batches not indexed", "path", path, "pos", pt.pos)
+			break
+		} else if err != nil {
+			return RecoverResult{}, err
+		}
+	}
+	res, t := p.res, p.t
 	if res.TruncatedBytes > 0 {
 		s.opts.Logger.Warn("segment: truncating invalid tail", "path", path,
 			"valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/seglog/seglog/record"
@@ -21,6 +22,15 @@ const (
 	// bigger one (grown to read a big batch) is dropped on release.
 	pooledMax = 64 << 10
 )
+
+// MaxStoredEntry is the largest entry a scan of stored data accepts: an
+// entry must fit in a segment, whose positions are 32-bit. Stored batches
+// are bounded by this and by the file, never by Options.MaxBatchBytes,
+// which limits what is appended: a limit lowered after a batch was stored
+// must not turn that batch into damage (Kafka lowers max.message.bytes
+// without losing data). Buffers are sized only after an entry's length
+// was checked against the bytes the file holds.
+const MaxStoredEntry = math.MaxInt32
 
 // header is what a scanner learns about one entry of the .log from its
 // first bytes.
@@ -62,7 +72,7 @@ var headerScanners = sync.Pool{New: func() any {
 // [from, end); call release when done.
 func (s *Segment) newHeaderScanner(from, end int64) *scanner {
 	sc := headerScanners.Get().(*scanner)
-	sc.reset(s.log, s.LogPath(), from, end, s.opts.MaxBatchBytes)
+	sc.reset(s.log, s.LogPath(), from, end, MaxStoredEntry)
 	return sc
 }
 
@@ -180,4 +190,38 @@ func (sc *scanner) nextEntry() (h header, entry []byte, ok bool, err error) {
 		return h, nil, false, err
 	}
 	return h, entry, true, nil
+}
+
+// ScanNextOffset walks the entry headers of the .log file at path, whose
+// segment starts at base, and returns the offset after its last whole
+// entry and the position where the whole entries end. It stops quietly at
+// the first entry that is damaged or cut short: it answers "how far does
+// this file reach", as the swap protocol needs, not "is it valid".
+func ScanNextOffset(fsys vfs.FS, path string, base int64) (next, end int64, err error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, 0, err
+	}
+	sc := headerScanners.Get().(*scanner)
+	defer sc.release()
+	sc.reset(f, path, 0, size, MaxStoredEntry)
+	next = base
+	for {
+		h, ok, err := sc.next()
+		if err != nil {
+			if isDamage(err) {
+				return next, sc.pos, nil
+			}
+			return 0, 0, err
+		}
+		if !ok {
+			return next, sc.pos, nil
+		}
+		next = h.last + 1
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -18,9 +19,9 @@ import (
 // Defaults applied to zero Options fields (Kafka's defaults).
 const (
 	// DefaultIndexIntervalBytes is Kafka's index.interval.bytes.
-	DefaultIndexIntervalBytes = 4096
+	DefaultIndexIntervalBytes = defaults.IndexIntervalBytes
 	// DefaultMaxIndexBytes is Kafka's segment.index.bytes.
-	DefaultMaxIndexBytes = 10 << 20
+	DefaultMaxIndexBytes = defaults.MaxIndexBytes
 )
 
 // Options configures a Segment. The zero value means Kafka's defaults.
@@ -34,11 +35,10 @@ type Options struct {
 	// active segment's index files; it bounds the entries and so is a roll
 	// trigger. Zero means 10 MiB.
 	MaxIndexBytes int
-	// MaxBatchBytes is the largest entry (batch) accepted by Append and read
-	// by Batches and FindOffsetForTime; larger length fields are treated as
-	// damage rather than trusted for an allocation. Zero means
-	// record.DefaultMaxBatchSize (Kafka's max.message.bytes, 1,048,588). It
-	// must be at least the largest batch the log ever stored.
+	// MaxBatchBytes is the largest entry (batch) accepted by Append. Zero
+	// means record.DefaultMaxBatchSize (Kafka's max.message.bytes,
+	// 1,048,588). It bounds appends only: reads and recovery accept any
+	// stored entry that fits in the file (see MaxStoredEntry).
 	MaxBatchBytes int
 	// IndexCache bounds how many sealed indexes are mapped at once across a
 	// log; nil means unbounded (still mapped lazily).
@@ -152,6 +152,10 @@ type Segment struct {
 	firstTSKnown bool
 
 	needsRecovery atomic.Bool
+
+	// view marks the last batch a read-only view published (RebuildView,
+	// ExtendView), to notice the file being rewritten under the view.
+	view viewMark
 
 	refs      atomic.Int32
 	removed   atomic.Bool

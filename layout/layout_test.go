@@ -1,0 +1,122 @@
+package layout
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
+)
+
+func TestPlanLeftovers(t *testing.T) {
+	n := FileName
+	names := []string{
+		n(0, LogSuffix), n(0, IndexSuffix),
+		n(10, LogSuffix+DeletedSuffix),
+		n(20, LogSuffix+SwapSuffix), n(20, IndexSuffix+SwapSuffix), // below the lowest .cleaned: complete
+		n(30, LogSuffix+CleanedSuffix),
+		n(40, LogSuffix+SwapSuffix), // at or above it: uncommitted, delete
+		RecoveryPointFile + CheckpointTmpSuffix,
+		"partition.metadata",
+	}
+	p := PlanLeftovers(names)
+	wantRemove := []string{n(10, LogSuffix+DeletedSuffix), n(30, LogSuffix+CleanedSuffix), RecoveryPointFile + CheckpointTmpSuffix, n(40, LogSuffix+SwapSuffix)}
+	slices.Sort(p.Remove)
+	slices.Sort(wantRemove)
+	if !slices.Equal(p.Remove, wantRemove) {
+		t.Fatalf("Remove = %v, want %v", p.Remove, wantRemove)
+	}
+	if want := []string{n(20, LogSuffix+SwapSuffix), n(20, IndexSuffix+SwapSuffix)}; !slices.Equal(p.Swaps, want) {
+		t.Fatalf("Swaps = %v, want %v", p.Swaps, want)
+	}
+	if PlanLeftovers([]string{n(0, LogSuffix), RecoveryPointFile}).Empty() != true {
+		t.Fatal("a clean listing plans changes")
+	}
+}
+
+func TestSegmentFilesAndOrphans(t *testing.T) {
+	names := []string{FileName(5, LogSuffix), FileName(5, IndexSuffix), FileName(0, LogSuffix),
+		FileName(9, IndexSuffix), FileName(9, TimeIndexSuffix), FileName(0, LogSuffix+DeletedSuffix)}
+	files, bases := SegmentFiles(names)
+	if !slices.Equal(bases, []int64{0, 5}) || files[5] != HasLog|HasIndex || files[0] != HasLog {
+		t.Fatalf("SegmentFiles = %v, %v", files, bases)
+	}
+	if got := Orphans(names); !slices.Equal(got, []string{FileName(9, IndexSuffix), FileName(9, TimeIndexSuffix)}) {
+		t.Fatalf("Orphans = %v", got)
+	}
+}
+
+// TestResolve: a committed swap replaces the segments in its range, and
+// everything else a crash left is removed, durably.
+func TestResolve(t *testing.T) {
+	fs := vfs.NewMem()
+	dir := "/p"
+	if err := fs.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{
+		FileName(0, LogSuffix), FileName(0, IndexSuffix), FileName(10, LogSuffix), FileName(20, LogSuffix),
+		FileName(0, LogSuffix+SwapSuffix), FileName(0, IndexSuffix+SwapSuffix),
+		FileName(7, LogSuffix+DeletedSuffix), FileName(99, TimeIndexSuffix),
+		LogStartOffsetFile + CheckpointTmpSuffix,
+	} {
+		vfstest.WriteFile(t, fs, dir+"/"+name, []byte(name))
+	}
+	end := func(_ vfs.FS, path string, base int64) (int64, error) {
+		if path != dir+"/"+FileName(0, LogSuffix+SwapSuffix) || base != 0 {
+			return 0, fmt.Errorf("unexpected LogEnd(%s, %d)", path, base)
+		}
+		return 20, nil // the swap covers [0, 20): segments 0 and 10
+	}
+	names, changed, err := Resolve(fs, dir, end)
+	if err != nil || !changed {
+		t.Fatalf("Resolve: %v, changed %v", err, changed)
+	}
+	want := []string{FileName(0, IndexSuffix), FileName(0, LogSuffix), FileName(20, LogSuffix)}
+	if !slices.Equal(names, want) {
+		t.Fatalf("after Resolve: %v, want %v", names, want)
+	}
+	if got := string(vfstest.ReadFile(t, fs, dir+"/"+FileName(0, LogSuffix))); got != FileName(0, LogSuffix+SwapSuffix) {
+		t.Fatalf("segment 0 holds %q, want the swapped-in file", got)
+	}
+	// Durable: a power loss now keeps the resolved directory.
+	after, err := fs.CrashClone().List(dir)
+	if err != nil || !slices.Equal(after, want) {
+		t.Fatalf("after a crash: %v, %v", after, err)
+	}
+	if _, changed, err := Resolve(fs, dir, end); err != nil || changed {
+		t.Fatalf("second Resolve: %v, changed %v", err, changed)
+	}
+}
+
+func TestCheckpoints(t *testing.T) {
+	fs := vfs.NewMem()
+	fs.MkdirAll("/kafka")
+	entries := []CheckpointEntry{{Topic: "a", Partition: 0, Offset: 5}, {Topic: "t-x", Partition: 3, Offset: 42}}
+	if err := WriteCheckpoint(fs, "/kafka/"+RecoveryPointFile, entries); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCheckpoint(fs, "/kafka/"+RecoveryPointFile)
+	if err != nil || !slices.Equal(got, entries) {
+		t.Fatalf("ReadCheckpoint = %v, %v", got, err)
+	}
+	topic, part, ok := KafkaPartition("/kafka/t-x-3/")
+	if !ok || topic != "t-x" || part != 3 {
+		t.Fatalf("KafkaPartition = %q %d %v", topic, part, ok)
+	}
+	for _, d := range []string{"/kafka/log", "/kafka/-3", "/kafka/t-x"} {
+		if _, _, ok := KafkaPartition(d); ok {
+			t.Fatalf("KafkaPartition(%q) ok", d)
+		}
+	}
+	if off, ok, err := PartitionOffset(fs, "/kafka/"+RecoveryPointFile, "t-x", 3); err != nil || !ok || off != 42 {
+		t.Fatalf("PartitionOffset = %d %v %v", off, ok, err)
+	}
+	if _, ok, err := PartitionOffset(fs, "/kafka/"+RecoveryPointFile, "t-x", 4); err != nil || ok {
+		t.Fatalf("PartitionOffset of a missing line: %v %v", ok, err)
+	}
+	if _, ok, err := PartitionOffset(fs, "/kafka/missing", "t-x", 3); err != nil || ok {
+		t.Fatalf("PartitionOffset of a missing file: %v %v", ok, err)
+	}
+}

@@ -1,0 +1,78 @@
+package seglog
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
+)
+
+// TestOpenRefusesNotALog: Open creates a log only in an absent or empty
+// directory or opens an existing one; a Kafka log.dir or a directory with
+// other files is refused with ErrNotALog naming what was found, and not a
+// byte is written (no lock file, no checkpoint, no marker, no segment).
+func TestOpenRefusesNotALog(t *testing.T) {
+	t.Run("Kafka log.dir", func(t *testing.T) {
+		fs, _, _ := kafkaLogDir(t, true, 0)
+		vfstest.WriteFile(t, fs, "/kafka/meta.properties", []byte("version=1\n"))
+		before, part := dirSnapshot(t, fs, "/kafka"), dirSnapshot(t, fs, "/kafka/topic-0")
+		_, err := Open("/kafka", Options{FS: fs, Logger: discardLogger()})
+		var nl *NotALogError
+		if !errors.Is(err, ErrNotALog) || !errors.As(err, &nl) {
+			t.Fatalf("open of a log.dir: %v, want ErrNotALog", err)
+		}
+		if !slices.Contains(nl.Subdirs, "topic-0") || !slices.Contains(nl.Files, "meta.properties") ||
+			!strings.Contains(err.Error(), "open one partition directory") {
+			t.Fatalf("error does not say what was found and what to do: %v", err)
+		}
+		if names, _ := fs.List("/kafka"); slices.Contains(names, LockFile) {
+			t.Fatal("the refused open took a lock file")
+		}
+		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
+		sameSnapshot(t, "its partition", part, dirSnapshot(t, fs, "/kafka/topic-0"))
+	})
+	t.Run("other files", func(t *testing.T) {
+		fs := vfs.NewMem()
+		fs.MkdirAll("/home/me")
+		vfstest.WriteFile(t, fs, "/home/me/notes.txt", []byte("hello"))
+		before := dirSnapshot(t, fs, "/home/me")
+		_, err := Open("/home/me", Options{FS: fs, Logger: discardLogger()})
+		if !errors.Is(err, ErrNotALog) || !strings.Contains(err.Error(), "notes.txt") {
+			t.Fatalf("open of a directory with other files: %v", err)
+		}
+		names, _ := fs.List("/home/me")
+		if !slices.Equal(names, []string{"notes.txt"}) {
+			t.Fatalf("refused open left %v", names)
+		}
+		sameSnapshot(t, "refused open", before, dirSnapshot(t, fs, "/home/me"))
+	})
+	t.Run("absent, empty and existing logs open", func(t *testing.T) {
+		fs := vfs.NewMem()
+		fs.MkdirAll("/empty")
+		for _, dir := range []string{"/absent/log", "/empty"} {
+			l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
+			if err != nil {
+				t.Fatalf("%s: %v", dir, err)
+			}
+			l.Append(recordsAt(0, 2)...)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A Kafka partition directory's own files are log files.
+		vfstest.WriteFile(t, fs, "/empty/"+layout.PartitionMetadataFile, []byte("version: 0\n"))
+		vfstest.WriteFile(t, fs, "/empty/"+layout.LeaderEpochFile, []byte("0\n0\n"))
+		l, err := Open("/empty", Options{FS: fs, Logger: discardLogger()})
+		if err != nil {
+			t.Fatalf("existing log with Kafka's partition files: %v", err)
+		}
+		if l.EndOffset() != 2 {
+			t.Fatalf("end %d, want 2", l.EndOffset())
+		}
+		l.Close()
+	})
+}

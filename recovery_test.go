@@ -1,0 +1,184 @@
+package seglog
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
+)
+
+// batchOfSize builds a v2 batch at base of exactly size bytes: an empty
+// batch for record.HeaderSize, else one record whose value fills the rest.
+func batchOfSize(t testing.TB, base int64, size int) []byte {
+	t.Helper()
+	build := func(valueLen int) []byte {
+		b := record.NewBuilder(record.None)
+		b.SetBaseOffset(base)
+		if valueLen >= 0 {
+			if err := b.Add(record.Record{Offset: base, Timestamp: 1000 + base, Value: bytes.Repeat([]byte{byte('a' + base%26)}, valueLen)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := b.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Clone(out)
+	}
+	if size == record.HeaderSize {
+		return build(-1)
+	}
+	v := size - record.HeaderSize
+	for range 8 {
+		got := build(v)
+		if len(got) == size {
+			return got
+		}
+		v -= len(got) - size
+	}
+	t.Fatalf("cannot build a batch of %d bytes", size)
+	return nil
+}
+
+// TestRecoveryKeepsBatchesOfEverySize: a stored batch is bounded by the file
+// and the segment, never by MaxBatchBytes. A .log holding a small batch, a
+// batch of the size under test and another small batch, with no checkpoint
+// and no clean marker (an unclean shutdown), is recovered whole with
+// MaxBatchBytes below and above the batch's size, and every batch reads
+// back.
+func TestRecoveryKeepsBatchesOfEverySize(t *testing.T) {
+	sizes := []int{record.HeaderSize, 1<<20 - 1, 1<<20 + 1, 10 << 20, 64 << 20}
+	for _, size := range sizes {
+		big := batchOfSize(t, 1, size)
+		var file []byte
+		file = append(file, batchOfSize(t, 0, 100)...)
+		file = append(file, big...)
+		file = append(file, batchOfSize(t, 2, 100)...)
+		for _, limit := range []int{size / 2, size + 1} {
+			limit = max(limit, record.HeaderSize)
+			t.Run(fmt.Sprintf("size=%d/limit=%d", size, limit), func(t *testing.T) {
+				fs := vfs.NewMem()
+				if err := fs.MkdirAll("/log"); err != nil {
+					t.Fatal(err)
+				}
+				logPath := "/log/" + segment.FileName(0, segment.LogSuffix)
+				if err := vfsWriteFile(fs, logPath, file); err != nil {
+					t.Fatal(err)
+				}
+				l, err := Open("/log", Options{FS: fs, MaxBatchBytes: limit, SegmentBytes: 128 << 20, Logger: discardLogger()})
+				if err != nil {
+					t.Fatalf("open: %v", err)
+				}
+				defer l.Close()
+				if got := l.Size(); got != int64(len(file)) {
+					t.Fatalf("recovery left %d bytes of %d", got, len(file))
+				}
+				if l.EndOffset() != 3 {
+					t.Fatalf("end offset %d, want 3", l.EndOffset())
+				}
+				want := []int64{0, 1, 2}
+				if size == record.HeaderSize {
+					want = []int64{0, 2} // the empty batch holds no record
+				}
+				var got []int64
+				for r, err := range l.Records(0) {
+					if err != nil {
+						t.Fatalf("read: %v", err)
+					}
+					if r.Offset == 1 && len(r.Value) != size-record.HeaderSize-recordOverhead(t, big) {
+						t.Fatalf("offset 1: %d-byte value", len(r.Value))
+					}
+					got = append(got, r.Offset)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("read offsets %v, want %v", got, want)
+				}
+			})
+		}
+	}
+}
+
+// recordOverhead is the bytes of a one-record batch's record section that
+// are not the value.
+func recordOverhead(t testing.TB, batch []byte) int {
+	t.Helper()
+	n := 0
+	for r, err := range record.Batch(batch).Records() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(r.Value)
+	}
+	return len(batch) - record.HeaderSize - n
+}
+
+// vfsWriteFile writes data to a new file at path and syncs it.
+func vfsWriteFile(fs vfs.FS, path string, data []byte) error {
+	f, err := fs.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// TestSmallerMaxBatchBytesKeepsSyncedData: a batch stored and synced under
+// a large MaxBatchBytes survives a crash and a reopen with the default
+// (smaller) limit, and reads back.
+func TestSmallerMaxBatchBytesKeepsSyncedData(t *testing.T) {
+	mem := vfs.NewMem()
+	l, err := Open("/log", Options{FS: mem, MaxBatchBytes: 3 << 20, SegmentBytes: 8 << 20, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(recordsAt(0, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	bigValue := bytes.Repeat([]byte("b"), 2<<20)
+	if _, err := l.Append(record.Record{Value: bigValue}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(recordsAt(4, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone()
+	l.Close()
+	for _, fs := range []vfs.FS{crashed, mem} {
+		l, err := Open("/log", Options{FS: fs, SegmentBytes: 8 << 20, Logger: discardLogger()})
+		if err != nil {
+			t.Fatalf("reopen with the default limit: %v", err)
+		}
+		if l.EndOffset() != 6 {
+			t.Fatalf("end offset %d after reopen, want 6", l.EndOffset())
+		}
+		n := 0
+		for r, err := range l.Records(0) {
+			if err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if r.Offset == 3 && !bytes.Equal(r.Value, bigValue) {
+				t.Fatalf("the 2 MiB record changed")
+			}
+			n++
+		}
+		if n != 6 {
+			t.Fatalf("read %d records, want 6", n)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
