@@ -79,6 +79,14 @@ do not apply.`,
 		if err != nil {
 			return err
 		}
+		ctx := cmd.Context()
+		if follow {
+			// From before the open, so that once the log is open a
+			// signal stops the follower cleanly.
+			var stop context.CancelFunc
+			ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+		}
 		l, err := seglog.Open(args[0], opts)
 		if err != nil {
 			return err
@@ -94,12 +102,6 @@ do not apply.`,
 		if raw {
 			err = consumeRaw(l, cmd.OutOrStdout(), from)
 		} else {
-			ctx := cmd.Context()
-			if follow {
-				var stop context.CancelFunc
-				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-				defer stop()
-			}
 			err = consumeRecords(ctx, l, cmd.OutOrStdout(), from, limit, asJSON, follow)
 		}
 		if cerr := l.Close(); err == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -289,5 +290,56 @@ func TestConsumeFollowEmptyLog(t *testing.T) {
 	expectLines(t, lines, 1, 3, stderr)
 	if code := stop(true); code != 0 {
 		t.Fatalf("exit %d after SIGINT, want 0\nstderr: %s", code, stderr.String())
+	}
+}
+
+// hasOpen reports whether process pid has file name open, from its
+// /proc/PID/fd links.
+func hasOpen(t *testing.T, pid int, name string) bool {
+	t.Helper()
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := vfs.Default.List(fdDir)
+	if err != nil {
+		return false // exited, or not there yet
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join(fdDir, fd)); err == nil && target == name { //vfs:allow reading a child process's descriptor links in /proc
+			return true
+		}
+	}
+	return false
+}
+
+// TestConsumeFollowEmptyLogStops: a follower of a log with nothing in it
+// yet (a new log, or one whose last segment is still empty) waits without
+// spinning and exits 0 on SIGINT.
+func TestConsumeFollowEmptyLogStops(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	mustInvoke(t, "", "produce", dir)
+	var stderr lockedBuffer
+	cmd := seglogProcess(t, &stderr, "consume", dir, "--follow")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	logFile := filepath.Join(dir, segment.FileName(0, segment.LogSuffix))
+	waitFor(t, "the follower opened the log", func() bool { return hasOpen(t, cmd.Process.Pid, logFile) })
+	// Let it poll for more a few times (every 10 ms): the stop must come
+	// while it waits, not only before it starts to. A correct follower
+	// passes whatever the delay; it only decides whether the waiting loop
+	// is reached.
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if code := exitCode(t, err, &stderr); code != 0 {
+			t.Fatalf("exit %d after SIGINT, want 0\nstderr: %s", code, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("consume --follow of an empty log did not stop a minute after SIGINT\nstderr: %s", stderr.String())
 	}
 }
