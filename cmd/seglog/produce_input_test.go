@@ -227,3 +227,52 @@ func TestProduceLingerStoresFromSlowStdin(t *testing.T) {
 	}
 	checkLines(t, dir, 2)
 }
+
+// TestProduceBatchesSignal: SIGINT while --batches - reads a pipe stores
+// every whole batch read and says where the input stopped being stored;
+// the half batch read is not stored.
+func TestProduceBatchesSignal(t *testing.T) {
+	batches := splitBatches(t, readVFS(t, filepath.Join(corpusDir, "none.batches")))
+	if len(batches) < 4 {
+		t.Fatalf("corpus has %d batches", len(batches))
+	}
+	var whole []byte
+	for _, b := range batches[:3] {
+		whole = append(whole, b...)
+	}
+	dir := filepath.Join(t.TempDir(), "log")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	var stderr lockedBuffer
+	cmd := seglogProcess(t, &stderr, "produce", dir, "--batches", "-")
+	cmd.Stdin = pr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	if _, err := pw.Write(append(append([]byte(nil), whole...), batches[3][:len(batches[3])/2]...)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the command read the input", func() bool { return pipeHolds(t, pw) == 0 })
+	records := 0
+	for _, b := range batches[:3] {
+		records += int(b.NumRecords())
+	}
+	waitFor(t, "three batches stored", func() bool { return completeBatches(t, dir) == records })
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, cmd.Wait(), &stderr); code != 130 {
+		t.Fatalf("exit %d, want 130\nstderr: %s", code, stderr.String())
+	}
+	want := fmt.Sprintf("interrupted by SIGINT: stored the 3 batches before byte %d of stdin", len(whole))
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if n := len(storedBatches(t, dir)); n != 3 {
+		t.Errorf("%d batches stored, want 3", n)
+	}
+}
