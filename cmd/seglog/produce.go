@@ -40,8 +40,8 @@ before the first TAB is the key and the rest the value; a line without a TAB
 is a value with a null key ("\tvalue" has an empty, non-null key). Only the
 newline is stripped, so any other byte, including a carriage return, is kept.
 Records are appended --batch at a time (fewer when a batch would exceed
---max-batch-bytes, or when a pipe or terminal has had nothing more for
---linger), compressed with --compression, timestamped now. A line too long
+--max-batch-bytes, or --linger after the batch's first line when stdin is
+a pipe or terminal that has nothing more yet), compressed with --compression, timestamped now. A line too long
 for a batch stops the command with exit status 1 once every line before it
 is stored; the message names the line and the lines stored.
 
@@ -63,7 +63,7 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 	lf := bindLogFlags(cmd)
 	cmd.Flags().IntVar(&batch, "batch", 100, "records per batch when reading lines from stdin")
 	cmd.Flags().DurationVar(&linger, "linger", 5*time.Millisecond,
-		"store a partial batch once stdin has had no more lines for this long (Kafka's linger.ms); 0: after every read")
+		"store a partial batch at most this long after its first line was read from a pipe or terminal (Kafka's linger.ms); 0: after every read")
 	cmd.Flags().StringVar(&batches, "batches", "", `append the producer batches in FILE ("-" for stdin) instead of lines`)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := lf.options(cmd)
@@ -141,9 +141,10 @@ func (s *produceStats) summary(l *seglog.Log) string {
 }
 
 // produceLines appends the input's lines as records, perBatch at a time,
-// cutting a batch early when its estimated size would pass maxBatch. A
-// partial batch is stored once the input has had nothing more for linger
-// (0: as soon as a read is done), when the input can keep us waiting. Every
+// cutting a batch early when its estimated size would pass maxBatch. When
+// the input can keep us waiting, a partial batch is stored linger after its
+// first line was read (0: as soon as a read is done), as a Kafka producer's
+// linger.ms does. Every
 // way out stores every complete line read before it, and the error says
 // which lines are stored.
 func produceLines(l *seglog.Log, in *input, perBatch, maxBatch int, linger time.Duration, st *produceStats) error {
@@ -152,7 +153,10 @@ func produceLines(l *seglog.Log, in *input, perBatch, maxBatch int, linger time.
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	var lingerC <-chan time.Time
+	var (
+		lingerC  <-chan time.Time
+		armedFor int64 // the first line of the batch the timer waits for
+	)
 	for {
 		data, ev, err := in.next(lingerC)
 		switch ev {
@@ -167,9 +171,10 @@ func produceLines(l *seglog.Log, in *input, perBatch, maxBatch int, linger time.
 				if err := lp.flush(); err != nil {
 					return err
 				}
-			case lingerC == nil:
+			case lingerC == nil || armedFor != lp.first:
+				// The batch's first line starts its wait.
 				timer.Reset(linger)
-				lingerC = timer.C
+				lingerC, armedFor = timer.C, lp.first
 			}
 			if len(lp.p.lines) == 0 && lingerC != nil {
 				timer.Stop()
