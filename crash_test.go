@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,17 +197,39 @@ func TestCrashRecovery(t *testing.T) {
 // it at the k-th filesystem operation. It returns the clone (nil if the run
 // had fewer than k operations) and the end offset acknowledged before it.
 func crashAt(w crashWorkload, fs *vfs.MemFS, k int64, o vfs.CrashOptions) (*vfs.MemFS, int64) {
+	return crashWhen(w, fs, o, func(n int64, _ vfs.Op) bool { return n == k })
+}
+
+// crashAfterRoll is crashAt at the d-th operation after the workload
+// creates its m-th segment file after the first: the window in which the
+// sealed segment is not yet synced.
+func crashAfterRoll(w crashWorkload, fs *vfs.MemFS, m int, d int64, o vfs.CrashOptions) (*vfs.MemFS, int64) {
+	rolls, at := 0, int64(-1)
+	return crashWhen(w, fs, o, func(n int64, op vfs.Op) bool {
+		if op.Kind == vfs.OpCreate && strings.HasSuffix(op.Path, ".log") {
+			if rolls++; rolls == m+1 {
+				at = n + d
+			}
+		}
+		return n == at
+	})
+}
+
+// crashWhen runs w on fs and clones the state at the first operation for
+// which crash returns true (n counts operations from 1).
+func crashWhen(w crashWorkload, fs *vfs.MemFS, o vfs.CrashOptions, crash func(n int64, op vfs.Op) bool) (*vfs.MemFS, int64) {
 	var acked atomic.Int64
-	var once sync.Once
+	var mu sync.Mutex
 	var crashed *vfs.MemFS
 	var ackedAtCrash int64
 	n := int64(0)
 	inj := vfs.InjectorFunc(func(op vfs.Op) error {
-		if atomic.AddInt64(&n, 1) == k {
-			once.Do(func() {
-				ackedAtCrash = acked.Load()
-				crashed = fs.CrashCloneWith(o)
-			})
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if crashed == nil && crash(n, op) {
+			ackedAtCrash = acked.Load()
+			crashed = fs.CrashCloneWith(o)
 		}
 		return nil
 	})
@@ -244,7 +267,15 @@ func TestDoubleCrash(t *testing.T) {
 			reached := 0
 			for p := 0; p < points; p++ {
 				o1 := vfs.CrashOptions{Rand: rand.New(rand.NewPCG(r.Uint64(), 1)), KeepUnsynced: 0.7, KeepUnsyncedEntries: 0.3}
-				crashed1, acked1 := crashAt(first, vfs.NewMem(), 1+r.Int64N(total), o1)
+				var crashed1 *vfs.MemFS
+				var acked1 int64
+				if p%2 == 0 {
+					// Right after a roll, before the sealed segment is
+					// synced: recovery will cut it and delete the new one.
+					crashed1, acked1 = crashAfterRoll(first, vfs.NewMem(), 1+r.IntN(4), r.Int64N(8), o1)
+				} else {
+					crashed1, acked1 = crashAt(first, vfs.NewMem(), 1+r.Int64N(total), o1)
+				}
 				if crashed1 == nil {
 					continue
 				}
@@ -257,7 +288,7 @@ func TestDoubleCrash(t *testing.T) {
 				// Half the second crashes fall in recovery and the first
 				// appends after it, the rest anywhere.
 				k2 := 1 + r.Int64N(total2)
-				if p%2 == 0 {
+				if p%4 < 2 {
 					k2 = 1 + r.Int64N(min(total2, 60))
 				}
 				o2 := vfs.CrashOptions{Rand: rand.New(rand.NewPCG(r.Uint64(), 2)), KeepUnsynced: 0.7, KeepUnsyncedEntries: 0.3}

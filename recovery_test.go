@@ -3,6 +3,7 @@ package seglog
 import (
 	"bytes"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/seglog/seglog/record"
@@ -180,5 +181,49 @@ func TestSmallerMaxBatchBytesKeepsSyncedData(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRecoveryReadsSyncedBytesOnce: recovery after a crash reads the
+// segment holding the recovery point once: one scan both checks the
+// synced part and rebuilds the indexes (before, a check pass read the
+// synced bytes and recovery read them again).
+func TestRecoveryReadsSyncedBytesOnce(t *testing.T) {
+	mem := vfs.NewMem()
+	l, err := Open("/log", Options{FS: mem, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l.Size() < 2<<20 {
+		if _, err := l.Append(recordsAt(l.EndOffset(), 20)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	active := l.active.LogPath()
+	l.Close()
+	// Unclean, with the recovery point near the end: nearly every byte is
+	// synced and must be checked.
+	mem.Remove("/log/" + CleanShutdownFile)
+	size := fileSize(t, mem, active)
+	var read atomic.Int64
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpRead && op.Path == active {
+			read.Add(op.Len)
+		}
+		return nil
+	})
+	l, err = Open("/log", Options{FS: vfs.Inject(mem, inj), Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.RecoveryPoint() < l.EndOffset()/2 {
+		t.Fatalf("recovery point %d of %d: the test needs most bytes synced", l.RecoveryPoint(), l.EndOffset())
+	}
+	if got := read.Load(); got > size+size/10 {
+		t.Fatalf("recovery read %d bytes of a %d-byte segment", got, size)
 	}
 }

@@ -12,7 +12,9 @@
 //   - checkpoints: Kafka's offset-checkpoint text format (ReadCheckpoint,
 //     ParseCheckpoint, FormatCheckpoint, WriteCheckpoint), and the lines of
 //     a Kafka log.dir's checkpoints that belong to one partition
-//     (KafkaPartition, PartitionOffset).
+//     (KafkaPartition, PartitionOffset);
+//   - the swap protocol's commit point, for a compaction layer
+//     (CommitCleaned).
 //
 // The swap protocol, as Kafka's LogCleaner and LogLoader run it: the
 // compacted replacement of segments [lo, hi) is written as files with the

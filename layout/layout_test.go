@@ -120,3 +120,60 @@ func TestCheckpoints(t *testing.T) {
 		t.Fatalf("PartitionOffset of a missing file: %v %v", ok, err)
 	}
 }
+
+// TestSwapProtocol: .cleaned files are rolled back by a crash before the
+// commit and completed by one after it.
+func TestSwapProtocol(t *testing.T) {
+	setup := func() *vfs.MemFS {
+		fs := vfs.NewMem()
+		fs.MkdirAll("/p")
+		for _, n := range []string{FileName(0, LogSuffix), FileName(10, LogSuffix)} {
+			writeSynced(t, fs, "/p/"+n, "old "+n)
+		}
+		writeSynced(t, fs, "/p/"+FileName(0, LogSuffix+CleanedSuffix), "compacted")
+		if err := fs.SyncDir("/p"); err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	end := func(vfs.FS, string, int64) (int64, error) { return 20, nil }
+	old := []string{FileName(0, LogSuffix), FileName(10, LogSuffix)}
+
+	// Crash before the commit: rolled back.
+	names, _, err := Resolve(setup().CrashClone(), "/p", end)
+	if err != nil || !slices.Equal(names, old) {
+		t.Fatalf("before the commit: %v, %v; want %v", names, err, old)
+	}
+	// Crash after it: completed.
+	fs := setup()
+	swaps, err := CommitCleaned(fs, "/p", []string{FileName(0, LogSuffix+CleanedSuffix)})
+	if err != nil || !slices.Equal(swaps, []string{FileName(0, LogSuffix+SwapSuffix)}) {
+		t.Fatalf("CommitCleaned = %v, %v", swaps, err)
+	}
+	crashed := fs.CrashClone()
+	names, _, err = Resolve(crashed, "/p", end)
+	if err != nil || !slices.Equal(names, []string{FileName(0, LogSuffix)}) {
+		t.Fatalf("after the commit: %v, %v", names, err)
+	}
+	if got := string(vfstest.ReadFile(t, crashed, "/p/"+FileName(0, LogSuffix))); got != "compacted" {
+		t.Fatalf("segment 0 holds %q after the swap", got)
+	}
+	if _, err := CommitCleaned(fs, "/p", []string{FileName(10, LogSuffix)}); err == nil {
+		t.Fatal("CommitCleaned accepted a file that is not .cleaned")
+	}
+}
+
+func writeSynced(t *testing.T, fs vfs.FS, path, data string) {
+	t.Helper()
+	f, err := fs.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte(data), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
