@@ -2,16 +2,22 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
 	"strconv"
+	"sync"
+	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
-	"github.com/seglog/seglog/vfs"
 )
 
 func init() { register(newConsumeCmd) }
@@ -22,15 +28,22 @@ func newConsumeCmd() *cobra.Command {
 		limit  int64
 		asJSON bool
 		raw    bool
+		follow bool
 	)
 	cmd := &cobra.Command{
 		Use:   "consume DIR",
 		Short: "Print the records of the log in DIR, one per line",
 		Long: `Print the records of the log in DIR, one per line, from --from (default:
-the log's start offset) to its end, or --max records. Control records
+the log's start offset) to its end, or --max records. A negative --from
+counts back from the end: --from -10 prints the last 10 offsets, as kcat's
+-o -10 does. With --follow it does not stop at the end but waits for more,
+as tail -f does, until SIGINT or SIGTERM (exit status 0). Control records
 (transaction markers) are not printed; records of aborted transactions are.
-Opening the log runs recovery as any Open does: after an unclean shutdown a
-torn tail is truncated (and logged to standard error).
+
+The log is opened read-only: consume writes nothing to DIR (no recovery, no
+index, checkpoint or lock file), needs only read permission, and works beside
+a producer writing the log. A torn tail is not printed; damage below the
+recovery point stops it with the file and byte position.
 
 The default format is tab-separated:
 
@@ -49,43 +62,47 @@ with key, value and header values in standard base64, null for null, and
 With --raw the stored batches themselves are written, from the one holding
 --from to the end of the log, exactly as they are on disk: what a Kafka fetch
 would put on the wire. They go through Log.Read and sendfile(2) when standard
-output is a file, a pipe or a socket (copied otherwise). --max does not apply.`,
+output is a file, a pipe or a socket (copied otherwise). --max and --follow
+do not apply.`,
 		Args: cobra.ExactArgs(1),
 	}
-	lf := bindLogFlags(cmd)
-	cmd.Flags().Int64Var(&from, "from", 0, "first offset to print (default: the log's start offset)")
+	rf := bindReadFlags(cmd)
+	cmd.Flags().Int64Var(&from, "from", 0, "first offset to print (default: the log's start offset); -N: the last N offsets")
 	cmd.Flags().Int64Var(&limit, "max", -1, "print at most N records (negative: no limit)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record")
 	cmd.Flags().BoolVar(&raw, "raw", false, "write the stored batches, byte for byte, through the zero-copy path")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "at the end, wait for records appended later (until SIGINT or SIGTERM)")
 	cmd.MarkFlagsMutuallyExclusive("json", "raw")
+	cmd.MarkFlagsMutuallyExclusive("follow", "raw")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		opts, err := lf.options(cmd)
+		opts, err := rf.options(cmd)
 		if err != nil {
 			return err
 		}
-		dir := args[0]
-		// Open creates a missing directory; reading one that is not there
-		// is a mistake to report, not an empty log to make.
-		if fi, err := vfs.Default.Stat(dir); err != nil {
-			return err
-		} else if !fi.IsDir() {
-			return fmt.Errorf("%s: not a directory", dir)
+		ctx := cmd.Context()
+		if follow {
+			// From before the open, so that once the log is open a
+			// signal stops the follower cleanly.
+			var stop context.CancelFunc
+			ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+			defer stop()
 		}
-		l, err := seglog.Open(dir, opts)
+		l, err := seglog.Open(args[0], opts)
 		if err != nil {
 			return err
 		}
-		if !cmd.Flags().Changed("from") {
+		switch {
+		case !cmd.Flags().Changed("from"):
 			from = l.StartOffset()
+		case from < 0:
+			// The log start bounds it: "the last N" of a shorter log is
+			// all of it, as with kcat.
+			from = max(l.StartOffset(), l.EndOffset()+from)
 		}
 		if raw {
 			err = consumeRaw(l, cmd.OutOrStdout(), from)
 		} else {
-			w := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-			err = consume(l, w, from, limit, asJSON)
-			if ferr := w.Flush(); err == nil {
-				err = ferr
-			}
+			err = consumeRecords(ctx, l, cmd.OutOrStdout(), from, limit, asJSON, follow)
 		}
 		if cerr := l.Close(); err == nil {
 			err = cerr
@@ -95,31 +112,134 @@ output is a file, a pipe or a socket (copied otherwise). --max does not apply.`,
 	return withStoreTopic(cmd)
 }
 
-// consume writes up to limit records (all if negative) from offset from.
-func consume(l *seglog.Log, w *bufio.Writer, from, limit int64, asJSON bool) error {
+// consumeRecords writes up to limit records (all if negative) from offset
+// from, then stops at the end of the log or, when following, waits for
+// more until ctx is done.
+func consumeRecords(ctx context.Context, l *seglog.Log, out io.Writer, from, limit int64, asJSON, follow bool) error {
 	if limit == 0 {
 		return nil
 	}
+	records := l.Follow(ctx, from)
+	if !follow {
+		// Without --follow consume stops at the end the log had when it
+		// was opened, so it need not look for more there.
+		if err := checkRange(l, from); err != nil || from == l.EndOffset() {
+			return err
+		}
+		records = l.Records(from)
+	}
+	w := newRecordWriter(out, follow)
 	var line []byte
 	n := int64(0)
-	for r, err := range l.Records(from) {
-		if err != nil {
-			return err
+	err := func() error {
+		for r, err := range records {
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				line = appendJSONRecord(line[:0], r)
+			} else {
+				line = appendTextRecord(line[:0], r)
+			}
+			line = append(line, '\n')
+			// A follower shows each record once it has caught up with
+			// the end, not when the buffer happens to fill.
+			caughtUp := follow && r.Offset+1 >= l.EndOffset()
+			if err := w.write(line, caughtUp); err != nil {
+				return err
+			}
+			if n++; n == limit {
+				break
+			}
 		}
-		if asJSON {
-			line = appendJSONRecord(line[:0], r)
-		} else {
-			line = appendTextRecord(line[:0], r)
-		}
-		line = append(line, '\n')
-		if _, err := w.Write(line); err != nil {
-			return err
-		}
-		if n++; n == limit {
-			break
-		}
+		return nil
+	}()
+	if ferr := w.close(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// checkRange refuses an offset outside [StartOffset, EndOffset], as Records
+// and Read do.
+func checkRange(l *seglog.Log, from int64) error {
+	if start, end := l.StartOffset(), l.EndOffset(); from < start || from > end {
+		return fmt.Errorf("%w: %d not in [%d, %d]", seglog.ErrOffsetOutOfRange, from, start, end)
 	}
 	return nil
+}
+
+// recordWriter buffers consume's output. When following it also flushes
+// on its own a moment after a write, so that a record is shown even when
+// it is not the last offset (a transaction marker may follow it).
+type recordWriter struct {
+	mu    sync.Mutex
+	w     *bufio.Writer
+	err   error
+	dirty bool
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// followFlush is how soon a follower's output is flushed after a write
+// that did not flush it.
+const followFlush = 100 * time.Millisecond
+
+func newRecordWriter(out io.Writer, follow bool) *recordWriter {
+	rw := &recordWriter{w: bufio.NewWriterSize(out, 64<<10)}
+	if follow {
+		rw.stop, rw.done = make(chan struct{}), make(chan struct{})
+		go rw.flushLoop()
+	}
+	return rw
+}
+
+func (rw *recordWriter) flushLoop() {
+	defer close(rw.done)
+	t := time.NewTicker(followFlush)
+	defer t.Stop()
+	for {
+		select {
+		case <-rw.stop:
+			return
+		case <-t.C:
+			rw.mu.Lock()
+			if rw.dirty && rw.err == nil {
+				rw.err = rw.w.Flush()
+				rw.dirty = false
+			}
+			rw.mu.Unlock()
+		}
+	}
+}
+
+func (rw *recordWriter) write(line []byte, flush bool) error {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if rw.err != nil {
+		return rw.err
+	}
+	if _, rw.err = rw.w.Write(line); rw.err != nil {
+		return rw.err
+	}
+	rw.dirty = true
+	if flush {
+		rw.err = rw.w.Flush()
+		rw.dirty = false
+	}
+	return rw.err
+}
+
+// close flushes what is buffered and stops the flushing goroutine.
+func (rw *recordWriter) close() error {
+	if rw.stop != nil {
+		close(rw.stop)
+		<-rw.done
+	}
+	if rw.err != nil {
+		return rw.err
+	}
+	return rw.w.Flush()
 }
 
 // appendJSONRecord appends r in the --json format of DESIGN.md. It is

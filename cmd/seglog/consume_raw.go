@@ -15,6 +15,9 @@ const rawChunk = 1 << 20
 // and Slice.WriteTo: sendfile(2) when w is a file, pipe or socket.
 func consumeRaw(l *seglog.Log, w io.Writer, from int64) error {
 	end := l.EndOffset()
+	if err := checkRange(l, from); err != nil {
+		return err
+	}
 	for off := from; off < end; {
 		s, err := l.Read(off, rawChunk, seglog.ReadOptions{UpperBound: end, Bounded: true})
 		if err != nil {

@@ -26,7 +26,7 @@ func TestConsumeRaw(t *testing.T) {
 	if len(storedLogs(t, dir)) < 3 {
 		t.Fatalf("want several segments, have %d", len(storedLogs(t, dir)))
 	}
-	out := mustInvoke(t, "", "consume", dir, "--raw", "--max-index-bytes", "4096")
+	out := mustInvoke(t, "", "consume", dir, "--raw")
 	if !bytes.Equal([]byte(out.stdout), all) {
 		t.Fatalf("--raw wrote %d bytes, the segments hold %d", len(out.stdout), len(all))
 	}
@@ -34,10 +34,22 @@ func TestConsumeRaw(t *testing.T) {
 	batches := storedBatches(t, dir)
 	mid := batches[len(batches)/2]
 	from := mid.BaseOffset() + int64(mid.NumRecords())/2
-	out = mustInvoke(t, "", "consume", dir, "--raw", "--from", itoa(from), "--max-index-bytes", "4096")
+	out = mustInvoke(t, "", "consume", dir, "--raw", "--from", itoa(from))
 	start := bytes.Index(all, mid)
 	if !bytes.Equal([]byte(out.stdout), all[start:]) {
 		t.Fatalf("--raw --from %d: %d bytes, want the %d from batch [%d, %d]", from, len(out.stdout), len(all)-start, mid.BaseOffset(), mid.LastOffset())
+	}
+
+	// The last N offsets: from the batch holding the end minus N.
+	end := batches[len(batches)-1].LastOffset() + 1
+	last := batches[len(batches)-1]
+	out = mustInvoke(t, "", "consume", dir, "--raw", "--from", itoa(-int64(last.NumRecords())))
+	if !bytes.Equal([]byte(out.stdout), last) {
+		t.Fatalf("--raw --from -%d: %d bytes, want the last batch's %d", last.NumRecords(), len(out.stdout), len(last))
+	}
+	out = mustInvoke(t, "", "consume", dir, "--raw", "--from", itoa(-(end - from)))
+	if !bytes.Equal([]byte(out.stdout), all[start:]) {
+		t.Fatalf("--raw --from -%d: %d bytes, want the %d from batch [%d, %d]", end-from, len(out.stdout), len(all)-start, mid.BaseOffset(), mid.LastOffset())
 	}
 
 	// Through a pipe, as a shell would connect it: sendfile serves it.
@@ -51,7 +63,7 @@ func TestConsumeRaw(t *testing.T) {
 		got <- b
 	}()
 	var errw bytes.Buffer
-	code := runIO([]string{"consume", dir, "--raw", "--max-index-bytes", "4096"}, strings.NewReader(""), pw, &errw)
+	code := runIO([]string{"consume", dir, "--raw"}, strings.NewReader(""), pw, &errw)
 	pw.Close()
 	if b := <-got; code != 0 || !bytes.Equal(b, all) {
 		t.Fatalf("--raw into a pipe: exit %d, %d bytes of %d: %s", code, len(b), len(all), errw.String())

@@ -195,3 +195,44 @@ type flagError struct {
 
 func (e *flagError) Error() string { return e.msg }
 func (e *flagError) Unwrap() error { return e.err }
+
+// readFlags holds the Log options that matter to a command that only
+// reads: the others shape segments, indexes and syncs as they are
+// written, and a read-only open ignores them.
+type readFlags struct {
+	maxBatchBytes    int
+	maxMappedIndexes int
+}
+
+// bindReadFlags adds the reading commands' Log-option flags to cmd.
+func bindReadFlags(cmd *cobra.Command) *readFlags {
+	f := &readFlags{}
+	fl := cmd.Flags()
+	fl.IntVar(&f.maxBatchBytes, "max-batch-bytes", seglog.DefaultMaxBatchBytes,
+		"the log's max.message.bytes: a compressed batch may decompress to 8 times this (at least 8 MiB); stored batches of any size are read")
+	fl.IntVar(&f.maxMappedIndexes, "max-mapped-indexes", seglog.DefaultMaxMappedIndexes,
+		"how many segments' indexes may be held at once")
+	return f
+}
+
+// options returns read-only seglog.Options, logging to stderr.
+func (f *readFlags) options(cmd *cobra.Command) (seglog.Options, error) {
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"max-batch-bytes", f.maxBatchBytes}, {"max-mapped-indexes", f.maxMappedIndexes}} {
+		if p.v <= 0 {
+			return seglog.Options{}, fmt.Errorf("invalid --%s %d: must be positive", p.name, p.v)
+		}
+	}
+	o := seglog.Options{
+		ReadOnly:         true,
+		MaxBatchBytes:    f.maxBatchBytes,
+		MaxMappedIndexes: f.maxMappedIndexes,
+		Logger:           slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+	}
+	if err := o.Validate(); err != nil {
+		return o, &flagError{msg: optionFlagNames.Replace(err.Error()), err: err}
+	}
+	return o, nil
+}

@@ -38,7 +38,7 @@ func (e *exitError) Unwrap() error { return e.err }
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "seglog",
-		Short: "Kafka-compatible partition log storage: produce, consume, demo, dump, fsck, bench",
+		Short: "Kafka-compatible partition log storage: produce, consume, demo, dump, fsck, bench, version",
 		Long: `seglog writes, reads, inspects, checks and benchmarks partition logs laid out
 as Apache Kafka lays them out: a directory of segments (.log, .index,
 .timeindex) of RecordBatch v2 batches.
@@ -86,6 +86,10 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// The library's errors already start with "seglog: ".
 	fmt.Fprintln(stderr, "seglog:", strings.TrimPrefix(err.Error(), "seglog: "))
+	if strings.HasPrefix(err.Error(), "unknown command ") {
+		// A mistyped subcommand: show what there is.
+		fmt.Fprint(stderr, "\n"+root.UsageString())
+	}
 	return code
 }
 

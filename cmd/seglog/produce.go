@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +28,7 @@ func newProduceCmd() *cobra.Command {
 	var (
 		batch   int
 		batches string
+		linger  time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "produce DIR",
@@ -36,7 +40,15 @@ before the first TAB is the key and the rest the value; a line without a TAB
 is a value with a null key ("\tvalue" has an empty, non-null key). Only the
 newline is stripped, so any other byte, including a carriage return, is kept.
 Records are appended --batch at a time (fewer when a batch would exceed
---max-batch-bytes), compressed with --compression, timestamped now.
+--max-batch-bytes, or --linger after the batch's first line when stdin is
+a pipe or terminal that has nothing more yet), compressed with --compression, timestamped now. A line too long
+for a batch stops the command with exit status 1 once every line before it
+is stored; the message names the line and the lines stored.
+
+SIGINT or SIGTERM stops the reading: every complete line read, and every
+line already waiting in the pipe, is stored first; then the command exits
+with status 130 (SIGINT) or 143 (SIGTERM) and says what it stored. A second
+signal ends it at once.
 
 With --batches FILE ("-" for standard input), FILE holds concatenated Kafka
 RecordBatch v2 producer batches (base offset 0), as a producer sends them.
@@ -50,6 +62,8 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 	}
 	lf := bindLogFlags(cmd)
 	cmd.Flags().IntVar(&batch, "batch", 100, "records per batch when reading lines from stdin")
+	cmd.Flags().DurationVar(&linger, "linger", 5*time.Millisecond,
+		"store a partial batch at most this long after its first line was read from a pipe or terminal (Kafka's linger.ms); 0: after every read")
 	cmd.Flags().StringVar(&batches, "batches", "", `append the producer batches in FILE ("-" for stdin) instead of lines`)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := lf.options(cmd)
@@ -58,6 +72,9 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 		}
 		if batch < 1 {
 			return fmt.Errorf("invalid --batch %d: must be at least 1", batch)
+		}
+		if linger < 0 {
+			return fmt.Errorf("invalid --linger %v: must not be negative", linger)
 		}
 		// The input is opened first, so a missing file leaves no new log
 		// directory behind.
@@ -77,6 +94,10 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 		} else {
 			input = cmd.InOrStdin()
 		}
+		// Signals are watched from before the log is opened, so that no
+		// line is read while SIGINT would still kill the process.
+		in := newInput(input)
+		defer in.Close()
 		l, err := seglog.Open(args[0], opts)
 		if err != nil {
 			return err
@@ -84,9 +105,9 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 		var st produceStats
 		st.first = l.EndOffset()
 		if cmd.Flags().Changed("batches") {
-			err = produceBatches(l, inName, input, opts.MaxBatchBytes, &st)
+			err = produceBatches(l, inName, in, opts.MaxBatchBytes, &st)
 		} else {
-			err = produceLines(l, input, batch, opts.MaxBatchBytes, &st)
+			err = produceLines(l, in, batch, opts.MaxBatchBytes, linger, &st)
 		}
 		if cerr := l.Close(); err == nil {
 			err = cerr
@@ -119,64 +140,200 @@ func (s *produceStats) summary(l *seglog.Log) string {
 		s.records, s.batches, s.bytes, s.first, s.last, l.StartOffset(), l.EndOffset())
 }
 
-// produceLines appends stdin's lines as records, perBatch at a time, cutting
-// a batch early when its estimated size would pass maxBatch.
-func produceLines(l *seglog.Log, in io.Reader, perBatch, maxBatch int, st *produceStats) error {
-	sc := bufio.NewScanner(in)
-	// A line longer than a batch can never be stored, so it is refused
-	// rather than buffered whole.
-	sc.Buffer(make([]byte, 0, min(64<<10, maxBatch+1)), maxBatch+1)
-	sc.Split(scanLinesKeepCR)
-
+// produceLines appends the input's lines as records, perBatch at a time,
+// cutting a batch early when its estimated size would pass maxBatch. When
+// the input can keep us waiting, a partial batch is stored linger after its
+// first line was read (0: as soon as a read is done), as a Kafka producer's
+// linger.ms does. Every
+// way out stores every complete line read before it, and the error says
+// which lines are stored.
+func produceLines(l *seglog.Log, in *input, perBatch, maxBatch int, linger time.Duration, st *produceStats) error {
+	lp := lineProducer{l: l, perBatch: perBatch, maxBatch: maxBatch, st: st,
+		maxLine: maxBatch - record.HeaderSize - recordOverhead, size: record.HeaderSize}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	var (
-		p     pending
-		size  = record.HeaderSize
-		line  int64
-		first int64 = 1 // line number of the batch's first record, for errors
+		lingerC  <-chan time.Time
+		armedFor int64 // the first line of the batch the timer waits for
 	)
-	flush := func() error {
-		if len(p.lines) == 0 {
+	for {
+		data, ev, err := in.next(lingerC)
+		switch ev {
+		case evData:
+			if err := lp.feed(data); err != nil {
+				return err
+			}
+			switch {
+			case len(lp.p.lines) == 0 || in.pump == nil:
+				// Nothing waits, or reading never waits: batches fill.
+			case linger == 0:
+				if err := lp.flush(); err != nil {
+					return err
+				}
+			case lingerC == nil || armedFor != lp.first:
+				// The batch's first line starts its wait.
+				timer.Reset(linger)
+				lingerC, armedFor = timer.C, lp.first
+			}
+			if len(lp.p.lines) == 0 && lingerC != nil {
+				timer.Stop()
+				lingerC = nil
+			}
+		case evLinger:
+			lingerC = nil
+			if err := lp.flush(); err != nil {
+				return err
+			}
+		case evSignal:
+			if err := lp.flush(); err != nil {
+				return err
+			}
+			msg := fmt.Sprintf("interrupted by %s: stored %s", signalName(in.signaled()), lp.storedAll())
+			if len(lp.partial) > 0 {
+				msg += fmt.Sprintf("; line %d, %d bytes without its newline yet, was not stored", lp.line+1, len(lp.partial))
+			}
+			return signalExit(in.signaled(), errors.New(msg))
+		case evEnd:
+			if err != io.EOF {
+				if ferr := lp.flush(); ferr != nil {
+					return ferr
+				}
+				return fmt.Errorf("reading stdin: %w; stored %s, nothing from line %d on", err, lp.storedAll(), lp.line+1)
+			}
+			// A last line without a newline is a line.
+			if len(lp.partial) > 0 {
+				if err := lp.add(lp.partial); err != nil {
+					return err
+				}
+				lp.partial = lp.partial[:0]
+			}
+			return lp.flush()
+		}
+	}
+}
+
+// lineProducer splits the input into lines and appends them as batches.
+type lineProducer struct {
+	l                  *seglog.Log
+	perBatch, maxBatch int
+	maxLine            int // the longest line a batch of maxBatch holds
+	st                 *produceStats
+	p                  pending
+	size               int    // estimated size of the pending batch
+	line               int64  // lines taken so far
+	first              int64  // line number of the pending batch's first line
+	partial            []byte // the line being read, until its newline comes
+}
+
+// feed takes the input's next bytes.
+func (lp *lineProducer) feed(data []byte) error {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if len(lp.partial)+len(data) > lp.maxLine {
+				return lp.tooLong()
+			}
+			lp.partial = append(lp.partial, data...)
 			return nil
 		}
-		info, err := l.Append(p.records()...)
-		if err != nil {
-			return fmt.Errorf("lines %d-%d: %w", first, line, err)
+		text := data[:i]
+		if len(lp.partial)+len(text) > lp.maxLine {
+			return lp.tooLong()
 		}
-		st.add(info)
-		p.reset()
-		size = record.HeaderSize
+		if len(lp.partial) > 0 {
+			lp.partial = append(lp.partial, text...)
+			text = lp.partial
+		}
+		if err := lp.add(text); err != nil {
+			return err
+		}
+		lp.partial = lp.partial[:0]
+		data = data[i+1:]
+	}
+	return nil
+}
+
+// tooLong refuses the line being read, after storing every line before
+// it. It is not buffered whole: it could never be stored.
+func (lp *lineProducer) tooLong() error {
+	if err := lp.flush(); err != nil {
+		return err
+	}
+	return fmt.Errorf("line %d: longer than the %d bytes a record can have in a batch of --max-batch-bytes %d; stored %s, nothing from line %d on",
+		lp.line+1, max(lp.maxLine, 0), lp.maxBatch, lp.storedAll(), lp.line+1)
+}
+
+// add appends one line to the pending batch, storing the batch first if
+// the line would take it past maxBatch, and after if it is full.
+func (lp *lineProducer) add(text []byte) error {
+	recSize := len(text) + recordOverhead
+	if lp.size+recSize > lp.maxBatch && len(lp.p.lines) > 0 {
+		if err := lp.flush(); err != nil {
+			return err
+		}
+	}
+	lp.line++
+	if len(lp.p.lines) == 0 {
+		lp.first = lp.line
+	}
+	lp.p.add(text)
+	lp.size += recSize
+	if len(lp.p.lines) == lp.perBatch {
+		return lp.flush()
+	}
+	return nil
+}
+
+// flush stores the pending batch.
+func (lp *lineProducer) flush() error {
+	if len(lp.p.lines) == 0 {
 		return nil
 	}
-	for sc.Scan() {
-		text := sc.Bytes()
-		recSize := len(text) + recordOverhead
-		if size+recSize > maxBatch && len(p.lines) > 0 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		line++
-		if len(p.lines) == 0 {
-			first = line
-		}
-		if record.HeaderSize+recSize > maxBatch {
-			return fmt.Errorf("line %d: a %d-byte record does not fit in a batch of --max-batch-bytes %d", line, len(text), maxBatch)
-		}
-		p.add(text)
-		size += recSize
-		if len(p.lines) == perBatch {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
+	last := lp.first + int64(len(lp.p.lines)) - 1
+	info, err := lp.l.Append(lp.p.records()...)
+	if err != nil {
+		return fmt.Errorf("lines %d-%d: %w; stored %s, nothing from line %d on", lp.first, last, err, lp.storedBefore(lp.first), lp.first)
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("line %d: longer than --max-batch-bytes %d", line+1, maxBatch)
-		}
-		return fmt.Errorf("reading stdin: %w", err)
+	lp.st.add(info)
+	lp.p.reset()
+	lp.size = record.HeaderSize
+	return nil
+}
+
+// storedAll says which lines are stored once every line taken is.
+func (lp *lineProducer) storedAll() string { return lp.storedBefore(lp.line + 1) }
+
+// storedBefore says that the lines before line next are stored.
+func (lp *lineProducer) storedBefore(next int64) string {
+	switch next {
+	case 1:
+		return "no lines"
+	case 2:
+		return "line 1 (1 record)"
 	}
-	return flush()
+	return fmt.Sprintf("lines 1-%d (%d records)", next-1, next-1)
+}
+
+// signalExit makes err exit as a shell reports a process ended by sig
+// (128 + its number: 130 for SIGINT, 143 for SIGTERM).
+func signalExit(sig os.Signal, err error) error {
+	code := 1
+	if s, ok := sig.(syscall.Signal); ok {
+		code = 128 + int(s)
+	}
+	return &exitError{code: code, err: err}
+}
+
+// signalName names sig as kill(1) does.
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 // pending holds the lines of the batch being gathered. The scanner reuses
@@ -217,24 +374,9 @@ func (p *pending) records() []record.Record {
 
 func (p *pending) reset() { p.arena, p.lines = p.arena[:0], p.lines[:0] }
 
-// scanLinesKeepCR is bufio.ScanLines without its dropping of a trailing
-// carriage return: the value's bytes are stored as given.
-func scanLinesKeepCR(data []byte, atEOF bool) (advance int, token []byte, err error) {
-	if atEOF && len(data) == 0 {
-		return 0, nil, nil
-	}
-	if i := bytes.IndexByte(data, '\n'); i >= 0 {
-		return i + 1, data[:i], nil
-	}
-	if atEOF {
-		return len(data), data, nil
-	}
-	return 0, nil, nil
-}
-
 // produceBatches appends the producer batches read from r (named name in
 // errors) through AppendBatch.
-func produceBatches(l *seglog.Log, name string, r io.Reader, maxBatch int, st *produceStats) error {
+func produceBatches(l *seglog.Log, name string, r *input, maxBatch int, st *produceStats) error {
 	fr := batchReader{r: bufio.NewReaderSize(r, 1<<16), max: maxBatch}
 	for i := 0; ; i++ {
 		pos := fr.pos
@@ -249,7 +391,11 @@ func produceBatches(l *seglog.Log, name string, r io.Reader, maxBatch int, st *p
 				continue
 			}
 		}
-		return fmt.Errorf("%s: batch %d at byte %d refused: %w", name, i, pos, err)
+		if errors.Is(err, errInterrupted) {
+			return signalExit(r.signaled(), fmt.Errorf("interrupted by %s: stored the %d batches before byte %d of %s (%d records), nothing from there on",
+				signalName(r.signaled()), i, pos, name, st.records))
+		}
+		return fmt.Errorf("%s: batch %d at byte %d refused: %w; stored the %d batches before it", name, i, pos, err, i)
 	}
 }
 

@@ -98,15 +98,22 @@ func TestConsumeFromMax(t *testing.T) {
 		{[]string{"--max", "0"}, "[]"},
 		{[]string{"--max", "-1", "--from", "10"}, "[10]"},
 		{[]string{"--from", "11"}, "[]"}, // the end offset: nothing yet
+		// Counting back from the end, as kcat's -o -N.
+		{[]string{"--from", "-3"}, "[8 9 10]"},
+		{[]string{"--from", "-1"}, "[10]"},
+		{[]string{"--from", "-3", "--max", "2"}, "[8 9]"},
+		{[]string{"--from", "-11"}, "[0 1 2 3 4 5 6 7 8 9 10]"},
+		{[]string{"--from", "-500"}, "[0 1 2 3 4 5 6 7 8 9 10]"}, // all there is
 	} {
 		out := mustInvoke(t, "", append([]string{"consume", dir, "--json"}, c.args...)...).stdout
 		if got := fmt.Sprint(offsets(out)); got != c.want {
 			t.Errorf("consume %v: offsets %s, want %s", c.args, got, c.want)
 		}
 	}
-	for _, from := range []string{"12", "-1"} {
-		if r := invoke(t, "", "consume", dir, "--from", from); r.code == 0 || !strings.Contains(r.stderr, "out of range") {
-			t.Errorf("consume --from %s: exit %d, stderr %q; want an out-of-range error", from, r.code, r.stderr)
+	// Past the end fails, plain and raw alike.
+	for _, args := range [][]string{{"--from", "12"}, {"--from", "12", "--raw"}, {"--from", "1000", "--raw"}} {
+		if r := invoke(t, "", append([]string{"consume", dir}, args...)...); r.code == 0 || !strings.Contains(r.stderr, "out of range") || r.stdout != "" {
+			t.Errorf("consume %v: exit %d, stdout %q, stderr %q; want an out-of-range error", args, r.code, r.stdout, r.stderr)
 		}
 	}
 

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
+)
+
+func chmodPath(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil { //vfs:allow the test sets up permissions, which vfs does not model
+		t.Fatal(err)
+	}
+}
+
+// TestConsumeOtherUsersLog: consume reads, as another user, a log in a
+// directory of mode 0555 with files of mode 0444, left unclean with an
+// index missing (so a writable open would recover and rebuild): every
+// record, and nothing changes. Under root (as in CI) the command runs as
+// nobody (65534), for which root's files are someone else's; otherwise the
+// mode bits alone deny writing. Either way produce, which must write,
+// fails first, so the test cannot pass on a directory it could write.
+func TestConsumeOtherUsersLog(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "log")
+	mustInvoke(t, numberedLines(1, 200), "produce", dir, "--batch", "9", "--segment-bytes", "2048", "--max-index-bytes", "4096")
+	logs := storedLogs(t, dir)
+	if len(logs) < 2 {
+		t.Fatalf("%d segments, want several", len(logs))
+	}
+	for _, name := range []string{filepath.Join(dir, ".kafka_cleanshutdown"), strings.TrimSuffix(logs[0], segment.LogSuffix) + segment.IndexSuffix} {
+		if err := vfs.Default.Remove(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, err := vfs.Default.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		chmodPath(t, filepath.Join(dir, name), 0o444)
+	}
+	chmodPath(t, dir, 0o555)
+	t.Cleanup(func() { chmodPath(t, dir, 0o755) }) // so that TempDir can remove it
+	before := dirSnapshot(t, dir)
+
+	run := func(args ...string) (int, string, string) {
+		t.Helper()
+		if os.Geteuid() != 0 {
+			r := invoke(t, "x\n", args...)
+			return r.code, r.stdout, r.stderr
+		}
+		// nobody must reach the directory and run a copy of this binary:
+		// temporary directories are private (0700).
+		chmodPath(t, base, 0o755)
+		chmodPath(t, filepath.Dir(base), 0o755)
+		binDir := t.TempDir()
+		chmodPath(t, binDir, 0o755)
+		chmodPath(t, filepath.Dir(binDir), 0o755)
+		self, err := vfs.ReadFileLimit(vfs.Default, os.Args[0], math.MaxInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(binDir, "seglog")
+		writeVFS(t, bin, self)
+		chmodPath(t, bin, 0o755)
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), runAsSeglog+"=1")
+		cmd.Dir = binDir
+		cmd.Stdin = strings.NewReader("x\n")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		var stdout bytes.Buffer
+		var stderr lockedBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		return exitCode(t, cmd.Run(), &stderr), stdout.String(), stderr.String()
+	}
+
+	if code, _, _ := run("produce", dir); code == 0 {
+		t.Fatal("produce succeeded: the directory is writable, so the test proves nothing")
+	}
+	code, stdout, stderr := run("consume", dir, "--json")
+	if code != 0 {
+		t.Fatalf("consume as another user: exit %d: %s", code, stderr)
+	}
+	recs := parseConsumed(t, stdout)
+	if len(recs) != 200 {
+		t.Fatalf("consume printed %d records, want 200", len(recs))
+	}
+	for i, r := range recs {
+		if want := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "line-%d", i+1)); r.Value == nil || *r.Value != want {
+			t.Fatalf("record %d: value %v, want %s", i, r.Value, want)
+		}
+	}
+	checkUnchanged(t, "consume", before, dirSnapshot(t, dir))
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// runAsSeglog, set in a process's environment, makes the test binary run
+// the command instead of the tests: tests that need a real process (signals,
+// a kill, standard input as a pipe) re-execute themselves.
+const runAsSeglog = "SEGLOG_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsSeglog) == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// seglogProcess returns the command as a process to start, with its
+// standard error captured into stderr.
+func seglogProcess(t testing.TB, stderr *lockedBuffer, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runAsSeglog+"=1")
+	cmd.Stderr = stderr
+	return cmd
+}
+
+// exitCode returns a finished process's exit status, failing the test if
+// it did not exit on its own (a signal it did not handle killed it).
+func exitCode(t testing.TB, err error, stderr *lockedBuffer) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("wait: %v", err)
+	}
+	if ee.ExitCode() < 0 {
+		t.Fatalf("the process did not exit by itself: %v\nstderr: %s", err, stderr)
+	}
+	return ee.ExitCode()
+}
+
+// TestRunAsSeglog: the re-executed test binary is the command (it refuses
+// an unknown subcommand as seglog does), so process tests test the real
+// entry point.
+func TestRunAsSeglog(t *testing.T) {
+	var stderr lockedBuffer
+	cmd := seglogProcess(t, &stderr, "no-such-command")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	code := exitCode(t, cmd.Run(), &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "no-such-command") || stdout.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want the command's own refusal", code, stdout.String(), stderr.String())
+	}
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/vfs"
+)
+
+// The issue's cases 1-3 as a user meets them on the command line: a size
+// limit, damage in synced data and the wrong directory must never cost
+// stored data or write where nothing should be written.
+
+// TestTrustBigBatchSurvivesKill (case 1): produce --max-batch-bytes
+// 20000000 stores a 10 MiB record; the process is killed (no clean-shutdown
+// marker). consume with default flags prints the record and changes no
+// byte; a later produce with default flags (a writable open, which
+// recovers) keeps the batch and appends after it.
+func TestTrustBigBatchSurvivesKill(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	big := strings.Repeat("0123456789abcdef", 10<<20/16) // 10 MiB
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	var stderr lockedBuffer
+	cmd := seglogProcess(t, &stderr, "produce", dir, "--max-batch-bytes", "20000000", "--linger", "0")
+	cmd.Stdin = pr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pr.Close()
+	if _, err := io.WriteString(pw, big+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the 10 MiB record was stored", func() bool { return completeBatches(t, dir) == 1 })
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if exists(filepath.Join(dir, ".kafka_cleanshutdown")) {
+		t.Fatal("a clean-shutdown marker after SIGKILL")
+	}
+	logFile := filepath.Join(dir, segment.FileName(0, segment.LogSuffix))
+	stored := readVFS(t, logFile)
+	if len(stored) <= len(big) {
+		t.Fatalf(".log holds %d bytes, less than the record", len(stored))
+	}
+
+	before := dirSnapshot(t, dir)
+	r := invoke(t, "", "consume", dir, "--json")
+	checkUnchanged(t, "consume", before, dirSnapshot(t, dir))
+	recs := parseConsumed(t, r.stdout)
+	if r.code != 0 || len(recs) != 1 || recs[0].Value == nil || *recs[0].Value != base64.StdEncoding.EncodeToString([]byte(big)) {
+		t.Fatalf("consume: exit %d, %d records, stderr %q; want the 10 MiB record", r.code, len(recs), r.stderr)
+	}
+
+	// A writable open with the default limit recovers the unclean log.
+	r = invoke(t, "after\n", "produce", dir)
+	if r.code != 0 {
+		t.Fatalf("produce after the kill: exit %d: %s", r.code, r.stderr)
+	}
+	if now := readVFS(t, logFile); !bytes.HasPrefix(now, stored) {
+		t.Fatalf("recovery changed the stored batch: .log %d bytes, first difference at %d", len(now), firstDiff(now, stored))
+	}
+	vals := consumedValues(t, dir)
+	if len(vals) != 2 || vals[0] != big || vals[1] != "after" {
+		t.Fatalf("after recovery the log holds %d records, want the big one and %q", len(vals), "after")
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// kafkaPartition builds a Kafka log.dir holding one partition directory,
+// events-0, of n records in many batches, laid out as a broker leaves it
+// after a clean shutdown: segment files in the partition directory; the
+// recovery point and log start of each partition, and the clean-shutdown
+// marker, in the log.dir. It returns the log.dir and the partition's
+// batches.
+func kafkaPartition(t *testing.T, n int) (string, []record.Batch) {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "src")
+	mustInvoke(t, numberedLines(1, n), "produce", src, "--batch", "10")
+	root := filepath.Join(t.TempDir(), "kafka-logs")
+	part := filepath.Join(root, "events-0")
+	if err := vfs.Default.MkdirAll(part); err != nil {
+		t.Fatal(err)
+	}
+	names, err := vfs.Default.List(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if _, _, ok := segment.ParseFileName(name); ok {
+			writeVFS(t, filepath.Join(part, name), readVFS(t, filepath.Join(src, name)))
+		}
+	}
+	writeVFS(t, filepath.Join(root, "recovery-point-offset-checkpoint"), fmt.Appendf(nil, "0\n2\nevents 0 %d\nother 3 7\n", n))
+	writeVFS(t, filepath.Join(root, "log-start-offset-checkpoint"), []byte("0\n0\n"))
+	writeVFS(t, filepath.Join(root, ".kafka_cleanshutdown"), []byte(`{"version":0,"brokerEpoch":1}`))
+	return root, storedBatches(t, part)
+}
+
+// TestTrustKafkaDamageReported (case 2): a byte flipped in the middle of a
+// Kafka partition's .log, below the recovery point its log.dir records, is
+// reported by consume with the file and the damaged batch's byte position
+// (the position fsck reports), non-zero, and nothing in the log.dir changes: the records after the
+// damage are not cut off. After a clean shutdown (the log.dir's marker) a
+// writable open has nothing to recover; after an unclean one, produce's
+// writable open meets the damage while recovering and refuses the same way.
+func TestTrustKafkaDamageReported(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
+			root, batches := kafkaPartition(t, 1000)
+			if !clean {
+				if err := vfs.Default.Remove(filepath.Join(root, ".kafka_cleanshutdown")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			part := filepath.Join(root, "events-0")
+			logFile := filepath.Join(part, segment.FileName(0, segment.LogSuffix))
+			k := len(batches) / 2
+			pos := 0
+			for _, b := range batches[:k] {
+				pos += len(b)
+			}
+			data := readVFS(t, logFile)
+			data[pos+record.HeaderSize+3] ^= 0x20 // inside the first record: a CRC mismatch
+			writeVFS(t, logFile, data)
+
+			runs := [][]string{{"consume", part}, {"consume", part, "--from", "-10"}, {"consume", part, "--raw"}}
+			if !clean {
+				runs = append(runs, []string{"produce", part})
+			}
+			before := dirSnapshot(t, root)
+			for _, args := range runs {
+				r := invoke(t, "more\n", args...)
+				if r.code == 0 || !strings.Contains(r.stderr, logFile) || !strings.Contains(r.stderr, fmt.Sprintf("byte %d", pos)) {
+					t.Errorf("seglog %s: exit %d, stderr %q; want an error naming %s and byte %d", strings.Join(args, " "), r.code, r.stderr, logFile, pos)
+				}
+				after := dirSnapshot(t, root)
+				if args[0] == "produce" {
+					// A writable open takes the directory's lock first,
+					// in its .lock file; that is all it may leave.
+					delete(after, "events-0/.lock")
+					after["events-0/"] = before["events-0/"]
+				}
+				checkUnchanged(t, args[0], before, after)
+			}
+		})
+	}
+}
+
+// TestTrustWrongDirectoryRefused (case 3): consume and produce on a Kafka
+// log.dir (partition directories inside) or on a non-empty directory that
+// is not a log are refused with a non-zero exit, and write nothing there.
+func TestTrustWrongDirectoryRefused(t *testing.T) {
+	logDir, _ := kafkaPartition(t, 50)
+	other := filepath.Join(t.TempDir(), "photos")
+	if err := vfs.Default.MkdirAll(filepath.Join(other, "2026")); err != nil {
+		t.Fatal(err)
+	}
+	writeVFS(t, filepath.Join(other, "notes.txt"), []byte("not a log\n"))
+	plain := filepath.Join(t.TempDir(), "plain")
+	if err := vfs.Default.MkdirAll(plain); err != nil {
+		t.Fatal(err)
+	}
+	writeVFS(t, filepath.Join(plain, "notes.txt"), []byte("not a log\n"))
+
+	for _, dir := range []string{logDir, other, plain} {
+		for _, args := range [][]string{{"consume", dir}, {"consume", dir, "--raw"}, {"consume", dir, "--from", "0"}, {"produce", dir}} {
+			before := dirSnapshot(t, dir)
+			r := invoke(t, "a line\n", args...)
+			if r.code == 0 {
+				t.Errorf("seglog %s: exit 0, stdout %q; want a refusal", strings.Join(args, " "), r.stdout)
+			}
+			checkUnchanged(t, strings.Join(args, " "), before, dirSnapshot(t, dir))
+		}
+	}
+}
+
+// TestTrustKafkaLogStartHonoured: consume of a Kafka partition starts at
+// the log start its log.dir's log-start-offset-checkpoint records (after
+// a DeleteRecords or retention), not at the first stored offset; --from -N
+// stops there too, and --from below it is out of range.
+func TestTrustKafkaLogStartHonoured(t *testing.T) {
+	root, _ := kafkaPartition(t, 300)
+	writeVFS(t, filepath.Join(root, "log-start-offset-checkpoint"), []byte("0\n2\nother 3 5\nevents 0 100\n"))
+	part := filepath.Join(root, "events-0")
+	before := dirSnapshot(t, root)
+	offsets := func(args ...string) string {
+		var offs []int64
+		for _, r := range parseConsumed(t, mustInvoke(t, "", append([]string{"consume", part, "--json"}, args...)...).stdout) {
+			offs = append(offs, r.Offset)
+		}
+		if len(offs) == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("%d..%d (%d)", offs[0], offs[len(offs)-1], len(offs))
+	}
+	if got := offsets(); got != "100..299 (200)" {
+		t.Errorf("consume printed offsets %s, want 100..299 (200)", got)
+	}
+	if got := offsets("--from", "-1000"); got != "100..299 (200)" {
+		t.Errorf("consume --from -1000 printed offsets %s, want 100..299 (200)", got)
+	}
+	if r := invoke(t, "", "consume", part, "--from", "50"); r.code == 0 || !strings.Contains(r.stderr, "out of range") {
+		t.Errorf("consume --from 50: exit %d, stderr %q; want out of range", r.code, r.stderr)
+	}
+	checkUnchanged(t, "consume", before, dirSnapshot(t, root))
+}
