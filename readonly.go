@@ -341,7 +341,13 @@ func (l *Log) refreshStep(list bool) (bool, error) {
 		}
 	} else {
 		next := lastItem.seg.NextOffset()
-		if _, err := l.fs.Stat(l.path(segment.FileName(next, segment.LogSuffix))); err == nil {
+		// An empty last segment's next offset is its own base: its own
+		// file is not a newer segment (taking it for one spun forever).
+		err := fs.ErrNotExist
+		if next > lastItem.base {
+			_, err = l.fs.Stat(l.path(segment.FileName(next, segment.LogSuffix)))
+		}
+		if err == nil {
 			newer = append(newer, next)
 		} else if !isNotExist(err) {
 			return false, err

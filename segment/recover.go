@@ -25,7 +25,8 @@ type RecoverResult struct {
 	// Reason says why the scan stopped before the end of the file, nil if
 	// the whole file was valid. A torn tail is a *PositionError wrapping
 	// ErrTornTail; a damaged entry a *record.CorruptionError (with File and
-	// the file position of the entry, or of the damage within it) wrapping
+	// the file position of the entry's start; the message names the failing
+	// field's position) wrapping
 	// the cause: record's CRC or framing errors, record.ErrUnsupportedMagic,
 	// or ErrOffsetOrder.
 	Reason error
@@ -167,15 +168,21 @@ func planRecovery(f vfs.File, path string, base int64, opts Options, o RecoverOp
 // below the recovery point: a torn entry there is not a torn write, since
 // those bytes were synced.
 func syncedDamage(path string, reason error, synced int64) error {
+	// After a clean shutdown everything was synced (synced is MaxInt64):
+	// say so rather than print that number.
+	where := fmt.Sprintf("below the recovery point %d", synced)
+	if synced == math.MaxInt64 {
+		where = "in a log closed cleanly"
+	}
 	var ce *record.CorruptionError
 	if errors.As(reason, &ce) {
 		return &record.CorruptionError{File: ce.File, Pos: ce.Pos,
-			Reason: fmt.Errorf("%w (below the recovery point %d: synced data, not a torn write)", ce.Reason, synced)}
+			Reason: fmt.Errorf("%w (%s: synced data, not a torn write)", ce.Reason, where)}
 	}
 	var pe *PositionError
 	if errors.As(reason, &pe) {
 		return &record.CorruptionError{File: pe.File, Pos: pe.Pos,
-			Reason: fmt.Errorf("%v (below the recovery point %d: synced data, not a torn write)", pe.Err, synced)}
+			Reason: fmt.Errorf("%v (%s: synced data, not a torn write)", pe.Err, where)}
 	}
 	return &record.CorruptionError{File: path, Reason: reason}
 }

@@ -16,7 +16,7 @@ import (
 // storeFlags are the flags that only make sense with --topic, and
 // singleLogFlags those that only make sense without it.
 var (
-	storeFlags     = []string{"topic", "group", "from-beginning", "follow", "verbose"}
+	storeFlags     = []string{"topic", "group", "from-beginning", "verbose"}
 	singleLogFlags = []string{"batches", "from", "json", "raw"}
 )
 
@@ -27,7 +27,6 @@ func withStoreTopic(cmd *cobra.Command) *cobra.Command {
 	var (
 		topic, group           string
 		verbose, fromBeginning bool
-		follow                 bool
 	)
 	f := cmd.Flags()
 	f.StringVar(&topic, "topic", "", "DIR is a store: work on this topic (seglog topics)")
@@ -37,7 +36,6 @@ func withStoreTopic(cmd *cobra.Command) *cobra.Command {
 	case "consume":
 		f.StringVar(&group, "group", "", "with --topic: read from this group's committed offsets and commit as it goes")
 		f.BoolVar(&fromBeginning, "from-beginning", false, "with --topic: start at the earliest offset when the group has no valid commit (else the latest)")
-		f.BoolVar(&follow, "follow", false, "with --topic: keep waiting for new records (until --max or interrupted)")
 	}
 	single := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -64,6 +62,12 @@ func withStoreTopic(cmd *cobra.Command) *cobra.Command {
 		}
 		if cmd.Name() == "produce" {
 			return produceTopic(cmd, args[0], topic, verbose)
+		}
+		// --follow is consume's own flag; with --topic it keeps waiting
+		// for new records until --max or an interrupt.
+		follow, err := cmd.Flags().GetBool("follow")
+		if err != nil {
+			return err
 		}
 		return consumeTopic(cmd, args[0], topic, group, fromBeginning, follow)
 	}
