@@ -148,10 +148,22 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 			pos = bp.Position
 		}
 	}
+	// Offsets must rise from batch to batch and stay inside the segment's
+	// range [base, next segment's base): a batch that breaks this has a
+	// valid CRC (the base offset lies outside it) but would hand out
+	// offsets that belong to other records, so it is damage.
+	prevLast := int64(-1)
+	nextBase := l.baseAfter(seg)
 	for b, err := range seg.Batches(pos, size) {
 		if err != nil {
 			return fail(asLogCorruption(err))
 		}
+		if base, last := b.BaseOffset(), b.LastOffset(); base < seg.BaseOffset() || base <= prevLast || last >= nextBase {
+			return fail(&CorruptionError{File: seg.LogPath(), Pos: pos, Reason: fmt.Errorf(
+				"%w: batch offsets [%d, %d] after %d, in the segment [%d, %d)", segment.ErrOffsetOrder, base, last, prevLast, seg.BaseOffset(), nextBase)})
+		}
+		prevLast = b.LastOffset()
+		at := pos
 		pos += int64(len(b))
 		if b.BaseOffset() >= l.end.Load() {
 			return pos, false, exhausted
@@ -164,7 +176,7 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 			continue
 		}
 		if err := c.it.Reset(b); err != nil {
-			return fail(fmt.Errorf("seglog: %s: %w", seg.LogPath(), err))
+			return fail(batchDamage(seg.LogPath(), at, err))
 		}
 		for c.it.Next() {
 			r := c.it.Record()
@@ -189,7 +201,7 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 			c.next = r.Offset + 1
 		}
 		if err := c.it.Err(); err != nil {
-			return fail(fmt.Errorf("seglog: %s: %w", seg.LogPath(), err))
+			return fail(batchDamage(seg.LogPath(), at, err))
 		}
 		c.next = max(c.next, b.LastOffset()+1)
 	}
@@ -255,3 +267,16 @@ func (l *Log) offsetForTime(ts int64) (int64, error) {
 // already a *CorruptionError (record's type, which the root aliases) with
 // the file and position, so there is nothing left to convert.
 func asLogCorruption(err error) error { return err }
+
+// batchDamage places a record decoding error of the batch at byte at of
+// file as the segment layer places its own: the error points at the
+// batch's start (where fsck and dump point too) and the message names the
+// failing byte. Errors that are not damage (a decompression limit) pass
+// unchanged.
+func batchDamage(file string, at int64, err error) error {
+	var ce *record.CorruptionError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return &CorruptionError{File: file, Pos: at, Reason: fmt.Errorf("%w (at byte %d)", ce.Reason, at+ce.Pos)}
+}

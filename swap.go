@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 
@@ -281,4 +282,15 @@ func (l *Log) acquireAfter(seg *segment.Segment) *segment.Segment {
 		return nil
 	}
 	return s
+}
+
+// baseAfter returns the base offset of the segment that follows seg's base
+// in the log, or MaxInt64 when there is none: no batch of seg may reach it.
+func (l *Log) baseAfter(seg *segment.Segment) int64 {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+	if s := l.nextSegment(seg.BaseOffset()); s != nil {
+		return s.BaseOffset()
+	}
+	return math.MaxInt64
 }

@@ -18,8 +18,11 @@ import (
 //
 // Every record's framing is checked: the declared length must equal the
 // bytes its fields take, lengths must be -1 (null) or fit in what is left,
-// varints may not be overlong, exactly NumRecords records must be present
-// and no byte may follow the last one.
+// varints may not be overlong, offset deltas must rise strictly and leave
+// room below the header's last offset delta for the records still to come
+// (so a count or delta that does not fit fails before a record is handed
+// out with another's offset), exactly NumRecords records must be
+// present and no byte may follow the last one.
 type Iterator struct {
 	// MaxDecompressed caps the decompressed size of a record section; zero
 	// means DefaultMaxDecompressed.
@@ -31,13 +34,18 @@ type Iterator struct {
 	read       int32
 	count      int32
 	baseOffset int64
-	baseTS     int64
-	appendTS   int64
-	logAppend  bool
-	err        error
-	rec        Record
-	dbuf       []byte
-	headers    []Header
+	// lastDelta is the previous record's offset delta (-1 before the
+	// first), maxDelta the header's last offset delta: deltas must rise
+	// strictly and stay within it, or records would get offsets that are
+	// not theirs.
+	lastDelta, maxDelta int32
+	baseTS              int64
+	appendTS            int64
+	logAppend           bool
+	err                 error
+	rec                 Record
+	dbuf                []byte
+	headers             []Header
 }
 
 // Reset prepares the iterator for b. It checks the header's structure
@@ -53,6 +61,7 @@ func (it *Iterator) Reset(b Batch) error {
 	}
 	it.count = b.NumRecords()
 	it.baseOffset = b.BaseOffset()
+	it.lastDelta, it.maxDelta = -1, b.LastOffsetDelta()
 	it.baseTS = b.BaseTimestamp()
 	it.appendTS = b.MaxTimestamp()
 	it.logAppend = b.TimestampType() == LogAppendTime
@@ -189,6 +198,15 @@ func (it *Iterator) decode() error {
 		}
 		p = q
 	}
+	// The records still to come need deltas of their own above this one,
+	// so the bound tightens by one per remaining record: a batch whose
+	// count or deltas do not fit fails at its first record, before any
+	// record with an offset not its own is handed out.
+	if offDelta <= it.lastDelta || offDelta > it.maxDelta-(it.count-1-it.read) {
+		return it.fail(start, "offset delta %d after %d does not fit %d records within the batch's last delta %d",
+			offDelta, it.lastDelta, it.count, it.maxDelta)
+	}
+	it.lastDelta = offDelta
 	var key, value []byte
 	var err error
 	if key, p, err = it.bytesField(body, p, "key"); err != nil {

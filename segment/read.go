@@ -117,7 +117,7 @@ func (s *Segment) findFrom(from, end, offset int64) (BatchPosition, bool, error)
 	for {
 		h, ok, err := sc.next()
 		if err != nil || !ok {
-			return BatchPosition{}, false, err
+			return BatchPosition{}, false, asReadDamage(err)
 		}
 		if h.last >= offset {
 			return BatchPosition{Position: h.pos, Size: int64(h.size), BaseOffset: h.base, LastOffset: h.last}, true, nil
@@ -168,7 +168,7 @@ func (s *Segment) FindOffsetForTimeFrom(ts, from int64) (int64, bool, error) {
 	for {
 		h, ok, err := sc.next()
 		if err != nil || !ok {
-			return 0, false, err
+			return 0, false, asReadDamage(err)
 		}
 		if h.magic != record.CurrentMagic || h.maxTS < ts || h.last < from {
 			continue
@@ -331,7 +331,7 @@ func (s *Segment) LastBatchWithin(from, limit int64) (BatchPosition, bool, error
 	for {
 		h, ok, err := sc.next()
 		if err != nil {
-			return BatchPosition{}, false, err
+			return BatchPosition{}, false, asReadDamage(err)
 		}
 		if !ok || h.pos+int64(h.size) > limit {
 			return best, found, nil

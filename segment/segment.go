@@ -483,7 +483,7 @@ func (s *Segment) scanTail() (tail, error) {
 	for {
 		h, ok, err := sc.next()
 		if err != nil {
-			return t, err
+			return t, asReadDamage(err)
 		}
 		if !ok {
 			return t, nil
