@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/seglog/seglog/record"
@@ -170,4 +171,28 @@ func readBatch(t *testing.T, s *Segment, bp BatchPosition) record.Batch {
 		t.Fatal(err)
 	}
 	return buf
+}
+
+// TestCreateOnFullDiskLeavesNothing: when the index preallocation fails
+// (a full disk), Create removes the files it made, so no half-created
+// segment is left for the next Open or fsck to meet.
+func TestCreateOnFullDiskLeavesNothing(t *testing.T) {
+	for _, suffix := range []string{IndexSuffix, TimeIndexSuffix} {
+		m := vfs.NewMem()
+		if err := m.MkdirAll("/seg"); err != nil {
+			t.Fatal(err)
+		}
+		full := vfs.InjectorFunc(func(op vfs.Op) error {
+			if op.Kind == vfs.OpPreallocate && strings.HasSuffix(op.Path, suffix) {
+				return syscall.ENOSPC
+			}
+			return nil
+		})
+		if _, err := Create(vfs.Inject(m, full), "/seg", 0, Options{}); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("%s: Create on a full disk: %v, want ENOSPC", suffix, err)
+		}
+		if names, _ := m.List("/seg"); len(names) != 0 {
+			t.Fatalf("%s: a failed Create left %v", suffix, names)
+		}
+	}
 }

@@ -186,7 +186,13 @@ func Create(fsys vfs.FS, dir string, base int64, opts Options) (*Segment, error)
 		return nil, err
 	}
 	if err := s.openIndexesLocked(true); err != nil {
+		// A full disk fails the index preallocation here: remove what was
+		// made, so the directory holds no half-created segment (a .log
+		// without its indexes) for the next Open or fsck to trip on.
 		f.Close()
+		for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+			fsys.Remove(filepath.Join(dir, FileName(base, suf)))
+		}
 		return nil, err
 	}
 	s.log = f
