@@ -1,11 +1,14 @@
 package raftlog
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/seglog/seglog/vfs"
 )
@@ -19,6 +22,18 @@ type stableState struct {
 
 // maxStableFile bounds the read of a damaged quorum-state file.
 const maxStableFile = 16 << 20
+
+// stableKey names key in the JSON file: as itself when it is valid UTF-8
+// (raft's keys are words), else in hex behind a prefix that a key shown as
+// itself cannot start with, so binary keys neither collide nor get
+// replaced by JSON's U+FFFD.
+func stableKey(key []byte) string {
+	const hexPrefix = "hex:"
+	if utf8.Valid(key) && !strings.HasPrefix(string(key), hexPrefix) {
+		return string(key)
+	}
+	return hexPrefix + hex.EncodeToString(key)
+}
 
 func (s *Store) stablePath() string { return filepath.Join(s.dir, StableFile) }
 
@@ -59,13 +74,13 @@ func (s *Store) saveStable() error {
 func (s *Store) Set(key []byte, val []byte) error {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
-	old, had := s.stable.Bytes[string(key)]
-	s.stable.Bytes[string(key)] = append([]byte{}, val...)
+	old, had := s.stable.Bytes[stableKey(key)]
+	s.stable.Bytes[stableKey(key)] = append([]byte{}, val...)
 	if err := s.saveStable(); err != nil {
 		if had {
-			s.stable.Bytes[string(key)] = old
+			s.stable.Bytes[stableKey(key)] = old
 		} else {
-			delete(s.stable.Bytes, string(key))
+			delete(s.stable.Bytes, stableKey(key))
 		}
 		return err
 	}
@@ -77,7 +92,7 @@ func (s *Store) Set(key []byte, val []byte) error {
 func (s *Store) Get(key []byte) ([]byte, error) {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
-	v, ok := s.stable.Bytes[string(key)]
+	v, ok := s.stable.Bytes[stableKey(key)]
 	if !ok {
 		return nil, nil
 	}
@@ -88,13 +103,13 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 func (s *Store) SetUint64(key []byte, val uint64) error {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
-	old, had := s.stable.Uint64[string(key)]
-	s.stable.Uint64[string(key)] = val
+	old, had := s.stable.Uint64[stableKey(key)]
+	s.stable.Uint64[stableKey(key)] = val
 	if err := s.saveStable(); err != nil {
 		if had {
-			s.stable.Uint64[string(key)] = old
+			s.stable.Uint64[stableKey(key)] = old
 		} else {
-			delete(s.stable.Uint64, string(key))
+			delete(s.stable.Uint64, stableKey(key))
 		}
 		return err
 	}
@@ -105,5 +120,5 @@ func (s *Store) SetUint64(key []byte, val uint64) error {
 func (s *Store) GetUint64(key []byte) (uint64, error) {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
-	return s.stable.Uint64[string(key)], nil
+	return s.stable.Uint64[stableKey(key)], nil
 }
