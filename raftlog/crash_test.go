@@ -122,7 +122,9 @@ func TestSuffixDeleteCrash(t *testing.T) {
 // finds either the old entries and the old commit index or both new ones.
 func TestCommitIndexCrash(t *testing.T) {
 	first := entries(1, 8, 1)
-	more := entries(9, 12, 1)
+	// A new term: the crash also falls between the leader-epoch
+	// checkpoint naming it and the batch carrying it.
+	more := entries(9, 12, 2)
 	prepare := func(s *Store) error {
 		if err := s.StageCommitIndex(3); err != nil {
 			return err
@@ -148,7 +150,48 @@ func TestCommitIndexCrash(t *testing.T) {
 		default:
 			t.Fatalf("%s: last index %d with commit index %d; want 8 with 3 or 12 with 8", label, last, commit)
 		}
+		wantEntries(t, label, s, concat(first, more), 1, last)
 		s.Close()
+		checkFsck(t, c, "/raft")
+	}
+}
+
+// TestEpochCheckpointRebuilt: a missing, damaged or stale
+// leader-epoch-checkpoint is rebuilt from the batches at Open.
+func TestEpochCheckpointRebuilt(t *testing.T) {
+	all := concat(entries(1, 5, 1), entries(6, 9, 3), entries(10, 12, 7))
+	for name, content := range map[string]string{
+		"missing": "",
+		"damaged": "0\n2\n1 zero\n",
+		"stale":   "0\n1\n1 0\n",
+		"order":   "0\n2\n3 5\n1 0\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			s := openT(t, fs, "/raft")
+			for _, run := range [][]*raft.Log{all[:5], all[5:9], all[9:]} {
+				if err := s.StoreLogs(run); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Close()
+			path := epochPath("/raft/" + PartitionDir)
+			if content == "" {
+				if err := fs.Remove(path); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := vfs.WriteFileAtomic(fs, path, []byte(content)); err != nil {
+				t.Fatal(err)
+			}
+			s = openT(t, fs, "/raft")
+			wantEntries(t, name, s, all, 1, 12)
+			s.Close()
+			data, err := vfs.ReadFileLimit(fs, path, 1<<10)
+			if err != nil || string(data) != "0\n3\n1 0\n3 5\n7 9\n" {
+				t.Fatalf("leader-epoch-checkpoint %q, %v", data, err)
+			}
+			checkFsck(t, fs, "/raft")
+		})
 	}
 }
 
