@@ -80,6 +80,10 @@ func main() {
 	raftCommands := flag.Int("raft-commands", 20000, "commands per 3-node cluster run in -raft mode")
 	from := flag.String("from", "", "do not run: read results written by -json (several files, comma-separated; a later file's workload replaces an earlier one's) and print and plot them")
 	flag.Parse()
+	if *raftMode {
+		raftMain(*dir, *rounds, *raftCommands, *jsonOut, *plotOut, *from)
+		return
+	}
 	if *from != "" {
 		all, err := loadResults(strings.Split(*from, ","))
 		if err != nil {
@@ -91,16 +95,6 @@ func main() {
 				fail(err)
 			}
 		}
-		return
-	}
-
-	if *raftMode {
-		base, err := os.MkdirTemp(*dir, "seglog-raft-")
-		if err != nil {
-			fail(err)
-		}
-		defer os.RemoveAll(base)
-		runRaft(base, *rounds, *raftCommands, *jsonOut)
 		return
 	}
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,10 @@ import (
 	raftwal "github.com/hashicorp/raft-wal"
 	raftbench "github.com/hashicorp/raft/bench"
 	"github.com/seglog/seglog/raftlog"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // raftStore is a LogStore that is also a StableStore, as all three are.
@@ -123,9 +128,43 @@ func getLogSequential(b *testing.B, s raftStore) {
 	}
 }
 
+// raftMain is -raft: run (or, with from, load a -json file of a run) and
+// print, write and plot.
+func raftMain(dir string, rounds, commands int, jsonOut, plotOut, from string) {
+	var all []raftResult
+	if from != "" {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			fail(err)
+		}
+		if err := json.Unmarshal(b, &all); err != nil {
+			fail(fmt.Errorf("%s: %w", from, err))
+		}
+	} else {
+		base, err := os.MkdirTemp(dir, "seglog-raft-")
+		if err != nil {
+			fail(err)
+		}
+		defer os.RemoveAll(base)
+		all = runRaft(base, rounds, commands)
+	}
+	printRaft(all)
+	if jsonOut != "" {
+		b, _ := json.MarshalIndent(all, "", "  ")
+		if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
+			fail(err)
+		}
+	}
+	if plotOut != "" {
+		if err := plotRaft(plotOut, all); err != nil {
+			fail(err)
+		}
+	}
+}
+
 // runRaft runs every test for every raft peer, rounds times with the
-// peers' order rotating, and prints medians with ratios to raft-wal.
-func runRaft(base string, rounds, commands int, jsonOut string) {
+// peers' order rotating, and returns medians with ratios to raft-wal.
+func runRaft(base string, rounds, commands int) []raftResult {
 	// testing.Benchmark reads -test.benchtime; half a second per run keeps
 	// three rounds of three stores in minutes.
 	testing.Init()
@@ -162,13 +201,7 @@ func runRaft(base string, rounds, commands int, jsonOut string) {
 		rate, err := clusterRate(p, dir, commands)
 		return 0, rate, err
 	}, base)...)
-	printRaft(all)
-	if jsonOut != "" {
-		b, _ := json.MarshalIndent(all, "", "  ")
-		if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
-			fail(err)
-		}
-	}
+	return all
 }
 
 // measure runs one test for every peer, rounds times in rotating order,
@@ -324,4 +357,68 @@ func clusterRate(p raftPeer, dir string, commands int) (float64, error) {
 		}
 	}
 	return float64(commands) / time.Since(start).Seconds(), nil
+}
+
+// plotRaft draws each store's ratio to raft-wal on every test that all
+// ran (log scale: the reads differ by orders of magnitude), one column
+// per test; raft-wal is the line at 1.
+func plotRaft(path string, all []raftResult) error {
+	p := plot.New()
+	p.Title.Text = "bench/peers -raft: hashicorp/raft log stores, ratio to raft-wal (same run; above 1 is better)"
+	p.Y.Label.Text = "× raft-wal"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	var tests []string
+	col := map[string]int{}
+	for _, r := range all {
+		if _, ok := col[r.Test]; !ok && r.Ratio > 0 {
+			col[r.Test] = len(tests)
+			tests = append(tests, r.Test)
+		}
+	}
+	for i, rp := range raftPeers {
+		var xys plotter.XYs
+		for _, r := range all {
+			if c, ok := col[r.Test]; ok && r.Peer == rp.name && r.Ratio > 0 {
+				xys = append(xys, plotter.XY{X: float64(c) + (float64(i)-1)*0.15, Y: r.Ratio})
+			}
+		}
+		s, err := plotter.NewScatter(xys)
+		if err != nil {
+			return err
+		}
+		s.GlyphStyle.Color = peerColors[(i+2)%len(peerColors)]
+		s.GlyphStyle.Radius = vg.Points(4)
+		s.GlyphStyle.Shape = draw.CircleGlyph{}
+		p.Add(s)
+		p.Legend.Add(rp.name, s)
+	}
+	short := make([]string, len(tests))
+	for i, t := range tests {
+		switch {
+		case strings.HasPrefix(t, "3-node"):
+			short[i] = "3-node cluster\napplied/s"
+		case strings.HasPrefix(t, "GetLog, "):
+			short[i] = "GetLog\nsequential"
+		default:
+			short[i] = strings.TrimPrefix(t, "raftbench ")
+		}
+	}
+	p.NominalX(short...)
+	p.X.Tick.Label.Font.Size = vg.Points(7)
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	wt, err := p.WriterTo(13*vg.Inch, 6*vg.Inch, "png")
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := wt.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
