@@ -76,8 +76,14 @@ func main() {
 	dir := flag.String("dir", "", "parent of the temporary directories (default: the system's)")
 	jsonOut := flag.String("json", "", "write all results as JSON to this file")
 	plotOut := flag.String("plot", "", "draw the results into this PNG file")
+	raftMode := flag.Bool("raft", false, "run the hashicorp/raft log store comparison (raft.go) instead")
+	raftCommands := flag.Int("raft-commands", 20000, "commands per 3-node cluster run in -raft mode")
 	from := flag.String("from", "", "do not run: read results written by -json (several files, comma-separated; a later file's workload replaces an earlier one's) and print and plot them")
 	flag.Parse()
+	if *raftMode {
+		raftMain(*dir, *rounds, *raftCommands, *jsonOut, *plotOut, *from)
+		return
+	}
 	if *from != "" {
 		all, err := loadResults(strings.Split(*from, ","))
 		if err != nil {

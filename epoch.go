@@ -1,0 +1,99 @@
+package seglog
+
+import (
+	"fmt"
+
+	"github.com/seglog/seglog/record"
+)
+
+// AppendEpoch is Append for a replicated log whose leader epoch changes
+// while it is open, as a Raft log's term does: it stores recs as one batch
+// stamped with epoch instead of Options.LeaderEpoch. Record timestamps are
+// stored as given (a zero Timestamp is 0, not "now"), so a caller that
+// keeps its own clock in the record gets it back exactly.
+func (l *Log) AppendEpoch(epoch int32, recs ...record.Record) (AppendInfo, error) {
+	if l.ro != nil {
+		return AppendInfo{}, ErrReadOnly
+	}
+	if epoch < 0 {
+		return AppendInfo{}, fmt.Errorf("%w: negative leader epoch %d", ErrInvalidRecord, epoch)
+	}
+	if len(recs) == 0 {
+		return AppendInfo{}, fmt.Errorf("%w: no records", ErrInvalidRecord)
+	}
+	bld := builders.Get().(*record.Builder)
+	defer builders.Put(bld)
+	bld.Reset()
+	bld.SetCodec(l.opts.Compression)
+	bld.SetBaseOffset(0)
+	bld.SetPartitionLeaderEpoch(epoch)
+	if l.opts.TimestampType == record.LogAppendTime {
+		bld.SetLogAppendTime(l.opts.Now().UnixMilli())
+	} else {
+		bld.SetLogAppendTime(-1)
+	}
+	for i := range recs {
+		if err := bld.AddAt(int64(i), recs[i].Timestamp, &recs[i]); err != nil {
+			return AppendInfo{}, fmt.Errorf("%w: record %d: %w", ErrInvalidRecord, i, err)
+		}
+	}
+	if n := bld.UncompressedSize(); n > l.maxDecompressed() {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes uncompressed, readers decompress at most %d", ErrBatchTooLarge, n, l.maxDecompressed())
+	}
+	b, err := bld.Build()
+	if err != nil {
+		return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	if len(b) > l.opts.MaxBatchBytes {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.opts.MaxBatchBytes)
+	}
+	return l.store(b, b.MaxTimestamp(), false)
+}
+
+// RestartAt empties the log and restarts it at offset, below, inside or
+// past its current range: Kafka's truncateFullyAndStartAt, which a replica
+// uses after installing a snapshot. StartOffset and EndOffset both become
+// offset. It is durable before it returns, as TruncateTo is: every segment
+// is removed and the log-start-offset and recovery-point checkpoints name
+// offset. Readers it overtakes learn it as they learn of a TruncateTo.
+func (l *Log) RestartAt(offset int64) error {
+	l.ckptMu.Lock()
+	defer l.ckptMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: negative offset %d", ErrOffsetOutOfRange, offset)
+	}
+	if err := l.publishLocked(); err != nil {
+		return err
+	}
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	// Everything from the start goes, so that is the lowest offset removed.
+	cut := l.start.Load()
+	l.truncations.begin()
+	defer func() { l.truncations.finish(cut) }()
+	if err := l.restartAt(offset); err != nil {
+		err = fmt.Errorf("%w: restarting at %d: %w", ErrWriteFailed, offset, err)
+		l.failure.CompareAndSwap(nil, &err)
+		return *l.failure.Load()
+	}
+	end := l.active.NextOffset()
+	l.end.Store(end)
+	l.next = end
+	l.activeJitter = l.drawJitter()
+	l.commit.lower(end)
+	if l.recoveryPoint != end {
+		// Nothing is left below end, and nothing above it exists yet.
+		l.recoveryPoint = end
+		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, end); err != nil {
+			err = fmt.Errorf("%w: checkpointing the recovery point %d: %w", ErrWriteFailed, end, err)
+			l.failure.CompareAndSwap(nil, &err)
+			return *l.failure.Load()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package seglog
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
+)
+
+// TestAppendEpoch: each batch carries the epoch it was appended with, and
+// timestamps are stored as given (0 stays 0).
+func TestAppendEpoch(t *testing.T) {
+	l, err := Open("/p", Options{FS: vfs.NewMem(), Sync: SyncAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i, ep := range []int32{3, 3, 9} {
+		info, err := l.AppendEpoch(ep, record.Record{Timestamp: int64(i), Value: []byte{byte(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sl, err := l.Read(info.FirstOffset, 1, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, sl.Len())
+		if _, err := sl.ReadAt(buf, 0); err != nil {
+			t.Fatal(err)
+		}
+		sl.Close()
+		b := record.Batch(buf)
+		if b.PartitionLeaderEpoch() != ep || b.MaxTimestamp() != int64(i) || b.BaseOffset() != int64(i) {
+			t.Fatalf("batch %d: epoch %d, max timestamp %d, base %d", i, b.PartitionLeaderEpoch(), b.MaxTimestamp(), b.BaseOffset())
+		}
+	}
+	if _, err := l.AppendEpoch(-1, record.Record{}); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("negative epoch: %v", err)
+	}
+}
+
+// TestRestartAt: the log restarts empty at an offset past its end, inside
+// it and below its start, durably: a power loss right after brings back
+// the restarted log, and appends continue from the offset.
+func TestRestartAt(t *testing.T) {
+	fs := vfs.NewMem()
+	l, err := Open("/p", Options{FS: fs, Sync: SyncAlways, SegmentBytes: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { l.Close() }()
+	for range 10 {
+		if _, err := l.Append(record.Record{Value: make([]byte, 50)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.DeleteBefore(3); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int64{1000, 1005, 500, 0} {
+		if err := l.RestartAt(at); err != nil {
+			t.Fatal(err)
+		}
+		if l.StartOffset() != at || l.EndOffset() != at {
+			t.Fatalf("after RestartAt(%d): [%d, %d)", at, l.StartOffset(), l.EndOffset())
+		}
+		crashed, err := Open("/p", Options{FS: fs.CrashClone()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if crashed.StartOffset() != at || crashed.EndOffset() != at {
+			t.Fatalf("RestartAt(%d), power loss: [%d, %d)", at, crashed.StartOffset(), crashed.EndOffset())
+		}
+		crashed.Close()
+		info, err := l.Append(record.Record{Value: []byte("x")}, record.Record{Value: []byte("y")})
+		if err != nil || info.FirstOffset != at {
+			t.Fatalf("append after RestartAt(%d): %+v, %v", at, info, err)
+		}
+		n := 0
+		for r, err := range l.Records(at) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Offset != at+int64(n) {
+				t.Fatalf("record at %d, want %d", r.Offset, at+int64(n))
+			}
+			n++
+		}
+		if n != 2 {
+			t.Fatalf("%d records after RestartAt(%d) and an append of 2", n, at)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if l, err = Open("/p", Options{FS: fs, Sync: SyncAlways, SegmentBytes: 200}); err != nil {
+			t.Fatal(err)
+		}
+		if l.StartOffset() != at || l.EndOffset() != at+2 {
+			t.Fatalf("RestartAt(%d), reopened: [%d, %d)", at, l.StartOffset(), l.EndOffset())
+		}
+	}
+	if err := l.RestartAt(-1); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("RestartAt(-1): %v", err)
+	}
+}

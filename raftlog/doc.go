@@ -1,0 +1,25 @@
+// Package raftlog stores a hashicorp/raft log in a seglog partition, the
+// way Kafka's KRaft keeps its Raft log in an ordinary Kafka partition.
+//
+// A Store is a raft.LogStore, raft.MonotonicLogStore,
+// raft.CommitTrackingLogStore and raft.StableStore over one directory:
+//
+//	dir/raft-0/           the partition: Kafka segments and checkpoints
+//	dir/raft-0/leader-epoch-checkpoint   term -> first offset, Kafka's format
+//	dir/quorum-state      term and vote (the StableStore), replaced atomically
+//	dir/raft-0.tail       present only while a suffix delete rewrites a batch
+//
+// The mapping (docs/raft.md has the reasons):
+//
+//   - offset = index − 1 (toOffset and toIndex are the only conversions);
+//   - term = the batch's partition leader epoch, so every StoreLogs call
+//     becomes one batch per run of equal terms (one batch on a leader);
+//   - Data = the record value (nil stays null);
+//   - Type = header "raft.type" (absent for LogCommand, so a Kafka
+//     consumer sees commands as plain records);
+//   - Extensions = header "raft.ext" (absent when empty);
+//   - AppendedAt = the record timestamp in milliseconds, and exactly in
+//     header "raft.at" (seconds and nanoseconds, absent when zero);
+//   - the staged commit index = header "raft.commit" on the last record of
+//     the batch it was stored with.
+package raftlog

@@ -1,0 +1,165 @@
+package raftlog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/vfs"
+)
+
+// epochEntry is one line of Kafka's leader-epoch-checkpoint: the first
+// offset written in an epoch (here, a raft term).
+type epochEntry struct {
+	epoch int32
+	start int64
+}
+
+// epochCache is the leader-epoch cache: terms in increasing order with
+// their first offsets, so the term at an offset is a binary search and no
+// batch is read. It is persisted, in Kafka's format, whenever it changes.
+type epochCache struct {
+	fs      vfs.FS
+	path    string
+	entries []epochEntry
+}
+
+// maxEpochFile bounds how much of a damaged checkpoint is read.
+const maxEpochFile = 1 << 20
+
+// load reads the checkpoint; a missing one is empty. A malformed one is
+// reported as not loaded (ok false), and the caller rebuilds it from the
+// batches: the checkpoint is derived data, never the only copy.
+func (c *epochCache) load() (ok bool, err error) {
+	data, err := vfs.ReadFileLimit(c.fs, c.path, maxEpochFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.entries = nil
+		return true, nil
+	}
+	if errors.Is(err, vfs.ErrFileTooLarge) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	entries, perr := parseEpochs(data)
+	if perr != nil {
+		return false, nil
+	}
+	c.entries = entries
+	return true, nil
+}
+
+func parseEpochs(data []byte) ([]epochEntry, error) {
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) < 2 || strings.TrimSpace(lines[0]) != "0" {
+		return nil, errors.New("bad header")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(lines[1]))
+	if err != nil || n != len(lines)-2 {
+		return nil, errors.New("bad count")
+	}
+	out := make([]epochEntry, 0, n)
+	for _, line := range lines[2:] {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return nil, errors.New("bad line")
+		}
+		ep, err1 := strconv.ParseInt(f[0], 10, 32)
+		st, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil || ep < 0 || st < 0 {
+			return nil, errors.New("bad number")
+		}
+		if k := len(out); k > 0 && (int32(ep) <= out[k-1].epoch || st < out[k-1].start) {
+			return nil, errors.New("out of order")
+		}
+		out = append(out, epochEntry{int32(ep), st})
+	}
+	return out, nil
+}
+
+// save writes the cache with the same atomic replace as every checkpoint.
+func (c *epochCache) save() error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "0\n%d\n", len(c.entries))
+	for _, e := range c.entries {
+		fmt.Fprintf(&b, "%d %d\n", e.epoch, e.start)
+	}
+	return vfs.WriteFileAtomic(c.fs, c.path, b.Bytes())
+}
+
+// last returns the newest epoch, -1 when there is none.
+func (c *epochCache) last() int32 {
+	if len(c.entries) == 0 {
+		return -1
+	}
+	return c.entries[len(c.entries)-1].epoch
+}
+
+// assign records that epoch starts at offset, before the batch is written:
+// a crash between the two leaves an entry at the log end, which open
+// drops.
+func (c *epochCache) assign(epoch int32, offset int64) error {
+	if epoch == c.last() {
+		return nil
+	}
+	if epoch < c.last() {
+		return fmt.Errorf("%w: term %d after term %d (terms never decrease along a raft log)", ErrBadEntry, epoch, c.last())
+	}
+	c.entries = append(c.entries, epochEntry{epoch, offset})
+	return c.save()
+}
+
+// termAt returns the epoch holding offset, -1 if none does.
+func (c *epochCache) termAt(offset int64) int32 {
+	i := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].start > offset })
+	if i == 0 {
+		return -1
+	}
+	return c.entries[i-1].epoch
+}
+
+// truncateFromEnd drops epochs that start at or after end, as Kafka does
+// when a replica truncates.
+func (c *epochCache) truncateFromEnd(end int64) error {
+	k := len(c.entries)
+	for k > 0 && c.entries[k-1].start >= end {
+		k--
+	}
+	if k == len(c.entries) {
+		return nil
+	}
+	c.entries = c.entries[:k]
+	return c.save()
+}
+
+// truncateFromStart drops epochs wholly below start and moves the first
+// kept one's start up to it, as Kafka does when the log start advances.
+func (c *epochCache) truncateFromStart(start int64) error {
+	i := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].start > start })
+	// entries[i-1] holds start; those before it end below start.
+	if i == 0 || (i == 1 && c.entries[0].start == start) {
+		return nil
+	}
+	kept := append([]epochEntry(nil), c.entries[i-1:]...)
+	kept[0].start = start
+	c.entries = kept
+	return c.save()
+}
+
+// clear empties the cache (the log was emptied).
+func (c *epochCache) clear() error {
+	if len(c.entries) == 0 {
+		return nil
+	}
+	c.entries = nil
+	return c.save()
+}
+
+func epochPath(part string) string { return filepath.Join(part, layout.LeaderEpochFile) }

@@ -1,0 +1,271 @@
+package raftlog
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
+)
+
+// The interfaces a Store satisfies.
+var (
+	_ raft.LogStore               = (*Store)(nil)
+	_ raft.MonotonicLogStore      = (*Store)(nil)
+	_ raft.CommitTrackingLogStore = (*Store)(nil)
+	_ raft.StableStore            = (*Store)(nil)
+)
+
+// Names inside a Store's directory.
+const (
+	// PartitionDir is the seglog partition, named as Kafka names
+	// partition 0 of a topic "raft".
+	PartitionDir = "raft-0"
+	// StableFile holds the StableStore's keys (term and vote), as KRaft's
+	// quorum-state file does.
+	StableFile = "quorum-state"
+	// tailFile holds a batch being rewritten by a suffix delete.
+	tailFile = PartitionDir + ".tail"
+)
+
+// DefaultSegmentBytes is the segment size when Options leaves it zero:
+// raft-wal's default, small enough that compaction after a snapshot
+// frees space by deleting whole segments.
+const DefaultSegmentBytes = 64 << 20
+
+// Options configures a Store. Zero values are defaults.
+type Options struct {
+	// FS is the filesystem; nil is the real one.
+	FS vfs.FS
+	// SegmentBytes is the partition's segment size. Default 64 MiB.
+	SegmentBytes int64
+	// MaxBatchBytes bounds one stored batch; a StoreLogs call larger than
+	// this is split into several batches. Default min(SegmentBytes, 8 MiB).
+	// A single entry larger than it is refused.
+	MaxBatchBytes int
+	// Logger receives the partition's recovery messages.
+	Logger *slog.Logger
+}
+
+// Store is a raft log, stable store and commit-index tracker kept in a
+// seglog partition. Its methods are safe for concurrent use; writes
+// (StoreLogs, DeleteRange) are serialized, reads run beside them.
+type Store struct {
+	fs   vfs.FS
+	dir  string
+	log  *seglog.Log
+	opts Options
+
+	mu     sync.Mutex // serializes writes and the epoch cache
+	epochs epochCache
+	staged atomic.Uint64 // commit index to store with the next StoreLogs
+	// commitAtOpen is the commit index the last batch carried at Open.
+	commitAtOpen uint64
+
+	cache batchCache
+
+	stableMu sync.Mutex
+	stable   stableState
+
+	hdrs []record.Header // encode scratch, under mu
+	recs []record.Record
+}
+
+// Open opens (creating if needed) the Store in dir. It finishes a suffix
+// delete that a crash interrupted and makes the leader-epoch checkpoint
+// agree with the batches (rebuilding it from them if it is missing,
+// damaged or behind).
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.SegmentBytes == 0 {
+		opts.SegmentBytes = DefaultSegmentBytes
+	}
+	if opts.MaxBatchBytes == 0 {
+		opts.MaxBatchBytes = int(min(opts.SegmentBytes, 8<<20))
+	}
+	if err := opts.FS.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	part := filepath.Join(dir, PartitionDir)
+	l, err := seglog.Open(part, seglog.Options{
+		FS:            opts.FS,
+		SegmentBytes:  opts.SegmentBytes,
+		MaxBatchBytes: opts.MaxBatchBytes,
+		// Every StoreLogs is on disk when it returns: raft acknowledges
+		// entries to the leader only after storing them.
+		Sync:   seglog.SyncAlways,
+		Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{fs: opts.FS, dir: dir, log: l, opts: opts}
+	s.epochs = epochCache{fs: opts.FS, path: epochPath(part)}
+	fail := func(err error) (*Store, error) {
+		l.Close()
+		return nil, err
+	}
+	if err := s.loadStable(); err != nil {
+		return fail(err)
+	}
+	if err := s.finishTail(); err != nil {
+		return fail(err)
+	}
+	if err := s.reconcileEpochs(); err != nil {
+		return fail(err)
+	}
+	if !s.empty() {
+		b, err := s.readBatch(l.EndOffset() - 1)
+		if err != nil {
+			return fail(err)
+		}
+		var last record.Record
+		for r, err := range b.Records() {
+			if err != nil {
+				return fail(fmt.Errorf("raftlog: reading the last batch: %w", err))
+			}
+			last = r
+		}
+		s.commitAtOpen = commitOf(last)
+	}
+	return s, nil
+}
+
+// Close closes the partition. The Store must not be used afterwards.
+func (s *Store) Close() error { return s.log.Close() }
+
+// Log returns the partition, for reading it as a Kafka log (Read,
+// Records). Writing to it directly breaks the Store.
+func (s *Store) Log() *seglog.Log { return s.log }
+
+// Dir returns the Store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// empty reports a log with no entries: start and end offsets meet.
+func (s *Store) empty() bool { return s.log.StartOffset() == s.log.EndOffset() }
+
+// FirstIndex returns the first index stored, 0 when the log is empty.
+func (s *Store) FirstIndex() (uint64, error) {
+	start, end := s.log.StartOffset(), s.log.EndOffset()
+	if start == end {
+		return 0, nil
+	}
+	return toIndex(start), nil
+}
+
+// LastIndex returns the last index stored, 0 when the log is empty.
+func (s *Store) LastIndex() (uint64, error) {
+	start, end := s.log.StartOffset(), s.log.EndOffset()
+	if start == end {
+		return 0, nil
+	}
+	return toIndex(end - 1), nil
+}
+
+// IsMonotonic reports true: entries are dense offsets, so raft empties
+// the log after installing a snapshot instead of leaving gaps.
+func (s *Store) IsMonotonic() bool { return true }
+
+// TermAt returns the term of the entry at index from the leader-epoch
+// cache, without reading its batch; raft.ErrLogNotFound if there is none.
+func (s *Store) TermAt(index uint64) (uint64, error) {
+	off := toOffset(index)
+	if index == 0 || off < s.log.StartOffset() || off >= s.log.EndOffset() {
+		return 0, raft.ErrLogNotFound
+	}
+	s.mu.Lock()
+	ep := s.epochs.termAt(off)
+	s.mu.Unlock()
+	if ep < 0 {
+		return 0, raft.ErrLogNotFound
+	}
+	return uint64(ep), nil
+}
+
+// readBatch returns the stored batch holding offset, CRC-checked.
+func (s *Store) readBatch(offset int64) (record.Batch, error) {
+	sl, err := s.log.Read(offset, 1, seglog.ReadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer sl.Close()
+	if sl.Len() < record.HeaderSize {
+		return nil, fmt.Errorf("%w: no batch at offset %d", raft.ErrLogNotFound, offset)
+	}
+	buf := make([]byte, sl.Len())
+	if _, err := sl.ReadAt(buf, 0); err != nil {
+		return nil, err
+	}
+	b := record.Batch(buf)
+	if b.Size() != len(buf) {
+		return nil, fmt.Errorf("%w: %s: batch at offset %d is %d bytes, slice %d", seglog.ErrCorrupt, sl.File(), offset, b.Size(), len(buf))
+	}
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("%s at byte %d: %w", sl.File(), sl.Position(), err)
+	}
+	return b, nil
+}
+
+// reconcileEpochs makes the leader-epoch checkpoint match the log: entries
+// at or past the end (an epoch assigned just before a crash) and below the
+// start go, and if the newest entry is not the last batch's epoch the
+// cache is rebuilt by reading every batch header.
+func (s *Store) reconcileEpochs() error {
+	ok, err := s.epochs.load()
+	if err != nil {
+		return err
+	}
+	if s.empty() {
+		return s.epochs.clear()
+	}
+	start, end := s.log.StartOffset(), s.log.EndOffset()
+	if ok {
+		if err := s.epochs.truncateFromEnd(end); err != nil {
+			return err
+		}
+		if err := s.epochs.truncateFromStart(start); err != nil {
+			return err
+		}
+		last, err := s.readBatch(end - 1)
+		if err != nil {
+			return err
+		}
+		e := s.epochs.entries
+		if len(e) > 0 && e[0].start <= start && e[len(e)-1].epoch == last.PartitionLeaderEpoch() && e[len(e)-1].start <= last.BaseOffset() {
+			return nil
+		}
+	}
+	return s.rebuildEpochs()
+}
+
+// rebuildEpochs derives the cache from the batches' leader epochs.
+func (s *Store) rebuildEpochs() error {
+	var entries []epochEntry
+	off, end := s.log.StartOffset(), s.log.EndOffset()
+	for off < end {
+		b, err := s.readBatch(off)
+		if err != nil {
+			return err
+		}
+		ep := b.PartitionLeaderEpoch()
+		if n := len(entries); n == 0 || ep > entries[n-1].epoch {
+			entries = append(entries, epochEntry{ep, max(b.BaseOffset(), off)})
+		} else if ep < entries[n-1].epoch {
+			return fmt.Errorf("%w: batch at offset %d has term %d after term %d", seglog.ErrCorrupt, b.BaseOffset(), ep, entries[n-1].epoch)
+		}
+		off = b.NextOffset()
+	}
+	s.epochs.entries = entries
+	return s.epochs.save()
+}
+
+// errMiddle is DeleteRange's refusal of a range inside the log.
+var errMiddle = errors.New("raftlog: only a prefix or a suffix of the log may be deleted")
