@@ -14,7 +14,6 @@ import (
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
-	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestEngineOnCorruptionMatrix opens every one of fsck's corruption cases
@@ -50,7 +49,7 @@ func TestEngineOnCorruptionMatrix(t *testing.T) {
 			t.Run(strings.ReplaceAll(tc.Name, " ", "_")+"/"+pl.String(), func(t *testing.T) {
 				t.Parallel()
 				fsys := vfs.NewMem()
-				copyDir(t, template, fsys, dir)
+				fscktest.CopyDir(t, template, fsys, dir)
 				d := fscktest.NewDir(t, fsys, dir)
 				dmg := tc.Inject(t, d)
 				fscktest.Place(t, fsys, dir, pl, dmg, end)
@@ -187,16 +186,4 @@ func writeCaseLog(t *testing.T, fsys vfs.FS, dir string) []record.Record {
 		t.Fatal(err)
 	}
 	return all
-}
-
-func copyDir(t *testing.T, from, to vfs.FS, dir string) {
-	t.Helper()
-	names, err := from.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		vfstest.WriteFile(t, to, p, vfstest.ReadFile(t, from, p))
-	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
-	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // writeMatrixLog writes the log fscktest's cases damage, with the Log.
@@ -38,18 +37,6 @@ func writeMatrixLog(t testing.TB, fsys vfs.FS, dir string) []record.Record {
 		t.Fatal(err)
 	}
 	return all
-}
-
-func copyTree(t testing.TB, from, to vfs.FS, dir string) {
-	t.Helper()
-	names, err := from.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		vfstest.WriteFile(t, to, p, vfstest.ReadFile(t, from, p))
-	}
 }
 
 func findProblem(r *fsck.Report, file string, pos int64, kind fsck.Kind) (fsck.Problem, bool) {
@@ -127,7 +114,7 @@ func TestCorruptionMatrix(t *testing.T) {
 			t.Run(strings.ReplaceAll(tc.Name, " ", "_")+"/"+pl.String(), func(t *testing.T) {
 				t.Parallel()
 				fsys := vfs.NewMem()
-				copyTree(t, template, fsys, dir)
+				fscktest.CopyDir(t, template, fsys, dir)
 				d := fscktest.NewDir(t, fsys, dir)
 				dmg := tc.Inject(t, d)
 				fscktest.Place(t, fsys, dir, pl, dmg, end)

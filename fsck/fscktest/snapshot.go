@@ -80,3 +80,17 @@ func (s Snapshot) sortedUnion(o Snapshot) []string {
 	slices.Sort(ps)
 	return ps
 }
+
+// CopyDir copies every file directly inside dir from one filesystem to
+// another, so each case can damage its own copy of one written log.
+func CopyDir(t testing.TB, from, to vfs.FS, dir string) {
+	t.Helper()
+	names, err := from.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		vfstest.WriteFile(t, to, p, vfstest.ReadFile(t, from, p))
+	}
+}
