@@ -288,9 +288,13 @@ feed:
 		if ctx.Err() != nil {
 			break
 		}
+		// Counted out before the hand-over, not after: a worker may start
+		// the pass before this goroutine runs again, and the backlog must
+		// never still count a log a worker has begun (the round's end
+		// resets it whatever happened).
+		c.backlog.Add(-1)
 		select {
 		case work <- st:
-			c.backlog.Add(-1)
 		case <-ctx.Done():
 			break feed
 		}
