@@ -183,6 +183,11 @@ func (c *Cleaner) compactionPlan(st *logState, p Policy, upper int64, force bool
 // its retention pass. A failure is the log's alone.
 func (c *Cleaner) compactLog(ctx context.Context, st *logState, p Policy, upper int64) {
 	res, ratio, ran, err := c.compactOnce(ctx, st, p, upper, false)
+	if err != nil && stoppedBy(ctx, err) {
+		// Stop cut the round short (its swap never happened): not a
+		// failure; the next round starts it again.
+		return
+	}
 	c.recordCompaction(st.dir, res, ratio, ran, err)
 }
 

@@ -2,6 +2,7 @@ package cleaner
 
 import (
 	"context"
+	"errors"
 	"runtime/debug"
 )
 
@@ -22,6 +23,9 @@ func (c *Cleaner) cleanLog(ctx context.Context, st *logState) {
 	res, deleted, err := c.pass(ctx, st.log, &st.quiet, policy, upper, requested)
 	res.Dir = st.dir
 	res.Duration = c.opts.Clock.Now().Sub(began)
+	// A pass that Stop cut short did not fail: what it deleted is counted
+	// and the next round takes the log up again.
+	interrupted := err != nil && stoppedBy(ctx, err)
 
 	c.mu.Lock()
 	m := &st.metrics
@@ -34,7 +38,9 @@ func (c *Cleaner) cleanLog(ctx context.Context, st *logState) {
 	c.total.SegmentsDeleted += res.Segments
 	c.total.BytesDeleted += res.Bytes
 	c.total.RecordsDeleted += res.Records
-	if err != nil {
+	if interrupted {
+		// Neither a failure nor a success: the log's state stays as it was.
+	} else if err != nil {
 		m.Failures++
 		m.Failed, m.Err = true, err
 		c.total.Failures++
@@ -52,6 +58,9 @@ func (c *Cleaner) cleanLog(ctx context.Context, st *logState) {
 			d.Dir = st.dir
 			ev.SegmentDeleted(d)
 		}
+	}
+	if interrupted {
+		return
 	}
 	if err != nil {
 		c.logger.Warn("cleaner: pass failed", "dir", st.dir, "err", err)
@@ -134,4 +143,10 @@ func (c *Cleaner) pass(ctx context.Context, l Log, quiet *quietLook, p Policy, u
 		deleted = append(deleted, SegmentDeleted{BaseOffset: s.BaseOffset, NextOffset: s.NextOffset, Size: s.Size, Reason: plan.Reasons[i]})
 	}
 	return res, deleted, nil
+}
+
+// stoppedBy reports whether err is ctx's own cancellation: the cleaner was
+// stopped, the pass did not fail.
+func stoppedBy(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, ctx.Err())
 }

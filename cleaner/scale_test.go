@@ -137,7 +137,13 @@ func TestThousandLogs(t *testing.T) {
 	c.Stop()
 	c.opts.Events.SegmentDeleted = nil
 	if m := c.Metrics(); m.Failures != 0 {
-		t.Fatalf("after the rounds: %d failures", m.Failures)
+		var errs []string
+		for _, lm := range m.Logs {
+			if lm.Failures > 0 {
+				errs = append(errs, fmt.Sprintf("%s: %v", lm.Dir, lm.Err))
+			}
+		}
+		t.Fatalf("after the rounds: %d failures: %v", m.Failures, errs)
 	}
 	// The scheduler plus the workers (and the appenders) over the baseline.
 	if extra := goroutinePeak.Load() - baseline; extra > workers+1+appenders {
