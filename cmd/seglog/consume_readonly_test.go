@@ -138,18 +138,8 @@ func TestConsumeBesideWriter(t *testing.T) {
 	})
 	t.Run("produce", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "log")
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pw.Close()
 		var stderr lockedBuffer
-		cmd := seglogProcess(t, &stderr, "produce", dir, "--linger", "0")
-		cmd.Stdin = pr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		pr.Close()
+		cmd, pw := startWithStdinPipe(t, &stderr, "produce", dir, "--linger", "0")
 		if _, err := io.WriteString(pw, numberedLines(1, 50)); err != nil {
 			t.Fatal(err)
 		}

@@ -31,6 +31,26 @@ func seglogProcess(t testing.TB, stderr *lockedBuffer, args ...string) *exec.Cmd
 	return cmd
 }
 
+// startWithStdinPipe starts seglog with args in a child process whose
+// stdin is a pipe, and returns the process and the pipe's write end (the
+// test closes it; it is closed at the test's end too).
+func startWithStdinPipe(t testing.TB, stderr *lockedBuffer, args ...string) (*exec.Cmd, *os.File) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pw.Close() })
+	cmd := seglogProcess(t, stderr, args...)
+	cmd.Stdin = pr
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		t.Fatal(err)
+	}
+	pr.Close()
+	return cmd, pw
+}
+
 // exitCode returns a finished process's exit status, failing the test if
 // it did not exit on its own (a signal it did not handle killed it).
 func exitCode(t testing.TB, err error, stderr *lockedBuffer) int {

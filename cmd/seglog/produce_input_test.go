@@ -122,18 +122,8 @@ func TestProduceSignalStoresWhatItRead(t *testing.T) {
 	}{{syscall.SIGINT, "SIGINT", 130}, {syscall.SIGTERM, "SIGTERM", 143}} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "log")
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pw.Close()
 			var stderr lockedBuffer
-			cmd := seglogProcess(t, &stderr, "produce", dir, "--linger", "1h", "--batch", "1000")
-			cmd.Stdin = pr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			pr.Close()
+			cmd, pw := startWithStdinPipe(t, &stderr, "produce", dir, "--linger", "1h", "--batch", "1000")
 			if _, err := io.WriteString(pw, numberedLines(1, 100)); err != nil {
 				t.Fatal(err)
 			}
@@ -241,18 +231,8 @@ func TestProduceBatchesSignal(t *testing.T) {
 		whole = append(whole, b...)
 	}
 	dir := filepath.Join(t.TempDir(), "log")
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pw.Close()
 	var stderr lockedBuffer
-	cmd := seglogProcess(t, &stderr, "produce", dir, "--batches", "-")
-	cmd.Stdin = pr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pr.Close()
+	cmd, pw := startWithStdinPipe(t, &stderr, "produce", dir, "--batches", "-")
 	if _, err := pw.Write(append(append([]byte(nil), whole...), batches[3][:len(batches[3])/2]...)); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -28,18 +27,8 @@ import (
 func TestTrustBigBatchSurvivesKill(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	big := strings.Repeat("0123456789abcdef", 10<<20/16) // 10 MiB
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pw.Close()
 	var stderr lockedBuffer
-	cmd := seglogProcess(t, &stderr, "produce", dir, "--max-batch-bytes", "20000000", "--linger", "0")
-	cmd.Stdin = pr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	pr.Close()
+	cmd, pw := startWithStdinPipe(t, &stderr, "produce", dir, "--max-batch-bytes", "20000000", "--linger", "0")
 	if _, err := io.WriteString(pw, big+"\n"); err != nil {
 		t.Fatal(err)
 	}
