@@ -233,7 +233,7 @@ func (l *Log) read(offset int64, maxBytes int, opts ReadOptions, gen uint64) (*S
 				seg.Release()
 			}
 			if err != nil {
-				return nil, asLogCorruption(err)
+				return nil, err
 			}
 			if sl.n == 0 {
 				return empty, nil

@@ -140,7 +140,7 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 		if c.next > seg.BaseOffset() {
 			bp, ok, err := seg.FindPosition(c.next)
 			if err != nil {
-				return fail(asLogCorruption(err))
+				return fail(err)
 			}
 			if !ok {
 				return size, true, exhausted
@@ -156,7 +156,7 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 	nextBase := l.baseAfter(seg)
 	for b, err := range seg.Batches(pos, size) {
 		if err != nil {
-			return fail(asLogCorruption(err))
+			return fail(err)
 		}
 		if base, last := b.BaseOffset(), b.LastOffset(); base < seg.BaseOffset() || base <= prevLast || last >= nextBase {
 			return fail(&CorruptionError{File: seg.LogPath(), Pos: pos, Reason: fmt.Errorf(
@@ -262,11 +262,6 @@ func (l *Log) offsetForTime(ts int64) (int64, error) {
 	}
 	return 0, fmt.Errorf("%w: %d", ErrTimestampNotFound, ts)
 }
-
-// asLogCorruption is kept for its callers: the segment layer's damage is
-// already a *CorruptionError (record's type, which the root aliases) with
-// the file and position, so there is nothing left to convert.
-func asLogCorruption(err error) error { return err }
 
 // batchDamage places a record decoding error of the batch at byte at of
 // file as the segment layer places its own: the error points at the
