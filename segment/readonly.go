@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/record"
@@ -217,13 +216,8 @@ func (s *Segment) scanView(maxEntryBytes int, t tail) (ViewResult, error) {
 		if !ok {
 			break
 		}
-		if err := checkEntry(h, entry); err != nil {
-			res.Reason = corruptAt(path, h.pos, err)
-			break
-		}
-		if h.base < t.next || h.last < h.base || h.last-s.base > math.MaxInt32 {
-			res.Reason = corruptAt(path, h.pos, fmt.Errorf("%w: offsets [%d, %d] after next offset %d in segment %d",
-				ErrOffsetOrder, h.base, h.last, t.next, s.base))
+		if err := judgeEntry(path, h, entry, t.next, s.base, 0); err != nil {
+			res.Reason = err
 			break
 		}
 		if h.maxTS > t.maxTS {

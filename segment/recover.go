@@ -127,18 +127,8 @@ func planRecovery(f vfs.File, path string, base int64, opts Options, o RecoverOp
 		if !ok {
 			break
 		}
-		if err := checkEntry(h, entry); err != nil {
-			res.Reason = corruptAt(path, h.pos, err)
-			break
-		}
-		if h.base < t.next || h.last < h.base || h.last-base > math.MaxInt32 {
-			res.Reason = corruptAt(path, h.pos, fmt.Errorf("%w: offsets [%d, %d] after next offset %d in segment %d",
-				ErrOffsetOrder, h.base, h.last, t.next, base))
-			break
-		}
-		if o.NextBase > 0 && h.last >= o.NextBase {
-			res.Reason = corruptAt(path, h.pos, fmt.Errorf("%w: offsets [%d, %d] reach the next segment's base offset %d",
-				ErrOffsetOrder, h.base, h.last, o.NextBase))
+		if err := judgeEntry(path, h, entry, t.next, base, o.NextBase); err != nil {
+			res.Reason = err
 			break
 		}
 		if h.maxTS > t.maxTS {
@@ -275,6 +265,26 @@ func (s *Segment) ApplyRecovery(p *RecoveryPlan) (RecoverResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// judgeEntry applies recovery's checks to one scanned entry of the segment
+// based at base: its checksum (and v2 framing), offsets that follow next
+// and stay within the segment's 32-bit relative range, and, when nextBase
+// is set (> 0), below the next segment's base. Recovery and a read-only
+// view's scans judge entries with it alike.
+func judgeEntry(path string, h header, entry []byte, next, base, nextBase int64) error {
+	if err := checkEntry(h, entry); err != nil {
+		return corruptAt(path, h.pos, err)
+	}
+	if h.base < next || h.last < h.base || h.last-base > math.MaxInt32 {
+		return corruptAt(path, h.pos, fmt.Errorf("%w: offsets [%d, %d] after next offset %d in segment %d",
+			ErrOffsetOrder, h.base, h.last, next, base))
+	}
+	if nextBase > 0 && h.last >= nextBase {
+		return corruptAt(path, h.pos, fmt.Errorf("%w: offsets [%d, %d] reach the next segment's base offset %d",
+			ErrOffsetOrder, h.base, h.last, nextBase))
+	}
+	return nil
 }
 
 // isDamage tells damage found in the file from I/O failures.
