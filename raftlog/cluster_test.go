@@ -237,13 +237,25 @@ func (c *cluster) converge() (uint64, uint64) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// raft sets a node's applied index when it hands a batch to the FSM
+	// goroutine, not when the FSM has applied it (raft.go, processLogs),
+	// so a follower's FSM may still be one batch behind: give it until the
+	// deadline to hold the leader's state. The Barrier made the leader's
+	// own FSM current.
 	count, hash := l.fsm.state()
 	for _, n := range c.nodes {
 		if n.raft == nil {
 			continue
 		}
-		if gc, gh := n.fsm.state(); gc != count || gh != hash {
-			c.t.Fatalf("%s: FSM %d commands, hash %x; leader %s: %d, %x", n.id, gc, gh, l.id, count, hash)
+		for {
+			gc, gh := n.fsm.state()
+			if gc == count && gh == hash {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("%s: FSM %d commands, hash %x; leader %s: %d, %x", n.id, gc, gh, l.id, count, hash)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	return count, hash
