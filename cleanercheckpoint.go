@@ -1,6 +1,10 @@
 package seglog
 
-import "github.com/seglog/seglog/layout"
+import (
+	"fmt"
+
+	"github.com/seglog/seglog/layout"
+)
 
 // CleanerOffsetFile is Kafka's cleaner-offset-checkpoint: where the last
 // compaction round stopped. Like the other checkpoints, a Log keeps it in
@@ -14,10 +18,42 @@ func (l *Log) CleanerCheckpoint() (offset int64, ok bool, err error) {
 }
 
 // SetCleanerCheckpoint writes the cleaner-offset checkpoint atomically and
-// durably.
+// durably. An offset past the log's end is recorded as the end: a
+// truncation that ran while the round that computed it was under way
+// removed what lay beyond (TruncateTo lowers the checkpoint itself, and
+// this keeps a late round from raising it again).
 func (l *Log) SetCleanerCheckpoint(offset int64) error {
 	if l.ro != nil {
 		return ErrReadOnly
 	}
-	return writeOffsetCheckpoint(l.fs, l.dir, CleanerOffsetFile, offset)
+	l.swapMu.Lock() // serialized with TruncateTo
+	defer l.swapMu.Unlock()
+	return writeOffsetCheckpoint(l.fs, l.dir, CleanerOffsetFile, min(offset, l.end.Load()))
+}
+
+// TruncatedBelow reports whether a truncation done since the run was
+// acquired removed any offset below upTo (or may have: the history of
+// truncations is bounded). A compaction round asks it with the end of what
+// it mapped: its offset map may name, as a key's latest, a record that
+// truncation removed, and rewriting older segments with that map would
+// drop the record that is now the key's latest.
+func (r *SealedRun) TruncatedBelow(upTo int64) bool {
+	return r.l.truncations.affects(r.gen, upTo-1)
+}
+
+// lowerCleanerCheckpoint makes the cleaner-offset checkpoint at most
+// offset, durably (Kafka's maybeTruncateCheckpoint): the records from
+// there on are being truncated, and whatever is appended in their place
+// has not been compacted. A checkpoint that cannot be read is replaced,
+// since any value at most offset is safe (it only makes more of the log
+// dirty). Called by TruncateTo with swapMu.
+func (l *Log) lowerCleanerCheckpoint(offset int64) error {
+	cp, ok, err := l.CleanerCheckpoint()
+	if err == nil && (!ok || cp <= offset) {
+		return nil
+	}
+	if err := writeOffsetCheckpoint(l.fs, l.dir, CleanerOffsetFile, offset); err != nil {
+		return fmt.Errorf("lowering the cleaner checkpoint to %d: %w", offset, err)
+	}
+	return nil
 }

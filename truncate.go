@@ -33,7 +33,9 @@ var ErrTruncated = errors.New("seglog: records were truncated under the reader")
 //
 // Everything is durable before TruncateTo returns: the cut (fdatasync), the
 // removals (directory fsync), the recovery point (lowered to the new end and
-// checkpointed) and, when the start moved, the log-start-offset checkpoint.
+// checkpointed), the cleaner-offset checkpoint (lowered to at most offset
+// before anything is cut, then to the new end) and, when the start moved,
+// the log-start-offset checkpoint.
 // So no later crash brings removed records back, resurrects an older start
 // that would hide records appended after the truncation, or skips recovering
 // them. If TruncateTo fails part-way the log refuses appends until it is
@@ -83,6 +85,13 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.truncations.begin()
 	defer func() { l.truncations.finish(cut) }()
 
+	// The cleaner checkpoint goes down first: a crash after the cut must
+	// not leave it above records appended anew. Then once more to the end
+	// actually reached, which a cut at a batch's start may put below offset.
+	if err := l.lowerCleanerCheckpoint(offset); err != nil {
+		// Nothing was cut: the log stays as it was, and writable.
+		return fmt.Errorf("%w: truncating to %d: %w", ErrWriteFailed, offset, err)
+	}
 	var err error
 	if offset < l.start.Load() {
 		err = l.restartAt(offset)
@@ -100,6 +109,11 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.next = end
 	l.activeJitter = l.drawJitter()
 	l.commit.lower(end)
+	if err := l.lowerCleanerCheckpoint(end); err != nil {
+		err = fmt.Errorf("%w: truncating to %d: %w", ErrWriteFailed, offset, err)
+		l.failure.CompareAndSwap(nil, &err)
+		return *l.failure.Load()
+	}
 	if l.recoveryPoint > end {
 		// A recovery point above the new end would make the next recovery
 		// take whatever is appended there for synced data, and report a

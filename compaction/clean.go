@@ -286,6 +286,11 @@ func (r *round) cleanGroup(g *seglog.SealedRun) (err error) {
 	if err := w.Finish(); err != nil {
 		return err
 	}
+	if g.TruncatedBelow(r.mappedEnd) {
+		// The map may name as a key's latest a record the truncation
+		// removed: the record now latest would be dropped.
+		return fmt.Errorf("compaction: a truncation removed mapped records: %w", seglog.ErrSegmentsChanged)
+	}
 	var written int64
 	for _, n := range news {
 		written += n.Size()

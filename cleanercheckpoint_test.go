@@ -1,0 +1,141 @@
+package seglog
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/seglog/seglog/vfs"
+)
+
+// TestTruncateLowersCleanerCheckpoint: a truncation below the cleaner
+// checkpoint brings it to at most the truncation offset (and to the end
+// actually reached), durably, for every crash image taken during the
+// truncation: a reopened log never has a checkpoint above records it may
+// append anew. Also for a truncation below the log start.
+func TestTruncateLowersCleanerCheckpoint(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		start  int64 // DeleteBefore first, when > 0
+		offset int64
+	}{
+		{"inside", 0, 50},
+		{"midbatch", 0, 58}, // batches of 4: the cut is at 56
+		{"belowstart", 40, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			var mu sync.Mutex
+			recording := false
+			var images []*vfs.MemFS
+			rng := rand.New(rand.NewPCG(7, uint64(tc.offset)))
+			fsys := vfs.Inject(mem, vfs.InjectorFunc(func(vfs.Op) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if recording {
+					images = append(images, mem.CrashClone(), mem.CrashCloneWith(vfs.CrashOptions{
+						Rand: rng, KeepUnsynced: 0.5, KeepUnsyncedEntries: 0.5,
+					}))
+				}
+				return nil
+			}))
+			l := swapTestLog(t, fsys, 120)
+			if tc.start > 0 {
+				if _, err := l.DeleteBefore(tc.start); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.SetCleanerCheckpoint(100); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			recording = true
+			mu.Unlock()
+			if err := l.TruncateTo(tc.offset); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			recording = false
+			images = append(images, mem.CrashClone())
+			mu.Unlock()
+			end := l.EndOffset()
+			if end > tc.offset {
+				t.Fatalf("end %d after truncating to %d", end, tc.offset)
+			}
+			if cp, ok, err := l.CleanerCheckpoint(); err != nil || !ok || cp > end {
+				t.Fatalf("checkpoint %d (ok %v, err %v) after truncating to %d (end %d)", cp, ok, err, tc.offset, end)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(images) < 4 {
+				t.Fatalf("only %d operations recorded", len(images))
+			}
+			truncated := 0
+			for i, img := range images {
+				l, err := Open("/log", Options{FS: img, MaxIndexBytes: 4 << 10})
+				if err != nil {
+					t.Fatalf("image %d: open: %v", i, err)
+				}
+				cp, ok, err := l.CleanerCheckpoint()
+				if err != nil || !ok {
+					t.Fatalf("image %d: checkpoint: ok %v, %v", i, ok, err)
+				}
+				if e := l.EndOffset(); e < 120 {
+					// Some of the truncated records are gone: the
+					// checkpoint must already be at most offset.
+					truncated++
+					if cp > tc.offset {
+						t.Fatalf("image %d of %d: end %d, checkpoint %d above the truncation offset %d",
+							i, len(images), e, cp, tc.offset)
+					}
+				} else if cp != 100 && cp > tc.offset {
+					t.Fatalf("image %d: checkpoint %d, neither the old one nor lowered", i, cp)
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if truncated == 0 {
+				t.Fatalf("no crash image showed the truncation")
+			}
+		})
+	}
+}
+
+// TestSetCleanerCheckpointClampsToEnd: a round that finished after a
+// truncation cannot raise the checkpoint past the log's end.
+func TestSetCleanerCheckpointClampsToEnd(t *testing.T) {
+	l := swapTestLog(t, vfs.NewMem(), 40)
+	defer l.Close()
+	if err := l.TruncateTo(20); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetCleanerCheckpoint(36); err != nil {
+		t.Fatal(err)
+	}
+	if cp, ok, err := l.CleanerCheckpoint(); err != nil || !ok || cp != 20 {
+		t.Fatalf("checkpoint %d (ok %v, err %v), want 20", cp, ok, err)
+	}
+}
+
+// TestTruncatedBelow: a run learns of a truncation under what it mapped,
+// and only of one.
+func TestTruncatedBelow(t *testing.T) {
+	l := swapTestLog(t, vfs.NewMem(), 120)
+	defer l.Close()
+	run := l.AcquireSealed(0, 60)
+	defer run.Release()
+	if run.TruncatedBelow(100) {
+		t.Fatal("truncated before any truncation")
+	}
+	if err := l.TruncateTo(100); err != nil {
+		t.Fatal(err)
+	}
+	if run.TruncatedBelow(100) {
+		t.Fatal("a truncation at 100 reported below 100")
+	}
+	if !run.TruncatedBelow(101) {
+		t.Fatal("a truncation at 100 not reported below 101")
+	}
+}
