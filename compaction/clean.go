@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -10,10 +11,6 @@ import (
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
 )
-
-// ErrLegacy: a segment of the run holds legacy (v0/v1) entries, which this
-// package does not rewrite; the round stops before it.
-var ErrLegacy = errors.New("compaction: segment holds legacy v0/v1 entries")
 
 // Result describes a round.
 type Result struct {
@@ -61,6 +58,10 @@ type round struct {
 	bld       *record.Builder
 	kept      []record.Record
 	res       Result
+	// legacyHorizon is Kafka's rule for legacy tombstones: they stay in
+	// segments modified after it (ms).
+	legacyHorizon int64
+	lg            legacyBufs
 }
 
 // Clean runs one compaction round on l: it maps the keys of the dirty part
@@ -92,6 +93,13 @@ func Clean(l *seglog.Log, m *OffsetMap, firstDirty, upper int64, o Options) (Res
 		r.res.End = firstDirty
 		return r.res, nil
 	}
+	r.legacyHorizon = 0
+	for i := range run.Len() {
+		// The last clean segment's mtime less delete.retention.ms.
+		if info := run.Info(i); info.NextOffset <= firstDirty {
+			r.legacyHorizon = info.Modified.UnixMilli() - o.DeleteRetention.Milliseconds()
+		}
+	}
 	if err := r.scanTransactions(run); err != nil {
 		return r.res, err
 	}
@@ -116,25 +124,26 @@ func Clean(l *seglog.Log, m *OffsetMap, firstDirty, upper int64, o Options) (Res
 	return r.res, nil
 }
 
-// batches yields segment i's batches, charging the throttle and checking
-// that no legacy entry was skipped.
-func (r *round) batches(run *seglog.SealedRun, i int, fn func(b record.Batch) error) error {
-	var seen int64
-	for b, err := range run.Batches(i) {
+// entries reads segment i, charging the throttle: v2 batches go to batch,
+// legacy messages to legacy (skipped if nil).
+func (r *round) entries(run *seglog.SealedRun, i int, batch func(record.Batch) error, legacy func([]byte) error) error {
+	for e, err := range run.Entries(i) {
 		if err != nil {
 			return err
 		}
-		seen += int64(len(b))
-		r.res.BytesRead += int64(len(b))
-		if err := r.o.Throttle(int64(len(b))); err != nil {
+		r.res.BytesRead += int64(len(e))
+		if err := r.o.Throttle(int64(len(e))); err != nil {
 			return err
 		}
-		if err := fn(b); err != nil {
+		switch {
+		case e[record.MagicOffset] == record.CurrentMagic:
+			err = batch(record.Batch(e))
+		case legacy != nil:
+			err = legacy(e)
+		}
+		if err != nil {
 			return err
 		}
-	}
-	if info := run.Info(i); seen != info.Size {
-		return fmt.Errorf("%w: segment %d", ErrLegacy, info.BaseOffset)
 	}
 	return nil
 }
@@ -145,7 +154,7 @@ var errStop = errors.New("stop")
 // scanTransactions is the first pass: markers and producers' last batches.
 func (r *round) scanTransactions(run *seglog.SealedRun) error {
 	for i := range run.Len() {
-		if err := r.batches(run, i, func(b record.Batch) error { return r.txn.observe(b, &r.it) }); err != nil {
+		if err := r.entries(run, i, func(b record.Batch) error { return r.txn.observe(b, &r.it) }, nil); err != nil {
 			return err
 		}
 	}
@@ -162,7 +171,8 @@ func (r *round) buildMap(run *seglog.SealedRun, firstDirty, runEnd int64) error 
 		if run.Info(i).NextOffset <= firstDirty {
 			continue
 		}
-		err := r.batches(run, i, func(b record.Batch) error {
+		mapLegacy := func(e []byte) error { return r.mapLegacy(e, firstDirty) }
+		err := r.entries(run, i, func(b record.Batch) error {
 			if b.NextOffset() <= firstDirty || b.IsControl() {
 				return nil
 			}
@@ -184,7 +194,7 @@ func (r *round) buildMap(run *seglog.SealedRun, firstDirty, runEnd int64) error 
 				}
 			}
 			return r.it.Err()
-		})
+		}, mapLegacy)
 		if errors.Is(err, errStop) {
 			break
 		}
@@ -247,8 +257,33 @@ func (r *round) cleanGroup(g *seglog.SealedRun) (err error) {
 		}
 	}()
 	changed := g.Len() > 1
+	// room makes sure the segment being written can index one more entry.
+	room := func(first int64) error {
+		if !w.IndexFull() {
+			return nil
+		}
+		if err := w.Finish(); err != nil {
+			return err
+		}
+		var err error
+		if w, err = r.l.NewCleaned(first); err != nil {
+			return err
+		}
+		news = append(news, w)
+		return nil
+	}
+	write := func(out record.Batch) error {
+		if err := room(out.BaseOffset()); err != nil {
+			return err
+		}
+		if err := r.o.Throttle(int64(len(out))); err != nil {
+			return err
+		}
+		return w.Append(out)
+	}
 	for i := range g.Len() {
-		err := r.batches(g, i, func(b record.Batch) error {
+		retainDeletes := g.Info(i).Modified.UnixMilli() > r.legacyHorizon
+		err := r.entries(g, i, func(b record.Batch) error {
 			out, verbatim, err := r.filter(b, b.NextOffset() == groupEnd)
 			if err != nil {
 				return err
@@ -259,19 +294,36 @@ func (r *round) cleanGroup(g *seglog.SealedRun) (err error) {
 			if out == nil {
 				return nil
 			}
-			if w.IndexFull() {
-				if err := w.Finish(); err != nil {
-					return err
-				}
-				if w, err = r.l.NewCleaned(out.BaseOffset()); err != nil {
-					return err
-				}
-				news = append(news, w)
-			}
-			if err := r.o.Throttle(int64(len(out))); err != nil {
+			return write(out)
+		}, func(e []byte) error {
+			out, verbatim, err := r.filterLegacy(e, retainDeletes)
+			if err != nil {
 				return err
 			}
-			return w.Append(out)
+			if !verbatim {
+				changed = true
+			}
+			if out.entry != nil {
+				if err := room(out.first); err != nil {
+					return err
+				}
+				if err := r.o.Throttle(int64(len(out.entry))); err != nil {
+					return err
+				}
+				if err := w.AppendLegacy(out.entry, out.first, out.last, out.ts); err != nil {
+					return err
+				}
+			}
+			if last := int64(binary.BigEndian.Uint64(e)); last+1 == groupEnd && (out.entry == nil || out.last != last) {
+				// A legacy entry has no empty form: an empty v2 batch
+				// at its offset keeps the group's end (§9.3).
+				b, err := r.emptyHeader(last)
+				if err != nil {
+					return err
+				}
+				return write(b)
+			}
+			return nil
 		})
 		if err != nil {
 			return err

@@ -1,0 +1,133 @@
+package seglog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"iter"
+
+	"github.com/seglog/seglog/record"
+)
+
+// Entries yields every entry of segment i from its start, in file order,
+// whatever its magic: v2 batches CRC-checked as Batches yields them, and
+// legacy (v0/v1) messages, which Batches skips, framed but not otherwise
+// checked (their CRC-32 is the caller's to verify). Compaction rewrites
+// legacy messages too, as Kafka's cleaner does. An entry is valid only
+// inside the loop body. Damage is a *record.CorruptionError carrying the
+// file and position; no buffer is sized beyond the bytes the segment holds.
+func (r *SealedRun) Entries(i int) iter.Seq2[[]byte, error] {
+	s := r.segs[i]
+	return func(yield func([]byte, error) bool) {
+		size := s.Size()
+		// A window of the file, refilled as entries are consumed: one
+		// read per window rather than two per entry.
+		var buf []byte
+		lo, hi := int64(0), int64(0) // the file range buf holds
+		need := func(pos int64, n int) ([]byte, error) {
+			if pos+int64(n) > hi {
+				want := min(max(int64(n), 1<<20), size-pos)
+				if int64(cap(buf)) < want {
+					buf = make([]byte, want)
+				}
+				buf = buf[:want]
+				if _, err := s.ReadAt(buf, pos); err != nil {
+					return nil, readErr(s.LogPath(), pos, err)
+				}
+				lo, hi = pos, pos+want
+			}
+			return buf[pos-lo : pos-lo+int64(n) : pos-lo+int64(n)], nil
+		}
+		for pos := int64(0); pos < size; {
+			if size-pos < record.PeekSize {
+				yield(nil, &record.CorruptionError{File: s.LogPath(), Pos: pos, Reason: io.ErrUnexpectedEOF})
+				return
+			}
+			hdr, err := need(pos, record.PeekSize)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			n, magic, err := record.PeekEntry(hdr)
+			if err == nil && int64(n) > size-pos {
+				err = fmt.Errorf("entry of %d bytes runs past the segment's %d", n, size)
+			}
+			if err != nil {
+				yield(nil, &record.CorruptionError{File: s.LogPath(), Pos: pos, Reason: err})
+				return
+			}
+			e, err := need(pos, n)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if magic != record.CurrentMagic {
+				// CRC-32 (IEEE) from the magic byte on, as Kafka checks.
+				const crcAt = record.LogOverhead
+				if want, got := binary.BigEndian.Uint32(e[crcAt:]), crc32.ChecksumIEEE(e[record.MagicOffset:]); want != got {
+					yield(nil, &record.CorruptionError{File: s.LogPath(), Pos: pos + crcAt,
+						Reason: fmt.Errorf("legacy v%d entry: stored CRC-32 0x%08x, computed 0x%08x", magic, want, got)})
+					return
+				}
+			} else {
+				if err := record.Batch(e).Validate(); err != nil {
+					var ce *record.CorruptionError
+					if errors.As(err, &ce) {
+						err = ce.Reason
+						pos += ce.Pos
+					}
+					yield(nil, &record.CorruptionError{File: s.LogPath(), Pos: pos, Reason: err})
+					return
+				}
+			}
+			if !yield(e, nil) {
+				return
+			}
+			pos += int64(n)
+		}
+	}
+}
+
+func readErr(file string, pos int64, err error) error {
+	if errors.Is(err, io.EOF) {
+		return &record.CorruptionError{File: file, Pos: pos, Reason: io.ErrUnexpectedEOF}
+	}
+	return fmt.Errorf("seglog: reading %s at %d: %w", file, pos, err)
+}
+
+// AppendLegacy writes a legacy (v0/v1) message entry after what was
+// written so far. Its header says nothing of the offsets it spans or its
+// timestamp in the places a v2 batch does, so the caller gives them:
+// first and last offsets (a compressed wrapper's inner messages, or the
+// entry's own offset) and its timestamp (-1 for v0).
+func (w *CleanedSegment) AppendLegacy(entry []byte, first, last, maxTimestamp int64) error {
+	if w.done {
+		return fmt.Errorf("seglog: cleaned segment %d: %w", w.base, ErrClosed)
+	}
+	if len(entry) < record.PeekSize || int64(binary.BigEndian.Uint64(entry)) != last ||
+		first < w.next || last < first || last-w.base > int64(^uint32(0)>>1) {
+		return fmt.Errorf("seglog: cleaned segment %d: legacy entry at %d..%d does not follow %d", w.base, first, last, w.next)
+	}
+	// As Append does for a batch (kept apart so as not to touch its file).
+	if maxTimestamp > w.maxTS {
+		w.maxTS, w.maxTSOff = maxTimestamp, last
+	}
+	if w.since > int64(w.l.opts.IndexIntervalBytes) {
+		if err := w.offIdx.Append(last, w.size); err != nil {
+			return err
+		}
+		if err := w.timeIdx.MaybeAppend(w.maxTS, w.maxTSOff, false); err != nil {
+			return err
+		}
+		w.since = 0
+	}
+	if _, err := w.log.Write(entry); err != nil {
+		return err
+	}
+	w.size += int64(len(entry))
+	w.since += int64(len(entry))
+	w.next = last + 1
+	return nil
+}
