@@ -18,27 +18,29 @@ import (
 // legacy messages too, as Kafka's cleaner does. An entry is valid only
 // inside the loop body. Damage is a *record.CorruptionError carrying the
 // file and position; no buffer is sized beyond the bytes the segment holds.
-func (r *SealedRun) Entries(i int) iter.Seq2[[]byte, error] {
+//
+// The file is read through a window of 1 MiB, or of the largest entry if
+// larger, kept in *buf: passing the same buf to every call keeps a
+// compaction round to one such buffer.
+func (r *SealedRun) Entries(i int, buf *[]byte) iter.Seq2[[]byte, error] {
 	s := r.segs[i]
 	return func(yield func([]byte, error) bool) {
 		size := s.Size()
-		// A window of the file, refilled as entries are consumed: one
-		// read per window rather than two per entry.
-		var buf []byte
-		lo, hi := int64(0), int64(0) // the file range buf holds
+		// One read per window rather than two per entry.
+		lo, hi := int64(0), int64(0) // the file range *buf holds
 		need := func(pos int64, n int) ([]byte, error) {
 			if pos+int64(n) > hi {
 				want := min(max(int64(n), 1<<20), size-pos)
-				if int64(cap(buf)) < want {
-					buf = make([]byte, want)
+				if int64(cap(*buf)) < want {
+					*buf = make([]byte, want)
 				}
-				buf = buf[:want]
-				if _, err := s.ReadAt(buf, pos); err != nil {
+				w := (*buf)[:want]
+				if _, err := s.ReadAt(w, pos); err != nil {
 					return nil, readErr(s.LogPath(), pos, err)
 				}
 				lo, hi = pos, pos+want
 			}
-			return buf[pos-lo : pos-lo+int64(n) : pos-lo+int64(n)], nil
+			return (*buf)[pos-lo : pos-lo+int64(n) : pos-lo+int64(n)], nil
 		}
 		for pos := int64(0); pos < size; {
 			if size-pos < record.PeekSize {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/seglog/seglog"
@@ -57,6 +56,11 @@ type round struct {
 	it        record.Iterator
 	bld       *record.Builder
 	kept      []record.Record
+	recs      []record.Record // a batch's records (readAll)
+	hdrs      []record.Header // their headers
+	hs        []keyHash       // map lookups or puts waiting to be made
+	offs      []int64         // the offsets of the puts
+	readBuf   []byte          // SealedRun.Entries' window
 	res       Result
 	// legacyHorizon is Kafka's rule for legacy tombstones: they stay in
 	// segments modified after it (ms).
@@ -127,7 +131,7 @@ func Clean(l *seglog.Log, m *OffsetMap, firstDirty, upper int64, o Options) (Res
 // entries reads segment i, charging the throttle: v2 batches go to batch,
 // legacy messages to legacy (skipped if nil).
 func (r *round) entries(run *seglog.SealedRun, i int, batch func(record.Batch) error, legacy func([]byte) error) error {
-	for e, err := range run.Entries(i) {
+	for e, err := range run.Entries(i, &r.readBuf) {
 		if err != nil {
 			return err
 		}
@@ -183,14 +187,10 @@ func (r *round) buildMap(run *seglog.SealedRun, firstDirty, runEnd int64) error 
 				return err
 			}
 			for r.it.Next() {
-				rec := r.it.Record()
-				if rec.Offset < firstDirty || rec.Key == nil {
-					continue
-				}
-				if !r.m.Put(rec.Key, rec.Offset) {
-					r.mappedEnd = rec.Offset
-					r.res.MapFull = true
-					return errStop
+				if rec := r.it.Record(); rec.Offset >= firstDirty && rec.Key != nil {
+					if err := r.queuePut(rec.Key, rec.Offset); err != nil {
+						return err
+					}
 				}
 			}
 			return r.it.Err()
@@ -202,7 +202,40 @@ func (r *round) buildMap(run *seglog.SealedRun, firstDirty, runEnd int64) error 
 			return err
 		}
 	}
+	if err := r.flushPuts(); err != nil && !errors.Is(err, errStop) {
+		return err
+	}
 	r.res.MapFill = r.m.Fill()
+	return nil
+}
+
+// putBatch is how many map puts wait to be made together.
+const putBatch = 256
+
+// queuePut hashes key for a put of offset, made with the ones queued
+// before it once putBatch are waiting: their cache misses then overlap.
+// Keys are hashed at once, so they need not outlive the call.
+func (r *round) queuePut(key []byte, offset int64) error {
+	r.hs = append(r.hs, r.m.hash(key))
+	r.offs = append(r.offs, offset)
+	if len(r.hs) < putBatch {
+		return nil
+	}
+	return r.flushPuts()
+}
+
+// flushPuts makes the queued puts in order. When the map refuses one, the
+// mapped range ends at its offset and the rest are dropped (errStop).
+func (r *round) flushPuts() error {
+	defer func() { r.hs, r.offs = r.hs[:0], r.offs[:0] }()
+	r.m.prefetch(r.hs)
+	for i := range r.hs {
+		if !r.m.put(r.hs[i], r.offs[i]) {
+			r.mappedEnd = r.offs[i]
+			r.res.MapFull = true
+			return errStop
+		}
+	}
 	return nil
 }
 
@@ -403,7 +436,22 @@ func (r *round) filter(b record.Batch, lastOfGroup bool) (record.Batch, bool, er
 		oc = r.txn.outcomeOf(pid, b.BaseOffset())
 	}
 	needHorizon := false
-	keep := func(rec record.Record) bool {
+	// The batch's records first, then the map lookups of those that need
+	// one all at once (their cache misses overlap), then the decisions.
+	if err := r.readAll(b); err != nil {
+		return nil, false, err
+	}
+	r.hs = r.hs[:0]
+	if oc == committed {
+		for i := range r.recs {
+			if rec := &r.recs[i]; rec.Offset < r.mappedEnd && rec.Key != nil {
+				r.hs = append(r.hs, r.m.hash(rec.Key))
+			}
+		}
+		r.m.prefetch(r.hs)
+	}
+	looked := 0
+	keep := func(rec *record.Record) bool {
 		switch {
 		case oc == aborted:
 			r.res.AbortedRemoved++
@@ -414,7 +462,9 @@ func (r *round) filter(b record.Batch, lastOfGroup bool) (record.Batch, bool, er
 			r.res.KeylessRemoved++
 			return false
 		}
-		if latest, ok := r.m.Get(rec.Key); ok && latest > rec.Offset {
+		latest, ok := r.m.get(r.hs[looked])
+		looked++
+		if ok && latest > rec.Offset {
 			return false
 		}
 		if rec.Value == nil {
@@ -426,22 +476,12 @@ func (r *round) filter(b record.Batch, lastOfGroup bool) (record.Batch, bool, er
 		}
 		return true
 	}
-	// First decide, since the horizon must be known before rebuilding.
-	if err := r.it.Reset(b); err != nil {
-		return nil, false, err
-	}
 	r.kept = r.kept[:0]
-	n := 0
-	for r.it.Next() {
-		n++
-		rec := r.it.Record()
-		if keep(rec) {
-			rec.Headers = slices.Clone(rec.Headers)
-			r.kept = append(r.kept, rec)
+	n := len(r.recs)
+	for i := range r.recs {
+		if keep(&r.recs[i]) {
+			r.kept = append(r.kept, r.recs[i])
 		}
-	}
-	if err := r.it.Err(); err != nil {
-		return nil, false, err
 	}
 	removed := int64(n - len(r.kept))
 	r.res.RecordsRemoved += removed
@@ -468,20 +508,39 @@ func (r *round) filter(b record.Batch, lastOfGroup bool) (record.Batch, bool, er
 
 // rebuild re-encodes b with the records keep accepts.
 func (r *round) rebuild(b record.Batch, horizon int64, keep func(record.Record) bool) (record.Batch, bool, error) {
-	if err := r.it.Reset(b); err != nil {
+	if err := r.readAll(b); err != nil {
 		return nil, false, err
 	}
 	r.kept = r.kept[:0]
-	for r.it.Next() {
-		if rec := r.it.Record(); keep(rec) {
-			rec.Headers = slices.Clone(rec.Headers)
+	for _, rec := range r.recs {
+		if keep(rec) {
 			r.kept = append(r.kept, rec)
 		}
 	}
-	if err := r.it.Err(); err != nil {
-		return nil, false, err
-	}
 	return r.build(b, horizon, r.kept)
+}
+
+// readAll decodes b's records into r.recs. They alias b (or its
+// decompressed records) and r.hdrs, so they are valid until the next
+// batch is read. Headers are copied into one slice for the whole round,
+// as the iterator reuses its own: no allocation per record.
+func (r *round) readAll(b record.Batch) error {
+	if err := r.it.Reset(b); err != nil {
+		return err
+	}
+	r.recs, r.hdrs = r.recs[:0], r.hdrs[:0]
+	for r.it.Next() {
+		rec := r.it.Record()
+		if len(rec.Headers) > 0 {
+			// An earlier record's headers stay valid if this append moves
+			// r.hdrs: they keep the array they were in.
+			i := len(r.hdrs)
+			r.hdrs = append(r.hdrs, rec.Headers...)
+			rec.Headers = r.hdrs[i:len(r.hdrs):len(r.hdrs)]
+		}
+		r.recs = append(r.recs, rec)
+	}
+	return r.it.Err()
 }
 
 // build encodes recs as b's replacement: same codec, base offset, last

@@ -52,10 +52,8 @@ func (r *round) mapLegacy(e []byte, firstDirty int64) error {
 		if m.offset < firstDirty || m.key == nil {
 			continue
 		}
-		if !r.m.Put(m.key, m.offset) {
-			r.mappedEnd = m.offset
-			r.res.MapFull = true
-			return errStop
+		if err := r.queuePut(m.key, m.offset); err != nil {
+			return err
 		}
 	}
 	return nil

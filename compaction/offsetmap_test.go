@@ -36,7 +36,7 @@ func TestOffsetMapLatestWins(t *testing.T) {
 }
 
 func TestOffsetMapFullRefusesNewKeys(t *testing.T) {
-	m := NewOffsetMap(10*slotBytes, 0.5) // 10 slots, 5 usable
+	m := NewOffsetMap(2*bucketSlots*slotBytes, 0.5) // 8 slots, 4 usable
 	n := 0
 	for i := 0; ; i++ {
 		if !m.Put(fmt.Appendf(nil, "k%d", i), int64(i)) {
@@ -44,8 +44,8 @@ func TestOffsetMapFullRefusesNewKeys(t *testing.T) {
 		}
 		n++
 	}
-	if n != 5 || !m.Full() || m.Fill() != 1 {
-		t.Fatalf("accepted %d keys, Full %v, Fill %v; want 5, true, 1", n, m.Full(), m.Fill())
+	if n != 4 || !m.Full() || m.Fill() != 1 {
+		t.Fatalf("accepted %d keys, Full %v, Fill %v; want 4, true, 1", n, m.Full(), m.Fill())
 	}
 	// A known key is still updated when the map is full.
 	if !m.Put([]byte("k0"), 100) {
@@ -62,11 +62,64 @@ func TestOffsetMapFullRefusesNewKeys(t *testing.T) {
 
 func TestOffsetMapTinyTableTerminates(t *testing.T) {
 	m := NewOffsetMap(1, 1)
-	if !m.Put([]byte("a"), 1) || m.Put([]byte("b"), 2) {
-		t.Fatal("a two-slot map must take exactly one key")
+	if !m.Put([]byte("a"), 1) || !m.Put([]byte("b"), 2) || !m.Put([]byte("c"), 3) || m.Put([]byte("d"), 4) {
+		t.Fatal("a one-bucket map must take exactly three keys")
+	}
+	if _, ok := m.Get([]byte("d")); ok {
+		t.Fatal("d found")
+	}
+}
+
+// TestOffsetMapSpan: offsets are kept as their distance from the first
+// one Put, up to MaxOffsetSpan; beyond it the map refuses, as when full.
+func TestOffsetMapSpan(t *testing.T) {
+	m := NewOffsetMap(1<<12, 0)
+	const base = 1 << 50
+	if !m.Put([]byte("a"), base) || !m.Put([]byte("b"), base+MaxOffsetSpan-1) {
+		t.Fatal("offsets within the span refused")
+	}
+	if m.Put([]byte("c"), base+MaxOffsetSpan) || m.Put([]byte("a"), base+MaxOffsetSpan) {
+		t.Fatal("an offset past the span accepted")
+	}
+	if got, ok := m.Get([]byte("b")); !ok || got != base+MaxOffsetSpan-1 {
+		t.Fatalf("Get(b) = %d, %v", got, ok)
+	}
+	m.Clear()
+	if !m.Put([]byte("a"), 5) || m.LatestOffset() != 5 {
+		t.Fatal("a cleared map keeps the old base")
+	}
+	if got, _ := m.Get([]byte("a")); got != 5 {
+		t.Fatalf("Get(a) = %d after Clear", got)
 	}
 	if _, ok := m.Get([]byte("b")); ok {
-		t.Fatal("b found")
+		t.Fatal("Clear kept b")
+	}
+}
+
+// TestOffsetMapManyKeys fills a map to its limit and reads every key back
+// (no key is lost to the bucket probing at high load).
+func TestOffsetMapManyKeys(t *testing.T) {
+	m := NewOffsetMap(1<<16, 0.9)
+	var keys [][]byte
+	for i := 0; ; i++ {
+		k := strconv.AppendInt([]byte("key-"), int64(i), 10)
+		if !m.Put(k, int64(i)) {
+			break
+		}
+		keys = append(keys, k)
+	}
+	if want := (1 << 16 / slotBytes) * 9 / 10; len(keys) != want {
+		t.Fatalf("took %d keys", len(keys))
+	}
+	hs := make([]keyHash, len(keys))
+	for i, k := range keys {
+		hs[i] = m.hash(k)
+	}
+	m.prefetch(hs)
+	for i := range keys {
+		if got, ok := m.get(hs[i]); !ok || got != int64(i) {
+			t.Fatalf("key %d: %d, %v", i, got, ok)
+		}
 	}
 }
 

@@ -81,7 +81,7 @@ func TestSmallMapRounds(t *testing.T) {
 		return nil
 	}
 	logBytes := l.Size()
-	om := NewOffsetMap(222*slotBytes, 0) // 199 keys a round
+	om := NewOffsetMap(55*bucketSlots*slotBytes, 0) // 220 slots: 198 keys a round
 	checkpoint, rounds := int64(0), 0
 	var most uint64
 	var res Result
@@ -111,7 +111,7 @@ func TestSmallMapRounds(t *testing.T) {
 	}
 	t.Logf("%d rounds; log %d bytes; a round's peak live heap above its start %d bytes", rounds, logBytes, most)
 	if rounds < smallMapKeys/200 {
-		t.Fatalf("%d rounds for %d keys with a map of 199", rounds, smallMapKeys)
+		t.Fatalf("%d rounds for %d keys with a map of 198", rounds, smallMapKeys)
 	}
 	// A round holds a batch or two, its buffers and the new segment's
 	// index: 2 MiB is Kafka's two largest batches, and under a third of
