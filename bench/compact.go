@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +33,10 @@ type CompactConfig struct {
 	SegmentBytes int64
 	// MapBytes is the offset map's size (0: 128 MiB).
 	MapBytes int
+	// Idle is the least time appends are measured with no round running,
+	// before it and again after (0: 1 s; after, at least the round's
+	// duration).
+	Idle time.Duration
 }
 
 func (c *CompactConfig) defaults() error {
@@ -52,6 +58,9 @@ func (c *CompactConfig) defaults() error {
 	if c.MapBytes <= 0 {
 		c.MapBytes = compaction.DefaultMapBytes
 	}
+	if c.Idle <= 0 {
+		c.Idle = time.Second
+	}
 	for _, k := range c.Keys {
 		if k < 1 {
 			return fmt.Errorf("bench: compact: %d keys", k)
@@ -68,10 +77,15 @@ type CompactRun struct {
 	// InputMBps is the compaction round's input rate (log bytes over the
 	// round's duration); BaselineMBps is a plain sequential read of the
 	// same .log files just before, and Ratio the first over the second.
-	Seconds      float64 `json:"seconds"`
-	InputMBps    float64 `json:"input_mbps"`
-	BaselineMBps float64 `json:"baseline_mbps"`
-	Ratio        float64 `json:"ratio"`
+	Seconds   float64 `json:"seconds"`
+	InputMBps float64 `json:"input_mbps"`
+	// CPUSeconds is the process's CPU time during the round (the round's
+	// and the appender's), and InputMBpsPerCPU the input over it: what
+	// the round costs whatever else shares the machine.
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	InputMBpsPerCPU float64 `json:"input_mbps_per_cpu"`
+	BaselineMBps    float64 `json:"baseline_mbps"`
+	Ratio           float64 `json:"ratio"`
 	// PeakHeapBytes is the highest heap in use sampled during the round,
 	// above the heap in use before the map was allocated (so it includes
 	// the map, MapBytes).
@@ -80,11 +94,18 @@ type CompactRun struct {
 	MapFill        float64 `json:"map_fill"`
 	OutputBytes    int64   `json:"output_bytes"`
 	RecordsRemoved int64   `json:"records_removed"`
-	// Appends' latency with no compaction running (the baseline) and
-	// while the round runs, single-record appends to the same log.
+	// Appends' latency with no compaction running (the baseline, before
+	// and after the round) and while the round runs (Appends of them),
+	// single-record appends to the same log.
+	Appends         int64   `json:"appends_during"`
 	AppendP99Idle   float64 `json:"append_p99_idle_us"`
 	AppendP99During float64 `json:"append_p99_during_us"`
 	AppendRatio     float64 `json:"append_p99_ratio"`
+	// AppendP99Spin is appends' p99 while a goroutine only burns CPU for
+	// as long as the round took (the control), and AppendSpinRatio its
+	// ratio to the idle baseline.
+	AppendP99Spin   float64 `json:"append_p99_spin_us"`
+	AppendSpinRatio float64 `json:"append_p99_spin_ratio"`
 }
 
 // CompactResult is the whole workload's result.
@@ -162,57 +183,105 @@ func runCompactOnce(ctx context.Context, env Env, cfg CompactConfig, keys int) (
 	}
 	run.BaselineMBps = float64(run.InputBytes) / 1e6 / time.Since(baseStart).Seconds()
 
-	// Appends during the round, then alone for as long as it took.
-	var before runtime.MemStats
+	// Appends alone, during the round, then alone again for as long as it
+	// took: the baseline merges both idle phases, so load that comes and
+	// goes on a shared machine weighs on both sides. The heap sampler runs
+	// in every phase, through runtime/metrics, which does not stop the
+	// world (runtime.ReadMemStats would, every few milliseconds, and only
+	// during the round).
 	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := heapInUse()
 	m := compaction.NewOffsetMap(cfg.MapBytes, 0)
 	var peak atomic.Uint64
+	stopSampler := sampleHeap(&peak)
+	defer stopSampler()
 	var res compaction.Result
 	var cerr error
-	var took time.Duration
+	var took, cpu time.Duration
+	idle := appendFor(l, func(<-chan struct{}) { time.Sleep(cfg.Idle) })
 	during := appendFor(l, func(<-chan struct{}) {
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var ms runtime.MemStats
-			for {
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
-				select {
-				case <-done:
-					return
-				case <-time.After(5 * time.Millisecond):
-				}
-			}
-		}()
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuTime()
 		res, cerr = compaction.Clean(l, m, 0, sealedEnd, compaction.Options{SegmentBytes: cfg.SegmentBytes})
-		took = time.Since(start)
-		close(done)
-		wg.Wait()
+		took, cpu = time.Since(start), cpuTime()-cpu0
 	})
 	if cerr != nil {
 		return run, cerr
 	}
-	idle := appendFor(l, func(<-chan struct{}) { time.Sleep(max(took, 100*time.Millisecond)) })
+	idle.merge(appendFor(l, func(<-chan struct{}) { time.Sleep(max(took, cfg.Idle)) }))
+	// The control: a goroutine that only burns CPU for as long as the
+	// round took. On a machine of few cores, appends slow down during a
+	// round mostly because it takes a core; this tells that cost from one
+	// of the round's own (a lock, I/O).
+	spin := appendFor(l, func(<-chan struct{}) {
+		var x uint64
+		for deadline := time.Now().Add(took); time.Now().Before(deadline); {
+			for i := range 1000 {
+				x += uint64(i) * x
+			}
+		}
+		runtime.KeepAlive(x)
+	})
 	run.Seconds = took.Seconds()
+	run.CPUSeconds = cpu.Seconds()
 	run.InputMBps = float64(run.InputBytes) / 1e6 / took.Seconds()
+	if cpu > 0 {
+		run.InputMBpsPerCPU = float64(run.InputBytes) / 1e6 / cpu.Seconds()
+	}
 	run.Ratio = run.InputMBps / run.BaselineMBps
-	if p := peak.Load(); p > before.HeapInuse {
-		run.PeakHeapBytes = p - before.HeapInuse
+	if p := peak.Load(); p > before {
+		run.PeakHeapBytes = p - before
 	}
 	run.MapFill, run.OutputBytes, run.RecordsRemoved = res.MapFill, res.BytesWritten, res.RecordsRemoved
 	run.AppendP99Idle, run.AppendP99During = idle.summary().P99, during.summary().P99
+	run.Appends = during.h.TotalCount()
+	run.AppendP99Spin = spin.summary().P99
 	if run.AppendP99Idle > 0 {
 		run.AppendRatio = run.AppendP99During / run.AppendP99Idle
+		run.AppendSpinRatio = run.AppendP99Spin / run.AppendP99Idle
 	}
 	runtime.KeepAlive(m)
 	return run, nil
+}
+
+// heapMetrics add up to runtime.MemStats.HeapInuse: objects and the
+// free space in spans holding objects.
+var heapMetrics = []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}}
+
+func heapInUse() uint64 {
+	s := slices.Clone(heapMetrics)
+	metrics.Read(s)
+	var n uint64
+	for _, x := range s {
+		if x.Value.Kind() == metrics.KindUint64 {
+			n += x.Value.Uint64()
+		}
+	}
+	return n
+}
+
+// sampleHeap records the highest heapInUse in peak every 5 ms until the
+// returned function is called.
+func sampleHeap(peak *atomic.Uint64) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if h := heapInUse(); h > peak.Load() {
+				peak.Store(h)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
 }
 
 // appendFor appends single records to l from another goroutine while
@@ -280,12 +349,12 @@ func readLogs(dir string) error {
 // WriteCompact prints r as a table.
 func WriteCompact(w io.Writer, r *CompactResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "keys\trecords\tinput MB\tround s\tinput MB/s\tread MB/s (baseline)\tratio\tpeak heap MiB\tmap MiB\tmap fill\toutput MB\tappend p99 idle µs\tduring µs\tappend ratio\t")
+	fmt.Fprintln(tw, "keys\trecords\tinput MB\tround s\tinput MB/s\tCPU s\tMB/CPU-s\tread MB/s (baseline)\tratio\tpeak heap MiB\tmap MiB\tmap fill\toutput MB\tappend p99 idle µs\tduring µs\tappend ratio\tspin µs\tspin ratio\t")
 	for _, x := range r.Runs {
-		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.2f\t%.1f\t%.1f\t%.2f×\t%.1f\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f×\t\n",
-			x.Keys, x.Records, float64(x.InputBytes)/1e6, x.Seconds, x.InputMBps, x.BaselineMBps, x.Ratio,
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.2f\t%.1f\t%.2f\t%.1f\t%.1f\t%.2f×\t%.1f\t%.0f\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f×\t%.1f\t%.2f×\t\n",
+			x.Keys, x.Records, float64(x.InputBytes)/1e6, x.Seconds, x.InputMBps, x.CPUSeconds, x.InputMBpsPerCPU, x.BaselineMBps, x.Ratio,
 			float64(x.PeakHeapBytes)/(1<<20), float64(x.MapBytes)/(1<<20), x.MapFill, float64(x.OutputBytes)/1e6,
-			x.AppendP99Idle, x.AppendP99During, x.AppendRatio)
+			x.AppendP99Idle, x.AppendP99During, x.AppendRatio, x.AppendP99Spin, x.AppendSpinRatio)
 	}
 	return tw.Flush()
 }

@@ -5,11 +5,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRunCompactSmall(t *testing.T) {
 	res, err := RunCompact(context.Background(), Env{Dir: t.TempDir()}, CompactConfig{
-		Keys: []int{50, 5000}, Records: 20_000, BatchRecords: 50, SegmentBytes: 256 << 10, MapBytes: 1 << 20,
+		Keys: []int{50, 5000}, Records: 20_000, BatchRecords: 50, SegmentBytes: 256 << 10, MapBytes: 1 << 20, Idle: 50 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -18,7 +19,8 @@ func TestRunCompactSmall(t *testing.T) {
 		t.Fatalf("%d runs", len(res.Runs))
 	}
 	for _, r := range res.Runs {
-		if r.InputBytes <= 0 || r.InputMBps <= 0 || r.BaselineMBps <= 0 || r.RecordsRemoved <= 0 || r.PeakHeapBytes == 0 {
+		if r.InputBytes <= 0 || r.InputMBps <= 0 || r.BaselineMBps <= 0 || r.RecordsRemoved <= 0 || r.PeakHeapBytes == 0 ||
+			r.CPUSeconds <= 0 || r.Appends == 0 || r.AppendP99Idle <= 0 {
 			t.Fatalf("run %+v", r)
 		}
 		if r.OutputBytes >= r.InputBytes {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,9 +22,12 @@ keys are drawn at random among that many, seal it, and measure:
 
   - a plain sequential read of its .log files (the baseline, page cache warm);
   - one compaction round over all of it: input MB/s, the ratio to the
-    baseline, and the peak heap in use above what it was before the offset
-    map (of --map-bytes) was allocated;
-  - single-record appends' p99 latency with no round running (baseline) and
+    baseline, the process's CPU seconds during the round and the input per
+    CPU second (what the round costs, whatever else shares the machine),
+    and the peak heap in use above what it was before the offset map (of
+    --map-bytes) was allocated;
+  - single-record appends' p99 latency with no round running (the
+    baseline: --idle before the round and as long again after it) and
     while the round runs, and the ratio.
 
 The log is in a temporary directory below --dir, removed at the end.`,
@@ -36,6 +40,7 @@ The log is in a temporary directory below --dir, removed at the end.`,
 	fl.IntVar(&cfg.BatchRecords, "batch", 100, "records per batch")
 	fl.Int64Var(&cfg.SegmentBytes, "segment-bytes", 64<<20, "segment.bytes of the log")
 	fl.IntVar(&cfg.MapBytes, "map-bytes", 128<<20, "offset map size (log.cleaner.dedupe.buffer.size)")
+	fl.DurationVar(&cfg.Idle, "idle", time.Second, "least time appends are measured with no round running, before the round and after it")
 	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
