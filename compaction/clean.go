@@ -111,19 +111,50 @@ func Clean(l *seglog.Log, m *OffsetMap, firstDirty, upper int64, o Options) (Res
 		return r.res, err
 	}
 	r.res.End = r.mappedEnd
-	for _, g := range r.groups(run) {
-		err := r.cleanGroup(run.Sub(g[0], g[1]))
+	// A group's commit (the new segments' fsync and the swap) runs while
+	// the next group is rewritten: its fsync waits for the disk, not for
+	// the processor. Commits stay in order, one at a time.
+	var prev *commit
+	settle := func(c *commit) error {
+		if c == nil {
+			return nil
+		}
+		err := <-c.done
+		if err == nil {
+			r.res.BytesWritten += c.written
+			r.res.SegmentsRead += c.g.Len()
+			r.res.SegmentsWritten += len(c.news)
+		}
+		return err
+	}
+	fail := func(base int64, err error) (Result, error) {
 		if errors.Is(err, seglog.ErrSegmentsBusy) {
 			// Later groups wait for the next round, which maps again from
 			// here (or from firstDirty) and so redoes what this one skips.
 			r.res.Deferred = true
-			r.res.End = max(firstDirty, min(run.Info(g[0]).BaseOffset, r.mappedEnd))
+			r.res.End = max(firstDirty, min(base, r.mappedEnd))
 			return r.res, nil
 		}
-		if err != nil {
-			r.res.End = max(firstDirty, r.res.Start)
-			return r.res, err
+		r.res.End = max(firstDirty, r.res.Start)
+		return r.res, err
+	}
+	for _, g := range r.groups(run) {
+		sub := run.Sub(g[0], g[1])
+		news, err := r.rewriteGroup(sub)
+		if perr := settle(prev); perr != nil {
+			abortAll(news)
+			return fail(prev.g.Info(0).BaseOffset, perr)
 		}
+		prev = nil
+		if err != nil {
+			return fail(sub.Info(0).BaseOffset, err)
+		}
+		if news != nil {
+			prev = r.startCommit(sub, news)
+		}
+	}
+	if err := settle(prev); err != nil {
+		return fail(prev.g.Info(0).BaseOffset, err)
 	}
 	return r.res, nil
 }
@@ -274,19 +305,19 @@ func (r *round) groups(run *seglog.SealedRun) [][2]int {
 	return out
 }
 
-// cleanGroup rewrites the segments of g into new ones and swaps them in.
-func (r *round) cleanGroup(g *seglog.SealedRun) (err error) {
+// rewriteGroup writes the segments of g into new ones, the last not yet
+// finished. It returns nil if nothing would change.
+func (r *round) rewriteGroup(g *seglog.SealedRun) (news []*seglog.CleanedSegment, err error) {
 	groupEnd := g.Info(g.Len() - 1).NextOffset
 	w, err := r.l.NewCleaned(g.Info(0).BaseOffset)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	news := []*seglog.CleanedSegment{w}
+	news = []*seglog.CleanedSegment{w}
 	defer func() {
 		if err != nil {
-			for _, n := range news {
-				n.Abort()
-			}
+			abortAll(news)
+			news = nil
 		}
 	}()
 	changed := g.Len() > 1
@@ -359,35 +390,56 @@ func (r *round) cleanGroup(g *seglog.SealedRun) (err error) {
 			return nil
 		})
 		if err != nil {
-			return err
+			return news, err
 		}
 	}
 	if !changed {
-		for _, n := range news {
-			n.Abort()
-		}
-		return nil
+		abortAll(news)
+		return nil, nil
 	}
-	if err := w.Finish(); err != nil {
-		return err
-	}
-	if g.TruncatedBelow(r.mappedEnd) {
-		// The map may name as a key's latest a record the truncation
-		// removed: the record now latest would be dropped.
-		return fmt.Errorf("compaction: a truncation removed mapped records: %w", seglog.ErrSegmentsChanged)
-	}
-	var written int64
+	return news, nil
+}
+
+// commit is a group's commit running: the last new segment finished, then
+// the swap.
+type commit struct {
+	g       *seglog.SealedRun
+	news    []*seglog.CleanedSegment
+	written int64
+	done    chan error
+}
+
+// startCommit finishes the last of news and swaps news in for g, in its
+// own goroutine, which touches nothing of the round but what it is given
+// and mappedEnd (fixed by then).
+func (r *round) startCommit(g *seglog.SealedRun, news []*seglog.CleanedSegment) *commit {
+	c := &commit{g: g, news: news, done: make(chan error, 1)}
+	mappedEnd := r.mappedEnd
+	go func() {
+		c.done <- func() error {
+			if err := news[len(news)-1].Finish(); err != nil {
+				abortAll(news)
+				return err
+			}
+			if g.TruncatedBelow(mappedEnd) {
+				// The map may name as a key's latest a record the
+				// truncation removed: the record now latest would go.
+				abortAll(news)
+				return fmt.Errorf("compaction: a truncation removed mapped records: %w", seglog.ErrSegmentsChanged)
+			}
+			for _, n := range news {
+				c.written += n.Size()
+			}
+			return r.l.ReplaceSegments(g, news) // consumes news
+		}()
+	}()
+	return c
+}
+
+func abortAll(news []*seglog.CleanedSegment) {
 	for _, n := range news {
-		written += n.Size()
+		n.Abort()
 	}
-	if err := r.l.ReplaceSegments(g, news); err != nil {
-		news = nil // consumed
-		return err
-	}
-	r.res.BytesWritten += written
-	r.res.SegmentsRead += g.Len()
-	r.res.SegmentsWritten += len(news)
-	return nil
 }
 
 // filter applies §9.3 and §9.4 to one batch. It returns the batch to
