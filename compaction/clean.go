@@ -104,10 +104,7 @@ func Clean(l *seglog.Log, m *OffsetMap, firstDirty, upper int64, o Options) (Res
 			r.legacyHorizon = info.Modified.UnixMilli() - o.DeleteRetention.Milliseconds()
 		}
 	}
-	if err := r.scanTransactions(run); err != nil {
-		return r.res, err
-	}
-	if err := r.buildMap(run, firstDirty, runEnd); err != nil {
+	if err := r.scanAndMap(run, firstDirty, runEnd); err != nil {
 		return r.res, err
 	}
 	r.res.End = r.mappedEnd
@@ -186,48 +183,102 @@ func (r *round) entries(run *seglog.SealedRun, i int, batch func(record.Batch) e
 // errStop ends a pass early.
 var errStop = errors.New("stop")
 
-// scanTransactions is the first pass: markers and producers' last batches.
-func (r *round) scanTransactions(run *seglog.SealedRun) error {
+// scanAndMap is the first pass, Kafka's buildOffsetMap with the
+// transaction scan it needs: every batch's producer and marker (the whole
+// run), and every keyed record of non-transactional data at or after
+// firstDirty into the map, until the map is full; mappedEnd is where it
+// stopped. Transactional data is mapped by mapTransactional once every
+// marker is known, only if the run has some: a log without transactions is
+// read once before the rewrite, not twice.
+func (r *round) scanAndMap(run *seglog.SealedRun, firstDirty, runEnd int64) error {
+	r.m.Clear()
+	r.mappedEnd = runEnd
+	full, txnData := false, false
+	// put maps a record, or notes that the map is full: the scan goes on
+	// for the markers.
+	put := func(key []byte, offset int64) error {
+		err := r.queuePut(key, offset)
+		if errors.Is(err, errStop) {
+			full, err = true, nil
+		}
+		return err
+	}
 	for i := range run.Len() {
-		if err := r.entries(run, i, func(b record.Batch) error { return r.txn.observe(b, &r.it) }, nil); err != nil {
+		dirty := run.Info(i).NextOffset > firstDirty
+		err := r.entries(run, i, func(b record.Batch) error {
+			if err := r.txn.observe(b, &r.it); err != nil {
+				return err
+			}
+			if !dirty || full || b.NextOffset() <= firstDirty || b.IsControl() {
+				return nil
+			}
+			if b.IsTransactional() {
+				txnData = true
+				return nil
+			}
+			if err := r.it.Reset(b); err != nil {
+				return err
+			}
+			for !full && r.it.Next() {
+				if rec := r.it.Record(); rec.Offset >= firstDirty && rec.Key != nil {
+					if err := put(rec.Key, rec.Offset); err != nil {
+						return err
+					}
+				}
+			}
+			return r.it.Err()
+		}, func(e []byte) error {
+			if !dirty || full {
+				return nil
+			}
+			return r.mapLegacy(e, firstDirty, put)
+		})
+		if err != nil {
 			return err
 		}
 	}
+	if err := r.flushPuts(); err != nil && !errors.Is(err, errStop) {
+		return err
+	}
+	if txnData {
+		if err := r.mapTransactional(run, firstDirty); err != nil {
+			return err
+		}
+	}
+	r.res.MapFill = r.m.Fill()
 	return nil
 }
 
-// buildMap is Kafka's buildOffsetMap: every keyed record of committed or
-// non-transactional data at or after firstDirty, until the map is full;
-// mappedEnd is where it stopped.
-func (r *round) buildMap(run *seglog.SealedRun, firstDirty, runEnd int64) error {
-	r.m.Clear()
-	r.mappedEnd = runEnd
+// mapTransactional maps the keyed records of committed transactional data
+// in [firstDirty, mappedEnd). They come after records of later offsets;
+// the map keeps the largest offset of a key whatever the order. If the map
+// fills up, mappedEnd comes down to the record it refused: what the map
+// holds beyond it names records that exist and, being past mappedEnd, are
+// kept, so nothing is dropped for them.
+func (r *round) mapTransactional(run *seglog.SealedRun, firstDirty int64) error {
 	for i := range run.Len() {
-		if run.Info(i).NextOffset <= firstDirty {
+		if info := run.Info(i); info.NextOffset <= firstDirty || info.BaseOffset >= r.mappedEnd {
 			continue
 		}
-		mapLegacy := func(e []byte) error { return r.mapLegacy(e, firstDirty) }
 		err := r.entries(run, i, func(b record.Batch) error {
-			if b.NextOffset() <= firstDirty || b.IsControl() {
-				return nil
-			}
-			if b.IsTransactional() && r.txn.outcomeOf(b.ProducerID(), b.BaseOffset()) != committed {
+			if !b.IsTransactional() || b.IsControl() || b.NextOffset() <= firstDirty || b.BaseOffset() >= r.mappedEnd ||
+				r.txn.outcomeOf(b.ProducerID(), b.BaseOffset()) != committed {
 				return nil
 			}
 			if err := r.it.Reset(b); err != nil {
 				return err
 			}
 			for r.it.Next() {
-				if rec := r.it.Record(); rec.Offset >= firstDirty && rec.Key != nil {
+				if rec := r.it.Record(); rec.Offset >= firstDirty && rec.Offset < r.mappedEnd && rec.Key != nil {
 					if err := r.queuePut(rec.Key, rec.Offset); err != nil {
 						return err
 					}
 				}
 			}
 			return r.it.Err()
-		}, mapLegacy)
+		}, nil)
 		if errors.Is(err, errStop) {
-			break
+			return nil
 		}
 		if err != nil {
 			return err
@@ -236,7 +287,6 @@ func (r *round) buildMap(run *seglog.SealedRun, firstDirty, runEnd int64) error 
 	if err := r.flushPuts(); err != nil && !errors.Is(err, errStop) {
 		return err
 	}
-	r.res.MapFill = r.m.Fill()
 	return nil
 }
 
@@ -262,7 +312,7 @@ func (r *round) flushPuts() error {
 	r.m.prefetch(r.hs)
 	for i := range r.hs {
 		if !r.m.put(r.hs[i], r.offs[i]) {
-			r.mappedEnd = r.offs[i]
+			r.mappedEnd = min(r.mappedEnd, r.offs[i])
 			r.res.MapFull = true
 			return errStop
 		}

@@ -27,9 +27,14 @@ func TestCrashDuringRound(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if recording {
-			images = append(images, mem.CrashClone(), mem.CrashCloneWith(vfs.CrashOptions{
-				Rand: rng, KeepUnsynced: 0.5, KeepUnsyncedEntries: 0.5,
-			}))
+			// Exactly what was synced, or (one time in three, to keep the
+			// test short) random parts of what was not as well.
+			images = append(images, mem.CrashClone())
+			if rng.IntN(3) == 0 {
+				images = append(images, mem.CrashCloneWith(vfs.CrashOptions{
+					Rand: rng, KeepUnsynced: 0.5, KeepUnsyncedEntries: 0.5,
+				}))
+			}
 		}
 		return nil
 	}))
@@ -40,8 +45,8 @@ func TestCrashDuringRound(t *testing.T) {
 		t.Fatal(err)
 	}
 	latest := map[string]int64{}
-	for i := range 400 {
-		key := fmt.Sprintf("k%d", rng.IntN(30))
+	for i := range 150 {
+		key := fmt.Sprintf("k%d", rng.IntN(20))
 		if _, err := l.Append(record.Record{Key: []byte(key), Value: valueAt(int64(i))}); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +62,7 @@ func TestCrashDuringRound(t *testing.T) {
 	mu.Lock()
 	recording = true
 	mu.Unlock()
-	res, err := Clean(l, NewOffsetMap(1<<16, 0), 0, end, Options{SegmentBytes: 3 << 10})
+	res, err := Clean(l, NewOffsetMap(1<<16, 0), 0, end, Options{SegmentBytes: 2 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

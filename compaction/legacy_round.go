@@ -42,8 +42,8 @@ func (r *round) legacyMessages(e []byte) (w legacyMsg, msgs []legacyMsg, ok bool
 }
 
 // mapLegacy puts the keyed messages of legacy entry e at or after
-// firstDirty into the map, as buildMap does for records.
-func (r *round) mapLegacy(e []byte, firstDirty int64) error {
+// firstDirty into the map with put, as scanAndMap does for records.
+func (r *round) mapLegacy(e []byte, firstDirty int64, put func([]byte, int64) error) error {
 	_, msgs, ok, err := r.legacyMessages(e)
 	if !ok {
 		return err
@@ -52,7 +52,7 @@ func (r *round) mapLegacy(e []byte, firstDirty int64) error {
 		if m.offset < firstDirty || m.key == nil {
 			continue
 		}
-		if err := r.queuePut(m.key, m.offset); err != nil {
+		if err := put(m.key, m.offset); err != nil {
 			return err
 		}
 	}

@@ -65,8 +65,15 @@ func NewOffsetMap(bytes int, loadFactor float64) *OffsetMap {
 	}
 	buckets := max(bytes/(bucketSlots*slotBytes), 1)
 	slots := buckets * bucketSlots
+	table := make([]uint64, buckets*bucketWords)
+	// Take the memory now, as Kafka's cleaner does when it allocates its
+	// buffer: a fresh table's pages are not there until written, and a
+	// round would otherwise fault them in one at a time, in random order.
+	for i := 0; i < len(table); i += 4096 / 8 {
+		table[i] = 0
+	}
 	return &OffsetMap{
-		table:   make([]uint64, buckets*bucketWords),
+		table:   table,
 		buckets: uint64(buckets),
 		slots:   slots,
 		// One slot always stays empty, so a probe for a missing key ends.
@@ -150,10 +157,11 @@ func (m *OffsetMap) find(h keyHash) (int, bool) {
 	}
 }
 
-// Put records offset as the latest for key. It returns false, storing
-// nothing, when key is new and the map is full, or offset is out of the
-// span the map can hold (MaxOffsetSpan): the round must stop mapping
-// there.
+// Put records offset as the latest for key, unless a larger offset is
+// recorded for it (so puts may come in any order). It returns false,
+// storing nothing, when key is new and the map is full, or offset is out
+// of the span the map can hold (MaxOffsetSpan): the round must stop
+// mapping there.
 func (m *OffsetMap) Put(key []byte, offset int64) bool { return m.put(m.hash(key), offset) }
 
 func (m *OffsetMap) put(h keyHash, offset int64) bool {
@@ -173,7 +181,9 @@ func (m *OffsetMap) put(h keyHash, offset int64) bool {
 		m.entries++
 		m.fresh = false
 	}
-	m.table[i+1] = h.tag2 | uint64(d)
+	if !ok || uint64(d) > m.table[i+1]&offsetMask {
+		m.table[i+1] = h.tag2 | uint64(d)
+	}
 	m.latest = max(m.latest, offset)
 	return true
 }

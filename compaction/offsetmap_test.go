@@ -146,3 +146,15 @@ func TestOffsetMapMemoryBounded(t *testing.T) {
 	}
 	runtime.KeepAlive(m)
 }
+
+// TestOffsetMapKeepsLargest: a put of an older offset (transactional data
+// mapped after the markers are known) does not lower a key's latest.
+func TestOffsetMapKeepsLargest(t *testing.T) {
+	m := NewOffsetMap(1<<12, 0)
+	if !m.Put([]byte("k"), 10) || !m.Put([]byte("k"), 20) || !m.Put([]byte("k"), 15) {
+		t.Fatal("put refused")
+	}
+	if got, _ := m.Get([]byte("k")); got != 20 {
+		t.Fatalf("Get = %d, want 20", got)
+	}
+}
