@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/pierrec/lz4/v4"
@@ -332,4 +333,59 @@ func decodeRaw(t *testing.T, fsys vfs.FS) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
+}
+
+// TestLegacyTombstoneHorizon: a legacy tombstone follows Kafka's legacy
+// rule: it stays while its segment was modified after the last clean
+// segment's mtime less delete.retention.ms, and goes after.
+func TestLegacyTombstoneHorizon(t *testing.T) {
+	for _, tc := range []struct {
+		retention time.Duration
+		kept      bool
+	}{{time.Hour, false}, {3 * time.Hour, true}} {
+		t.Run(tc.retention.String(), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			now := time.UnixMilli(1_800_000_000_000)
+			fsys.SetClock(func() time.Time { return now })
+			var data []byte
+			data = append(data, testLegacy(1, 0, 0, 1000, []byte("k"), []byte("v"))...)
+			data = append(data, testLegacy(1, 1, 0, 1001, []byte("t"), nil)...)
+			if err := fsys.MkdirAll("/log"); err != nil {
+				t.Fatal(err)
+			}
+			vfstest.WriteFile(t, fsys, "/log/00000000000000000000.log", data)
+			l, err := seglog.Open("/log", testOptions(fsys))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if err := l.Roll(); err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(2 * time.Hour) // the next segment is two hours younger
+			if _, err := l.Append(record.Record{Key: []byte("x"), Value: []byte("x0")}); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Roll(); err != nil {
+				t.Fatal(err)
+			}
+			// Everything is clean: the last clean segment is the young one.
+			end := l.EndOffset()
+			res, err := Clean(l, NewOffsetMap(1<<12, 0), end, end, Options{Force: true, DeleteRetention: tc.retention})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := decodeSegments(t, fsys, l)
+			want := []kv{{0, "k", "v"}, {2, "x", "x0"}}
+			if tc.kept {
+				want = []kv{{0, "k", "v"}, {1, "t", null}, {2, "x", "x0"}}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("records %v, want %v (result %+v)", got, want, res)
+			}
+			if removed := res.TombstonesRemoved; (removed == 1) == tc.kept {
+				t.Fatalf("%d tombstones removed", removed)
+			}
+		})
+	}
 }
