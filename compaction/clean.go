@@ -74,7 +74,10 @@ type round struct {
 // group, each swapped in with l.ReplaceSegments. upper is the first offset
 // that must not be cleaned (the last stable offset, or the end of the
 // log); the active segment is never touched. A group whose segment is
-// unchanged is left alone. The returned Result.End is the new
+// unchanged is left alone. A group's swap runs while the next group is
+// rewritten; Clean returns once every swap it started is done. A round
+// that a truncation overtakes (it removed records the round mapped) stops
+// with seglog.ErrSegmentsChanged. The returned Result.End is the new
 // cleaner-offset checkpoint. Offsets never change.
 func Clean(l *seglog.Log, m *OffsetMap, firstDirty, upper int64, o Options) (Result, error) {
 	began := time.Now()

@@ -4,6 +4,7 @@
 // runs of sealed segments into new ones that keep the latest record of
 // every key, with Kafka's rules for keyless records, tombstones and their
 // delete horizon (KIP-534), aborted transactions and transaction markers.
+// Legacy (v0/v1) messages are compacted too, in their own magic and codec.
 // The new segments are swapped in with the Log's crash-safe
 // ReplaceSegments. See docs/compaction.md.
 package compaction
