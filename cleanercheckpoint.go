@@ -41,6 +41,16 @@ func (r *SealedRun) TruncatedBelow(upTo int64) bool {
 	return r.l.truncations.affects(r.gen, upTo-1)
 }
 
+// DependsThrough tells ReplaceSegments that the rewrite was decided from
+// the records below upTo, not only the run's own (a compaction round maps
+// keys beyond the segments it rewrites): it refuses the swap with
+// ErrSegmentsChanged if a truncation since the run was acquired cut any
+// of them. The check is made under the lock truncation takes, which a
+// caller's own TruncatedBelow cannot be.
+func (r *SealedRun) DependsThrough(upTo int64) {
+	r.through = upTo
+}
+
 // lowerCleanerCheckpoint makes the cleaner-offset checkpoint at most
 // offset, durably (Kafka's maybeTruncateCheckpoint): the records from
 // there on are being truncated, and whatever is appended in their place

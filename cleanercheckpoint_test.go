@@ -1,6 +1,8 @@
 package seglog
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -137,5 +139,38 @@ func TestTruncatedBelow(t *testing.T) {
 	}
 	if !run.TruncatedBelow(101) {
 		t.Fatal("a truncation at 100 not reported below 101")
+	}
+}
+
+// TestDependsThrough: a truncation above a run but below the offsets its
+// rewrite was decided from makes ReplaceSegments refuse the swap, checked
+// under the lock truncation takes; without DependsThrough the same swap
+// goes ahead, since the run's own segments are intact.
+func TestDependsThrough(t *testing.T) {
+	for _, depends := range []bool{false, true} {
+		t.Run(fmt.Sprint("depends=", depends), func(t *testing.T) {
+			l := swapTestLog(t, vfs.NewMem(), 200)
+			defer l.Close()
+			run := l.AcquireSealed(0, l.EndOffset())
+			defer run.Release()
+			if run.Len() < 3 {
+				t.Fatalf("run of %d segments, want several", run.Len())
+			}
+			sub := run.Sub(0, 1)
+			w := rewriteEvens(t, l, sub)
+			if depends {
+				sub.DependsThrough(l.EndOffset())
+			}
+			if err := l.TruncateTo(190); err != nil {
+				t.Fatal(err)
+			}
+			err := l.ReplaceSegments(sub, []*CleanedSegment{w})
+			if depends && !errors.Is(err, ErrSegmentsChanged) {
+				t.Fatalf("swap after a truncation below the depended-on end: %v, want ErrSegmentsChanged", err)
+			}
+			if !depends && err != nil {
+				t.Fatalf("swap of an intact run: %v", err)
+			}
+		})
 	}
 }

@@ -36,6 +36,11 @@ type SealedRun struct {
 	next []int64 // each segment's next offset when the run was acquired
 	own  bool    // Release drops the references (false for a Sub view)
 	gen  uint64  // truncations done when the run was acquired
+	// through is the end of the offsets the rewrite depends on beyond the
+	// run itself (a compaction round's mapped end): ReplaceSegments checks
+	// it under the lock truncation takes, so no truncation slips between
+	// the caller's check and the swap.
+	through int64
 }
 
 // AcquireSealed returns the sealed segments from the one holding from
@@ -168,7 +173,7 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 	// A truncation since the run was acquired may have cut one of its
 	// segments and appended anew, leaving the same segment object with
 	// other contents: the rewrite would bring back what it removed.
-	if !l.holdsRun(run) || l.truncations.affects(run.gen, runEnd-1) {
+	if !l.holdsRun(run) || l.truncations.affects(run.gen, max(runEnd, run.through)-1) {
 		return ErrSegmentsChanged
 	}
 	// Compaction replaces the segment at a group's base offset again and

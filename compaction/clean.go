@@ -483,6 +483,7 @@ func (r *round) startCommit(g *seglog.SealedRun, news []*seglog.CleanedSegment) 
 			for _, n := range news {
 				c.written += n.Size()
 			}
+			g.DependsThrough(mappedEnd)
 			return r.l.ReplaceSegments(g, news) // consumes news
 		}()
 	}()
