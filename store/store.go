@@ -51,6 +51,15 @@ type Options struct {
 	FlushWorkers int
 	// Logger receives recovery and maintenance messages.
 	Logger *slog.Logger
+	// ReadOnly opens an existing store without writing anything: no lock
+	// is taken, no directory, checkpoint, marker or config file is
+	// created, renamed or removed, and every partition is a read-only
+	// seglog.Log (seglog.Options.ReadOnly). It needs only read permission
+	// and works beside a live writer, in this process or another; Refresh
+	// picks up what the writer did since. Methods that would write return
+	// an error wrapping ErrReadOnly. A topic being created or deleted is
+	// not shown; the offsets topic missing means no group has committed.
+	ReadOnly bool
 }
 
 // Store is a Kafka log.dir of topics and the consumer groups' offsets. Its
@@ -74,6 +83,8 @@ type Store struct {
 	groups groupTable
 	sticky stickyTable
 	bg     sync.WaitGroup
+
+	readOnly bool
 }
 
 type topic struct {
@@ -104,6 +115,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.ReadOnly {
+		return openReadOnly(dir, opts)
 	}
 	fsys := opts.FS
 	if err := fsys.MkdirAll(dir); err != nil {
@@ -139,17 +153,23 @@ func (s *Store) topicFile(name string) string {
 	return filepath.Join(s.dir, name+topicFileSuffix)
 }
 
-func (s *Store) load() error {
+// dirScan is what a listing of the log.dir finds: the topics' config
+// files, the partition directories and the directories renamed for
+// deletion.
+type dirScan struct {
+	clean   bool // the clean-shutdown marker
+	files   map[string]topicFile
+	dirs    map[string][]int32
+	deleted []string
+}
+
+func (s *Store) scan() (dirScan, error) {
+	sc := dirScan{files: make(map[string]topicFile), dirs: make(map[string][]int32)}
 	names, err := s.fs.List(s.dir)
 	if err != nil {
-		return err
+		return sc, err
 	}
-	clean := slices.Contains(names, layout.CleanShutdownFile)
-	if s.ckpt, err = loadCheckpoints(s.fs, s.dir, clean); err != nil {
-		return err
-	}
-	files := make(map[string]topicFile)
-	dirs := make(map[string][]int32)
+	sc.clean = slices.Contains(names, layout.CleanShutdownFile)
 	for _, n := range names {
 		switch {
 		case strings.HasSuffix(n, topicFileSuffix):
@@ -159,32 +179,57 @@ func (s *Store) load() error {
 			}
 			data, err := vfs.ReadFileLimit(s.fs, filepath.Join(s.dir, n), 64<<10)
 			if err != nil {
-				return err
+				if s.readOnly && errors.Is(err, fs.ErrNotExist) {
+					continue // a writer removed it since the listing
+				}
+				return sc, err
 			}
 			f, err := parseTopicFile(filepath.Join(s.dir, n), data)
 			if err != nil {
-				return err
+				return sc, err
 			}
-			files[t] = f
+			sc.files[t] = f
 		case isDeleteDir(n):
-			s.removeInBackground(n)
+			sc.deleted = append(sc.deleted, n)
 		default:
 			if t, p, ok := parsePartitionDir(n); ok {
 				if st, err := s.fs.Stat(filepath.Join(s.dir, n)); err == nil && st.IsDir() {
-					dirs[t] = append(dirs[t], p)
+					sc.dirs[t] = append(sc.dirs[t], p)
 				}
 			}
 		}
+	}
+	return sc, nil
+}
+
+// adopted is the config of a topic whose partition directories have no
+// config file (a broker's log.dir): Kafka's defaults.
+func adopted(t string, parts []int32) topicFile {
+	f := topicFile{state: stateReady, partitions: int(slices.Max(parts)) + 1, config: DefaultTopicConfig()}
+	if t == OffsetsTopic {
+		f.config = offsetsTopicConfig()
+	}
+	return f
+}
+
+func (s *Store) load() error {
+	sc, err := s.scan()
+	if err != nil {
+		return err
+	}
+	clean, files, dirs := sc.clean, sc.files, sc.dirs
+	for _, n := range sc.deleted {
+		s.removeInBackground(n)
+	}
+	if s.ckpt, err = loadCheckpoints(s.fs, s.dir, clean); err != nil {
+		return err
 	}
 	// Directories with no config file: a broker's topic, adopted.
 	for t, ps := range dirs {
 		if _, ok := files[t]; ok {
 			continue
 		}
-		f := topicFile{state: stateReady, partitions: int(slices.Max(ps)) + 1, config: DefaultTopicConfig()}
-		if t == OffsetsTopic {
-			f.config = offsetsTopicConfig()
-		}
+		f := adopted(t, ps)
 		if err := vfs.WriteFileAtomic(s.fs, s.topicFile(t), f.format()); err != nil {
 			return err
 		}
@@ -369,17 +414,29 @@ func removeDir(fsys vfs.FS, dir string) error {
 }
 
 // Start runs the retention cleaner in the background until Close.
-func (s *Store) Start(ctx context.Context) error { return s.clean.Start(ctx) }
+func (s *Store) Start(ctx context.Context) error {
+	if s.readOnly {
+		return s.errReadOnly("start the cleaner")
+	}
+	return s.clean.Start(ctx)
+}
 
 // RunRetention runs one retention round over every partition of every
 // topic, now.
-func (s *Store) RunRetention(ctx context.Context) error { return s.clean.RunOnce(ctx) }
+func (s *Store) RunRetention(ctx context.Context) error {
+	if s.readOnly {
+		return s.errReadOnly("run retention")
+	}
+	return s.clean.RunOnce(ctx)
+}
 
 func (s *Store) closeLogs() error {
 	var errs []error
 	for _, t := range s.topics {
 		for _, l := range t.parts {
-			s.clean.Remove(cleaner.Wrap(l))
+			if s.clean != nil {
+				s.clean.Remove(cleaner.Wrap(l))
+			}
 			if err := l.Close(); err != nil {
 				errs = append(errs, err)
 			}
@@ -400,6 +457,9 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	if s.readOnly {
+		return s.closeLogs()
+	}
 	s.clean.Stop()
 	err := s.closeLogs()
 	s.pool.Close()
