@@ -17,6 +17,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/compaction"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -43,8 +44,13 @@ type Options struct {
 	// Clock is the cleaner's clock (default the wall clock); tests pass a
 	// fake one and call RunRetention.
 	Clock cleaner.Clock
-	// CleanerWorkers bounds the retention passes run at once (default 1).
+	// CleanerWorkers bounds the retention and compaction passes run at
+	// once (default 1).
 	CleanerWorkers int
+	// DedupeBufferBytes is log.cleaner.dedupe.buffer.size: the memory of
+	// the compaction offset maps, shared by the cleaner's workers and
+	// allocated on the first compaction round (default Kafka's 128 MiB).
+	DedupeBufferBytes int
 	// FlushWorkers is how many goroutines flush all partitions in the
 	// background (default 2): partitions share them instead of running a
 	// flusher goroutine each.
@@ -137,6 +143,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.pool = seglog.NewFlushPool(opts.FlushWorkers, 0)
 	s.clean = cleaner.New(cleaner.Options{Workers: opts.CleanerWorkers, Clock: opts.Clock, Logger: opts.Logger})
+	s.clean.SetCompaction(cleaner.CompactionOptions{DedupeBufferBytes: opts.DedupeBufferBytes})
 	if err := s.load(); err != nil {
 		s.closeLogs()
 		s.pool.Close()
@@ -312,17 +319,39 @@ func (s *Store) load() error {
 	return nil
 }
 
-// offsetsTopicConfig is the internal topic's config. Kafka compacts
-// __consumer_offsets; until seglog's compaction lands (issue 12) it keeps
-// every commit (retention.ms=-1), and switching it to cleanup.policy=compact
-// is a change of this config (and of the topic file) alone: the records
-// are already Kafka's keyed offset-commit records with tombstones.
+// offsetsTopicConfig is the internal topic's config, Kafka's: compacted
+// (the last commit of each group, topic and partition survives, and a
+// deleted group's tombstones go after delete.retention.ms), 100 MiB
+// segments, and every commit durable before it is acknowledged.
 func offsetsTopicConfig() TopicConfig {
 	c := DefaultTopicConfig()
+	c.CleanupPolicy = cleaner.Compact
 	c.RetentionMs = -1
 	c.SegmentBytes = 100 << 20 // offsets.topic.segment.bytes
 	c.FlushMessages = 1        // a commit is acknowledged once durable
 	return c
+}
+
+// compactable is a partition as the store's cleaner sees it: the Log's
+// own adapter, compacted into segments of the topic's segment.bytes (the
+// cleaner's setting is one for all logs). The cleaner-offset checkpoint
+// goes through the Log to the log.dir's file (Options.Checkpoints).
+type compactable struct {
+	cleaner.Compactable
+	segmentBytes int64
+}
+
+func (c compactable) Compact(m *compaction.OffsetMap, firstDirty, upper int64, o compaction.Options) (compaction.Result, error) {
+	o.SegmentBytes = c.segmentBytes
+	return c.Compactable.Compact(m, firstDirty, upper, o)
+}
+
+func cleanerLog(l *seglog.Log, cfg TopicConfig) cleaner.Log {
+	w := cleaner.Wrap(l)
+	if c, ok := w.(cleaner.Compactable); ok {
+		return compactable{c, cfg.SegmentBytes}
+	}
+	return w
 }
 
 func (s *Store) openPartition(t string, p int32, cfg TopicConfig) (*seglog.Log, error) {
@@ -337,7 +366,7 @@ func (s *Store) openPartition(t string, p int32, cfg TopicConfig) (*seglog.Log, 
 	if err != nil {
 		return nil, fmt.Errorf("store: partition %s-%d: %w", t, p, err)
 	}
-	if err := s.clean.Add(cleaner.Wrap(l), cfg.policy()); err != nil {
+	if err := s.clean.Add(cleanerLog(l, cfg), cfg.policy()); err != nil {
 		l.Close()
 		return nil, err
 	}
