@@ -76,8 +76,8 @@ func (g *groupTable) rebuild(t *topic) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.next = make([]int64, len(t.parts))
-	for p, l := range t.parts {
-		if err := g.replayLocked(l, p); err != nil {
+	for p, part := range t.parts {
+		if err := part.with(func(l *seglog.Log) error { return g.replayLocked(l, p) }); err != nil {
 			return err
 		}
 	}
@@ -148,12 +148,16 @@ func (g *groupTable) committedFor(topic string, part int32) map[string]int64 {
 // returned survives a power loss; one that did not return may or may not.
 func (s *Store) writeCommitsLocked(group string, keys []tp, vals []*Committed) error {
 	ot := s.topics[OffsetsTopic]
-	l := ot.parts[OffsetsPartitionFor(group, len(ot.parts))]
+	part := ot.parts[OffsetsPartitionFor(group, len(ot.parts))]
 	recs := make([]record.Record, len(keys))
 	for i, k := range keys {
 		recs[i] = encodeCommit(group, k, vals[i])
 	}
-	if _, err := l.Append(recs...); err != nil {
+	err := part.with(func(l *seglog.Log) error {
+		_, err := l.Append(recs...)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("store: writing offsets of group %q: %w", group, err)
 	}
 	for i, k := range keys {
@@ -190,20 +194,24 @@ func (s *Store) Commit(group, topic string, offsets map[int32]int64) error {
 	slices.Sort(parts)
 	for _, p := range parts {
 		off := offsets[p]
-		l, err := s.logLocked(topic, p)
+		part, err := s.partLocked(topic, p)
 		if err != nil {
 			return err
 		}
 		if topic == OffsetsTopic {
 			return fmt.Errorf("%w: %s", ErrInternalTopic, topic)
 		}
-		if off < 0 || off > l.EndOffset() {
-			return fmt.Errorf("%w: commit of offset %d to %s-%d outside [%d, %d]", seglog.ErrOffsetOutOfRange, off, topic, p, l.StartOffset(), l.EndOffset())
-		}
-		if off > l.RecoveryPoint() {
-			if err := l.Sync(); err != nil {
-				return err
+		err = part.with(func(l *seglog.Log) error {
+			if off < 0 || off > l.EndOffset() {
+				return fmt.Errorf("%w: commit of offset %d to %s-%d outside [%d, %d]", seglog.ErrOffsetOutOfRange, off, topic, p, l.StartOffset(), l.EndOffset())
 			}
+			if off > l.RecoveryPoint() {
+				return l.Sync()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		keys = append(keys, tp{topic, p})
 		vals = append(vals, &Committed{Offset: off, Timestamp: now})

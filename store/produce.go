@@ -72,7 +72,11 @@ func (s *Store) Produce(name string, recs ...record.Record) ([]Produced, error) 
 				batch = append(batch, r)
 			}
 		}
-		info, err := t.parts[p].Append(batch...)
+		var info seglog.AppendInfo
+		err := t.parts[p].with(func(l *seglog.Log) (err error) {
+			info, err = l.Append(batch...)
+			return err
+		})
 		if err != nil {
 			return out, fmt.Errorf("store: produce to %s-%d: %w", name, p, err)
 		}
@@ -98,7 +102,7 @@ func (s *Store) ProduceTo(name string, partition int32, recs ...record.Record) (
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	l, err := s.logLocked(name, partition)
+	part, err := s.partLocked(name, partition)
 	if err != nil {
 		return seglog.AppendInfo{}, err
 	}
@@ -110,5 +114,10 @@ func (s *Store) ProduceTo(name string, partition int32, recs ...record.Record) (
 		}
 		batch[i] = r
 	}
-	return l.Append(batch...)
+	var info seglog.AppendInfo
+	err = part.with(func(l *seglog.Log) (err error) {
+		info, err = l.Append(batch...)
+		return err
+	})
+	return info, err
 }

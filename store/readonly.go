@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 
 	"github.com/seglog/seglog"
-	"github.com/seglog/seglog/vfs"
 )
 
 // ErrReadOnly is matched by the error of every method that would write to
@@ -44,6 +43,7 @@ func openReadOnly(dir string, opts Options) (*Store, error) {
 	s := &Store{dir: dir, fs: opts.FS, opts: opts, logger: opts.Logger, lock: nopCloser{},
 		topics: make(map[string]*topic), readOnly: true}
 	s.groups.init()
+	s.lru.budget = opts.MaxOpenLogs
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.refreshLocked(); err != nil {
@@ -93,9 +93,7 @@ func (s *Store) refreshLocked() error {
 		}
 		// Deleted (or deleted and created again with fewer partitions):
 		// the writer tombstones its offsets, which the replay below sees.
-		for _, l := range t.parts {
-			l.Close()
-		}
+		s.shutPartitions(t.parts, fmt.Errorf("%w: %s (deleted)", ErrUnknownTopic, name))
 		delete(s.topics, name)
 	}
 	for name, f := range sc.files {
@@ -103,67 +101,40 @@ func (s *Store) refreshLocked() error {
 			continue
 		}
 		t := s.topics[name]
-		fresh := t == nil
-		if fresh {
+		if t == nil {
 			t = &topic{name: name, cfg: f.config}
-		}
-		t.cfg = f.config
-		if err := s.refreshTopic(t, f.partitions); err != nil {
-			if errors.Is(err, fs.ErrNotExist) && s.goneSince(name) {
-				// Deleted by the writer while we looked.
-				for _, l := range t.parts {
-					l.Close()
-				}
-				delete(s.topics, name)
-				continue
-			}
-			return err
-		}
-		if fresh {
 			s.topics[name] = t
+		}
+		s.refreshTopic(t)
+		if err := s.newPartitions(t, len(t.parts), f.partitions); err != nil {
+			return err
 		}
 	}
 	return s.replayOffsets()
 }
 
-// refreshTopic refreshes a topic's open partitions and opens those the
-// writer added.
-func (s *Store) refreshTopic(t *topic, n int) error {
-	for p, l := range t.parts {
-		err := l.Refresh()
-		if errors.Is(err, seglog.ErrStaleView) {
-			// Truncated under the view: see it as it is now.
-			l.Close()
-			if l, err = s.openReadOnlyPartition(t.name, int32(p), t.cfg); err != nil {
-				return err
+// refreshTopic refreshes a topic's open partitions and forgets what it
+// knew of the closed ones (they open as they are now). A partition
+// truncated under its view is closed, to reopen when next used.
+func (s *Store) refreshTopic(t *topic) {
+	for i, p := range t.parts {
+		p.mu.Lock()
+		p.hasInfo = false
+		if p.l != nil {
+			err := p.l.Refresh()
+			if err != nil {
+				if !errors.Is(err, seglog.ErrStaleView) {
+					s.logger.Warn("store: refreshing a partition", "dir", p.dir(), "err", err)
+				}
+				p.closeLocked()
+				p.hasInfo = false
+				if t.name == OffsetsTopic {
+					s.groups.forgetPartition(i, len(t.parts))
+				}
 			}
-			t.parts[p] = l
-			if t.name == OffsetsTopic {
-				s.groups.forgetPartition(p, len(t.parts))
-			}
-		} else if err != nil {
-			return fmt.Errorf("store: refreshing %s: %w", l.Dir(), err)
 		}
+		p.mu.Unlock()
 	}
-	for p := len(t.parts); p < n; p++ {
-		l, err := s.openReadOnlyPartition(t.name, int32(p), t.cfg)
-		if err != nil {
-			return err
-		}
-		t.parts = append(t.parts, l)
-	}
-	return nil
-}
-
-// goneSince reports whether a topic's config file is gone or no longer in
-// state ready: a writer deleted it after the scan.
-func (s *Store) goneSince(name string) bool {
-	data, err := vfs.ReadFileLimit(s.fs, s.topicFile(name), 64<<10)
-	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
-	}
-	f, err := parseTopicFile(s.topicFile(name), data)
-	return err == nil && f.state != stateReady
 }
 
 func (s *Store) openReadOnlyPartition(t string, p int32, cfg TopicConfig) (*seglog.Log, error) {
@@ -173,6 +144,8 @@ func (s *Store) openReadOnlyPartition(t string, p int32, cfg TopicConfig) (*segl
 		Now:           s.opts.Now,
 		ReadOnly:      true,
 		MaxIndexBytes: min(cfg.SegmentIndexBytes, readOnlyIndexBytes),
+
+		MaxMappedIndexes: mappedIndexesPerLog,
 	}
 	l, err := seglog.Open(filepath.Join(s.dir, partitionDir(t, p)), o)
 	if err != nil {
@@ -198,8 +171,8 @@ func (s *Store) replayOffsets() error {
 		g.m = make(map[string]map[tp]Committed)
 		g.next = make([]int64, len(ot.parts))
 	}
-	for p, l := range ot.parts {
-		if err := g.replayLocked(l, p); err != nil {
+	for p, part := range ot.parts {
+		if err := part.with(func(l *seglog.Log) error { return g.replayLocked(l, p) }); err != nil {
 			return err
 		}
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
-	"github.com/seglog/seglog/compaction"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -55,6 +54,16 @@ type Options struct {
 	// background (default 2): partitions share them instead of running a
 	// flusher goroutine each.
 	FlushWorkers int
+	// MaxOpenLogs is the budget of open partition Logs (default
+	// DefaultMaxOpenLogs). A partition's Log opens on first use; past the
+	// budget, the least recently used idle ones are closed, to be reopened
+	// when used again. An open Log holds its active segment's three files
+	// (.log, .index, .timeindex, the indexes mapped) and at most
+	// mappedIndexesPerLog sealed segments' files and mappings, so the
+	// store's descriptors stay near 3 × MaxOpenLogs whatever the number of
+	// partitions. Logs handed out by Log (not AcquireLog) stay open until
+	// Close and count against the budget without being closable.
+	MaxOpenLogs int
 	// Logger receives recovery and maintenance messages.
 	Logger *slog.Logger
 	// ReadOnly opens an existing store without writing anything: no lock
@@ -88,7 +97,14 @@ type Store struct {
 
 	groups groupTable
 	sticky stickyTable
-	bg     sync.WaitGroup
+	lru    lru
+
+	// removals is the queue of directories renamed for deletion; one
+	// goroutine at a time (bg) works through it.
+	removeMu sync.Mutex
+	removals []string
+	removing bool
+	bg       sync.WaitGroup
 
 	readOnly bool
 }
@@ -96,7 +112,7 @@ type Store struct {
 type topic struct {
 	name   string
 	cfg    TopicConfig
-	parts  []*seglog.Log
+	parts  []*partition
 	rotate int // guarded by Store.sticky.mu
 }
 
@@ -122,6 +138,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.MaxOpenLogs <= 0 {
+		opts.MaxOpenLogs = DefaultMaxOpenLogs
+	}
 	if opts.ReadOnly {
 		return openReadOnly(dir, opts)
 	}
@@ -138,6 +157,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, fs: fsys, opts: opts, logger: opts.Logger, lock: lock, topics: make(map[string]*topic)}
 	s.groups.init()
+	s.lru.budget = opts.MaxOpenLogs
 	if opts.FlushWorkers <= 0 {
 		opts.FlushWorkers = 2
 	}
@@ -265,12 +285,8 @@ func (s *Store) load() error {
 		}
 		tp := &topic{name: t, cfg: f.config}
 		s.topics[t] = tp
-		for p := 0; p < f.partitions; p++ {
-			l, err := s.openPartition(t, int32(p), f.config)
-			if err != nil {
-				return err
-			}
-			tp.parts = append(tp.parts, l)
+		if err := s.newPartitions(tp, 0, f.partitions); err != nil {
+			return err
 		}
 	}
 	if _, ok := s.topics[OffsetsTopic]; !ok {
@@ -332,47 +348,6 @@ func offsetsTopicConfig() TopicConfig {
 	return c
 }
 
-// compactable is a partition as the store's cleaner sees it: the Log's
-// own adapter, compacted into segments of the topic's segment.bytes (the
-// cleaner's setting is one for all logs). The cleaner-offset checkpoint
-// goes through the Log to the log.dir's file (Options.Checkpoints).
-type compactable struct {
-	cleaner.Compactable
-	segmentBytes int64
-}
-
-func (c compactable) Compact(m *compaction.OffsetMap, firstDirty, upper int64, o compaction.Options) (compaction.Result, error) {
-	o.SegmentBytes = c.segmentBytes
-	return c.Compactable.Compact(m, firstDirty, upper, o)
-}
-
-func cleanerLog(l *seglog.Log, cfg TopicConfig) cleaner.Log {
-	w := cleaner.Wrap(l)
-	if c, ok := w.(cleaner.Compactable); ok {
-		return compactable{c, cfg.SegmentBytes}
-	}
-	return w
-}
-
-func (s *Store) openPartition(t string, p int32, cfg TopicConfig) (*seglog.Log, error) {
-	o := cfg.logOptions()
-	o.FS = s.fs
-	o.Logger = s.logger
-	o.Now = s.opts.Now
-	o.Checkpoints = partitionCheckpoints{d: s.ckpt, k: tp{t, p}}
-	o.FlushPool = s.pool
-	o.LockHeld = true // the store holds the log.dir's
-	l, err := seglog.Open(filepath.Join(s.dir, partitionDir(t, p)), o)
-	if err != nil {
-		return nil, fmt.Errorf("store: partition %s-%d: %w", t, p, err)
-	}
-	if err := s.clean.Add(cleanerLog(l, cfg), cfg.policy()); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return l, nil
-}
-
 // renameForDelete renames partition directories to Kafka's
 // topic-N.<uuid>-delete and removes them in the background.
 func (s *Store) renameForDelete(t string, parts []int32) error {
@@ -414,14 +389,33 @@ func (s *Store) finishDelete(t string, parts []int32) error {
 	return s.fs.SyncDir(s.dir)
 }
 
-// removeInBackground removes a directory renamed for deletion: its files,
-// then itself. A failure is logged; the next Open tries again.
+// removeInBackground queues a directory renamed for deletion for removal:
+// its files, then itself, by one background goroutine however many
+// directories wait. A failure is logged; the next Open tries again.
 func (s *Store) removeInBackground(name string) {
+	s.removeMu.Lock()
+	defer s.removeMu.Unlock()
+	s.removals = append(s.removals, name)
+	if s.removing {
+		return
+	}
+	s.removing = true
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		if err := removeDir(s.fs, filepath.Join(s.dir, name)); err != nil {
-			s.logger.Warn("store: removing a deleted partition failed", "dir", name, "err", err)
+		for {
+			s.removeMu.Lock()
+			if len(s.removals) == 0 {
+				s.removing = false
+				s.removeMu.Unlock()
+				return
+			}
+			name := s.removals[0]
+			s.removals = s.removals[1:]
+			s.removeMu.Unlock()
+			if err := removeDir(s.fs, filepath.Join(s.dir, name)); err != nil {
+				s.logger.Warn("store: removing a deleted partition failed", "dir", name, "err", err)
+			}
 		}
 	}()
 }
@@ -462,14 +456,7 @@ func (s *Store) RunRetention(ctx context.Context) error {
 func (s *Store) closeLogs() error {
 	var errs []error
 	for _, t := range s.topics {
-		for _, l := range t.parts {
-			if s.clean != nil {
-				s.clean.Remove(cleaner.Wrap(l))
-			}
-			if err := l.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
+		errs = append(errs, s.shutPartitions(t.parts, ErrClosed))
 	}
 	return errors.Join(errs...)
 }
@@ -491,6 +478,9 @@ func (s *Store) Close() error {
 	}
 	s.clean.Stop()
 	err := s.closeLogs()
+	if err == nil {
+		err = s.ckpt.flush()
+	}
 	s.pool.Close()
 	s.bg.Wait()
 	if err == nil {
