@@ -45,9 +45,11 @@ type dirCheckpoints struct {
 	written map[string]time.Time
 }
 
-// recoveryPointInterval bounds how long a raised recovery point may wait
-// in memory before the file is rewritten (Kafka writes the file on a
-// timer, log.flush.offset.checkpoint.interval.ms, 60 s by default).
+// recoveryPointInterval is the least time between two rewrites of a file
+// for lines that may wait in memory (a raised recovery point): they are
+// written by the first change that comes later, or by Close. Kafka writes
+// the file on a timer, log.flush.offset.checkpoint.interval.ms, 60 s by
+// default.
 const recoveryPointInterval = time.Second
 
 func loadCheckpoints(fsys vfs.FS, dir string, clean bool) (*dirCheckpoints, error) {
