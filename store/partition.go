@@ -48,6 +48,9 @@ type partition struct {
 	// unclean is set when closing the Log failed: the next open must not
 	// trust the store's clean-shutdown state for it.
 	unclean bool
+	// opened is set once the Log was opened (so recovered, if the store
+	// opened after a crash) in this session.
+	opened bool
 	// info is the Log's state when the LRU last closed it; nothing writes
 	// a closed partition, so it answers without reopening (a read-only
 	// store's Refresh drops it: a writer may have appended).
@@ -211,6 +214,27 @@ func (p *partition) closeLocked() error {
 	return err
 }
 
+// recovered reports whether the partition may be trusted by the next
+// Open after a clean shutdown: its last close did not fail and, if this
+// session started after a crash, it was opened (so recovered) or holds no
+// segment.
+func (p *partition) recovered() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.unclean {
+		return false
+	}
+	if p.opened || p.s.ckpt.clean {
+		return true
+	}
+	names, err := p.s.fs.List(p.dir())
+	if err != nil {
+		return false
+	}
+	_, bases := layout.SegmentFiles(names)
+	return len(bases) == 0
+}
+
 // shut closes the partition for good (topic deleted, store closed):
 // acquire fails with why from now on.
 func (p *partition) shut(why error) error {
@@ -295,6 +319,7 @@ func (s *Store) openLog(p *partition) (*seglog.Log, error) {
 		l.SetFileDeleteDelay(p.deleteDelay)
 	}
 	p.unclean = false
+	p.opened = true
 	return l, nil
 }
 

@@ -477,6 +477,7 @@ func (s *Store) Close() error {
 		return s.closeLogs()
 	}
 	s.clean.Stop()
+	s.recoverRest()
 	err := s.closeLogs()
 	if err == nil {
 		err = s.ckpt.flush()
@@ -484,7 +485,49 @@ func (s *Store) Close() error {
 	s.pool.Close()
 	s.bg.Wait()
 	if err == nil {
-		err = vfs.WriteFileAtomic(s.fs, filepath.Join(s.dir, layout.CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`))
+		if n := s.unrecovered(); n > 0 {
+			// The marker would make the next Open trust them.
+			s.logger.Warn("store: partitions not recovered since a crash (never opened in this session); the next Open recovers them", "partitions", n)
+		} else {
+			err = vfs.WriteFileAtomic(s.fs, filepath.Join(s.dir, layout.CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`))
+		}
 	}
 	return errors.Join(err, s.lock.Close())
+}
+
+// recoverRest opens, so recovers, every partition a crash left that this
+// session never used, so that the clean-shutdown marker can vouch for all
+// of them (Kafka recovers every log at startup; the store does it lazily,
+// and the rest at Close). Only after a crash, so a clean session's Close
+// opens nothing. A partition that fails to open is logged and keeps the
+// marker from being written.
+func (s *Store) recoverRest() {
+	if s.ckpt.clean {
+		return
+	}
+	for _, t := range s.topics {
+		for _, p := range t.parts {
+			if p.recovered() {
+				continue
+			}
+			if err := p.with(func(*seglog.Log) error { return nil }); err != nil {
+				s.logger.Warn("store: recovering a partition at Close failed", "dir", p.dir(), "err", err)
+			}
+		}
+	}
+}
+
+// unrecovered counts the partitions the clean-shutdown marker must not
+// vouch for: opened lazily, a partition left by a crash is recovered only
+// when first used, and one whose close failed is in doubt.
+func (s *Store) unrecovered() int {
+	n := 0
+	for _, t := range s.topics {
+		for _, p := range t.parts {
+			if !p.recovered() {
+				n++
+			}
+		}
+	}
+	return n
 }
