@@ -115,25 +115,34 @@ func (s *Store) refreshLocked() error {
 
 // refreshTopic refreshes a topic's open partitions and forgets what it
 // knew of the closed ones (they open as they are now). A partition
-// truncated under its view is closed, to reopen when next used.
+// truncated under its view is closed, to reopen when next used, unless an
+// AcquireLog holder is reading it.
 func (s *Store) refreshTopic(t *topic) {
 	for i, p := range t.parts {
+		reopened := false
 		p.mu.Lock()
 		p.hasInfo = false
 		if p.l != nil {
 			err := p.l.Refresh()
-			if err != nil {
+			if err != nil && p.pins > 0 {
+				// Someone reads it (AcquireLog): they keep the view
+				// they have; it is replaced at a later Refresh.
+				s.logger.Debug("store: a partition's view is stale but in use", "dir", p.dir(), "err", err)
+			} else if err != nil {
 				if !errors.Is(err, seglog.ErrStaleView) {
 					s.logger.Warn("store: refreshing a partition", "dir", p.dir(), "err", err)
 				}
 				p.closeLocked()
 				p.hasInfo = false
-				if t.name == OffsetsTopic {
-					s.groups.forgetPartition(i, len(t.parts))
-				}
+				reopened = true
 			}
 		}
 		p.mu.Unlock()
+		if reopened && t.name == OffsetsTopic {
+			// Outside p.mu: the group table's lock is taken before a
+			// partition's, never after.
+			s.groups.forgetPartition(i, len(t.parts))
+		}
 	}
 }
 
