@@ -106,10 +106,19 @@ func (p *partition) acquire() (*seglog.Log, error) {
 	return l, nil
 }
 
+// release unpins; a Log left open past the budget while it was in use
+// may now be closed.
 func (p *partition) release() {
 	p.mu.Lock()
 	p.pins--
 	p.mu.Unlock()
+	s := p.s
+	s.lru.mu.Lock()
+	over := s.lru.open > s.lru.budget
+	s.lru.mu.Unlock()
+	if over {
+		s.evict()
+	}
 }
 
 // with runs f on the partition's Log, pinned.
@@ -266,8 +275,8 @@ func (s *Store) touch(p *partition, opened, forever bool) {
 }
 
 // evict closes the least recently used idle Logs while more than the
-// budget are open. Partitions in use are skipped (the budget is then
-// exceeded until they are released and something else opens).
+// budget are open. Partitions in use are skipped: the budget is exceeded
+// until they are released.
 func (s *Store) evict() {
 	for {
 		s.lru.mu.Lock()
