@@ -18,8 +18,8 @@ import (
 const DefaultMaxOpenLogs = 512
 
 // mappedIndexesPerLog is the seglog.Options.MaxMappedIndexes of every
-// partition: how many sealed segments' indexes and .log files one Log
-// keeps open at once, on top of its active segment's three files. Small,
+// partition: how many sealed segments' indexes, and separately .log files,
+// one Log keeps mapped at once, on top of its active segment's. Small,
 // because the store's budget multiplies it by MaxOpenLogs.
 const mappedIndexesPerLog = 4
 

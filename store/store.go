@@ -58,9 +58,11 @@ type Options struct {
 	// DefaultMaxOpenLogs). A partition's Log opens on first use; past the
 	// budget, the least recently used idle ones are closed, to be reopened
 	// when used again. An open Log holds its active segment's three files
-	// (.log, .index, .timeindex, the indexes mapped) and at most
-	// mappedIndexesPerLog sealed segments' files and mappings, so the
-	// store's descriptors stay near 3 × MaxOpenLogs whatever the number of
+	// (.log, .index, .timeindex, the indexes mapped), at most
+	// mappedIndexesPerLog sealed segments' index and .log mappings, and a
+	// descriptor for each sealed segment it has read from since it opened:
+	// the store's descriptors stay near 3 × MaxOpenLogs, plus the sealed
+	// segments the open Logs were read from, whatever the number of
 	// partitions. Logs handed out by Log (not AcquireLog) stay open until
 	// Close and count against the budget without being closable.
 	MaxOpenLogs int
