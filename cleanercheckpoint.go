@@ -13,7 +13,12 @@ const CleanerOffsetFile = layout.CleanerOffsetFile
 
 // CleanerCheckpoint returns the cleaner-offset checkpoint: the offset up
 // to which the log has been compacted. ok is false when there is none.
+// A Log opened with Options.Checkpoints keeps it there (a store's one
+// log.dir-level file), like its other checkpoints.
 func (l *Log) CleanerCheckpoint() (offset int64, ok bool, err error) {
+	if c := l.opts.Checkpoints; c != nil && l.ro == nil {
+		return c.Checkpoint(CleanerOffsetFile)
+	}
 	return readOffsetCheckpoint(l.fs, l.dir, CleanerOffsetFile)
 }
 
@@ -28,7 +33,8 @@ func (l *Log) SetCleanerCheckpoint(offset int64) error {
 	}
 	l.swapMu.Lock() // serialized with TruncateTo
 	defer l.swapMu.Unlock()
-	return writeOffsetCheckpoint(l.fs, l.dir, CleanerOffsetFile, min(offset, l.end.Load()))
+	// Through Options.Checkpoints when set (a store's one log.dir file).
+	return l.writeOffsetCheckpoint(CleanerOffsetFile, min(offset, l.end.Load()))
 }
 
 // TruncatedBelow reports whether a truncation done since the run was
@@ -62,7 +68,7 @@ func (l *Log) lowerCleanerCheckpoint(offset int64) error {
 	if err == nil && (!ok || cp <= offset) {
 		return nil
 	}
-	if err := writeOffsetCheckpoint(l.fs, l.dir, CleanerOffsetFile, offset); err != nil {
+	if err := l.writeOffsetCheckpoint(CleanerOffsetFile, offset); err != nil {
 		return fmt.Errorf("lowering the cleaner checkpoint to %d: %w", offset, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/layout"
@@ -14,8 +15,9 @@ import (
 )
 
 // CleanerOffsetFile is Kafka's log.dir-level checkpoint of how far the
-// compaction cleaner has cleaned each partition. The store keeps it (as a
-// broker would find it) but nothing advances it until compaction runs.
+// compaction cleaner has cleaned each compacted partition: the store's
+// cleaner writes it through each Log's Checkpointer, one line per
+// partition, as a broker does.
 const CleanerOffsetFile = "cleaner-offset-checkpoint"
 
 // checkpointFiles are the log.dir-level checkpoints, one line per
@@ -37,10 +39,22 @@ type dirCheckpoints struct {
 
 	mu    sync.Mutex
 	files map[string]map[tp]int64
+	// dirty marks files whose lines changed in memory only (a raised
+	// recovery point, below); written marks when each was last written.
+	dirty   map[string]bool
+	written map[string]time.Time
 }
 
+// recoveryPointInterval is the least time between two rewrites of a file
+// for lines that may wait in memory (a raised recovery point): they are
+// written by the first change that comes later, or by Close. Kafka writes
+// the file on a timer, log.flush.offset.checkpoint.interval.ms, 60 s by
+// default.
+const recoveryPointInterval = time.Second
+
 func loadCheckpoints(fsys vfs.FS, dir string, clean bool) (*dirCheckpoints, error) {
-	d := &dirCheckpoints{fs: fsys, dir: dir, clean: clean, files: make(map[string]map[tp]int64)}
+	d := &dirCheckpoints{fs: fsys, dir: dir, clean: clean, files: make(map[string]map[tp]int64),
+		dirty: make(map[string]bool), written: make(map[string]time.Time)}
 	for _, name := range checkpointFiles {
 		m := make(map[tp]int64)
 		entries, err := layout.ReadCheckpoint(fsys, filepath.Join(dir, name))
@@ -66,7 +80,12 @@ func (d *dirCheckpoints) writeLocked(name string) error {
 	slices.SortFunc(entries, func(a, b layout.CheckpointEntry) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
-	return layout.WriteCheckpoint(d.fs, filepath.Join(d.dir, name), entries)
+	if err := layout.WriteCheckpoint(d.fs, filepath.Join(d.dir, name), entries); err != nil {
+		return err
+	}
+	d.dirty[name] = false
+	d.written[name] = time.Now()
+	return nil
 }
 
 func (d *dirCheckpoints) get(name string, k tp) (int64, bool) {
@@ -76,14 +95,44 @@ func (d *dirCheckpoints) get(name string, k tp) (int64, bool) {
 	return off, ok
 }
 
+// set records one partition's line. The file is rewritten before set
+// returns, except when the file as it stands is already safe: a recovery
+// point that rises (or appears) may stay in memory for up to
+// recoveryPointInterval, because an older, lower one only makes recovery
+// scan more after a crash; a log start of 0 for a new line says what no
+// line says. With many partitions, rewriting the whole file for each of
+// these would cost O(partitions) per roll, sync and close.
 func (d *dirCheckpoints) set(name string, k tp, off int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if old, ok := d.files[name][k]; ok && old == off {
+	old, had := d.files[name][k]
+	if had && old == off {
 		return nil
 	}
 	d.files[name][k] = off
+	lazy := (name == layout.RecoveryPointFile && (!had || off > old)) ||
+		(name == layout.LogStartOffsetFile && !had && off == 0)
+	if lazy {
+		d.dirty[name] = true
+		if time.Since(d.written[name]) < recoveryPointInterval {
+			return nil
+		}
+	}
 	return d.writeLocked(name)
+}
+
+// flush writes the files with lines changed only in memory.
+func (d *dirCheckpoints) flush() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, name := range checkpointFiles {
+		if d.dirty[name] {
+			if err := d.writeLocked(name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // writeAll writes every file, so that a new log.dir has all three.
@@ -125,6 +174,9 @@ func (d *dirCheckpoints) drop(keep func(tp) bool) error {
 type partitionCheckpoints struct {
 	d *dirCheckpoints
 	k tp
+	// unclean: the partition's last close failed, so the log.dir's
+	// clean-shutdown state does not speak for it.
+	unclean bool
 }
 
 var _ seglog.Checkpointer = partitionCheckpoints{}
@@ -138,4 +190,4 @@ func (p partitionCheckpoints) SetCheckpoint(name string, off int64) error {
 	return p.d.set(name, p.k, off)
 }
 
-func (p partitionCheckpoints) CleanShutdown() bool { return p.d.clean }
+func (p partitionCheckpoints) CleanShutdown() bool { return p.d.clean && !p.unclean }

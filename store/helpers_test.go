@@ -38,12 +38,16 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 const testDir = "/data"
 
+// testMaxOpenLogs is a budget of open Logs small enough that every test
+// closes and reopens partitions as it goes.
+const testMaxOpenLogs = 3
+
 // quiet drops the recovery warnings that crash tests provoke on purpose.
 var quiet = slog.New(slog.DiscardHandler)
 
 func openStore(t testing.TB, fs vfs.FS, clock *fakeClock) *Store {
 	t.Helper()
-	s, err := Open(testDir, Options{FS: fs, OffsetsPartitions: 5, Now: clock.Now, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg})
+	s, err := Open(testDir, Options{FS: fs, OffsetsPartitions: 5, Now: clock.Now, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg, MaxOpenLogs: testMaxOpenLogs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
@@ -22,6 +23,9 @@ type Produced struct {
 // in order. When a partition's append fails, the records before it in
 // other partitions may have been stored; the error names the partition.
 func (s *Store) Produce(name string, recs ...record.Record) ([]Produced, error) {
+	if s.readOnly {
+		return nil, s.errReadOnly("produce")
+	}
 	if name == OffsetsTopic {
 		return nil, fmt.Errorf("%w: %s", ErrInternalTopic, name)
 	}
@@ -35,15 +39,20 @@ func (s *Store) Produce(name string, recs ...record.Record) ([]Produced, error) 
 		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
 	out := make([]Produced, len(recs))
-	// counts[p] records go to partition p; order lists the partitions
-	// in the order first touched.
-	counts := make([]int, len(t.parts))
+	// Per partition (indexed by partition, from a pool and left zeroed):
+	// how many records go there, where its batch starts in sorted, how
+	// many are placed so far, and the batch's first offset. order lists
+	// the partitions in the order first touched.
+	n := len(t.parts)
+	sc := getScratch(4 * n)
+	defer putScratch(sc, n)
+	counts, first, placed, base := sc.v[:n], sc.v[n:2*n], sc.v[2*n:3*n], sc.v[3*n:4*n]
 	var order []int32
 	sticky := int32(-1)
 	for i := range recs {
 		var p int32
 		if recs[i].Key != nil {
-			p = PartitionForKey(recs[i].Key, len(t.parts))
+			p = PartitionForKey(recs[i].Key, n)
 		} else {
 			if sticky < 0 {
 				sticky = s.sticky.next(t)
@@ -56,43 +65,84 @@ func (s *Store) Produce(name string, recs ...record.Record) ([]Produced, error) 
 		counts[p]++
 		out[i].Partition = p
 	}
+	sc.order = order
 	now := s.opts.Now().UnixMilli()
-	batch := make([]record.Record, 0, len(recs))
+	// One pass sorts the records into their partitions' batches, each in
+	// call order, one batch after another in the order first touched.
+	var at int64
 	for _, p := range order {
-		batch = batch[:0]
-		for i := range recs {
-			if out[i].Partition == p {
-				r := recs[i] // a copy: the caller's records are not stamped
-				if r.Timestamp == 0 {
-					r.Timestamp = now
-				}
-				batch = append(batch, r)
-			}
+		first[p] = at
+		at += counts[p]
+	}
+	sorted := make([]record.Record, len(recs))
+	where := make([]int64, len(recs)) // record i's place in its batch
+	for i := range recs {
+		p := out[i].Partition
+		r := recs[i] // a copy: the caller's records are not stamped
+		if r.Timestamp == 0 {
+			r.Timestamp = now
 		}
-		info, err := t.parts[p].Append(batch...)
+		where[i] = placed[p]
+		sorted[first[p]+placed[p]] = r
+		placed[p]++
+	}
+	for _, p := range order {
+		batch := sorted[first[p] : first[p]+counts[p]]
+		var info seglog.AppendInfo
+		err := t.parts[p].with(func(l *seglog.Log) (err error) {
+			info, err = l.Append(batch...)
+			return err
+		})
 		if err != nil {
 			return out, fmt.Errorf("store: produce to %s-%d: %w", name, p, err)
 		}
-		j := int64(0)
-		for i := range recs {
-			if out[i].Partition == p {
-				out[i].Offset = info.FirstOffset + j
-				j++
-			}
-		}
+		base[p] = info.FirstOffset
+	}
+	for i := range recs {
+		out[i].Offset = base[out[i].Partition] + where[i]
 	}
 	return out, nil
+}
+
+// scratch is Produce's per-partition bookkeeping, pooled: a topic of many
+// partitions would otherwise allocate and clear it on every call.
+type scratch struct {
+	v     []int64
+	order []int32 // the entries to clear when it goes back
+}
+
+var scratchPool sync.Pool
+
+func getScratch(n int) *scratch {
+	if sc, ok := scratchPool.Get().(*scratch); ok && cap(sc.v) >= n {
+		sc.v = sc.v[:n]
+		return sc
+	}
+	return &scratch{v: make([]int64, n)}
+}
+
+func putScratch(sc *scratch, parts int) {
+	for k := range 4 {
+		for _, p := range sc.order {
+			sc.v[k*parts+int(p)] = 0
+		}
+	}
+	sc.order = nil
+	scratchPool.Put(sc)
 }
 
 // ProduceTo appends records to one partition, as a producer with its own
 // partitioner would.
 func (s *Store) ProduceTo(name string, partition int32, recs ...record.Record) (seglog.AppendInfo, error) {
+	if s.readOnly {
+		return seglog.AppendInfo{}, s.errReadOnly("produce")
+	}
 	if name == OffsetsTopic {
 		return seglog.AppendInfo{}, fmt.Errorf("%w: %s", ErrInternalTopic, name)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	l, err := s.logLocked(name, partition)
+	part, err := s.partLocked(name, partition)
 	if err != nil {
 		return seglog.AppendInfo{}, err
 	}
@@ -104,5 +154,10 @@ func (s *Store) ProduceTo(name string, partition int32, recs ...record.Record) (
 		}
 		batch[i] = r
 	}
-	return l.Append(batch...)
+	var info seglog.AppendInfo
+	err = part.with(func(l *seglog.Log) (err error) {
+		info, err = l.Append(batch...)
+		return err
+	})
+	return info, err
 }

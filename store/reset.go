@@ -40,6 +40,9 @@ type Reset struct {
 // (all of them when none are named) and returns the new offsets. Like
 // Kafka's tool, it writes commits: the group reads from there next.
 func (s *Store) ResetOffsets(group, topic string, r Reset, partitions ...int32) (map[int32]int64, error) {
+	if s.readOnly {
+		return nil, s.errReadOnly("reset offsets")
+	}
 	if group == "" {
 		return nil, ErrInvalidGroup
 	}
@@ -54,11 +57,15 @@ func (s *Store) ResetOffsets(group, topic string, r Reset, partitions ...int32) 
 	}
 	out := make(map[int32]int64)
 	for _, p := range partitions {
-		l, err := s.Log(topic, p)
+		part, err := s.part(topic, p)
 		if err != nil {
 			return nil, err
 		}
-		start, end := l.StartOffset(), l.EndOffset()
+		pi, err := part.peek()
+		if err != nil {
+			return nil, err
+		}
+		start, end := pi.start, pi.end
 		var off int64
 		switch r.Kind {
 		case ToEarliest:
@@ -68,7 +75,11 @@ func (s *Store) ResetOffsets(group, topic string, r Reset, partitions ...int32) 
 		case ToOffset:
 			off = r.Offset
 		case ToTime:
-			o, err := l.OffsetForTime(r.Time)
+			var o int64
+			err := part.with(func(l *seglog.Log) (err error) {
+				o, err = l.OffsetForTime(r.Time)
+				return err
+			})
 			switch {
 			case errors.Is(err, seglog.ErrTimestampNotFound):
 				off = end
@@ -126,11 +137,15 @@ type Position struct {
 // offset, or auto.offset.reset's choice when it has none or it is out of
 // range. It changes nothing; Commit records progress.
 func (s *Store) Position(group, topic string, partition int32, reset AutoOffsetReset) (Position, error) {
-	l, err := s.Log(topic, partition)
+	part, err := s.part(topic, partition)
 	if err != nil {
 		return Position{}, err
 	}
-	start, end := l.StartOffset(), l.EndOffset()
+	pi, err := part.peek()
+	if err != nil {
+		return Position{}, err
+	}
+	start, end := pi.start, pi.end
 	c, ok := s.CommittedOffset(group, topic, partition)
 	pos := Position{Offset: c.Offset, Committed: ok}
 	if ok && c.Offset >= start && c.Offset <= end {
@@ -184,11 +199,15 @@ func (s *Store) DescribeGroup(group string) ([]PartitionLag, int64, error) {
 	var rows []PartitionLag
 	var total int64
 	for i, k := range keys {
-		l, err := s.Log(k.topic, k.part)
+		part, err := s.part(k.topic, k.part)
 		if err != nil {
 			continue // a topic deleted since; its tombstones are written
 		}
-		row := PartitionLag{Topic: k.topic, Partition: k.part, Committed: commits[i].Offset, Start: l.StartOffset(), End: l.EndOffset()}
+		pi, err := part.peek()
+		if err != nil {
+			return nil, 0, err
+		}
+		row := PartitionLag{Topic: k.topic, Partition: k.part, Committed: commits[i].Offset, Start: pi.start, End: pi.end}
 		row.Lag = lag(row.Start, row.End, row.Committed)
 		total += row.Lag
 		rows = append(rows, row)

@@ -2,31 +2,122 @@ package store
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/seglog/seglog/vfs"
 )
 
-// Many partitions share the store's goroutines: opening a store of
-// thousands of partitions starts a fixed number, not one per partition.
-// (Descriptors are not bounded yet: docs/store.md, "Not done".)
-func TestManyPartitionsBoundedGoroutines(t *testing.T) {
-	fs, clock := vfs.NewMem(), newFakeClock()
-	s := openStore(t, fs, clock)
-	cfg := smallConfig()
-	for i := range 20 {
-		mustf(t, s.CreateTopic(fmt.Sprintf("t%d", i), 100, cfg), "create")
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	names, err := vfs.Default.List("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("counting descriptors: %v", err)
 	}
+	return len(names) - 1 // the listing's own
+}
+
+// A store of 10,000 partitions stays within its budget of open Logs
+// (MaxOpenLogs): creating, writing, reopening and visiting every partition
+// holds at most about 3 descriptors per budgeted Log, and the store runs a
+// fixed handful of goroutines (one cleaner, one flush pool, one remover),
+// not one per partition. The open time after a clean shutdown is logged;
+// bench store measures it.
+func TestTenThousandPartitionsWithinBudget(t *testing.T) {
+	const (
+		parts  = 10_000
+		budget = 64
+		// slack covers the offsets topic's partitions opened on Open,
+		// the test's own and the runtime's descriptors.
+		slack = 32
+	)
+	dir := filepath.Join(t.TempDir(), "data")
+	clock := newFakeClock()
+	opts := Options{OffsetsPartitions: 5, OffsetsConfig: &offsetsCfg, Now: clock.Now, Clock: clock, Logger: quiet, MaxOpenLogs: budget}
+	cfg := DefaultTopicConfig()
+	cfg.SegmentBytes = 4 << 10
+	cfg.MaxMessageBytes = 1 << 10
+	cfg.SegmentIndexBytes = 256
+
+	fds0, g0 := openFDs(t), runtime.NumGoroutine()
+	maxFDs, maxG := 0, 0
+	sample := func() {
+		maxFDs = max(maxFDs, openFDs(t)-fds0)
+		maxG = max(maxG, runtime.NumGoroutine()-g0)
+	}
+	s, err := Open(dir, opts)
+	mustf(t, err, "open")
+	start := time.Now()
+	mustf(t, s.CreateTopic("t", parts, cfg), "create")
+	t.Logf("created %d partitions in %v", parts, time.Since(start))
+	start = time.Now()
+	// Every 50th partition gets records: opening, appending to and
+	// closing a Log costs a few syncs, which 10,000 would make slow.
+	for p := int32(0); p < parts; p += 50 {
+		for i := range 1 + int(p/50)%3 {
+			_, err := s.ProduceTo("t", p, kv("k", fmt.Sprint(i)))
+			mustf(t, err, "produce to %d", p)
+		}
+		if p%500 == 0 {
+			sample()
+		}
+	}
+	t.Logf("wrote to every 50th partition in %v", time.Since(start))
 	mustf(t, s.Close(), "close")
-	before := runtime.NumGoroutine()
-	s = openStore(t, fs, clock)
+
+	start = time.Now()
+	s, err = Open(dir, opts)
+	mustf(t, err, "reopen")
+	t.Logf("reopened %d partitions in %v", parts, time.Since(start))
 	defer s.Close()
-	if g := runtime.NumGoroutine() - before; g > 10 {
-		t.Errorf("a store of 2,005 partitions runs %d goroutines", g)
+	sample()
+	start = time.Now()
+	info, err := s.DescribeTopic("t")
+	mustf(t, err, "describe")
+	t.Logf("described every partition in %v", time.Since(start))
+	sample()
+	var total int64
+	for _, p := range info.Partitions {
+		total += p.EndOffset
 	}
-	for i := range 20 {
-		_, err := s.Produce(fmt.Sprintf("t%d", i), kv("k", "v"))
-		mustf(t, err, "produce")
+	want := int64(0)
+	for p := 0; p < parts; p += 50 {
+		want += 1 + int64(p/50)%3
+	}
+	if total != want {
+		t.Errorf("%d records in all, want %d", total, want)
+	}
+	start = time.Now()
+	// Reading partitions through AcquireLog, releasing each: what the
+	// open Log says is what DescribeTopic said without opening it.
+	for p := int32(0); p < parts; p += 25 {
+		l, release, err := s.AcquireLog("t", p)
+		mustf(t, err, "acquire %d", p)
+		n := int64(0)
+		for _, err := range l.Records(0) {
+			mustf(t, err, "read %d", p)
+			n++
+		}
+		d := info.Partitions[p]
+		if got := (PartitionInfo{Partition: p, StartOffset: l.StartOffset(), EndOffset: l.EndOffset(), Size: l.Size(),
+			Segments: l.NumSegments()}); n != d.EndOffset || got.StartOffset != d.StartOffset || got.EndOffset != d.EndOffset ||
+			got.Size != d.Size || got.Segments != d.Segments {
+			t.Fatalf("partition %d: %d records, open Log %+v, described %+v", p, n, got, d)
+		}
+		release()
+		if p%1000 == 0 {
+			sample()
+		}
+	}
+	t.Logf("read %d partitions through AcquireLog in %v", parts/25, time.Since(start))
+	t.Logf("descriptors: at most %d above the start (budget %d Logs); goroutines: at most %d above", maxFDs, budget, maxG)
+	if maxFDs > 3*budget+slack {
+		t.Errorf("%d descriptors open for a budget of %d Logs", maxFDs, budget)
+	}
+	if maxG > 10 {
+		t.Errorf("%d goroutines for %d partitions", maxG, parts)
 	}
 }

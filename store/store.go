@@ -43,14 +43,40 @@ type Options struct {
 	// Clock is the cleaner's clock (default the wall clock); tests pass a
 	// fake one and call RunRetention.
 	Clock cleaner.Clock
-	// CleanerWorkers bounds the retention passes run at once (default 1).
+	// CleanerWorkers bounds the retention and compaction passes run at
+	// once (default 1).
 	CleanerWorkers int
+	// DedupeBufferBytes is log.cleaner.dedupe.buffer.size: the memory of
+	// the compaction offset maps, shared by the cleaner's workers and
+	// allocated on the first compaction round (default Kafka's 128 MiB).
+	DedupeBufferBytes int
 	// FlushWorkers is how many goroutines flush all partitions in the
 	// background (default 2): partitions share them instead of running a
 	// flusher goroutine each.
 	FlushWorkers int
+	// MaxOpenLogs is the budget of open partition Logs (default
+	// DefaultMaxOpenLogs). A partition's Log opens on first use; past the
+	// budget, the least recently used idle ones are closed, to be reopened
+	// when used again. An open Log holds its active segment's three files
+	// (.log, .index, .timeindex, the indexes mapped), at most
+	// mappedIndexesPerLog sealed segments' index and .log mappings, and a
+	// descriptor for each sealed segment it has read from since it opened:
+	// the store's descriptors stay near 3 × MaxOpenLogs, plus the sealed
+	// segments the open Logs were read from, whatever the number of
+	// partitions. Logs handed out by Log (not AcquireLog) stay open until
+	// Close and count against the budget without being closable.
+	MaxOpenLogs int
 	// Logger receives recovery and maintenance messages.
 	Logger *slog.Logger
+	// ReadOnly opens an existing store without writing anything: no lock
+	// is taken, no directory, checkpoint, marker or config file is
+	// created, renamed or removed, and every partition is a read-only
+	// seglog.Log (seglog.Options.ReadOnly). It needs only read permission
+	// and works beside a live writer, in this process or another; Refresh
+	// picks up what the writer did since. Methods that would write return
+	// an error wrapping ErrReadOnly. A topic being created or deleted is
+	// not shown; the offsets topic missing means no group has committed.
+	ReadOnly bool
 }
 
 // Store is a Kafka log.dir of topics and the consumer groups' offsets. Its
@@ -73,13 +99,22 @@ type Store struct {
 
 	groups groupTable
 	sticky stickyTable
-	bg     sync.WaitGroup
+	lru    lru
+
+	// removals is the queue of directories renamed for deletion; one
+	// goroutine at a time (bg) works through it.
+	removeMu sync.Mutex
+	removals []string
+	removing bool
+	bg       sync.WaitGroup
+
+	readOnly bool
 }
 
 type topic struct {
 	name   string
 	cfg    TopicConfig
-	parts  []*seglog.Log
+	parts  []*partition
 	rotate int // guarded by Store.sticky.mu
 }
 
@@ -105,6 +140,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.MaxOpenLogs <= 0 {
+		opts.MaxOpenLogs = DefaultMaxOpenLogs
+	}
+	if opts.ReadOnly {
+		return openReadOnly(dir, opts)
+	}
 	fsys := opts.FS
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, err
@@ -118,11 +159,13 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{dir: dir, fs: fsys, opts: opts, logger: opts.Logger, lock: lock, topics: make(map[string]*topic)}
 	s.groups.init()
+	s.lru.budget = opts.MaxOpenLogs
 	if opts.FlushWorkers <= 0 {
 		opts.FlushWorkers = 2
 	}
 	s.pool = seglog.NewFlushPool(opts.FlushWorkers, 0)
 	s.clean = cleaner.New(cleaner.Options{Workers: opts.CleanerWorkers, Clock: opts.Clock, Logger: opts.Logger})
+	s.clean.SetCompaction(cleaner.CompactionOptions{DedupeBufferBytes: opts.DedupeBufferBytes})
 	if err := s.load(); err != nil {
 		s.closeLogs()
 		s.pool.Close()
@@ -139,17 +182,23 @@ func (s *Store) topicFile(name string) string {
 	return filepath.Join(s.dir, name+topicFileSuffix)
 }
 
-func (s *Store) load() error {
+// dirScan is what a listing of the log.dir finds: the topics' config
+// files, the partition directories and the directories renamed for
+// deletion.
+type dirScan struct {
+	clean   bool // the clean-shutdown marker
+	files   map[string]topicFile
+	dirs    map[string][]int32
+	deleted []string
+}
+
+func (s *Store) scan() (dirScan, error) {
+	sc := dirScan{files: make(map[string]topicFile), dirs: make(map[string][]int32)}
 	names, err := s.fs.List(s.dir)
 	if err != nil {
-		return err
+		return sc, err
 	}
-	clean := slices.Contains(names, layout.CleanShutdownFile)
-	if s.ckpt, err = loadCheckpoints(s.fs, s.dir, clean); err != nil {
-		return err
-	}
-	files := make(map[string]topicFile)
-	dirs := make(map[string][]int32)
+	sc.clean = slices.Contains(names, layout.CleanShutdownFile)
 	for _, n := range names {
 		switch {
 		case strings.HasSuffix(n, topicFileSuffix):
@@ -159,32 +208,57 @@ func (s *Store) load() error {
 			}
 			data, err := vfs.ReadFileLimit(s.fs, filepath.Join(s.dir, n), 64<<10)
 			if err != nil {
-				return err
+				if s.readOnly && errors.Is(err, fs.ErrNotExist) {
+					continue // a writer removed it since the listing
+				}
+				return sc, err
 			}
 			f, err := parseTopicFile(filepath.Join(s.dir, n), data)
 			if err != nil {
-				return err
+				return sc, err
 			}
-			files[t] = f
+			sc.files[t] = f
 		case isDeleteDir(n):
-			s.removeInBackground(n)
+			sc.deleted = append(sc.deleted, n)
 		default:
 			if t, p, ok := parsePartitionDir(n); ok {
 				if st, err := s.fs.Stat(filepath.Join(s.dir, n)); err == nil && st.IsDir() {
-					dirs[t] = append(dirs[t], p)
+					sc.dirs[t] = append(sc.dirs[t], p)
 				}
 			}
 		}
+	}
+	return sc, nil
+}
+
+// adopted is the config of a topic whose partition directories have no
+// config file (a broker's log.dir): Kafka's defaults.
+func adopted(t string, parts []int32) topicFile {
+	f := topicFile{state: stateReady, partitions: int(slices.Max(parts)) + 1, config: DefaultTopicConfig()}
+	if t == OffsetsTopic {
+		f.config = offsetsTopicConfig()
+	}
+	return f
+}
+
+func (s *Store) load() error {
+	sc, err := s.scan()
+	if err != nil {
+		return err
+	}
+	clean, files, dirs := sc.clean, sc.files, sc.dirs
+	for _, n := range sc.deleted {
+		s.removeInBackground(n)
+	}
+	if s.ckpt, err = loadCheckpoints(s.fs, s.dir, clean); err != nil {
+		return err
 	}
 	// Directories with no config file: a broker's topic, adopted.
 	for t, ps := range dirs {
 		if _, ok := files[t]; ok {
 			continue
 		}
-		f := topicFile{state: stateReady, partitions: int(slices.Max(ps)) + 1, config: DefaultTopicConfig()}
-		if t == OffsetsTopic {
-			f.config = offsetsTopicConfig()
-		}
+		f := adopted(t, ps)
 		if err := vfs.WriteFileAtomic(s.fs, s.topicFile(t), f.format()); err != nil {
 			return err
 		}
@@ -213,12 +287,8 @@ func (s *Store) load() error {
 		}
 		tp := &topic{name: t, cfg: f.config}
 		s.topics[t] = tp
-		for p := 0; p < f.partitions; p++ {
-			l, err := s.openPartition(t, int32(p), f.config)
-			if err != nil {
-				return err
-			}
-			tp.parts = append(tp.parts, l)
+		if err := s.newPartitions(tp, 0, f.partitions); err != nil {
+			return err
 		}
 	}
 	if _, ok := s.topics[OffsetsTopic]; !ok {
@@ -267,36 +337,17 @@ func (s *Store) load() error {
 	return nil
 }
 
-// offsetsTopicConfig is the internal topic's config. Kafka compacts
-// __consumer_offsets; until seglog's compaction lands (issue 12) it keeps
-// every commit (retention.ms=-1), and switching it to cleanup.policy=compact
-// is a change of this config (and of the topic file) alone: the records
-// are already Kafka's keyed offset-commit records with tombstones.
+// offsetsTopicConfig is the internal topic's config, Kafka's: compacted
+// (the last commit of each group, topic and partition survives, and a
+// deleted group's tombstones go after delete.retention.ms), 100 MiB
+// segments, and every commit durable before it is acknowledged.
 func offsetsTopicConfig() TopicConfig {
 	c := DefaultTopicConfig()
+	c.CleanupPolicy = cleaner.Compact
 	c.RetentionMs = -1
 	c.SegmentBytes = 100 << 20 // offsets.topic.segment.bytes
 	c.FlushMessages = 1        // a commit is acknowledged once durable
 	return c
-}
-
-func (s *Store) openPartition(t string, p int32, cfg TopicConfig) (*seglog.Log, error) {
-	o := cfg.logOptions()
-	o.FS = s.fs
-	o.Logger = s.logger
-	o.Now = s.opts.Now
-	o.Checkpoints = partitionCheckpoints{d: s.ckpt, k: tp{t, p}}
-	o.FlushPool = s.pool
-	o.LockHeld = true // the store holds the log.dir's
-	l, err := seglog.Open(filepath.Join(s.dir, partitionDir(t, p)), o)
-	if err != nil {
-		return nil, fmt.Errorf("store: partition %s-%d: %w", t, p, err)
-	}
-	if err := s.clean.Add(cleaner.Wrap(l), cfg.policy()); err != nil {
-		l.Close()
-		return nil, err
-	}
-	return l, nil
 }
 
 // renameForDelete renames partition directories to Kafka's
@@ -340,14 +391,33 @@ func (s *Store) finishDelete(t string, parts []int32) error {
 	return s.fs.SyncDir(s.dir)
 }
 
-// removeInBackground removes a directory renamed for deletion: its files,
-// then itself. A failure is logged; the next Open tries again.
+// removeInBackground queues a directory renamed for deletion for removal:
+// its files, then itself, by one background goroutine however many
+// directories wait. A failure is logged; the next Open tries again.
 func (s *Store) removeInBackground(name string) {
+	s.removeMu.Lock()
+	defer s.removeMu.Unlock()
+	s.removals = append(s.removals, name)
+	if s.removing {
+		return
+	}
+	s.removing = true
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		if err := removeDir(s.fs, filepath.Join(s.dir, name)); err != nil {
-			s.logger.Warn("store: removing a deleted partition failed", "dir", name, "err", err)
+		for {
+			s.removeMu.Lock()
+			if len(s.removals) == 0 {
+				s.removing = false
+				s.removeMu.Unlock()
+				return
+			}
+			name := s.removals[0]
+			s.removals = s.removals[1:]
+			s.removeMu.Unlock()
+			if err := removeDir(s.fs, filepath.Join(s.dir, name)); err != nil {
+				s.logger.Warn("store: removing a deleted partition failed", "dir", name, "err", err)
+			}
 		}
 	}()
 }
@@ -369,21 +439,26 @@ func removeDir(fsys vfs.FS, dir string) error {
 }
 
 // Start runs the retention cleaner in the background until Close.
-func (s *Store) Start(ctx context.Context) error { return s.clean.Start(ctx) }
+func (s *Store) Start(ctx context.Context) error {
+	if s.readOnly {
+		return s.errReadOnly("start the cleaner")
+	}
+	return s.clean.Start(ctx)
+}
 
 // RunRetention runs one retention round over every partition of every
 // topic, now.
-func (s *Store) RunRetention(ctx context.Context) error { return s.clean.RunOnce(ctx) }
+func (s *Store) RunRetention(ctx context.Context) error {
+	if s.readOnly {
+		return s.errReadOnly("run retention")
+	}
+	return s.clean.RunOnce(ctx)
+}
 
 func (s *Store) closeLogs() error {
 	var errs []error
 	for _, t := range s.topics {
-		for _, l := range t.parts {
-			s.clean.Remove(cleaner.Wrap(l))
-			if err := l.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
+		errs = append(errs, s.shutPartitions(t.parts, ErrClosed))
 	}
 	return errors.Join(errs...)
 }
@@ -400,12 +475,61 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	if s.readOnly {
+		return s.closeLogs()
+	}
 	s.clean.Stop()
+	s.recoverRest()
 	err := s.closeLogs()
+	if err == nil {
+		err = s.ckpt.flush()
+	}
 	s.pool.Close()
 	s.bg.Wait()
 	if err == nil {
-		err = vfs.WriteFileAtomic(s.fs, filepath.Join(s.dir, layout.CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`))
+		if n := s.unrecovered(); n > 0 {
+			// The marker would make the next Open trust them.
+			s.logger.Warn("store: partitions not recovered since a crash (never opened in this session); the next Open recovers them", "partitions", n)
+		} else {
+			err = vfs.WriteFileAtomic(s.fs, filepath.Join(s.dir, layout.CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`))
+		}
 	}
 	return errors.Join(err, s.lock.Close())
+}
+
+// recoverRest opens, so recovers, every partition a crash left that this
+// session never used, so that the clean-shutdown marker can vouch for all
+// of them (Kafka recovers every log at startup; the store does it lazily,
+// and the rest at Close). Only after a crash, so a clean session's Close
+// opens nothing. A partition that fails to open is logged and keeps the
+// marker from being written.
+func (s *Store) recoverRest() {
+	if s.ckpt.clean {
+		return
+	}
+	for _, t := range s.topics {
+		for _, p := range t.parts {
+			if p.recovered() {
+				continue
+			}
+			if err := p.with(func(*seglog.Log) error { return nil }); err != nil {
+				s.logger.Warn("store: recovering a partition at Close failed", "dir", p.dir(), "err", err)
+			}
+		}
+	}
+}
+
+// unrecovered counts the partitions the clean-shutdown marker must not
+// vouch for: opened lazily, a partition left by a crash is recovered only
+// when first used, and one whose close failed is in doubt.
+func (s *Store) unrecovered() int {
+	n := 0
+	for _, t := range s.topics {
+		for _, p := range t.parts {
+			if !p.recovered() {
+				n++
+			}
+		}
+	}
+	return n
 }

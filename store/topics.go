@@ -2,10 +2,11 @@ package store
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/seglog/seglog"
-	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -13,6 +14,9 @@ import (
 // in state creating first and in state ready last, so a crash in between
 // leaves a topic that the next Open removes: no topic half exists.
 func (s *Store) CreateTopic(name string, n int, cfg TopicConfig) error {
+	if s.readOnly {
+		return s.errReadOnly("create a topic")
+	}
 	if err := ValidateTopic(name); err != nil {
 		return err
 	}
@@ -48,10 +52,7 @@ func (s *Store) createTopic(name string, n int, cfg TopicConfig) error {
 	}
 	t := &topic{name: name, cfg: cfg}
 	fail := func(err error) error {
-		for _, l := range t.parts {
-			s.clean.Remove(cleaner.Wrap(l))
-			l.Close()
-		}
+		s.shutPartitions(t.parts, fmt.Errorf("%w: %s", ErrUnknownTopic, name))
 		parts := make([]int32, n)
 		for i := range parts {
 			parts[i] = int32(i)
@@ -61,12 +62,15 @@ func (s *Store) createTopic(name string, n int, cfg TopicConfig) error {
 		}
 		return err
 	}
+	// An empty directory is an empty partition: its Log opens on first
+	// use, so creating many partitions opens no file.
 	for p := 0; p < n; p++ {
-		l, err := s.openPartition(name, int32(p), cfg)
-		if err != nil {
+		if err := s.fs.MkdirAll(filepath.Join(s.dir, partitionDir(name, int32(p)))); err != nil {
 			return fail(err)
 		}
-		t.parts = append(t.parts, l)
+	}
+	if err := s.newPartitions(t, 0, n); err != nil {
+		return fail(err)
 	}
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		return fail(err)
@@ -84,6 +88,9 @@ func (s *Store) createTopic(name string, n int, cfg TopicConfig) error {
 // topic-N.<uuid>-delete and removed in the background, and the file goes.
 // Groups' committed offsets for it are tombstoned.
 func (s *Store) DeleteTopic(name string) error {
+	if s.readOnly {
+		return s.errReadOnly("delete a topic")
+	}
 	if name == OffsetsTopic {
 		return fmt.Errorf("%w: %s", ErrInternalTopic, name)
 	}
@@ -102,12 +109,11 @@ func (s *Store) DeleteTopic(name string) error {
 	}
 	delete(s.topics, name)
 	parts := make([]int32, len(t.parts))
-	for i, l := range t.parts {
+	for i := range t.parts {
 		parts[i] = int32(i)
-		s.clean.Remove(cleaner.Wrap(l))
-		if err := l.Close(); err != nil {
-			s.logger.Warn("store: closing a deleted partition", "dir", l.Dir(), "err", err)
-		}
+	}
+	if err := s.shutPartitions(t.parts, fmt.Errorf("%w: %s (deleted)", ErrUnknownTopic, name)); err != nil {
+		s.logger.Warn("store: closing a deleted partition", "topic", name, "err", err)
 	}
 	if err := s.finishDelete(name, parts); err != nil {
 		return err
@@ -120,6 +126,9 @@ func (s *Store) DeleteTopic(name string) error {
 // leaves directories the next Open removes (they were never written to).
 // As in Kafka, keys move: a key's partition is its hash mod the count.
 func (s *Store) AddPartitions(name string, n int) error {
+	if s.readOnly {
+		return s.errReadOnly("add partitions")
+	}
 	if err := validatePartitions(n); err != nil {
 		return err
 	}
@@ -138,17 +147,10 @@ func (s *Store) AddPartitions(name string, n int) error {
 	if n <= len(t.parts) {
 		return fmt.Errorf("%w: %s has %d partitions; the count can only grow", ErrInvalidPartitions, name, len(t.parts))
 	}
-	var added []*seglog.Log
 	for p := len(t.parts); p < n; p++ {
-		l, err := s.openPartition(name, int32(p), t.cfg)
-		if err != nil {
-			for _, l := range added {
-				s.clean.Remove(cleaner.Wrap(l))
-				l.Close()
-			}
+		if err := s.fs.MkdirAll(filepath.Join(s.dir, partitionDir(name, int32(p)))); err != nil {
 			return err
 		}
-		added = append(added, l)
 	}
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		return err
@@ -157,8 +159,7 @@ func (s *Store) AddPartitions(name string, n int) error {
 	if err := vfs.WriteFileAtomic(s.fs, s.topicFile(name), f.format()); err != nil {
 		return err
 	}
-	t.parts = append(t.parts, added...)
-	return nil
+	return s.newPartitions(t, len(t.parts), n)
 }
 
 // Topics lists the user topics, sorted (the internal offsets topic is
@@ -205,13 +206,17 @@ func (s *Store) DescribeTopic(name string) (TopicInfo, error) {
 		return TopicInfo{}, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
 	info := TopicInfo{Name: name, Config: t.cfg}
-	for i, l := range t.parts {
-		pi := PartitionInfo{Partition: int32(i), StartOffset: l.StartOffset(), EndOffset: l.EndOffset(),
-			Size: l.Size(), Segments: l.NumSegments(), Lag: make(map[string]int64)}
-		for g, off := range s.groups.committedFor(name, int32(i)) {
-			pi.Lag[g] = lag(pi.StartOffset, pi.EndOffset, off)
+	for i, p := range t.parts {
+		pi, err := p.peek()
+		if err != nil {
+			return TopicInfo{}, err
 		}
-		info.Partitions = append(info.Partitions, pi)
+		row := PartitionInfo{Partition: int32(i), StartOffset: pi.start, EndOffset: pi.end,
+			Size: pi.size, Segments: pi.segments, Lag: make(map[string]int64)}
+		for g, off := range s.groups.committedFor(name, int32(i)) {
+			row.Lag[g] = lag(row.StartOffset, row.EndOffset, off)
+		}
+		info.Partitions = append(info.Partitions, row)
 	}
 	return info, nil
 }
@@ -228,15 +233,57 @@ func (s *Store) Partitions(name string) (int, error) {
 }
 
 // Log returns a partition's Log for reading (Records, Read, Follow,
-// OffsetForTime). It stays valid until the topic is deleted or the store
-// closed; do not Close it.
+// OffsetForTime). It stays open and valid until the topic is deleted or
+// the store closed (in a read-only store: until a Refresh finds the topic
+// deleted); do not Close it. Such a Log is never closed by the budget of
+// open Logs (Options.MaxOpenLogs): callers that visit many partitions use
+// AcquireLog instead.
 func (s *Store) Log(name string, partition int32) (*seglog.Log, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.logLocked(name, partition)
+	p, err := s.partLocked(name, partition)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.forever = true
+	p.mu.Unlock()
+	l, err := p.acquire()
+	if err != nil {
+		return nil, err
+	}
+	p.release() // forever keeps it open
+	return l, nil
 }
 
-func (s *Store) logLocked(name string, partition int32) (*seglog.Log, error) {
+// AcquireLog returns a partition's Log, opened if it was closed, and a
+// release function. Until release is called the Log stays open; after,
+// the store may close it when more than Options.MaxOpenLogs are open (a
+// later AcquireLog reopens it). Do not Close the Log, nor use it after
+// release. release may be called more than once.
+func (s *Store) AcquireLog(name string, partition int32) (*seglog.Log, func(), error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, err := s.partLocked(name, partition)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := p.acquire()
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	return l, func() { once.Do(p.release) }, nil
+}
+
+// part returns a partition.
+func (s *Store) part(name string, partition int32) (*partition, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.partLocked(name, partition)
+}
+
+func (s *Store) partLocked(name string, partition int32) (*partition, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}

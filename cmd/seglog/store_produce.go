@@ -167,7 +167,7 @@ func consumeTopic(cmd *cobra.Command, dir, topic, group string, fromBeginning, f
 		}
 		pos := make([]int64, n)
 		for p := range int32(n) {
-			l, err := s.Log(topic, p)
+			l, release, err := s.AcquireLog(topic, p)
 			if err != nil {
 				return err
 			}
@@ -175,6 +175,7 @@ func consumeTopic(cmd *cobra.Command, dir, topic, group string, fromBeginning, f
 			if fromBeginning {
 				pos[p] = l.StartOffset()
 			}
+			release() // a topic of many partitions stays within the store's budget of open Logs
 			if group != "" {
 				ps, err := s.Position(group, topic, p, reset)
 				if err != nil {
@@ -204,13 +205,14 @@ func consumeTopic(cmd *cobra.Command, dir, topic, group string, fromBeginning, f
 				if limit >= 0 && printed >= limit {
 					return nil
 				}
-				l, err := s.Log(topic, p)
+				l, release, err := s.AcquireLog(topic, p)
 				if err != nil {
 					return err
 				}
 				moved := false
 				for r, err := range l.Records(pos[p]) {
 					if err != nil {
+						release()
 						return err
 					}
 					if limit >= 0 && printed >= limit {
@@ -226,6 +228,7 @@ func consumeTopic(cmd *cobra.Command, dir, topic, group string, fromBeginning, f
 					pos[p] = r.Offset + 1
 					moved = true
 				}
+				release()
 				if err := out.Flush(); err != nil {
 					return err
 				}
