@@ -224,6 +224,15 @@ func (c *TopicConfig) SetAll(kvs []string) error {
 
 // Validate checks the combination.
 func (c TopicConfig) Validate() error {
+	// Every value must be one Set accepts: the topic's config file is read
+	// back through Set when the store reopens, and a value it refuses
+	// there would make the whole store fail to open.
+	for _, k := range configKeys {
+		var probe TopicConfig
+		if err := probe.Set(k, c.Get(k)); err != nil {
+			return err
+		}
+	}
 	if int64(c.MaxMessageBytes) > c.SegmentBytes {
 		return fmt.Errorf("%w: max.message.bytes %d exceeds segment.bytes %d", ErrInvalidConfig, c.MaxMessageBytes-12, c.SegmentBytes)
 	}

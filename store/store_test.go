@@ -183,3 +183,27 @@ func TestDeleteAndAddPartitions(t *testing.T) {
 		t.Errorf("recreated topic holds %d records", info.Partitions[0].EndOffset)
 	}
 }
+
+// TestCreateTopicRefusesUnreadableConfig: a config that its own file could
+// not be read back from (a zero TopicConfig has segment.bytes 0) is
+// refused at create, with nothing on disk, instead of making the next
+// open of the whole store fail.
+func TestCreateTopicRefusesUnreadableConfig(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	s := openStore(t, fs, clock)
+	if err := s.CreateTopic("zero", 1, TopicConfig{}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("CreateTopic with a zero config: %v, want ErrInvalidConfig", err)
+	}
+	c := DefaultTopicConfig()
+	c.SegmentIndexBytes = 3
+	if err := s.CreateTopic("tiny-index", 1, c); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("CreateTopic with segment.index.bytes 3: %v, want ErrInvalidConfig", err)
+	}
+	mustf(t, s.CreateTopic("ok", 1, DefaultTopicConfig()), "create with defaults")
+	mustf(t, s.Close(), "close")
+	s = openStore(t, fs, clock)
+	defer s.Close()
+	if got := s.Topics(); !slices.Equal(got, []string{"ok"}) {
+		t.Fatalf("topics after reopen %q, want [ok]", got)
+	}
+}
