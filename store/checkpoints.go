@@ -14,8 +14,9 @@ import (
 )
 
 // CleanerOffsetFile is Kafka's log.dir-level checkpoint of how far the
-// compaction cleaner has cleaned each partition. The store keeps it (as a
-// broker would find it) but nothing advances it until compaction runs.
+// compaction cleaner has cleaned each compacted partition: the store's
+// cleaner writes it through each Log's Checkpointer, one line per
+// partition, as a broker does.
 const CleanerOffsetFile = "cleaner-offset-checkpoint"
 
 // checkpointFiles are the log.dir-level checkpoints, one line per

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +23,8 @@ var ErrInvalidConfig = errors.New("store: invalid topic config")
 // configs. Start from DefaultTopicConfig: the zero value is not Kafka's
 // default.
 type TopicConfig struct {
-	// CleanupPolicy is cleanup.policy. Compaction is not run by this
-	// version (see docs/store.md); a compact topic keeps everything.
+	// CleanupPolicy is cleanup.policy: delete (retention), compact (the
+	// store's cleaner compacts the partitions) or both.
 	CleanupPolicy cleaner.CleanupPolicy
 	// RetentionMs is retention.ms; -1 keeps records forever.
 	RetentionMs int64
@@ -45,6 +46,18 @@ type TopicConfig struct {
 	// SegmentIndexBytes is segment.index.bytes: the preallocated size of
 	// each index file.
 	SegmentIndexBytes int
+	// DeleteRetentionMs is delete.retention.ms: how long a compacted
+	// topic keeps tombstones after the round that first copies them.
+	DeleteRetentionMs int64
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio: a compact
+	// partition is compacted once its dirty bytes exceed this share.
+	MinCleanableDirtyRatio float64
+	// MinCompactionLagMs is min.compaction.lag.ms: records younger than
+	// this are not compacted.
+	MinCompactionLagMs int64
+	// MaxCompactionLagMs is max.compaction.lag.ms: a dirty segment older
+	// than this is compacted whatever the ratio.
+	MaxCompactionLagMs int64
 }
 
 // DefaultTopicConfig returns Kafka's defaults.
@@ -58,12 +71,18 @@ func DefaultTopicConfig() TopicConfig {
 		Compression:       record.None,
 		MaxMessageBytes:   defaults.MaxBatchBytes,
 		SegmentIndexBytes: defaults.MaxIndexBytes,
+
+		DeleteRetentionMs:      p.DeleteRetention.Milliseconds(),
+		MinCleanableDirtyRatio: p.MinCleanableDirtyRatio,
+		MinCompactionLagMs:     p.MinCompactionLag.Milliseconds(),
+		MaxCompactionLagMs:     math.MaxInt64,
 	}
 }
 
 // configKeys are the keys Set accepts, in the order Format writes them.
 var configKeys = []string{"cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes",
-	"flush.messages", "flush.ms", "compression.type", "max.message.bytes", "segment.index.bytes"}
+	"flush.messages", "flush.ms", "compression.type", "max.message.bytes", "segment.index.bytes",
+	"delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "max.compaction.lag.ms"}
 
 // Set changes one config by its Kafka name.
 func (c *TopicConfig) Set(key, value string) error {
@@ -161,6 +180,28 @@ func (c *TopicConfig) Set(key, value string) error {
 			return bad("must be 24..2147483647")
 		}
 		c.SegmentIndexBytes = int(n)
+	case "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms":
+		n, err := num()
+		if err != nil {
+			return err
+		}
+		if n < 0 || (n == 0 && key == "max.compaction.lag.ms") {
+			return bad("must not be negative (max.compaction.lag.ms: positive)")
+		}
+		switch key {
+		case "delete.retention.ms":
+			c.DeleteRetentionMs = n
+		case "min.compaction.lag.ms":
+			c.MinCompactionLagMs = n
+		default:
+			c.MaxCompactionLagMs = n
+		}
+	case "min.cleanable.dirty.ratio":
+		f, err := strconv.ParseFloat(value, 64)
+		if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+			return bad("must be a number in [0, 1]")
+		}
+		c.MinCleanableDirtyRatio = f
 	default:
 		return fmt.Errorf("%w: unknown config %q (known: %s)", ErrInvalidConfig, key, strings.Join(configKeys, ", "))
 	}
@@ -185,6 +226,9 @@ func (c *TopicConfig) SetAll(kvs []string) error {
 func (c TopicConfig) Validate() error {
 	if int64(c.MaxMessageBytes) > c.SegmentBytes {
 		return fmt.Errorf("%w: max.message.bytes %d exceeds segment.bytes %d", ErrInvalidConfig, c.MaxMessageBytes-12, c.SegmentBytes)
+	}
+	if err := c.policy().Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }
@@ -216,6 +260,14 @@ func (c TopicConfig) Get(key string) string {
 		return strconv.Itoa(c.MaxMessageBytes - 12)
 	case "segment.index.bytes":
 		return strconv.Itoa(c.SegmentIndexBytes)
+	case "delete.retention.ms":
+		return strconv.FormatInt(c.DeleteRetentionMs, 10)
+	case "min.cleanable.dirty.ratio":
+		return strconv.FormatFloat(c.MinCleanableDirtyRatio, 'g', -1, 64)
+	case "min.compaction.lag.ms":
+		return strconv.FormatInt(c.MinCompactionLagMs, 10)
+	case "max.compaction.lag.ms":
+		return strconv.FormatInt(c.MaxCompactionLagMs, 10)
 	}
 	return ""
 }
@@ -241,9 +293,8 @@ func (c TopicConfig) logOptions() seglog.Options {
 	return o
 }
 
-// policy is the cleaner policy of the topic's partitions. Compaction is
-// not run yet (issue 12): a compact topic is kept whole, and a
-// compact,delete topic gets its time and size retention.
+// policy is the cleaner policy of the topic's partitions: retention for
+// delete, compaction rounds for compact, both for compact,delete.
 func (c TopicConfig) policy() cleaner.Policy {
 	p := cleaner.DefaultPolicy()
 	p.CleanupPolicy = c.CleanupPolicy
@@ -252,7 +303,20 @@ func (c TopicConfig) policy() cleaner.Policy {
 		p.Retention = cleaner.Forever
 	}
 	p.RetentionBytes = c.RetentionBytes
+	p.DeleteRetention = msDuration(c.DeleteRetentionMs)
+	p.MinCleanableDirtyRatio = c.MinCleanableDirtyRatio
+	p.MinCompactionLag = msDuration(c.MinCompactionLagMs)
+	p.MaxCompactionLag = msDuration(c.MaxCompactionLagMs)
 	return p
+}
+
+// msDuration converts a Kafka millisecond config, saturating: Kafka's
+// Long.MAX_VALUE ms ("never") does not fit a time.Duration.
+func msDuration(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // topicFileSuffix names a topic's config file in the log.dir:

@@ -26,6 +26,9 @@ type Committed struct {
 type groupTable struct {
 	mu sync.Mutex
 	m  map[string]map[tp]Committed
+	// next is, per offsets partition, the offset after the last record
+	// replayed: a read-only store's Refresh replays from there.
+	next []int64
 }
 
 func (g *groupTable) init() { g.m = make(map[string]map[tp]Committed) }
@@ -72,29 +75,40 @@ func encodeCommit(group string, k tp, c *Committed) record.Record {
 func (g *groupTable) rebuild(t *topic) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, l := range t.parts {
-		for r, err := range l.Records(l.StartOffset()) {
-			if err != nil {
-				return fmt.Errorf("store: reading %s: %w", l.Dir(), err)
-			}
-			var key kmsg.OffsetCommitKey
-			if len(r.Key) < 2 || (r.Key[0] != 0 || r.Key[1] > 1) {
-				continue
-			}
-			if err := key.ReadFrom(r.Key); err != nil {
-				return fmt.Errorf("store: %s offset %d: bad offset-commit key: %w", l.Dir(), r.Offset, err)
-			}
-			k := tp{key.Topic, key.Partition}
-			if r.Value == nil {
-				g.deleteLocked(key.Group, k)
-				continue
-			}
-			var v kmsg.OffsetCommitValue
-			if err := v.ReadFrom(r.Value); err != nil {
-				return fmt.Errorf("store: %s offset %d: bad offset-commit value: %w", l.Dir(), r.Offset, err)
-			}
-			g.setLocked(key.Group, k, Committed{Offset: v.Offset, Timestamp: v.CommitTimestamp})
+	g.next = make([]int64, len(t.parts))
+	for p, l := range t.parts {
+		if err := g.replayLocked(l, p); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// replayLocked applies the records of offsets partition p from where the
+// last replay stopped.
+func (g *groupTable) replayLocked(l *seglog.Log, p int) error {
+	for r, err := range l.Records(max(g.next[p], l.StartOffset())) {
+		if err != nil {
+			return fmt.Errorf("store: reading %s: %w", l.Dir(), err)
+		}
+		g.next[p] = r.Offset + 1
+		var key kmsg.OffsetCommitKey
+		if len(r.Key) < 2 || (r.Key[0] != 0 || r.Key[1] > 1) {
+			continue
+		}
+		if err := key.ReadFrom(r.Key); err != nil {
+			return fmt.Errorf("store: %s offset %d: bad offset-commit key: %w", l.Dir(), r.Offset, err)
+		}
+		k := tp{key.Topic, key.Partition}
+		if r.Value == nil {
+			g.deleteLocked(key.Group, k)
+			continue
+		}
+		var v kmsg.OffsetCommitValue
+		if err := v.ReadFrom(r.Value); err != nil {
+			return fmt.Errorf("store: %s offset %d: bad offset-commit value: %w", l.Dir(), r.Offset, err)
+		}
+		g.setLocked(key.Group, k, Committed{Offset: v.Offset, Timestamp: v.CommitTimestamp})
 	}
 	return nil
 }
@@ -158,6 +172,9 @@ func (s *Store) writeCommitsLocked(group string, keys []tp, vals []*Committed) e
 // each committed offset is made durable, so that after a power loss no
 // group has committed past what the partition still holds.
 func (s *Store) Commit(group, topic string, offsets map[int32]int64) error {
+	if s.readOnly {
+		return s.errReadOnly("commit offsets")
+	}
 	if group == "" {
 		return ErrInvalidGroup
 	}
@@ -221,6 +238,9 @@ func (s *Store) Groups() []string {
 
 // DeleteGroup removes a group's committed offsets by writing tombstones.
 func (s *Store) DeleteGroup(group string) error {
+	if s.readOnly {
+		return s.errReadOnly("delete a group")
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	s.groups.mu.Lock()

@@ -22,6 +22,9 @@ type Produced struct {
 // in order. When a partition's append fails, the records before it in
 // other partitions may have been stored; the error names the partition.
 func (s *Store) Produce(name string, recs ...record.Record) ([]Produced, error) {
+	if s.readOnly {
+		return nil, s.errReadOnly("produce")
+	}
 	if name == OffsetsTopic {
 		return nil, fmt.Errorf("%w: %s", ErrInternalTopic, name)
 	}
@@ -87,6 +90,9 @@ func (s *Store) Produce(name string, recs ...record.Record) ([]Produced, error) 
 // ProduceTo appends records to one partition, as a producer with its own
 // partitioner would.
 func (s *Store) ProduceTo(name string, partition int32, recs ...record.Record) (seglog.AppendInfo, error) {
+	if s.readOnly {
+		return seglog.AppendInfo{}, s.errReadOnly("produce")
+	}
 	if name == OffsetsTopic {
 		return seglog.AppendInfo{}, fmt.Errorf("%w: %s", ErrInternalTopic, name)
 	}

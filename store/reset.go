@@ -40,6 +40,9 @@ type Reset struct {
 // (all of them when none are named) and returns the new offsets. Like
 // Kafka's tool, it writes commits: the group reads from there next.
 func (s *Store) ResetOffsets(group, topic string, r Reset, partitions ...int32) (map[int32]int64, error) {
+	if s.readOnly {
+		return nil, s.errReadOnly("reset offsets")
+	}
 	if group == "" {
 		return nil, ErrInvalidGroup
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/compaction"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -43,14 +44,28 @@ type Options struct {
 	// Clock is the cleaner's clock (default the wall clock); tests pass a
 	// fake one and call RunRetention.
 	Clock cleaner.Clock
-	// CleanerWorkers bounds the retention passes run at once (default 1).
+	// CleanerWorkers bounds the retention and compaction passes run at
+	// once (default 1).
 	CleanerWorkers int
+	// DedupeBufferBytes is log.cleaner.dedupe.buffer.size: the memory of
+	// the compaction offset maps, shared by the cleaner's workers and
+	// allocated on the first compaction round (default Kafka's 128 MiB).
+	DedupeBufferBytes int
 	// FlushWorkers is how many goroutines flush all partitions in the
 	// background (default 2): partitions share them instead of running a
 	// flusher goroutine each.
 	FlushWorkers int
 	// Logger receives recovery and maintenance messages.
 	Logger *slog.Logger
+	// ReadOnly opens an existing store without writing anything: no lock
+	// is taken, no directory, checkpoint, marker or config file is
+	// created, renamed or removed, and every partition is a read-only
+	// seglog.Log (seglog.Options.ReadOnly). It needs only read permission
+	// and works beside a live writer, in this process or another; Refresh
+	// picks up what the writer did since. Methods that would write return
+	// an error wrapping ErrReadOnly. A topic being created or deleted is
+	// not shown; the offsets topic missing means no group has committed.
+	ReadOnly bool
 }
 
 // Store is a Kafka log.dir of topics and the consumer groups' offsets. Its
@@ -74,6 +89,8 @@ type Store struct {
 	groups groupTable
 	sticky stickyTable
 	bg     sync.WaitGroup
+
+	readOnly bool
 }
 
 type topic struct {
@@ -105,6 +122,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.ReadOnly {
+		return openReadOnly(dir, opts)
+	}
 	fsys := opts.FS
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, err
@@ -123,6 +143,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s.pool = seglog.NewFlushPool(opts.FlushWorkers, 0)
 	s.clean = cleaner.New(cleaner.Options{Workers: opts.CleanerWorkers, Clock: opts.Clock, Logger: opts.Logger})
+	s.clean.SetCompaction(cleaner.CompactionOptions{DedupeBufferBytes: opts.DedupeBufferBytes})
 	if err := s.load(); err != nil {
 		s.closeLogs()
 		s.pool.Close()
@@ -139,17 +160,23 @@ func (s *Store) topicFile(name string) string {
 	return filepath.Join(s.dir, name+topicFileSuffix)
 }
 
-func (s *Store) load() error {
+// dirScan is what a listing of the log.dir finds: the topics' config
+// files, the partition directories and the directories renamed for
+// deletion.
+type dirScan struct {
+	clean   bool // the clean-shutdown marker
+	files   map[string]topicFile
+	dirs    map[string][]int32
+	deleted []string
+}
+
+func (s *Store) scan() (dirScan, error) {
+	sc := dirScan{files: make(map[string]topicFile), dirs: make(map[string][]int32)}
 	names, err := s.fs.List(s.dir)
 	if err != nil {
-		return err
+		return sc, err
 	}
-	clean := slices.Contains(names, layout.CleanShutdownFile)
-	if s.ckpt, err = loadCheckpoints(s.fs, s.dir, clean); err != nil {
-		return err
-	}
-	files := make(map[string]topicFile)
-	dirs := make(map[string][]int32)
+	sc.clean = slices.Contains(names, layout.CleanShutdownFile)
 	for _, n := range names {
 		switch {
 		case strings.HasSuffix(n, topicFileSuffix):
@@ -159,32 +186,57 @@ func (s *Store) load() error {
 			}
 			data, err := vfs.ReadFileLimit(s.fs, filepath.Join(s.dir, n), 64<<10)
 			if err != nil {
-				return err
+				if s.readOnly && errors.Is(err, fs.ErrNotExist) {
+					continue // a writer removed it since the listing
+				}
+				return sc, err
 			}
 			f, err := parseTopicFile(filepath.Join(s.dir, n), data)
 			if err != nil {
-				return err
+				return sc, err
 			}
-			files[t] = f
+			sc.files[t] = f
 		case isDeleteDir(n):
-			s.removeInBackground(n)
+			sc.deleted = append(sc.deleted, n)
 		default:
 			if t, p, ok := parsePartitionDir(n); ok {
 				if st, err := s.fs.Stat(filepath.Join(s.dir, n)); err == nil && st.IsDir() {
-					dirs[t] = append(dirs[t], p)
+					sc.dirs[t] = append(sc.dirs[t], p)
 				}
 			}
 		}
+	}
+	return sc, nil
+}
+
+// adopted is the config of a topic whose partition directories have no
+// config file (a broker's log.dir): Kafka's defaults.
+func adopted(t string, parts []int32) topicFile {
+	f := topicFile{state: stateReady, partitions: int(slices.Max(parts)) + 1, config: DefaultTopicConfig()}
+	if t == OffsetsTopic {
+		f.config = offsetsTopicConfig()
+	}
+	return f
+}
+
+func (s *Store) load() error {
+	sc, err := s.scan()
+	if err != nil {
+		return err
+	}
+	clean, files, dirs := sc.clean, sc.files, sc.dirs
+	for _, n := range sc.deleted {
+		s.removeInBackground(n)
+	}
+	if s.ckpt, err = loadCheckpoints(s.fs, s.dir, clean); err != nil {
+		return err
 	}
 	// Directories with no config file: a broker's topic, adopted.
 	for t, ps := range dirs {
 		if _, ok := files[t]; ok {
 			continue
 		}
-		f := topicFile{state: stateReady, partitions: int(slices.Max(ps)) + 1, config: DefaultTopicConfig()}
-		if t == OffsetsTopic {
-			f.config = offsetsTopicConfig()
-		}
+		f := adopted(t, ps)
 		if err := vfs.WriteFileAtomic(s.fs, s.topicFile(t), f.format()); err != nil {
 			return err
 		}
@@ -267,17 +319,39 @@ func (s *Store) load() error {
 	return nil
 }
 
-// offsetsTopicConfig is the internal topic's config. Kafka compacts
-// __consumer_offsets; until seglog's compaction lands (issue 12) it keeps
-// every commit (retention.ms=-1), and switching it to cleanup.policy=compact
-// is a change of this config (and of the topic file) alone: the records
-// are already Kafka's keyed offset-commit records with tombstones.
+// offsetsTopicConfig is the internal topic's config, Kafka's: compacted
+// (the last commit of each group, topic and partition survives, and a
+// deleted group's tombstones go after delete.retention.ms), 100 MiB
+// segments, and every commit durable before it is acknowledged.
 func offsetsTopicConfig() TopicConfig {
 	c := DefaultTopicConfig()
+	c.CleanupPolicy = cleaner.Compact
 	c.RetentionMs = -1
 	c.SegmentBytes = 100 << 20 // offsets.topic.segment.bytes
 	c.FlushMessages = 1        // a commit is acknowledged once durable
 	return c
+}
+
+// compactable is a partition as the store's cleaner sees it: the Log's
+// own adapter, compacted into segments of the topic's segment.bytes (the
+// cleaner's setting is one for all logs). The cleaner-offset checkpoint
+// goes through the Log to the log.dir's file (Options.Checkpoints).
+type compactable struct {
+	cleaner.Compactable
+	segmentBytes int64
+}
+
+func (c compactable) Compact(m *compaction.OffsetMap, firstDirty, upper int64, o compaction.Options) (compaction.Result, error) {
+	o.SegmentBytes = c.segmentBytes
+	return c.Compactable.Compact(m, firstDirty, upper, o)
+}
+
+func cleanerLog(l *seglog.Log, cfg TopicConfig) cleaner.Log {
+	w := cleaner.Wrap(l)
+	if c, ok := w.(cleaner.Compactable); ok {
+		return compactable{c, cfg.SegmentBytes}
+	}
+	return w
 }
 
 func (s *Store) openPartition(t string, p int32, cfg TopicConfig) (*seglog.Log, error) {
@@ -292,7 +366,7 @@ func (s *Store) openPartition(t string, p int32, cfg TopicConfig) (*seglog.Log, 
 	if err != nil {
 		return nil, fmt.Errorf("store: partition %s-%d: %w", t, p, err)
 	}
-	if err := s.clean.Add(cleaner.Wrap(l), cfg.policy()); err != nil {
+	if err := s.clean.Add(cleanerLog(l, cfg), cfg.policy()); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -369,17 +443,29 @@ func removeDir(fsys vfs.FS, dir string) error {
 }
 
 // Start runs the retention cleaner in the background until Close.
-func (s *Store) Start(ctx context.Context) error { return s.clean.Start(ctx) }
+func (s *Store) Start(ctx context.Context) error {
+	if s.readOnly {
+		return s.errReadOnly("start the cleaner")
+	}
+	return s.clean.Start(ctx)
+}
 
 // RunRetention runs one retention round over every partition of every
 // topic, now.
-func (s *Store) RunRetention(ctx context.Context) error { return s.clean.RunOnce(ctx) }
+func (s *Store) RunRetention(ctx context.Context) error {
+	if s.readOnly {
+		return s.errReadOnly("run retention")
+	}
+	return s.clean.RunOnce(ctx)
+}
 
 func (s *Store) closeLogs() error {
 	var errs []error
 	for _, t := range s.topics {
 		for _, l := range t.parts {
-			s.clean.Remove(cleaner.Wrap(l))
+			if s.clean != nil {
+				s.clean.Remove(cleaner.Wrap(l))
+			}
 			if err := l.Close(); err != nil {
 				errs = append(errs, err)
 			}
@@ -400,6 +486,9 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	if s.readOnly {
+		return s.closeLogs()
+	}
 	s.clean.Stop()
 	err := s.closeLogs()
 	s.pool.Close()

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
@@ -107,7 +108,11 @@ func TestLogDirLayout(t *testing.T) {
 func TestTopicConfigFile(t *testing.T) {
 	c := DefaultTopicConfig()
 	mustf(t, c.SetAll([]string{"retention.ms=3600000", "cleanup.policy=compact,delete", "flush.messages=1",
-		"compression.type=zstd", "max.message.bytes=5000", "segment.bytes=100000", "retention.bytes=-1"}), "set")
+		"compression.type=zstd", "max.message.bytes=5000", "segment.bytes=100000", "retention.bytes=-1",
+		"delete.retention.ms=1000", "min.cleanable.dirty.ratio=0.25", "min.compaction.lag.ms=5", "max.compaction.lag.ms=60000"}), "set")
+	if p := c.policy(); p.DeleteRetention != time.Second || p.MinCleanableDirtyRatio != 0.25 || p.MinCompactionLag != 5*time.Millisecond || p.MaxCompactionLag != time.Minute {
+		t.Errorf("compaction policy %+v", p)
+	}
 	f := topicFile{state: stateReady, partitions: 7, config: c}
 	got, err := parseTopicFile("x", f.format())
 	mustf(t, err, "parse")
@@ -115,7 +120,9 @@ func TestTopicConfigFile(t *testing.T) {
 		t.Errorf("round trip: %+v, want %+v\n%s", got, f, f.format())
 	}
 	for _, bad := range [][]string{{"retention.ms=abc"}, {"nope=1"}, {"cleanup.policy=keep"}, {"flush.messages=7"},
-		{"compression.type=brotli"}, {"segment.bytes=1"}, {"max.message.bytes=2000000", "segment.bytes=1000000"}, {"novalue"}} {
+		{"compression.type=brotli"}, {"segment.bytes=1"}, {"max.message.bytes=2000000", "segment.bytes=1000000"}, {"novalue"},
+		{"min.cleanable.dirty.ratio=1.5"}, {"delete.retention.ms=-1"}, {"max.compaction.lag.ms=0"},
+		{"min.compaction.lag.ms=100", "max.compaction.lag.ms=10"}} {
 		c := DefaultTopicConfig()
 		if err := c.SetAll(bad); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("SetAll(%q) = %v, want ErrInvalidConfig", bad, err)

@@ -13,6 +13,9 @@ import (
 // in state creating first and in state ready last, so a crash in between
 // leaves a topic that the next Open removes: no topic half exists.
 func (s *Store) CreateTopic(name string, n int, cfg TopicConfig) error {
+	if s.readOnly {
+		return s.errReadOnly("create a topic")
+	}
 	if err := ValidateTopic(name); err != nil {
 		return err
 	}
@@ -84,6 +87,9 @@ func (s *Store) createTopic(name string, n int, cfg TopicConfig) error {
 // topic-N.<uuid>-delete and removed in the background, and the file goes.
 // Groups' committed offsets for it are tombstoned.
 func (s *Store) DeleteTopic(name string) error {
+	if s.readOnly {
+		return s.errReadOnly("delete a topic")
+	}
 	if name == OffsetsTopic {
 		return fmt.Errorf("%w: %s", ErrInternalTopic, name)
 	}
@@ -120,6 +126,9 @@ func (s *Store) DeleteTopic(name string) error {
 // leaves directories the next Open removes (they were never written to).
 // As in Kafka, keys move: a key's partition is its hash mod the count.
 func (s *Store) AddPartitions(name string, n int) error {
+	if s.readOnly {
+		return s.errReadOnly("add partitions")
+	}
 	if err := validatePartitions(n); err != nil {
 		return err
 	}
@@ -229,7 +238,8 @@ func (s *Store) Partitions(name string) (int, error) {
 
 // Log returns a partition's Log for reading (Records, Read, Follow,
 // OffsetForTime). It stays valid until the topic is deleted or the store
-// closed; do not Close it.
+// closed (in a read-only store: until a Refresh finds the topic deleted);
+// do not Close it.
 func (s *Store) Log(name string, partition int32) (*seglog.Log, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -26,6 +26,10 @@ func init() {
 // may create the directory; the others refuse a missing one, so a typo
 // does not leave an empty store behind.
 func openStore(cmd *cobra.Command, dir string, create bool) (*store.Store, error) {
+	return openStoreWith(cmd, dir, create, false)
+}
+
+func openStoreWith(cmd *cobra.Command, dir string, create, readOnly bool) (*store.Store, error) {
 	if !create {
 		st, err := vfs.Default.Stat(dir)
 		if err != nil {
@@ -39,7 +43,19 @@ func openStore(cmd *cobra.Command, dir string, create bool) (*store.Store, error
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return store.Open(dir, store.Options{Logger: logger})
+	return store.Open(dir, store.Options{Logger: logger, ReadOnly: readOnly})
+}
+
+// readStore runs f on the store in dir opened read-only: no lock, nothing
+// written, so the read commands work without write permission and beside a
+// running writer (seglog produce, a server).
+func readStore(cmd *cobra.Command, dir string, f func(*store.Store) error) error {
+	s, err := openStoreWith(cmd, dir, false, true)
+	if err != nil {
+		return err
+	}
+	err = f(s)
+	return errors.Join(err, s.Close())
 }
 
 // withStore runs f on the store in dir and closes it, joining errors.
@@ -97,7 +113,7 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		Short: "List the topics",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd, args[0], false, func(s *store.Store) error {
+			return readStore(cmd, args[0], func(s *store.Store) error {
 				for _, t := range s.Topics() {
 					fmt.Fprintln(cmd.OutOrStdout(), t)
 				}
@@ -110,7 +126,7 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		Short: "Describe topics: configs, and per partition the offsets, size, segments and each group's lag",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd, args[0], false, func(s *store.Store) error {
+			return readStore(cmd, args[0], func(s *store.Store) error {
 				names := s.Topics()
 				if len(args) == 2 {
 					names = []string{args[1]}
@@ -199,7 +215,7 @@ offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
 		Short: "List the groups with committed offsets",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd, args[0], false, func(s *store.Store) error {
+			return readStore(cmd, args[0], func(s *store.Store) error {
 				for _, g := range s.Groups() {
 					fmt.Fprintln(cmd.OutOrStdout(), g)
 				}
@@ -212,7 +228,7 @@ offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
 		Short: "Print a group's committed offset, log end and lag per topic and partition",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd, args[0], false, func(s *store.Store) error {
+			return readStore(cmd, args[0], func(s *store.Store) error {
 				rows, total, err := s.DescribeGroup(args[1])
 				if err != nil {
 					return err

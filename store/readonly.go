@@ -1,0 +1,222 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/vfs"
+)
+
+// ErrReadOnly is matched by the error of every method that would write to
+// a store opened with Options.ReadOnly; nothing was changed. It is
+// seglog.ErrReadOnly, so one errors.Is covers a store and its Logs.
+var ErrReadOnly = seglog.ErrReadOnly
+
+// readOnlyIndexBytes bounds the in-memory indexes a read-only partition
+// rebuilds for the segment a writer may still be appending to. A view
+// keeps them in memory (it writes no index file), one pair per partition:
+// the writer's segment.index.bytes (10 MiB by default) would make a view
+// of a few hundred partitions cost gigabytes. Fewer entries only make
+// lookups in that segment scan further.
+const readOnlyIndexBytes = 256 << 10
+
+// nopCloser stands in for the lock a read-only store does not take.
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+func (s *Store) errReadOnly(op string) error {
+	return fmt.Errorf("store: cannot %s: %s opened read-only: %w", op, s.dir, ErrReadOnly)
+}
+
+// openReadOnly is Open with Options.ReadOnly.
+func openReadOnly(dir string, opts Options) (*Store, error) {
+	st, err := opts.FS.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.New("not a directory")}
+	}
+	s := &Store{dir: dir, fs: opts.FS, opts: opts, logger: opts.Logger, lock: nopCloser{},
+		topics: make(map[string]*topic), readOnly: true}
+	s.groups.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.refreshLocked(); err != nil {
+		s.closeLogs()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ReadOnly reports whether the store was opened with Options.ReadOnly.
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// Refresh brings a read-only store's view up to date with what a live
+// writer did since the last look: topics created, deleted or grown,
+// records appended to every partition (each Log's Refresh), and commits
+// and deletions of groups. On a writable store it does nothing: its view
+// is always current.
+func (s *Store) Refresh() error {
+	if !s.readOnly {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.refreshLocked()
+}
+
+// refreshLocked reconciles the open topics with the directory (s.mu held
+// for writing). Only topics in state ready are shown: one being created
+// may still lack partitions, one being deleted is going.
+func (s *Store) refreshLocked() error {
+	sc, err := s.scan()
+	if err != nil {
+		return err
+	}
+	for t, ps := range sc.dirs {
+		if _, ok := sc.files[t]; !ok {
+			sc.files[t] = adopted(t, ps)
+		}
+	}
+	for name, t := range s.topics {
+		f, ok := sc.files[name]
+		if ok && f.state == stateReady && f.partitions >= len(t.parts) {
+			continue
+		}
+		// Deleted (or deleted and created again with fewer partitions):
+		// the writer tombstones its offsets, which the replay below sees.
+		for _, l := range t.parts {
+			l.Close()
+		}
+		delete(s.topics, name)
+	}
+	for name, f := range sc.files {
+		if f.state != stateReady {
+			continue
+		}
+		t := s.topics[name]
+		fresh := t == nil
+		if fresh {
+			t = &topic{name: name, cfg: f.config}
+		}
+		t.cfg = f.config
+		if err := s.refreshTopic(t, f.partitions); err != nil {
+			if errors.Is(err, fs.ErrNotExist) && s.goneSince(name) {
+				// Deleted by the writer while we looked.
+				for _, l := range t.parts {
+					l.Close()
+				}
+				delete(s.topics, name)
+				continue
+			}
+			return err
+		}
+		if fresh {
+			s.topics[name] = t
+		}
+	}
+	return s.replayOffsets()
+}
+
+// refreshTopic refreshes a topic's open partitions and opens those the
+// writer added.
+func (s *Store) refreshTopic(t *topic, n int) error {
+	for p, l := range t.parts {
+		err := l.Refresh()
+		if errors.Is(err, seglog.ErrStaleView) {
+			// Truncated under the view: see it as it is now.
+			l.Close()
+			if l, err = s.openReadOnlyPartition(t.name, int32(p), t.cfg); err != nil {
+				return err
+			}
+			t.parts[p] = l
+			if t.name == OffsetsTopic {
+				s.groups.forgetPartition(p, len(t.parts))
+			}
+		} else if err != nil {
+			return fmt.Errorf("store: refreshing %s: %w", l.Dir(), err)
+		}
+	}
+	for p := len(t.parts); p < n; p++ {
+		l, err := s.openReadOnlyPartition(t.name, int32(p), t.cfg)
+		if err != nil {
+			return err
+		}
+		t.parts = append(t.parts, l)
+	}
+	return nil
+}
+
+// goneSince reports whether a topic's config file is gone or no longer in
+// state ready: a writer deleted it after the scan.
+func (s *Store) goneSince(name string) bool {
+	data, err := vfs.ReadFileLimit(s.fs, s.topicFile(name), 64<<10)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	f, err := parseTopicFile(s.topicFile(name), data)
+	return err == nil && f.state != stateReady
+}
+
+func (s *Store) openReadOnlyPartition(t string, p int32, cfg TopicConfig) (*seglog.Log, error) {
+	o := seglog.Options{
+		FS:            s.fs,
+		Logger:        s.logger,
+		Now:           s.opts.Now,
+		ReadOnly:      true,
+		MaxIndexBytes: min(cfg.SegmentIndexBytes, readOnlyIndexBytes),
+	}
+	l, err := seglog.Open(filepath.Join(s.dir, partitionDir(t, p)), o)
+	if err != nil {
+		return nil, fmt.Errorf("store: partition %s-%d: %w", t, p, err)
+	}
+	return l, nil
+}
+
+// replayOffsets applies the offsets topic's records written since the
+// last replay.
+func (s *Store) replayOffsets() error {
+	ot := s.topics[OffsetsTopic]
+	g := &s.groups
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ot == nil {
+		g.m = make(map[string]map[tp]Committed)
+		g.next = nil
+		return nil
+	}
+	if len(g.next) != len(ot.parts) {
+		// First look, or the topic was recreated: start over.
+		g.m = make(map[string]map[tp]Committed)
+		g.next = make([]int64, len(ot.parts))
+	}
+	for p, l := range ot.parts {
+		if err := g.replayLocked(l, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forgetPartition drops the groups that offsets partition p holds, so that
+// a replay from its start rebuilds them.
+func (g *groupTable) forgetPartition(p, partitions int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name := range g.m {
+		if int(OffsetsPartitionFor(name, partitions)) == p {
+			delete(g.m, name)
+		}
+	}
+	if p < len(g.next) {
+		g.next[p] = 0
+	}
+}
