@@ -17,10 +17,11 @@ func rec(key, value string) record.Record {
 
 // browserStore builds, on disk, the store the browser test looks at: two
 // topics, one trimmed by size, and two groups, one far behind. It returns
-// the writer and the store the UI reads.
+// the writer and the store the UI reads, opened read-only beside it.
 func browserStore(t *testing.T) (st, view *store.Store, fs vfs.FS) {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{OffsetsPartitions: 1, Logger: quiet})
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{OffsetsPartitions: 1, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +62,24 @@ func browserStore(t *testing.T) (st, view *store.Store, fs vfs.FS) {
 	if err := st.Commit("reports", "audit", map[int32]int64{0: 25}); err != nil {
 		t.Fatal(err)
 	}
-	return st, st, vfs.Default
+	view, err = store.Open(dir, store.Options{ReadOnly: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := view.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return st, view, vfs.Default
 }
 
 // refreshView makes the UI's store see the writer's appends.
 func refreshView(t *testing.T, view *store.Store) {
 	t.Helper()
-	_ = view // the same store as the writer until a read-only open exists
+	// The page's next poll calls Refresh too; calling it here as well
+	// checks it succeeds beside the writer.
+	if err := view.Refresh(); err != nil {
+		t.Fatal(err)
+	}
 }

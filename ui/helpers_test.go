@@ -48,6 +48,25 @@ func newTestStore(t *testing.T) *testStore {
 	return ts
 }
 
+// serveReadOnly makes the test server show the store through a second,
+// read-only open of the same directory, as seglog ui does beside a
+// writer.
+func (ts *testStore) serveReadOnly(t *testing.T) {
+	t.Helper()
+	view, err := store.Open(testDir, store.Options{FS: ts.fs, ReadOnly: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.srv.Close()
+	ts.srv = httptest.NewServer(New(view, Options{Now: ts.clock.Now, FS: ts.fs, Logger: quiet}))
+	t.Cleanup(func() {
+		ts.srv.Close()
+		if err := view.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 // smallTopic is a config whose segments hold a few records each.
 func smallTopic(retention time.Duration, retentionBytes int64) store.TopicConfig {
 	c := store.DefaultTopicConfig()
@@ -92,6 +111,9 @@ func get(t *testing.T, base, path string, v any) int {
 		if err := json.Unmarshal(body, v); err != nil {
 			t.Fatalf("GET %s: %v in %s", path, err, body)
 		}
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Logf("GET %s: %d %s", path, res.StatusCode, body)
 	}
 	return res.StatusCode
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/layout"
@@ -204,24 +205,21 @@ func intParam(r *http.Request, name string, def int64) (int64, error) {
 }
 
 // partitionParams reads topic and partition and returns the partition's
-// log directory.
-func (s *Server) partitionParams(r *http.Request) (topic string, partition int32, dir string, err error) {
+// Log; the caller holds the view.
+func (s *Server) partitionParams(r *http.Request) (topic string, partition int32, l *seglog.Log, err error) {
 	topic = r.URL.Query().Get("topic")
 	p, err := intParam(r, "partition", -1)
 	if err != nil {
-		return "", 0, "", err
+		return "", 0, nil, err
 	}
 	if p < 0 || p > 1<<31-1 {
-		return "", 0, "", fmt.Errorf("%w: partition missing or out of range", errBadRequest)
+		return "", 0, nil, fmt.Errorf("%w: partition missing or out of range", errBadRequest)
 	}
-	if err := s.refresh(); err != nil {
-		return "", 0, "", err
-	}
-	l, err := s.st.Log(topic, int32(p))
+	l, err = s.st.Log(topic, int32(p))
 	if err != nil {
-		return "", 0, "", err
+		return "", 0, nil, err
 	}
-	return topic, int32(p), l.Dir(), nil
+	return topic, int32(p), l, nil
 }
 
 // handleSegment serves GET /api/segment?topic=T&partition=N&base=B
@@ -229,7 +227,13 @@ func (s *Server) partitionParams(r *http.Request) (topic string, partition int32
 // It reads the .log file with fsck's scanner, as seglog dump does, so
 // positions and damage are the ones fsck and dump report.
 func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
-	topic, partition, dir, err := s.partitionParams(r)
+	release, err := s.view()
+	defer release()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	topic, partition, l, err := s.partitionParams(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -254,7 +258,7 @@ func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: base and from must be non-negative", errBadRequest))
 		return
 	}
-	out, err := readSegment(s.opts.FS, dir, base, from, int(limit))
+	out, err := readSegment(s.opts.FS, l.Dir(), base, from, int(limit))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -339,7 +343,13 @@ func showBatch(e *fsck.Entry, it *record.Iterator) Batch {
 // handleRecords serves GET /api/records?topic=T&partition=N&from=O
 // [&limit=N]: records read through the partition's Log, from offset O.
 func (s *Server) handleRecords(w http.ResponseWriter, r *http.Request) {
-	topic, partition, _, err := s.partitionParams(r)
+	release, err := s.view()
+	defer release()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	_, partition, l, err := s.partitionParams(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -355,11 +365,6 @@ func (s *Server) handleRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit = min(max(limit, 1), maxRecordsPerGet)
-	l, err := s.st.Log(topic, partition)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	from = max(from, l.StartOffset())
 	out := []Record{}
 	for rec, err := range l.Records(from) {

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -37,17 +38,16 @@ type Server struct {
 	opts Options
 	mux  *http.ServeMux
 	play *Playground
-	// refreshMu serializes the read-only store's Refresh, which the
-	// snapshot handlers call before reading.
-	refreshMu sync.Mutex
-	firstTS   firstTimestamps
+	// viewMu is held for writing by Refresh and for reading while a
+	// request uses the store's Logs (view).
+	viewMu  sync.RWMutex
+	firstTS firstTimestamps
 }
 
-// refresher is a store opened read-only: Refresh picks up what a writer
-// appended, created or deleted since.
-type refresher interface{ Refresh() error }
-
-// New returns a Server showing st.
+// New returns a Server showing st, which should be opened with
+// store.Options.ReadOnly unless it is the caller's own (a playground's):
+// then the UI takes no lock and writes nothing, and each request first
+// calls st.Refresh to see what the store's writer did.
 func New(st *store.Store, opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -90,17 +90,28 @@ func noCache(h http.Handler) http.Handler {
 	})
 }
 
-// refresh brings a read-only store up to date; a writable one is always
-// current.
-func (s *Server) refresh() error {
-	rs, ok := any(s.st).(refresher)
-	if !ok {
-		return nil
+// view brings a read-only store up to date with its writer and holds it
+// there until release: the store's Refresh may close and reopen a
+// partition's Log, so a request must not use a Log across someone else's
+// Refresh. (A writable store is always current; its Refresh does
+// nothing.) A writer deleting files while Refresh looks can make it fail;
+// the next try sees the new state, so a few are made.
+func (s *Server) view() (release func(), err error) {
+	s.viewMu.Lock()
+	for range refreshTries {
+		if err = s.st.Refresh(); err == nil {
+			break
+		}
 	}
-	s.refreshMu.Lock()
-	defer s.refreshMu.Unlock()
-	return rs.Refresh()
+	s.viewMu.Unlock()
+	if err != nil {
+		return func() {}, fmt.Errorf("%w: %w", errRefresh, err)
+	}
+	s.viewMu.RLock()
+	return s.viewMu.RUnlock, nil
 }
+
+const refreshTries = 3
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -120,6 +131,8 @@ type apiError struct {
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusInternalServerError
 	switch {
+	case errors.Is(err, errRefresh):
+		code = http.StatusServiceUnavailable
 	case errors.Is(err, store.ErrUnknownTopic), errors.Is(err, store.ErrUnknownPartition),
 		errors.Is(err, store.ErrUnknownGroup), errors.Is(err, errNoSegment), errors.Is(err, fs.ErrNotExist):
 		code = http.StatusNotFound
@@ -138,4 +151,5 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 var (
 	errBadRequest = errors.New("ui: bad request")
 	errNoSegment  = errors.New("ui: no such segment (retention may have removed it)")
+	errRefresh    = errors.New("ui: cannot refresh the store's view now (a writer is changing it); try again")
 )

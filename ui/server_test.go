@@ -263,27 +263,47 @@ func TestShowBytes(t *testing.T) {
 }
 
 // TestAPIWhileWriting reads the state and the active segment while
-// another goroutine produces and retention runs: every answer must be a
+// another goroutine produces and retention runs, through the writer's own
+// store and through a read-only open beside it: every answer must be a
 // consistent log (contiguous segments, start ≤ end) and ends never move
 // back.
 func TestAPIWhileWriting(t *testing.T) {
+	t.Run("writer", func(t *testing.T) { testAPIWhileWriting(t, false) })
+	t.Run("read-only", func(t *testing.T) { testAPIWhileWriting(t, true) })
+}
+
+func testAPIWhileWriting(t *testing.T, readOnly bool) {
 	ts := newTestStore(t)
 	if err := ts.st.CreateTopic("orders", 2, smallTopic(20*time.Minute, -1)); err != nil {
 		t.Fatal(err)
 	}
+	if readOnly {
+		ts.serveReadOnly(t)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	// Stop the writer before the cleanups close the store, also when the
+	// test fails early.
+	defer wg.Wait()
+	defer cancel()
 	wg.Add(1)
+	written := make(chan struct{})
 	go func() {
 		defer wg.Done()
-		for i := 0; ctx.Err() == nil; i++ {
+		defer close(written)
+		// Bounded, so that the logs stay small whatever the speed of the
+		// machine; the reader goes on until the writer is done.
+		for i := 0; ctx.Err() == nil && i < 400; i++ {
 			ts.clock.Advance(time.Minute)
 			rec := record.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}
 			if _, err := ts.st.Produce("orders", rec); err != nil {
 				t.Error(err)
 				return
 			}
-			if i%10 == 0 {
+			// Retention beside a read-only view is left out: the view's
+			// Refresh does not yet follow segments the writer deletes (the
+			// store's read-only open is new; see docs/ui.md).
+			if i%10 == 0 && !readOnly {
 				if err := ts.st.RunRetention(ctx); err != nil && ctx.Err() == nil {
 					t.Error(err)
 					return
@@ -295,7 +315,14 @@ func TestAPIWhileWriting(t *testing.T) {
 		}
 	}()
 	ends := map[int32]int64{}
-	for range 60 {
+	// Poll while the writer writes, and at least once after it is done.
+	done := false
+	for polls := 0; !done || polls < 20; polls++ {
+		select {
+		case <-written:
+			done = true
+		default:
+		}
 		var st State
 		if code := get(t, ts.srv.URL, "/api/state", &st); code != http.StatusOK {
 			t.Fatalf("GET /api/state: %d", code)
@@ -328,9 +355,13 @@ func TestAPIWhileWriting(t *testing.T) {
 			}
 		}
 	}
-	cancel()
-	wg.Wait()
-	if ends[0]+ends[1] == 0 {
-		t.Fatal("the writer wrote nothing while the UI read")
+	for p := range int32(2) {
+		l, err := ts.st.Log("orders", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ends[p] != l.EndOffset() {
+			t.Errorf("partition %d: the UI's last answer shows end %d; the writer ended at %d", p, ends[p], l.EndOffset())
+		}
 	}
 }

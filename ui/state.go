@@ -125,7 +125,9 @@ func (s *Server) handleState(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleTopics(w http.ResponseWriter, r *http.Request) {
-	if err := s.refresh(); err != nil {
+	release, err := s.view()
+	defer release()
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -162,7 +164,9 @@ func (s *Server) handleGroups(w http.ResponseWriter, r *http.Request) {
 // state builds the snapshot of every topic, or of only one when only is
 // set (then an unknown topic gives no topic).
 func (s *Server) state(only string) (State, error) {
-	if err := s.refresh(); err != nil {
+	release, err := s.view()
+	defer release()
+	if err != nil {
 		return State{}, err
 	}
 	now := s.opts.Now()
@@ -245,8 +249,8 @@ func (s *Server) markers() (map[topicPartition][]Marker, []Group) {
 // partition describes one log with the retention plan cleaner.Decide
 // makes for it now: the same function the store's cleaner applies.
 func (s *Server) partition(l *seglog.Log, n int32, policy cleaner.Policy, now time.Time) Partition {
-	segs := cleaner.Wrap(l).Segments()
 	start := l.StartOffset()
+	segs := live(cleaner.Wrap(l).Segments(), start)
 	p := Partition{Partition: n, Start: start, End: l.EndOffset(), Segments: make([]Segment, 0, len(segs)), Groups: []Marker{}}
 	plan := cleaner.Decide(cleaner.Input{Segments: segs, Policy: policy, Now: now, StartOffset: start, UpperBound: -1})
 	p.Retention = Retention{
@@ -278,6 +282,17 @@ func (s *Server) partition(l *seglog.Log, n int32, policy cleaner.Policy, now ti
 		p.Segments = append(p.Segments, seg)
 	}
 	return p
+}
+
+// live drops the segments a read-only view may still list after its
+// writer deleted them (seglog's read-only Refresh raises the start but
+// keeps the old entries): sealed segments wholly below the start, and
+// sealed empty ones, which a writer never keeps (it rolls only a non-empty
+// segment). A writable Log has neither, so for it live changes nothing.
+func live(segs []cleaner.Segment, start int64) []cleaner.Segment {
+	return slices.DeleteFunc(segs, func(s cleaner.Segment) bool {
+		return !s.Active && (s.NextOffset <= start || s.Size == 0)
+	})
 }
 
 // policyOf is the cleaner policy the store gives a topic's partitions

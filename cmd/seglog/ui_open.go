@@ -2,15 +2,26 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
 
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
-// openStoreReadOnly opens the store in dir without a lock and without
-// writing. Until package store has a read-only open, the UI refuses a
-// real directory rather than open it writable.
+// openStoreReadOnly opens the store in dir read-only: no lock, nothing
+// written, so the UI can run beside the store's writer.
 func openStoreReadOnly(dir string, logger *slog.Logger) (*store.Store, error) {
-	_ = logger
-	return nil, errors.New("ui: " + dir + ": this build has no read-only store open yet; only --playground works")
+	st, err := vfs.Default.Stat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such store directory", dir)
+		}
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dir)
+	}
+	return store.Open(dir, store.Options{ReadOnly: true, Logger: logger})
 }
