@@ -300,9 +300,10 @@ func testAPIWhileWriting(t *testing.T, readOnly bool) {
 				t.Error(err)
 				return
 			}
-			// Retention beside a read-only view is left out: the view's
-			// Refresh does not yet follow segments the writer deletes (the
-			// store's read-only open is new; see docs/ui.md).
+			// Not beside the read-only view: a Refresh that races the
+			// writer's deletion can leave the store holding a closed Log
+			// (store's refreshTopic; reported). The view is checked after
+			// a retention pass below instead.
 			if i%10 == 0 && !readOnly {
 				if err := ts.st.RunRetention(ctx); err != nil && ctx.Err() == nil {
 					t.Error(err)
@@ -353,6 +354,20 @@ func testAPIWhileWriting(t *testing.T, readOnly bool) {
 					}
 				}
 			}
+		}
+	}
+	if readOnly {
+		// Retention while the view is idle: its next answer is the
+		// writer's store, segment for segment.
+		ts.clock.Advance(time.Hour)
+		if err := ts.st.RunRetention(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var st State
+		get(t, ts.srv.URL, "/api/state", &st)
+		checkState(t, ts.st, st)
+		if st.Topics[0].Partitions[0].Start == 0 {
+			t.Error("retention deleted nothing; the check wants it to")
 		}
 	}
 	for p := range int32(2) {
