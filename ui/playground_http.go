@@ -3,6 +3,7 @@ package ui
 import (
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"time"
 )
@@ -10,8 +11,15 @@ import (
 // maxActionBody bounds a playground request's JSON body.
 const maxActionBody = 64 << 10
 
-func decodeAction(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxActionBody))
+// decodeAction reads a playground request's JSON body. It insists on the
+// JSON content type: a page on another origin can only send one after a
+// CORS preflight, which this server never grants, so it cannot act on
+// the playground through the user's browser.
+func decodeAction(w http.ResponseWriter, r *http.Request, v any) error {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return fmt.Errorf("%w: want Content-Type application/json", errBadRequest)
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxActionBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("%w: %v", errBadRequest, err)
@@ -27,7 +35,7 @@ type produceRequest struct {
 
 func (p *Playground) handleProduce(w http.ResponseWriter, r *http.Request) {
 	var req produceRequest
-	if err := decodeAction(r, &req); err != nil {
+	if err := decodeAction(w, r, &req); err != nil {
 		p.srv.fail(w, r, err)
 		return
 	}
@@ -47,7 +55,7 @@ type consumeRequest struct {
 
 func (p *Playground) handleConsume(w http.ResponseWriter, r *http.Request) {
 	var req consumeRequest
-	if err := decodeAction(r, &req); err != nil {
+	if err := decodeAction(w, r, &req); err != nil {
 		p.srv.fail(w, r, err)
 		return
 	}
@@ -71,7 +79,7 @@ type rewindRequest struct {
 
 func (p *Playground) handleRewind(w http.ResponseWriter, r *http.Request) {
 	var req rewindRequest
-	if err := decodeAction(r, &req); err != nil {
+	if err := decodeAction(w, r, &req); err != nil {
 		p.srv.fail(w, r, err)
 		return
 	}
@@ -94,7 +102,7 @@ type advanceRequest struct {
 
 func (p *Playground) handleAdvance(w http.ResponseWriter, r *http.Request) {
 	var req advanceRequest
-	if err := decodeAction(r, &req); err != nil {
+	if err := decodeAction(w, r, &req); err != nil {
 		p.srv.fail(w, r, err)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,11 @@ func TestPlaygroundScenario(t *testing.T) {
 	}
 	if code := post(t, srv.URL, "/api/play/consume", consumeRequest{Group: "nosuch", Max: 1}, nil); code != http.StatusBadRequest {
 		t.Errorf("consume with an unknown group: %d", code)
+	}
+	if res, err := http.Post(srv.URL+"/api/play/produce", "text/plain", strings.NewReader(`{"key":"k","value":"v"}`)); err != nil || res.StatusCode != http.StatusBadRequest {
+		t.Errorf("produce without the JSON content type (a cross-origin form): %v %v", res, err)
+	} else {
+		res.Body.Close()
 	}
 	if code := post(t, srv.URL, "/api/play/advance", advanceRequest{Ms: -5}, nil); code != http.StatusBadRequest {
 		t.Errorf("advance by a negative time: %d", code)

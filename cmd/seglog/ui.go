@@ -95,6 +95,9 @@ func serveUI(ctx context.Context, out io.Writer, h http.Handler, listen, what st
 	if err != nil {
 		return fmt.Errorf("ui: %w", err)
 	}
+	if host, _, err := net.SplitHostPort(listen); err == nil && isLoopback(host) {
+		h = loopbackHostOnly(h)
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(out, "seglog ui: serving %s at http://%s/ (Ctrl-C to stop)\n", what, ln.Addr())
 	done := make(chan error, 1)
@@ -113,4 +116,30 @@ func serveUI(ctx context.Context, out io.Writer, h http.Handler, listen, what st
 		return err
 	}
 	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackHostOnly refuses requests naming another host when the server
+// listens on loopback only: a web page whose name an attacker points at
+// 127.0.0.1 (DNS rebinding) would otherwise read the store through the
+// user's browser.
+func loopbackHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			host = hh
+		}
+		if !isLoopback(host) {
+			http.Error(w, "seglog ui: Host "+r.Host+" refused: this server answers loopback names only", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

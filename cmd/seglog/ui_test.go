@@ -97,6 +97,16 @@ func TestUIWritesNothing(t *testing.T) {
 	httpGet(t, url+"/api/topics")
 	httpGet(t, url+"/api/topics/bookings")
 	httpGet(t, url+"/api/groups")
+	req, err := http.NewRequest("GET", url+"/api/state", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "rebound.example:8080"
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusForbidden {
+		t.Errorf("a request for another host name: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
 	stop()
 	checkUnchanged(t, "a ui session", before, dirSnapshot(t, dir))
 }
