@@ -322,6 +322,17 @@ func TestBrowserPlayground(t *testing.T) {
 	}
 	checkLocalOnly(t, ctx, srv.URL)
 	screenshot(t, ctx, "ui-playground-after-retention.png", false)
+
+	// Rewind billing to offset 0: clamped, every partition's marker moves
+	// to its start.
+	run(t, ctx, "rewind",
+		chromedp.SetValue(chromedp.CSS(`#rewind-group`), GroupBilling),
+		chromedp.SetValue(chromedp.CSS(`#rewind-by`), "offset"),
+		chromedp.SetValue(chromedp.CSS(`#rewind-offset`), "0"),
+		chromedp.Click(chromedp.CSS(`#rewind-btn`)))
+	waitFor(t, ctx, "billing at every start", `[...document.querySelectorAll('.partition')].every(p =>
+	  p.querySelector('.marker[data-group="billing"]').dataset.committed === p.dataset.start)`)
+	checkPage(t, ctx, p.Store())
 }
 
 func jsArray(ss []string) string {
