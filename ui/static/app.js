@@ -291,6 +291,8 @@ async function loadBatches(topic, partition, base, from, fresh) {
   }
   if (fresh) {
     body.replaceChildren(el('p', {}, el('code', { textContent: page.file }), ' · ', fmtBytes(page.size)));
+    const g = findSegment(topic, partition, base);
+    if (g) body.append(el('p', { className: 'seg-summary' }, segDescription(topic, partition, g) + '.'));
     if (page.batches.length === 0) body.append(el('p', { className: 'hint' }, 'No batches: the segment is empty.'));
   } else {
     const more = body.querySelector('.more');
@@ -302,6 +304,13 @@ async function loadBatches(topic, partition, base, from, fresh) {
     more.addEventListener('click', () => loadBatches(topic, partition, base, page.next, false));
     body.append(more);
   }
+}
+
+// findSegment looks a segment up in the last state.
+function findSegment(topic, partition, base) {
+  const t = ui.state && ui.state.topics.find(x => x.name === topic);
+  const p = t && t.partitions.find(x => x.partition === partition);
+  return p && p.segments.find(x => x.base === base);
 }
 
 function renderBatch(b) {
