@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog/ui"
+	"github.com/seglog/seglog/vfs"
+)
+
+func init() { register(newUICmd) }
+
+func newUICmd() *cobra.Command {
+	var listen string
+	var playground bool
+	cmd := &cobra.Command{
+		Use:   "ui [DIR]",
+		Short: "show a store in a browser: partitions, segments, offsets, groups and lag, retention (or --playground)",
+		Long: `Serve a web page showing the store in DIR: each topic's partitions as logs of
+segments drawn to scale, their start and end offsets, what the next
+retention pass would delete, each consumer group's committed offset and
+lag, and the batches and records of any segment. The page updates live
+while the store is written. The store is opened read-only: the UI takes no
+lock and writes nothing, so it can run beside "seglog serve" or a program
+that has the store open.
+
+--playground serves a temporary store instead, with the bookings scenario
+(12 partitions keyed by booking id, groups billing and analytics) and
+buttons to produce, consume, rewind a group and move a simulated clock so
+that retention trims segments. The temporary store is removed on exit.
+
+The page is self-contained: no request leaves the server. docs/ui.md
+explains each element.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if playground && len(args) != 0 {
+				return errors.New("ui: --playground takes no DIR")
+			}
+			if !playground && len(args) != 1 {
+				return errors.New("ui: give a store DIR, or --playground")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			if playground {
+				return runPlayground(ctx, cmd.OutOrStdout(), listen, logger)
+			}
+			return runStoreUI(ctx, cmd.OutOrStdout(), args[0], listen, logger)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on (host:port; port 0 picks a free one)")
+	cmd.Flags().BoolVar(&playground, "playground", false, "serve a temporary store with the bookings scenario instead of DIR")
+	return cmd
+}
+
+func runStoreUI(ctx context.Context, out io.Writer, dir, listen string, logger *slog.Logger) error {
+	st, err := openStoreReadOnly(dir, logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return serveUI(ctx, out, ui.New(st, ui.Options{Logger: logger}), listen, "store "+dir)
+}
+
+func runPlayground(ctx context.Context, out io.Writer, listen string, logger *slog.Logger) (err error) {
+	dir, err := makeTempDir(vfs.Default, "seglog-playground")
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, removeAll(vfs.Default, dir)) }()
+	p, err := ui.NewPlayground(dir, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, p.Close()) }()
+	return serveUI(ctx, out, p.Server(), listen, "playground (temporary store "+dir+")")
+}
+
+// serveUI serves h on listen until ctx ends, printing the URL first.
+func serveUI(ctx context.Context, out io.Writer, h http.Handler, listen, what string) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("ui: %w", err)
+	}
+	if host, _, err := net.SplitHostPort(listen); err == nil && isLoopback(host) {
+		h = loopbackHostOnly(h)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(out, "seglog ui: serving %s at http://%s/ (Ctrl-C to stop)\n", what, ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil {
+		return err
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackHostOnly refuses requests naming another host when the server
+// listens on loopback only: a web page whose name an attacker points at
+// 127.0.0.1 (DNS rebinding) would otherwise read the store through the
+// user's browser.
+func loopbackHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			host = hh
+		}
+		if !isLoopback(host) {
+			http.Error(w, "seglog ui: Host "+r.Host+" refused: this server answers loopback names only", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
