@@ -21,15 +21,15 @@ const (
 // versions that address topics by id (Produce v13, Fetch v13), which
 // clients fall back from without trouble.
 var advertised = []kmsg.ApiVersionsResponseApiKey{
-	{ApiKey: 0, MinVersion: 0, MaxVersion: 12},  // Produce
-	{ApiKey: 1, MinVersion: 4, MaxVersion: 12},  // Fetch
-	{ApiKey: 2, MinVersion: 0, MaxVersion: 8},   // ListOffsets
-	{ApiKey: 3, MinVersion: 0, MaxVersion: 12},  // Metadata
-	{ApiKey: 18, MinVersion: 0, MaxVersion: 3},  // ApiVersions
-	{ApiKey: 19, MinVersion: 0, MaxVersion: 7},  // CreateTopics
-	{ApiKey: 20, MinVersion: 0, MaxVersion: 5},  // DeleteTopics
-	{ApiKey: 21, MinVersion: 0, MaxVersion: 2},  // DeleteRecords
-	{ApiKey: 22, MinVersion: 0, MaxVersion: 4},  // InitProducerId
+	{ApiKey: 0, MinVersion: 0, MaxVersion: 12}, // Produce
+	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
+	{ApiKey: 2, MinVersion: 0, MaxVersion: 8},  // ListOffsets
+	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
+	{ApiKey: 18, MinVersion: 0, MaxVersion: 3}, // ApiVersions
+	{ApiKey: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics
+	{ApiKey: 20, MinVersion: 0, MaxVersion: 5}, // DeleteTopics
+	{ApiKey: 21, MinVersion: 0, MaxVersion: 2}, // DeleteRecords
+	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
 }
 
 // apiKeys is the full advertisement: the server's keys and the
