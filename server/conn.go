@@ -54,7 +54,10 @@ func (c *conn) stopAfterCurrent() {
 
 // errCloseConn ends a connection without a response: what Kafka does with
 // a request it cannot parse or a version it does not speak.
-type errCloseConn struct{ reason string }
+type errCloseConn struct {
+	reason   string
+	internal bool // a panic was recovered: a bug, never the client's doing
+}
 
 func (e *errCloseConn) Error() string { return "closing connection: " + e.reason }
 
@@ -129,31 +132,16 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.logger.Error("server: panic answering a request", "panic", r, "stack", string(debug.Stack()))
-			err = &errCloseConn{reason: fmt.Sprint("internal error: ", r)}
+			err = &errCloseConn{reason: fmt.Sprint("internal error: ", r), internal: true}
 		}
 	}()
-	h, body, err := parseHeader(frame)
+	h, req, err := c.decodeRequest(frame)
 	if err != nil {
 		return err
 	}
-	if h.key == apiVersionsKey && (h.version < 0 || h.version > apiVersionsMax) {
+	if req == nil {
 		// KIP-511: a client newer than us learns our range from a v0 reply.
 		return c.writeResponse(h.corr, downgradeApiVersions(), false)
-	}
-	req := kmsg.RequestForKey(h.key)
-	if req == nil {
-		return &errCloseConn{reason: fmt.Sprintf("unknown api key %d", h.key)}
-	}
-	if !c.s.supports(c.coord, h.key, h.version) {
-		return &errCloseConn{reason: fmt.Sprintf("api key %d version %d not supported", h.key, h.version)}
-	}
-	req.SetVersion(h.version)
-	body, err = skipHeaderRest(body, req.IsFlexible())
-	if err != nil {
-		return err
-	}
-	if err := req.ReadFrom(body); err != nil {
-		return &errCloseConn{reason: fmt.Sprintf("api key %d version %d: cannot parse request: %v", h.key, h.version, err)}
 	}
 	if c.coord != nil {
 		if resp, ok := c.coord.handle(c.ctx, req); ok {
@@ -161,6 +149,36 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 		}
 	}
 	return c.dispatch(h, req)
+}
+
+// decodeRequest parses a request frame. A nil request with no error is an
+// ApiVersions request above our maximum version, answered with the v0
+// downgrade reply. Unknown keys, versions we do not speak and requests
+// that do not parse are errors that close the connection, as in Kafka.
+func (c *conn) decodeRequest(frame []byte) (header, kmsg.Request, error) {
+	h, body, err := parseHeader(frame)
+	if err != nil {
+		return h, nil, err
+	}
+	if h.key == apiVersionsKey && (h.version < 0 || h.version > apiVersionsMax) {
+		return h, nil, nil
+	}
+	req := kmsg.RequestForKey(h.key)
+	if req == nil {
+		return h, nil, &errCloseConn{reason: fmt.Sprintf("unknown api key %d", h.key)}
+	}
+	if !c.s.supports(c.coord, h.key, h.version) {
+		return h, nil, &errCloseConn{reason: fmt.Sprintf("api key %d version %d not supported", h.key, h.version)}
+	}
+	req.SetVersion(h.version)
+	body, err = skipHeaderRest(body, req.IsFlexible())
+	if err != nil {
+		return h, nil, err
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return h, nil, &errCloseConn{reason: fmt.Sprintf("api key %d version %d: cannot parse request: %v", h.key, h.version, err)}
+	}
+	return h, req, nil
 }
 
 // dispatch answers the keys the server itself handles.

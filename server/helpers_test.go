@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -32,6 +34,9 @@ func startServer(t *testing.T, dir string, cfg Config) *testServer {
 	st, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	srv, err := New(st, cfg)
 	if err != nil {
