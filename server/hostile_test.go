@@ -105,7 +105,9 @@ func TestHostileFrames(t *testing.T) {
 		b = binary.BigEndian.AppendUint16(b, 0xffff) // null client id
 		return append(b, body...)
 	}
-	sized := func(size uint32, rest []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, size), rest...) }
+	sized := func(size uint32, rest []byte) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, size), rest...)
+	}
 	md := kmsg.NewPtrMetadataRequest()
 	md.SetVersion(12)
 	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("h")}}
