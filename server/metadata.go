@@ -21,7 +21,12 @@ func (s *Server) metadata(req *kmsg.MetadataRequest) kmsg.Response {
 	var names []string
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
+		// Kafka lists its internal offsets topic too, marked internal;
+		// clients matching topics by regex rely on the mark to skip it.
 		names = s.st.Topics()
+		if _, err := s.st.Partitions(store.OffsetsTopic); err == nil {
+			names = append(names, store.OffsetsTopic)
+		}
 	} else {
 		for _, t := range req.Topics {
 			if t.Topic != nil {
