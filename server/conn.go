@@ -191,8 +191,16 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 	case *kmsg.ProduceRequest:
 		resp := c.s.produce(r)
 		if r.Acks == 0 {
-			// acks=0 gets no response at all, but a request that failed
-			// as a whole still closes the connection, as in Kafka.
+			// acks=0 gets no response at all. A failed one closes the
+			// connection instead, as Kafka does, so that the client,
+			// which reads nothing, still learns of it.
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode != 0 {
+						return &errCloseConn{reason: fmt.Sprintf("acks=0 produce to %s-%d failed with error %d", t.Topic, p.Partition, p.ErrorCode)}
+					}
+				}
+			}
 			return nil
 		}
 		return c.writeKmsg(h.corr, resp)

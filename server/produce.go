@@ -9,6 +9,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/store"
 )
 
 // produce stores each partition's batch as it arrived. acks 1 and -1 are
@@ -54,6 +55,11 @@ func (s *Server) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 }
 
 func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+	if topic == store.OffsetsTopic {
+		// The group coordinator's own log: clients may not write it.
+		rp.ErrorCode = kerr.InvalidTopicException.Code
+		return
+	}
 	l, err := s.partitionLog(topic, p.Partition)
 	if err != nil {
 		rp.ErrorCode = errCode(err)

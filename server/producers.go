@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -15,6 +16,16 @@ import (
 // batchesToRetain is Kafka's NUM_BATCHES_TO_RETAIN: a retried batch among
 // a producer's last five on a partition is recognised as a duplicate.
 const batchesToRetain = 5
+
+// Producer state expires as in Kafka: an entry not written for
+// producerExpiry (producer.id.expiration.ms) is dropped, checked at most
+// every expiryCheck (producer.id.expiration.check.interval.ms) when the
+// partition is produced to. An expired producer is unknown again, and its
+// next batch is accepted at any sequence.
+const (
+	producerExpiry = 24 * time.Hour
+	expiryCheck    = 10 * time.Minute
+)
 
 // producers is the idempotent producers' state, per partition: for each
 // producer id its epoch and its last batches. It is a cache of what the
@@ -36,14 +47,16 @@ type tp struct {
 // partProducers serializes the check-and-append of idempotent batches on
 // one partition: the check must see every batch appended before it.
 type partProducers struct {
-	mu     sync.Mutex
-	loaded bool
-	m      map[int64]*producerEntry
+	mu        sync.Mutex
+	loaded    bool
+	m         map[int64]*producerEntry
+	lastSweep time.Time
 }
 
 type producerEntry struct {
-	epoch   int16
-	batches []batchMeta // oldest first, at most batchesToRetain
+	epoch    int16
+	batches  []batchMeta // oldest first, at most batchesToRetain
+	lastSeen time.Time
 }
 
 type batchMeta struct {
@@ -133,6 +146,16 @@ func (pp *partProducers) record(pid int64, epoch int16, first, last int32, first
 		e.batches = append(e.batches[:0], e.batches[1:]...)
 	}
 	e.batches = append(e.batches, batchMeta{firstSeq: first, lastSeq: last, firstOff: firstOff, lastOff: lastOff})
+	now := time.Now()
+	e.lastSeen = now
+	if now.Sub(pp.lastSweep) > expiryCheck {
+		pp.lastSweep = now
+		for id, e := range pp.m {
+			if now.Sub(e.lastSeen) > producerExpiry {
+				delete(pp.m, id)
+			}
+		}
+	}
 }
 
 // load rebuilds the state from the headers of the log's last two segments

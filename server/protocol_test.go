@@ -261,6 +261,7 @@ func TestProduceChecks(t *testing.T) {
 		{"transactional batch", 9, -1, "c", bytes.Clone(txnBatch), false, kerr.TransactionalIDAuthorizationFailed.Code},
 		{"acks 2", 9, 2, "c", good, false, kerr.InvalidRequiredAcks.Code},
 		{"unknown topic", 9, -1, "nope", good, false, kerr.UnknownTopicOrPartition.Code},
+		{"internal topic", 9, -1, store.OffsetsTopic, good, false, kerr.InvalidTopicException.Code},
 	}
 	for _, tc := range cases {
 		req := produceReq(tc.version, tc.acks, tc.topic, 0, tc.recs)
@@ -318,6 +319,10 @@ func TestProduceAcksZeroAndPipelining(t *testing.T) {
 	if l.EndOffset() != 6 {
 		t.Fatalf("stored %d records, want 6 (acks=0 ones included)", l.EndOffset())
 	}
+	// A failed acks=0 produce closes the connection: the client reads no
+	// response, so that is how it learns.
+	c.send(produceReq(9, 0, "nope", 0, makeBatch(t, record.None, -1, 0, 0, 1, "x")))
+	c.expectClosed()
 }
 
 func TestListOffsets(t *testing.T) {
