@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -113,18 +112,37 @@ func (c *conn) readFrames(frames chan<- []byte) {
 				"reason", fmt.Sprintf("request size %d outside [8, %d]", size, c.s.cfg.MaxRequestBytes))
 			return
 		}
-		// The buffer grows as bytes arrive, so a length the client claims
-		// but does not send allocates nothing.
-		buf := bytes.NewBuffer(make([]byte, 0, min(int(size), 64<<10)))
-		if _, err := io.CopyN(buf, c.nc, int64(size)); err != nil {
+		buf, err := readGrowing(c.nc, int(size))
+		if err != nil {
 			return
 		}
 		select {
-		case frames <- buf.Bytes():
+		case frames <- buf:
 		case <-c.ctx.Done():
 			return
 		}
 	}
+}
+
+// readGrowing reads size bytes, allocating as they arrive: at most 1 MiB
+// before any byte and then at most eight times what has come, so a length
+// a client claims but does not send costs little, and a real large
+// request is copied while growing only a few times.
+func readGrowing(r io.Reader, size int) ([]byte, error) {
+	buf := make([]byte, min(size, 1<<20))
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	for len(buf) < size {
+		n := len(buf)
+		grown := make([]byte, min(size, 8*n))
+		copy(grown, buf)
+		buf = grown
+		if _, err := io.ReadFull(r, buf[n:]); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // handleFrame answers one request. A returned error closes the connection.
@@ -175,7 +193,14 @@ func (c *conn) decodeRequest(frame []byte) (header, kmsg.Request, error) {
 	if err != nil {
 		return h, nil, err
 	}
-	if err := req.ReadFrom(body); err != nil {
+	read := req.ReadFrom
+	if p, ok := req.(*kmsg.ProduceRequest); ok {
+		// The record sets alias the frame instead of being copied out of
+		// it: the frame is this request's own, and the produce path keeps
+		// no string of the request (producers clones topic names).
+		read = p.UnsafeReadFrom
+	}
+	if err := read(body); err != nil {
 		return h, nil, &errCloseConn{reason: fmt.Sprintf("api key %d version %d: cannot parse request: %v", h.key, h.version, err)}
 	}
 	return h, req, nil

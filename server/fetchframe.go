@@ -132,6 +132,10 @@ func (c *conn) writeFetch(corr int32, version int16, topErr int16, topics []fetc
 		return &errCloseConn{reason: "fetch response over 2 GiB"}
 	}
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	if c.s.cfg.FetchCopy {
+		// Hiding the connection's type is what declines sendfile.
+		return f.writeTo(struct{ io.Writer }{c.nc})
+	}
 	return f.writeTo(c.nc)
 }
 

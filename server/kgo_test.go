@@ -109,11 +109,28 @@ func checkStoredCodec(t *testing.T, st *store.Store, topic string, want record.C
 	}
 	batches := 0
 	for p := range int32(n) {
-		l, err := st.Log(topic, p)
-		if err != nil {
-			t.Fatal(err)
+		for _, b := range storedBatches(t, st, topic, p) {
+			if b.Codec() != want {
+				t.Fatalf("%s-%d: stored batch at %d has codec %v, want %v", topic, p, b.BaseOffset(), b.Codec(), want)
+			}
+			batches++
 		}
-		sl, err := l.Read(l.StartOffset(), 1<<30, seglogReadAll)
+	}
+	if batches == 0 {
+		t.Fatalf("%s: no batches stored", topic)
+	}
+}
+
+// storedBatches reads a partition's batches from its log.
+func storedBatches(t *testing.T, st *store.Store, topic string, p int32) []record.Batch {
+	t.Helper()
+	l, err := st.Log(topic, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []record.Batch
+	for off := l.StartOffset(); off < l.EndOffset(); {
+		sl, err := l.Read(off, 1<<30, seglogReadAll)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,17 +138,14 @@ func checkStoredCodec(t *testing.T, st *store.Store, topic string, want record.C
 		if _, err := sl.ReadAt(buf, 0); err != nil {
 			t.Fatal(err)
 		}
+		next := sl.LastOffset() + 1
 		sl.Close()
 		for len(buf) >= record.HeaderSize {
 			b := record.Batch(buf[:record.Batch(buf).Size()])
-			if b.Codec() != want {
-				t.Fatalf("%s-%d: stored batch at %d has codec %v, want %v", topic, p, b.BaseOffset(), b.Codec(), want)
-			}
-			batches++
+			out = append(out, b)
 			buf = buf[b.Size():]
 		}
+		off = next
 	}
-	if batches == 0 {
-		t.Fatalf("%s: no batches stored", topic)
-	}
+	return out
 }

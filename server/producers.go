@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +74,8 @@ func (p *producers) partition(topic string, partition int32) *partProducers {
 	pp := p.parts[k]
 	if pp == nil {
 		pp = &partProducers{m: make(map[int64]*producerEntry)}
-		p.parts[k] = pp
+		// The name may alias a request's frame; the map outlives it.
+		p.parts[tp{strings.Clone(topic), partition}] = pp
 	}
 	return pp
 }

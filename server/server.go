@@ -67,6 +67,10 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Logger receives connection errors; nil means slog.Default.
 	Logger *slog.Logger
+	// FetchCopy sends fetched records by reading them into memory and
+	// writing them, as a TLS connection must, instead of with sendfile(2):
+	// the baseline the zero-copy path is measured against.
+	FetchCopy bool
 }
 
 // Server answers the Kafka protocol for one store. Create it with New, run

@@ -29,6 +29,7 @@ func newServeCmd() *cobra.Command {
 		maxRequest        int
 		grace             time.Duration
 		verbose           bool
+		fetchCopy         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR",
@@ -59,7 +60,7 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 			}
 			srv, err := server.New(st, server.Config{Advertise: advertise, NodeID: nodeID,
 				AutoCreateTopics: &autoCreate, NumPartitions: numPartitions, TopicConfig: &cfg,
-				MaxRequestBytes: maxRequest, Logger: logger})
+				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy})
 			if err != nil {
 				return errors.Join(err, st.Close())
 			}
@@ -106,5 +107,6 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 	f.IntVar(&maxRequest, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request accepted (socket.request.max.bytes)")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests")
 	f.BoolVar(&verbose, "verbose", false, "log connection errors")
+	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
 	return cmd
 }
