@@ -96,8 +96,25 @@ func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRe
 	info, err := l.AppendBatch(b)
 	if err == nil {
 		pp.record(pid, epoch, first, last, info.FirstOffset, info.LastOffset)
+		s.snapshotOnRoll(l, pp)
 	}
 	s.answerAppend(l, info, err, rp)
+}
+
+// snapshotOnRoll writes a producer snapshot when the log has rolled since
+// the last look (pp.mu held). It is named by the log end, which is at or
+// after the batch just recorded: idempotent appends are serialized by
+// pp.mu, so the state holds every idempotent batch below that offset.
+func (s *Server) snapshotOnRoll(l *seglog.Log, pp *partProducers) {
+	n := l.NumSegments()
+	rolled := n > pp.segments
+	pp.segments = n
+	if !rolled {
+		return
+	}
+	if err := writeSnapshot(l, pp); err != nil {
+		s.logger.Warn("server: writing a producer snapshot", "dir", l.Dir(), "err", err)
+	}
 }
 
 func (s *Server) answerAppend(l *seglog.Log, info seglog.AppendInfo, err error, rp *kmsg.ProduceResponseTopicPartition) {

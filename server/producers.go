@@ -52,6 +52,10 @@ type partProducers struct {
 	loaded    bool
 	m         map[int64]*producerEntry
 	lastSweep time.Time
+	// segments is the log's segment count at the last look: when it grows
+	// after an append the log rolled, and a snapshot is written then, as
+	// Kafka writes one at every roll.
+	segments int
 }
 
 type producerEntry struct {
@@ -175,6 +179,7 @@ func (pp *partProducers) load(l *seglog.Log) {
 	}
 	pp.loaded = true
 	segs := l.Segments()
+	pp.segments = len(segs)
 	from := l.StartOffset()
 	if len(segs) >= 2 {
 		from = max(from, segs[len(segs)-2].BaseOffset)

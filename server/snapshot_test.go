@@ -111,3 +111,49 @@ func TestSnapshotKeepsOlderProducers(t *testing.T) {
 		t.Fatalf("unknown producer: error %d offset %d", rp.ErrorCode, rp.BaseOffset)
 	}
 }
+
+// TestSnapshotAtRoll: a roll under idempotent produces writes a snapshot,
+// so after a crash (no shutdown snapshot) a producer whose batch lies
+// more than two segments back is still known.
+func TestSnapshotAtRoll(t *testing.T) {
+	dir := t.TempDir()
+	ts := startServer(t, dir, Config{})
+	cfg := store.DefaultTopicConfig()
+	if err := cfg.SetAll([]string{"max.message.bytes=900", "segment.bytes=1000"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.st.CreateTopic("r", 1, cfg); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, ts.addr)
+	old := makeBatch(t, record.None, 100, 0, 0, 3, "old")
+	if rp := produceOne(t, c, 9, "r", append([]byte(nil), old...)); rp.ErrorCode != 0 {
+		t.Fatal(rp.ErrorCode)
+	}
+	for i := range 20 {
+		if rp := produceOne(t, c, 9, "r", makeBatch(t, record.None, 200, 0, int32(3*i), 3, "filler-filler-filler")); rp.ErrorCode != 0 {
+			t.Fatal(rp.ErrorCode)
+		}
+	}
+	l, _ := ts.st.Log("r", 0)
+	if n := l.NumSegments(); n < 4 {
+		t.Fatalf("%d segments: the test needs rolls", n)
+	}
+	offs, err := snapshots(l.Dir())
+	if err != nil || len(offs) != 1 || offs[0] < l.Segments()[l.NumSegments()-1].BaseOffset {
+		t.Fatalf("snapshots %v (%v), want one in the active segment", offs, err)
+	}
+	// A crash: the store goes first, so shutdown can write no snapshot.
+	if err := ts.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ts.srv.Close()
+	<-ts.done
+	ts.srv = nil
+
+	ts = startServer(t, dir, Config{})
+	c = dialRaw(t, ts.addr)
+	if rp := produceOne(t, c, 9, "r", append([]byte(nil), old...)); rp.ErrorCode != 0 || rp.BaseOffset != 0 {
+		t.Fatalf("retry of the old batch after a crash: error %d offset %d, want the original offset 0", rp.ErrorCode, rp.BaseOffset)
+	}
+}
