@@ -31,7 +31,9 @@ func startServer(t *testing.T, dir string, cfg Config) *testServer {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	st, err := store.Open(dir, store.Options{})
+	// Few offsets partitions: creating Kafka's 50 costs a second of syncs
+	// per test server on a busy machine.
+	st, err := store.Open(dir, store.Options{OffsetsPartitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
