@@ -11,7 +11,7 @@ import (
 // BenchmarkKgoProduce produces 1 KiB records with kgo (idempotent,
 // acks=all, no compression) to 12 partitions of an in-process server.
 func BenchmarkKgoProduce(b *testing.B) {
-	ts := startServer(&testing.T{}, b.TempDir(), Config{NumPartitions: 12})
+	ts := startServer(b, b.TempDir(), Config{NumPartitions: 12})
 	defer ts.stop()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.DefaultProduceTopic("bench"),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.AllowAutoTopicCreation(),

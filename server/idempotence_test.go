@@ -107,7 +107,7 @@ func TestIdempotence(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); !cond(); {
 		if time.Now().After(deadline) {
