@@ -52,6 +52,12 @@ type serveBenchSide struct {
 	// only (its own process).
 	FetchCPUSecPerGB   float64 `json:",omitempty"`
 	ProduceCPUSecPerGB float64 `json:",omitempty"`
+	// RawFetchMBs is the rate of hand-made Fetch requests whose batches
+	// are counted, not decoded (seglog serve only), and RawFetchCPUSecPerGB
+	// the server's CPU per GB for them: the server's capacity when the
+	// client is not what limits.
+	RawFetchMBs         float64 `json:",omitempty"`
+	RawFetchCPUSecPerGB float64 `json:",omitempty"`
 }
 
 type serveBenchResult struct {
@@ -78,9 +84,12 @@ func newBenchServeCmd() *cobra.Command {
     a seglog serve process over loopback as fast as it can; then
     --latency-records single records are produced one at a time
     (ProduceSync) for the p50/p99 produce latency; then kgo consumers read
-    every record back --consume-rounds times. The server's CPU time during
-    the consume phase is read from /proc;
-  - copy: the same consume from a server started with --fetch-copy (fetched
+    every record back --consume-rounds times; then a raw fetcher (hand-made
+    Fetch requests on one connection, batches counted, not decoded) reads
+    everything --consume-rounds times, to show what the server delivers when
+    the client does not limit. The server's CPU time during each phase is
+    read from /proc;
+  - copy: the same consumes from a server started with --fetch-copy (fetched
     records read and written, as over TLS, instead of sendfile);
   - kfake: franz-go's in-process broker serving the same workload.
 
@@ -144,6 +153,9 @@ func runServeBench(ctx context.Context, progress io.Writer, tmp string, cfg serv
 		return nil, err
 	}
 	res.Seglog, err = benchKafka(ctx, srv.addr, cfg, value, srv.cpu)
+	if err == nil {
+		res.Seglog.RawFetchMBs, res.Seglog.RawFetchCPUSecPerGB, err = benchRawFetch(ctx, srv.addr, cfg, srv.cpu)
+	}
 	srv.stop()
 	if err != nil {
 		return nil, fmt.Errorf("seglog serve: %w", err)
@@ -156,6 +168,9 @@ func runServeBench(ctx context.Context, progress io.Writer, tmp string, cfg serv
 		return nil, err
 	}
 	res.Copy, err = benchConsume(ctx, srv.addr, cfg, srv.cpu)
+	if err == nil {
+		res.Copy.RawFetchMBs, res.Copy.RawFetchCPUSecPerGB, err = benchRawFetch(ctx, srv.addr, cfg, srv.cpu)
+	}
 	srv.stop()
 	if err != nil {
 		return nil, fmt.Errorf("seglog serve --fetch-copy: %w", err)
@@ -434,7 +449,7 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 	fmt.Fprintf(w, "%d records of %d bytes to %d partitions, kgo over loopback (idempotent, acks=all, no compression);\n", c.Records, c.RecordSize, c.Partitions)
 	fmt.Fprintf(w, "latency of %d single-record produces; every record consumed %d times\n\n", c.Latency, c.ConsumeRounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tproduce rec/s\tproduce MB/s\tp50 ms\tp99 ms\tconsume MB/s\tserver CPU s/GB produced\tserver CPU s/GB fetched\t")
+	fmt.Fprintln(tw, "system\tproduce rec/s\tproduce MB/s\tp50 ms\tp99 ms\tconsume MB/s\tserver CPU s/GB produced\tserver CPU s/GB fetched\traw fetch MB/s\tits CPU s/GB\t")
 	for _, s := range []serveBenchSide{r.Direct, r.Seglog, r.Copy, r.Kfake} {
 		cpu := "-"
 		if s.FetchCPUSecPerGB > 0 {
@@ -446,8 +461,9 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 			}
 			return fmt.Sprintf(f, v)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Name, dash(s.ProduceRecsSec, "%.0f"), dash(s.ProduceMBs, "%.1f"),
-			dash(s.P50Ms, "%.2f"), dash(s.P99Ms, "%.2f"), dash(s.ConsumeMBs, "%.0f"), dash(s.ProduceCPUSecPerGB, "%.2f"), cpu)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Name, dash(s.ProduceRecsSec, "%.0f"), dash(s.ProduceMBs, "%.1f"),
+			dash(s.P50Ms, "%.2f"), dash(s.P99Ms, "%.2f"), dash(s.ConsumeMBs, "%.0f"), dash(s.ProduceCPUSecPerGB, "%.2f"), cpu,
+			dash(s.RawFetchMBs, "%.0f"), dash(s.RawFetchCPUSecPerGB, "%.2f"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -460,6 +476,8 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 	}
 	fmt.Fprintf(w, "\nseglog produce / direct append: %.2fx\n", ratio(r.Seglog.ProduceRecsSec, r.Direct.ProduceRecsSec))
 	fmt.Fprintf(w, "seglog / kfake: produce %.2fx, consume %.2fx\n", ratio(r.Seglog.ProduceRecsSec, r.Kfake.ProduceRecsSec), ratio(r.Seglog.ConsumeMBs, r.Kfake.ConsumeMBs))
-	fmt.Fprintf(w, "fetch CPU, sendfile / copy: %.2fx\n", ratio(r.Seglog.FetchCPUSecPerGB, r.Copy.FetchCPUSecPerGB))
+	fmt.Fprintf(w, "fetch CPU, sendfile / copy: %.2fx (kgo consumers), %.2fx (raw fetches)\n",
+		ratio(r.Seglog.FetchCPUSecPerGB, r.Copy.FetchCPUSecPerGB), ratio(r.Seglog.RawFetchCPUSecPerGB, r.Copy.RawFetchCPUSecPerGB))
+	fmt.Fprintf(w, "raw fetch, sendfile / copy: %.2fx\n", ratio(r.Seglog.RawFetchMBs, r.Copy.RawFetchMBs))
 	return nil
 }
