@@ -1,0 +1,465 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
+)
+
+// serveBenchConfig is the workload of seglog bench serve.
+type serveBenchConfig struct {
+	Records    int
+	RecordSize int
+	Partitions int
+	Batch      int // records per batch of the direct-append baseline
+	// Latency is how many single-record ProduceSync calls the latency
+	// figures come from.
+	Latency int
+	// ConsumeRounds is how many times the records are consumed.
+	ConsumeRounds int
+}
+
+// serveBenchSide is one system's result.
+type serveBenchSide struct {
+	Name           string
+	ProduceRecsSec float64
+	ProduceMBs     float64
+	P50Ms, P99Ms   float64 // produce latency, per record
+	ConsumeMBs     float64
+	// FetchCPUSecPerGB and ProduceCPUSecPerGB are the server process's
+	// CPU time (user+system) per GB consumed or produced, for seglog serve
+	// only (its own process).
+	FetchCPUSecPerGB   float64 `json:",omitempty"`
+	ProduceCPUSecPerGB float64 `json:",omitempty"`
+}
+
+type serveBenchResult struct {
+	Config serveBenchConfig
+	Direct serveBenchSide // the store's own append, no network
+	Seglog serveBenchSide // seglog serve, sendfile fetch path
+	Copy   serveBenchSide // seglog serve --fetch-copy (consume only)
+	Kfake  serveBenchSide
+}
+
+func newBenchServeCmd() *cobra.Command {
+	var cfg serveBenchConfig
+	var asJSON bool
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Produce and consume through seglog serve with kgo, against direct append and kfake",
+		Long: `Measure the Kafka-protocol server with a real client, in one run:
+
+  - direct: the store's own append rate (ProduceTo, --batch records per
+    batch, one goroutine per partition), no network: the ceiling;
+  - seglog: a kgo producer (idempotent, acks=all, no compression) writes
+    --records records of --record-size bytes to --partitions partitions of
+    a seglog serve process over loopback as fast as it can; then
+    --latency-records single records are produced one at a time
+    (ProduceSync) for the p50/p99 produce latency; then kgo consumers read
+    every record back --consume-rounds times. The server's CPU time during
+    the consume phase is read from /proc;
+  - copy: the same consume from a server started with --fetch-copy (fetched
+    records read and written, as over TLS, instead of sendfile);
+  - kfake: franz-go's in-process broker serving the same workload.
+
+The server runs as a child process (this binary's serve command) with its
+store in a temporary directory below --dir.`,
+		Args: cobra.NoArgs,
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&cfg.Records, "records", 200_000, "records produced and consumed per system")
+	fl.IntVar(&cfg.RecordSize, "record-size", 1024, "value bytes per record")
+	fl.IntVar(&cfg.Partitions, "partitions", 12, "partitions of the topic")
+	fl.IntVar(&cfg.Batch, "batch", 64, "records per batch for the direct-append baseline")
+	fl.IntVar(&cfg.Latency, "latency-records", 1000, "single-record produces timed for the latency figures")
+	fl.IntVar(&cfg.ConsumeRounds, "consume-rounds", 5, "times every record is consumed")
+	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one")
+	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if cfg.Records < cfg.Partitions || cfg.RecordSize < 1 || cfg.Partitions < 1 || cfg.Batch < 1 || cfg.Latency < 1 || cfg.ConsumeRounds < 1 {
+			return fmt.Errorf("need --records >= --partitions >= 1, and --record-size, --batch, --latency-records, --consume-rounds >= 1")
+		}
+		ctx, cancel := benchContext(cmd)
+		defer cancel()
+		parent := dir
+		if parent == "" {
+			parent = os.TempDir()
+		}
+		tmp := filepath.Join(parent, fmt.Sprintf("seglog-bench-serve-%d-%d", os.Getpid(), time.Now().UnixNano()))
+		if err := vfs.Default.MkdirAll(tmp); err != nil {
+			return err
+		}
+		defer removeTree(tmp)
+		res, err := runServeBench(ctx, cmd.ErrOrStderr(), tmp, cfg)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+		}
+		return writeServeBench(cmd.OutOrStdout(), res)
+	}
+	return cmd
+}
+
+func runServeBench(ctx context.Context, progress io.Writer, tmp string, cfg serveBenchConfig) (*serveBenchResult, error) {
+	res := &serveBenchResult{Config: cfg}
+	say := func(s string) { fmt.Fprintln(progress, "bench serve:", s) }
+	value := make([]byte, cfg.RecordSize)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	say("direct append")
+	var err error
+	if res.Direct, err = benchDirect(filepath.Join(tmp, "direct"), cfg, value); err != nil {
+		return nil, err
+	}
+	res.Direct.Name = "direct append"
+
+	say("seglog serve (sendfile)")
+	srv, err := startServeChild(ctx, filepath.Join(tmp, "serve"), cfg.Partitions, false)
+	if err != nil {
+		return nil, err
+	}
+	res.Seglog, err = benchKafka(ctx, srv.addr, cfg, value, srv.cpu)
+	srv.stop()
+	if err != nil {
+		return nil, fmt.Errorf("seglog serve: %w", err)
+	}
+	res.Seglog.Name = "seglog serve"
+
+	say("seglog serve --fetch-copy (consume the same store)")
+	srv, err = startServeChild(ctx, filepath.Join(tmp, "serve"), cfg.Partitions, true)
+	if err != nil {
+		return nil, err
+	}
+	res.Copy, err = benchConsume(ctx, srv.addr, cfg, srv.cpu)
+	srv.stop()
+	if err != nil {
+		return nil, fmt.Errorf("seglog serve --fetch-copy: %w", err)
+	}
+	res.Copy.Name = "seglog serve, copy fetch"
+
+	say("kfake")
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), "bench", "bench-latency"))
+	if err != nil {
+		return nil, err
+	}
+	res.Kfake, err = benchKafka(ctx, kf.ListenAddrs()[0], cfg, value, nil)
+	kf.Close()
+	if err != nil {
+		return nil, fmt.Errorf("kfake: %w", err)
+	}
+	res.Kfake.Name = "kfake"
+	return res, nil
+}
+
+// benchDirect appends the workload straight to a store: the rate the
+// server's produce path is compared with.
+func benchDirect(dir string, cfg serveBenchConfig, value []byte) (serveBenchSide, error) {
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		return serveBenchSide{}, err
+	}
+	defer st.Close()
+	if err := st.CreateTopic("bench", cfg.Partitions, store.DefaultTopicConfig()); err != nil {
+		return serveBenchSide{}, err
+	}
+	per := cfg.Records / cfg.Partitions
+	var wg sync.WaitGroup
+	errs := make([]error, cfg.Partitions)
+	start := time.Now()
+	for p := range cfg.Partitions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs := make([]record.Record, cfg.Batch)
+			for i := range recs {
+				recs[i].Value = value
+			}
+			for done := 0; done < per; done += cfg.Batch {
+				n := min(cfg.Batch, per-done)
+				if _, err := st.ProduceTo("bench", int32(p), recs[:n]...); err != nil {
+					errs[p] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	if err := errors.Join(errs...); err != nil {
+		return serveBenchSide{}, err
+	}
+	n := float64(per * cfg.Partitions)
+	return serveBenchSide{ProduceRecsSec: n / el, ProduceMBs: n * float64(cfg.RecordSize) / el / 1e6}, nil
+}
+
+// benchKafka produces the workload to addr with kgo as fast as it goes,
+// then measures produce latency with one record at a time (ProduceSync,
+// so the latency is a request's round trip, not time queued behind the
+// throughput phase), then consumes.
+func benchKafka(ctx context.Context, addr string, cfg serveBenchConfig, value []byte, cpu func() (time.Duration, error)) (serveBenchSide, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("bench"),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.AllowAutoTopicCreation(),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		return serveBenchSide{}, err
+	}
+	defer cl.Close()
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	var cpu0 time.Duration
+	if cpu != nil {
+		if cpu0, err = cpu(); err != nil {
+			return serveBenchSide{}, err
+		}
+	}
+	start := time.Now()
+	for range cfg.Records {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, &err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	if e := failed.Load(); e != nil {
+		return serveBenchSide{}, *e
+	}
+	n := float64(cfg.Records)
+	side := serveBenchSide{ProduceRecsSec: n / el, ProduceMBs: n * float64(cfg.RecordSize) / el / 1e6}
+	if cpu != nil {
+		cpu1, err := cpu()
+		if err != nil {
+			return serveBenchSide{}, err
+		}
+		side.ProduceCPUSecPerGB = (cpu1 - cpu0).Seconds() / (n * float64(cfg.RecordSize) / 1e9)
+	}
+	lat := make([]time.Duration, cfg.Latency)
+	for i := range lat {
+		t0 := time.Now()
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "bench-latency", Value: value}).FirstErr(); err != nil {
+			return serveBenchSide{}, err
+		}
+		lat[i] = time.Since(t0)
+	}
+	slices.Sort(lat)
+	side.P50Ms, side.P99Ms = ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100])
+	c, err := benchConsume(ctx, addr, cfg, cpu)
+	side.ConsumeMBs, side.FetchCPUSecPerGB = c.ConsumeMBs, c.FetchCPUSecPerGB
+	return side, err
+}
+
+// benchConsume reads every partition of topic bench from the start,
+// --consume-rounds times (a new client each time), so the server's CPU
+// time is large enough to measure in /proc's 10 ms ticks.
+func benchConsume(ctx context.Context, addr string, cfg serveBenchConfig, cpu func() (time.Duration, error)) (serveBenchSide, error) {
+	offsets := make(map[int32]kgo.Offset)
+	for p := range int32(cfg.Partitions) {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	var cpu0 time.Duration
+	var err error
+	if cpu != nil {
+		if cpu0, err = cpu(); err != nil {
+			return serveBenchSide{}, err
+		}
+	}
+	start := time.Now()
+	var bytes int
+	for range cfg.ConsumeRounds {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"bench": offsets}),
+			kgo.FetchMaxPartitionBytes(8<<20))
+		if err != nil {
+			return serveBenchSide{}, err
+		}
+		for got := 0; got < cfg.Records; {
+			fs := cl.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				cl.Close()
+				return serveBenchSide{}, fmt.Errorf("consumed %d of %d records: %w", got, cfg.Records, err)
+			}
+			if errs := fs.Errors(); len(errs) > 0 {
+				cl.Close()
+				return serveBenchSide{}, errs[0].Err
+			}
+			fs.EachRecord(func(r *kgo.Record) { got++; bytes += len(r.Value) })
+		}
+		cl.Close()
+	}
+	el := time.Since(start).Seconds()
+	side := serveBenchSide{ConsumeMBs: float64(bytes) / el / 1e6}
+	if cpu != nil {
+		cpu1, err := cpu()
+		if err != nil {
+			return serveBenchSide{}, err
+		}
+		side.FetchCPUSecPerGB = (cpu1 - cpu0).Seconds() / (float64(bytes) / 1e9)
+	}
+	return side, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// runAsSeglogEnv makes a test binary run as seglog (main_test.go): the
+// bench's server child is this binary's serve command, in tests too.
+const runAsSeglogEnv = "SEGLOG_TEST_RUN_MAIN"
+
+// removeTree removes dir and everything below it, through vfs.
+func removeTree(dir string) error {
+	names, err := vfs.Default.List(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		fi, err := vfs.Default.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			err = removeTree(p)
+		} else {
+			err = vfs.Default.Remove(p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return vfs.Default.Remove(dir)
+}
+
+// serveChild is a seglog serve process.
+type serveChild struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startServeChild(ctx context.Context, dir string, partitions int, fetchCopy bool) (*serveChild, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"serve", dir, "--listen", "127.0.0.1:0", "--num-partitions", strconv.Itoa(partitions)}
+	if fetchCopy {
+		args = append(args, "--fetch-copy")
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	// Tests run this through the test binary, which becomes seglog when
+	// this variable is set; for the seglog binary it is harmless.
+	cmd.Env = append(os.Environ(), runAsSeglogEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("seglog serve printed nothing")
+	}
+	addr, _, ok := strings.Cut(strings.TrimPrefix(sc.Text(), "seglog serve: listening on "), ",")
+	if !ok {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("seglog serve said %q", sc.Text())
+	}
+	go io.Copy(io.Discard, out)
+	return &serveChild{cmd: cmd, addr: addr}, nil
+}
+
+// cpu is the child's user+system CPU time so far, from /proc/PID/stat
+// (in clock ticks of 1/100 s, Linux's USER_HZ).
+func (c *serveChild) cpu() (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid)) //vfs:allow a /proc file says size 0, so ReadFileLimit reads nothing
+	if err != nil {
+		return 0, fmt.Errorf("server CPU time: %w", err)
+	}
+	// Fields after the command name, which is in parentheses and may
+	// hold spaces: state is field 3, utime 14, stime 15.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("server CPU time: short /proc stat")
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("server CPU time: bad /proc stat")
+	}
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
+}
+
+func (c *serveChild) stop() {
+	c.cmd.Process.Signal(os.Interrupt)
+	c.cmd.Wait()
+}
+
+func writeServeBench(w io.Writer, r *serveBenchResult) error {
+	c := r.Config
+	fmt.Fprintf(w, "%d records of %d bytes to %d partitions, kgo over loopback (idempotent, acks=all, no compression);\n", c.Records, c.RecordSize, c.Partitions)
+	fmt.Fprintf(w, "latency of %d single-record produces; every record consumed %d times\n\n", c.Latency, c.ConsumeRounds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "system\tproduce rec/s\tproduce MB/s\tp50 ms\tp99 ms\tconsume MB/s\tserver CPU s/GB produced\tserver CPU s/GB fetched\t")
+	for _, s := range []serveBenchSide{r.Direct, r.Seglog, r.Copy, r.Kfake} {
+		cpu := "-"
+		if s.FetchCPUSecPerGB > 0 {
+			cpu = fmt.Sprintf("%.2f", s.FetchCPUSecPerGB)
+		}
+		dash := func(v float64, f string) string {
+			if v == 0 {
+				return "-"
+			}
+			return fmt.Sprintf(f, v)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Name, dash(s.ProduceRecsSec, "%.0f"), dash(s.ProduceMBs, "%.1f"),
+			dash(s.P50Ms, "%.2f"), dash(s.P99Ms, "%.2f"), dash(s.ConsumeMBs, "%.0f"), dash(s.ProduceCPUSecPerGB, "%.2f"), cpu)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	fmt.Fprintf(w, "\nseglog produce / direct append: %.2fx\n", ratio(r.Seglog.ProduceRecsSec, r.Direct.ProduceRecsSec))
+	fmt.Fprintf(w, "seglog / kfake: produce %.2fx, consume %.2fx\n", ratio(r.Seglog.ProduceRecsSec, r.Kfake.ProduceRecsSec), ratio(r.Seglog.ConsumeMBs, r.Kfake.ConsumeMBs))
+	fmt.Fprintf(w, "fetch CPU, sendfile / copy: %.2fx\n", ratio(r.Seglog.FetchCPUSecPerGB, r.Copy.FetchCPUSecPerGB))
+	return nil
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestBenchServeSmall runs seglog bench serve on a tiny workload: every
+// system produces and consumes everything, and the figures are filled in.
+func TestBenchServeSmall(t *testing.T) {
+	res := mustInvoke(t, "", "bench", "serve", "--records", "600", "--partitions", "3",
+		"--latency-records", "5", "--consume-rounds", "2", "--dir", t.TempDir(), "--json")
+	var r serveBenchResult
+	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+		t.Fatalf("%v: %s", err, res.stdout)
+	}
+	for _, s := range []serveBenchSide{r.Direct, r.Seglog, r.Kfake} {
+		if s.ProduceRecsSec <= 0 {
+			t.Errorf("%s: no produce rate", s.Name)
+		}
+	}
+	for _, s := range []serveBenchSide{r.Seglog, r.Copy, r.Kfake} {
+		if s.ConsumeMBs <= 0 {
+			t.Errorf("%s: no consume rate", s.Name)
+		}
+	}
+	if r.Seglog.P99Ms <= 0 || r.Seglog.P99Ms < r.Seglog.P50Ms {
+		t.Errorf("latency p50 %v p99 %v", r.Seglog.P50Ms, r.Seglog.P99Ms)
+	}
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog/server"
+	"github.com/seglog/seglog/store"
+)
+
+func init() { register(newServeCmd) }
+
+func newServeCmd() *cobra.Command {
+	var (
+		listen, advertise string
+		nodeID            int32
+		autoCreate        bool
+		numPartitions     int
+		configs           []string
+		maxRequest        int
+		grace             time.Duration
+		verbose           bool
+		fetchCopy         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "serve DIR",
+		Short: "Serve a store over the Kafka protocol, so Kafka clients (kcat, franz-go, …) produce and consume",
+		Long: `Run a single-node Kafka-protocol broker over the store in DIR (created if
+missing). Unmodified Kafka clients produce to and consume from it; a
+producer's batch is stored as it arrived and fetches are sent from the
+segment files with sendfile(2). See docs/serve.md for the API keys and
+versions spoken, idempotence, acks and what is not supported.
+
+The node id and cluster id are kept in DIR/meta.properties. SIGTERM or
+SIGINT stops accepting connections, lets in-flight requests finish (up to
+--grace) and closes the store cleanly.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg := store.DefaultTopicConfig()
+			if err := cfg.SetAll(configs); err != nil {
+				return err
+			}
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelDebug
+			}
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			st, err := store.Open(args[0], store.Options{Logger: logger})
+			if err != nil {
+				return err
+			}
+			srv, err := server.New(st, server.Config{Advertise: advertise, NodeID: nodeID,
+				AutoCreateTopics: &autoCreate, NumPartitions: numPartitions, TopicConfig: &cfg,
+				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy})
+			if err != nil {
+				return errors.Join(err, st.Close())
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return errors.Join(err, st.Close())
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := st.Start(ctx); err != nil {
+				ln.Close()
+				return errors.Join(err, st.Close())
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: listening on %s, node %d, cluster %s\n", ln.Addr(), srv.NodeID(), srv.ClusterID())
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(ln) }()
+			var serveErr error
+			select {
+			case <-ctx.Done():
+			case serveErr = <-served:
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), grace)
+			defer cancel()
+			shutErr := srv.Shutdown(sctx)
+			if serveErr == nil {
+				<-served
+			} else if errors.Is(serveErr, server.ErrServerClosed) {
+				serveErr = nil
+			}
+			err = errors.Join(serveErr, shutErr, st.Close())
+			if err == nil {
+				fmt.Fprintln(cmd.OutOrStdout(), "seglog serve: stopped")
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:9092", "address to listen on")
+	f.StringVar(&advertise, "advertise", "", "host:port clients are told to connect to (default: the listen address)")
+	f.Int32Var(&nodeID, "node-id", 0, "node id written to meta.properties on first start")
+	f.BoolVar(&autoCreate, "auto-create-topics", true, "create a topic a client asks for by name (auto.create.topics.enable)")
+	f.IntVar(&numPartitions, "num-partitions", 1, "partitions of a topic created on first use (num.partitions)")
+	f.StringArrayVar(&configs, "config", nil, "topic config for topics created through the server, key=value (repeatable)")
+	f.IntVar(&maxRequest, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request accepted (socket.request.max.bytes)")
+	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests")
+	f.BoolVar(&verbose, "verbose", false, "log connection errors")
+	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
+	return cmd
+}

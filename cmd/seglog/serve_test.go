@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/store"
+)
+
+// TestServeProcess runs seglog serve as a process: a kgo client produces
+// and a consumer is parked in a long poll when SIGTERM arrives; the
+// process answers, stops, exits 0 and leaves a cleanly closed store with
+// every acknowledged record.
+func TestServeProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	var stderr lockedBuffer
+	cmd := seglogProcess(t, &stderr, "serve", dir, "--listen", "127.0.0.1:0", "--num-partitions", "2")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() {
+		t.Fatalf("no output; stderr: %s", stderr.String())
+	}
+	first := lines.Text()
+	addr, _, ok := strings.Cut(strings.TrimPrefix(first, "seglog serve: listening on "), ",")
+	if !ok {
+		t.Fatalf("unexpected first line %q", first)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range 100 {
+		recs = append(recs, &kgo.Record{Value: []byte(strings.Repeat("v", i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("p"), kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	cons.PollFetches(pctx) // leaves a fetch parked at the end
+	pcancel()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var rest []string
+	for lines.Scan() {
+		rest = append(rest, lines.Text())
+	}
+	if code := exitCode(t, cmd.Wait(), &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, stderr.String())
+	}
+	if len(rest) != 1 || rest[0] != "seglog serve: stopped" {
+		t.Fatalf("after SIGTERM: %q; stderr: %s", rest, stderr.String())
+	}
+	if !exists(filepath.Join(dir, layout.CleanShutdownFile)) {
+		t.Fatal("the store was not closed cleanly")
+	}
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	info, err := st.DescribeTopic("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, p := range info.Partitions {
+		total += p.EndOffset - p.StartOffset
+	}
+	if total != 100 {
+		t.Fatalf("%d records stored, want 100", total)
+	}
+}

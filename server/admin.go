@@ -1,0 +1,146 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/store"
+)
+
+// createTopics creates topics with the store's config keys. One node keeps
+// one copy: a replication factor other than 1 (or -1, "the default") is
+// INVALID_REPLICATION_FACTOR, and manual replica assignments are refused.
+func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		n := int(t.NumPartitions)
+		if n == -1 {
+			n = s.cfg.NumPartitions
+		}
+		rt.NumPartitions = int32(n)
+		rt.ReplicationFactor = 1
+		fail := func(code int16, msg string) {
+			rt.ErrorCode = code
+			rt.ErrorMessage = kmsg.StringPtr(msg)
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		}
+		cfg := *s.cfg.TopicConfig
+		var cfgErr error
+		for _, c := range t.Configs {
+			if c.Value == nil {
+				continue
+			}
+			if err := cfg.Set(c.Name, *c.Value); err != nil {
+				cfgErr = err
+				break
+			}
+		}
+		switch {
+		case t.ReplicationFactor != -1 && t.ReplicationFactor != 1:
+			fail(kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d: this is a single node", t.ReplicationFactor))
+		case len(t.ReplicaAssignment) > 0:
+			fail(kerr.InvalidReplicaAssignment.Code, "manual replica assignment is not supported")
+		case cfgErr != nil:
+			fail(kerr.InvalidConfig.Code, cfgErr.Error())
+		case req.ValidateOnly:
+			err := store.ValidateTopic(t.Topic)
+			if err == nil && (n < 1 || n > store.MaxPartitions) {
+				err = fmt.Errorf("%w: %d", store.ErrInvalidPartitions, n)
+			}
+			if err == nil {
+				if _, perr := s.st.Partitions(t.Topic); perr == nil {
+					err = fmt.Errorf("%w: %s", store.ErrTopicExists, t.Topic)
+				}
+			}
+			if err != nil {
+				fail(errCode(err), err.Error())
+			}
+		default:
+			if err := s.st.CreateTopic(t.Topic, n, cfg); err != nil {
+				fail(errCode(err), err.Error())
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// deleteTopics deletes topics by name.
+func (s *Server) deleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	for _, name := range req.TopicNames {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		if err := s.st.DeleteTopic(name); err != nil {
+			rt.ErrorCode = errCode(err)
+			rt.ErrorMessage = kmsg.StringPtr(err.Error())
+		} else {
+			s.pids.forgetTopic(name)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// deleteRecords moves partitions' log start offsets, as Kafka's
+// DeleteRecords does: offset -1 means the high watermark.
+func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewDeleteRecordsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.LowWatermark = -1
+			l, err := s.partitionLog(t.Topic, p.Partition)
+			if err != nil {
+				rp.ErrorCode = errCode(err)
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			off := p.Offset
+			if off == -1 {
+				off = l.EndOffset()
+			}
+			switch {
+			case off < 0 || off > l.EndOffset():
+				rp.ErrorCode = kerr.OffsetOutOfRange.Code
+			default:
+				if _, err := l.DeleteBefore(off); err != nil {
+					rp.ErrorCode = logErrorCode(err)
+				} else {
+					rp.LowWatermark = l.StartOffset()
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// logErrorCode maps an error from a partition's log to Kafka's code.
+func logErrorCode(err error) int16 {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, seglog.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, seglog.ErrBatchTooLarge):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, seglog.ErrCorruptBatch):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, seglog.ErrClosed), errors.Is(err, store.ErrClosed):
+		// The topic was deleted or the server is stopping: a client
+		// refreshes its metadata on this and retries.
+		return kerr.NotLeaderForPartition.Code
+	}
+	return kerr.KafkaStorageError.Code
+}

@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn serves one client connection: one request at a time, answered in
+// order. A reader goroutine reads ahead at most one request, so pipelined
+// requests wait in the socket and in a one-slot queue; with the request
+// being answered that bounds a connection's memory to about three
+// requests of at most Config.MaxRequestBytes.
+type conn struct {
+	s     *Server
+	nc    net.Conn
+	coord *coordinator
+
+	ctx    context.Context // ends when the connection or the server does
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	busy     bool // answering a request
+	stopping bool // Shutdown: close after the current request
+
+	out []byte // response buffer, reused
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, coord: s.coord}
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	return c
+}
+
+// stopAfterCurrent makes the connection close once the request it is
+// answering has been answered, or now if it is idle.
+func (c *conn) stopAfterCurrent() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopping = true
+	if !c.busy {
+		c.nc.Close()
+	}
+}
+
+// errCloseConn ends a connection without a response: what Kafka does with
+// a request it cannot parse or a version it does not speak.
+type errCloseConn struct {
+	reason   string
+	internal bool // a panic was recovered: a bug, never the client's doing
+}
+
+func (e *errCloseConn) Error() string { return "closing connection: " + e.reason }
+
+func (c *conn) serve() {
+	defer c.nc.Close()
+	defer c.cancel()
+	frames := make(chan []byte, 1)
+	go c.readFrames(frames)
+	for frame := range frames {
+		c.mu.Lock()
+		if c.stopping {
+			c.mu.Unlock()
+			return
+		}
+		c.busy = true
+		c.mu.Unlock()
+		err := c.handleFrame(frame)
+		c.mu.Lock()
+		c.busy = false
+		stop := c.stopping
+		c.mu.Unlock()
+		if err != nil {
+			var ce *errCloseConn
+			if !errors.As(err, &ce) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.EOF) {
+				c.s.logger.Debug("server: connection ended", "remote", c.nc.RemoteAddr().String(), "err", err)
+			} else if ce != nil {
+				c.s.logger.Info("server: closing connection", "remote", c.nc.RemoteAddr().String(), "reason", ce.reason)
+			}
+			return
+		}
+		if stop {
+			return
+		}
+	}
+}
+
+// readFrames reads length-prefixed requests until the connection fails or
+// sends a frame outside the size limits, then closes frames and cancels
+// the connection's context (a blocked group request then returns).
+func (c *conn) readFrames(frames chan<- []byte) {
+	defer close(frames)
+	defer c.cancel()
+	var hdr [4]byte
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(hdr[:]))
+		// A request has at least key, version and correlation id.
+		if size < 8 || int64(size) > int64(c.s.cfg.MaxRequestBytes) {
+			c.s.logger.Info("server: closing connection", "remote", c.nc.RemoteAddr().String(),
+				"reason", fmt.Sprintf("request size %d outside [8, %d]", size, c.s.cfg.MaxRequestBytes))
+			return
+		}
+		buf, err := readGrowing(c.nc, int(size))
+		if err != nil {
+			return
+		}
+		select {
+		case frames <- buf:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// readGrowing reads size bytes, allocating as they arrive: at most 1 MiB
+// before any byte and then at most eight times what has come, so a length
+// a client claims but does not send costs little, and a real large
+// request is copied while growing only a few times.
+func readGrowing(r io.Reader, size int) ([]byte, error) {
+	buf := make([]byte, min(size, 1<<20))
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	for len(buf) < size {
+		n := len(buf)
+		grown := make([]byte, min(size, 8*n))
+		copy(grown, buf)
+		buf = grown
+		if _, err := io.ReadFull(r, buf[n:]); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+// handleFrame answers one request. A returned error closes the connection.
+func (c *conn) handleFrame(frame []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.logger.Error("server: panic answering a request", "panic", r, "stack", string(debug.Stack()))
+			err = &errCloseConn{reason: fmt.Sprint("internal error: ", r), internal: true}
+		}
+	}()
+	h, req, err := c.decodeRequest(frame)
+	if err != nil {
+		return err
+	}
+	if req == nil {
+		// KIP-511: a client newer than us learns our range from a v0 reply.
+		return c.writeResponse(h.corr, downgradeApiVersions(), false)
+	}
+	if c.coord != nil {
+		if resp, ok := c.coord.handle(c.ctx, req); ok {
+			return c.writeResponse(h.corr, resp, resp.IsFlexible())
+		}
+	}
+	return c.dispatch(h, req)
+}
+
+// decodeRequest parses a request frame. A nil request with no error is an
+// ApiVersions request above our maximum version, answered with the v0
+// downgrade reply. Unknown keys, versions we do not speak and requests
+// that do not parse are errors that close the connection, as in Kafka.
+func (c *conn) decodeRequest(frame []byte) (header, kmsg.Request, error) {
+	h, body, err := parseHeader(frame)
+	if err != nil {
+		return h, nil, err
+	}
+	if h.key == apiVersionsKey && (h.version < 0 || h.version > apiVersionsMax) {
+		return h, nil, nil
+	}
+	req := kmsg.RequestForKey(h.key)
+	if req == nil {
+		return h, nil, &errCloseConn{reason: fmt.Sprintf("unknown api key %d", h.key)}
+	}
+	if !c.s.supports(c.coord, h.key, h.version) {
+		return h, nil, &errCloseConn{reason: fmt.Sprintf("api key %d version %d not supported", h.key, h.version)}
+	}
+	req.SetVersion(h.version)
+	body, err = skipHeaderRest(body, req.IsFlexible())
+	if err != nil {
+		return h, nil, err
+	}
+	read := req.ReadFrom
+	if p, ok := req.(*kmsg.ProduceRequest); ok {
+		// The record sets alias the frame instead of being copied out of
+		// it: the frame is this request's own, and the produce path keeps
+		// no string of the request (producers clones topic names).
+		read = p.UnsafeReadFrom
+	}
+	if err := read(body); err != nil {
+		return h, nil, &errCloseConn{reason: fmt.Sprintf("api key %d version %d: cannot parse request: %v", h.key, h.version, err)}
+	}
+	return h, req, nil
+}
+
+// dispatch answers the keys the server itself handles.
+func (c *conn) dispatch(h header, req kmsg.Request) error {
+	switch r := req.(type) {
+	case *kmsg.ApiVersionsRequest:
+		return c.writeResponse(h.corr, c.s.apiVersions(c.coord, r), false)
+	case *kmsg.MetadataRequest:
+		return c.writeKmsg(h.corr, c.s.metadata(r))
+	case *kmsg.ProduceRequest:
+		resp := c.s.produce(r)
+		if r.Acks == 0 {
+			// acks=0 gets no response at all. A failed one closes the
+			// connection instead, as Kafka does, so that the client,
+			// which reads nothing, still learns of it.
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode != 0 {
+						return &errCloseConn{reason: fmt.Sprintf("acks=0 produce to %s-%d failed with error %d", t.Topic, p.Partition, p.ErrorCode)}
+					}
+				}
+			}
+			return nil
+		}
+		return c.writeKmsg(h.corr, resp)
+	case *kmsg.FetchRequest:
+		return c.fetch(h.corr, r)
+	case *kmsg.ListOffsetsRequest:
+		return c.writeKmsg(h.corr, c.s.listOffsets(r))
+	case *kmsg.InitProducerIDRequest:
+		return c.writeKmsg(h.corr, c.s.initProducerID(r))
+	case *kmsg.CreateTopicsRequest:
+		return c.writeKmsg(h.corr, c.s.createTopics(r))
+	case *kmsg.DeleteTopicsRequest:
+		return c.writeKmsg(h.corr, c.s.deleteTopics(r))
+	case *kmsg.DeleteRecordsRequest:
+		return c.writeKmsg(h.corr, c.s.deleteRecords(r))
+	}
+	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
+}
+
+func (c *conn) writeKmsg(corr int32, resp kmsg.Response) error {
+	return c.writeResponse(corr, resp, resp.IsFlexible())
+}
+
+// writeResponse frames resp: size, correlation id, and, for flexible
+// versions, the response header's empty tag section. ApiVersions replies
+// never carry it (header v0 even at v3+), so callers pass tagged false.
+func (c *conn) writeResponse(corr int32, resp kmsg.Response, tagged bool) error {
+	out := append(c.out[:0], 0, 0, 0, 0)
+	out = binary.BigEndian.AppendUint32(out, uint32(corr))
+	if tagged {
+		out = append(out, 0)
+	}
+	out = resp.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	if cap(out) <= 1<<20 {
+		c.out = out
+	}
+	return c.write(out)
+}
+
+func (c *conn) write(b []byte) error {
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	_, err := c.nc.Write(b)
+	return err
+}

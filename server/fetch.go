@@ -1,0 +1,149 @@
+package server
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog"
+)
+
+// fetchPart is one partition of a fetch answer: its fields and the slice
+// of the segment file its records are sent from (nil for none).
+type fetchPart struct {
+	partition int32
+	code      int16
+	hwm       int64
+	logStart  int64
+	slice     *seglog.Slice
+}
+
+type fetchTopic struct {
+	name  string
+	parts []fetchPart
+}
+
+// fetchAnswer is a read for a Fetch: every partition's slice, pinned
+// (retention may remove a segment meanwhile; its file stays readable
+// until the slice is closed).
+type fetchAnswer struct {
+	topics []fetchTopic
+	bytes  int64
+	errors bool
+}
+
+func (a *fetchAnswer) close() {
+	for _, t := range a.topics {
+		for _, p := range t.parts {
+			if p.slice != nil {
+				p.slice.Close()
+			}
+		}
+	}
+}
+
+// fetch answers a Fetch: it reads, and while fewer than MinBytes are
+// available, no partition has an error and MaxWait has not passed, it parks
+// until something is appended (long polling). Server shutdown or the
+// connection's end answer at once with what there is.
+func (c *conn) fetch(corr int32, req *kmsg.FetchRequest) error {
+	if req.Version >= 7 && req.SessionID != 0 {
+		// We never hand out fetch sessions, so an incremental fetch names
+		// one we do not know; the client starts over with a full fetch.
+		return c.writeFetch(corr, req.Version, kerr.FetchSessionIDNotFound.Code, nil)
+	}
+	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	var timer *time.Timer
+	for {
+		woken := c.s.notify.wait()
+		a := c.s.readFetch(req)
+		if a.errors || a.bytes >= int64(req.MinBytes) || !time.Now().Before(deadline) || c.ctx.Err() != nil {
+			defer a.close()
+			return c.writeFetch(corr, req.Version, 0, a.topics)
+		}
+		a.close()
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+		}
+		select {
+		case <-woken:
+		case <-timer.C:
+			// Read once more below and answer whatever it finds.
+			deadline = time.Now()
+		case <-c.ctx.Done():
+		}
+	}
+}
+
+// readFetch reads every requested partition as Kafka's readFromLog does:
+// a running response limit of MaxBytes, each partition limited to the
+// smaller of its PartitionMaxBytes and what is left; only the first
+// partition that has data may exceed its limit, to send its first batch
+// whole (KIP-74), so a consumer always makes progress.
+func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchAnswer {
+	a := &fetchAnswer{}
+	left := int64(req.MaxBytes)
+	if left <= 0 {
+		left = math.MaxInt32
+	}
+	first := true
+	for _, t := range req.Topics {
+		ft := fetchTopic{name: t.Topic}
+		for _, p := range t.Partitions {
+			fp := fetchPart{partition: p.Partition, hwm: -1, logStart: -1}
+			s.readPartition(t.Topic, &p, &fp, left, first)
+			if fp.code != 0 {
+				a.errors = true
+			}
+			if fp.slice != nil {
+				first = false
+				left -= fp.slice.Len()
+				a.bytes += fp.slice.Len()
+			}
+			ft.parts = append(ft.parts, fp)
+		}
+		a.topics = append(a.topics, ft)
+	}
+	return a
+}
+
+func (s *Server) readPartition(topic string, p *kmsg.FetchRequestTopicPartition, fp *fetchPart, left int64, first bool) {
+	l, err := s.partitionLog(topic, p.Partition)
+	if err != nil {
+		fp.code = errCode(err)
+		return
+	}
+	// The high watermark is the log end: one node is every replica. With
+	// no transactions, the last stable offset equals it (a read_committed
+	// consumer such as librdkafka's default drops what lies above the LSO).
+	hwm, start := l.EndOffset(), l.StartOffset()
+	fp.hwm, fp.logStart = hwm, start
+	if p.FetchOffset < start || p.FetchOffset > hwm {
+		fp.code = kerr.OffsetOutOfRange.Code
+		return
+	}
+	limit := min(int64(max(p.PartitionMaxBytes, 0)), left)
+	if p.FetchOffset == hwm || (limit <= 0 && !first) {
+		return
+	}
+	sl, err := l.Read(p.FetchOffset, int(max(limit, 0)), seglog.ReadOptions{UpperBound: hwm, Bounded: true})
+	if err != nil {
+		if errors.Is(err, seglog.ErrOffsetOutOfRange) {
+			fp.code = kerr.OffsetOutOfRange.Code
+			return
+		}
+		fp.code = errCode(err)
+		return
+	}
+	if sl.Len() == 0 || (!first && sl.Len() > limit) {
+		// Read sends a first batch whole whatever the limit; only the
+		// response's first partition with data may.
+		sl.Close()
+		return
+	}
+	fp.slice = sl
+}

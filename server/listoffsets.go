@@ -1,0 +1,112 @@
+package server
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog"
+)
+
+// Special ListOffsets timestamps.
+const (
+	tsLatest          = -1
+	tsEarliest        = -2
+	tsMaxTimestamp    = -3 // v7+
+	tsEarliestLocal   = -4 // tiered storage: local equals all here
+	tsLatestTiered    = -5
+	tsEarliestPending = -6
+)
+
+// listOffsets answers the log start (-2), the high watermark (-1, which is
+// also the last stable offset: there are no transactions), the offset of
+// the largest timestamp (-3), and the first offset at or after a time.
+func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.LeaderEpoch = -1
+			off, ts, err := s.lookupOffset(t.Topic, p.Partition, p.Timestamp)
+			if err != nil {
+				rp.ErrorCode = errCode(err)
+				off, ts = -1, -1
+			}
+			rp.Offset, rp.Timestamp = off, ts
+			if req.Version == 0 {
+				rp.OldStyleOffsets = []int64{}
+				if err == nil && off >= 0 {
+					rp.OldStyleOffsets = []int64{off}
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (s *Server) lookupOffset(topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
+	l, err := s.partitionLog(topic, partition)
+	if err != nil {
+		return 0, 0, err
+	}
+	switch ts {
+	case tsEarliest, tsEarliestLocal:
+		return l.StartOffset(), -1, nil
+	case tsLatest, tsLatestTiered, tsEarliestPending:
+		return l.EndOffset(), -1, nil
+	case tsMaxTimestamp:
+		return maxTimestampOffset(l)
+	}
+	if ts < 0 {
+		return -1, -1, nil
+	}
+	off, err := l.OffsetForTime(ts)
+	if errors.Is(err, seglog.ErrTimestampNotFound) {
+		return -1, -1, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	for r, err := range l.Records(off) {
+		if err != nil {
+			return 0, 0, err
+		}
+		return r.Offset, r.Timestamp, nil
+	}
+	return off, ts, nil
+}
+
+// maxTimestampOffset finds the first record carrying the log's largest
+// timestamp: the segment whose largest timestamp is the log's is scanned.
+// An empty log answers -1, -1, as Kafka does.
+func maxTimestampOffset(l *seglog.Log) (int64, int64, error) {
+	segs := l.Segments()
+	best := -1
+	for i, sg := range segs {
+		if sg.NextOffset > sg.BaseOffset && (best < 0 || sg.LargestTimestamp > segs[best].LargestTimestamp) {
+			best = i
+		}
+	}
+	if best < 0 || segs[best].LargestTimestamp < 0 {
+		return -1, -1, nil
+	}
+	want := segs[best].LargestTimestamp
+	from := max(segs[best].BaseOffset, l.StartOffset())
+	for r, err := range l.Records(from) {
+		if err != nil {
+			return 0, 0, err
+		}
+		if r.Offset >= segs[best].NextOffset {
+			break
+		}
+		if r.Timestamp == want {
+			return r.Offset, r.Timestamp, nil
+		}
+	}
+	return -1, -1, nil
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/store"
+)
+
+// produce stores each partition's batch as it arrived. acks 1 and -1 are
+// answered after the append returns, which under the topic's durability
+// (flush.messages=1: SyncAlways) is after the batch is on disk: on one node
+// "all in-sync replicas" is this one, so -1 means exactly what the topic's
+// durability says. acks 0 is handled the same and the caller sends no
+// response.
+func (s *Server) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	var whole int16
+	switch {
+	case req.Version < 3:
+		// Advertised so librdkafka compresses (it reads the Produce range's
+		// minimum), refused when used, as Kafka does (KAFKA-18659).
+		whole = kerr.UnsupportedVersion.Code
+	case req.TransactionID != nil:
+		whole = kerr.TransactionalIDAuthorizationFailed.Code
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		whole = kerr.InvalidRequiredAcks.Code
+	}
+	stored := false
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			if whole != 0 {
+				rp.ErrorCode = whole
+			} else {
+				s.producePartition(req.Version, t.Topic, &p, &rp)
+				stored = stored || rp.ErrorCode == 0
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if stored {
+		s.notify.wake()
+	}
+	return resp
+}
+
+func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+	if topic == store.OffsetsTopic {
+		// The group coordinator's own log: clients may not write it.
+		rp.ErrorCode = kerr.InvalidTopicException.Code
+		return
+	}
+	l, err := s.partitionLog(topic, p.Partition)
+	if err != nil {
+		rp.ErrorCode = errCode(err)
+		return
+	}
+	rp.ErrorCode = checkProduceBatch(version, p.Records)
+	if rp.ErrorCode != 0 {
+		return
+	}
+	b := record.Batch(p.Records)
+	if b.ProducerID() < 0 {
+		info, err := l.AppendBatch(b)
+		s.answerAppend(l, info, err, rp)
+		return
+	}
+	pp := s.pids.partition(topic, p.Partition)
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	pp.load(l)
+	v := pp.check(b)
+	switch {
+	case v.code != 0:
+		rp.ErrorCode = v.code
+		rp.LogStartOffset = l.StartOffset()
+		return
+	case v.duplicate:
+		// The retry of a batch already stored: its original offset, no
+		// error, nothing appended (Kafka's duplicate handling).
+		rp.BaseOffset = v.dupOffset
+		rp.LogStartOffset = l.StartOffset()
+		return
+	}
+	pid, epoch, first, last := b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), b.LastSequence()
+	info, err := l.AppendBatch(b)
+	if err == nil {
+		pp.record(pid, epoch, first, last, info.FirstOffset, info.LastOffset)
+	}
+	s.answerAppend(l, info, err, rp)
+}
+
+func (s *Server) answerAppend(l *seglog.Log, info seglog.AppendInfo, err error, rp *kmsg.ProduceResponseTopicPartition) {
+	if err != nil {
+		rp.ErrorCode = appendErrorCode(err)
+		if rp.ErrorCode == kerr.KafkaStorageError.Code {
+			s.logger.Error("server: append failed", "dir", l.Dir(), "err", err)
+		}
+		return
+	}
+	rp.BaseOffset = info.FirstOffset
+	rp.LogStartOffset = l.StartOffset()
+}
+
+// checkProduceBatch applies the checks Kafka makes of a Produce's record
+// set before the log's own (CRC, framing, producer rules): exactly one
+// magic-2 batch, zstd only from v7, no transactions.
+func checkProduceBatch(version int16, recs []byte) int16 {
+	if len(recs) == 0 {
+		return kerr.InvalidRecord.Code
+	}
+	if len(recs) < record.HeaderSize {
+		return kerr.CorruptMessage.Code
+	}
+	b := record.Batch(recs)
+	switch {
+	case b.Magic() != 2:
+		return kerr.UnsupportedForMessageFormat.Code
+	case b.BatchLength() < 0 || int64(b.BatchLength())+record.LogOverhead > int64(len(recs)):
+		return kerr.CorruptMessage.Code
+	case b.Size() < len(recs):
+		// "…only allowed to contain exactly one record batch per partition"
+		return kerr.InvalidRecord.Code
+	case b.Codec() == record.Zstd && version < 7:
+		return kerr.UnsupportedCompressionType.Code
+	case b.IsTransactional():
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	return 0
+}
+
+func appendErrorCode(err error) int16 {
+	switch {
+	case errors.Is(err, record.ErrInvalidProducerBatch):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, record.ErrTooLarge), errors.Is(err, record.ErrDecompressLimit):
+		return kerr.MessageTooLarge.Code
+	case errors.Is(err, record.ErrCorrupt), errors.Is(err, record.ErrUnknownCodec), errors.Is(err, record.ErrUnsupportedMagic):
+		return kerr.CorruptMessage.Code
+	}
+	return logErrorCode(err)
+}
+
+// initProducerID hands an idempotent producer its id and epoch. A producer
+// that presents its id and epoch (v3+, after an error it could not recover
+// from: KIP-360) keeps its id with the epoch bumped. Transactions are not
+// supported: a transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+// which clients treat as fatal rather than retrying.
+func (s *Server) initProducerID(req *kmsg.InitProducerIDRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return resp
+	}
+	if req.ProducerID >= 0 && req.ProducerEpoch >= 0 && req.ProducerEpoch < 1<<15-1 {
+		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
+		return resp
+	}
+	resp.ProducerID, resp.ProducerEpoch = newProducerID(), 0
+	return resp
+}
+
+// notifier wakes parked fetches when anything is appended.
+type notifier struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// wait returns a channel closed at the next wake. Take it before looking
+// at the logs, so an append in between is not missed.
+func (n *notifier) wait() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	return n.ch
+}
+
+func (n *notifier) wake() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch != nil {
+		close(n.ch)
+		n.ch = nil
+	}
+}

@@ -1,0 +1,288 @@
+// Package server is a single-node Kafka-protocol broker over a store: real
+// Kafka clients (franz-go, librdkafka and so kcat, any other) produce to and
+// consume from a seglog store. A producer's batch is stored as it arrived,
+// and a fetch sends the same bytes back out of the segment files with
+// sendfile(2).
+//
+// Requests are decoded and responses encoded with franz-go's kmsg, except
+// the Fetch response, whose framing around the file ranges is written here
+// (fetchframe.go). What the server speaks, and what a client can expect, is
+// in docs/serve.md.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/store"
+)
+
+// Defaults for Config's zero fields.
+const (
+	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes.
+	DefaultMaxRequestBytes = 100 << 20
+	// DefaultIdleTimeout is Kafka's connections.max.idle.ms.
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultNumPartitions is Kafka's num.partitions, for topics created
+	// on first use.
+	DefaultNumPartitions = 1
+)
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("server: closed")
+
+// Config configures a Server. The zero value serves with Kafka's defaults,
+// except that Advertise must be known before Serve (Serve fills it from the
+// listener when empty).
+type Config struct {
+	// Advertise is the host:port clients are told to connect to (Kafka's
+	// advertised.listeners). Empty means the listener's address.
+	Advertise string
+	// NodeID and ClusterID identify the broker; New reads them from the
+	// store's meta.properties, creating it on first start, when they are
+	// zero and empty.
+	NodeID    int32
+	ClusterID string
+	// AutoCreateTopics is auto.create.topics.enable; nil means true.
+	AutoCreateTopics *bool
+	// NumPartitions is num.partitions for topics created on first use or
+	// by a CreateTopics asking for the default (0 means 1).
+	NumPartitions int
+	// TopicConfig is the config of topics created through the server;
+	// nil means store.DefaultTopicConfig.
+	TopicConfig *store.TopicConfig
+	// MaxRequestBytes bounds one request's size (0 means 100 MiB); a
+	// larger one closes the connection, as Kafka does.
+	MaxRequestBytes int
+	// IdleTimeout closes a connection that sends nothing for this long,
+	// and bounds how long a response may take to be written (0 means 10
+	// minutes).
+	IdleTimeout time.Duration
+	// Logger receives connection errors; nil means slog.Default.
+	Logger *slog.Logger
+	// FetchCopy sends fetched records by reading them into memory and
+	// writing them, as a TLS connection must, instead of with sendfile(2):
+	// the baseline the zero-copy path is measured against.
+	FetchCopy bool
+}
+
+// Server answers the Kafka protocol for one store. Create it with New, run
+// it with Serve, stop it with Shutdown. The caller owns the store and closes
+// it after Shutdown returns.
+type Server struct {
+	st     *store.Store
+	cfg    Config
+	host   string
+	port   int32
+	logger *slog.Logger
+	coord  *coordinator
+	notify notifier
+	pids   *producers
+
+	// ctx ends at Shutdown: parked fetches answer at once and blocking
+	// group requests return.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closed    bool
+	connWG    sync.WaitGroup
+}
+
+// New makes a server for st. It reads (or, on first start, writes) the
+// node and cluster ids kept in the store directory.
+func New(st *store.Store, cfg Config) (*Server, error) {
+	if cfg.NumPartitions <= 0 {
+		cfg.NumPartitions = DefaultNumPartitions
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.TopicConfig == nil {
+		c := store.DefaultTopicConfig()
+		cfg.TopicConfig = &c
+	}
+	if cfg.ClusterID == "" {
+		m, err := loadMeta(st.Dir(), cfg.NodeID)
+		if err != nil {
+			return nil, err
+		}
+		cfg.NodeID, cfg.ClusterID = m.nodeID, m.clusterID
+	}
+	s := &Server{st: st, cfg: cfg, logger: cfg.Logger,
+		listeners: make(map[net.Listener]struct{}), conns: make(map[*conn]struct{})}
+	s.pids = newProducers()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if cfg.Advertise != "" {
+		if err := s.setAdvertise(cfg.Advertise); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Server) setAdvertise(hostport string) error {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return fmt.Errorf("server: advertised address %q: %w", hostport, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || p == 0 {
+		return fmt.Errorf("server: advertised address %q: bad port", hostport)
+	}
+	s.host, s.port = host, int32(p)
+	return nil
+}
+
+// NodeID is the broker's node id.
+func (s *Server) NodeID() int32 { return s.cfg.NodeID }
+
+// ClusterID is the cluster id clients see in Metadata.
+func (s *Server) ClusterID() string { return s.cfg.ClusterID }
+
+// Serve accepts connections on ln until Shutdown or Close, and returns
+// ErrServerClosed then. The first Serve without an advertised address
+// advertises ln's.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	if s.host == "" {
+		if err := s.setAdvertise(ln.Addr().String()); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
+	if s.coord == nil {
+		s.coord = newCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port})
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Out of descriptors and the like: back off as net/http does.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return ErrServerClosed
+		}
+		c := newConn(s, nc)
+		s.conns[c] = struct{}{}
+		s.connWG.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.connWG.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// ListenAndServe listens on addr (host:port) and serves.
+func (s *Server) ListenAndServe(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Shutdown stops accepting connections, lets every connection finish the
+// request it is answering (a parked fetch answers at once with what it has;
+// a blocked group request returns), closes the connections and waits for
+// them, or until ctx ends, when it closes what remains. It does not close
+// the store.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.stopAfterCurrent()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.connWG.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.mu.Lock()
+		for c := range s.conns {
+			c.nc.Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	s.mu.Lock()
+	coord := s.coord
+	s.coord = nil
+	s.mu.Unlock()
+	if coord != nil {
+		coord.close()
+	}
+	return err
+}
+
+// Close shuts down without waiting for in-flight requests.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// partitionLog returns a partition's log. Every path of the server gets a
+// log through here, so how logs are reached (an open-file budget, say) is
+// one place to change.
+func (s *Server) partitionLog(topic string, partition int32) (*seglog.Log, error) {
+	return s.st.Log(topic, partition)
+}
+
+// autoCreate says whether a topic may be created on first use.
+func (s *Server) autoCreate() bool {
+	return s.cfg.AutoCreateTopics == nil || *s.cfg.AutoCreateTopics
+}
