@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
-	"os"
+
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
 const corpusDir = "../testdata/kafka-client"
@@ -24,7 +25,7 @@ func corpusBatches(t testing.TB) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for _, c := range record.Codecs {
-		data, err := os.ReadFile(filepath.Join(corpusDir, c.String()+".batches"))
+		data, err := vfs.ReadFileLimit(vfs.Default, filepath.Join(corpusDir, c.String()+".batches"), 64<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
