@@ -72,8 +72,14 @@ func newCoordinator(st *store.Store, cfg coordinatorConfig) *coordinator {
 	if cfg.clock == nil {
 		cfg.clock = realClock{}
 	}
-	return &coordinator{st: st, cfg: cfg, groups: make(map[string]*group)}
+	c := &coordinator{st: st, cfg: cfg, groups: make(map[string]*group)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loadGroups()
+	return c
 }
+
+func msDuration(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
 
 // coordinatorKeys are the API keys handle answers, with the versions it
 // speaks. Every range starts at 0 because librdkafka turns its balanced

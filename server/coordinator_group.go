@@ -60,6 +60,10 @@ type group struct {
 	// passes, they are removed and the group rebalances again.
 	pendingSync map[string]bool
 	syncTimer   timer
+
+	// persisted says the offsets topic holds a generation of this group
+	// with members, which an empty group must tombstone.
+	persisted bool
 }
 
 type member struct {
@@ -470,6 +474,9 @@ func (g *group) completeJoin() {
 	if len(g.members) == 0 {
 		g.state = stateEmpty
 		g.protocol = ""
+		// Should the tombstone not be written, a restart loads members
+		// that are gone; their sessions expire and the group empties.
+		_ = g.persist()
 		g.maybeDrop()
 		return
 	}

@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"sync"
 	"testing"
 
@@ -23,6 +26,9 @@ type groupConsumer struct {
 
 	mu       sync.Mutex
 	assigned map[int32]bool
+	// tolerant logs fetch and commit errors instead of failing: the
+	// server is restarted under the member.
+	tolerant bool
 }
 
 // consumed collects every record the members of a group read, by value.
@@ -69,10 +75,18 @@ func (c *consumed) by(member string) int {
 }
 
 func startGroupConsumer(t *testing.T, ts *testServer, name, group, topic string, into *consumed) *groupConsumer {
+	return startGroupMember(t, ts.addr, name, group, topic, into, false)
+}
+
+func startGroupMember(t *testing.T, addr, name, group, topic string, into *consumed, tolerant bool) *groupConsumer {
 	t.Helper()
-	gc := &groupConsumer{name: name, done: make(chan struct{}), assigned: make(map[int32]bool)}
+	gc := &groupConsumer{name: name, done: make(chan struct{}), assigned: make(map[int32]bool), tolerant: tolerant}
+	fail := t.Errorf
+	if tolerant {
+		fail = t.Logf
+	}
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(ts.addr),
+		kgo.SeedBrokers(addr),
 		kgo.ClientID(name),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
@@ -95,7 +109,7 @@ func startGroupConsumer(t *testing.T, ts *testServer, name, group, topic string,
 			}
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			t.Errorf("%s lost partitions %v: its session or generation ended under it", name, m)
+			fail("%s lost partitions %v: its session or generation ended under it", name, m)
 		}),
 	)
 	if err != nil {
@@ -110,12 +124,12 @@ func startGroupConsumer(t *testing.T, ts *testServer, name, group, topic string,
 			fs := cl.PollFetches(ctx)
 			fs.EachError(func(tp string, p int32, err error) {
 				if ctx.Err() == nil {
-					t.Errorf("%s: fetch %s-%d: %v", name, tp, p, err)
+					fail("%s: fetch %s-%d: %v", name, tp, p, err)
 				}
 			})
 			fs.EachRecord(func(r *kgo.Record) { into.add(name, r) })
 			if err := cl.CommitUncommittedOffsets(context.Background()); err != nil {
-				t.Errorf("%s: commit: %v", name, err)
+				fail("%s: commit: %v", name, err)
 			}
 			cl.AllowRebalance()
 		}
@@ -198,5 +212,79 @@ func TestKgoGroupRebalanceAndRestart(t *testing.T) {
 		if !ok || cm.Offset != 125 {
 			t.Errorf("partition %d: committed %+v (%v), want 125", p, cm, ok)
 		}
+	}
+}
+
+// startServerOn serves the store in dir on addr: a restarted server where
+// running clients find the old one.
+func startServerOn(t *testing.T, dir, addr string) *testServer {
+	t.Helper()
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(st, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{t: t, dir: dir, st: st, srv: srv, addr: addr, done: make(chan error, 1)}
+	go func() { ts.done <- srv.Serve(ln) }()
+	t.Cleanup(ts.stop)
+	return ts
+}
+
+// TestKgoGroupMemberAcrossRestart: a member keeps running while the server
+// restarts under it and reads every record once. kgo ends its group
+// session when a heartbeat cannot reach the coordinator (it reports the
+// partitions lost) and rejoins with its member id, which the restarted
+// server still knows from the offsets topic.
+func TestKgoGroupMemberAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	ts := startServer(t, dir, Config{})
+	if err := ts.st.CreateTopic("events", 2, store.DefaultTopicConfig()); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(addr, phase string) {
+		t.Helper()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		var recs []*kgo.Record
+		for i := range 100 {
+			recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(i % 2), Value: []byte(fmt.Sprintf("%s-%d", phase, i))})
+		}
+		if err := cl.ProduceSync(testCtx(t), recs...).FirstErr(); err != nil {
+			t.Fatalf("produce %s: %v", phase, err)
+		}
+	}
+	committed := func(st *store.Store, want int64) bool {
+		for p := int32(0); p < 2; p++ {
+			if c, ok := st.CommittedOffset("g", "events", p); !ok || c.Offset != want {
+				return false
+			}
+		}
+		return true
+	}
+	got := newConsumed()
+	produce(ts.addr, "before")
+	m := startGroupMember(t, ts.addr, "m", "g", "events", got, true)
+	waitFor(t, func() bool { return got.count() == 100 && committed(ts.st, 50) })
+
+	addr := ts.addr
+	ts.stop()
+	ts = startServerOn(t, dir, addr)
+	produce(addr, "after")
+	waitFor(t, func() bool { return got.count() == 200 && committed(ts.st, 100) })
+	m.close()
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	if len(got.dups) > 0 {
+		t.Errorf("%d records read twice, first: %s", len(got.dups), got.dups[0])
 	}
 }

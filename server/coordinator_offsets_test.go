@@ -33,15 +33,33 @@ func TestCoordinatorCommitFetchRestart(t *testing.T) {
 	if got := h.fetch("g"); got != [4]int64{-1, 7, -1, -1} {
 		t.Errorf("g after the restart: %v", got)
 	}
-	// Membership is not kept across a restart: the members rejoin.
-	if code := h.heartbeat("g", ids[0], gen); code != kerr.UnknownMemberID.Code {
+	// Membership survives too: the members go on in their generation.
+	if code := h.heartbeat("g", ids[0], gen); code != 0 {
 		t.Errorf("heartbeat after the restart: %d", code)
 	}
-	if errs := h.commit("g", ids[0], gen, map[int32]int64{1: 8}); errs[1] != kerr.GroupIDNotFound.Code {
-		t.Errorf("commit of a member from before the restart: %d", errs[1])
+	if errs := h.commit("g", ids[0], gen, map[int32]int64{1: 8}); errs[1] != 0 {
+		t.Errorf("commit of a member after the restart: %d", errs[1])
 	}
-	if d := h.describe("g"); d.State != "Empty" || len(d.Members) != 0 {
+	d := h.describe("g")
+	if d.State != "Stable" || d.Protocol != "range" || len(d.Members) != 2 || d.Members[0].MemberID != ids[0] ||
+		string(d.Members[1].MemberAssignment) != "assignment-of-"+ids[1] || string(d.Members[1].ProtocolMetadata) != "meta-"+ids[1] {
 		t.Errorf("describe after the restart: %+v", d)
+	}
+	// Members that never come back expire; the empty group's membership
+	// is tombstoned, so the next restart knows only its offsets.
+	h.clock.Advance(testSession)
+	if d := h.describe("g"); d.State != "Empty" || len(d.Members) != 0 {
+		t.Errorf("describe after the sessions expired: %+v", d)
+	}
+	h.restart()
+	if code := h.heartbeat("g", ids[0], gen); code != kerr.UnknownMemberID.Code {
+		t.Errorf("heartbeat after the second restart: %d", code)
+	}
+	if errs := h.commit("g", ids[0], gen, map[int32]int64{1: 9}); errs[1] != kerr.GroupIDNotFound.Code {
+		t.Errorf("commit of a gone member: %d", errs[1])
+	}
+	if got := h.fetch("g"); got != [4]int64{-1, 8, -1, -1} {
+		t.Errorf("g after the second restart: %v", got)
 	}
 }
 

@@ -77,8 +77,9 @@ func (c *coordinator) sync(r *kmsg.SyncGroupRequest) (chan *kmsg.SyncGroupRespon
 }
 
 // assign stores the leader's assignments (an empty one for a member the
-// leader left out, as Kafka does), makes the group stable and answers
-// every member waiting in SyncGroup.
+// leader left out, as Kafka does), makes the group stable, writes the
+// generation to the offsets topic and answers every member waiting in
+// SyncGroup.
 func (g *group) assign(as []kmsg.SyncGroupRequestGroupAssignment) {
 	for _, m := range g.members {
 		m.assignment = []byte{}
@@ -89,6 +90,19 @@ func (g *group) assign(as []kmsg.SyncGroupRequestGroupAssignment) {
 		}
 	}
 	g.state = stateStable
+	if err := g.persist(); err != nil {
+		// As in Kafka: a generation that could not be stored is not
+		// handed out; the members learn it from SyncGroup and rejoin.
+		for _, m := range g.members {
+			m.assignment = nil
+			if m.sync != nil {
+				m.sync <- syncError(kerr.CoordinatorNotAvailable.Code)
+				m.sync = nil
+			}
+		}
+		g.prepareRebalance()
+		return
+	}
 	for _, m := range g.members {
 		if m.sync != nil {
 			m.sync <- g.syncResponse(m)
