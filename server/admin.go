@@ -99,6 +99,13 @@ func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LowWatermark = -1
+			if t.Topic == store.OffsetsTopic {
+				// The groups' commits: Kafka refuses to delete internal
+				// topics' records too.
+				rp.ErrorCode = kerr.InvalidTopicException.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			l, err := s.partitionLog(t.Topic, p.Partition)
 			if err != nil {
 				rp.ErrorCode = errCode(err)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -193,4 +196,31 @@ func TestShutdownAnswersParkedFetch(t *testing.T) {
 		t.Fatalf("serve: %v", err)
 	}
 	ts.done <- ErrServerClosed // for the cleanup's stop
+}
+
+// TestFetchOfTruncatedSliceFails: a record set the log was truncated under
+// after the fetch read it is not sent short (that would break the
+// framing): the write fails, and the connection is closed.
+func TestFetchOfTruncatedSliceFails(t *testing.T) {
+	ts := startServer(t, "", Config{})
+	if err := ts.st.CreateTopic("t", 1, store.DefaultTopicConfig()); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, ts.addr)
+	for i := range 3 {
+		produceOne(t, c, 9, "t", makeBatch(t, record.None, -1, 0, 0, 10, fmt.Sprint(i)))
+	}
+	a := ts.srv.readFetch(fetchReq(12, 0, "t", map[int32]int64{0: 0}))
+	defer a.close()
+	if a.bytes == 0 {
+		t.Fatal("nothing read")
+	}
+	l, _ := ts.st.Log("t", 0)
+	if err := l.TruncateTo(5); err != nil {
+		t.Fatal(err)
+	}
+	err := encodeFetch(1, 12, 0, a.topics).writeTo(io.Discard)
+	if !errors.Is(err, seglog.ErrSliceTruncated) {
+		t.Fatalf("write after truncation: %v, want ErrSliceTruncated", err)
+	}
 }

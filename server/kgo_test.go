@@ -16,7 +16,7 @@ func produceRecords(t *testing.T, cl *kgo.Client, topic string, n int, tag strin
 	t.Helper()
 	var recs []*kgo.Record
 	for i := range n {
-		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i%7)),
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i%97)),
 			Value:   bytes.Repeat([]byte(fmt.Sprintf("%s-%d;", tag, i)), 1+i%13),
 			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte(tag)}}})
 	}

@@ -160,9 +160,15 @@ func (pp *partProducers) record(pid int64, epoch int16, first, last int32, first
 	}
 }
 
-// load rebuilds the state from the headers of the log's last two segments
-// (pp.mu held). Reading stops quietly at anything it cannot read: the
-// state is then partial, which only means a producer is treated as new.
+// load rebuilds the state (pp.mu held) from the batch headers of the log's
+// last two segments, which give each producer found there its last five
+// batches, and from the partition's newest producer snapshot for the
+// producers not found there (a snapshot holds each producer's last batch
+// only, as Kafka's does). A snapshot older than those two segments is not
+// used: producers whose batches lie between it and the scanned segments
+// would be left with a stale last sequence. Reading stops quietly at
+// anything it cannot read: the state is then partial, which only means a
+// producer is treated as new.
 func (pp *partProducers) load(l *seglog.Log) {
 	if pp.loaded {
 		return
@@ -172,6 +178,17 @@ func (pp *partProducers) load(l *seglog.Log) {
 	from := l.StartOffset()
 	if len(segs) >= 2 {
 		from = max(from, segs[len(segs)-2].BaseOffset)
+	}
+	if snap, _, ok := loadSnapshot(l, from); ok {
+		defer func() {
+			now := time.Now()
+			for id, e := range snap {
+				if _, found := pp.m[id]; !found {
+					e.lastSeen = now
+					pp.m[id] = e
+				}
+			}
+		}()
 	}
 	end := l.EndOffset()
 	var hdr [record.HeaderSize]byte

@@ -477,4 +477,10 @@ func TestDeleteRecords(t *testing.T) {
 	if got := del(-1); got.ErrorCode != 0 || got.LowWatermark != 30 {
 		t.Fatalf("delete to the high watermark: %+v", got)
 	}
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.SetVersion(2)
+	req.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: store.OffsetsTopic, Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: -1}}}}
+	if got := c.do(req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]; got.ErrorCode != kerr.InvalidTopicException.Code {
+		t.Fatalf("delete records of the offsets topic: %+v", got)
+	}
 }

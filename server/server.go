@@ -262,7 +262,33 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if coord != nil {
 		coord.close()
 	}
+	s.writeSnapshots()
 	return err
+}
+
+// writeSnapshots writes a producer-state snapshot for every partition the
+// server holds state for, so the next start reads the state instead of
+// scanning batches. A failure only costs that scan; it is logged.
+func (s *Server) writeSnapshots() {
+	s.pids.mu.Lock()
+	parts := make(map[tp]*partProducers, len(s.pids.parts))
+	for k, pp := range s.pids.parts {
+		parts[k] = pp
+	}
+	s.pids.mu.Unlock()
+	for k, pp := range parts {
+		l, err := s.partitionLog(k.topic, k.partition)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		pp.mu.Lock()
+		if pp.loaded {
+			if err := writeSnapshot(l, pp); err != nil {
+				s.logger.Warn("server: writing a producer snapshot", "dir", l.Dir(), "err", err)
+			}
+		}
+		pp.mu.Unlock()
+	}
 }
 
 // Close shuts down without waiting for in-flight requests.
