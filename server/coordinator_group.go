@@ -239,12 +239,12 @@ func (c *coordinator) join(ctx context.Context, r *kmsg.JoinGroupRequest) (chan 
 		delete(g.pending, r.MemberID)
 		return g.addMember(newMember(r.MemberID)), nil
 	}
+	if code := g.checkInstance(r.MemberID, r.InstanceID); code != 0 {
+		return nil, joinError(code, r.MemberID)
+	}
 	m := g.members[r.MemberID]
 	if m == nil {
 		return nil, joinError(kerr.UnknownMemberID.Code, r.MemberID)
-	}
-	if code := g.checkInstance(r.MemberID, r.InstanceID); code != 0 {
-		return nil, joinError(code, r.MemberID)
 	}
 	switch g.state {
 	case statePreparingRebalance:

@@ -98,6 +98,14 @@ func TestCoordinatorStaticMembers(t *testing.T) {
 	if code := h.do(hb).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.FencedInstanceID.Code {
 		t.Errorf("old member id of the instance: %d", code)
 	}
+	if code := h.do(static(old.MemberID)).(*kmsg.JoinGroupResponse).ErrorCode; code != kerr.FencedInstanceID.Code {
+		t.Errorf("join with the old member id of the instance: %d", code)
+	}
+	oldSync := syncReq("g", old.MemberID, renewed.Generation, nil)
+	oldSync.InstanceID = kmsg.StringPtr("pod-1")
+	if code := h.do(oldSync).(*kmsg.SyncGroupResponse).ErrorCode; code != kerr.FencedInstanceID.Code {
+		t.Errorf("sync with the old member id of the instance: %d", code)
+	}
 	lr := kmsg.NewPtrLeaveGroupRequest()
 	lr.Version = 4
 	lr.Group = "g"

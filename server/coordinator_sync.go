@@ -39,12 +39,12 @@ func (c *coordinator) sync(r *kmsg.SyncGroupRequest) (chan *kmsg.SyncGroupRespon
 	if g == nil {
 		return nil, syncError(kerr.UnknownMemberID.Code)
 	}
+	if code := g.checkInstance(r.MemberID, r.InstanceID); code != 0 {
+		return nil, syncError(code)
+	}
 	m := g.members[r.MemberID]
 	if m == nil {
 		return nil, syncError(kerr.UnknownMemberID.Code)
-	}
-	if code := g.checkInstance(r.MemberID, r.InstanceID); code != 0 {
-		return nil, syncError(code)
 	}
 	if r.Generation != g.generation {
 		return nil, syncError(kerr.IllegalGeneration.Code)
