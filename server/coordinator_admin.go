@@ -1,0 +1,215 @@
+package server
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/seglog/seglog/store"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupOperations is DescribeGroups' authorized-operations bit field when
+// asked for: READ, DELETE and DESCRIBE (Kafka's AclOperation codes 3, 6
+// and 8), everything a group allows, since seglog has no ACLs.
+const groupOperations = 1<<3 | 1<<6 | 1<<8
+
+// listGroups lists the groups with members or a rebalance in memory and
+// the groups that only have committed offsets in the store (Empty, with no
+// protocol type, as Kafka shows a group it knows only from its offsets).
+func (c *coordinator) listGroups(r *kmsg.ListGroupsRequest) kmsg.Response {
+	resp := kmsg.NewPtrListGroupsResponse()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	}
+	seen := make(map[string]bool)
+	for id, g := range c.groups {
+		seen[id] = true
+		resp.Groups = append(resp.Groups, listed(id, g.protocolType, g.state))
+	}
+	c.mu.Unlock()
+	for _, id := range c.st.Groups() {
+		if !seen[id] {
+			resp.Groups = append(resp.Groups, listed(id, "", stateEmpty))
+		}
+	}
+	resp.Groups = slices.DeleteFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
+		return !matchesFilter(r.StatesFilter, g.GroupState) || !matchesFilter(r.TypesFilter, g.GroupType)
+	})
+	slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
+	return resp
+}
+
+func listed(id, protocolType string, s groupState) kmsg.ListGroupsResponseGroup {
+	g := kmsg.NewListGroupsResponseGroup()
+	g.Group, g.ProtocolType, g.GroupState, g.GroupType = id, protocolType, s.String(), "classic"
+	return g
+}
+
+// matchesFilter is ListGroups' filters: empty keeps everything, otherwise
+// a case-insensitive match of one of the values.
+func matchesFilter(filter []string, v string) bool {
+	return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
+}
+
+// describeGroups describes each group; an unknown group is "Dead" with no
+// error, as Kafka answers before DescribeGroups v6. Members' metadata and
+// assignments are shown only when the group is stable, as in Kafka.
+func (c *coordinator) describeGroups(r *kmsg.DescribeGroupsRequest) kmsg.Response {
+	resp := kmsg.NewPtrDescribeGroupsResponse()
+	stored := c.st.Groups()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range r.Groups {
+		d := kmsg.NewDescribeGroupsResponseGroup()
+		d.Group = id
+		if r.IncludeAuthorizedOperations {
+			d.AuthorizedOperations = groupOperations
+		}
+		g := c.groups[id]
+		switch {
+		case c.closed:
+			d.ErrorCode = kerr.NotCoordinator.Code
+		case g != nil:
+			d.State, d.ProtocolType = g.state.String(), g.protocolType
+			if g.state == stateStable {
+				d.Protocol = g.protocol
+			}
+			for _, mid := range g.order {
+				m := g.members[mid]
+				dm := kmsg.NewDescribeGroupsResponseGroupMember()
+				dm.MemberID, dm.InstanceID, dm.ClientID, dm.ClientHost = m.id, m.instanceID, m.clientID, m.clientHost
+				if g.state == stateStable {
+					dm.ProtocolMetadata, dm.MemberAssignment = m.metadata(g.protocol), m.assignment
+				}
+				d.Members = append(d.Members, dm)
+			}
+		case slices.Contains(stored, id):
+			d.State = stateEmpty.String()
+		default:
+			d.State = stateDead.String()
+		}
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp
+}
+
+// deleteGroups deletes empty groups with their committed offsets
+// (tombstones in __consumer_offsets); a group with members gets
+// NON_EMPTY_GROUP and keeps everything.
+func (c *coordinator) deleteGroups(r *kmsg.DeleteGroupsRequest) kmsg.Response {
+	resp := kmsg.NewPtrDeleteGroupsResponse()
+	for _, id := range r.Groups {
+		d := kmsg.NewDeleteGroupsResponseGroup()
+		d.Group = id
+		d.ErrorCode = c.deleteGroup(id)
+		resp.Groups = append(resp.Groups, d)
+	}
+	return resp
+}
+
+func (c *coordinator) deleteGroup(id string) int16 {
+	if id == "" {
+		return kerr.InvalidGroupID.Code
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return kerr.NotCoordinator.Code
+	}
+	g := c.groups[id]
+	if g != nil && len(g.members) > 0 {
+		c.mu.Unlock()
+		return kerr.NonEmptyGroup.Code
+	}
+	if g != nil {
+		// Ids handed out but never used are dropped with the group.
+		for _, p := range g.pending {
+			p.t.Stop()
+		}
+		g.stopTimers()
+		g.state = stateDead
+		delete(c.groups, id)
+	}
+	c.mu.Unlock()
+	err := c.st.DeleteGroup(id)
+	switch {
+	case errors.Is(err, store.ErrUnknownGroup):
+		if g != nil {
+			return 0 // it had members once, never offsets
+		}
+		return kerr.GroupIDNotFound.Code
+	default:
+		return storeErrorCode(err)
+	}
+}
+
+// offsetDelete is Kafka's OffsetDelete: it removes a group's committed
+// offsets on some partitions, unless the group has members subscribed to
+// the topic (GROUP_SUBSCRIBED_TO_TOPIC).
+func (c *coordinator) offsetDelete(r *kmsg.OffsetDeleteRequest) kmsg.Response {
+	resp := kmsg.NewPtrOffsetDeleteResponse()
+	c.mu.Lock()
+	closed := c.closed
+	var subscribed func(string) bool
+	if g := c.groups[r.Group]; g != nil && len(g.members) > 0 {
+		subscribed = g.subscribedTo()
+	}
+	c.mu.Unlock()
+	switch {
+	case closed:
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	case r.Group == "":
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	case subscribed == nil && !slices.Contains(c.st.Groups(), r.Group):
+		resp.ErrorCode = kerr.GroupIDNotFound.Code
+		return resp
+	}
+	for _, t := range r.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		var code int16
+		var parts []int32
+		if subscribed != nil && subscribed(t.Topic) {
+			code = kerr.GroupSubscribedToTopic.Code
+		} else {
+			for _, p := range t.Partitions {
+				parts = append(parts, p.Partition)
+			}
+			code = storeErrorCode(c.st.DeleteOffsets(r.Group, t.Topic, parts...))
+		}
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// subscribedTo reports which topics the group's members subscribe to, read
+// from their "consumer" protocol metadata; for any other protocol type, or
+// metadata that does not parse, every topic counts as subscribed, as in
+// Kafka.
+func (g *group) subscribedTo() func(string) bool {
+	all := func(string) bool { return true }
+	if g.protocolType != "consumer" || g.protocol == "" {
+		return all
+	}
+	topics := make(map[string]bool)
+	for _, m := range g.members {
+		var md kmsg.ConsumerMemberMetadata
+		if err := md.ReadFrom(m.metadata(g.protocol)); err != nil {
+			return all
+		}
+		for _, t := range md.Topics {
+			topics[t] = true
+		}
+	}
+	return func(t string) bool { return topics[t] }
+}

@@ -1,0 +1,148 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/store"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Membership is kept where Kafka keeps it: each stable generation is a
+// GroupMetadata record (key version 2, value version 3) in the group's
+// partition of __consumer_offsets, next to its offset commits (which the
+// store writes and reads; it skips these records). A restarted server
+// loads the last generation of each group, so members that keep running
+// across the restart go on heartbeating and committing in their
+// generation, as they do when a Kafka coordinator moves.
+
+// groupMetadataRecord is the group's membership as Kafka's record; a group
+// with no members is a tombstone.
+func (g *group) groupMetadataRecord() record.Record {
+	key := kmsg.NewGroupMetadataKey()
+	key.Version = 2
+	key.Group = g.id
+	r := record.Record{Key: key.AppendTo(nil), Timestamp: g.c.cfg.clock.Now().UnixMilli()}
+	if len(g.members) == 0 {
+		return r
+	}
+	v := kmsg.NewGroupMetadataValue()
+	v.Version = 3
+	v.ProtocolType, v.Generation = g.protocolType, g.generation
+	v.Protocol, v.Leader = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.leader)
+	v.CurrentStateTimestamp = r.Timestamp
+	for _, id := range g.order {
+		m := g.members[id]
+		vm := kmsg.NewGroupMetadataValueMember()
+		vm.MemberID, vm.InstanceID, vm.ClientID, vm.ClientHost = m.id, m.instanceID, m.clientID, m.clientHost
+		vm.RebalanceTimeoutMillis = int32(m.rebalanceTimeout.Milliseconds())
+		vm.SessionTimeoutMillis = int32(m.sessionTimeout.Milliseconds())
+		vm.Subscription, vm.Assignment = m.metadata(g.protocol), m.assignment
+		v.Members = append(v.Members, vm)
+	}
+	r.Value = v.AppendTo(nil)
+	return r
+}
+
+// persist writes the group's membership (a tombstone once it has none
+// left) to the offsets topic, durably: the topic syncs every append.
+func (g *group) persist() error {
+	if len(g.members) == 0 && !g.persisted {
+		return nil
+	}
+	n, err := g.c.st.Partitions(store.OffsetsTopic)
+	if err != nil {
+		return err
+	}
+	l, err := g.c.st.Log(store.OffsetsTopic, store.OffsetsPartitionFor(g.id, n))
+	if err != nil {
+		return err
+	}
+	if _, err := l.Append(g.groupMetadataRecord()); err != nil {
+		return fmt.Errorf("server: writing the membership of group %q: %w", g.id, err)
+	}
+	g.persisted = len(g.members) > 0
+	return nil
+}
+
+// loadGroups rebuilds the groups whose last generation had members from
+// the offsets topic: the last record of each group wins, a tombstone
+// removes it. A record that does not decode is skipped, as the store skips
+// what it does not know; the members of such a group rejoin.
+func (c *coordinator) loadGroups() {
+	n, err := c.st.Partitions(store.OffsetsTopic)
+	if err != nil {
+		return
+	}
+	last := make(map[string]*kmsg.GroupMetadataValue)
+	for p := range int32(n) {
+		l, err := c.st.Log(store.OffsetsTopic, p)
+		if err != nil {
+			continue
+		}
+		for r, err := range l.Records(l.StartOffset()) {
+			if err != nil {
+				break // the store reported this partition's damage when it opened
+			}
+			if len(r.Key) < 2 || r.Key[0] != 0 || r.Key[1] != 2 {
+				continue
+			}
+			var key kmsg.GroupMetadataKey
+			if key.ReadFrom(r.Key) != nil {
+				continue
+			}
+			if r.Value == nil {
+				delete(last, key.Group)
+				continue
+			}
+			v := new(kmsg.GroupMetadataValue)
+			if v.ReadFrom(r.Value) != nil {
+				delete(last, key.Group)
+				continue
+			}
+			last[key.Group] = v
+		}
+	}
+	for id, v := range last {
+		if len(v.Members) > 0 && v.Protocol != nil {
+			c.restoreGroup(id, v)
+		}
+	}
+}
+
+// restoreGroup brings a loaded generation back as a stable group whose
+// members' sessions start now.
+func (c *coordinator) restoreGroup(id string, v *kmsg.GroupMetadataValue) {
+	g := c.newGroup(id)
+	g.state, g.persisted = stateStable, true
+	g.protocolType, g.protocol, g.generation = v.ProtocolType, *v.Protocol, v.Generation
+	for _, vm := range v.Members {
+		if _, dup := g.members[vm.MemberID]; dup {
+			continue
+		}
+		m := &member{
+			id: vm.MemberID, instanceID: vm.InstanceID, clientID: vm.ClientID, clientHost: vm.ClientHost,
+			sessionTimeout:   msDuration(vm.SessionTimeoutMillis),
+			rebalanceTimeout: msDuration(vm.RebalanceTimeoutMillis),
+			protocolType:     v.ProtocolType,
+			protocols:        []kmsg.JoinGroupRequestProtocol{{Name: *v.Protocol, Metadata: vm.Subscription}},
+			assignment:       vm.Assignment,
+		}
+		if m.sessionTimeout <= 0 {
+			m.sessionTimeout = c.cfg.MinSessionTimeout
+		}
+		if m.rebalanceTimeout <= 0 {
+			m.rebalanceTimeout = m.sessionTimeout
+		}
+		g.members[m.id] = m
+		g.order = append(g.order, m.id)
+		if m.instanceID != nil {
+			g.static[*m.instanceID] = m.id
+		}
+		g.heartbeat(m)
+	}
+	g.leader = g.order[0]
+	if v.Leader != nil && g.members[*v.Leader] != nil {
+		g.leader = *v.Leader
+	}
+}

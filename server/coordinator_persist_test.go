@@ -1,0 +1,99 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/store"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupRecords returns the group's GroupMetadata records in its offsets
+// partition, decoded with kmsg as Kafka's tools would (nil: a tombstone).
+func (h *harness) groupRecords(group string) []*kmsg.GroupMetadataValue {
+	h.t.Helper()
+	l, err := h.st.Log(store.OffsetsTopic, store.OffsetsPartitionFor(group, 3))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []*kmsg.GroupMetadataValue
+	for r, err := range l.Records(0) {
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		var key kmsg.GroupMetadataKey
+		if len(r.Key) < 2 || r.Key[1] != 2 || key.ReadFrom(r.Key) != nil || key.Group != group {
+			continue
+		}
+		if r.Value == nil {
+			out = append(out, nil)
+			continue
+		}
+		v := new(kmsg.GroupMetadataValue)
+		if err := v.ReadFrom(r.Value); err != nil {
+			h.t.Fatalf("group metadata value: %v", err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// Each stable generation is one GroupMetadata record in Kafka's schema;
+// the group emptying writes its tombstone.
+func TestCoordinatorGroupMetadataRecords(t *testing.T) {
+	h := newHarness(t)
+	ids, gen := h.stableGroup("g", 2)
+	recs := h.groupRecords("g")
+	if len(recs) != 1 || recs[0] == nil {
+		t.Fatalf("records after the first generation: %v", recs)
+	}
+	v := recs[0]
+	if v.Version != 3 || v.Generation != gen || v.ProtocolType != "consumer" || *v.Protocol != "range" || *v.Leader != ids[0] || len(v.Members) != 2 {
+		t.Fatalf("value: %+v", v)
+	}
+	m := v.Members[1]
+	if m.MemberID != ids[1] || m.ClientID != "cl" || m.ClientHost != "10.0.0.1" || m.SessionTimeoutMillis != 10000 || m.RebalanceTimeoutMillis != 20000 ||
+		string(m.Subscription) != "meta-"+ids[1] || string(m.Assignment) != "assignment-of-"+ids[1] {
+		t.Errorf("member: %+v", m)
+	}
+	h.leave("g", ids...)
+	recs = h.groupRecords("g")
+	if len(recs) != 2 || recs[1] != nil {
+		t.Fatalf("records after everybody left: %v", recs)
+	}
+}
+
+// A GroupMetadata record that does not decode is skipped when the server
+// starts: that group's members rejoin, nothing panics, and other groups
+// load.
+func TestCoordinatorDamagedGroupMetadata(t *testing.T) {
+	h := newHarness(t)
+	_, gen := h.stableGroup("good", 1)
+	key := kmsg.NewGroupMetadataKey()
+	key.Version, key.Group = 2, "bad"
+	n, err := h.st.Partitions(store.OffsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := h.st.Log(store.OffsetsTopic, store.OffsetsPartitionFor("bad", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, value := range [][]byte{{0, 3, 0xff, 0xff, 0xff}, {0, 3}, {0xff}} {
+		if _, err := l.Append(record.Record{Key: key.AppendTo(nil), Value: value}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.restart()
+	if d := h.describe("bad"); d.State != "Dead" {
+		t.Errorf("damaged group: %+v", d)
+	}
+	if d := h.describe("good"); d.State != "Stable" || len(d.Members) != 1 {
+		t.Errorf("good group: %+v", d)
+	}
+	h.c.mu.Lock()
+	defer h.c.mu.Unlock()
+	if g := h.c.groups["good"]; g == nil || g.generation != gen {
+		t.Errorf("good group's generation not loaded")
+	}
+}

@@ -1,0 +1,39 @@
+package store
+
+import "fmt"
+
+// DeleteOffsets removes a group's committed offsets on partitions of a
+// topic by writing tombstones, as Kafka's OffsetDelete does. Partitions
+// the group has no commit on are skipped; a group with no commits at all
+// is ErrUnknownGroup.
+func (s *Store) DeleteOffsets(group, topic string, partitions ...int32) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	m, ok := s.groups.m[group]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownGroup, group)
+	}
+	var keys []tp
+	for _, p := range partitions {
+		if k := (tp{topic, p}); !containsKey(keys, k) {
+			if _, ok := m[k]; ok {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return s.writeCommitsLocked(group, keys, make([]*Committed, len(keys)))
+}
+
+func containsKey(keys []tp, k tp) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
