@@ -32,6 +32,17 @@ type conn struct {
 	stopping bool // Shutdown: close after the current request
 
 	out []byte // response buffer, reused
+
+	clientID string // the last request's header client id, for the coordinator
+}
+
+// remoteHost is the client's address as the coordinator shows it
+// (DescribeGroups' client host, Kafka's "/ip").
+func (c *conn) remoteHost() string {
+	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+		return "/" + a.IP.String()
+	}
+	return "/" + c.nc.RemoteAddr().String()
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -162,7 +173,7 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 		return c.writeResponse(h.corr, downgradeApiVersions(), false)
 	}
 	if c.coord != nil {
-		if resp, ok := c.coord.handle(c.ctx, req); ok {
+		if resp, ok := c.coord.handle(withClientInfo(c.ctx, c.clientID, c.remoteHost()), req); ok {
 			return c.writeResponse(h.corr, resp, resp.IsFlexible())
 		}
 	}
@@ -189,10 +200,11 @@ func (c *conn) decodeRequest(frame []byte) (header, kmsg.Request, error) {
 		return h, nil, &errCloseConn{reason: fmt.Sprintf("api key %d version %d not supported", h.key, h.version)}
 	}
 	req.SetVersion(h.version)
-	body, err = skipHeaderRest(body, req.IsFlexible())
+	body, clientID, err := skipHeaderRest(body, req.IsFlexible())
 	if err != nil {
 		return h, nil, err
 	}
+	c.clientID = clientID
 	read := req.ReadFrom
 	if p, ok := req.(*kmsg.ProduceRequest); ok {
 		// The record sets alias the frame instead of being copied out of

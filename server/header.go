@@ -26,44 +26,46 @@ func parseHeader(frame []byte) (header, []byte, error) {
 	return h, frame[8:], nil
 }
 
-// skipHeaderRest skips the client id (a non-compact nullable string even in
-// flexible versions) and, in flexible versions, the header's tag section,
-// and returns the request body.
-func skipHeaderRest(b []byte, flexible bool) ([]byte, error) {
+// skipHeaderRest reads the client id (a non-compact nullable string even in
+// flexible versions), skips the header's tag section of flexible versions,
+// and returns the request body. The client id names members in the group
+// coordinator's answers.
+func skipHeaderRest(b []byte, flexible bool) (body []byte, clientID string, err error) {
 	bad := func(what string) error {
 		return &errCloseConn{reason: "malformed request header: " + what}
 	}
 	if len(b) < 2 {
-		return nil, bad("no client id")
+		return nil, "", bad("no client id")
 	}
 	n := int(int16(binary.BigEndian.Uint16(b)))
 	b = b[2:]
 	if n > 0 {
 		if n > len(b) {
-			return nil, bad("client id longer than the request")
+			return nil, "", bad("client id longer than the request")
 		}
+		clientID = string(b[:n])
 		b = b[n:]
 	} else if n < -1 {
-		return nil, bad("negative client id length")
+		return nil, "", bad("negative client id length")
 	}
 	if !flexible {
-		return b, nil
+		return b, clientID, nil
 	}
 	count, b, ok := uvarint(b)
 	if !ok {
-		return nil, bad("tag count")
+		return nil, "", bad("tag count")
 	}
 	for range count {
 		var size uint64
 		if _, b, ok = uvarint(b); !ok {
-			return nil, bad("tag")
+			return nil, "", bad("tag")
 		}
 		if size, b, ok = uvarint(b); !ok || size > uint64(len(b)) {
-			return nil, bad("tag size")
+			return nil, "", bad("tag size")
 		}
 		b = b[size:]
 	}
-	return b, nil
+	return b, clientID, nil
 }
 
 func uvarint(b []byte) (uint64, []byte, bool) {

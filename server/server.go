@@ -71,6 +71,10 @@ type Config struct {
 	// writing them, as a TLS connection must, instead of with sendfile(2):
 	// the baseline the zero-copy path is measured against.
 	FetchCopy bool
+	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms: how
+	// long the first rebalance of an empty consumer group waits for more
+	// members to join. Zero means Kafka's default, 3 s; negative, none.
+	GroupInitialRebalanceDelay time.Duration
 }
 
 // Server answers the Kafka protocol for one store. Create it with New, run
@@ -172,7 +176,8 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 	}
 	if s.coord == nil {
-		s.coord = newCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port})
+		s.coord = newCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port,
+			InitialRebalanceDelay: s.cfg.GroupInitialRebalanceDelay})
 	}
 	s.listeners[ln] = struct{}{}
 	s.mu.Unlock()

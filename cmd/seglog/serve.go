@@ -30,6 +30,7 @@ func newServeCmd() *cobra.Command {
 		grace             time.Duration
 		verbose           bool
 		fetchCopy         bool
+		rebalanceDelay    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR",
@@ -58,9 +59,13 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 			if err != nil {
 				return err
 			}
+			if rebalanceDelay == 0 {
+				rebalanceDelay = -1 // the flag's 0 is "none"; the Config's zero is Kafka's default
+			}
 			srv, err := server.New(st, server.Config{Advertise: advertise, NodeID: nodeID,
 				AutoCreateTopics: &autoCreate, NumPartitions: numPartitions, TopicConfig: &cfg,
-				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy})
+				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy,
+				GroupInitialRebalanceDelay: rebalanceDelay})
 			if err != nil {
 				return errors.Join(err, st.Close())
 			}
@@ -107,6 +112,7 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 	f.IntVar(&maxRequest, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request accepted (socket.request.max.bytes)")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests")
 	f.BoolVar(&verbose, "verbose", false, "log connection errors")
+	f.DurationVar(&rebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0 for none)")
 	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
 	return cmd
 }
