@@ -1,6 +1,9 @@
 package segment
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Block reservation for the active .log (Options.ReserveBytes).
 //
@@ -33,12 +36,15 @@ func (s *Segment) reserveFor(pos, end int64) {
 // with a truncate to the current size, which frees them on ext4
 // (TestReserveReleasedOnSealAndClose checks it wherever fallocate works).
 // Called when the segment stops being the active one.
+//
+// A preallocated .log (Options.Preallocate) is trimmed here too: to its
+// logical end, so a sealed or closed segment has exactly Kafka's layout.
 func (s *Segment) releaseReserved() error {
-	if s.reserved == 0 {
+	if s.reserved == 0 && !s.preallocated {
 		return nil
 	}
-	s.reserved = 0
-	if err := s.log.Truncate(s.size.Load()); err != nil {
+	s.reserved, s.preallocated = 0, false
+	if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(s.size.Load())); err != nil {
 		return fmt.Errorf("segment: releasing the space reserved past the end of %s: %w", s.LogPath(), err)
 	}
 	return nil

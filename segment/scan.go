@@ -62,6 +62,13 @@ type scanner struct {
 	win    []byte // file bytes [winPos, winPos+len(win))
 	winPos int64
 	pooled bool
+	// zeroEnds makes a zero header (the offset and length fields, or
+	// what is left of the file if shorter, all zero) end the scan like the
+	// end of the file, with zeroAt set: the start of a preallocated file's
+	// zero tail. Callers that need the rest of the file to be zero check
+	// it (allZero).
+	zeroEnds bool
+	zeroAt   bool
 }
 
 var headerScanners = sync.Pool{New: func() any {
@@ -86,6 +93,7 @@ func newFullScanner(f vfs.File, path string, from, end int64, maxEntry int) *sca
 func (sc *scanner) reset(f io.ReaderAt, path string, from, end int64, maxEntry int) {
 	sc.f, sc.path, sc.pos, sc.end, sc.max = f, path, from, end, maxEntry
 	sc.win, sc.winPos = nil, 0
+	sc.zeroEnds, sc.zeroAt = false, false
 }
 
 func (sc *scanner) release() {
@@ -134,6 +142,16 @@ func (sc *scanner) need(p int64, n int) ([]byte, error) {
 func (sc *scanner) next() (h header, ok bool, err error) {
 	if sc.pos >= sc.end {
 		return h, false, nil
+	}
+	if sc.zeroEnds {
+		b, err := sc.need(sc.pos, int(min(sc.end-sc.pos, record.LogOverhead)))
+		if err != nil {
+			return h, false, err
+		}
+		if isZero(b) {
+			sc.zeroAt = true
+			return h, false, nil
+		}
 	}
 	if sc.end-sc.pos < record.PeekSize {
 		return h, false, &PositionError{File: sc.path, Pos: sc.pos, Err: ErrTornTail}
