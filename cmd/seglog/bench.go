@@ -173,6 +173,7 @@ in 5 rounds, no fsync) finish in well under a minute.`,
 		Args: cobra.NoArgs,
 	}
 	lf := bindLogFlags(cmd)
+	lf.bindPreallocate(cmd)
 	out := bindBenchOut(cmd, 5)
 	fl := cmd.Flags()
 	fl.IntSliceVar(&sizes, "size", []int{1024}, "record value size in bytes; several (comma-separated) make a sweep")
@@ -233,6 +234,7 @@ and CRC-checked by the peer, batch by batch, for both sides.`,
 		Args: cobra.NoArgs,
 	}
 	lf := bindLogFlags(cmd)
+	lf.bindPreallocate(cmd)
 	out := bindBenchOut(cmd, 5)
 	fl := cmd.Flags()
 	fl.IntSliceVar(&sizes, "size", []int{1024}, "record value size in bytes; several (comma-separated) make a sweep")
@@ -281,6 +283,7 @@ baseline's.`,
 		Args: cobra.NoArgs,
 	}
 	lf := bindLogFlags(cmd)
+	lf.bindPreallocate(cmd)
 	out := bindBenchOut(cmd, 5)
 	fl := cmd.Flags()
 	fl.IntVar(&size, "size", 1024, "record value size in bytes")
@@ -325,6 +328,7 @@ each level's rate is also given against the 1-writer level.`,
 		Args: cobra.NoArgs,
 	}
 	lf := bindLogFlags(cmd)
+	lf.bindPreallocate(cmd)
 	out := bindBenchOut(cmd, 3)
 	fl := cmd.Flags()
 	fl.IntVar(&size, "size", 1024, "record value size in bytes")
