@@ -259,6 +259,12 @@ func scanRead(l *seglog.Log, fetch int, r *runner) (n, sum int64, err error) {
 // iterates the records of every batch in it: the floor of a sequential
 // read. A batch cut by the end of the buffer is moved to its front.
 func rawScan(f vfs.File, buf []byte, it *record.Iterator, r *runner) (n, sum int64, err error) {
+	return rawScanCRC(f, buf, it, r, false)
+}
+
+// rawScanCRC is rawScan that, with crc set, also validates each batch
+// (framing and CRC-32C) as the engine's reads do.
+func rawScanCRC(f vfs.File, buf []byte, it *record.Iterator, r *runner, crc bool) (n, sum int64, err error) {
 	size, err := f.Size()
 	if err != nil {
 		return 0, 0, err
@@ -277,6 +283,11 @@ func rawScan(f vfs.File, buf []byte, it *record.Iterator, r *runner) (n, sum int
 			bs := int(record.Batch(b).BatchLength()) + record.LogOverhead
 			if bs > len(b) {
 				break
+			}
+			if crc {
+				if err := record.Batch(b[:bs]).Validate(); err != nil {
+					return n, sum, err
+				}
 			}
 			if err := it.Reset(record.Batch(b[:bs])); err != nil {
 				return n, sum, err

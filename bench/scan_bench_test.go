@@ -14,7 +14,7 @@ import (
 // BenchmarkScan is the micro-level view of the scan workload, for
 // profiling (go test -bench Scan -cpuprofile): every record of a warm
 // 64 MiB log through Records, through Read + parse, and through pread +
-// record.Iterator of the same files.
+// record.Iterator of the same files, with and without a CRC check.
 func BenchmarkScan(b *testing.B) {
 	for _, size := range []int{100, 1024} {
 		dir := b.TempDir()
@@ -52,30 +52,36 @@ func BenchmarkScan(b *testing.B) {
 				}
 			}
 		})
-		b.Run(fmt.Sprintf("raw/%dB", size), func(b *testing.B) {
-			b.SetBytes(want * int64(size))
-			b.ReportAllocs()
-			buf := make([]byte, scanChunk+record.DefaultMaxBatchSize)
-			var it record.Iterator
-			for b.Loop() {
-				var n int64
-				for _, s := range l.Segments() {
-					f, err := fs.Open(filepath.Join(l.Dir(), segment.FileName(s.BaseOffset, segment.LogSuffix)))
-					if err != nil {
-						b.Fatal(err)
-					}
-					c, _, err := rawScan(f, buf, &it, r)
-					f.Close()
-					if err != nil {
-						b.Fatal(err)
-					}
-					n += c
-				}
-				if n != want {
-					b.Fatalf("%d records, want %d", n, want)
-				}
+		for _, crc := range []bool{false, true} {
+			name := "raw"
+			if crc {
+				name = "raw+crc"
 			}
-		})
+			b.Run(fmt.Sprintf("%s/%dB", name, size), func(b *testing.B) {
+				b.SetBytes(want * int64(size))
+				b.ReportAllocs()
+				buf := make([]byte, scanChunk+record.DefaultMaxBatchSize)
+				var it record.Iterator
+				for b.Loop() {
+					var n int64
+					for _, s := range l.Segments() {
+						f, err := fs.Open(filepath.Join(l.Dir(), segment.FileName(s.BaseOffset, segment.LogSuffix)))
+						if err != nil {
+							b.Fatal(err)
+						}
+						c, _, err := rawScanCRC(f, buf, &it, r, crc)
+						f.Close()
+						if err != nil {
+							b.Fatal(err)
+						}
+						n += c
+					}
+					if n != want {
+						b.Fatalf("%d records, want %d", n, want)
+					}
+				}
+			})
+		}
 		l.Close()
 	}
 }
