@@ -313,3 +313,57 @@ func TestPreallocErrorInjection(t *testing.T) {
 		verifyCrashStateWith(t, mem.CrashClone(), acked, label+" and a power loss", crashWorkload{prealloc: i%2 == 0})
 	}
 }
+
+// TestPreallocRecoveryPointWaitsForTrim: without SyncAlways the recovery
+// point stays inside the preallocated active segment, and does not pass a
+// segment whose trim (at its roll) no sync has covered yet. Otherwise a
+// power loss would leave that segment below the point, trusted, at its
+// preallocated size (TestPreallocCrashAroundTrim found it under -race).
+func TestPreallocRecoveryPointWaitsForTrim(t *testing.T) {
+	mem := vfs.NewMem()
+	l, err := Open("/log", crashWorkload{sync: SyncNone, prealloc: true}.options(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendOne := func() {
+		t.Helper()
+		if _, err := l.Append(record.Record{Value: crashValue(l.EndOffset(), 300)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		appendOne()
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if rp, end := l.RecoveryPoint(), l.EndOffset(); rp != end-1 {
+		t.Fatalf("recovery point %d after Sync, want %d: inside the preallocated active segment", rp, end-1)
+	}
+	// Hold the background flusher off while the roll trims the segment.
+	l.flushMu.Lock()
+	old := l.active
+	for l.NumSegments() < 2 {
+		appendOne()
+	}
+	pending := old.TrimPending()
+	l.flushMu.Unlock()
+	if !pending {
+		t.Fatal("the roll's trim of the preallocated segment is not pending a sync")
+	}
+	if rp := l.RecoveryPoint(); rp >= old.NextOffset() {
+		t.Fatalf("recovery point %d passed the segment ending at %d before its trim was synced", rp, old.NextOffset())
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if old.TrimPending() {
+		t.Fatal("Sync left the sealed segment's trim unsynced")
+	}
+	if rp := l.RecoveryPoint(); rp < old.NextOffset() {
+		t.Fatalf("recovery point %d did not pass the synced segment ending at %d", rp, old.NextOffset())
+	}
+	acked := l.EndOffset()
+	verifyCrashStateWith(t, mem.CrashClone(), acked, "power loss after the trim was synced", crashWorkload{})
+}

@@ -43,9 +43,20 @@ func (s *Segment) releaseReserved() error {
 	if s.reserved == 0 && !s.preallocated {
 		return nil
 	}
+	trimmed := s.preallocated
 	s.reserved, s.preallocated = 0, false
 	if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(s.size.Load())); err != nil {
 		return fmt.Errorf("segment: releasing the space reserved past the end of %s: %w", s.LogPath(), err)
 	}
+	if trimmed {
+		s.trimPending.Store(true)
+	}
 	return nil
 }
+
+// TrimPending reports whether the .log was trimmed from its preallocated
+// size (Options.Preallocate) since the last Flush: until the next Flush a
+// power loss may bring the untrimmed size back. A log must not let its
+// recovery point pass such a segment, since recovery trusts the size of
+// the segments below it.
+func (s *Segment) TrimPending() bool { return s.trimPending.Load() }

@@ -160,6 +160,9 @@ type Segment struct {
 	// preallocated says the .log was extended to Options.Preallocate and
 	// not trimmed since; writer only.
 	preallocated bool
+	// trimPending says the .log was trimmed from its preallocated size
+	// since the last Flush (TrimPending).
+	trimPending atomic.Bool
 
 	// Roll-check state, writer only.
 	created      time.Time
