@@ -155,7 +155,7 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 	}
 	if err != nil {
 		l.mu.Unlock()
-		if errors.Is(err, segment.ErrBadAppend) {
+		if errors.Is(err, segment.ErrBadAppend) || errors.Is(err, segment.ErrPreallocate) {
 			// Refused before anything was written: the log is intact.
 			return AppendInfo{}, err
 		}

@@ -39,6 +39,8 @@ type crashWorkload struct {
 	syncEvery int
 	// valueMax bounds the random part of each value's size (0: 200).
 	valueMax int
+	// prealloc sets Options.Preallocate.
+	prealloc bool
 }
 
 func (w crashWorkload) options(fs vfs.FS) Options {
@@ -48,6 +50,7 @@ func (w crashWorkload) options(fs vfs.FS) Options {
 		IndexIntervalBytes: 256,
 		MaxIndexBytes:      1024,
 		Sync:               w.sync,
+		Preallocate:        w.prealloc,
 		Logger:             discardLogger(),
 	}
 }
@@ -95,7 +98,16 @@ func (w crashWorkload) run(fs vfs.FS, ack func(end int64)) {
 // offset's value, and every acknowledged offset is there.
 func verifyCrashState(t *testing.T, fs vfs.FS, acked int64, label string) {
 	t.Helper()
-	l, err := Open("/log", crashWorkload{}.options(fs))
+	verifyCrashStateWith(t, fs, acked, label, crashWorkload{})
+}
+
+// verifyCrashStateWith is verifyCrashState reopening with w's options (a
+// log written with Preallocate reopened without it, or the reverse). After
+// the clean close every .log has Kafka's layout: no zero tail.
+func verifyCrashStateWith(t *testing.T, fs vfs.FS, acked int64, label string, w crashWorkload) {
+	t.Helper()
+	defer checkKafkaLayout(t, fs, "/log", label)
+	l, err := Open("/log", w.options(fs))
 	if err != nil {
 		t.Fatalf("%s: reopen after crash: %v", label, err)
 	}
@@ -133,15 +145,30 @@ func verifyCrashState(t *testing.T, fs vfs.FS, acked int64, label string) {
 // k-th filesystem operation is cloned (dropping what was not synced, and in
 // half the runs keeping a random torn prefix of unsynced bytes), the log is
 // reopened from the clone and verified.
+//
+// With preallocation (a quarter as many points each) the crash also tears
+// unsynced writes inside the preallocated zero region, and the log is
+// reopened alternately with and without the option.
 func TestCrashRecovery(t *testing.T) {
-	for _, mode := range []SyncMode{SyncAlways, SyncNone} {
-		t.Run(mode.String(), func(t *testing.T) {
-			w := crashWorkload{appends: 120, sync: mode, seed: 42}
+	for _, tc := range []struct {
+		mode     SyncMode
+		prealloc bool
+	}{{SyncAlways, false}, {SyncNone, false}, {SyncAlways, true}, {SyncNone, true}} {
+		mode := tc.mode
+		name := mode.String()
+		if tc.prealloc {
+			name += "/preallocate"
+		}
+		t.Run(name, func(t *testing.T) {
+			w := crashWorkload{appends: 120, sync: mode, seed: 42, prealloc: tc.prealloc}
 			// Count the workload's operations once.
 			counter := &vfs.Counter{}
 			w.run(vfs.Inject(vfs.NewMem(), counter), func(int64) {})
 			total := counter.Count()
 			points := *crashPoints / 2
+			if tc.prealloc {
+				points /= 4
+			}
 			missed := 0
 			defer func() {
 				if missed > points/10 {
@@ -164,7 +191,11 @@ func TestCrashRecovery(t *testing.T) {
 						once.Do(func() {
 							ackedAtCrash = acked.Load()
 							if keep {
-								crashed = mem.CrashCloneWith(vfs.CrashOptions{Rand: rand.New(rand.NewPCG(seed, 3)), KeepUnsynced: 0.7})
+								o := vfs.CrashOptions{Rand: rand.New(rand.NewPCG(seed, 3)), KeepUnsynced: 0.7}
+								if tc.prealloc {
+									o.KeepUnsyncedStores = 0.7
+								}
+								crashed = mem.CrashCloneWith(o)
 							} else {
 								crashed = mem.CrashClone()
 							}
@@ -187,7 +218,8 @@ func TestCrashRecovery(t *testing.T) {
 					missed++
 					continue
 				}
-				verifyCrashState(t, crashed, ackedAtCrash, fmt.Sprintf("crash at op %d/%d (torn=%v)", k, total, keep))
+				reopen := crashWorkload{prealloc: p%4 < 2}
+				verifyCrashStateWith(t, crashed, ackedAtCrash, fmt.Sprintf("crash at op %d/%d (torn=%v, reopen preallocated=%v)", k, total, keep, reopen.prealloc), reopen)
 			}
 		})
 	}

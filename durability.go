@@ -255,6 +255,27 @@ func (l *Log) flushAll(upTo int64, checkpoint bool) error {
 	}
 	l.mu.Lock()
 	advanced := false
+	// A segment sealed by a roll after it was synced here as the active
+	// one has a trim (of a preallocated .log) that no sync covers yet:
+	// the point must not pass it, or a power loss would leave a trusted
+	// segment at its preallocated size. The roll kicked the next flush,
+	// which syncs it as a sealed segment and moves the point on.
+	for _, s := range segs {
+		if s.TrimPending() {
+			upTo = min(upTo, s.BaseOffset())
+		}
+	}
+	// For the same reason the point stays inside the active segment while
+	// its .log is preallocated (until a roll trims and syncs it, or Close
+	// does): otherwise a flush could take it to the active segment's end,
+	// the roll that follows make that segment a sealed one below the point,
+	// and a power loss before its trim is synced leave it trusted at its
+	// preallocated size. Below its end, recovery scans it and ends it at
+	// its zero tail. (Under SyncAlways a roll syncs the trim before the new
+	// segment exists, so the point may reach the end.)
+	if l.opts.Preallocate && l.opts.Sync != SyncAlways {
+		upTo = min(upTo, l.end.Load()-1)
+	}
 	// After a truncation the offsets below upTo may hold newer batches
 	// than the ones just synced: then the point stays where it is.
 	if upTo > l.recoveryPoint && upTo <= l.end.Load() && l.truncations.current() == gen {

@@ -142,7 +142,17 @@ func (l *Log) segmentOptions() segment.Options {
 		LogMapCache:        l.logMaps,
 		Logger:             l.logger,
 		ReserveBytes:       min(l.opts.SegmentBytes, reserveChunk),
+		Preallocate:        l.preallocateBytes(),
 	}
+}
+
+// preallocateBytes is segment.Options.Preallocate: the roll size when
+// Options.Preallocate is set.
+func (l *Log) preallocateBytes() int64 {
+	if !l.opts.Preallocate {
+		return 0
+	}
+	return l.opts.SegmentBytes
 }
 
 // reserveChunk is how far ahead of its appends the active segment reserves

@@ -315,11 +315,15 @@ func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.Reco
 		seg.Close()
 		return nil, false, err
 	}
-	if res.TruncatedBytes > 0 {
+	// A zero tail (a preallocated file a crash left untrimmed) is cut
+	// too, but it is the end of the file, not lost data: only a cut with
+	// a reason drops what later segments follow.
+	damaged := res.Reason != nil
+	if damaged {
 		l.logger.Warn("seglog: truncated a torn or damaged tail during recovery",
 			"file", seg.LogPath(), "valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
 	}
-	return seg, res.TruncatedBytes > 0, nil
+	return seg, damaged, nil
 }
 
 // logEnd is the segment layer's answer to layout's question of how far a
@@ -354,6 +358,13 @@ func (l *Log) closeSegments() error {
 		if !it.seg.IsSealed() {
 			if err := it.seg.Seal(); err != nil {
 				errs = append(errs, err)
+			} else if l.opts.Preallocate && l.failure.Load() == nil {
+				// Sealing trimmed a preallocated .log: the trim must be
+				// durable before the clean-shutdown marker vouches for
+				// the file's size.
+				if err := it.seg.Flush(); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 		it.seg.Release()

@@ -95,6 +95,21 @@ type Options struct {
 	Compression record.Codec
 	// Sync is the durability policy. Default SyncNone.
 	Sync SyncMode
+	// Preallocate creates each active segment's .log at SegmentBytes with
+	// fallocate (Kafka's log.preallocate, as etcd's WAL and raft-wal do),
+	// so the fdatasync behind SyncAlways has no file size to commit (issue
+	// 17 measured a synced 1 KiB append at 109–124 µs instead of 177–220 µs
+	// on ext4).
+	// The end of the data is kept in memory; a segment is trimmed to it
+	// when it is sealed and when the log is closed, so sealed segments
+	// have exactly Kafka's layout. After a crash, recovery treats zero
+	// bytes from the last batch to the end of a file as its end (cut
+	// without loss), with or without this option, so a log written with
+	// it opens without it and the reverse. A full disk while a new
+	// segment is preallocated fails the append or the roll with the
+	// error. It costs SegmentBytes of disk per active segment. Default
+	// off; see docs/design.md.
+	Preallocate bool
 	// SyncBytes and SyncInterval drive SyncPeriodic; at least one must be set
 	// for that mode.
 	SyncBytes    int64

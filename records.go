@@ -179,8 +179,11 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 			return fail(batchDamage(seg.LogPath(), at, err))
 		}
 		for c.it.Next() {
-			r := c.it.Record()
-			if r.Offset < c.next {
+			// The record is not copied out before yield: at 100-byte
+			// records a copy of the 88-byte struct was a tenth of the
+			// iteration.
+			off := c.it.Offset()
+			if off < c.next {
 				continue
 			}
 			// The bytes were read before this check: a truncation that
@@ -189,16 +192,16 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 			if l.truncations.begunSince(c.gen) {
 				return pos, false, exhausted
 			}
-			if start := l.start.Load(); r.Offset < start {
+			if start := l.start.Load(); off < start {
 				// Retention removed it since the iteration began: a
 				// Kafka consumer fetching here would be told the same.
-				yield(record.Record{}, fmt.Errorf("%w: the iteration at %d fell below the log start %d", ErrOffsetOutOfRange, r.Offset, start))
+				yield(record.Record{}, fmt.Errorf("%w: the iteration at %d fell below the log start %d", ErrOffsetOutOfRange, off, start))
 				return pos, false, stopped
 			}
-			if !yield(r, nil) {
+			if !yield(c.it.Record(), nil) {
 				return pos, false, stopped
 			}
-			c.next = r.Offset + 1
+			c.next = off + 1
 		}
 		if err := c.it.Err(); err != nil {
 			return fail(batchDamage(seg.LogPath(), at, err))

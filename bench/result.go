@@ -59,6 +59,14 @@ type Result struct {
 	// each side's timed rounds.
 	CPUSeconds         float64 `json:"cpu_sec"`
 	BaselineCPUSeconds float64 `json:"baseline_cpu_sec"`
+	// BaselineRecords is how many records the baseline handled in the
+	// timed rounds.
+	BaselineRecords int64 `json:"baseline_records"`
+	// CPURatio is the baseline's CPU time per record ÷ the engine's, over
+	// all timed rounds: 1 means the engine spends what the baseline does
+	// per record. On a machine shared with other work it moves far less
+	// than Ratio, since time spent waiting for a core is not counted.
+	CPURatio float64 `json:"cpu_ratio"`
 	// WallSeconds is each side's timed wall time, summed over rounds.
 	WallSeconds         float64 `json:"wall_sec"`
 	BaselineWallSeconds float64 `json:"baseline_wall_sec"`
@@ -127,6 +135,7 @@ func summarize(res *Result, a, b []roundStat) {
 		bb = append(bb, b[i].bytesPerSec())
 		ratios = append(ratios, a[i].recordsPerSec()/b[i].recordsPerSec())
 		res.Records += a[i].records
+		res.BaselineRecords += b[i].records
 		res.CPUSeconds += a[i].cpu.Seconds()
 		res.BaselineCPUSeconds += b[i].cpu.Seconds()
 		res.WallSeconds += a[i].wall.Seconds()
@@ -141,4 +150,7 @@ func summarize(res *Result, a, b []roundStat) {
 	res.BaselineRecordsPerSec, res.BaselineBytesPerSec = median(br), median(bb)
 	res.Ratio = median(ratios)
 	res.RoundRatios = ratios
+	if res.Records > 0 && res.BaselineRecords > 0 && res.CPUSeconds > 0 {
+		res.CPURatio = (res.BaselineCPUSeconds / float64(res.BaselineRecords)) / (res.CPUSeconds / float64(res.Records))
+	}
 }

@@ -39,6 +39,10 @@ type WriteConfig struct {
 	Producer bool
 	// Rounds is the number of timed rounds of each side. Default 5.
 	Rounds int
+	// Floor is the baseline: FloorPlain (default), FloorReserved,
+	// FloorPayload or FloorPreallocated (see their doc). The floors other
+	// than plain support SyncNone and SyncAlways.
+	Floor string
 }
 
 func (c *WriteConfig) setDefaults() error {
@@ -67,6 +71,15 @@ func (c *WriteConfig) setDefaults() error {
 		return invalid("records %d, duration %v: must not be negative", c.Records, c.Duration)
 	case c.Records == 0 && c.Duration == 0:
 		return invalid("neither records nor duration set")
+	}
+	if c.Floor == "" {
+		c.Floor = FloorPlain
+	}
+	if err := checkFloor(c.Floor); err != nil {
+		return err
+	}
+	if c.Floor != FloorPlain && c.Options.Sync == seglog.SyncPeriodic {
+		return invalid("floor %s with sync periodic: the floors other than plain sync never or after each call", c.Floor)
 	}
 	return setLogger(&c.Options)
 }
@@ -121,7 +134,7 @@ func runWrite(ctx context.Context, r *runner, env Env, cfg WriteConfig, workload
 	res := &Result{
 		Workload: workload, Mode: mode, RecordBytes: cfg.RecordSize, Batch: cfg.Batch,
 		Writers: cfg.Writers, Sync: cfg.Options.Sync.String(), Compression: cfg.Options.Compression.String(),
-		Baseline: "plain file append of the same batch bytes, one write per batch" + syncNote(cfg.Options),
+		Baseline: floorDescription(cfg.Floor, cfg.Options),
 	}
 	var total int64
 	byTime := cfg.Records == 0
@@ -130,7 +143,7 @@ func runWrite(ctx context.Context, r *runner, env Env, cfg WriteConfig, workload
 	} else {
 		total = 2 * int64(cfg.Rounds+1) * cfg.callsPerWriter() * int64(cfg.Writers*cfg.Batch)
 	}
-	r.begin(fmt.Sprintf("%s %d B × %d, %d writer(s), sync %s", workload, cfg.RecordSize, cfg.Batch, cfg.Writers, res.Sync), total, byTime)
+	r.begin(fmt.Sprintf("%s %d B × %d, %d writer(s), sync %s%s", workload, cfg.RecordSize, cfg.Batch, cfg.Writers, res.Sync, floorName(cfg.Floor)), total, byTime)
 	defer r.end()
 
 	engLat, baseLat := newRecorder(), newRecorder()
@@ -140,6 +153,9 @@ func runWrite(ctx context.Context, r *runner, env Env, cfg WriteConfig, workload
 		return st, err
 	}
 	baseline := func(round int) (roundStat, error) {
+		if cfg.Floor != FloorPlain {
+			return floorWriteRound(r, cfg, filepath.Join(dir, fmt.Sprintf("raw-%d", round+1)), curs, baseLat, round >= 0)
+		}
 		return baselineWriteRound(r, cfg, filepath.Join(dir, fmt.Sprintf("raw-%d", round+1)), batches, baseLat, round >= 0)
 	}
 	a, b, err := r.interleave(ctx, cfg.Rounds, engine, baseline)

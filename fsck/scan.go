@@ -99,6 +99,8 @@ type Scanner struct {
 	minOff   int64
 	pos      int64
 
+	zeroTail int64 // bytes of the zero tail found at the end (ZeroTail)
+
 	store  []byte // backing array, reused
 	buf    []byte // file bytes [bufPos, bufPos+len(buf))
 	bufPos int64
@@ -168,6 +170,9 @@ func (s *Scanner) Next() (e Entry, ok bool, err error) {
 	}
 	p := s.pos
 	rem := s.size - p
+	if zero, err := s.zeroTailAt(p, rem); err != nil || zero {
+		return Entry{}, false, err
+	}
 	if rem < record.PeekSize {
 		e, err := s.damage(p, 0, KindTornTail, fmt.Errorf("%d bytes at the end of the file, too few for an entry header", rem), true)
 		return e, err == nil, err
@@ -346,6 +351,36 @@ func (s *Scanner) validAt(q int64) (bool, error) {
 		return false, err
 	}
 	return record.Batch(full).Validate() == nil, nil
+}
+
+// ZeroTail returns how many bytes at the end of the file were a zero tail:
+// bytes that are all zero from the end of the last entry to the end of the
+// file, as a preallocated file (seglog's Options.Preallocate, Kafka's
+// log.preallocate) holds them past its last batch until it is trimmed. The
+// scan ends there as at the end of the file, as recovery's does: they are
+// neither damage nor data.
+func (s *Scanner) ZeroTail() int64 { return s.zeroTail }
+
+// zeroTailAt reports whether the rem bytes from p to the end of the file
+// are a zero tail, and if so ends the scan there. Only a zero length
+// field starts one, so a batch costs no extra read.
+func (s *Scanner) zeroTailAt(p, rem int64) (bool, error) {
+	h, err := s.window(p, int(min(rem, record.LogOverhead)))
+	if err != nil || int64(len(h)) < min(rem, record.LogOverhead) {
+		return false, err
+	}
+	for _, c := range h {
+		if c != 0 {
+			return false, nil
+		}
+	}
+	zero, err := s.zeroFrom(p)
+	if err != nil || !zero {
+		return false, err
+	}
+	s.zeroTail = rem
+	s.pos = s.size
+	return true, nil
 }
 
 // zeroFrom reports whether every byte from p to the end of the file is

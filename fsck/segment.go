@@ -131,6 +131,9 @@ func (c *checker) checkSegment(i int) {
 		c.validBatches++
 		c.validRecords += recs
 	}
+	// A zero tail (an untrimmed preallocated file) is the end of the
+	// file, as for recovery: repair's floor is where the data ends.
+	sr.size = size - sc.ZeroTail()
 	oi.finishOffset(sr.validEnd)
 	ti.finishTime(sr.validEnd, runMax, !active)
 	c.checkTxnIndex(sr, aborts)

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/seglog/seglog"
@@ -67,15 +68,62 @@ func appends(n, k int) []byte {
 	return out
 }
 
-func options(fs vfs.FS, sync seglog.SyncMode) seglog.Options {
+func options(fs vfs.FS, sync seglog.SyncMode, prealloc bool) seglog.Options {
 	return seglog.Options{
 		FS:                 fs,
 		SegmentBytes:       2048,
 		IndexIntervalBytes: 128,
 		MaxIndexBytes:      96,
 		Sync:               sync,
+		Preallocate:        prealloc,
 		Logger:             slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
+}
+
+// checkLayout checks that every .log in dir holds whole entries and
+// nothing after them (no zero tail once the log is closed), as Kafka lays
+// out a segment.
+func checkLayout(t *testing.T, fs vfs.FS) {
+	t.Helper()
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".log") {
+			continue
+		}
+		b := readAll(t, fs, dir+"/"+n)
+		pos := 0
+		for pos+record.LogOverhead <= len(b) {
+			size, _, err := record.PeekEntry(b[pos:])
+			if err != nil || pos+size > len(b) {
+				break
+			}
+			pos += size
+		}
+		if pos != len(b) {
+			t.Fatalf("%s: entries end at byte %d of %d", n, pos, len(b))
+		}
+	}
+}
+
+func readAll(t *testing.T, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func FuzzLog(f *testing.F) {
@@ -93,6 +141,11 @@ func FuzzLog(f *testing.F) {
 		[]byte{10, 0, 3, 20, 1}, appends(1, 1), []byte{5, 10, 10, 0, 2, 0, 1}, appends(1, 1), []byte{3, 0}))
 	f.Add(seed(0x41, appends(4, 5), []byte{5, 7, 4, 11}, appends(2, 1), []byte{8, 5, 1, 11, 0},
 		appends(1, 1), []byte{7, 10, 0, 1, 12, 2}, appends(2, 2), []byte{8, 3, 0}))
+	// The same orders with preallocated segments, and reopened switching
+	// the option.
+	f.Add(seed(0x61, appends(5, 5), []byte{5, 20, 11, 3}, appends(3, 2), []byte{8, 3, 0}))
+	f.Add(seed(0x71, appends(8, 4), []byte{6, 0}, appends(4, 3), []byte{8, 7}, appends(3, 3), []byte{7, 4, 2, 8}))
+	f.Add(seed(0x30, bytes.Repeat([]byte{0, 7, 3, 1, 2, 0, 4, 3, 9, 5, 1, 8, 6}, 12)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o := &ops{b: data}
 		// Bit 6 of the first byte turns on the operations added for
@@ -102,12 +155,25 @@ func FuzzLog(f *testing.F) {
 		if len(data) > 0 && data[0]&0x40 != 0 {
 			nops = 12
 		}
+		// Bit 5 turns on Options.Preallocate; bit 4 makes every reopen
+		// switch it (a log written with it opened without it, and the
+		// reverse). Older inputs have both clear.
+		prealloc, switchPrealloc := false, false
+		if len(data) > 0 {
+			prealloc, switchPrealloc = data[0]&0x20 != 0, data[0]&0x10 != 0
+		}
+		reopenOptions := func(mem vfs.FS, sync seglog.SyncMode) seglog.Options {
+			if switchPrealloc {
+				prealloc = !prealloc
+			}
+			return options(mem, sync, prealloc)
+		}
 		sync := seglog.SyncNone
 		if o.next(2) == 1 {
 			sync = seglog.SyncAlways
 		}
 		mem := vfs.NewMem()
-		l, err := seglog.Open(dir, options(mem, sync))
+		l, err := seglog.Open(dir, options(mem, sync, prealloc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,14 +273,15 @@ func FuzzLog(f *testing.F) {
 					t.Fatal(err)
 				}
 				fscktest.CheckClean(t, mem, dir)
-				if l, err = seglog.Open(dir, options(mem, sync)); err != nil {
+				checkLayout(t, mem)
+				if l, err = seglog.Open(dir, reopenOptions(mem, sync)); err != nil {
 					t.Fatalf("step %d: reopen: %v", step, err)
 				}
 			case 8: // power loss: keep what was synced, maybe a torn tail
 				crashed := mem.CrashClone()
 				l.Close()
 				mem = crashed
-				if l, err = seglog.Open(dir, options(mem, sync)); err != nil {
+				if l, err = seglog.Open(dir, reopenOptions(mem, sync)); err != nil {
 					t.Fatalf("step %d: open after power loss: %v", step, err)
 				}
 				if l.EndOffset() < m.durable {
@@ -267,6 +334,7 @@ func FuzzLog(f *testing.F) {
 			t.Fatal(err)
 		}
 		fscktest.CheckClean(t, mem, dir)
+		checkLayout(t, mem)
 	})
 }
 

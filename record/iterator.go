@@ -139,6 +139,10 @@ func (it *Iterator) Next() bool {
 // Record returns the record Next decoded.
 func (it *Iterator) Record() Record { return it.rec }
 
+// Offset is the current record's offset, Record().Offset without copying
+// the record.
+func (it *Iterator) Offset() int64 { return it.rec.Offset }
+
 // Err returns the error that stopped iteration, nil at a clean end.
 func (it *Iterator) Err() error { return it.err }
 

@@ -61,6 +61,10 @@ func (s *Segment) WriteDeferred() error {
 		return nil
 	}
 	pos := s.size.Load()
+	if err := s.ensurePreallocated(); err != nil {
+		s.broken = true
+		return fmt.Errorf("segment: append to %s at byte %d: %w", s.LogPath(), pos, err)
+	}
 	s.reserveFor(pos, pos+int64(len(s.pend.buf)))
 	if _, err := s.log.Write(s.pend.buf); err != nil {
 		s.broken = true
@@ -114,6 +118,11 @@ func (s *Segment) append(b record.Batch, deferred bool) error {
 		}
 	}
 
+	// Before anything is written or pending: a failed preallocation leaves
+	// the segment as it was.
+	if err := s.ensurePreallocated(); err != nil {
+		return err
+	}
 	pendingBefore := len(s.pend.buf)
 	if deferred {
 		if pendingBefore == 0 {
@@ -217,7 +226,9 @@ func (s *Segment) checkAppend(b record.Batch, pos int64) error {
 // undoAppend cuts the .log back to pos after a failed append and returns
 // cause (joined with the cut's own failure, if any).
 func (s *Segment) undoAppend(pos int64, cause error) error {
-	s.reserved = 0 // a truncate releases the blocks reserved past the end
+	// A truncate releases the blocks reserved past the end and the
+	// preallocated range; the next append allocates again.
+	s.reserved, s.preallocated = 0, false
 	if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(pos)); err != nil {
 		return errors.Join(cause, fmt.Errorf("segment: undoing append to %s: %w", s.LogPath(), err))
 	}

@@ -29,6 +29,11 @@ var (
 	ErrClosed = errors.New("segment: closed")
 	// ErrExists means Create found files of the segment already present.
 	ErrExists = errors.New("segment: files already exist")
+	// ErrPreallocate means extending the .log to Options.Preallocate failed
+	// (a full disk, usually) before an append or when a segment was
+	// created. Nothing was written: the segment is as it was, and the
+	// append can be retried once there is space.
+	ErrPreallocate = errors.New("segment: preallocation failed")
 )
 
 // PositionError reports a problem at a byte position of a segment file that

@@ -80,8 +80,13 @@ func (s *Segment) Flush() error {
 	if !s.filesOpen.Load() {
 		return nil // never opened, so nothing was written through it
 	}
+	// Read before the sync: a trim after it is not covered by it.
+	trimmed := s.trimPending.Load()
 	if err := s.log.Sync(); err != nil {
 		return err
+	}
+	if trimmed {
+		s.trimPending.Store(false)
 	}
 	return errors.Join(s.offIdx.Flush(), s.timeIdx.Flush())
 }

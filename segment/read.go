@@ -260,7 +260,8 @@ func (s *Segment) Batches(fromPos, toPos int64) iter.Seq2[record.Batch, error] {
 		if fromPos >= toPos {
 			return
 		}
-		sc := newFullScanner(s.log, s.LogPath(), fromPos, toPos, MaxStoredEntry)
+		sc := getFullScanner(s.log, s.LogPath(), fromPos, toPos, MaxStoredEntry)
+		defer putFullScanner(sc)
 		for {
 			h, b, ok, err := sc.nextEntry()
 			if err != nil {

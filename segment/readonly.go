@@ -204,6 +204,10 @@ func (s *Segment) scanView(maxEntryBytes int, t tail) (ViewResult, error) {
 	interval := int64(s.opts.IndexIntervalBytes)
 	indexing := !s.offIdx.IsFull()
 	sc := newFullScanner(s.log, path, from, fileSize, maxEntryBytes)
+	// A live writer's preallocated file: the zeros after its last batch
+	// are not written yet (Kafka's rule; the view publishes nothing past
+	// them and cuts nothing).
+	sc.zeroEnds = true
 	for {
 		h, entry, ok, err := sc.nextEntry()
 		if err != nil {

@@ -33,6 +33,12 @@ type RecoverResult struct {
 	// NextOffset is the offset after the last valid batch (the base offset
 	// if none).
 	NextOffset int64
+	// ZeroTailBytes is how many of TruncatedBytes were a zero tail: bytes
+	// that are all zero from the end of the last valid batch to the end of
+	// the file, as a preallocated file (Options.Preallocate) leaves them
+	// when it was not trimmed. A zero tail is the end of the file, not
+	// damage: Reason stays nil, and it is cut without loss.
+	ZeroTailBytes int64
 }
 
 // RecoverOptions are what a segment's recovery needs to know about the rest
@@ -115,6 +121,7 @@ func planRecovery(f vfs.File, path string, base int64, opts Options, o RecoverOp
 	maxPoints := opts.MaxIndexBytes/8 + 1
 	res := &p.res
 	sc := newFullScanner(f, path, 0, fileSize, MaxStoredEntry)
+	sc.zeroEnds = true
 	for {
 		h, entry, ok, err := sc.nextEntry()
 		if err != nil {
@@ -123,6 +130,20 @@ func planRecovery(f vfs.File, path string, base int64, opts Options, o RecoverOp
 			}
 			res.Reason = err
 			break
+		}
+		if !ok && sc.zeroAt {
+			zero, err := allZero(f, sc.pos, fileSize)
+			if err != nil {
+				return nil, err
+			}
+			if zero {
+				res.ZeroTailBytes = fileSize - sc.pos
+				break
+			}
+			// Zeros with data after them are damage: scan on without the
+			// rule, to report it as before.
+			sc.zeroEnds, sc.zeroAt = false, false
+			continue
 		}
 		if !ok {
 			break
@@ -241,9 +262,11 @@ func (s *Segment) ApplyRecovery(p *RecoveryPlan) (RecoverResult, error) {
 	}
 	res, t := p.res, p.t
 	if res.TruncatedBytes > 0 {
-		s.opts.Logger.Warn("segment: truncating invalid tail", "path", path,
-			"valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
-		s.reserved = 0
+		if res.Reason != nil {
+			s.opts.Logger.Warn("segment: truncating invalid tail", "path", path,
+				"valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
+		}
+		s.reserved, s.preallocated = 0, false
 		if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(res.ValidBytes)); err != nil {
 			return RecoverResult{}, err
 		}
@@ -353,7 +376,7 @@ func (s *Segment) TruncateTo(offset int64) (removedBytes int64, err error) {
 		return 0, err
 	}
 	if newSize < size {
-		s.reserved = 0
+		s.reserved, s.preallocated = 0, false
 		if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(newSize)); err != nil {
 			return 0, fmt.Errorf("segment: truncate %s to %d bytes: %w", s.LogPath(), newSize, err)
 		}

@@ -141,7 +141,14 @@ func TestRecoverTornTail(t *testing.T) {
 				t.Fatalf("cut %d: Recover = %+v", cut, res)
 			}
 			var pe *PositionError
-			if !errors.Is(res.Reason, ErrTornTail) || !errors.As(res.Reason, &pe) || pe.Pos != last.pos || pe.File != s.LogPath() {
+			if isZero(ref.log[last.pos:cut]) {
+				// The fragment holds only zeros (the high bytes of the
+				// base offset): indistinguishable from a zero tail, and
+				// cut as one.
+				if res.Reason != nil || res.ZeroTailBytes != cut-last.pos {
+					t.Fatalf("cut %d: zero fragment: Recover = %+v", cut, res)
+				}
+			} else if !errors.Is(res.Reason, ErrTornTail) || !errors.As(res.Reason, &pe) || pe.Pos != last.pos || pe.File != s.LogPath() {
 				t.Fatalf("cut %d: Reason = %v, want a torn tail at %d", cut, res.Reason, last.pos)
 			}
 			if errors.Is(res.Reason, record.ErrCorrupt) {
@@ -219,15 +226,25 @@ func TestRecoverGarbageTail(t *testing.T) {
 		g := newGen(99, 0, 0)
 		for i := 0; i < 50; i++ {
 			tailBytes := make([]byte, 1+g.r.IntN(3000))
-			if i%5 != 0 { // every fifth tail is zeros, like a preallocated file
+			zero := i%5 == 0 // every fifth tail is zeros, like an untrimmed preallocated file
+			if i%5 == 1 {
+				// Zeros with one byte of data after them: damage, not a
+				// zero tail.
+				tailBytes[len(tailBytes)-1] = 1
+			} else if !zero {
 				for j := range tailBytes {
 					tailBytes[j] = byte(g.r.Uint32())
 				}
 			}
 			b := append(append([]byte(nil), ref.log...), tailBytes...)
 			s, res := recoverFrom(t, e, base, opts, b)
-			if res.ValidBytes != int64(len(ref.log)) || res.TruncatedBytes != int64(len(tailBytes)) || res.Reason == nil {
+			if res.ValidBytes != int64(len(ref.log)) || res.TruncatedBytes != int64(len(tailBytes)) {
 				t.Fatalf("tail %d: Recover = %+v", i, res)
+			}
+			// A zero tail is the end of the file: cut, but not a reason.
+			if zero && (res.Reason != nil || res.ZeroTailBytes != int64(len(tailBytes))) ||
+				!zero && (res.Reason == nil || res.ZeroTailBytes != 0) {
+				t.Fatalf("tail %d (zero %v): Recover = %+v", i, zero, res)
 			}
 			checkState(t, s, ref.m)
 			s.Close()

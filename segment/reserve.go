@@ -1,6 +1,9 @@
 package segment
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Block reservation for the active .log (Options.ReserveBytes).
 //
@@ -33,13 +36,27 @@ func (s *Segment) reserveFor(pos, end int64) {
 // with a truncate to the current size, which frees them on ext4
 // (TestReserveReleasedOnSealAndClose checks it wherever fallocate works).
 // Called when the segment stops being the active one.
+//
+// A preallocated .log (Options.Preallocate) is trimmed here too: to its
+// logical end, so a sealed or closed segment has exactly Kafka's layout.
 func (s *Segment) releaseReserved() error {
-	if s.reserved == 0 {
+	if s.reserved == 0 && !s.preallocated {
 		return nil
 	}
-	s.reserved = 0
-	if err := s.log.Truncate(s.size.Load()); err != nil {
+	trimmed := s.preallocated
+	s.reserved, s.preallocated = 0, false
+	if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(s.size.Load())); err != nil {
 		return fmt.Errorf("segment: releasing the space reserved past the end of %s: %w", s.LogPath(), err)
+	}
+	if trimmed {
+		s.trimPending.Store(true)
 	}
 	return nil
 }
+
+// TrimPending reports whether the .log was trimmed from its preallocated
+// size (Options.Preallocate) since the last Flush: until the next Flush a
+// power loss may bring the untrimmed size back. A log must not let its
+// recovery point pass such a segment, since recovery trusts the size of
+// the segments below it.
+func (s *Segment) TrimPending() bool { return s.trimPending.Load() }

@@ -67,6 +67,18 @@ type Options struct {
 	// and so everything a reader or recovery sees, is unchanged. Sealing or
 	// closing the segment releases what was reserved past its end.
 	ReserveBytes int64
+	// Preallocate, when positive, makes an active segment extend its .log
+	// to this many bytes with vfs.File.Preallocate (fallocate mode 0) when
+	// it is created and before its first append after it was opened,
+	// unsealed or cut, as Kafka's log.preallocate, etcd's WAL and raft-wal
+	// do: an fdatasync after an append into the allocated range has no
+	// file size to commit. The logical end stays in memory; sealing and
+	// closing trim the file to it (Close also syncs the trim), and
+	// recovery treats a tail of zero bytes as the end of the file (see
+	// RecoverResult.ZeroTailBytes), so an untrimmed file left by a crash
+	// is neither damage nor data. A segment with a batch past this size
+	// simply grows beyond it.
+	Preallocate int64
 	// Now is the clock for the segment's creation time, which the age-based
 	// roll check uses when the first batch has no timestamp. Nil means
 	// time.Now.
@@ -145,6 +157,12 @@ type Segment struct {
 	// reserved is where the blocks reserved ahead of the appends end
 	// (Options.ReserveBytes); writer only. Zero when nothing is reserved.
 	reserved int64
+	// preallocated says the .log was extended to Options.Preallocate and
+	// not trimmed since; writer only.
+	preallocated bool
+	// trimPending says the .log was trimmed from its preallocated size
+	// since the last Flush (TrimPending).
+	trimPending atomic.Bool
 
 	// Roll-check state, writer only.
 	created      time.Time
@@ -185,10 +203,19 @@ func Create(fsys vfs.FS, dir string, base int64, opts Options) (*Segment, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.openIndexesLocked(true); err != nil {
-		// A full disk fails the index preallocation here: remove what was
-		// made, so the directory holds no half-created segment (a .log
-		// without its indexes) for the next Open or fsck to trip on.
+	err = s.openIndexesLocked(true)
+	if err == nil && s.opts.Preallocate > 0 {
+		s.log = f
+		if err = s.preallocate(); err != nil {
+			s.offIdx.Close()
+			s.timeIdx.Close()
+		}
+	}
+	if err != nil {
+		// A full disk fails the index or .log preallocation here: remove
+		// what was made, so the directory holds no half-created segment
+		// (a .log without its indexes) for the next Open or fsck to trip
+		// on.
 		f.Close()
 		for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
 			fsys.Remove(filepath.Join(dir, FileName(base, suf)))
@@ -443,9 +470,15 @@ func (s *Segment) loadTail() error {
 // tail is the state the append path needs about the end of the segment.
 type tail struct {
 	next, maxTS, maxTSOffset, sinceLastEntry int64
+	// end, when positive, is where scanTail found a zero tail: the
+	// logical end of the file, below its size.
+	end int64
 }
 
 func (s *Segment) publishTail(t tail) {
+	if t.end > 0 && t.end < s.size.Load() {
+		s.size.Store(t.end)
+	}
 	s.maxTSOffset = t.maxTSOffset
 	s.sinceLastEntry = t.sinceLastEntry
 	s.maxTS.Store(t.maxTS)
@@ -486,10 +519,27 @@ func (s *Segment) scanTail() (tail, error) {
 	t.sinceLastEntry = end - from
 	sc := s.newHeaderScanner(from, end)
 	defer sc.release()
+	// A preallocated file that a crash left untrimmed after a clean
+	// shutdown was recorded: its data ends at the zero tail.
+	sc.zeroEnds = true
 	for {
 		h, ok, err := sc.next()
 		if err != nil {
 			return t, asReadDamage(err)
+		}
+		if !ok && sc.zeroAt {
+			zero, err := allZero(s.log, sc.pos, end)
+			if err != nil {
+				return t, err
+			}
+			if zero {
+				t.sinceLastEntry -= end - sc.pos
+				t.end = sc.pos
+				return t, nil
+			}
+			// Zeros with data after them: damage, reported as before.
+			sc.zeroEnds, sc.zeroAt = false, false
+			continue
 		}
 		if !ok {
 			return t, nil
@@ -529,7 +579,13 @@ func (s *Segment) Close() error {
 			first = err
 		}
 	}
+	wasPreallocated := s.preallocated
 	first = errors.Join(first, s.releaseReserved())
+	if wasPreallocated && first == nil {
+		// The trim must be durable before anything (a clean-shutdown
+		// marker) tells the next open to trust the file's size.
+		first = s.log.Sync()
+	}
 	return errors.Join(first, s.closeFiles())
 }
 

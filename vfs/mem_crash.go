@@ -17,6 +17,13 @@ type CrashOptions struct {
 	// possibly all) of those unsynced bytes survives: a torn tail. Unsynced
 	// stores below the synced length are always lost.
 	KeepUnsynced float64
+	// KeepUnsyncedStores is the probability, per file with unsynced stores
+	// below its synced length (writes into a preallocated range, or over
+	// old bytes), that a random prefix of the changed range survives
+	// instead of none of it: a torn write inside the file, as when the
+	// first of its dirty pages reached the disk. Without it such stores
+	// are always lost. A mapped file keeps none either way.
+	KeepUnsyncedStores float64
 	// KeepUnsyncedEntries is the probability, per directory, that its
 	// current entries survive instead of those of its last SyncDir, as when
 	// the filesystem's journal happened to commit them.
@@ -90,6 +97,13 @@ func (cr *crasher) file(n *memNode) *memNode {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	data := append([]byte(nil), n.synced...)
+	// Stores since the last Sync below the synced length: all of
+	// [n.dirty, end) is changed or unchanged bytes, so any prefix of it is
+	// what a disk that wrote the first dirty pages in order would hold.
+	if end := min(len(n.data), len(n.synced)); n.dirty < end && n.maps == 0 && cr.chance(cr.o.KeepUnsyncedStores) {
+		k := cr.o.Rand.IntN(end - n.dirty + 1)
+		copy(data[n.dirty:], n.data[n.dirty:n.dirty+k])
+	}
 	// A mapped file keeps none of its unsynced bytes: a
 	// store through the mapping may be under way (nothing orders it with
 	// this copy), and what a power loss keeps of a mapping's dirty pages

@@ -32,6 +32,8 @@ with the ratio seglog ÷ baseline.
            bytes, one write per batch, with the same fsync policy
   read     Read + WriteTo (sendfile) to a loopback TCP peer; baseline:
            sendfile of the same file ranges with no log logic
+  scan     every record of a warm log through Records (--mode read: Read +
+           parse); baseline: pread of the same files + record.Iterator
   lookup   Read of random offsets; baseline: binary search over an
            in-memory array of the same batches
   durable  --sync always with 1, 2, 4 … --writers writers (group commit)
@@ -43,7 +45,7 @@ A progress bar is drawn on stderr when it is a terminal. --json prints one
 JSON object per workload instead of the table; --plot FILE.png draws
 throughput over time (and, for a sweep of sizes or writers, against it).`,
 	}
-	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd())
+	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd())
 	return cmd
 }
 
@@ -157,6 +159,7 @@ func newBenchWriteCmd() *cobra.Command {
 		duration time.Duration
 		writers  int
 		producer bool
+		floor    string
 	)
 	cmd := &cobra.Command{
 		Use:   "write",
@@ -173,6 +176,7 @@ in 5 rounds, no fsync) finish in well under a minute.`,
 		Args: cobra.NoArgs,
 	}
 	lf := bindLogFlags(cmd)
+	lf.bindPreallocate(cmd)
 	out := bindBenchOut(cmd, 5)
 	fl := cmd.Flags()
 	fl.IntSliceVar(&sizes, "size", []int{1024}, "record value size in bytes; several (comma-separated) make a sweep")
@@ -181,6 +185,7 @@ in 5 rounds, no fsync) finish in well under a minute.`,
 	fl.DurationVar(&duration, "duration", 0, "run each side this long over the timed rounds instead of --records")
 	fl.IntVar(&writers, "writers", 1, "concurrent appenders (with --sync always they share fsyncs: group commit)")
 	fl.BoolVar(&producer, "producer", false, "append pre-built producer batches with AppendBatch instead of records with Append")
+	fl.StringVar(&floor, "floor", bench.FloorPlain, "baseline: plain (append pre-built batches to a growing file), reserved (build the same batch per call, pwrite into blocks reserved with fallocate KEEP_SIZE), payload (only the values, same reservation) or preallocated (fallocate mode 0)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := benchOptions(cmd, lf, out, sizes, batch)
 		if err != nil {
@@ -203,7 +208,7 @@ in 5 rounds, no fsync) finish in well under a minute.`,
 		for _, size := range sizes {
 			res, err := bench.RunWrite(ctx, out.env(cmd), bench.WriteConfig{
 				Options: opts, RecordSize: size, Batch: batch, Records: records,
-				Duration: duration, Writers: writers, Producer: producer, Rounds: out.rounds,
+				Duration: duration, Writers: writers, Producer: producer, Rounds: out.rounds, Floor: floor,
 			})
 			if err != nil {
 				return err
@@ -233,6 +238,7 @@ and CRC-checked by the peer, batch by batch, for both sides.`,
 		Args: cobra.NoArgs,
 	}
 	lf := bindLogFlags(cmd)
+	lf.bindPreallocate(cmd)
 	out := bindBenchOut(cmd, 5)
 	fl := cmd.Flags()
 	fl.IntSliceVar(&sizes, "size", []int{1024}, "record value size in bytes; several (comma-separated) make a sweep")
@@ -265,6 +271,60 @@ and CRC-checked by the peer, batch by batch, for both sides.`,
 	return cmd
 }
 
+func newBenchScanCmd() *cobra.Command {
+	var (
+		sizes      []int
+		batch      int
+		logBytes   int64
+		fetchBytes int
+		mode       string
+	)
+	cmd := &cobra.Command{
+		Use:   "scan",
+		Short: "Every record of a warm log through Records against pread + record.Iterator",
+		Long: `Write a log of --log-bytes (untimed), then in each round read every record
+of it from the start: through Records (--mode records), or with Read of
+--fetch-bytes at a time, each slice's bytes read and parsed with
+record.Iterator (--mode read). The baseline preads the same segment files
+1 MiB at a time and runs record.Iterator over each batch, with no log logic
+and no CRC check. Both sides touch every value; both are checked to read
+every record.`,
+		Args: cobra.NoArgs,
+	}
+	lf := bindLogFlags(cmd)
+	out := bindBenchOut(cmd, 5)
+	fl := cmd.Flags()
+	fl.IntSliceVar(&sizes, "size", []int{1024}, "record value size in bytes; several (comma-separated) make a sweep")
+	fl.IntVar(&batch, "batch", 100, "records per batch written")
+	fl.Int64Var(&logBytes, "log-bytes", 256<<20, "size of the log read in each round")
+	fl.IntVar(&fetchBytes, "fetch-bytes", 1<<20, "with --mode read: maxBytes of each Read")
+	fl.StringVar(&mode, "mode", bench.ScanRecords, "records (Log.Records) or read (Log.Read + parse)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		opts, err := benchOptions(cmd, lf, out, sizes, batch)
+		if err != nil {
+			return err
+		}
+		if logBytes < 1 || fetchBytes < 1 {
+			return fmt.Errorf("invalid --log-bytes %d or --fetch-bytes %d: must be positive", logBytes, fetchBytes)
+		}
+		ctx, cancel := benchContext(cmd)
+		defer cancel()
+		var results []*bench.Result
+		for _, size := range sizes {
+			res, err := bench.RunScan(ctx, out.env(cmd), bench.ScanConfig{
+				Options: opts, RecordSize: size, Batch: batch, LogBytes: logBytes,
+				FetchBytes: fetchBytes, Mode: mode, Rounds: out.rounds,
+			})
+			if err != nil {
+				return err
+			}
+			results = append(results, res)
+		}
+		return out.report(cmd, fmt.Sprintf("seglog bench scan %s: %d MiB log", mode, logBytes>>20), results)
+	}
+	return cmd
+}
+
 func newBenchLookupCmd() *cobra.Command {
 	var (
 		size, batch, lookups int
@@ -281,6 +341,7 @@ baseline's.`,
 		Args: cobra.NoArgs,
 	}
 	lf := bindLogFlags(cmd)
+	lf.bindPreallocate(cmd)
 	out := bindBenchOut(cmd, 5)
 	fl := cmd.Flags()
 	fl.IntVar(&size, "size", 1024, "record value size in bytes")
@@ -313,6 +374,8 @@ func newBenchDurableCmd() *cobra.Command {
 		size, batch, writers int
 		levels               []int
 		duration             time.Duration
+		floor                string
+		paired               bool
 	)
 	cmd := &cobra.Command{
 		Use:   "durable",
@@ -325,6 +388,7 @@ each level's rate is also given against the 1-writer level.`,
 		Args: cobra.NoArgs,
 	}
 	lf := bindLogFlags(cmd)
+	lf.bindPreallocate(cmd)
 	out := bindBenchOut(cmd, 3)
 	fl := cmd.Flags()
 	fl.IntVar(&size, "size", 1024, "record value size in bytes")
@@ -332,6 +396,8 @@ each level's rate is also given against the 1-writer level.`,
 	fl.IntVar(&writers, "writers", 64, "largest writer count of the sweep")
 	fl.IntSliceVar(&levels, "levels", nil, "writer counts to run instead of 1, 2, 4 … --writers (e.g. 1,64)")
 	fl.DurationVar(&duration, "duration", 1500*time.Millisecond, "timed time of each side per writer count")
+	fl.StringVar(&floor, "floor", bench.FloorPlain, "baseline of each level: plain, reserved, payload or preallocated (see bench write --floor)")
+	fl.BoolVar(&paired, "paired", false, "run --writers writers against seglog's own single writer in alternating rounds (one result: the group-commit speedup)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := benchOptions(cmd, lf, out, []int{size}, batch)
 		if err != nil {
@@ -349,7 +415,7 @@ each level's rate is also given against the 1-writer level.`,
 		defer cancel()
 		results, err := bench.RunDurable(ctx, out.env(cmd), bench.DurableConfig{
 			Options: opts, RecordSize: size, Batch: batch, MaxWriters: writers, Writers: levels,
-			Duration: duration, Rounds: out.rounds,
+			Duration: duration, Rounds: out.rounds, Floor: floor, Paired: paired,
 		})
 		if err != nil {
 			return err

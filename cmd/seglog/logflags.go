@@ -30,6 +30,13 @@ type logFlags struct {
 	compression        string
 	timestampType      string
 	leaderEpoch        int32
+	preallocate        bool
+}
+
+// bindPreallocate adds --preallocate, for the commands that write a log.
+func (f *logFlags) bindPreallocate(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.preallocate, "preallocate", false,
+		"create each active segment's .log at --segment-bytes with fallocate, trimmed when sealed or closed (Kafka's log.preallocate); an fdatasync then has no file size to commit")
 }
 
 // bindLogFlags adds the Log-option flags to cmd and returns the values they
@@ -160,6 +167,7 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 	o.SyncBytes = f.syncBytes
 	o.SyncInterval = f.syncInterval
 	o.LeaderEpoch = f.leaderEpoch
+	o.Preallocate = f.preallocate
 	o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 	if err := o.Validate(); err != nil {
 		return o, &flagError{msg: optionFlagNames.Replace(err.Error()), err: err}

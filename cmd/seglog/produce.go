@@ -61,6 +61,7 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 		Args: cobra.ExactArgs(1),
 	}
 	lf := bindLogFlags(cmd)
+	lf.bindPreallocate(cmd)
 	cmd.Flags().IntVar(&batch, "batch", 100, "records per batch when reading lines from stdin")
 	cmd.Flags().DurationVar(&linger, "linger", 5*time.Millisecond,
 		"store a partial batch at most this long after its first line was read from a pipe or terminal (Kafka's linger.ms); 0: after every read")

@@ -23,10 +23,13 @@ func dataCases() []Case {
 			d.Write(l, data[:p+30])
 			return d.damaged(l, p)
 		}},
-		{Name: "zero-filled tail", Kind: fsck.KindTornTail, SyncedKind: fsck.KindBadLength, Data: true, Inject: func(t testing.TB, d *Dir) Damage {
+		// Zeros to the end of the file are a preallocated file's zero tail,
+		// the end of the data (TestZeroTailIsTheEnd); zeros with data after
+		// them are damage.
+		{Name: "zeros then data", Kind: fsck.KindBadLength, SyncedKind: fsck.KindBadLength, Data: true, Inject: func(t testing.TB, d *Dir) Damage {
 			l := d.lastLog()
 			data := d.Read(l)
-			d.Write(l, append(data, make([]byte, 4096)...))
+			d.Write(l, append(append(data, make([]byte, 4096)...), 0x5a))
 			return d.damaged(l, int64(len(data)))
 		}},
 		{Name: "crc at tail", Kind: fsck.KindCRC, Data: true, Inject: func(t testing.TB, d *Dir) Damage {
