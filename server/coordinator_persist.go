@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/seglog/seglog/record"
@@ -96,7 +97,11 @@ func (c *coordinator) loadGroups() {
 				continue
 			}
 			v := new(kmsg.GroupMetadataValue)
-			if v.ReadFrom(r.Value) != nil {
+			// The decoded members' subscriptions and assignments alias
+			// what they were read from, and a record's bytes are valid
+			// only until the loop body returns (Log.Records): decode a
+			// copy, since the value is kept past the loop.
+			if v.ReadFrom(bytes.Clone(r.Value)) != nil {
 				delete(last, key.Group)
 				continue
 			}

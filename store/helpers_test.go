@@ -1,8 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,6 +94,12 @@ func readAll(t testing.TB, s *Store, topic string, p int32, from int64) []record
 	for r, err := range l.Records(from) {
 		if err != nil {
 			t.Fatalf("%s-%d from %d: %v", topic, p, from, err)
+		}
+		// Records lends its bytes only until the loop body returns.
+		r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+		r.Headers = slices.Clone(r.Headers)
+		for i, h := range r.Headers {
+			r.Headers[i].Key, r.Headers[i].Value = strings.Clone(h.Key), bytes.Clone(h.Value)
 		}
 		out = append(out, r)
 	}
