@@ -176,6 +176,7 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		},
 	}
 	cmd.AddCommand(create, list, describe, add, del)
+	acceptDirFirst(cmd)
 	return cmd
 }
 
@@ -324,6 +325,7 @@ offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
 		},
 	}
 	cmd.AddCommand(list, describe, reset, del)
+	acceptDirFirst(cmd)
 	return cmd
 }
 
