@@ -2,7 +2,7 @@ package seglog_test
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
