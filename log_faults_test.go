@@ -6,133 +6,16 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/faults"
 	"github.com/seglog/seglog/internal/soak"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
-
-// faultKind is how the chosen operation fails.
-type faultKind int
-
-const (
-	faultEIO    faultKind = iota // the operation fails with EIO, doing nothing
-	faultENOSPC                  // it fails with ENOSPC, doing nothing
-	faultShort                   // a write stores half its bytes, then ENOSPC; other ops fail with ENOSPC
-)
-
-func (k faultKind) String() string { return [...]string{"EIO", "ENOSPC", "short write"}[k] }
-
-// shortFS makes the next write to one file store only half its bytes and
-// fail with ENOSPC, as a filling disk does; the fault matrix's injector
-// arms it.
-type shortFS struct {
-	vfs.FS
-	mu   sync.Mutex
-	path string // armed for this file's next write; "" when not armed
-}
-
-func (s *shortFS) arm(path string) {
-	s.mu.Lock()
-	s.path = path
-	s.mu.Unlock()
-}
-
-func (s *shortFS) take(path string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.path != "" && s.path == path {
-		s.path = ""
-		return true
-	}
-	return false
-}
-
-func (s *shortFS) wrap(f vfs.File, err error) (vfs.File, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &shortFile{File: f, fs: s}, nil
-}
-
-func (s *shortFS) Create(name string) (vfs.File, error) { return s.wrap(s.FS.Create(name)) }
-func (s *shortFS) Open(name string) (vfs.File, error)   { return s.wrap(s.FS.Open(name)) }
-func (s *shortFS) OpenReadWrite(name string) (vfs.File, error) {
-	return s.wrap(s.FS.OpenReadWrite(name))
-}
-
-type shortFile struct {
-	vfs.File
-	fs *shortFS
-}
-
-func (f *shortFile) Write(p []byte) (int, error) {
-	if f.fs.take(f.Name()) {
-		n, _ := f.File.Write(p[:len(p)/2])
-		return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
-	}
-	return f.File.Write(p)
-}
-
-func (f *shortFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.fs.take(f.Name()) {
-		n, _ := f.File.WriteAt(p[:len(p)/2], off)
-		return n, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
-	}
-	return f.File.WriteAt(p, off)
-}
-
-// faultAt returns an injector failing the i-th operation (from 1) as kind
-// says, and reports which operation it failed.
-type faultAt struct {
-	i     int64
-	kind  faultKind
-	short *shortFS
-	mu    sync.Mutex
-	n     int64
-	fired *vfs.Op
-	// current is the scenario op under way; during is current when the
-	// fault fired.
-	current, during string
-}
-
-func (f *faultAt) setCurrent(kind string) {
-	f.mu.Lock()
-	f.current = kind
-	f.mu.Unlock()
-}
-
-func (f *faultAt) Inject(op vfs.Op) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.n++; f.n != f.i {
-		return nil
-	}
-	f.fired = &op
-	f.during = f.current
-	switch {
-	case f.kind == faultEIO:
-		return syscall.EIO
-	case f.kind == faultShort && (op.Kind == vfs.OpWrite || op.Kind == vfs.OpWriteAt) && op.Len > 1:
-		f.short.arm(op.Path)
-		return nil
-	}
-	return syscall.ENOSPC
-}
-
-func (f *faultAt) firedOp() (vfs.Op, string, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fired == nil {
-		return vfs.Op{}, "", false
-	}
-	return *f.fired, f.during, true
-}
 
 // faultTolerated are operations whose failure a Log may absorb without
 // telling anyone: closing files it is done with, cleanup the next Open
@@ -259,18 +142,17 @@ func TestLogFaultMatrix(t *testing.T) {
 	counter := &vfs.Counter{}
 	runFaultScenario(vfs.Inject(vfs.NewMem(), counter), seed, func(string) {})
 	total := counter.Count()
-	faults := 0
-	for _, kind := range []faultKind{faultEIO, faultENOSPC, faultShort} {
+	injected := 0
+	for _, kind := range faults.Kinds {
 		for i := int64(1); i <= total; i++ {
 			mem := vfs.NewMem()
-			short := &shortFS{FS: mem}
-			inj := &faultAt{i: i, kind: kind, short: short}
-			states, _, err := runFaultScenario(vfs.Inject(short, inj), seed, inj.setCurrent)
-			op, during, fired := inj.firedOp()
+			inj, fs := faults.New(mem, i, kind)
+			states, _, err := runFaultScenario(fs, seed, inj.SetCurrent)
+			op, during, fired := inj.Fired()
 			if !fired {
 				continue // background work made this run shorter
 			}
-			faults++
+			injected++
 			label := fmt.Sprintf("seed %d: %v at op %d (%v %s)", seed, kind, i, op.Kind, op.Path)
 			label += " during " + during
 			if err == nil && !faultTolerated(op, during) {
@@ -304,8 +186,8 @@ func TestLogFaultMatrix(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d faults injected over %d operations", faults, total)
-	soak.Count(t, "faults", faults)
+	t.Logf("%d faults injected over %d operations", injected, total)
+	soak.Count(t, "faults", injected)
 }
 
 // checkFaultImage reopens the log fs holds and checks it; with before nil

@@ -157,9 +157,32 @@ func runStoreCampaign(t *testing.T, seed uint64, nops int) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(seed, 4))
 	rec.with(func(*storeHistory) { rec.armed = true })
-	names := []string{"a", "b", "c"}
+	if err := storeWorkload(s, rec, seed, nops); err != nil {
+		t.Fatal(err)
+	}
+	names := campaignTopics
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec.with(func(*storeHistory) { rec.armed = false })
+	for _, p := range rec.points {
+		checkStorePoint(t, p, names, fmt.Sprintf("seed %d: crash at fs op %d (%v %s, torn %v)", seed, p.opn, p.op.Kind, p.op.Path, p.torn))
+		if t.Failed() {
+			break
+		}
+	}
+	return len(rec.points)
+}
+
+var campaignTopics = []string{"a", "b", "c"}
+
+// storeWorkload runs nops random store operations, recording in rec's
+// history what is in flight and what was acknowledged; it stops at the
+// first error.
+func storeWorkload(s *store.Store, rec *storeRecorder, seed uint64, nops int) error {
+	rng := rand.New(rand.NewPCG(seed, 4))
+	names := campaignTopics
 	seq := 0
 	for i := 0; i < nops; i++ {
 		name := names[rng.IntN(len(names))]
@@ -171,7 +194,7 @@ func runStoreCampaign(t *testing.T, seed uint64, nops int) int {
 			n := 1 + rng.IntN(3)
 			rec.with(func(h *storeHistory) { h.pending[name] = n })
 			if err := s.CreateTopic(name, n, campaignTopicConfig(name == "a")); err != nil {
-				t.Fatalf("create %s: %v", name, err)
+				return fmt.Errorf("create %s: %w", name, err)
 			}
 			rec.with(func(h *storeHistory) { delete(h.pending, name); h.topics[name] = n })
 		case !exists:
@@ -195,13 +218,13 @@ func runStoreCampaign(t *testing.T, seed uint64, nops int) int {
 				}
 			})
 			if err := s.DeleteTopic(name); err != nil {
-				t.Fatalf("delete %s: %v", name, err)
+				return fmt.Errorf("delete %s: %w", name, err)
 			}
 			rec.with(func(h *storeHistory) { delete(h.pending, name) })
 		case op == 1 && n < 4:
 			rec.with(func(h *storeHistory) { h.pending[name] = n + 1 })
 			if err := s.AddPartitions(name, n+1); err != nil {
-				t.Fatalf("add partitions %s: %v", name, err)
+				return fmt.Errorf("add partitions %s: %w", name, err)
 			}
 			rec.with(func(h *storeHistory) { delete(h.pending, name); h.topics[name] = n + 1 })
 		case op < 7:
@@ -213,7 +236,7 @@ func runStoreCampaign(t *testing.T, seed uint64, nops int) int {
 			}
 			res, err := s.Produce(name, recs...)
 			if err != nil {
-				t.Fatalf("produce %s: %v", name, err)
+				return fmt.Errorf("produce %s: %w", name, err)
 			}
 			if name == "a" {
 				rec.with(func(h *storeHistory) {
@@ -237,7 +260,7 @@ func runStoreCampaign(t *testing.T, seed uint64, nops int) int {
 				}
 			})
 			if err := s.DeleteGroup(g); err != nil && !errors.Is(err, store.ErrUnknownGroup) {
-				t.Fatalf("delete group %s: %v", g, err)
+				return fmt.Errorf("delete group %s: %w", g, err)
 			}
 			rec.with(func(h *storeHistory) {
 				for _, k := range keys {
@@ -249,28 +272,18 @@ func runStoreCampaign(t *testing.T, seed uint64, nops int) int {
 			p := int32(rng.IntN(n))
 			l, err := s.Log(name, p)
 			if err != nil {
-				t.Fatalf("log %s %d: %v", name, p, err)
+				return fmt.Errorf("log %s %d: %w", name, p, err)
 			}
 			off := l.StartOffset() + rng.Int64N(l.EndOffset()-l.StartOffset()+1)
 			k := fmt.Sprintf("%s %s %d", g, name, p)
 			rec.with(func(h *storeHistory) { h.commits[k] = append(h.commits[k], off) })
 			if err := s.Commit(g, name, map[int32]int64{p: off}); err != nil {
-				t.Fatalf("commit %s: %v", k, err)
+				return fmt.Errorf("commit %s: %w", k, err)
 			}
 			rec.with(func(h *storeHistory) { h.acked[k] = len(h.commits[k]) - 1 })
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	rec.with(func(*storeHistory) { rec.armed = false })
-	for _, p := range rec.points {
-		checkStorePoint(t, p, names, fmt.Sprintf("seed %d: crash at fs op %d (%v %s, torn %v)", seed, p.opn, p.op.Kind, p.op.Path, p.torn))
-		if t.Failed() {
-			break
-		}
-	}
-	return len(rec.points)
+	return nil
 }
 
 // topicOf returns the field'th space-separated word of a history key.
@@ -377,5 +390,8 @@ func checkStorePoint(t *testing.T, p storePoint, names []string, label string) {
 		for part := 0; part < n; part++ {
 			fscktest.CheckClean(t, p.fs, path.Join(campaignDir, fmt.Sprintf("%s-%d", name, part)))
 		}
+	}
+	if t.Failed() {
+		t.Fatalf("%s: fsck", label)
 	}
 }

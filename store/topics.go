@@ -139,23 +139,29 @@ func (s *Store) AddPartitions(name string, n int) error {
 		return fmt.Errorf("%w: %s has %d partitions; the count can only grow", ErrInvalidPartitions, name, len(t.parts))
 	}
 	var added []*seglog.Log
+	// A failure closes what it opened: a partition left open would miss
+	// Close's trim and checkpoints, and Store.Close would still write the
+	// clean-shutdown marker that makes the next Open trust its files.
+	fail := func(err error) error {
+		for _, l := range added {
+			s.clean.Remove(cleaner.Wrap(l))
+			l.Close()
+		}
+		return err
+	}
 	for p := len(t.parts); p < n; p++ {
 		l, err := s.openPartition(name, int32(p), t.cfg)
 		if err != nil {
-			for _, l := range added {
-				s.clean.Remove(cleaner.Wrap(l))
-				l.Close()
-			}
-			return err
+			return fail(err)
 		}
 		added = append(added, l)
 	}
 	if err := s.fs.SyncDir(s.dir); err != nil {
-		return err
+		return fail(err)
 	}
 	f := topicFile{state: stateReady, partitions: n, config: t.cfg}
 	if err := vfs.WriteFileAtomic(s.fs, s.topicFile(name), f.format()); err != nil {
-		return err
+		return fail(err)
 	}
 	t.parts = append(t.parts, added...)
 	return nil
