@@ -119,8 +119,8 @@ func TestConcurrencySoak(t *testing.T) {
 		defer wg.Done()
 		r := rand.New(rand.NewPCG(soak.Seed(), 8))
 		ep := 0
-		for ctx.Err() == nil {
-			if r.IntN(60) == 0 && l.EndOffset() > l.StartOffset()+10 {
+		for i := 0; ctx.Err() == nil; i++ {
+			if i%40 == 39 && l.EndOffset() > l.StartOffset()+10 {
 				ep++
 				to := l.EndOffset() - 1 - r.Int64N(min(50, l.EndOffset()-l.StartOffset()-1))
 				if err := l.TruncateTo(to); err != nil {
