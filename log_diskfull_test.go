@@ -84,7 +84,7 @@ func diskFullOptions() seglog.Options {
 // acknowledged record, takes appends again and is fsck-clean.
 func TestDiskFull(t *testing.T) {
 	dir := smallFS(t, 2<<20)
-	rounds := 48 * soak.Scale()
+	rounds := soak.Reduce(48*soak.Scale(), 4)
 	rng := rand.New(rand.NewPCG(soak.Seed(), 44))
 	failedBy := map[string]int{}
 	for round := 0; round < rounds; round++ {

@@ -178,6 +178,13 @@ func (c *raftRecorder) set(f func()) {
 // the commit index must not pass the last index, the store must take the
 // next entries, and fsck must find the partition clean.
 func TestRaftCrashCampaign(t *testing.T) {
+	if soak.Race {
+		// Every clone and reopen copies or zeroes the partition's 10 MiB
+		// preallocated indexes, which under the race detector's shadow
+		// memory costs seconds each; nothing here is concurrent, and the
+		// normal run covers it.
+		t.Skip("too slow under the race detector; covered by the normal run")
+	}
 	runs := 6 * soak.Scale()
 	points := 0
 	for r := 0; r < runs; r++ {
@@ -189,7 +196,7 @@ func TestRaftCrashCampaign(t *testing.T) {
 	}
 	t.Logf("%d crash points over %d runs", points, runs)
 	soak.Count(t, "crash_points", points)
-	if points < 150*soak.Scale() {
+	if points < 25*runs {
 		t.Errorf("only %d crash points", points)
 	}
 }

@@ -56,6 +56,9 @@ func TestStoreFaultMatrix(t *testing.T) {
 	// a stride covers them all across soak rounds, whose seed shifts the
 	// phase.
 	stride := int64(max(1, 3/soak.Scale()))
+	if soak.Race {
+		stride *= 6
+	}
 	phase := int64(soak.Seed()) % stride
 	injected := 0
 	for _, kind := range faults.Kinds {

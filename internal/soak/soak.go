@@ -40,3 +40,12 @@ func Count(t testing.TB, name string, n int) {
 	defer f.Close()
 	fmt.Fprintf(f, "%s %d\n", name, n)
 }
+
+// Reduce divides n by div under the race detector (at least 1), and
+// returns it unchanged otherwise.
+func Reduce(n, div int) int {
+	if Race {
+		return max(1, n/div)
+	}
+	return n
+}
