@@ -185,7 +185,7 @@ func TestRaftCrashCampaign(t *testing.T) {
 		// normal run covers it.
 		t.Skip("too slow under the race detector; covered by the normal run")
 	}
-	runs := 6 * soak.Scale()
+	runs := 4 * soak.Scale()
 	points := 0
 	for r := 0; r < runs; r++ {
 		seed := soak.Seed()<<32 | uint64(r)

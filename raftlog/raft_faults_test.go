@@ -94,7 +94,7 @@ func TestRaftFaultMatrix(t *testing.T) {
 	total := counter.Count()
 	// Each run zeroes preallocated indexes in memory: a stride keeps CI
 	// short, and soak rounds shift its phase.
-	stride := int64(max(1, 12/soak.Scale()))
+	stride := int64(max(1, 16/soak.Scale()))
 	phase := int64(soak.Seed()) % stride
 	injected := 0
 	for _, kind := range faults.Kinds {
