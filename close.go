@@ -71,6 +71,11 @@ func (l *Log) Close() error {
 			}
 		}
 	}
+	if f := l.failure.Load(); f != nil {
+		// The records since the failure are not durable: say so, or an
+		// embedder keeping the marker itself (package store) writes it.
+		errs = append(errs, *f)
+	}
 	if err := l.lock.Close(); err != nil {
 		errs = append(errs, err)
 	}

@@ -153,10 +153,6 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 			return fmt.Errorf("seglog: replace segments: cleaned segment %d is unfinished or out of order", w.base)
 		}
 	}
-	if news[0].base != first.BaseOffset() || news[len(news)-1].next != runEnd {
-		return fmt.Errorf("seglog: replace segments: cleaned segments cover [%d, %d), the run [%d, %d)",
-			news[0].base, news[len(news)-1].next, first.BaseOffset(), runEnd)
-	}
 
 	l.swapMu.Lock()
 	defer l.swapMu.Unlock()
@@ -175,6 +171,13 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 	// other contents: the rewrite would bring back what it removed.
 	if !l.holdsRun(run) || l.truncations.affects(run.gen, max(runEnd, run.through)-1) {
 		return ErrSegmentsChanged
+	}
+	// Checked only now: a rewrite a truncation overtook read the cut
+	// segment and ends short of the run, and that is ErrSegmentsChanged
+	// (retried), not a caller's mistake.
+	if news[0].base != first.BaseOffset() || news[len(news)-1].next != runEnd {
+		return fmt.Errorf("seglog: replace segments: cleaned segments cover [%d, %d), the run [%d, %d)",
+			news[0].base, news[len(news)-1].next, first.BaseOffset(), runEnd)
 	}
 	// Compaction replaces the segment at a group's base offset again and
 	// again: the previous one's .deleted files may still be there.

@@ -124,6 +124,10 @@ func Decide(in Input) Plan {
 			ts := s.LargestTimestamp
 			if ts < 0 {
 				ts = s.Modified.UnixMilli()
+				if s.Modified.IsZero() {
+					// Unknown (the Log's Stat failed): not old.
+					ts = now
+				}
 			}
 			if !deletable(i) || now-ts <= limit {
 				if ts > now && deletable(i) {
@@ -190,6 +194,9 @@ func QuietUntil(in Input, plan Plan) (until time.Time, ok bool) {
 	first := in.Segments[0]
 	ts := first.LargestTimestamp
 	if ts < 0 {
+		if first.Modified.IsZero() {
+			return time.Time{}, false // unknown age: look again next round
+		}
 		ts = first.Modified.UnixMilli()
 	}
 	// The time rule fires once now - ts > retention, in milliseconds.

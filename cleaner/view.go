@@ -14,6 +14,7 @@ type Segment struct {
 	LargestTimestamp int64
 	// Modified stands in for LargestTimestamp when it is -1, as Kafka
 	// uses the file's mtime (the segment's creation or roll time here).
+	// The zero time means unknown (the Log's Stat failed): never old.
 	Modified time.Time
 	// Active marks the segment appends go to (the last one).
 	Active bool

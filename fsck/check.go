@@ -103,6 +103,7 @@ type checker struct {
 	rpSource string
 
 	epochs    map[int32]int64 // leader epoch -> first offset seen
+	epochEnd  map[int32]int64 // leader epoch -> last offset seen
 	lastEpoch int32
 	openTxn   map[int64]int64 // producer id -> first offset of its open transaction
 }
@@ -152,6 +153,7 @@ func newChecker(fsys vfs.FS, dir string, opts Options) (*checker, error) {
 		overflow:  map[string]int{},
 		next:      -1,
 		epochs:    map[int32]int64{},
+		epochEnd:  map[int32]int64{},
 		lastEpoch: -1,
 		openTxn:   map[int64]int64{},
 	}

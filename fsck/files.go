@@ -227,12 +227,37 @@ func (c *checker) checkLeaderEpochs(leo int64) {
 		}
 		prevEpoch, prevStart = max(prevEpoch, ep), max(prevStart, start)
 	}
+	start := c.dirLogStart()
 	for ep, first := range c.epochs {
-		if int64(ep) > prevEpoch {
+		// An epoch whose batches all lie below the log start is no
+		// reader's business: Kafka's cache drops it, and so does a
+		// raft store whose prefix delete could not remove the files.
+		if int64(ep) > prevEpoch && c.epochEnd[ep] >= start {
 			c.addf(leaderEpochFile, int64(len(data)), KindLeaderEpoch, Warning, fixAction{},
 				"batches from offset %d carry leader epoch %d, which the checkpoint does not list", first, ep)
 		}
 	}
+}
+
+// dirLogStart is the log start offset of the directory's own
+// log-start-offset-checkpoint (a single entry), or 0.
+func (c *checker) dirLogStart() int64 {
+	if !c.present[logStartOffsetFile] {
+		return 0
+	}
+	data, err := vfs.ReadFileLimit(c.fs, c.path(logStartOffsetFile), maxCheckpointFile)
+	if err != nil {
+		return 0
+	}
+	lines, _, err := parseCheckpoint(data, 3)
+	if err != nil || len(lines) != 1 {
+		return 0
+	}
+	off, err := strconv.ParseInt(lines[0].fields[2], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return off
 }
 
 // checkPartitionMetadata parses partition.metadata: "version: 0" and

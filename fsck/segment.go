@@ -224,6 +224,9 @@ func (c *checker) account(file string, e *Entry, recs int64) int64 {
 		if _, ok := c.epochs[ep]; !ok && len(c.epochs) < 1<<16 {
 			c.epochs[ep] = e.BaseOffset()
 		}
+		if _, ok := c.epochs[ep]; ok {
+			c.epochEnd[ep] = e.LastOffset()
+		}
 	}
 	if pid := b.ProducerID(); pid >= 0 && b.IsTransactional() {
 		if b.IsControl() {

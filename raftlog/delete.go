@@ -129,7 +129,13 @@ func (s *Store) removeTail() error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// Durably: a copy a power loss brought back would be "finished" by a
+	// later Open, appending its stale records after whatever the log then
+	// holds (or refusing to open when their term went back).
+	return s.fs.SyncDir(s.dir)
 }
 
 // finishTail completes a suffix delete that a crash interrupted: if the
