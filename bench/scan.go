@@ -86,23 +86,12 @@ func RunScan(ctx context.Context, env Env, cfg ScanConfig) (*Result, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	dir, err := env.tempDir("scan")
+	w, err := openFilled(ctx, env, "scan", cfg.Options, cfg.RecordSize, cfg.Batch, cfg.LogBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer removeAll(dir)
-	l, err := seglog.Open(filepath.Join(dir, "log-0"), cfg.Options)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	r := newRunner(env)
-	r.begin("scan: writing the log", cfg.LogBytes/int64(cfg.RecordSize+10), false)
-	_, err = fillLog(ctx, l, cfg.RecordSize, cfg.Batch, cfg.LogBytes, r)
-	r.end()
-	if err != nil {
-		return nil, err
-	}
+	defer w.close()
+	l, r := w.l, w.r
 	var files []vfs.File
 	for _, s := range l.Segments() {
 		f, err := fs.Open(filepath.Join(l.Dir(), segment.FileName(s.BaseOffset, segment.LogSuffix)))
