@@ -383,13 +383,7 @@ func (g *group) rebalanceOrComplete() {
 // timeout.
 func (g *group) prepareRebalance() {
 	if g.state == stateCompletingRebalance {
-		for _, m := range g.members {
-			m.assignment = nil
-			if m.sync != nil {
-				m.sync <- syncError(kerr.RebalanceInProgress.Code)
-				m.sync = nil
-			}
-		}
+		g.failSync(kerr.RebalanceInProgress.Code)
 	}
 	g.stopTimers()
 	clear(g.pendingSync)
@@ -591,6 +585,18 @@ func (g *group) removeMember(m *member, code int16) {
 		g.leader = ""
 		if len(g.order) > 0 {
 			g.leader = g.order[0]
+		}
+	}
+}
+
+// failSync takes back every member's assignment and answers the members
+// waiting in SyncGroup with code: the generation will not be handed out.
+func (g *group) failSync(code int16) {
+	for _, m := range g.members {
+		m.assignment = nil
+		if m.sync != nil {
+			m.sync <- syncError(code)
+			m.sync = nil
 		}
 	}
 }

@@ -93,13 +93,7 @@ func (g *group) assign(as []kmsg.SyncGroupRequestGroupAssignment) {
 	if err := g.persist(); err != nil {
 		// As in Kafka: a generation that could not be stored is not
 		// handed out; the members learn it from SyncGroup and rejoin.
-		for _, m := range g.members {
-			m.assignment = nil
-			if m.sync != nil {
-				m.sync <- syncError(kerr.CoordinatorNotAvailable.Code)
-				m.sync = nil
-			}
-		}
+		g.failSync(kerr.CoordinatorNotAvailable.Code)
 		g.prepareRebalance()
 		return
 	}
