@@ -300,6 +300,23 @@ func (m *member) sameProtocols(ps []kmsg.JoinGroupRequestProtocol) bool {
 	})
 }
 
+// memberAt finds the member a request names at the request's
+// generation, or gives the error code Kafka answers: a fenced static
+// instance, an unknown member, or a stale generation.
+func (g *group) memberAt(memberID string, instanceID *string, generation int32) (*member, int16) {
+	if code := g.checkInstance(memberID, instanceID); code != 0 {
+		return nil, code
+	}
+	m := g.members[memberID]
+	if m == nil {
+		return nil, kerr.UnknownMemberID.Code
+	}
+	if generation != g.generation {
+		return nil, kerr.IllegalGeneration.Code
+	}
+	return m, 0
+}
+
 // checkInstance fences a static member whose instance id now belongs to
 // another member id.
 func (g *group) checkInstance(memberID string, instanceID *string) int16 {
