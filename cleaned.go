@@ -80,9 +80,16 @@ func (w *CleanedSegment) Append(b record.Batch) error {
 	if b.BaseOffset() < w.next || b.LastOffset()-w.base > int64(^uint32(0)>>1) {
 		return fmt.Errorf("seglog: cleaned segment %d: batch at %d..%d does not follow %d", w.base, b.BaseOffset(), b.LastOffset(), w.next)
 	}
-	last := b.LastOffset()
-	if ts := b.MaxTimestamp(); ts > w.maxTS {
-		w.maxTS, w.maxTSOff = ts, last
+	return w.write(b, b.LastOffset(), b.MaxTimestamp())
+}
+
+// write puts an entry whose checks passed after what was written so far:
+// the entry's bytes, ending at offset last with timestamp maxTimestamp,
+// and an index entry each IndexIntervalBytes, as the log's own appends
+// make them.
+func (w *CleanedSegment) write(entry []byte, last, maxTimestamp int64) error {
+	if maxTimestamp > w.maxTS {
+		w.maxTS, w.maxTSOff = maxTimestamp, last
 	}
 	if w.since > int64(w.l.opts.IndexIntervalBytes) {
 		if err := w.offIdx.Append(last, w.size); err != nil {
@@ -93,11 +100,11 @@ func (w *CleanedSegment) Append(b record.Batch) error {
 		}
 		w.since = 0
 	}
-	if _, err := w.log.Write(b); err != nil {
+	if _, err := w.log.Write(entry); err != nil {
 		return err
 	}
-	w.size += int64(len(b))
-	w.since += int64(len(b))
+	w.size += int64(len(entry))
+	w.since += int64(len(entry))
 	w.next = last + 1
 	return nil
 }

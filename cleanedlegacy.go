@@ -112,24 +112,5 @@ func (w *CleanedSegment) AppendLegacy(entry []byte, first, last, maxTimestamp in
 		first < w.next || last < first || last-w.base > int64(^uint32(0)>>1) {
 		return fmt.Errorf("seglog: cleaned segment %d: legacy entry at %d..%d does not follow %d", w.base, first, last, w.next)
 	}
-	// As Append does for a batch (kept apart so as not to touch its file).
-	if maxTimestamp > w.maxTS {
-		w.maxTS, w.maxTSOff = maxTimestamp, last
-	}
-	if w.since > int64(w.l.opts.IndexIntervalBytes) {
-		if err := w.offIdx.Append(last, w.size); err != nil {
-			return err
-		}
-		if err := w.timeIdx.MaybeAppend(w.maxTS, w.maxTSOff, false); err != nil {
-			return err
-		}
-		w.since = 0
-	}
-	if _, err := w.log.Write(entry); err != nil {
-		return err
-	}
-	w.size += int64(len(entry))
-	w.since += int64(len(entry))
-	w.next = last + 1
-	return nil
+	return w.write(entry, last, maxTimestamp)
 }

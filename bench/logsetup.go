@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
@@ -35,4 +36,43 @@ func fillLog(ctx context.Context, l *seglog.Log, size, batch int, logBytes int64
 		r.add(int64(batch), 0)
 	}
 	return spans, l.Sync()
+}
+
+// warmLog is a log written by openFilled, with the runner that showed
+// its writing.
+type warmLog struct {
+	l     *seglog.Log
+	r     *runner
+	spans []span
+	dir   string
+}
+
+// openFilled opens a log in a fresh temporary directory for workload and
+// fills it with fillLog under a "<workload>: writing the log" progress
+// bar. On error nothing is left behind; otherwise close undoes it all.
+func openFilled(ctx context.Context, env Env, workload string, opts seglog.Options, size, batch int, logBytes int64) (*warmLog, error) {
+	dir, err := env.tempDir(workload)
+	if err != nil {
+		return nil, err
+	}
+	l, err := seglog.Open(filepath.Join(dir, "log-0"), opts)
+	if err != nil {
+		removeAll(dir)
+		return nil, err
+	}
+	r := newRunner(env)
+	r.begin(workload+": writing the log", logBytes/int64(size+10), false)
+	spans, err := fillLog(ctx, l, size, batch, logBytes, r)
+	r.end()
+	if err != nil {
+		l.Close()
+		removeAll(dir)
+		return nil, err
+	}
+	return &warmLog{l: l, r: r, spans: spans, dir: dir}, nil
+}
+
+func (w *warmLog) close() {
+	w.l.Close()
+	removeAll(w.dir)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -60,23 +59,12 @@ func RunLookup(ctx context.Context, env Env, cfg LookupConfig) (*Result, error) 
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	dir, err := env.tempDir("lookup")
+	w, err := openFilled(ctx, env, "lookup", cfg.Options, cfg.RecordSize, cfg.Batch, cfg.LogBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer removeAll(dir)
-	l, err := seglog.Open(filepath.Join(dir, "log-0"), cfg.Options)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	r := newRunner(env)
-	r.begin("lookup: writing the log", cfg.LogBytes/int64(cfg.RecordSize+10), false)
-	spans, err := fillLog(ctx, l, cfg.RecordSize, cfg.Batch, cfg.LogBytes, r)
-	r.end()
-	if err != nil {
-		return nil, err
-	}
+	defer w.close()
+	l, r, spans := w.l, w.r, w.spans
 	// Both sides look up the same random offsets.
 	rng := rand.New(rand.NewPCG(3, 4))
 	start, end := l.StartOffset(), l.EndOffset()

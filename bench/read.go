@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"io"
 	"net"
-	"path/filepath"
 	"time"
 
 	"github.com/seglog/seglog"
@@ -72,24 +71,12 @@ func RunRead(ctx context.Context, env Env, cfg ReadConfig) (*Result, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	dir, err := env.tempDir("read")
+	w, err := openFilled(ctx, env, "read", cfg.Options, cfg.RecordSize, cfg.Batch, cfg.LogBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer removeAll(dir)
-	l, err := seglog.Open(filepath.Join(dir, "log-0"), cfg.Options)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	r := newRunner(env)
-	setupTotal := cfg.LogBytes / int64(cfg.RecordSize+10) // progress estimate
-	r.begin("read: writing the log", setupTotal, false)
-	_, err = fillLog(ctx, l, cfg.RecordSize, cfg.Batch, cfg.LogBytes, r)
-	r.end()
-	if err != nil {
-		return nil, err
-	}
+	defer w.close()
+	l, r := w.l, w.r
 
 	// The fetches a consumer reading from 0 makes; the baseline sends the
 	// same ranges.

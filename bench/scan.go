@@ -86,23 +86,12 @@ func RunScan(ctx context.Context, env Env, cfg ScanConfig) (*Result, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	dir, err := env.tempDir("scan")
+	w, err := openFilled(ctx, env, "scan", cfg.Options, cfg.RecordSize, cfg.Batch, cfg.LogBytes)
 	if err != nil {
 		return nil, err
 	}
-	defer removeAll(dir)
-	l, err := seglog.Open(filepath.Join(dir, "log-0"), cfg.Options)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	r := newRunner(env)
-	r.begin("scan: writing the log", cfg.LogBytes/int64(cfg.RecordSize+10), false)
-	_, err = fillLog(ctx, l, cfg.RecordSize, cfg.Batch, cfg.LogBytes, r)
-	r.end()
-	if err != nil {
-		return nil, err
-	}
+	defer w.close()
+	l, r := w.l, w.r
 	var files []vfs.File
 	for _, s := range l.Segments() {
 		f, err := fs.Open(filepath.Join(l.Dir(), segment.FileName(s.BaseOffset, segment.LogSuffix)))
@@ -121,84 +110,62 @@ func RunScan(ctx context.Context, env Env, cfg ScanConfig) (*Result, error) {
 	r.begin(fmt.Sprintf("scan %s: %d B × %d, %d MiB", cfg.Mode, cfg.RecordSize, cfg.Batch, cfg.LogBytes>>20), 2*int64(cfg.Rounds+1)*cfg.MinRound.Milliseconds(), true)
 	defer r.end()
 	engLat, baseLat := newRecorder(), newRecorder()
-	check := func(side string, n, sum int64) error {
-		if n != want || sum != n*int64(cfg.RecordSize) {
-			return verifyErr("%s read %d records with %d value bytes, want %d records of %d bytes", side, n, sum, want, cfg.RecordSize)
-		}
-		return nil
-	}
-	engine := func(round int) (roundStat, error) {
+	// repeat reads the whole log with pass, checking each read, as many
+	// times as fill a round of at least MinRound.
+	repeat := func(side string, pass func() (n, sum int64, err error)) (st roundStat, passes int64, err error) {
 		var n, sum int64
-		var err error
-		var st roundStat
-		passes := int64(0)
 		st.wall, st.cpu, err = timed(func() error {
 			t0 := time.Now()
 			for passes == 0 || time.Since(t0) < cfg.MinRound {
 				passes++
-				var pn, psum int64
-				if cfg.Mode == ScanRead {
-					if pn, psum, err = scanRead(l, cfg.FetchBytes, r); err != nil {
-						return err
-					}
-				} else {
-					for rec, err := range l.Records(l.StartOffset()) {
-						if err != nil {
-							return err
-						}
-						psum += int64(len(rec.Value))
-						pn++
-						if pn%4096 == 0 {
-							r.add(4096, 0)
-						}
-					}
-				}
-				if err := check("seglog", pn, psum); err != nil {
+				pn, psum, err := pass()
+				if err != nil {
 					return err
+				}
+				if pn != want || psum != pn*int64(cfg.RecordSize) {
+					return verifyErr("%s read %d records with %d value bytes, want %d records of %d bytes", side, pn, psum, want, cfg.RecordSize)
 				}
 				n, sum = n+pn, sum+psum
 			}
 			return nil
 		})
+		if err == nil {
+			st.records, st.bytes = n, sum
+		}
+		return st, passes, err
+	}
+	engine := func(round int) (roundStat, error) {
+		st, n, err := repeat("seglog", func() (int64, int64, error) {
+			if cfg.Mode == ScanRead {
+				return scanRead(l, cfg.FetchBytes, r)
+			}
+			return scanRecords(l, r)
+		})
 		if err != nil {
 			return st, err
 		}
-		engLat.record(st.wall / time.Duration(passes))
-		st.records, st.bytes, st.stored = n, sum, passes*l.Size()
-		res.Verified += n
+		engLat.record(st.wall / time.Duration(n))
+		st.stored = n * l.Size()
+		res.Verified += st.records
 		return st, nil
 	}
 	buf := make([]byte, scanChunk+cfg.Options.MaxBatchBytes+record.DefaultMaxBatchSize)
 	var it record.Iterator
 	baseline := func(round int) (roundStat, error) {
-		var n, sum int64
-		var err error
-		var st roundStat
-		passes := int64(0)
-		st.wall, st.cpu, err = timed(func() error {
-			t0 := time.Now()
-			for passes == 0 || time.Since(t0) < cfg.MinRound {
-				passes++
-				var pn, psum int64
-				for _, f := range files {
-					c, s, err := rawScan(f, buf, &it, r)
-					if err != nil {
-						return err
-					}
-					pn, psum = pn+c, psum+s
+		st, n, err := repeat("raw", func() (pn, psum int64, err error) {
+			for _, f := range files {
+				c, s, err := rawScan(f, buf, &it, r)
+				if err != nil {
+					return 0, 0, err
 				}
-				if err := check("raw", pn, psum); err != nil {
-					return err
-				}
-				n, sum = n+pn, sum+psum
+				pn, psum = pn+c, psum+s
 			}
-			return nil
+			return pn, psum, nil
 		})
 		if err != nil {
 			return st, err
 		}
-		baseLat.record(st.wall / time.Duration(passes))
-		st.records, st.bytes = n, sum
+		baseLat.record(st.wall / time.Duration(n))
 		return st, nil
 	}
 	a, b, err := r.interleave(ctx, cfg.Rounds, engine, baseline)
@@ -209,6 +176,22 @@ func RunScan(ctx context.Context, env Env, cfg ScanConfig) (*Result, error) {
 	res.Latency, res.BaselineLatency = engLat.summary(), baseLat.summary()
 	res.Samples = r.takeSamples()
 	return res, nil
+}
+
+// scanRecords reads l from its start with Records, touching every
+// record's value.
+func scanRecords(l *seglog.Log, r *runner) (n, sum int64, err error) {
+	for rec, err := range l.Records(l.StartOffset()) {
+		if err != nil {
+			return 0, 0, err
+		}
+		sum += int64(len(rec.Value))
+		n++
+		if n%4096 == 0 {
+			r.add(4096, 0)
+		}
+	}
+	return n, sum, nil
 }
 
 // scanRead reads l from its start with Read of fetch bytes at a time,

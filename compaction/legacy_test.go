@@ -237,14 +237,7 @@ func TestLegacyCompaction(t *testing.T) {
 				data = append(data, testWrapper(t, magic, c, []kv{{7, "e", "e0"}, {8, "f", "f0"}})...)
 				data = append(data, testLegacy(magic, 9, 0, 1009, []byte("c"), nil)...)
 				data = append(data, testWrapper(t, magic, c, []kv{{10, "g", "g0"}, {11, "a", "a1b"}})...)
-				if err := fsys.MkdirAll("/log"); err != nil {
-					t.Fatal(err)
-				}
-				vfstest.WriteFile(t, fsys, "/log/00000000000000000000.log", data)
-				l, err := seglog.Open("/log", testOptions(fsys))
-				if err != nil {
-					t.Fatal(err)
-				}
+				l := openLegacy(t, fsys, data)
 				defer fscktest.CheckCleanAtEnd(t, fsys, "/log")
 				defer l.Close()
 				if l.EndOffset() != 12 {
@@ -302,6 +295,27 @@ func TestLegacyDamage(t *testing.T) {
 	fsys := vfs.NewMem()
 	first := testLegacy(1, 0, 0, 1000, []byte("a"), []byte("a0"))
 	data := append(slices.Clone(first), testLegacy(1, 1, 0, 1001, []byte("a"), []byte("a1"))...)
+	l := openLegacy(t, fsys, data)
+	defer l.Close()
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	data[len(first)+30] ^= 1 // the second message's value
+	vfstest.WriteFile(t, fsys, "/log/00000000000000000000.log", data)
+	_, err := Clean(l, NewOffsetMap(1<<20, 0), 0, l.EndOffset(), Options{})
+	var ce *record.CorruptionError
+	if !errors.As(err, &ce) || !strings.HasSuffix(ce.File, "00000000000000000000.log") || ce.Pos != int64(len(first))+12 {
+		t.Fatalf("Clean: %v, want a CRC error at %d", err, len(first)+12)
+	}
+	if got, _ := decodeRaw(t, fsys); !bytes.Equal(got, data) {
+		t.Fatal("the damaged segment was changed")
+	}
+}
+
+// openLegacy opens a log at /log whose one segment holds data as written
+// by an old broker.
+func openLegacy(t *testing.T, fsys *vfs.MemFS, data []byte) *seglog.Log {
+	t.Helper()
 	if err := fsys.MkdirAll("/log"); err != nil {
 		t.Fatal(err)
 	}
@@ -310,20 +324,7 @@ func TestLegacyDamage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	if err := l.Roll(); err != nil {
-		t.Fatal(err)
-	}
-	data[len(first)+30] ^= 1 // the second message's value
-	vfstest.WriteFile(t, fsys, "/log/00000000000000000000.log", data)
-	_, err = Clean(l, NewOffsetMap(1<<20, 0), 0, l.EndOffset(), Options{})
-	var ce *record.CorruptionError
-	if !errors.As(err, &ce) || !strings.HasSuffix(ce.File, "00000000000000000000.log") || ce.Pos != int64(len(first))+12 {
-		t.Fatalf("Clean: %v, want a CRC error at %d", err, len(first)+12)
-	}
-	if got, _ := decodeRaw(t, fsys); !bytes.Equal(got, data) {
-		t.Fatal("the damaged segment was changed")
-	}
+	return l
 }
 
 func decodeRaw(t *testing.T, fsys vfs.FS) ([]byte, error) {
@@ -350,14 +351,7 @@ func TestLegacyTombstoneHorizon(t *testing.T) {
 			var data []byte
 			data = append(data, testLegacy(1, 0, 0, 1000, []byte("k"), []byte("v"))...)
 			data = append(data, testLegacy(1, 1, 0, 1001, []byte("t"), nil)...)
-			if err := fsys.MkdirAll("/log"); err != nil {
-				t.Fatal(err)
-			}
-			vfstest.WriteFile(t, fsys, "/log/00000000000000000000.log", data)
-			l, err := seglog.Open("/log", testOptions(fsys))
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := openLegacy(t, fsys, data)
 			defer l.Close()
 			if err := l.Roll(); err != nil {
 				t.Fatal(err)

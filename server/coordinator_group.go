@@ -300,6 +300,23 @@ func (m *member) sameProtocols(ps []kmsg.JoinGroupRequestProtocol) bool {
 	})
 }
 
+// memberAt finds the member a request names at the request's
+// generation, or gives the error code Kafka answers: a fenced static
+// instance, an unknown member, or a stale generation.
+func (g *group) memberAt(memberID string, instanceID *string, generation int32) (*member, int16) {
+	if code := g.checkInstance(memberID, instanceID); code != 0 {
+		return nil, code
+	}
+	m := g.members[memberID]
+	if m == nil {
+		return nil, kerr.UnknownMemberID.Code
+	}
+	if generation != g.generation {
+		return nil, kerr.IllegalGeneration.Code
+	}
+	return m, 0
+}
+
 // checkInstance fences a static member whose instance id now belongs to
 // another member id.
 func (g *group) checkInstance(memberID string, instanceID *string) int16 {
@@ -383,13 +400,7 @@ func (g *group) rebalanceOrComplete() {
 // timeout.
 func (g *group) prepareRebalance() {
 	if g.state == stateCompletingRebalance {
-		for _, m := range g.members {
-			m.assignment = nil
-			if m.sync != nil {
-				m.sync <- syncError(kerr.RebalanceInProgress.Code)
-				m.sync = nil
-			}
-		}
+		g.failSync(kerr.RebalanceInProgress.Code)
 	}
 	g.stopTimers()
 	clear(g.pendingSync)
@@ -591,6 +602,18 @@ func (g *group) removeMember(m *member, code int16) {
 		g.leader = ""
 		if len(g.order) > 0 {
 			g.leader = g.order[0]
+		}
+	}
+}
+
+// failSync takes back every member's assignment and answers the members
+// waiting in SyncGroup with code: the generation will not be handed out.
+func (g *group) failSync(code int16) {
+	for _, m := range g.members {
+		m.assignment = nil
+		if m.sync != nil {
+			m.sync <- syncError(code)
+			m.sync = nil
 		}
 	}
 }

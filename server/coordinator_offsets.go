@@ -83,15 +83,9 @@ func (c *coordinator) validateCommit(r *kmsg.OffsetCommitRequest) int16 {
 		return 0
 	}
 	if r.Generation >= 0 || r.MemberID != "" || r.InstanceID != nil {
-		if code := g.checkInstance(r.MemberID, r.InstanceID); code != 0 {
-			return code
-		}
-		m := g.members[r.MemberID]
+		m, code := g.memberAt(r.MemberID, r.InstanceID, r.Generation)
 		if m == nil {
-			return kerr.UnknownMemberID.Code
-		}
-		if r.Generation != g.generation {
-			return kerr.IllegalGeneration.Code
+			return code
 		}
 		if g.state == stateCompletingRebalance {
 			return kerr.RebalanceInProgress.Code

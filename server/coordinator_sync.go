@@ -39,15 +39,9 @@ func (c *coordinator) sync(r *kmsg.SyncGroupRequest) (chan *kmsg.SyncGroupRespon
 	if g == nil {
 		return nil, syncError(kerr.UnknownMemberID.Code)
 	}
-	if code := g.checkInstance(r.MemberID, r.InstanceID); code != 0 {
-		return nil, syncError(code)
-	}
-	m := g.members[r.MemberID]
+	m, code := g.memberAt(r.MemberID, r.InstanceID, r.Generation)
 	if m == nil {
-		return nil, syncError(kerr.UnknownMemberID.Code)
-	}
-	if r.Generation != g.generation {
-		return nil, syncError(kerr.IllegalGeneration.Code)
+		return nil, syncError(code)
 	}
 	if (r.ProtocolType != nil && *r.ProtocolType != g.protocolType) || (r.Protocol != nil && *r.Protocol != g.protocol) {
 		return nil, syncError(kerr.InconsistentGroupProtocol.Code)
@@ -93,13 +87,7 @@ func (g *group) assign(as []kmsg.SyncGroupRequestGroupAssignment) {
 	if err := g.persist(); err != nil {
 		// As in Kafka: a generation that could not be stored is not
 		// handed out; the members learn it from SyncGroup and rejoin.
-		for _, m := range g.members {
-			m.assignment = nil
-			if m.sync != nil {
-				m.sync <- syncError(kerr.CoordinatorNotAvailable.Code)
-				m.sync = nil
-			}
-		}
+		g.failSync(kerr.CoordinatorNotAvailable.Code)
 		g.prepareRebalance()
 		return
 	}
@@ -137,15 +125,9 @@ func (c *coordinator) heartbeatCode(r *kmsg.HeartbeatRequest) int16 {
 	if g == nil || g.state == stateEmpty {
 		return kerr.UnknownMemberID.Code
 	}
-	if code := g.checkInstance(r.MemberID, r.InstanceID); code != 0 {
-		return code
-	}
-	m := g.members[r.MemberID]
+	m, code := g.memberAt(r.MemberID, r.InstanceID, r.Generation)
 	if m == nil {
-		return kerr.UnknownMemberID.Code
-	}
-	if r.Generation != g.generation {
-		return kerr.IllegalGeneration.Code
+		return code
 	}
 	g.heartbeat(m)
 	if g.state == statePreparingRebalance {

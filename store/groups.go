@@ -249,19 +249,13 @@ func (s *Store) DeleteGroup(group string) error {
 	if s.readOnly {
 		return s.errReadOnly("delete a group")
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	s.groups.mu.Lock()
-	defer s.groups.mu.Unlock()
-	m, ok := s.groups.m[group]
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownGroup, group)
-	}
-	keys := make([]tp, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	return s.writeCommitsLocked(group, keys, make([]*Committed, len(keys)))
+	return s.tombstoneCommits(group, func(m map[tp]Committed) []tp {
+		keys := make([]tp, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		return keys
+	})
 }
 
 // forgetTopicLocked tombstones every group's offsets for a deleted topic

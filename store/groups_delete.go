@@ -7,6 +7,23 @@ import "fmt"
 // the group has no commit on are skipped; a group with no commits at all
 // is ErrUnknownGroup.
 func (s *Store) DeleteOffsets(group, topic string, partitions ...int32) error {
+	return s.tombstoneCommits(group, func(m map[tp]Committed) []tp {
+		var keys []tp
+		for _, p := range partitions {
+			if k := (tp{topic, p}); !containsKey(keys, k) {
+				if _, ok := m[k]; ok {
+					keys = append(keys, k)
+				}
+			}
+		}
+		return keys
+	})
+}
+
+// tombstoneCommits writes tombstones for the commits of group that pick
+// chooses among them (none: nothing is written). A group with no commits
+// is ErrUnknownGroup.
+func (s *Store) tombstoneCommits(group string, pick func(map[tp]Committed) []tp) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	s.groups.mu.Lock()
@@ -15,14 +32,7 @@ func (s *Store) DeleteOffsets(group, topic string, partitions ...int32) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownGroup, group)
 	}
-	var keys []tp
-	for _, p := range partitions {
-		if k := (tp{topic, p}); !containsKey(keys, k) {
-			if _, ok := m[k]; ok {
-				keys = append(keys, k)
-			}
-		}
-	}
+	keys := pick(m)
 	if len(keys) == 0 {
 		return nil
 	}

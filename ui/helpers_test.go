@@ -102,16 +102,7 @@ func get(t *testing.T, base, path string, v any) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StatusCode == http.StatusOK && v != nil {
-		if err := json.Unmarshal(body, v); err != nil {
-			t.Fatalf("GET %s: %v in %s", path, err, body)
-		}
-	}
+	body := readAnswer(t, "GET "+path, res, v)
 	if res.StatusCode != http.StatusOK {
 		t.Logf("GET %s: %d %s", path, res.StatusCode, body)
 	}
@@ -130,15 +121,23 @@ func post(t *testing.T, base, path string, v, out any) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	readAnswer(t, "POST "+path, res, out)
+	return res.StatusCode
+}
+
+// readAnswer reads and closes res's body and, for a 200, decodes it as
+// JSON into v unless v is nil. It returns the body.
+func readAnswer(t *testing.T, what string, res *http.Response, v any) []byte {
+	t.Helper()
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.StatusCode == http.StatusOK && out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			t.Fatalf("POST %s: %v in %s", path, err, body)
+	if res.StatusCode == http.StatusOK && v != nil {
+		if err := json.Unmarshal(body, v); err != nil {
+			t.Fatalf("%s: %v in %s", what, err, body)
 		}
 	}
-	return res.StatusCode
+	return body
 }

@@ -27,6 +27,23 @@ func decodeAction(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// serveAction is what every playground endpoint does: decode the JSON
+// body into a Req, run act on it, and answer with its result as JSON or
+// with the error's status.
+func serveAction[Req, Out any](p *Playground, w http.ResponseWriter, r *http.Request, act func(Req) (Out, error)) {
+	var req Req
+	if err := decodeAction(w, r, &req); err != nil {
+		p.srv.fail(w, r, err)
+		return
+	}
+	out, err := act(req)
+	if err != nil {
+		p.srv.fail(w, r, err)
+		return
+	}
+	writeJSON(w, out)
+}
+
 // produceRequest is the body of POST /api/play/produce.
 type produceRequest struct {
 	Key   string `json:"key"`
@@ -34,17 +51,9 @@ type produceRequest struct {
 }
 
 func (p *Playground) handleProduce(w http.ResponseWriter, r *http.Request) {
-	var req produceRequest
-	if err := decodeAction(w, r, &req); err != nil {
-		p.srv.fail(w, r, err)
-		return
-	}
-	out, err := p.Produce(req.Key, req.Value)
-	if err != nil {
-		p.srv.fail(w, r, err)
-		return
-	}
-	writeJSON(w, out)
+	serveAction(p, w, r, func(req produceRequest) (Produced, error) {
+		return p.Produce(req.Key, req.Value)
+	})
 }
 
 // consumeRequest is the body of POST /api/play/consume.
@@ -54,21 +63,12 @@ type consumeRequest struct {
 }
 
 func (p *Playground) handleConsume(w http.ResponseWriter, r *http.Request) {
-	var req consumeRequest
-	if err := decodeAction(w, r, &req); err != nil {
-		p.srv.fail(w, r, err)
-		return
-	}
-	if err := playGroup(req.Group); err != nil {
-		p.srv.fail(w, r, err)
-		return
-	}
-	out, err := p.Consume(req.Group, req.Max)
-	if err != nil {
-		p.srv.fail(w, r, err)
-		return
-	}
-	writeJSON(w, out)
+	serveAction(p, w, r, func(req consumeRequest) (Consumed, error) {
+		if err := playGroup(req.Group); err != nil {
+			return Consumed{}, err
+		}
+		return p.Consume(req.Group, req.Max)
+	})
 }
 
 // rewindRequest is the body of POST /api/play/rewind.
@@ -78,21 +78,12 @@ type rewindRequest struct {
 }
 
 func (p *Playground) handleRewind(w http.ResponseWriter, r *http.Request) {
-	var req rewindRequest
-	if err := decodeAction(w, r, &req); err != nil {
-		p.srv.fail(w, r, err)
-		return
-	}
-	if err := playGroup(req.Group); err != nil {
-		p.srv.fail(w, r, err)
-		return
-	}
-	out, err := p.Rewind(req.Group, req.Rewind)
-	if err != nil {
-		p.srv.fail(w, r, err)
-		return
-	}
-	writeJSON(w, out)
+	serveAction(p, w, r, func(req rewindRequest) (map[int32]int64, error) {
+		if err := playGroup(req.Group); err != nil {
+			return nil, err
+		}
+		return p.Rewind(req.Group, req.Rewind)
+	})
 }
 
 // advanceRequest is the body of POST /api/play/advance.
@@ -101,17 +92,9 @@ type advanceRequest struct {
 }
 
 func (p *Playground) handleAdvance(w http.ResponseWriter, r *http.Request) {
-	var req advanceRequest
-	if err := decodeAction(w, r, &req); err != nil {
-		p.srv.fail(w, r, err)
-		return
-	}
-	out, err := p.Advance(r.Context(), time.Duration(req.Ms)*time.Millisecond)
-	if err != nil {
-		p.srv.fail(w, r, err)
-		return
-	}
-	writeJSON(w, out)
+	serveAction(p, w, r, func(req advanceRequest) (Advanced, error) {
+		return p.Advance(r.Context(), time.Duration(req.Ms)*time.Millisecond)
+	})
 }
 
 // playGroup keeps the page to the scenario's two groups.

@@ -204,6 +204,18 @@ func intParam(r *http.Request, name string, def int64) (int64, error) {
 	return n, nil
 }
 
+// pageParams reads from (default 0) and limit, which defaults to def and
+// is kept to 1..most.
+func pageParams(r *http.Request, def, most int64) (from, limit int64, err error) {
+	if from, err = intParam(r, "from", 0); err != nil {
+		return 0, 0, err
+	}
+	if limit, err = intParam(r, "limit", def); err != nil {
+		return 0, 0, err
+	}
+	return from, min(max(limit, 1), most), nil
+}
+
 // partitionParams reads topic and partition and returns the partition's
 // Log; the caller holds the view.
 func (s *Server) partitionParams(r *http.Request) (topic string, partition int32, l *seglog.Log, err error) {
@@ -243,17 +255,11 @@ func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	from, err := intParam(r, "from", 0)
+	from, limit, err := pageParams(r, defaultBatches, maxBatches)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := intParam(r, "limit", defaultBatches)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	limit = min(max(limit, 1), maxBatches)
 	if base < 0 || from < 0 {
 		s.fail(w, r, fmt.Errorf("%w: base and from must be non-negative", errBadRequest))
 		return
@@ -354,17 +360,11 @@ func (s *Server) handleRecords(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	from, err := intParam(r, "from", 0)
+	from, limit, err := pageParams(r, 100, maxRecordsPerGet)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := intParam(r, "limit", 100)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	limit = min(max(limit, 1), maxRecordsPerGet)
 	from = max(from, l.StartOffset())
 	out := []Record{}
 	for rec, err := range l.Records(from) {

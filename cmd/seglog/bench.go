@@ -111,6 +111,22 @@ func (o *benchOut) report(cmd *cobra.Command, title string, results []*bench.Res
 	return nil
 }
 
+// sweep runs a workload once per --size and reports the results under
+// title.
+func (o *benchOut) sweep(cmd *cobra.Command, title string, sizes []int, run func(ctx context.Context, env bench.Env, size int) (*bench.Result, error)) error {
+	ctx, cancel := benchContext(cmd)
+	defer cancel()
+	var results []*bench.Result
+	for _, size := range sizes {
+		res, err := run(ctx, o.env(cmd), size)
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+	}
+	return o.report(cmd, title, results)
+}
+
 // benchContext is cancelled by an interrupt, so ^C stops a long run
 // between rounds and still removes its directory.
 func benchContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
@@ -202,20 +218,13 @@ in 5 rounds, no fsync) finish in well under a minute.`,
 		if duration > 0 {
 			records = 0
 		}
-		ctx, cancel := benchContext(cmd)
-		defer cancel()
-		var results []*bench.Result
-		for _, size := range sizes {
-			res, err := bench.RunWrite(ctx, out.env(cmd), bench.WriteConfig{
+		title := fmt.Sprintf("seglog bench write: batch %d, %d writer(s), sync %s", batch, writers, opts.Sync)
+		return out.sweep(cmd, title, sizes, func(ctx context.Context, env bench.Env, size int) (*bench.Result, error) {
+			return bench.RunWrite(ctx, env, bench.WriteConfig{
 				Options: opts, RecordSize: size, Batch: batch, Records: records,
 				Duration: duration, Writers: writers, Producer: producer, Rounds: out.rounds, Floor: floor,
 			})
-			if err != nil {
-				return err
-			}
-			results = append(results, res)
-		}
-		return out.report(cmd, fmt.Sprintf("seglog bench write: batch %d, %d writer(s), sync %s", batch, writers, opts.Sync), results)
+		})
 	}
 	return cmd
 }
@@ -253,20 +262,13 @@ and CRC-checked by the peer, batch by batch, for both sides.`,
 		if logBytes < 1 || fetchBytes < 1 {
 			return fmt.Errorf("invalid --log-bytes %d or --fetch-bytes %d: must be positive", logBytes, fetchBytes)
 		}
-		ctx, cancel := benchContext(cmd)
-		defer cancel()
-		var results []*bench.Result
-		for _, size := range sizes {
-			res, err := bench.RunRead(ctx, out.env(cmd), bench.ReadConfig{
+		title := fmt.Sprintf("seglog bench read: %d MiB log, fetches of %d bytes", logBytes>>20, fetchBytes)
+		return out.sweep(cmd, title, sizes, func(ctx context.Context, env bench.Env, size int) (*bench.Result, error) {
+			return bench.RunRead(ctx, env, bench.ReadConfig{
 				Options: opts, RecordSize: size, Batch: batch, LogBytes: logBytes,
 				FetchBytes: fetchBytes, Rounds: out.rounds,
 			})
-			if err != nil {
-				return err
-			}
-			results = append(results, res)
-		}
-		return out.report(cmd, fmt.Sprintf("seglog bench read: %d MiB log, fetches of %d bytes", logBytes>>20, fetchBytes), results)
+		})
 	}
 	return cmd
 }
@@ -307,20 +309,13 @@ every record.`,
 		if logBytes < 1 || fetchBytes < 1 {
 			return fmt.Errorf("invalid --log-bytes %d or --fetch-bytes %d: must be positive", logBytes, fetchBytes)
 		}
-		ctx, cancel := benchContext(cmd)
-		defer cancel()
-		var results []*bench.Result
-		for _, size := range sizes {
-			res, err := bench.RunScan(ctx, out.env(cmd), bench.ScanConfig{
+		title := fmt.Sprintf("seglog bench scan %s: %d MiB log", mode, logBytes>>20)
+		return out.sweep(cmd, title, sizes, func(ctx context.Context, env bench.Env, size int) (*bench.Result, error) {
+			return bench.RunScan(ctx, env, bench.ScanConfig{
 				Options: opts, RecordSize: size, Batch: batch, LogBytes: logBytes,
 				FetchBytes: fetchBytes, Mode: mode, Rounds: out.rounds,
 			})
-			if err != nil {
-				return err
-			}
-			results = append(results, res)
-		}
-		return out.report(cmd, fmt.Sprintf("seglog bench scan %s: %d MiB log", mode, logBytes>>20), results)
+		})
 	}
 	return cmd
 }

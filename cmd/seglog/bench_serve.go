@@ -120,7 +120,7 @@ store in a temporary directory below --dir.`,
 		if err := vfs.Default.MkdirAll(tmp); err != nil {
 			return err
 		}
-		defer removeTree(tmp)
+		defer removeAll(vfs.Default, tmp)
 		res, err := runServeBench(ctx, cmd.ErrOrStderr(), tmp, cfg)
 		if err != nil {
 			return err
@@ -346,33 +346,6 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // runAsSeglogEnv makes a test binary run as seglog (main_test.go): the
 // bench's server child is this binary's serve command, in tests too.
 const runAsSeglogEnv = "SEGLOG_TEST_RUN_MAIN"
-
-// removeTree removes dir and everything below it, through vfs.
-func removeTree(dir string) error {
-	names, err := vfs.Default.List(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	for _, name := range names {
-		p := filepath.Join(dir, name)
-		fi, err := vfs.Default.Stat(p)
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			err = removeTree(p)
-		} else {
-			err = vfs.Default.Remove(p)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return vfs.Default.Remove(dir)
-}
 
 // serveChild is a seglog serve process.
 type serveChild struct {

@@ -31,19 +31,28 @@ func openStore(cmd *cobra.Command, dir string, create bool) (*store.Store, error
 
 func openStoreWith(cmd *cobra.Command, dir string, create, readOnly bool) (*store.Store, error) {
 	if !create {
-		st, err := vfs.Default.Stat(dir)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%s: no such store directory", dir)
-			}
+		if err := storeDirExists(dir); err != nil {
 			return nil, err
-		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("%s: not a directory", dir)
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return store.Open(dir, store.Options{Logger: logger, ReadOnly: readOnly})
+}
+
+// storeDirExists refuses a dir that is missing or not a directory, with
+// an error that names it.
+func storeDirExists(dir string) error {
+	st, err := vfs.Default.Stat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: no such store directory", dir)
+		}
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	return nil
 }
 
 // readStore runs f on the store in dir opened read-only: no lock, nothing
