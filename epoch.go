@@ -89,7 +89,7 @@ func (l *Log) RestartAt(offset int64) error {
 	if l.recoveryPoint != end {
 		// Nothing is left below end, and nothing above it exists yet.
 		l.recoveryPoint = end
-		if err := writeOffsetCheckpoint(l.fs, l.dir, RecoveryPointFile, end); err != nil {
+		if err := l.writeOffsetCheckpoint(RecoveryPointFile, end); err != nil {
 			err = fmt.Errorf("%w: checkpointing the recovery point %d: %w", ErrWriteFailed, end, err)
 			l.failure.CompareAndSwap(nil, &err)
 			return *l.failure.Load()

@@ -7,6 +7,9 @@ import "fmt"
 // the group has no commit on are skipped; a group with no commits at all
 // is ErrUnknownGroup.
 func (s *Store) DeleteOffsets(group, topic string, partitions ...int32) error {
+	if s.readOnly {
+		return s.errReadOnly("delete a group's offsets")
+	}
 	return s.tombstoneCommits(group, func(m map[tp]Committed) []tp {
 		var keys []tp
 		for _, p := range partitions {

@@ -150,6 +150,7 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 		"ProduceTo":     toErr,
 		"Commit":        ro.Commit("billing", "bookings", map[int32]int64{0: 4}),
 		"DeleteGroup":   ro.DeleteGroup("billing"),
+		"DeleteOffsets": ro.DeleteOffsets("billing", "bookings", 0),
 		"ResetOffsets":  resetErr,
 		"RunRetention":  ro.RunRetention(context.Background()),
 		"Start":         ro.Start(context.Background()),
