@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/seglog/seglog/layout"
@@ -60,12 +61,19 @@ func (r *SealedRun) DependsThrough(upTo int64) {
 // lowerCleanerCheckpoint makes the cleaner-offset checkpoint at most
 // offset, durably (Kafka's maybeTruncateCheckpoint): the records from
 // there on are being truncated, and whatever is appended in their place
-// has not been compacted. A checkpoint that cannot be read is replaced,
-// since any value at most offset is safe (it only makes more of the log
-// dirty). Called by TruncateTo with swapMu.
+// has not been compacted. A checkpoint that does not parse is replaced by
+// the log start: any value at most the lost one is safe (it only makes
+// more of the log dirty), and offset might be above it. An I/O error
+// reading it is returned: the caller cuts nothing. Called by TruncateTo
+// with swapMu.
 func (l *Log) lowerCleanerCheckpoint(offset int64) error {
 	cp, ok, err := l.CleanerCheckpoint()
-	if err == nil && (!ok || cp <= offset) {
+	switch {
+	case err != nil && errors.Is(err, layout.ErrBadCheckpoint):
+		offset = min(offset, l.start.Load())
+	case err != nil:
+		return fmt.Errorf("reading the cleaner checkpoint: %w", err)
+	case !ok || cp <= offset:
 		return nil
 	}
 	if err := l.writeOffsetCheckpoint(CleanerOffsetFile, offset); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestTruncateLowersCleanerCheckpoint: a truncation below the cleaner
@@ -172,5 +173,25 @@ func TestDependsThrough(t *testing.T) {
 				t.Fatalf("swap of an intact run: %v", err)
 			}
 		})
+	}
+}
+
+// TestTruncateWithMalformedCleanerCheckpoint: a cleaner checkpoint that
+// does not parse is replaced by the log start (any value at most the lost
+// one is safe), never by the truncation offset, which may lie above it.
+func TestTruncateWithMalformedCleanerCheckpoint(t *testing.T) {
+	fsys := vfs.NewMem()
+	l := swapTestLog(t, fsys, 120)
+	defer l.Close()
+	if _, err := l.DeleteBefore(10); err != nil {
+		t.Fatal(err)
+	}
+	vfstest.WriteFile(t, fsys, "/log/"+CleanerOffsetFile, []byte("not a checkpoint\n"))
+	if err := l.TruncateTo(100); err != nil {
+		t.Fatal(err)
+	}
+	cp, ok, err := l.CleanerCheckpoint()
+	if err != nil || !ok || cp != l.StartOffset() {
+		t.Fatalf("checkpoint %d (ok %v, err %v), want the log start %d", cp, ok, err, l.StartOffset())
 	}
 }
