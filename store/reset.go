@@ -204,7 +204,9 @@ func (s *Store) DescribeGroup(group string) ([]PartitionLag, int64, error) {
 			continue // a topic deleted since; its tombstones are written
 		}
 		pi, err := part.peek()
-		if err != nil {
+		if errors.Is(err, ErrUnknownTopic) {
+			continue // deleted between the lookup and the look
+		} else if err != nil {
 			return nil, 0, err
 		}
 		row := PartitionLag{Topic: k.topic, Partition: k.part, Committed: commits[i].Offset, Start: pi.start, End: pi.end}
