@@ -5,7 +5,9 @@ import "fmt"
 // DeleteBefore makes offset the log's start offset and removes every
 // segment whose records all lie below it: the primitive that retention and
 // Kafka's DeleteRecords stand on. An offset past the end is
-// ErrOffsetOutOfRange; one at or below the start does nothing. Records
+// ErrOffsetOutOfRange; one at or below the start moves nothing, but still
+// removes any segment wholly below the start that a crash between an
+// earlier call's checkpoint and its removals left behind. Records
 // below the new start are unreadable at once even where their segment stays
 // (the one holding the new start): Records and OffsetForTime called after
 // DeleteBefore returned never return them, and Read refuses offsets below
@@ -34,15 +36,21 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 	if offset > end {
 		return 0, fmt.Errorf("%w: %d is past the end %d", ErrOffsetOutOfRange, offset, end)
 	}
-	if offset <= l.start.Load() {
-		return 0, nil
+	if start := l.start.Load(); offset <= start {
+		// Nothing moves, but a crash (or a kill) after an earlier call's
+		// checkpoint and before its removals left segments wholly below
+		// the start: they go now, as Kafka's next retention pass removes
+		// them by its log-start-offset rule. Usually there are none and
+		// nothing below touches the disk.
+		offset = start
+	} else {
+		// The checkpoint goes first: after a crash the start must not
+		// move back and expose records a caller was told are gone.
+		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, offset); err != nil {
+			return 0, err
+		}
+		l.start.Store(offset)
 	}
-	// The checkpoint goes first: after a crash the start must not move
-	// back and expose records a caller was told are gone.
-	if err := l.writeOffsetCheckpoint(LogStartOffsetFile, offset); err != nil {
-		return 0, err
-	}
-	l.start.Store(offset)
 	if offset == end && l.active.Size() > 0 {
 		// Everything goes: start an empty active segment at the end so the
 		// old one can be removed like any other.

@@ -116,7 +116,10 @@ func (c *Cleaner) pass(ctx context.Context, l Log, quiet *quietLook, p Policy, u
 	if plan.Pinned != nil {
 		res.PinnedBy = plan.Pinned.BaseOffset
 	}
-	if plan.NewStart <= old {
+	// A plan that deletes segments without moving the start removes what
+	// a crash left wholly below it (the start was checkpointed, the files
+	// not yet removed): DeleteBefore at the start does just that.
+	if plan.Empty() && plan.NewStart <= old {
 		if until, ok := QuietUntil(in, plan); ok {
 			*quiet = quietLook{valid: true, policy: p, upper: upper, requested: requested, start: old, end: end, until: until, pinnedBy: res.PinnedBy}
 		}

@@ -168,3 +168,34 @@ func TestCleanRefusesBadInput(t *testing.T) {
 		t.Fatal("clean of a missing directory created it")
 	}
 }
+
+// TestCleanRemovesSegmentsLeftBelowTheStart: a clean interrupted (Ctrl-C,
+// a crash) after it checkpointed the new start and before it removed the
+// segments below leaves them on disk; the next clean removes them, whatever
+// rule it is given, and moves nothing.
+func TestCleanRemovesSegmentsLeftBelowTheStart(t *testing.T) {
+	dir := cleanFixture(t)
+	// The state an interrupted clean leaves: the checkpoint of a clean
+	// that moved the start to 15 (the fixtures share their directory
+	// name, so the checkpoint's partition line matches), every segment
+	// still there.
+	moved := cleanFixture(t)
+	mustInvoke(t, "", "clean", moved, "--delete-records-before", "15")
+	writeVFS(t, filepath.Join(dir, seglog.LogStartOffsetFile), readVFS(t, filepath.Join(moved, seglog.LogStartOffsetFile)))
+	if start, _, n := logState(t, dir); start != 15 || n != 4 {
+		t.Fatalf("fixture: start %d, %d segments; want 15 and 4", start, n)
+	}
+	r := mustInvoke(t, "", "clean", dir, "--retention-ms", "-1")
+	if !strings.Contains(r.stdout, "deleted 1 segments, 0 records") || !strings.HasSuffix(r.stdout, "start offset 15 (was 15)\n") {
+		t.Fatalf("summary %q", r.stdout)
+	}
+	if exists(filepath.Join(dir, segment.FileName(0, segment.LogSuffix))) {
+		t.Fatal("the segment wholly below the start is still there")
+	}
+	if start, end, n := logState(t, dir); start != 15 || end != 40 || n != 3 {
+		t.Fatalf("after clean: start %d end %d, %d segments", start, end, n)
+	}
+	if l := leftovers(t, dir); len(l) != 0 {
+		t.Fatalf(".deleted files left: %v", l)
+	}
+}
