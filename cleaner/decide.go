@@ -2,9 +2,8 @@ package cleaner
 
 import "time"
 
-// Reason says which rule deleted a segment; a segment several rules
-// condemn carries the first of start offset, time, size (Kafka's order of
-// reporting is immaterial: the deleted prefix is the longest of the three).
+// Reason says which rule deleted a segment: the first, in Kafka's order of
+// start offset, size, time, whose walk reached it.
 type Reason uint8
 
 const (
@@ -72,8 +71,8 @@ type Plan struct {
 func (p Plan) Empty() bool { return len(p.Delete) == 0 }
 
 // Decide applies Kafka's deleteOldSegments to a segment view: the start
-// offset rule always, the time and size rules unless the policy is
-// compact-only. Only a prefix of whole segments is ever chosen; a segment
+// offset rule always, then the size and time rules unless the policy is
+// compact-only, each from where the one before stopped. Only a prefix of whole segments is ever chosen; a segment
 // goes only if all its offsets are below the upper bound; an empty last
 // segment never goes. The new start is the offset after the last deleted
 // segment, or the asked-for start if higher (a DeleteRecords inside a
@@ -108,7 +107,11 @@ func Decide(in Input) Plan {
 		return !(i == len(segs)-1 && s.NextOffset == s.BaseOffset)
 	}
 
-	// The rules each choose a prefix; the longest wins.
+	// The rules apply in Kafka's order (§8: start offset, size, time),
+	// each going on from the segment the one before stopped at, as
+	// deleteOldSegments calls them in turn on what is left: a segment the
+	// time rule keeps does not keep an older one that the size or start
+	// rule removes, nor stop the time rule after it.
 	n, reasons, pinned := 0, make([]Reason, len(segs)), -1
 	for i := range segs {
 		if !deletable(i) || end(i) > plan.NewStart {
@@ -117,14 +120,29 @@ func Decide(in Input) Plan {
 		reasons[i] = ByStartOffset
 		n = i + 1
 	}
+	if in.Policy.deletes() && in.Policy.RetentionBytes >= 0 {
+		var total int64
+		for _, s := range segs[n:] {
+			total += s.Size
+		}
+		diff := total - in.Policy.RetentionBytes
+		for i := n; i < len(segs); i++ {
+			if !deletable(i) || diff-segs[i].Size < 0 {
+				break
+			}
+			diff -= segs[i].Size
+			reasons[i] = BySize
+			n = i + 1
+		}
+	}
 	if in.Policy.deletes() && in.Policy.Retention >= 0 {
 		now := in.Now.UnixMilli()
 		limit := in.Policy.Retention.Milliseconds()
-		for i, s := range segs {
-			ts := s.LargestTimestamp
+		for i := n; i < len(segs); i++ {
+			ts := segs[i].LargestTimestamp
 			if ts < 0 {
-				ts = s.Modified.UnixMilli()
-				if s.Modified.IsZero() {
+				ts = segs[i].Modified.UnixMilli()
+				if segs[i].Modified.IsZero() {
 					// Unknown (the Log's Stat failed): not old.
 					ts = now
 				}
@@ -135,27 +153,8 @@ func Decide(in Input) Plan {
 				}
 				break
 			}
-			if reasons[i] == 0 {
-				reasons[i] = ByTime
-			}
-			n = max(n, i+1)
-		}
-	}
-	if in.Policy.deletes() && in.Policy.RetentionBytes >= 0 {
-		var total int64
-		for _, s := range segs {
-			total += s.Size
-		}
-		diff := total - in.Policy.RetentionBytes
-		for i, s := range segs {
-			if !deletable(i) || diff-s.Size < 0 {
-				break
-			}
-			diff -= s.Size
-			if reasons[i] == 0 {
-				reasons[i] = BySize
-			}
-			n = max(n, i+1)
+			reasons[i] = ByTime
+			n = i + 1
 		}
 	}
 	if n == 0 {
@@ -170,7 +169,7 @@ func Decide(in Input) Plan {
 	}
 	plan.NewStart = max(plan.NewStart, end(n-1))
 	plan.RollFirst = segs[n-1].Active
-	if pinned >= n {
+	if pinned >= 0 {
 		plan.Pinned = &segs[pinned]
 	}
 	return plan
