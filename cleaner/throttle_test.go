@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -63,5 +64,34 @@ func TestThrottleUnlimited(t *testing.T) {
 	c := New(Options{Throttle: NewThrottle(10, nil)})
 	if c.Throttle().Rate() != 10 {
 		t.Fatal("the cleaner does not share its throttle")
+	}
+}
+
+// TestThrottleSharedByWorkers: workers charging one Throttle at once share
+// its rate: two charges of a second's worth each wait until 1 s and 2 s
+// (less the burst), not both until 1 s as two private throttles would.
+func TestThrottleSharedByWorkers(t *testing.T) {
+	clock := newFakeClock()
+	th := NewThrottle(1000, clock)
+	done := make(chan error, 2)
+	for range 2 {
+		go func() { done <- th.Wait(context.Background(), 1000) }()
+	}
+	clock.waitForTimers(t, 2)
+	clock.mu.Lock()
+	var dues []time.Duration
+	for _, w := range clock.waiters {
+		dues = append(dues, w.at.Sub(now))
+	}
+	clock.mu.Unlock()
+	slices.Sort(dues)
+	if want := []time.Duration{time.Second - Window, 2*time.Second - Window}; !slices.Equal(dues, want) {
+		t.Fatalf("two workers wait %v, want %v", dues, want)
+	}
+	clock.Advance(2 * time.Second)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
