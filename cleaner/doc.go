@@ -12,8 +12,10 @@
 // the last reader has let go. The cleaner never touches segment files
 // itself.
 //
-// Compaction (cleanup.policy=compact) is carried in the Policy but not
-// performed here: Throttle is the seam a compaction pass shares with
-// retention, and a compact-only log gets only the start-offset rule.
-// See docs/retention.md.
+// For a log whose policy says compact (cleanup.policy compact or
+// compact,delete) the same worker runs a compaction round after the
+// retention pass (compact.go, through the compaction package), charging
+// the Throttle the workers share; a compact-only log gets only the
+// start-offset rule of retention. See docs/retention.md and
+// docs/compaction.md.
 package cleaner
