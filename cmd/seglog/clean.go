@@ -109,6 +109,11 @@ went: segments, records (offsets), bytes, and the new start offset; with
 		if err := checkLogDir(dir); err != nil {
 			return err
 		}
+		if fl.Changed("delete-records-before") {
+			if err := checkBeforeEnd(dir, opts, before); err != nil {
+				return err
+			}
+		}
 		l, err := seglog.Open(dir, opts)
 		if err != nil {
 			return err
@@ -156,6 +161,26 @@ func checkLogDir(dir string) error {
 		}
 	}
 	return fmt.Errorf("%s: not a log directory (no %s segment files)", dir, segment.LogSuffix)
+}
+
+// checkBeforeEnd refuses a --delete-records-before past the log end from a
+// read-only open, before the writable one: that open rewrites the
+// checkpoints and the clean-shutdown marker (and recovers an unclean log),
+// and a refused command must change nothing. A log the read-only open
+// cannot read is left to the writable open and cleanOnce's own check.
+func checkBeforeEnd(dir string, opts seglog.Options, before int64) error {
+	r, err := seglog.Open(dir, seglog.Options{ReadOnly: true, FS: opts.FS, MaxBatchBytes: opts.MaxBatchBytes, Logger: opts.Logger})
+	if err != nil {
+		return nil
+	}
+	end := r.EndOffset()
+	if err := r.Close(); err != nil {
+		return err
+	}
+	if before > end {
+		return fmt.Errorf("invalid --delete-records-before %d: past the log end %d", before, end)
+	}
+	return nil
 }
 
 // cleanOnce runs one retention round over l alone if retain, then a
