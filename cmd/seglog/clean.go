@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -19,7 +20,7 @@ func init() { register(newCleanCmd) }
 
 func newCleanCmd() *cobra.Command {
 	var retentionMs, retentionBytes, before int64
-	var compact bool
+	var compact, dryRun bool
 	var deleteRetentionMs, minLagMs int64
 	cmd := &cobra.Command{
 		Use:   "clean DIR",
@@ -53,6 +54,10 @@ Only the rules given apply (nothing is deleted by default):
     --min-compaction-lag-ms N  leave segments holding records younger than N ms
                              alone (min.compaction.lag.ms, default 0)
 
+  --dry-run                  only say what the retention rules given would
+                             delete: the log is opened read-only and nothing
+                             is written (not with --compact)
+
 Retention deletes only whole segments, oldest first. A breaching active segment is
 rolled first. No reader holds the files, so they are unlinked before the
 command exits: no .deleted files are left. The new start offset is
@@ -67,6 +72,7 @@ went: segments, records (offsets), bytes, and the new start offset; with
 	fl.Int64Var(&retentionBytes, "retention-bytes", -1, "keep the log to about N bytes, deleting the oldest segments (retention.bytes; -1: no limit)")
 	fl.Int64Var(&before, "delete-records-before", 0, "make OFFSET the log start offset (DeleteRecords)")
 	fl.BoolVar(&compact, "compact", false, "compact the log now, whatever its dirty ratio")
+	fl.BoolVar(&dryRun, "dry-run", false, "say what retention would delete, changing nothing (read-only)")
 	fl.Int64Var(&deleteRetentionMs, "delete-retention-ms", cleaner.DefaultDeleteRetention.Milliseconds(), "with --compact: keep tombstones and markers N ms after their first compaction (delete.retention.ms)")
 	fl.Int64Var(&minLagMs, "min-compaction-lag-ms", 0, "with --compact: do not compact segments holding records younger than N ms (min.compaction.lag.ms)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -75,6 +81,9 @@ went: segments, records (offsets), bytes, and the new start offset; with
 		}
 		if !fl.Changed("retention-ms") && !fl.Changed("retention-bytes") && !fl.Changed("delete-records-before") && !compact {
 			return errors.New("nothing to do: give --retention-ms, --retention-bytes, --delete-records-before or --compact")
+		}
+		if dryRun && compact {
+			return errors.New("--dry-run applies to the retention rules, not to --compact")
 		}
 		const maxMs = math.MaxInt64 / int64(time.Millisecond)
 		if deleteRetentionMs < 0 || deleteRetentionMs > maxMs {
@@ -108,6 +117,13 @@ went: segments, records (offsets), bytes, and the new start offset; with
 		dir := args[0]
 		if err := checkLogDir(dir); err != nil {
 			return err
+		}
+		if dryRun {
+			requested := int64(-1)
+			if fl.Changed("delete-records-before") {
+				requested = before
+			}
+			return cleanDryRun(cmd.OutOrStdout(), dir, opts, policy, requested)
 		}
 		if fl.Changed("delete-records-before") {
 			if err := checkBeforeEnd(dir, opts, before); err != nil {
@@ -179,6 +195,42 @@ func checkBeforeEnd(dir string, opts seglog.Options, before int64) error {
 	}
 	if before > end {
 		return fmt.Errorf("invalid --delete-records-before %d: past the log end %d", before, end)
+	}
+	return nil
+}
+
+// cleanDryRun opens dir read-only and prints what a pass with policy (and
+// a DeleteRecords to requested, if not negative) would delete now, as
+// cleaner.Decide plans it: the pass itself decides the same way.
+func cleanDryRun(w io.Writer, dir string, opts seglog.Options, policy cleaner.Policy, requested int64) error {
+	l, err := seglog.Open(dir, seglog.Options{ReadOnly: true, FS: opts.FS, MaxBatchBytes: opts.MaxBatchBytes, Logger: opts.Logger})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	start, end := l.StartOffset(), l.EndOffset()
+	if requested > end {
+		return fmt.Errorf("invalid --delete-records-before %d: past the log end %d", requested, end)
+	}
+	plan := cleaner.Decide(cleaner.Input{
+		Segments:    cleaner.Wrap(l).Segments(),
+		Policy:      policy,
+		Now:         time.Now(),
+		StartOffset: max(start, requested),
+		UpperBound:  -1,
+	})
+	newStart := max(plan.NewStart, start)
+	fmt.Fprintf(w, "%s: would delete %d segments, %d records, %d bytes; start offset %d (now %d); nothing changed (dry run)\n",
+		dir, len(plan.Delete), newStart-start, plan.Bytes, newStart, start)
+	for i, s := range plan.Delete {
+		active := ""
+		if s.Active {
+			active = " (the active segment: rolled first)"
+		}
+		fmt.Fprintf(w, "  segment %d [%d, %d), %d bytes: %s%s\n", s.BaseOffset, s.BaseOffset, s.NextOffset, s.Size, plan.Reasons[i], active)
+	}
+	if plan.Pinned != nil {
+		fmt.Fprintf(w, "  segment %d has a record dated in the future: it and the segments after it are kept from --retention-ms\n", plan.Pinned.BaseOffset)
 	}
 	return nil
 }

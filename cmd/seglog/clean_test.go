@@ -202,3 +202,48 @@ func TestCleanRemovesSegmentsLeftBelowTheStart(t *testing.T) {
 		t.Fatalf(".deleted files left: %v", l)
 	}
 }
+
+// TestCleanDryRun: --dry-run says what the same clean would delete, as the
+// real one then does, and changes nothing at all.
+func TestCleanDryRun(t *testing.T) {
+	dir := cleanFixture(t)
+	before := dirSnapshot(t, dir)
+	fifteenDays := fmt.Sprint((15 * 24 * time.Hour).Milliseconds())
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--retention-ms", fifteenDays}, []string{
+			": would delete 2 segments, 20 records, ", "start offset 20 (now 0); nothing changed (dry run)\n",
+			"  segment 0 [0, 10), ", "  segment 10 [10, 20), "}},
+		{[]string{"--retention-ms", "1000"}, []string{": would delete 4 segments, 40 records, ", "(the active segment: rolled first)"}},
+		{[]string{"--delete-records-before", "15"}, []string{": would delete 1 segments, 15 records, ", "bytes: log-start-offset\n"}},
+		{[]string{"--retention-bytes", "1"}, []string{": would delete 3 segments, 30 records, ", "bytes: retention.bytes\n"}},
+	} {
+		r := mustInvoke(t, "", append([]string{"clean", dir, "--dry-run"}, c.args...)...)
+		for _, w := range c.want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("clean --dry-run %v: %q lacks %q", c.args, r.stdout, w)
+			}
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--delete-records-before", "41"}, "past the log end 40"},
+		{[]string{"--compact"}, "--dry-run applies to the retention rules"},
+	} {
+		if r := invoke(t, "", append([]string{"clean", dir, "--dry-run"}, c.args...)...); r.code != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("clean --dry-run %v: exit %d, %q; want 1 and %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	checkUnchanged(t, "dry runs", before, dirSnapshot(t, dir))
+	// The real run does what the dry run said.
+	dry := mustInvoke(t, "", "clean", dir, "--dry-run", "--retention-ms", fifteenDays).stdout
+	real := mustInvoke(t, "", "clean", dir, "--retention-ms", fifteenDays).stdout
+	said := strings.TrimPrefix(strings.SplitN(dry, ";", 2)[0], dir+": would delete ")
+	if !strings.HasPrefix(real, dir+": deleted "+said+";") {
+		t.Fatalf("dry run said %q, the clean did %q", dry, real)
+	}
+}
