@@ -120,12 +120,11 @@ func TestKcatIdempotent(t *testing.T) {
 	}
 }
 
-// TestKcatGroup: kcat -G consumes a topic as a group member. It needs the
-// group coordinator (the groups branch); with the stub it skips.
+// TestKcatGroup: kcat -G consumes a topic as a group member.
 func TestKcatGroup(t *testing.T) {
 	ts := startServer(t, "", Config{NumPartitions: 2})
 	if !advertisesKey(ts, 11, 0) {
-		t.Skip("no group coordinator in this build (JoinGroup not advertised)")
+		t.Fatal("the group coordinator does not advertise JoinGroup v0")
 	}
 	in, want := kcatLines(40, "grp")
 	kcat(t, ts.addr, in, "-P", "-t", "grp", "-K", ":")
