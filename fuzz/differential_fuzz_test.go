@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/fsck"
+	"github.com/seglog/seglog/internal/kmsgtest"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -143,19 +144,9 @@ func FuzzBatchKmsg(f *testing.F) {
 			}
 			ours = append(ours, r.Clone())
 		}
-		theirs := make([]kmsg.Record, kb.NumRecords)
-		rest := kb.Records
-		for i := range theirs {
-			// kmsg's record framing: a varint length, then the record;
-			// kmsg.Record reads the length itself, as its Length field.
-			n, k := binary.Varint(rest)
-			if k <= 0 || n < 0 || int(n) > len(rest)-k {
-				t.Fatalf("record %d: we decode %d records, kmsg's framing breaks", i, len(ours))
-			}
-			if err := theirs[i].ReadFrom(rest[:k+int(n)]); err != nil {
-				t.Fatalf("record %d: kmsg: %v", i, err)
-			}
-			rest = rest[k+int(n):]
+		theirs, err := kmsgtest.Records(kb.Records)
+		if err != nil {
+			t.Fatalf("we decode %d records, kmsg: %v", len(ours), err)
 		}
 		if len(ours) != len(theirs) {
 			t.Fatalf("%d records, kmsg %d", len(ours), len(theirs))
