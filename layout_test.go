@@ -9,6 +9,7 @@ import (
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestKafkaLayout checks the files a closed log leaves, decoding them with
@@ -71,17 +72,7 @@ type batchInfo struct {
 func checkSegmentFiles(t *testing.T, fs vfs.FS, dir string, base int64, interval int64) {
 	t.Helper()
 	read := func(suffix string) []byte {
-		f, err := fs.Open(filepath.Join(dir, segment.FileName(base, suffix)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		size, _ := f.Size()
-		b := make([]byte, size)
-		if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
-			t.Fatal(err)
-		}
-		return b
+		return vfstest.ReadFile(t, fs, filepath.Join(dir, segment.FileName(base, suffix)))
 	}
 	logBytes := read(segment.LogSuffix)
 	var batches []batchInfo

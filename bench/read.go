@@ -37,25 +37,32 @@ type ReadConfig struct {
 }
 
 func (c *ReadConfig) setDefaults() error {
-	if c.RecordSize == 0 {
-		c.RecordSize = 1024
+	return warmLogDefaults(&c.Options, &c.RecordSize, &c.Batch, &c.LogBytes, &c.FetchBytes, &c.Rounds)
+}
+
+// warmLogDefaults fills in the defaults the read and scan workloads share
+// (1 KiB records, batches of 100, a 256 MiB log, 1 MiB fetches, 5 rounds,
+// a discarding logger) and refuses negative values.
+func warmLogDefaults(opts *seglog.Options, recordSize, batch *int, logBytes *int64, fetchBytes, rounds *int) error {
+	if *recordSize == 0 {
+		*recordSize = 1024
 	}
-	if c.Batch == 0 {
-		c.Batch = 100
+	if *batch == 0 {
+		*batch = 100
 	}
-	if c.LogBytes == 0 {
-		c.LogBytes = 256 << 20
+	if *logBytes == 0 {
+		*logBytes = 256 << 20
 	}
-	if c.FetchBytes == 0 {
-		c.FetchBytes = 1 << 20
+	if *fetchBytes == 0 {
+		*fetchBytes = 1 << 20
 	}
-	if c.Rounds == 0 {
-		c.Rounds = 5
+	if *rounds == 0 {
+		*rounds = 5
 	}
-	if c.RecordSize < 0 || c.Batch < 0 || c.LogBytes < 0 || c.FetchBytes < 0 || c.Rounds < 0 {
+	if *recordSize < 0 || *batch < 0 || *logBytes < 0 || *fetchBytes < 0 || *rounds < 0 {
 		return invalid("negative size, batch, log bytes, fetch bytes or rounds")
 	}
-	return setLogger(&c.Options)
+	return setLogger(opts)
 }
 
 // fetch is one Read's result, kept so the baseline sends the same ranges.

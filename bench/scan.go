@@ -47,21 +47,6 @@ const (
 const scanChunk = 256 << 10
 
 func (c *ScanConfig) setDefaults() error {
-	if c.RecordSize == 0 {
-		c.RecordSize = 1024
-	}
-	if c.Batch == 0 {
-		c.Batch = 100
-	}
-	if c.LogBytes == 0 {
-		c.LogBytes = 256 << 20
-	}
-	if c.FetchBytes == 0 {
-		c.FetchBytes = 1 << 20
-	}
-	if c.Rounds == 0 {
-		c.Rounds = 5
-	}
 	if c.Mode == "" {
 		c.Mode = ScanRecords
 	}
@@ -71,10 +56,7 @@ func (c *ScanConfig) setDefaults() error {
 	if c.Mode != ScanRecords && c.Mode != ScanRead {
 		return invalid("scan mode %q: want %s or %s", c.Mode, ScanRecords, ScanRead)
 	}
-	if c.RecordSize < 0 || c.Batch < 0 || c.LogBytes < 0 || c.FetchBytes < 0 || c.Rounds < 0 {
-		return invalid("negative size, batch, log bytes, fetch bytes or rounds")
-	}
-	return setLogger(&c.Options)
+	return warmLogDefaults(&c.Options, &c.RecordSize, &c.Batch, &c.LogBytes, &c.FetchBytes, &c.Rounds)
 }
 
 // RunScan reads every record of a warm log, through Log.Records (or

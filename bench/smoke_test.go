@@ -226,6 +226,14 @@ func TestInvalidConfig(t *testing.T) {
 	if _, err := RunLookup(ctx, env, LookupConfig{Lookups: -1}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("negative lookups: %v", err)
 	}
+	if _, err := RunRead(ctx, env, ReadConfig{FetchBytes: -1}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("read, negative fetch bytes: %v", err)
+	}
+	for _, cfg := range []ScanConfig{{Rounds: -1}, {LogBytes: -1}, {Mode: "bogus"}} {
+		if _, err := RunScan(ctx, env, cfg); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("scan %+v: err %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
 	if _, err := PlotPNG(nil, "x"); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("empty plot: %v", err)
 	}

@@ -54,6 +54,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error reports the panic's value; Stack holds where it happened.
 func (e *PanicError) Error() string { return fmt.Sprintf("cleaner: pass panicked: %v", e.Value) }
 
 // Cleaner applies retention to many logs from a bounded pool of workers.

@@ -127,6 +127,7 @@ type PolicyError struct {
 	Reason string
 }
 
+// Error names the config, its value and why it was refused.
 func (e *PolicyError) Error() string {
 	return fmt.Sprintf("cleaner: invalid %s %s: %s", e.Name, e.Value, e.Reason)
 }

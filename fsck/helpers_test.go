@@ -1,7 +1,6 @@
 package fsck
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -134,9 +133,7 @@ func readRecords(t testing.TB, fsys vfs.FS, dir string) []record.Record {
 		if err != nil {
 			t.Fatalf("reading records: %v", err)
 		}
-		rec.Value = bytes.Clone(rec.Value)
-		rec.Key = bytes.Clone(rec.Key)
-		out = append(out, rec)
+		out = append(out, rec.Clone()) // rec's bytes are reused after the loop body
 	}
 	return out
 }

@@ -69,8 +69,7 @@ func logRecords(t testing.TB, fsys vfs.FS, dir string) []record.Record {
 		if err != nil {
 			t.Fatalf("reading records: %v", err)
 		}
-		rec.Value = bytes.Clone(rec.Value)
-		out = append(out, rec)
+		out = append(out, rec.Clone()) // rec's bytes are reused after the loop body
 	}
 	return out
 }

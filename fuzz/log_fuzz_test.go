@@ -15,6 +15,7 @@ import (
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // model is what the log must hold: the records at [start, start+len(recs)),
@@ -93,7 +94,7 @@ func checkLayout(t *testing.T, fs vfs.FS) {
 		if !strings.HasSuffix(n, ".log") {
 			continue
 		}
-		b := readAll(t, fs, dir+"/"+n)
+		b := vfstest.ReadFile(t, fs, dir+"/"+n)
 		pos := 0
 		for pos+record.LogOverhead <= len(b) {
 			size, _, err := record.PeekEntry(b[pos:])
@@ -106,24 +107,6 @@ func checkLayout(t *testing.T, fs vfs.FS) {
 			t.Fatalf("%s: entries end at byte %d of %d", n, pos, len(b))
 		}
 	}
-}
-
-func readAll(t *testing.T, fs vfs.FS, name string) []byte {
-	t.Helper()
-	f, err := fs.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func FuzzLog(f *testing.F) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/internal/kmsgtest"
 	"github.com/seglog/seglog/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -55,7 +56,10 @@ func checkKafkaDecode(t *testing.T, dir string) {
 			if uint32(kb.CRC) != crc32.Checksum(data[pos+21:pos+size], castagnoli) {
 				t.Fatalf("%s at %d: CRC mismatch", name, pos)
 			}
-			recs := kmsgRecords(t, kb.Records)
+			recs, err := kmsgtest.Records(kb.Records)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, kr := range recs {
 				index := toIndex(kb.FirstOffset + int64(kr.OffsetDelta))
 				if index < first {
@@ -90,23 +94,4 @@ func checkKafkaDecode(t *testing.T, dir string) {
 	if last > 0 && next != last+1 {
 		t.Fatalf("kmsg found entries up to %d, Store's last is %d", next-1, last)
 	}
-}
-
-// kmsgRecords splits an uncompressed record section into franz-go records.
-func kmsgRecords(t *testing.T, section []byte) []kmsg.Record {
-	t.Helper()
-	var out []kmsg.Record
-	for len(section) > 0 {
-		n, w := binary.Varint(section)
-		if w <= 0 || n < 0 || int(n) > len(section)-w {
-			t.Fatalf("bad record length at %d", len(section))
-		}
-		var r kmsg.Record
-		if err := r.ReadFrom(section[:w+int(n)]); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-		section = section[w+int(n):]
-	}
-	return out
 }

@@ -127,14 +127,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		if err != nil {
 			return fail(err)
 		}
-		var last record.Record
+		// The commit index is read in the loop body: a record's headers
+		// are reused once it returns.
 		for r, err := range b.Records() {
 			if err != nil {
 				return fail(fmt.Errorf("raftlog: reading the last batch: %w", err))
 			}
-			last = r
+			s.commitAtOpen = commitOf(r)
 		}
-		s.commitAtOpen = commitOf(last)
 	}
 	return s, nil
 }

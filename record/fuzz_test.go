@@ -50,7 +50,7 @@ func FuzzParseBatch(f *testing.F) {
 		err := it.Reset(b)
 		if err == nil {
 			for it.Next() {
-				recs = append(recs, cloneRecord(it.Record()))
+				recs = append(recs, it.Record().Clone())
 			}
 			err = it.Err()
 		}

@@ -101,26 +101,6 @@ func splitEntries(t testing.TB, data []byte) []Batch {
 	return out
 }
 
-// cloneRecord deep-copies r, out of the iterator's reused memory.
-func cloneRecord(r Record) Record {
-	c := r
-	if r.Key != nil {
-		c.Key = append([]byte{}, r.Key...)
-	}
-	if r.Value != nil {
-		c.Value = append([]byte{}, r.Value...)
-	}
-	c.Headers = nil
-	for _, h := range r.Headers {
-		var v []byte
-		if h.Value != nil {
-			v = append([]byte{}, h.Value...)
-		}
-		c.Headers = append(c.Headers, Header{Key: h.Key, Value: v})
-	}
-	return c
-}
-
 // readAll validates b and returns copies of its records.
 func readAll(b Batch) ([]Record, error) {
 	var out []Record
@@ -128,7 +108,7 @@ func readAll(b Batch) ([]Record, error) {
 		if err != nil {
 			return out, err
 		}
-		out = append(out, cloneRecord(r))
+		out = append(out, r.Clone())
 	}
 	return out, nil
 }

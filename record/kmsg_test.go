@@ -6,27 +6,9 @@ import (
 	"hash/crc32"
 	"testing"
 
+	"github.com/seglog/seglog/internal/kmsgtest"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// kmsgRecords splits an uncompressed record section into franz-go records.
-func kmsgRecords(t *testing.T, section []byte) []kmsg.Record {
-	t.Helper()
-	var out []kmsg.Record
-	for len(section) > 0 {
-		n, w := binary.Varint(section)
-		if w <= 0 || n < 0 || int(n) > len(section)-w {
-			t.Fatalf("bad record length at %d", len(section))
-		}
-		var r kmsg.Record
-		if err := r.ReadFrom(section[:w+int(n)]); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-		section = section[w+int(n):]
-	}
-	return out
-}
 
 // TestKmsgReadsOurs checks franz-go's kmsg decodes a batch we build into
 // the same header fields and records, for the golden records and the
@@ -60,7 +42,10 @@ func TestKmsgReadsOurs(t *testing.T) {
 		kb.FirstTimestamp != recs[0].Timestamp || kb.PartitionLeaderEpoch != -1 {
 		t.Fatalf("kmsg header %+v", kb)
 	}
-	krs := kmsgRecords(t, kb.Records)
+	krs, err := kmsgtest.Records(kb.Records)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(krs) != len(recs) {
 		t.Fatalf("kmsg found %d records, want %d", len(krs), len(recs))
 	}

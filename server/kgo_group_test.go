@@ -12,13 +12,12 @@ import (
 // TestKgoGroupRebalanceAndResume: two kgo members of a classic group share
 // a topic across a rebalance and together read every record; offsets are
 // committed, the server restarts, and a new member resumes after the
-// commits. It needs the group coordinator (the groups branch); with the
-// placeholder it skips.
+// commits.
 func TestKgoGroupRebalanceAndResume(t *testing.T) {
 	dir := t.TempDir()
 	ts := startServer(t, dir, Config{NumPartitions: 4})
 	if !advertisesKey(ts, 11, 0) {
-		t.Skip("no group coordinator in this build (JoinGroup not advertised)")
+		t.Fatal("the group coordinator does not advertise JoinGroup v0")
 	}
 	cl := ts.client(kgo.AllowAutoTopicCreation())
 	want := produceRecords(t, cl, "g", 400, "first")

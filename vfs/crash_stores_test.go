@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -56,14 +57,8 @@ func TestKeepUnsyncedStores(t *testing.T) {
 // readMemFile reads the whole file name of m.
 func readMemFile(t *testing.T, m *MemFS, name string) []byte {
 	t.Helper()
-	f, err := m.Open(name)
+	b, err := ReadFileLimit(m, name, math.MaxInt64)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	size, _ := f.Size()
-	b := make([]byte, size)
-	if _, err := f.ReadAt(b, 0); err != nil && size > 0 {
 		t.Fatal(err)
 	}
 	return b

@@ -76,7 +76,12 @@ func plotResults(path string, all []result) error {
 	p.Legend.Top = true
 	p.Legend.Left = false
 	p.Add(plotter.NewGrid())
-	wt, err := p.WriterTo(12*vg.Inch, 6*vg.Inch, "png")
+	return savePNG(p, 12*vg.Inch, 6*vg.Inch, path)
+}
+
+// savePNG draws p at width w and height h into a PNG file at path.
+func savePNG(p *plot.Plot, w, h vg.Length, path string) error {
+	wt, err := p.WriterTo(w, h, "png")
 	if err != nil {
 		return err
 	}

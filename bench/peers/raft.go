@@ -408,17 +408,5 @@ func plotRaft(path string, all []raftResult) error {
 	p.X.Tick.Label.Font.Size = vg.Points(7)
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
-	wt, err := p.WriterTo(13*vg.Inch, 6*vg.Inch, "png")
-	if err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := wt.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return savePNG(p, 13*vg.Inch, 6*vg.Inch, path)
 }

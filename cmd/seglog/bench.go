@@ -288,8 +288,8 @@ func newBenchScanCmd() *cobra.Command {
 of it from the start: through Records (--mode records), or with Read of
 --fetch-bytes at a time, each slice's bytes read and parsed with
 record.Iterator (--mode read). The baseline preads the same segment files
-1 MiB at a time and runs record.Iterator over each batch, with no log logic
-and no CRC check. Both sides touch every value; both are checked to read
+256 KiB at a time and runs record.Iterator over each batch, with no log
+logic and no CRC check. Both sides touch every value; both are checked to read
 every record.`,
 		Args: cobra.NoArgs,
 	}

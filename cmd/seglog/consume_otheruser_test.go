@@ -1,27 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
-	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
-
-func chmodPath(t *testing.T, path string, mode os.FileMode) {
-	t.Helper()
-	if err := os.Chmod(path, mode); err != nil { //vfs:allow the test sets up permissions, which vfs does not model
-		t.Fatal(err)
-	}
-}
 
 // TestConsumeOtherUsersLog: consume reads, as another user, a log in a
 // directory of mode 0555 with files of mode 0444, left unclean with an
@@ -56,33 +44,7 @@ func TestConsumeOtherUsersLog(t *testing.T) {
 
 	run := func(args ...string) (int, string, string) {
 		t.Helper()
-		if os.Geteuid() != 0 {
-			r := invoke(t, "x\n", args...)
-			return r.code, r.stdout, r.stderr
-		}
-		// nobody must reach the directory and run a copy of this binary:
-		// temporary directories are private (0700).
-		chmodPath(t, base, 0o755)
-		chmodPath(t, filepath.Dir(base), 0o755)
-		binDir := t.TempDir()
-		chmodPath(t, binDir, 0o755)
-		chmodPath(t, filepath.Dir(binDir), 0o755)
-		self, err := vfs.ReadFileLimit(vfs.Default, os.Args[0], math.MaxInt64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin := filepath.Join(binDir, "seglog")
-		writeVFS(t, bin, self)
-		chmodPath(t, bin, 0o755)
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), runAsSeglog+"=1")
-		cmd.Dir = binDir
-		cmd.Stdin = strings.NewReader("x\n")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		var stdout bytes.Buffer
-		var stderr lockedBuffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		return exitCode(t, cmd.Run(), &stderr), stdout.String(), stderr.String()
+		return invokeAsOtherUser(t, base, "x\n", args...)
 	}
 
 	if code, _, _ := run("produce", dir); code == 0 {

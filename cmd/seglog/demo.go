@@ -294,15 +294,16 @@ func (d *demo) check(r record.Record, i int64) error {
 	return nil
 }
 
-// recordAt returns the record at offset off.
-func recordAt(l *seglog.Log, off int64) (record.Record, error) {
+// timestampAt returns the timestamp of the record at offset off. It
+// returns no Record: a record's bytes are valid only in the loop body.
+func timestampAt(l *seglog.Log, off int64) (int64, error) {
 	for r, err := range l.Records(off) {
 		if err != nil {
-			return record.Record{}, err
+			return 0, err
 		}
-		return r, nil
+		return r.Timestamp, nil
 	}
-	return record.Record{}, fmt.Errorf("%w: no record at offset %d", errVerify, off)
+	return 0, fmt.Errorf("%w: no record at offset %d", errVerify, off)
 }
 
 // offsetForTime looks up random records by their timestamp: the answer
@@ -312,11 +313,10 @@ func (d *demo) offsetForTime(l *seglog.Log) error {
 	start := time.Now()
 	for range lookups {
 		o := d.rng.Int64N(d.records)
-		r, err := recordAt(l, o)
+		ts, err := timestampAt(l, o)
 		if err != nil {
 			return err
 		}
-		ts := r.Timestamp
 		got, err := l.OffsetForTime(ts)
 		if err != nil {
 			return fmt.Errorf("%w: OffsetForTime(%d) of offset %d: %w", errVerify, ts, o, err)
@@ -327,20 +327,20 @@ func (d *demo) offsetForTime(l *seglog.Log) error {
 		if d.opts.TimestampType == record.CreateTime && got != o {
 			return fmt.Errorf("%w: OffsetForTime(%d) = %d, want %d", errVerify, ts, got, o)
 		}
-		at, err := recordAt(l, got)
+		at, err := timestampAt(l, got)
 		if err != nil {
 			return err
 		}
-		if at.Timestamp < ts {
-			return fmt.Errorf("%w: OffsetForTime(%d) = %d, whose timestamp %d is earlier", errVerify, ts, got, at.Timestamp)
+		if at < ts {
+			return fmt.Errorf("%w: OffsetForTime(%d) = %d, whose timestamp %d is earlier", errVerify, ts, got, at)
 		}
 		if got > 0 {
-			prev, err := recordAt(l, got-1)
+			prev, err := timestampAt(l, got-1)
 			if err != nil {
 				return err
 			}
-			if prev.Timestamp >= ts {
-				return fmt.Errorf("%w: OffsetForTime(%d) = %d, but offset %d already has timestamp %d", errVerify, ts, got, got-1, prev.Timestamp)
+			if prev >= ts {
+				return fmt.Errorf("%w: OffsetForTime(%d) = %d, but offset %d already has timestamp %d", errVerify, ts, got, got-1, prev)
 			}
 		}
 	}

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/seglog/seglog/store"
@@ -93,30 +89,7 @@ func TestStoreReadCommandsWithoutWritePermission(t *testing.T) {
 
 	run := func(args ...string) (int, string, string) {
 		t.Helper()
-		if os.Geteuid() != 0 {
-			r := invoke(t, "", args...)
-			return r.code, r.stdout, r.stderr
-		}
-		chmodPath(t, base, 0o755)
-		chmodPath(t, filepath.Dir(base), 0o755)
-		binDir := t.TempDir()
-		chmodPath(t, binDir, 0o755)
-		chmodPath(t, filepath.Dir(binDir), 0o755)
-		self, err := vfs.ReadFileLimit(vfs.Default, os.Args[0], math.MaxInt64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin := filepath.Join(binDir, "seglog")
-		writeVFS(t, bin, self)
-		chmodPath(t, bin, 0o755)
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), runAsSeglog+"=1")
-		cmd.Dir = binDir
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		var stdout bytes.Buffer
-		var stderr lockedBuffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		return exitCode(t, cmd.Run(), &stderr), stdout.String(), stderr.String()
+		return invokeAsOtherUser(t, base, "", args...)
 	}
 	if code, _, _ := run("topics", "create", dir, "other"); code == 0 {
 		t.Fatal("topics create succeeded: the store is writable, so the test proves nothing")

@@ -24,6 +24,7 @@ const (
 // Kinds is every Kind, for a matrix.
 var Kinds = []Kind{EIO, ENOSPC, Short}
 
+// String names the kind as test names and failure messages show it.
 func (k Kind) String() string { return [...]string{"EIO", "ENOSPC", "short write"}[k] }
 
 // At fails the I-th operation (from 1) of the FS it returns.

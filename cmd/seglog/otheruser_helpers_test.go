@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/seglog/seglog/vfs"
+)
+
+func chmodPath(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil { //vfs:allow the test sets up permissions, which vfs does not model
+		t.Fatal(err)
+	}
+}
+
+// invokeAsOtherUser runs seglog with args and stdin as a user who does not
+// own base's files: under root (as in CI) a copy of the test binary runs
+// as nobody (65534), for whom root's files are someone else's; otherwise
+// the test's own user runs it, and only the mode bits the caller set deny
+// writing. It returns the exit code, stdout and stderr.
+func invokeAsOtherUser(t *testing.T, base, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		r := invoke(t, stdin, args...)
+		return r.code, r.stdout, r.stderr
+	}
+	// nobody must reach the directory and run a copy of this binary:
+	// temporary directories are private (0700).
+	chmodPath(t, base, 0o755)
+	chmodPath(t, filepath.Dir(base), 0o755)
+	binDir := t.TempDir()
+	chmodPath(t, binDir, 0o755)
+	chmodPath(t, filepath.Dir(binDir), 0o755)
+	self, err := vfs.ReadFileLimit(vfs.Default, os.Args[0], math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(binDir, "seglog")
+	writeVFS(t, bin, self)
+	chmodPath(t, bin, 0o755)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), runAsSeglog+"=1")
+	cmd.Dir = binDir
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	return exitCode(t, cmd.Run(), &stderr), stdout.String(), stderr.String()
+}
