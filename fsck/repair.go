@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
 
+	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -27,9 +26,10 @@ type RepairOptions struct {
 	IndexIntervalBytes int
 }
 
-// DefaultIndexIntervalBytes is Kafka's index.interval.bytes, used to
-// rebuild indexes when RepairOptions.IndexIntervalBytes is zero.
-const DefaultIndexIntervalBytes = 4096
+// DefaultIndexIntervalBytes is Kafka's index.interval.bytes
+// (defaults.IndexIntervalBytes), used to rebuild indexes when
+// RepairOptions.IndexIntervalBytes is zero.
+const DefaultIndexIntervalBytes = defaults.IndexIntervalBytes
 
 // maxRepairPasses bounds the fix-and-recheck loop.
 const maxRepairPasses = 4
@@ -342,27 +342,22 @@ func (r *repairer) rebuildIndexes(c *checker, seg int) error {
 }
 
 // lowerRecoveryPoint rewrites the recovery-point entry for this directory
-// in the checkpoint at path to end, keeping every other line.
+// in the checkpoint at path to end, keeping every other line. It reads and
+// writes the file with package layout, the Log's own checkpoint code, so
+// repair and Open agree on the format (the checker's parser stays an
+// independent second opinion).
 func (r *repairer) lowerRecoveryPoint(path string, end int64) error {
-	data, err := vfs.ReadFileLimit(r.fs, path, maxCheckpointFile)
-	if err != nil {
-		return err
-	}
-	lines, _, err := parseCheckpoint(data, 3)
+	entries, err := layout.ReadCheckpoint(r.fs, path)
 	if err != nil {
 		return err
 	}
 	topic, part, _ := topicPartition(r.dir)
 	inDir := filepath.Dir(path) == filepath.Clean(r.dir)
-	var b strings.Builder
-	fmt.Fprintf(&b, "0\n%d\n", len(lines))
-	for _, l := range lines {
-		off, _ := strconv.ParseInt(l.fields[2], 10, 64)
-		mine := l.fields[0] == topic && l.fields[1] == strconv.FormatInt(part, 10)
-		if mine || (inDir && len(lines) == 1) {
-			off = min(off, end)
+	for i, e := range entries {
+		mine := e.Topic == topic && int64(e.Partition) == part
+		if mine || (inDir && len(entries) == 1) {
+			entries[i].Offset = min(e.Offset, end)
 		}
-		fmt.Fprintf(&b, "%s %s %d\n", l.fields[0], l.fields[1], off)
 	}
-	return vfs.WriteFileAtomic(r.fs, path, []byte(b.String()))
+	return layout.WriteCheckpoint(r.fs, path, entries)
 }
