@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/layout"
@@ -60,10 +61,27 @@ const maxRepairPasses = 4
 //
 // It takes the directory's lock (DIR/.lock, and the parent's .lock when
 // the parent is a Kafka log.dir that has one) and fails with ErrLocked if
-// a live Log holds it. The report lists every problem found on the way;
+// a live Log holds it. A directory holding no log file at all (empty, or
+// only files that are not a log's) is checked and left untouched: no lock
+// file is created in it. The report lists every problem found on the way;
 // a problem is marked repaired when a check after the repair no longer
 // finds it. On an I/O error the report so far is returned with the error.
 func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(names, layout.IsLogFile) {
+		// Nothing of a log (an empty directory, or one of other files):
+		// there is nothing to repair, and taking the lock would leave a
+		// .lock file in a directory that is not a log. It is only checked.
+		c, err := newChecker(fsys, dir, opts.Options)
+		if err != nil {
+			return nil, err
+		}
+		c.run()
+		return c.r, nil
+	}
 	unlock, err := lockDir(fsys, dir)
 	if err != nil {
 		return nil, err
