@@ -31,9 +31,15 @@ var (
 	// ErrOffsetOutOfRange: an offset is below the log start or past its end.
 	ErrOffsetOutOfRange = errors.New("seglog: offset out of range")
 	// ErrCorrupt: stored data is damaged: a batch, an index or what an
-	// iteration read. Every such error is a *CorruptionError naming the
-	// file and byte position; recovery returns one for damage below the
-	// recovery point (data that had been synced) and changes nothing.
+	// iteration read; errors.Is(err, ErrCorrupt) holds for all three.
+	// Damage in a .log (found by recovery, a read-only open, a read or an
+	// iteration) is a *CorruptionError naming the file and the damaged
+	// entry's byte position, the one fsck reports; recovery returns one
+	// for damage below the recovery point (data that had been synced) and
+	// changes nothing. Damage in an index file met by a lookup is an
+	// *index.Error (Path, and Pos when the position is known) wrapping
+	// index.ErrCorrupt, which matches ErrCorrupt too (seglog fsck says
+	// whether the index or its .log is at fault).
 	ErrCorrupt = record.ErrCorrupt
 	// ErrCorruptLog is the former name of ErrCorrupt.
 	//

@@ -143,6 +143,7 @@ func (l *Log) segmentOptions() segment.Options {
 		Logger:             l.logger,
 		ReserveBytes:       min(l.opts.SegmentBytes, reserveChunk),
 		Preallocate:        l.preallocateBytes(),
+		Now:                l.opts.Now,
 	}
 }
 

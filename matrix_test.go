@@ -33,8 +33,11 @@ import (
 //     and reading reports it before handing out a record of that batch;
 //   - the error's file and byte position are the ones fsck reports;
 //   - read-write, for damage outside the batches (indexes, leftovers,
-//     checkpoints, names), never changes a .log's bytes, and the records it
-//     reads are the ones written.
+//     checkpoints, names), never changes a .log's bytes, opens and reads
+//     every record written, except in the cases fsck calls unfixable (a
+//     bad segment name, a malformed checkpoint), which it refuses with the
+//     directory unchanged; read-only reads every record too, or refuses
+//     those cases and a swap it would have to complete (ErrReadOnly).
 func TestEngineOnCorruptionMatrix(t *testing.T) {
 	const dir = "/data/p-0"
 	template := vfs.NewMem()
@@ -69,6 +72,17 @@ func TestEngineOnCorruptionMatrix(t *testing.T) {
 				}
 				if below && err != nil && !errors.Is(err, seglog.ErrCorrupt) {
 					t.Fatalf("read-only: damage below the recovery point: %v, want ErrCorrupt", err)
+				}
+				if !tc.Data {
+					// Outside the batches: every record, or a refusal
+					// of what only a writer or fsck may settle (a name
+					// or checkpoint no rule fixes, a swap to complete).
+					switch {
+					case err == nil && n != len(all):
+						t.Fatalf("read-only: %d records read, %d written", n, len(all))
+					case err != nil && !tc.Unfixable && !errors.Is(err, seglog.ErrReadOnly):
+						t.Fatalf("read-only: %v; only an unfixable case or a swap to complete may refuse", err)
+					}
 				}
 
 				// Read-write.
@@ -130,6 +144,17 @@ func TestEngineOnCorruptionMatrix(t *testing.T) {
 					}
 					if err == nil && n != len(all) {
 						t.Fatalf("%d records read, %d written", n, len(all))
+					}
+					// Recovery fixes every such case but the ones no
+					// rule fixes (fsck's Unfixable), which Open refuses
+					// with the directory as it was.
+					if err != nil && !tc.Unfixable {
+						t.Fatalf("damage outside the batches that recovery fixes: %v", err)
+					}
+					if err != nil {
+						if diff := before.Diff(after); len(diff) > 0 {
+							t.Fatalf("a refused open changed files: %v", diff)
+						}
 					}
 				}
 			})

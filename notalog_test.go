@@ -75,4 +75,37 @@ func TestOpenRefusesNotALog(t *testing.T) {
 		}
 		l.Close()
 	})
+	t.Run("absent inside a log", func(t *testing.T) {
+		// produce LOG/sub would make LOG hold a directory, and so make it
+		// a directory Open refuses: creating it is refused instead.
+		fs := vfs.NewMem()
+		l, err := Open("/log", Options{FS: fs, Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Append(recordsAt(0, 2)...)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		before := dirSnapshot(t, fs, "/log")
+		for _, dir := range []string{"/log/sub", "/log/a/b"} {
+			_, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
+			var nl *NotALogError
+			if !errors.Is(err, ErrNotALog) || !errors.As(err, &nl) || nl.InLog != "/log" || !strings.Contains(err.Error(), "inside the log in /log") {
+				t.Fatalf("open of %s: %v, want ErrNotALog naming /log", dir, err)
+			}
+			sameSnapshot(t, "the log", before, dirSnapshot(t, fs, "/log"))
+		}
+		if l, err = Open("/log", Options{FS: fs, Logger: discardLogger()}); err != nil || l.EndOffset() != 2 {
+			t.Fatalf("the log after the refusals: %v", err)
+		}
+		l.Close()
+		// A Kafka log.dir holds no segment files: a new partition
+		// directory is created in it.
+		kfs, _, _ := kafkaLogDir(t, true, 0)
+		if l, err = Open("/kafka/topic-7", Options{FS: kfs, Logger: discardLogger()}); err != nil {
+			t.Fatalf("new partition in a log.dir: %v", err)
+		}
+		l.Close()
+	})
 }

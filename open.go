@@ -15,7 +15,7 @@ import (
 // needed. It creates a log only in an absent or empty directory: a
 // directory holding subdirectories (a Kafka log.dir) or files that are not
 // log files is refused with a *NotALogError (ErrNotALog) and nothing is
-// written to it. It takes the directory's lock: a second Open of the same
+// written to it; so is an absent directory inside a log's directory. It takes the directory's lock: a second Open of the same
 // directory, in this process or another, fails with ErrLocked until Close.
 //
 // After a clean Close the segments are trusted as they are. Otherwise every
@@ -41,6 +41,9 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	if !exists {
+		if err := checkNotInLog(fs, dir); err != nil {
+			return nil, err
+		}
 		if err := fs.MkdirAll(dir); err != nil {
 			return nil, err
 		}

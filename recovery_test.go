@@ -6,14 +6,28 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // batchOfSize builds a v2 batch at base of exactly size bytes: an empty
 // batch for record.HeaderSize, else one record whose value fills the rest.
 func batchOfSize(t testing.TB, base int64, size int) []byte {
+	t.Helper()
+	b, ok := tryBatchOfSize(t, base, size)
+	if !ok {
+		t.Fatalf("cannot build a batch of %d bytes", size)
+	}
+	return b
+}
+
+// tryBatchOfSize is batchOfSize, reporting false for a size no one-record
+// batch has (between the empty batch and the smallest record, or where the
+// value's length varint grows by a byte).
+func tryBatchOfSize(t testing.TB, base int64, size int) ([]byte, bool) {
 	t.Helper()
 	build := func(valueLen int) []byte {
 		b := record.NewBuilder(record.None)
@@ -30,18 +44,20 @@ func batchOfSize(t testing.TB, base int64, size int) []byte {
 		return bytes.Clone(out)
 	}
 	if size == record.HeaderSize {
-		return build(-1)
+		return build(-1), true
 	}
 	v := size - record.HeaderSize
 	for range 8 {
+		if v < 0 {
+			return nil, false
+		}
 		got := build(v)
 		if len(got) == size {
-			return got
+			return got, true
 		}
 		v -= len(got) - size
 	}
-	t.Fatalf("cannot build a batch of %d bytes", size)
-	return nil
+	return nil, false
 }
 
 // TestRecoveryKeepsBatchesOfEverySize: a stored batch is bounded by the file
@@ -51,7 +67,7 @@ func batchOfSize(t testing.TB, base int64, size int) []byte {
 // MaxBatchBytes below and above the batch's size, and every batch reads
 // back.
 func TestRecoveryKeepsBatchesOfEverySize(t *testing.T) {
-	sizes := []int{record.HeaderSize, 1<<20 - 1, 1<<20 + 1, 10 << 20, 64 << 20}
+	sizes := []int{record.HeaderSize, 1<<20 - 1, 1<<20 + 1, defaults.MaxBatchBytes, defaults.MaxBatchBytes + 1, 10 << 20, 64 << 20}
 	for _, size := range sizes {
 		big := batchOfSize(t, 1, size)
 		var file []byte
@@ -99,6 +115,69 @@ func TestRecoveryKeepsBatchesOfEverySize(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRecoveryKeepsEverySmallBatchSize: the sizes between the ones above,
+// densely: one .log holds a batch of every size a one-record batch can
+// have from record.HeaderSize (the empty batch) to 4 KiB and a bit, one
+// per offset, synced with no checkpoint and no clean marker. A writable
+// open with MaxBatchBytes below every one of them (the smallest limit) and
+// above them all, and a read-only open, keep the whole file and read every
+// record back with its value.
+func TestRecoveryKeepsEverySmallBatchSize(t *testing.T) {
+	var file []byte
+	var sizes, valueLens []int
+	for size := record.HeaderSize; size <= 4200; size++ {
+		b, ok := tryBatchOfSize(t, int64(len(sizes)), size)
+		if !ok {
+			continue
+		}
+		file = append(file, b...)
+		sizes = append(sizes, size)
+		valueLens = append(valueLens, size-record.HeaderSize-recordOverhead(t, b))
+	}
+	if len(sizes) < 4000 {
+		t.Fatalf("only %d sizes could be built", len(sizes))
+	}
+	logPath := "/log/" + segment.FileName(0, segment.LogSuffix)
+	for _, o := range []Options{{MaxBatchBytes: record.HeaderSize}, {MaxBatchBytes: 8 << 10}, {ReadOnly: true, MaxBatchBytes: record.HeaderSize}} {
+		t.Run(fmt.Sprintf("limit=%d/readonly=%v", o.MaxBatchBytes, o.ReadOnly), func(t *testing.T) {
+			fs := vfs.NewMem()
+			if err := fs.MkdirAll("/log"); err != nil {
+				t.Fatal(err)
+			}
+			if err := vfsWriteFile(fs, logPath, file); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if data := vfstest.ReadFile(t, fs, logPath); !bytes.Equal(data, file) {
+					t.Fatal("the .log changed")
+				}
+			}()
+			o.FS, o.Logger = fs, discardLogger()
+			l, err := Open("/log", o)
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			defer l.Close()
+			if l.Size() != int64(len(file)) || l.EndOffset() != int64(len(sizes)) {
+				t.Fatalf("open kept %d bytes and %d offsets of %d and %d", l.Size(), l.EndOffset(), len(file), len(sizes))
+			}
+			next := int64(1) // offset 0 is the empty batch
+			for r, err := range l.Records(0) {
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				if r.Offset != next || len(r.Value) != valueLens[r.Offset] || (len(r.Value) > 0 && r.Value[0] != byte('a'+r.Offset%26)) {
+					t.Fatalf("record at offset %d (want %d): %d-byte value for a %d-byte batch", r.Offset, next, len(r.Value), sizes[r.Offset])
+				}
+				next++
+			}
+			if next != int64(len(sizes)) {
+				t.Fatalf("read up to offset %d of %d", next, len(sizes))
+			}
+		})
 	}
 }
 

@@ -22,6 +22,12 @@ type SegmentInfo struct {
 	// falls back to it when no batch carries a timestamp. Zero if the
 	// filesystem could not say.
 	Modified time.Time
+	// Created is when the segment was created (by a roll, or as the
+	// log's first), or when this Log opened it: a creation time is not
+	// stored on disk, as Kafka's LogSegment.created is not. segment.ms
+	// measures a segment's age from it when its first batch carries no
+	// timestamp (it uses that timestamp otherwise).
+	Created time.Time
 	// Active is true for the segment appends go to (the last one).
 	Active bool
 }
@@ -50,6 +56,7 @@ func (l *Log) Segments() []SegmentInfo {
 			NextOffset:       r.seg.NextOffset(),
 			Size:             r.seg.Size(),
 			LargestTimestamp: r.seg.MaxTimestamp(),
+			Created:          r.seg.Created(),
 			Active:           r.active,
 		}
 		if fi, err := l.fs.Stat(r.seg.LogPath()); err == nil {

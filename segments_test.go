@@ -10,15 +10,16 @@ import (
 )
 
 // TestSegments: the view lists every segment in order with its offsets,
-// size, largest timestamp, modification time and which one is active, and
-// follows rolls, retention and a reopen.
+// size, largest timestamp, modification and creation times and which one
+// is active, and follows rolls, retention and a reopen.
 func TestSegments(t *testing.T) {
 	mem := vfs.NewMem()
 	// The background flusher stamps files too, so the clock is atomic.
 	var clock atomic.Int64
 	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	mem.SetClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
-	l, err := Open("/log", Options{FS: mem, SegmentBytes: 1024, Logger: discardLogger()})
+	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
+	l, err := Open("/log", Options{FS: mem, SegmentBytes: 1024, Logger: discardLogger(), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,11 @@ func TestSegments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check := func(label string) {
+	// A segment is created by the append that rolls to it, in that
+	// append's minute: not before its predecessor's last write, and
+	// minutes after its predecessor was created. A reopen creates none:
+	// each is as old as the Log that opened it.
+	check := func(label string, opened time.Time) {
 		t.Helper()
 		segs := l.Segments()
 		if len(segs) != l.NumSegments() {
@@ -53,6 +58,16 @@ func TestSegments(t *testing.T) {
 			if s.Modified.IsZero() || (i > 0 && s.Modified.Before(segs[i-1].Modified)) {
 				t.Fatalf("%s: segment %d modified %v", label, i, s.Modified)
 			}
+			switch {
+			case !opened.IsZero() && !s.Created.Equal(opened):
+				t.Fatalf("%s: segment %d created %v, want %v (when the log was opened)", label, i, s.Created, opened)
+			case opened.IsZero() && i > 0 && s.Created.Before(segs[i-1].Modified):
+				t.Fatalf("%s: segment %d created %v, before its predecessor's last append %v", label, i, s.Created, segs[i-1].Modified)
+			case opened.IsZero() && i > 0 && !s.Created.After(segs[i-1].Created):
+				t.Fatalf("%s: segment %d created %v, not after its predecessor %v", label, i, s.Created, segs[i-1].Created)
+			case opened.IsZero() && s.Created.After(s.Modified) && s.Size > 0:
+				t.Fatalf("%s: segment %d created %v, after its last append %v", label, i, s.Created, s.Modified)
+			}
 			if want := 5_000 + (s.NextOffset-1)*10; s.NextOffset > s.BaseOffset && s.LargestTimestamp != want {
 				t.Fatalf("%s: segment %d largest timestamp %d, want %d", label, i, s.LargestTimestamp, want)
 			}
@@ -61,7 +76,7 @@ func TestSegments(t *testing.T) {
 			t.Fatalf("%s: %+v does not cover [%d, %d) in %d bytes", label, segs, l.StartOffset(), l.EndOffset(), l.Size())
 		}
 	}
-	check("after rolls")
+	check("after rolls", time.Time{})
 	second := l.Segments()[1].BaseOffset
 	if _, err := l.DeleteBefore(second); err != nil {
 		t.Fatal(err)
@@ -69,12 +84,13 @@ func TestSegments(t *testing.T) {
 	if segs := l.Segments(); segs[0].BaseOffset != second {
 		t.Fatalf("after retention the first segment starts at %d, want %d", segs[0].BaseOffset, second)
 	}
-	check("after retention")
+	check("after retention", time.Time{})
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if l, err = Open("/log", Options{FS: mem, SegmentBytes: 1024, Logger: discardLogger()}); err != nil {
+	clock.Add(int64(time.Hour))
+	if l, err = Open("/log", Options{FS: mem, SegmentBytes: 1024, Logger: discardLogger(), Now: now}); err != nil {
 		t.Fatal(err)
 	}
-	check("after reopen")
+	check("after reopen", now())
 }

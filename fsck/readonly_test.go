@@ -3,6 +3,7 @@ package fsck
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/seglog/seglog/record"
@@ -70,5 +71,27 @@ func TestRepairRefusesLockedDir(t *testing.T) {
 	r, err := Repair(fsys, "/p", RepairOptions{})
 	if err != nil || r.ExitCode() != ExitRepaired {
 		t.Fatalf("repair after unlock: %v, exit %d", err, r.ExitCode())
+	}
+}
+
+// TestRepairLeavesNonLogDirAlone: repair of a directory holding nothing of
+// a log (empty, or only other files) has nothing to fix and must not leave
+// a .lock file there, as no command writes into a directory that is not a
+// log.
+func TestRepairLeavesNonLogDirAlone(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/empty"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, fsys, "/photos/notes.txt", []byte("not a log\n"))
+	for _, dir := range []string{"/empty", "/photos"} {
+		before, _ := fsys.List(dir)
+		r, err := Repair(fsys, dir, RepairOptions{})
+		if err != nil || r.ExitCode() != ExitClean {
+			t.Fatalf("repair of %s: %v, exit %d", dir, err, r.ExitCode())
+		}
+		if after, _ := fsys.List(dir); !slices.Equal(before, after) {
+			t.Fatalf("repair of %s changed its entries: %v -> %v", dir, before, after)
+		}
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 
+	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -27,9 +27,10 @@ type RepairOptions struct {
 	IndexIntervalBytes int
 }
 
-// DefaultIndexIntervalBytes is Kafka's index.interval.bytes, used to
-// rebuild indexes when RepairOptions.IndexIntervalBytes is zero.
-const DefaultIndexIntervalBytes = 4096
+// DefaultIndexIntervalBytes is Kafka's index.interval.bytes
+// (defaults.IndexIntervalBytes), used to rebuild indexes when
+// RepairOptions.IndexIntervalBytes is zero.
+const DefaultIndexIntervalBytes = defaults.IndexIntervalBytes
 
 // maxRepairPasses bounds the fix-and-recheck loop.
 const maxRepairPasses = 4
@@ -60,10 +61,27 @@ const maxRepairPasses = 4
 //
 // It takes the directory's lock (DIR/.lock, and the parent's .lock when
 // the parent is a Kafka log.dir that has one) and fails with ErrLocked if
-// a live Log holds it. The report lists every problem found on the way;
+// a live Log holds it. A directory holding no log file at all (empty, or
+// only files that are not a log's) is checked and left untouched: no lock
+// file is created in it. The report lists every problem found on the way;
 // a problem is marked repaired when a check after the repair no longer
 // finds it. On an I/O error the report so far is returned with the error.
 func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
+	names, err := fsys.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(names, layout.IsLogFile) {
+		// Nothing of a log (an empty directory, or one of other files):
+		// there is nothing to repair, and taking the lock would leave a
+		// .lock file in a directory that is not a log. It is only checked.
+		c, err := newChecker(fsys, dir, opts.Options)
+		if err != nil {
+			return nil, err
+		}
+		c.run()
+		return c.r, nil
+	}
 	unlock, err := lockDir(fsys, dir)
 	if err != nil {
 		return nil, err
@@ -342,27 +360,22 @@ func (r *repairer) rebuildIndexes(c *checker, seg int) error {
 }
 
 // lowerRecoveryPoint rewrites the recovery-point entry for this directory
-// in the checkpoint at path to end, keeping every other line.
+// in the checkpoint at path to end, keeping every other line. It reads and
+// writes the file with package layout, the Log's own checkpoint code, so
+// repair and Open agree on the format (the checker's parser stays an
+// independent second opinion).
 func (r *repairer) lowerRecoveryPoint(path string, end int64) error {
-	data, err := vfs.ReadFileLimit(r.fs, path, maxCheckpointFile)
-	if err != nil {
-		return err
-	}
-	lines, _, err := parseCheckpoint(data, 3)
+	entries, err := layout.ReadCheckpoint(r.fs, path)
 	if err != nil {
 		return err
 	}
 	topic, part, _ := topicPartition(r.dir)
 	inDir := filepath.Dir(path) == filepath.Clean(r.dir)
-	var b strings.Builder
-	fmt.Fprintf(&b, "0\n%d\n", len(lines))
-	for _, l := range lines {
-		off, _ := strconv.ParseInt(l.fields[2], 10, 64)
-		mine := l.fields[0] == topic && l.fields[1] == strconv.FormatInt(part, 10)
-		if mine || (inDir && len(lines) == 1) {
-			off = min(off, end)
+	for i, e := range entries {
+		mine := e.Topic == topic && int64(e.Partition) == part
+		if mine || (inDir && len(entries) == 1) {
+			entries[i].Offset = min(e.Offset, end)
 		}
-		fmt.Fprintf(&b, "%s %s %d\n", l.fields[0], l.fields[1], off)
 	}
-	return vfs.WriteFileAtomic(r.fs, path, []byte(b.String()))
+	return layout.WriteCheckpoint(r.fs, path, entries)
 }

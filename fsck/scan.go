@@ -21,10 +21,10 @@ import (
 const DefaultMaxEntryBytes = 64 << 20
 
 // DefaultMaxBatchBytes is the old name of DefaultMaxEntryBytes, kept so
-// that callers written against it still build; new code uses
-// DefaultMaxEntryBytes. It is not the Log's MaxBatchBytes (1,048,588),
-// which bounds appends. (It gets a formal deprecation notice once the
-// last caller in this module, seglog dump, has moved.)
+// that callers written against it still build. It is not the Log's
+// MaxBatchBytes (1,048,588), which bounds appends.
+//
+// Deprecated: use DefaultMaxEntryBytes.
 const DefaultMaxBatchBytes = DefaultMaxEntryBytes
 
 // readChunk is how much of a .log the scanner reads per call: large enough

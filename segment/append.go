@@ -299,7 +299,7 @@ func (s *Segment) age(r RollCheck) time.Duration {
 	if s.firstTSKnown && s.firstTS >= 0 {
 		return time.Duration(r.MaxTimestamp-s.firstTS) * time.Millisecond
 	}
-	return r.Now.Sub(s.created)
+	return r.Now.Sub(s.Created())
 }
 
 // loadFirstTS reads the first batch's max timestamp of a reopened segment.

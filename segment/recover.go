@@ -385,7 +385,7 @@ func (s *Segment) TruncateTo(offset int64) (removedBytes int64, err error) {
 		return size - newSize, err
 	}
 	if newSize == 0 {
-		s.created = s.opts.Now()
+		s.created.Store(s.opts.Now().UnixNano())
 		s.firstTSKnown = false
 	}
 	return size - newSize, nil

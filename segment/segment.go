@@ -164,8 +164,11 @@ type Segment struct {
 	// since the last Flush (TrimPending).
 	trimPending atomic.Bool
 
+	// created is when the segment was made, or opened, or emptied by a
+	// truncation (Kafka's LogSegment.created), in Unix nanoseconds: the
+	// writer sets it, Created reads it from any goroutine.
+	created atomic.Int64
 	// Roll-check state, writer only.
-	created      time.Time
 	firstTS      int64 // max timestamp of the first batch; valid if firstTSKnown
 	firstTSKnown bool
 
@@ -270,9 +273,16 @@ func Open(fsys vfs.FS, dir string, base int64, active bool, opts Options) (*Segm
 	return s, nil
 }
 
+// Created is when the segment was created by a roll, or opened by this
+// process, or emptied by a truncation: the clock segment.ms measures a
+// segment's age by when its first batch carries no timestamp. It is not
+// stored on disk, as Kafka's LogSegment.created is not.
+func (s *Segment) Created() time.Time { return time.Unix(0, s.created.Load()) }
+
 func newSegment(fsys vfs.FS, dir string, base int64, opts Options) *Segment {
 	opts = opts.withDefaults()
-	s := &Segment{fs: fsys, dir: dir, base: base, opts: opts, created: opts.Now()}
+	s := &Segment{fs: fsys, dir: dir, base: base, opts: opts}
+	s.created.Store(opts.Now().UnixNano())
 	stem := filepath.Join(dir, FileName(base, ""))
 	p := stem + LogSuffix
 	s.logPath.Store(&p)

@@ -19,7 +19,7 @@ func init() { register(newDumpCmd) }
 
 func newDumpCmd() *cobra.Command {
 	var records bool
-	var maxBatch int
+	var maxEntry, oldMaxBatch int
 	cmd := &cobra.Command{
 		Use:   "dump PATH",
 		Short: "print a segment file or a partition directory batch by batch, like Kafka's dump-log tool",
@@ -27,14 +27,24 @@ func newDumpCmd() *cobra.Command {
 CRC validity, timestamps, producer fields), the entries of an .index,
 .timeindex or .txnindex file, or all of these for every segment of a
 partition directory. Damaged regions are shown at the byte positions fsck
-reports. --records also prints every record.`,
+reports. --records also prints every record. An entry larger than
+--max-entry-bytes (the read limit, as fsck's) is not read and is shown as
+not read, never as damage.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDump(cmd.OutOrStdout(), args[0], records, maxBatch)
+			if cmd.Flags().Changed("max-batch-bytes") && !cmd.Flags().Changed("max-entry-bytes") {
+				maxEntry = oldMaxBatch
+			}
+			return runDump(cmd.OutOrStdout(), args[0], records, maxEntry)
 		},
 	}
 	cmd.Flags().BoolVar(&records, "records", false, "print every record of every batch")
-	cmd.Flags().IntVar(&maxBatch, "max-batch-bytes", fsck.DefaultMaxBatchBytes, "largest batch read into memory; a larger length field is shown as damage")
+	cmd.Flags().IntVar(&maxEntry, "max-entry-bytes", fsck.DefaultMaxEntryBytes, "read limit: largest entry read into memory; a larger entry the file holds is shown as not read (not damage)")
+	// The old name of --max-entry-bytes, for scripts that use it. It is
+	// not the Log's --max-batch-bytes (max.message.bytes), whose name it
+	// shared with another meaning and default.
+	cmd.Flags().IntVar(&oldMaxBatch, "max-batch-bytes", fsck.DefaultMaxEntryBytes, "old name of --max-entry-bytes")
+	_ = cmd.Flags().MarkHidden("max-batch-bytes") // cannot fail: defined just above
 	return cmd
 }
 
@@ -151,6 +161,10 @@ func dumpLog(w io.Writer, f io.ReaderAt, size, base int64, records bool, maxBatc
 		}
 		if !ok {
 			return nil
+		}
+		if e.OverLimit() {
+			fmt.Fprintf(w, "position: %d not read (%s, %d bytes): %v\n", e.Pos, e.Kind, e.Size, e.Err)
+			continue
 		}
 		if e.Damaged() {
 			fmt.Fprintf(w, "position: %d damaged (%s, %d bytes): %v\n", e.Pos, e.Kind, e.Size, e.Err)

@@ -215,3 +215,23 @@ func TestTrustKafkaLogStartHonoured(t *testing.T) {
 	}
 	checkUnchanged(t, "consume", before, dirSnapshot(t, root))
 }
+
+// TestTrustNoLogInsideALog: produce into a directory that would be created
+// inside an existing log (a typo such as "produce mylog/x") is refused and
+// writes nothing: the new directory would make the log one that consume
+// and produce refuse to open.
+func TestTrustNoLogInsideALog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	mustInvoke(t, numberedLines(1, 20), "produce", dir)
+	before := dirSnapshot(t, dir)
+	for _, sub := range []string{"x", "a/b"} {
+		r := invoke(t, "line\n", "produce", filepath.Join(dir, sub))
+		if r.code == 0 || !strings.Contains(r.stderr, "inside the log in "+dir) {
+			t.Errorf("produce %s: exit %d, stderr %q; want a refusal naming the log", sub, r.code, r.stderr)
+		}
+		checkUnchanged(t, "produce "+sub, before, dirSnapshot(t, dir))
+	}
+	if vals := consumedValues(t, dir); len(vals) != 20 {
+		t.Fatalf("the log holds %d records after the refusals, want 20", len(vals))
+	}
+}
