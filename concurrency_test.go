@@ -18,7 +18,7 @@ import (
 // partial batch, and never reads past the end offset it observed.
 func TestReadersDuringAppends(t *testing.T) {
 	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
-		l, err := Open(dir, Options{FS: fs, SegmentBytes: 32 << 10, IndexIntervalBytes: 1024, MaxIndexBytes: 4096, Logger: discardLogger()})
+		l, err := Open(dir, Options{FS: fs, SegmentBytes: 32 << 10, IndexIntervalBytes: 1024, MaxIndexBytes: 4096, MaxOpenSegmentFiles: 2, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,6 +38,8 @@ type Log struct {
 	cache  *index.Cache
 	// logMaps bounds the .log mappings segments read batch headers from.
 	logMaps *index.Cache
+	// files bounds the sealed segments' open .log descriptors.
+	files *index.Cache
 
 	// mu serializes writers and every change to the segment set; readers
 	// never take it.
@@ -140,6 +142,7 @@ func (l *Log) segmentOptions() segment.Options {
 		MaxBatchBytes:      l.opts.MaxBatchBytes,
 		IndexCache:         l.cache,
 		LogMapCache:        l.logMaps,
+		FileCache:          l.files,
 		Logger:             l.logger,
 		ReserveBytes:       min(l.opts.SegmentBytes, reserveChunk),
 		Preallocate:        l.preallocateBytes(),

@@ -69,6 +69,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		lock:    lock,
 		cache:   index.NewCache(opts.MaxMappedIndexes),
 		logMaps: index.NewCache(opts.MaxMappedIndexes),
+		files:   index.NewCache(opts.MaxOpenSegmentFiles),
 		segs:    newSegmentTree(),
 	}
 	if err := l.load(); err != nil {

@@ -19,6 +19,8 @@ const (
 	DefaultMaxIndexBytes      = defaults.MaxIndexBytes      // segment.index.bytes, 10 MiB
 	DefaultMaxBatchBytes      = defaults.MaxBatchBytes      // max.message.bytes, 1 MiB + the 12-byte log overhead
 	DefaultMaxMappedIndexes   = 1024
+	// DefaultMaxOpenSegmentFiles is Options.MaxOpenSegmentFiles' default.
+	DefaultMaxOpenSegmentFiles = 1024
 )
 
 // minSegmentBytes keeps a segment large enough to hold at least one minimal
@@ -90,6 +92,14 @@ type Options struct {
 	// bounds, separately, how many segments' .log files are mapped
 	// read-only for reading batch headers without a system call.
 	MaxMappedIndexes int
+	// MaxOpenSegmentFiles bounds how many sealed segments keep their .log
+	// descriptor open once read: past it, the least recently used idle
+	// one is closed, and reopened by its next read. Default 1024. Without
+	// it a consumer reading a long log from its start would leave every
+	// segment it passed open until Close (Kafka keeps them all open). The
+	// active segment's files, and a segment that a Slice or an iteration
+	// is using, are never closed.
+	MaxOpenSegmentFiles int
 	// Compression is the codec Append uses. AppendBatch stores producer
 	// batches with the codec they arrived in. Default none.
 	Compression record.Codec
@@ -178,6 +188,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxMappedIndexes == 0 {
 		o.MaxMappedIndexes = DefaultMaxMappedIndexes
 	}
+	if o.MaxOpenSegmentFiles == 0 {
+		o.MaxOpenSegmentFiles = DefaultMaxOpenSegmentFiles
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -210,6 +223,8 @@ func (o Options) Validate() error {
 		return bad("MaxBatchBytes %d: must be at least %d", o.MaxBatchBytes, record.HeaderSize)
 	case o.MaxMappedIndexes < 0:
 		return bad("MaxMappedIndexes %d: must not be negative", o.MaxMappedIndexes)
+	case o.MaxOpenSegmentFiles < 0:
+		return bad("MaxOpenSegmentFiles %d: must not be negative", o.MaxOpenSegmentFiles)
 	case o.Compression < record.None || o.Compression > record.Zstd:
 		return bad("Compression %d: unknown codec", o.Compression)
 	case o.Sync < SyncNone || o.Sync > SyncPeriodic:

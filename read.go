@@ -39,7 +39,8 @@ type ReadOptions struct {
 type Slice struct {
 	log    *Log
 	seg    *segment.Segment
-	file   vfs.File
+	file   vfs.File // pinned open (segment.PinFile) until Close
+	unpin  func()
 	pos, n int64
 	first  int64
 	last   int64
@@ -149,6 +150,9 @@ func (s *Slice) Close() error {
 	if s.closed.Swap(true) || s.seg == nil {
 		return nil
 	}
+	if s.unpin != nil {
+		s.unpin()
+	}
 	s.seg.Release()
 	return nil
 }
@@ -230,6 +234,9 @@ func (l *Log) read(offset int64, maxBytes int, opts ReadOptions, gen uint64) (*S
 		sl, ok, err := l.readSegment(seg, offset, bound, maxBytes, gen)
 		if err != nil || ok {
 			if err != nil || sl.n == 0 {
+				if sl != nil && sl.unpin != nil {
+					sl.unpin()
+				}
 				seg.Release()
 			}
 			if err != nil {
@@ -297,10 +304,17 @@ func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes in
 			endPos, last = bp.Position+bp.Size, bp.LastOffset
 		}
 	}
+	// Pinned: sendfile uses the descriptor's number, which must not be
+	// closed by the FileCache (and reused) while the slice can send.
+	file, unpin, err := seg.PinFile()
+	if err != nil {
+		return nil, false, err
+	}
 	return &Slice{
 		log:   l,
 		seg:   seg,
-		file:  seg.File(),
+		file:  file,
+		unpin: unpin,
 		pos:   first.Position,
 		n:     endPos - first.Position,
 		first: first.BaseOffset,

@@ -76,6 +76,7 @@ func openReadOnly(dir string, opts Options) (*Log, error) {
 		lock:    nopCloser{},
 		cache:   index.NewCache(opts.MaxMappedIndexes),
 		logMaps: index.NewCache(opts.MaxMappedIndexes),
+		files:   index.NewCache(opts.MaxOpenSegmentFiles),
 		segs:    newSegmentTree(),
 		ro:      &readOnlyState{},
 	}

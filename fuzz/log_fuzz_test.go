@@ -77,7 +77,10 @@ func options(fs vfs.FS, sync seglog.SyncMode, prealloc bool) seglog.Options {
 		MaxIndexBytes:      96,
 		Sync:               sync,
 		Preallocate:        prealloc,
-		Logger:             slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// Two, so that reads close and reopen sealed segments' .log
+		// descriptors all the time (the default keeps 1024 open).
+		MaxOpenSegmentFiles: 2,
+		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }
 

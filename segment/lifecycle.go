@@ -57,6 +57,11 @@ func (s *Segment) Unseal() error {
 	if s.opts.ReadOnly {
 		return fmt.Errorf("segment: unseal %s: opened read-only", s.LogPath())
 	}
+	// Appends and truncations change the file through its descriptor, and
+	// a write position must not be lost to a reopen: keep it open.
+	if err := s.holdOpen(); err != nil {
+		return err
+	}
 	if err := s.makeIndexesWritable(); err != nil {
 		return err
 	}
@@ -80,15 +85,54 @@ func (s *Segment) Flush() error {
 	if !s.filesOpen.Load() {
 		return nil // never opened, so nothing was written through it
 	}
-	// Read before the sync: a trim after it is not covered by it.
+	// Read before the sync: a trim after it is not covered by it, and
+	// writes to a segment sealed by then are.
 	trimmed := s.trimPending.Load()
+	sealed := s.sealed.Load()
 	if err := s.log.Sync(); err != nil {
 		return err
 	}
 	if trimmed {
 		s.trimPending.Store(false)
 	}
-	return errors.Join(s.offIdx.Flush(), s.timeIdx.Flush())
+	if err := errors.Join(s.offIdx.Flush(), s.timeIdx.Flush()); err != nil {
+		return err
+	}
+	if sealed {
+		s.mayClose()
+	}
+	return nil
+}
+
+// mayClose lets Options.FileCache close the .log while it is idle: the
+// segment is sealed and everything written through this descriptor was
+// synced. Not before that sync: a write-back error is reported only
+// through descriptors open when it happened, so a sync through a reopened
+// one could claim durable what never reached the disk.
+func (s *Segment) mayClose() {
+	if s.lazy == nil {
+		return
+	}
+	s.evictMu.Lock()
+	defer s.evictMu.Unlock()
+	s.evictOK = true
+	if s.sealed.Load() && !s.removed.Load() {
+		_ = s.lazy.SetEvictable(true) // turning it on cannot fail
+	}
+}
+
+// holdOpen keeps the .log descriptor open from now on (reopening it if
+// the FileCache closed it), before the segment is changed through it
+// (unsealed for appends or a truncation) or renamed (removed). A later
+// Flush of the sealed segment lets it go again.
+func (s *Segment) holdOpen() error {
+	if s.lazy == nil {
+		return nil
+	}
+	s.evictMu.Lock()
+	defer s.evictMu.Unlock()
+	s.evictOK = false
+	return s.lazy.SetEvictable(false)
 }
 
 // Acquire takes a reference for a reader that will use File or ReadAt. It
@@ -170,6 +214,13 @@ func (s *Segment) Remove() error {
 	}
 	s.openMu.Lock()
 	defer s.openMu.Unlock()
+	// A .log closed for the FileCache would be reopened by its old name
+	// after the rename: hold it open from here on, for the readers that
+	// keep the removed segment alive.
+	if err := s.holdOpen(); err != nil {
+		s.removed.Store(false)
+		return err
+	}
 	var errs []error
 	logDel := s.deletedPath(LogSuffix)
 	if err := s.fs.Rename(s.LogPath(), logDel); err != nil {

@@ -48,6 +48,11 @@ type Options struct {
 	// and bounds how many segments' .log files are mapped at once across a
 	// log. Nil means no mapping: every header is read with pread.
 	LogMapCache *index.Cache
+	// FileCache, when set, bounds how many sealed segments keep their .log
+	// descriptor open across a log: an idle one is closed and reopened on
+	// its next use (index.LazyFile). Nil keeps every opened .log open
+	// until Close.
+	FileCache *index.Cache
 	// Logger receives warnings (recovery truncations, unexpected damage met
 	// by lazy loads). Nil means slog.Default().
 	Logger *slog.Logger
@@ -153,6 +158,14 @@ type Segment struct {
 	// lmap maps the .log for header reads (Options.LogMapCache); nil
 	// without a cache.
 	lmap *index.LogMap
+	// lazy is log as an index.LazyFile when Options.FileCache is set (nil
+	// otherwise): evictable while the segment is sealed and not removed.
+	lazy *index.LazyFile
+	// evictMu orders the changes of lazy's evictability (mayClose,
+	// holdOpen) with one another; evictOK says a sync covered every write
+	// made through the descriptor while the segment was sealed.
+	evictMu sync.Mutex
+	evictOK bool
 
 	// reserved is where the blocks reserved ahead of the appends end
 	// (Options.ReserveBytes); writer only. Zero when nothing is reserved.
@@ -208,7 +221,7 @@ func Create(fsys vfs.FS, dir string, base int64, opts Options) (*Segment, error)
 	}
 	err = s.openIndexesLocked(true)
 	if err == nil && s.opts.Preallocate > 0 {
-		s.log = f
+		s.adoptLog(f, true)
 		if err = s.preallocate(); err != nil {
 			s.offIdx.Close()
 			s.timeIdx.Close()
@@ -225,7 +238,9 @@ func Create(fsys vfs.FS, dir string, base int64, opts Options) (*Segment, error)
 		}
 		return nil, err
 	}
-	s.log = f
+	if s.log == nil {
+		s.adoptLog(f, true)
+	}
 	s.filesOpen.Store(true)
 	s.next.Store(base)
 	s.maxTSOffset = base
@@ -341,10 +356,39 @@ func (s *Segment) files() error {
 		f.Close()
 		return err
 	}
-	s.log = f
+	s.adoptLog(f, active || !s.opts.ReadOnly)
+	if !active {
+		// Nothing was written through this descriptor: it may go.
+		s.mayClose()
+	}
 	s.size.Store(size)
 	s.filesOpen.Store(true)
 	return nil
+}
+
+// adoptLog makes f, open read-write if writable, the segment's .log: as an
+// index.LazyFile when Options.FileCache bounds the open descriptors.
+func (s *Segment) adoptLog(f vfs.File, writable bool) {
+	if s.opts.FileCache == nil {
+		s.log = f
+		return
+	}
+	s.lazy = index.NewLazyFile(s.opts.FileCache, s.fs, f.Name(), writable, f)
+	s.log = s.lazy
+}
+
+// PinFile returns the .log file open, for a caller that uses its
+// descriptor itself (sendfile) or holds it across calls: it stays open
+// until release is called, whatever Options.FileCache's bound. The caller
+// holds a reference (Acquire) for as long.
+func (s *Segment) PinFile() (f vfs.File, release func(), err error) {
+	if err := s.files(); err != nil {
+		return nil, nil, err
+	}
+	if s.lazy == nil {
+		return s.log, func() {}, nil
+	}
+	return s.lazy.Pin()
 }
 
 func (s *Segment) openIndexesLocked(writable bool) error {
