@@ -95,14 +95,30 @@ func openFDs(t *testing.T) int {
 func TestConcurrencySoak(t *testing.T) {
 	fdsBefore, gBefore := openFDs(t), runtime.NumGoroutine()
 	dir := t.TempDir()
-	l, err := seglog.Open(dir, seglog.Options{SegmentBytes: 16 << 10, IndexIntervalBytes: 512, MaxIndexBytes: 4096, Logger: discard()})
+	l, err := seglog.Open(dir, seglog.Options{SegmentBytes: 16 << 10, IndexIntervalBytes: 512, MaxIndexBytes: 4096, MaxOpenSegmentFiles: 3, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	written := &soakWritten{m: map[int64][]int{}}
 	duration := time.Duration(soak.Scale()) * 1500 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), duration)
+	// The soak runs for duration and, on a machine too loaded to get
+	// through every kind of step by then, on until it has (at most 20 ×
+	// duration): a time limit alone made it fail for want of a truncation.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var verified, truncations, passes atomic.Int64
+	go func() {
+		start := time.Now()
+		for ctx.Err() == nil {
+			elapsed := time.Since(start)
+			exercised := verified.Load() > 0 && truncations.Load() > 0 && passes.Load() > 0
+			if elapsed >= 20*duration || (elapsed >= duration && exercised) {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	var wg sync.WaitGroup
 	errs := make(chan error, 32)
 	fail := func(err error) {
@@ -112,7 +128,6 @@ func TestConcurrencySoak(t *testing.T) {
 		}
 		cancel()
 	}
-	var verified, truncations atomic.Int64
 
 	wg.Add(1)
 	go func() { // the writer
@@ -233,7 +248,6 @@ func TestConcurrencySoak(t *testing.T) {
 	if err := c.Add(cleaner.Wrap(l), p); err != nil {
 		t.Fatal(err)
 	}
-	var passes atomic.Int64
 	wg.Add(1)
 	go func() { // retention and compaction
 		defer wg.Done()
