@@ -23,6 +23,13 @@ const DefaultMaxOpenLogs = 512
 // because the store's budget multiplies it by MaxOpenLogs.
 const mappedIndexesPerLog = 4
 
+// openSegmentFilesPerLog is the seglog.Options.MaxOpenSegmentFiles of
+// every partition: how many sealed segments' .log descriptors one Log
+// keeps open once read (a consumer reading a partition from its start
+// would otherwise hold one per segment until the Log closes). Small, for
+// the same reason.
+const openSegmentFilesPerLog = 4
+
 // partition is one partition of a topic. Its Log is opened on first use
 // and closed again by the store's LRU when it is idle (nobody acquired it)
 // and more than Options.MaxOpenLogs are open, so that a store of many
@@ -320,6 +327,7 @@ func (s *Store) openLog(p *partition) (*seglog.Log, error) {
 	o.FlushPool = s.pool
 	o.LockHeld = true // the store holds the log.dir's
 	o.MaxMappedIndexes = mappedIndexesPerLog
+	o.MaxOpenSegmentFiles = openSegmentFilesPerLog
 	l, err := seglog.Open(p.dir(), o)
 	if err != nil {
 		return nil, fmt.Errorf("store: partition %s-%d: %w", p.topic, p.id, err)

@@ -154,7 +154,8 @@ func (s *Store) openReadOnlyPartition(t string, p int32, cfg TopicConfig) (*segl
 		ReadOnly:      true,
 		MaxIndexBytes: min(cfg.SegmentIndexBytes, readOnlyIndexBytes),
 
-		MaxMappedIndexes: mappedIndexesPerLog,
+		MaxMappedIndexes:    mappedIndexesPerLog,
+		MaxOpenSegmentFiles: openSegmentFilesPerLog,
 	}
 	l, err := seglog.Open(filepath.Join(s.dir, partitionDir(t, p)), o)
 	if err != nil {

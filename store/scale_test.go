@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -119,5 +120,74 @@ func TestTenThousandPartitionsWithinBudget(t *testing.T) {
 	}
 	if maxG > 10 {
 		t.Errorf("%d goroutines for %d partitions", maxG, parts)
+	}
+}
+
+// TestLongReadsWithinDescriptorBudget: consumers reading partitions of
+// many segments from their start hold at most a few sealed .log
+// descriptors per open Log (seglog.Options.MaxOpenSegmentFiles), not one
+// per segment passed: 3 partitions of about 100 segments each, read whole
+// through AcquireLog under a budget of 2 Logs, with one of them held
+// across the others' reads.
+func TestLongReadsWithinDescriptorBudget(t *testing.T) {
+	const budget = 2
+	dir := filepath.Join(t.TempDir(), "data")
+	clock := newFakeClock()
+	opts := Options{OffsetsPartitions: 1, OffsetsConfig: &offsetsCfg, Now: clock.Now, Clock: clock, Logger: quiet, MaxOpenLogs: budget}
+	cfg := DefaultTopicConfig()
+	cfg.SegmentBytes = 4 << 10
+	cfg.MaxMessageBytes = 2 << 10
+	s, err := Open(dir, opts)
+	mustf(t, err, "open")
+	value := string(make([]byte, 1000))
+	mustf(t, s.CreateTopic("t", 3, cfg), "create")
+	for p := range int32(3) {
+		for i := range 300 {
+			_, err := s.ProduceTo("t", p, kv(fmt.Sprint(i), value))
+			mustf(t, err, "produce")
+		}
+	}
+	mustf(t, s.Close(), "close")
+	s, err = Open(dir, opts)
+	mustf(t, err, "reopen")
+	defer s.Close()
+
+	fds0 := openFDs(t)
+	maxFDs, segments := 0, 0
+	held, release, err := s.AcquireLog("t", 0)
+	mustf(t, err, "acquire 0")
+	defer release()
+	readAll := func(l *seglog.Log, p int32) {
+		t.Helper()
+		n := 0
+		for _, err := range l.Records(l.StartOffset()) {
+			mustf(t, err, "read %d", p)
+			if n++; n%20 == 0 {
+				maxFDs = max(maxFDs, openFDs(t)-fds0)
+			}
+		}
+		if n != 300 {
+			t.Fatalf("partition %d: %d records, want 300", p, n)
+		}
+		segments = max(segments, l.NumSegments())
+	}
+	readAll(held, 0)
+	for p := int32(1); p < 3; p++ {
+		l, rel, err := s.AcquireLog("t", p)
+		mustf(t, err, "acquire %d", p)
+		readAll(l, p)
+		rel()
+	}
+	readAll(held, 0)
+	// Per open Log: the active segment's 3 files, 4 index and 4 time-index
+	// mappings and 4 sealed .log descriptors; one Log over the budget while
+	// the held one is in use.
+	limit := (budget + 1) * (3 + 8 + 4)
+	t.Logf("descriptors: at most %d above the start reading partitions of %d segments (limit %d)", maxFDs, segments, limit)
+	if segments <= limit {
+		t.Fatalf("partitions of %d segments cannot tell a bound of %d from none", segments, limit)
+	}
+	if maxFDs > limit {
+		t.Errorf("%d descriptors open reading %d-segment partitions, budget %d Logs (limit %d)", maxFDs, segments, budget, limit)
 	}
 }

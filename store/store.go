@@ -58,13 +58,14 @@ type Options struct {
 	// DefaultMaxOpenLogs). A partition's Log opens on first use; past the
 	// budget, the least recently used idle ones are closed, to be reopened
 	// when used again. An open Log holds its active segment's three files
-	// (.log, .index, .timeindex, the indexes mapped), at most
-	// mappedIndexesPerLog sealed segments' index and .log mappings, and a
-	// descriptor for each sealed segment it has read from since it opened:
-	// the store's descriptors stay near 3 × MaxOpenLogs, plus the sealed
-	// segments the open Logs were read from, whatever the number of
-	// partitions. Logs handed out by Log (not AcquireLog) stay open until
-	// Close and count against the budget without being closable.
+	// (.log, .index, .timeindex, the indexes mapped), at most 4 sealed
+	// segments' index and .log mappings, and at most 4 sealed segments'
+	// .log descriptors, however much of the partition was read: the
+	// store's descriptors stay under about 15 × MaxOpenLogs (near 3 ×
+	// MaxOpenLogs while reads stay at the partitions' ends), whatever the
+	// number of partitions and segments. Logs handed out by Log (not
+	// AcquireLog) stay open until Close and count against the budget
+	// without being closable.
 	MaxOpenLogs int
 	// Logger receives recovery and maintenance messages.
 	Logger *slog.Logger
