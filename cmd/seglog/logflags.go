@@ -24,6 +24,7 @@ type logFlags struct {
 	maxIndexBytes      int
 	maxBatchBytes      int
 	maxMappedIndexes   int
+	maxOpenFiles       int
 	sync               string
 	syncBytes          int64
 	syncInterval       time.Duration
@@ -58,6 +59,8 @@ func bindLogFlags(cmd *cobra.Command) *logFlags {
 		"largest batch stored, including its 12-byte log overhead (max.message.bytes); at most --segment-bytes, which lowers it when not given")
 	fl.IntVar(&f.maxMappedIndexes, "max-mapped-indexes", seglog.DefaultMaxMappedIndexes,
 		"how many sealed segments' indexes may be memory mapped at once")
+	fl.IntVar(&f.maxOpenFiles, "max-open-segment-files", seglog.DefaultMaxOpenSegmentFiles,
+		"how many sealed segments keep their .log descriptor open once read (the least recently used idle one is closed, and reopened when read)")
 	fl.StringVar(&f.sync, "sync", seglog.SyncNone.String(),
 		"durability: none (OS flushes; Kafka's default), always (fdatasync before each append returns), periodic (see --sync-bytes, --sync-interval)")
 	fl.Int64Var(&f.syncBytes, "sync-bytes", 0,
@@ -147,6 +150,7 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 		{"max-index-bytes", int64(f.maxIndexBytes)},
 		{"max-batch-bytes", int64(f.maxBatchBytes)},
 		{"max-mapped-indexes", int64(f.maxMappedIndexes)},
+		{"max-open-segment-files", int64(f.maxOpenFiles)},
 	} {
 		// The Log reads zero as "Kafka's default"; on the command line a
 		// zero size is a mistake, not a request for the default.
@@ -164,6 +168,7 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 		o.MaxBatchBytes = int(o.SegmentBytes)
 	}
 	o.MaxMappedIndexes = f.maxMappedIndexes
+	o.MaxOpenSegmentFiles = f.maxOpenFiles
 	o.SyncBytes = f.syncBytes
 	o.SyncInterval = f.syncInterval
 	o.LeaderEpoch = f.leaderEpoch
@@ -181,6 +186,7 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 var optionFlagNames = strings.NewReplacer(
 	"IndexIntervalBytes", "--index-interval-bytes",
 	"MaxMappedIndexes", "--max-mapped-indexes",
+	"MaxOpenSegmentFiles", "--max-open-segment-files",
 	"MaxIndexBytes", "--max-index-bytes",
 	"MaxBatchBytes", "--max-batch-bytes",
 	"SegmentBytes", "--segment-bytes",
@@ -210,6 +216,7 @@ func (e *flagError) Unwrap() error { return e.err }
 type readFlags struct {
 	maxBatchBytes    int
 	maxMappedIndexes int
+	maxOpenFiles     int
 }
 
 // bindReadFlags adds the reading commands' Log-option flags to cmd.
@@ -220,6 +227,8 @@ func bindReadFlags(cmd *cobra.Command) *readFlags {
 		"the log's max.message.bytes: a compressed batch may decompress to 8 times this (at least 8 MiB); stored batches of any size are read")
 	fl.IntVar(&f.maxMappedIndexes, "max-mapped-indexes", seglog.DefaultMaxMappedIndexes,
 		"how many segments' indexes may be held at once")
+	fl.IntVar(&f.maxOpenFiles, "max-open-segment-files", seglog.DefaultMaxOpenSegmentFiles,
+		"how many sealed segments keep their .log descriptor open once read")
 	return f
 }
 
@@ -228,16 +237,17 @@ func (f *readFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 	for _, p := range []struct {
 		name string
 		v    int
-	}{{"max-batch-bytes", f.maxBatchBytes}, {"max-mapped-indexes", f.maxMappedIndexes}} {
+	}{{"max-batch-bytes", f.maxBatchBytes}, {"max-mapped-indexes", f.maxMappedIndexes}, {"max-open-segment-files", f.maxOpenFiles}} {
 		if p.v <= 0 {
 			return seglog.Options{}, fmt.Errorf("invalid --%s %d: must be positive", p.name, p.v)
 		}
 	}
 	o := seglog.Options{
-		ReadOnly:         true,
-		MaxBatchBytes:    f.maxBatchBytes,
-		MaxMappedIndexes: f.maxMappedIndexes,
-		Logger:           slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+		ReadOnly:            true,
+		MaxBatchBytes:       f.maxBatchBytes,
+		MaxMappedIndexes:    f.maxMappedIndexes,
+		MaxOpenSegmentFiles: f.maxOpenFiles,
+		Logger:              slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 	}
 	if err := o.Validate(); err != nil {
 		return o, &flagError{msg: optionFlagNames.Replace(err.Error()), err: err}

@@ -40,6 +40,8 @@ func TestLogFlagsInvalid(t *testing.T) {
 		{[]string{"--max-index-bytes", "10"}, "--max-index-bytes"},
 		{[]string{"--max-batch-bytes", "0"}, "--max-batch-bytes"},
 		{[]string{"--max-mapped-indexes", "0"}, "--max-mapped-indexes"},
+		{[]string{"--max-open-segment-files", "0"}, "--max-open-segment-files"},
+		{[]string{"--max-open-segment-files", "-3"}, "--max-open-segment-files"},
 		{[]string{"--leader-epoch", "-1"}, "--leader-epoch"},
 		{[]string{"--leader-epoch", "x"}, "--leader-epoch"},
 		{[]string{"--batch", "0"}, "--batch"},
@@ -78,12 +80,13 @@ func TestLogFlagsOptions(t *testing.T) {
 	o, err = parse("--segment-bytes", "123456", "--segment-ms", "60000", "--segment-jitter-ms", "500",
 		"--index-interval-bytes", "0", "--max-index-bytes", "4096", "--max-batch-bytes", "100000",
 		"--sync", "periodic", "--sync-bytes", "9999", "--sync-interval", "250ms", "--compression", "ZSTD",
-		"--timestamp-type", "append", "--leader-epoch", "17", "--max-mapped-indexes", "3")
+		"--timestamp-type", "append", "--leader-epoch", "17", "--max-mapped-indexes", "3",
+		"--max-open-segment-files", "5")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := seglog.Options{SegmentBytes: 123456, SegmentAge: time.Minute, SegmentJitter: 500 * time.Millisecond,
-		IndexIntervalBytes: 1, MaxIndexBytes: 4096, MaxBatchBytes: 100000, MaxMappedIndexes: 3,
+		IndexIntervalBytes: 1, MaxIndexBytes: 4096, MaxBatchBytes: 100000, MaxMappedIndexes: 3, MaxOpenSegmentFiles: 5,
 		Sync: seglog.SyncPeriodic, SyncBytes: 9999, SyncInterval: 250 * time.Millisecond,
 		Compression: record.Zstd, TimestampType: record.LogAppendTime, LeaderEpoch: 17}
 	o.Logger = nil
