@@ -58,6 +58,12 @@ type serveBenchSide struct {
 	// client is not what limits.
 	RawFetchMBs         float64 `json:",omitempty"`
 	RawFetchCPUSecPerGB float64 `json:",omitempty"`
+	// RawProduceRecsSec is the rate of hand-made Produce requests carrying
+	// batches built once (seglog serve only), and RawProduceCPUSecPerGB
+	// the server's CPU per GB for them: the server's produce capacity when
+	// the client is not what limits.
+	RawProduceRecsSec     float64 `json:",omitempty"`
+	RawProduceCPUSecPerGB float64 `json:",omitempty"`
 }
 
 type serveBenchResult struct {
@@ -87,8 +93,11 @@ func newBenchServeCmd() *cobra.Command {
     every record back --consume-rounds times; then a raw fetcher (hand-made
     Fetch requests on one connection, batches counted, not decoded) reads
     everything --consume-rounds times, to show what the server delivers when
-    the client does not limit. The server's CPU time during each phase is
-    read from /proc;
+    the client does not limit; then a raw producer (hand-made Produce
+    requests, acks=all, carrying batches of --batch records built once, on 4
+    pipelined connections) writes --records records to another topic, to
+    show the server's produce rate when the client does not limit. The
+    server's CPU time during each phase is read from /proc;
   - copy: the same consumes from a server started with --fetch-copy (fetched
     records read and written, as over TLS, instead of sendfile);
   - kfake: franz-go's in-process broker serving the same workload.
@@ -155,6 +164,10 @@ func runServeBench(ctx context.Context, progress io.Writer, tmp string, cfg serv
 	res.Seglog, err = benchKafka(ctx, srv.addr, cfg, value, srv.cpu)
 	if err == nil {
 		res.Seglog.RawFetchMBs, res.Seglog.RawFetchCPUSecPerGB, err = benchRawFetch(ctx, srv.addr, cfg, srv.cpu)
+	}
+	if err == nil {
+		say("seglog serve, raw producer")
+		res.Seglog.RawProduceRecsSec, res.Seglog.RawProduceCPUSecPerGB, err = benchRawProduce(ctx, srv.addr, cfg, value, srv.cpu)
 	}
 	srv.stop()
 	if err != nil {
@@ -422,7 +435,7 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 	fmt.Fprintf(w, "%d records of %d bytes to %d partitions, kgo over loopback (idempotent, acks=all, no compression);\n", c.Records, c.RecordSize, c.Partitions)
 	fmt.Fprintf(w, "latency of %d single-record produces; every record consumed %d times\n\n", c.Latency, c.ConsumeRounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tproduce rec/s\tproduce MB/s\tp50 ms\tp99 ms\tconsume MB/s\tserver CPU s/GB produced\tserver CPU s/GB fetched\traw fetch MB/s\tits CPU s/GB\t")
+	fmt.Fprintln(tw, "system\tproduce rec/s\tproduce MB/s\tp50 ms\tp99 ms\tconsume MB/s\tserver CPU s/GB produced\tserver CPU s/GB fetched\traw fetch MB/s\tits CPU s/GB\traw produce rec/s\tits CPU s/GB\t")
 	for _, s := range []serveBenchSide{r.Direct, r.Seglog, r.Copy, r.Kfake} {
 		cpu := "-"
 		if s.FetchCPUSecPerGB > 0 {
@@ -434,9 +447,9 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 			}
 			return fmt.Sprintf(f, v)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Name, dash(s.ProduceRecsSec, "%.0f"), dash(s.ProduceMBs, "%.1f"),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Name, dash(s.ProduceRecsSec, "%.0f"), dash(s.ProduceMBs, "%.1f"),
 			dash(s.P50Ms, "%.2f"), dash(s.P99Ms, "%.2f"), dash(s.ConsumeMBs, "%.0f"), dash(s.ProduceCPUSecPerGB, "%.2f"), cpu,
-			dash(s.RawFetchMBs, "%.0f"), dash(s.RawFetchCPUSecPerGB, "%.2f"))
+			dash(s.RawFetchMBs, "%.0f"), dash(s.RawFetchCPUSecPerGB, "%.2f"), dash(s.RawProduceRecsSec, "%.0f"), dash(s.RawProduceCPUSecPerGB, "%.2f"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -447,7 +460,8 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 		}
 		return a / b
 	}
-	fmt.Fprintf(w, "\nseglog produce / direct append: %.2fx\n", ratio(r.Seglog.ProduceRecsSec, r.Direct.ProduceRecsSec))
+	fmt.Fprintf(w, "\nseglog produce / direct append: %.2fx (kgo producer), %.2fx (raw producer)\n",
+		ratio(r.Seglog.ProduceRecsSec, r.Direct.ProduceRecsSec), ratio(r.Seglog.RawProduceRecsSec, r.Direct.ProduceRecsSec))
 	fmt.Fprintf(w, "seglog / kfake: produce %.2fx, consume %.2fx\n", ratio(r.Seglog.ProduceRecsSec, r.Kfake.ProduceRecsSec), ratio(r.Seglog.ConsumeMBs, r.Kfake.ConsumeMBs))
 	fmt.Fprintf(w, "fetch CPU, sendfile / copy: %.2fx (kgo consumers), %.2fx (raw fetches)\n",
 		ratio(r.Seglog.FetchCPUSecPerGB, r.Copy.FetchCPUSecPerGB), ratio(r.Seglog.RawFetchCPUSecPerGB, r.Copy.RawFetchCPUSecPerGB))

@@ -27,6 +27,9 @@ func TestBenchServeSmall(t *testing.T) {
 	if r.Seglog.RawFetchMBs <= 0 || r.Copy.RawFetchMBs <= 0 {
 		t.Errorf("raw fetch rates %v and %v", r.Seglog.RawFetchMBs, r.Copy.RawFetchMBs)
 	}
+	if r.Seglog.RawProduceRecsSec <= 0 || r.Seglog.RawProduceCPUSecPerGB <= 0 {
+		t.Errorf("raw produce rate %v, CPU %v", r.Seglog.RawProduceRecsSec, r.Seglog.RawProduceCPUSecPerGB)
+	}
 	if r.Seglog.P99Ms <= 0 || r.Seglog.P99Ms < r.Seglog.P50Ms {
 		t.Errorf("latency p50 %v p99 %v", r.Seglog.P50Ms, r.Seglog.P99Ms)
 	}
