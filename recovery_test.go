@@ -306,3 +306,92 @@ func TestRecoveryReadsSyncedBytesOnce(t *testing.T) {
 		t.Fatalf("recovery read %d bytes of a %d-byte segment", got, size)
 	}
 }
+
+// TestKafkaPartitionKeepsBigBatch (issue 10 case 1, on a Kafka directory): a
+// partition directory of a broker's log.dir whose .log holds a 2 MiB batch
+// (the topic's max.message.bytes had been raised) between two small ones.
+// With the broker's recovery point at 0 (the whole segment is past it,
+// after an unclean shutdown), at the end (the segment is checked as synced
+// data), and after a clean shutdown with the indexes missing (rebuilt), a
+// writable and a read-only open with the default MaxBatchBytes keep the
+// whole .log and read the big record back; the log.dir's files are never
+// touched.
+func TestKafkaPartitionKeepsBigBatch(t *testing.T) {
+	bigSize := 2<<20 + 100
+	if bigSize <= defaults.MaxBatchBytes {
+		t.Fatal("the big batch must exceed the default MaxBatchBytes")
+	}
+	big := batchOfSize(t, 1, bigSize)
+	var file []byte
+	file = append(file, batchOfSize(t, 0, 100)...)
+	file = append(file, big...)
+	file = append(file, batchOfSize(t, 2, 100)...)
+	const part = "/kafka/events-0"
+	logPath := part + "/" + segment.FileName(0, segment.LogSuffix)
+	for _, c := range []struct {
+		name          string
+		recoveryPoint int64
+		clean         bool
+	}{
+		{"unclean, recovery point 0", 0, false},
+		{"unclean, recovery point at the end", 3, false},
+		{"clean, indexes missing", 3, true},
+	} {
+		for _, readOnly := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/readonly=%v", c.name, readOnly), func(t *testing.T) {
+				fs := vfs.NewMem()
+				if err := fs.MkdirAll(part); err != nil {
+					t.Fatal(err)
+				}
+				if err := fs.MkdirAll("/kafka/other-0"); err != nil {
+					t.Fatal(err)
+				}
+				if err := vfsWriteFile(fs, logPath, file); err != nil {
+					t.Fatal(err)
+				}
+				lines := []CheckpointEntry{{Topic: "events", Partition: 0, Offset: c.recoveryPoint}, {Topic: "other", Partition: 0, Offset: 7}}
+				if err := WriteCheckpoint(fs, "/kafka/"+RecoveryPointFile, lines); err != nil {
+					t.Fatal(err)
+				}
+				if err := WriteCheckpoint(fs, "/kafka/"+LogStartOffsetFile, []CheckpointEntry{{Topic: "events", Partition: 0}, {Topic: "other", Partition: 0}}); err != nil {
+					t.Fatal(err)
+				}
+				if c.clean {
+					vfstest.WriteFile(t, fs, "/kafka/"+CleanShutdownFile, nil)
+				}
+				logDir := dirSnapshot(t, fs, "/kafka")
+				l, err := Open(part, Options{FS: fs, ReadOnly: readOnly, Logger: discardLogger()})
+				if err != nil {
+					t.Fatalf("open: %v", err)
+				}
+				if l.Size() != int64(len(file)) || l.EndOffset() != 3 {
+					t.Fatalf("open kept %d bytes and offsets up to %d; the .log holds %d bytes, offsets up to 3", l.Size(), l.EndOffset(), len(file))
+				}
+				var got []int64
+				for r, err := range l.Records(0) {
+					if err != nil {
+						t.Fatalf("read: %v", err)
+					}
+					if r.Offset == 1 && len(r.Value) != bigSize-record.HeaderSize-recordOverhead(t, big) {
+						t.Fatalf("the big record reads back with a %d-byte value", len(r.Value))
+					}
+					got = append(got, r.Offset)
+				}
+				if fmt.Sprint(got) != "[0 1 2]" {
+					t.Fatalf("read offsets %v, want [0 1 2]", got)
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if data := vfstest.ReadFile(t, fs, logPath); !bytes.Equal(data, file) {
+					t.Fatalf("the .log changed: %d bytes, was %d", len(data), len(file))
+				}
+				after := dirSnapshot(t, fs, "/kafka")
+				sameSnapshot(t, "the log.dir", logDir, after)
+				if readOnly {
+					sameSnapshot(t, "the partition (read-only)", map[string]string{segment.FileName(0, segment.LogSuffix): string(file)}, dirSnapshot(t, fs, part))
+				}
+			})
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/seglog/seglog/defaults"
 )
 
 // CleanupPolicy is Kafka's cleanup.policy: which of retention (delete) and
@@ -58,15 +60,16 @@ func ParseCleanupPolicy(s string) (CleanupPolicy, error) {
 	return Delete, nil
 }
 
-// Kafka's defaults for the topic configs a Policy carries.
+// Kafka's defaults for the topic configs a Policy carries (declared once,
+// in package defaults).
 const (
-	DefaultRetention              = 7 * 24 * time.Hour // retention.ms
-	DefaultRetentionBytes         = -1                 // retention.bytes: unlimited
-	DefaultFileDeleteDelay        = 60 * time.Second   // file.delete.delay.ms
-	DefaultDeleteRetention        = 24 * time.Hour     // delete.retention.ms
-	DefaultMinCleanableDirtyRatio = 0.5                // min.cleanable.dirty.ratio
-	DefaultMinCompactionLag       = 0                  // min.compaction.lag.ms
-	DefaultMaxCompactionLag       = time.Duration(math.MaxInt64)
+	DefaultRetention              = defaults.Retention              // retention.ms
+	DefaultRetentionBytes         = defaults.RetentionBytes         // retention.bytes: unlimited
+	DefaultFileDeleteDelay        = defaults.FileDeleteDelay        // file.delete.delay.ms
+	DefaultDeleteRetention        = defaults.DeleteRetention        // delete.retention.ms
+	DefaultMinCleanableDirtyRatio = defaults.MinCleanableDirtyRatio // min.cleanable.dirty.ratio
+	DefaultMinCompactionLag       = defaults.MinCompactionLag       // min.compaction.lag.ms
+	DefaultMaxCompactionLag       = defaults.MaxCompactionLag       // max.compaction.lag.ms: no limit
 	// Forever as a retention time is Kafka's retention.ms=-1.
 	Forever time.Duration = -1
 )

@@ -9,7 +9,7 @@ import (
 // DefaultDeleteRetention is Kafka's delete.retention.ms: how long
 // tombstones and removable transaction markers stay after the first clean
 // that sees them.
-const DefaultDeleteRetention = 24 * time.Hour
+const DefaultDeleteRetention = defaults.DeleteRetention
 
 // Options configures a compaction round. The zero value means Kafka's
 // defaults.

@@ -1,8 +1,8 @@
 // Package defaults declares, once, the Kafka topic-configuration defaults
 // that seglog applies wherever a setting is left at zero: the Log's
-// Options, the segment and index layers and the record package all refer
-// to these constants instead of repeating the numbers. It imports nothing,
-// so every layer can use it.
+// Options, the segment and index layers, the record package, the cleaner's
+// Policy and compaction's Options all refer to these constants instead of
+// repeating the numbers. It imports only time, so every layer can use it.
 package defaults
 
 import "time"
@@ -25,4 +25,30 @@ const (
 	// log overhead (max.message.bytes). It bounds appends only, never what
 	// recovery or a read keeps.
 	MaxBatchBytes = 1048588
+)
+
+// Kafka's defaults for the cleanup configs (cleaner.Policy and
+// compaction.Options take theirs from here).
+const (
+	// Retention is how long a segment's records are kept (retention.ms).
+	Retention = 7 * 24 * time.Hour
+	// RetentionBytes is the size a log is cut down to, -1 for no limit
+	// (retention.bytes).
+	RetentionBytes = -1
+	// FileDeleteDelay is how long a removed segment's files stay as
+	// .deleted before they are unlinked (file.delete.delay.ms).
+	FileDeleteDelay = 60 * time.Second
+	// DeleteRetention is how long tombstones and removable transaction
+	// markers stay after the first clean that sees them
+	// (delete.retention.ms).
+	DeleteRetention = 24 * time.Hour
+	// MinCleanableDirtyRatio is the dirty share of a log at which it is
+	// compacted (min.cleanable.dirty.ratio).
+	MinCleanableDirtyRatio = 0.5
+	// MinCompactionLag is how old a record must be before compaction may
+	// remove it (min.compaction.lag.ms).
+	MinCompactionLag time.Duration = 0
+	// MaxCompactionLag is how long a record may stay uncompacted: no
+	// limit, Kafka's Long.MAX_VALUE (max.compaction.lag.ms).
+	MaxCompactionLag time.Duration = 1<<63 - 1
 )

@@ -41,5 +41,5 @@
 // concurrently may make the descriptor number refer to another file.
 //
 // The package imports nothing of seglog; Source matches the Fd and ReadAt
-// methods of seglog's internal vfs.File.
+// methods of seglog's vfs.File (package vfs, the public filesystem seam).
 package sendfile

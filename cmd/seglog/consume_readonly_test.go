@@ -333,3 +333,36 @@ func TestConsumeFollowEmptyLogStops(t *testing.T) {
 		t.Fatalf("consume --follow of an empty log did not stop a minute after SIGINT\nstderr: %s", stderr.String())
 	}
 }
+
+// TestReadCommandsCreateNothing: only produce creates a log. The read
+// commands (consume in every mode, dump, fsck without --repair, clean
+// --dry-run) given an absent directory fail with a non-zero exit and
+// create neither it nor its absent parent; given an empty directory they
+// leave it empty.
+func TestReadCommandsCreateNothing(t *testing.T) {
+	base := t.TempDir()
+	absent := filepath.Join(base, "parent", "log")
+	empty := filepath.Join(base, "empty")
+	if err := vfs.Default.MkdirAll(empty); err != nil {
+		t.Fatal(err)
+	}
+	commands := [][]string{
+		{"consume"}, {"consume", "--json", "--from", "-3"}, {"consume", "--raw"}, {"consume", "--from", "5"},
+		{"dump"}, {"dump", "--records"}, {"fsck"}, {"fsck", "--json"},
+		{"clean", "--dry-run", "--retention-ms", "1"},
+	}
+	for _, args := range commands {
+		name := strings.Join(args, " ")
+		r := invoke(t, "", append(args, absent)...)
+		if r.code == 0 {
+			t.Errorf("seglog %s on an absent directory: exit 0, want a failure", name)
+		}
+		if exists(filepath.Join(base, "parent")) {
+			t.Fatalf("seglog %s created %s", name, filepath.Join(base, "parent"))
+		}
+		invoke(t, "", append(args, empty)...)
+		if names, err := vfs.Default.List(empty); err != nil || len(names) != 0 {
+			t.Fatalf("seglog %s on an empty directory left %v (%v)", name, names, err)
+		}
+	}
+}

@@ -77,6 +77,61 @@ func firstDiff(a, b []byte) int {
 	return min(len(a), len(b))
 }
 
+// TestTrustKafkaBigBatchKept (case 1 on a Kafka directory): a partition of
+// a broker's log.dir holding a 2 MiB batch (stored under a raised
+// max.message.bytes), after an unclean shutdown with the broker's recovery
+// point at 0: consume with default flags prints every record and changes
+// nothing; produce with default flags (a writable open, which recovers)
+// keeps the batch byte for byte and appends after it; the log.dir's own
+// files are never rewritten.
+func TestTrustKafkaBigBatchKept(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 2<<20/16) // 2 MiB
+	src := filepath.Join(t.TempDir(), "src")
+	mustInvoke(t, "small\n"+big+"\nsmall\n", "produce", src, "--max-batch-bytes", "3000000", "--batch", "1")
+	root := filepath.Join(t.TempDir(), "kafka-logs")
+	part := filepath.Join(root, "events-0")
+	if err := vfs.Default.MkdirAll(part); err != nil {
+		t.Fatal(err)
+	}
+	logName := segment.FileName(0, segment.LogSuffix)
+	stored := readVFS(t, filepath.Join(src, logName))
+	writeVFS(t, filepath.Join(part, logName), stored)
+	writeVFS(t, filepath.Join(root, "recovery-point-offset-checkpoint"), []byte("0\n2\nevents 0 0\nother 3 7\n"))
+	writeVFS(t, filepath.Join(root, "log-start-offset-checkpoint"), []byte("0\n0\n"))
+	if n := len(storedBatches(t, part)); n != 3 {
+		t.Fatalf("the partition holds %d batches, want 3", n)
+	}
+	logDirFiles := func() map[string]string {
+		snap := dirSnapshot(t, root)
+		for k := range snap {
+			if strings.HasPrefix(k, "events-0") {
+				delete(snap, k)
+			}
+		}
+		return snap
+	}
+	brokers := logDirFiles()
+
+	before := dirSnapshot(t, root)
+	r := invoke(t, "", "consume", part, "--json")
+	checkUnchanged(t, "consume", before, dirSnapshot(t, root))
+	if recs := parseConsumed(t, r.stdout); r.code != 0 || len(recs) != 3 {
+		t.Fatalf("consume: exit %d, %d records, stderr %q; want 3 records", r.code, len(recs), r.stderr)
+	}
+
+	r = invoke(t, "after\n", "produce", part)
+	if r.code != 0 {
+		t.Fatalf("produce: exit %d: %s", r.code, r.stderr)
+	}
+	if now := readVFS(t, filepath.Join(part, logName)); !bytes.HasPrefix(now, stored) {
+		t.Fatalf("recovery changed the stored batches: .log %d bytes, first difference at %d", len(now), firstDiff(now, stored))
+	}
+	if vals := consumedValues(t, part); len(vals) != 4 || vals[1] != big || vals[3] != "after" {
+		t.Fatalf("after recovery the partition holds %d records, want small, the big one, small, after", len(vals))
+	}
+	checkUnchanged(t, "the log.dir's files", brokers, logDirFiles())
+}
+
 // kafkaPartition builds a Kafka log.dir holding one partition directory,
 // events-0, of n records in many batches, laid out as a broker leaves it
 // after a clean shutdown: segment files in the partition directory; the
