@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -349,5 +350,15 @@ func TestCorruptionError(t *testing.T) {
 	}
 	if Offset(ErrTooLarge, "f", 1) != ErrTooLarge {
 		t.Fatal("Offset changed a non-corruption error")
+	}
+	// The package is named once, whatever the reason's own prefix, and
+	// the reason still matches through the error.
+	for _, e := range []*CorruptionError{{File: "x.log", Pos: 9, Reason: ErrTooLarge}, {Pos: 9, Reason: ErrUnknownCodec}, {Pos: 1, Reason: errors.New("odd")}} {
+		if msg := e.Error(); strings.Count(msg, "record:") != 1 || !strings.Contains(msg, "at byte") {
+			t.Errorf("message %q: want the package named once and the position", msg)
+		}
+		if !errors.Is(e, e.Reason) || !errors.Is(e, ErrCorrupt) {
+			t.Errorf("%v does not match its reason and ErrCorrupt", e)
+		}
 	}
 }

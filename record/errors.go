@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Match them with errors.Is.
@@ -50,10 +51,16 @@ type CorruptionError struct {
 // "corrupt" once: layers that add context wrap it rather than nest
 // another CorruptionError.
 func (e *CorruptionError) Error() string {
-	if e.File != "" {
-		return fmt.Sprintf("record: corrupt data in %s at byte %d: %v", e.File, e.Pos, e.Reason)
+	// The reasons are mostly this package's sentinels, which start with
+	// "record: " too: the message names the package once.
+	reason := "<nil>"
+	if e.Reason != nil {
+		reason = strings.TrimPrefix(e.Reason.Error(), "record: ")
 	}
-	return fmt.Sprintf("record: corrupt batch at byte %d: %v", e.Pos, e.Reason)
+	if e.File != "" {
+		return fmt.Sprintf("record: corrupt data in %s at byte %d: %s", e.File, e.Pos, reason)
+	}
+	return fmt.Sprintf("record: corrupt batch at byte %d: %s", e.Pos, reason)
 }
 
 // Unwrap returns the reason, so errors.Is sees sentinels such as
