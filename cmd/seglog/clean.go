@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
@@ -158,7 +160,10 @@ went: segments, records (offsets), bytes, and the new start offset; with
 
 // checkLogDir refuses a missing directory, a file, or a directory holding
 // no segment: Open would create a log there, and cleaning a directory
-// that is not a log is a mistake to report.
+// that is not a log is a mistake to report. A directory holding
+// directories (a Kafka log.dir) is refused with the *seglog.NotALogError
+// that consume gives, naming the partition directories to clean instead;
+// every refusal matches seglog.ErrNotALog.
 func checkLogDir(dir string) error {
 	fi, err := vfs.Default.Stat(dir)
 	if err != nil {
@@ -171,12 +176,25 @@ func checkLogDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	var strangers seglog.NotALogError
 	for _, n := range names {
 		if _, suffix, ok := segment.ParseFileName(n); ok && suffix == segment.LogSuffix {
 			return nil
 		}
+		if layout.IsLogFile(n) {
+			continue
+		}
+		if fi, err := vfs.Default.Stat(filepath.Join(dir, n)); err == nil && fi.IsDir() {
+			strangers.Subdirs = append(strangers.Subdirs, n)
+		} else if err == nil {
+			strangers.Files = append(strangers.Files, n)
+		}
 	}
-	return fmt.Errorf("%s: not a log directory (no %s segment files)", dir, segment.LogSuffix)
+	if len(strangers.Subdirs) > 0 {
+		strangers.Dir = dir
+		return &strangers
+	}
+	return fmt.Errorf("%w: %s holds no %s segment files", seglog.ErrNotALog, dir, segment.LogSuffix)
 }
 
 // checkBeforeEnd refuses a --delete-records-before past the log end from a

@@ -153,7 +153,10 @@ func TestCleanRefusesBadInput(t *testing.T) {
 		{[]string{"clean", dir, "--retention-bytes", "-7"}, "invalid --retention-bytes -7"},
 		{[]string{"clean", dir, "--delete-records-before", "-1"}, "invalid --delete-records-before -1"},
 		{[]string{"clean", filepath.Join(dir, "missing"), "--retention-ms", "1"}, "no such file or directory"},
-		{[]string{"clean", empty, "--retention-ms", "1"}, "not a log directory"},
+		{[]string{"clean", empty, "--retention-ms", "1"}, "not a log directory: " + empty + " holds no .log segment files"},
+		// The directory holding the log's, as a Kafka log.dir holds its
+		// partitions: named, as consume names them, with what to do.
+		{[]string{"clean", filepath.Dir(dir), "--retention-ms", "1"}, "is not a log directory: it holds directories (bookings-0); if it is a Kafka log.dir, open one partition directory inside it"},
 		{[]string{"clean", filepath.Join(dir, segment.FileName(0, segment.LogSuffix)), "--retention-ms", "1"}, "not a directory"},
 		{[]string{"clean"}, "accepts 1 arg"},
 	}
