@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"time"
@@ -133,6 +134,9 @@ went: segments, records (offsets), bytes, and the new start offset; with
 			}
 		}
 		l, err := seglog.Open(dir, opts)
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("%w; cleaning writes to the log's directory and files, --dry-run only reads them", err)
+		}
 		if err != nil {
 			return err
 		}

@@ -250,3 +250,30 @@ func TestCleanDryRun(t *testing.T) {
 		t.Fatalf("dry run said %q, the clean did %q", dry, real)
 	}
 }
+
+// TestCleanOtherUsersLog: clean of a log the user may not write (as
+// another user, or mode bits alone) fails, says why and that --dry-run
+// only reads, and changes nothing; --dry-run then works.
+func TestCleanOtherUsersLog(t *testing.T) {
+	dir := cleanFixture(t)
+	names, err := vfs.Default.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		chmodPath(t, filepath.Join(dir, name), 0o444)
+	}
+	chmodPath(t, dir, 0o555)
+	t.Cleanup(func() { chmodPath(t, dir, 0o755) }) // so that TempDir can remove it
+	before := dirSnapshot(t, dir)
+	base := filepath.Dir(dir)
+	code, _, stderr := invokeAsOtherUser(t, base, "", "clean", dir, "--retention-ms", "1000")
+	if code != 1 || !strings.Contains(stderr, "permission denied") || !strings.Contains(stderr, "--dry-run only reads them") {
+		t.Fatalf("clean as another user: exit %d, %q", code, stderr)
+	}
+	code, stdout, stderr := invokeAsOtherUser(t, base, "", "clean", dir, "--retention-ms", "1000", "--dry-run")
+	if code != 0 || !strings.Contains(stdout, ": would delete 4 segments, 40 records, ") {
+		t.Fatalf("clean --dry-run as another user: exit %d, %q, %q", code, stdout, stderr)
+	}
+	checkUnchanged(t, "clean as another user", before, dirSnapshot(t, dir))
+}
