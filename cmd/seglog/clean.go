@@ -35,7 +35,7 @@ Only the rules given apply (nothing is deleted by default):
 
   --retention-ms N           delete the oldest segments whose newest record is
                              more than N milliseconds old (Kafka retention.ms;
-                             -1 keeps them forever)
+                             -1, or more than 292 years, keeps them forever)
   --retention-bytes N        delete the oldest segments while the log would
                              still hold at least N bytes without them
                              (retention.bytes; -1 is no limit)
@@ -97,10 +97,13 @@ went: segments, records (offsets), bytes, and the new start offset; with
 		}
 		policy := cleaner.DefaultPolicy()
 		policy.Retention, policy.RetentionBytes, policy.FileDeleteDelay = cleaner.Forever, retentionBytes, 0
-		if retentionMs != -1 {
-			if retentionMs < 0 || retentionMs > math.MaxInt64/int64(time.Millisecond) {
-				return fmt.Errorf("invalid --retention-ms %d: want -1 (forever) or 0 to %d", retentionMs, math.MaxInt64/int64(time.Millisecond))
-			}
+		switch {
+		case retentionMs < -1:
+			return fmt.Errorf("invalid --retention-ms %d: want -1 (forever) or at least 0", retentionMs)
+		case retentionMs > maxMs:
+			// Kafka takes any long; past 292 years (time.Duration's
+			// range) nothing expires, as with -1.
+		case retentionMs >= 0:
 			policy.Retention = time.Duration(retentionMs) * time.Millisecond
 		}
 		if err := policy.Validate(); err != nil {

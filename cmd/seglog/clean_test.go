@@ -94,6 +94,22 @@ func TestCleanByTime(t *testing.T) {
 	}
 }
 
+// TestCleanRetentionMsLongMax: Kafka takes any long as retention.ms, and
+// Long.MAX_VALUE is a common spelling of forever; past time.Duration's
+// range (292 years) nothing expires, as with -1, where it was refused.
+func TestCleanRetentionMsLongMax(t *testing.T) {
+	dir := cleanFixture(t)
+	for _, ms := range []string{"9223372036854775807", "9223372036855"} {
+		r := mustInvoke(t, "", "clean", dir, "--retention-ms", ms)
+		if !strings.Contains(r.stdout, "deleted 0 segments, 0 records, 0 bytes; start offset 0 (was 0)") {
+			t.Fatalf("--retention-ms %s: %q", ms, r.stdout)
+		}
+	}
+	if start, end, n := logState(t, dir); start != 0 || end != 40 || n != 4 {
+		t.Fatalf("after clean: start %d end %d, %d segments", start, end, n)
+	}
+}
+
 func TestCleanActiveSegmentAndSize(t *testing.T) {
 	dir := cleanFixture(t)
 	// Everything is older than 1 s: the active segment is rolled and
