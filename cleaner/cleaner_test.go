@@ -50,6 +50,10 @@ func TestRunOnceDeletesByTime(t *testing.T) {
 		m.Passes != 1 || !m.LastRun.Equal(clock.Now()) || len(m.Logs) != 1 || m.Logs[0].StartOffset != 10 || m.Logs[0].Failed {
 		t.Fatalf("metrics %+v", m)
 	}
+	if lm := m.Logs[0]; lm.Dir != "/a" || lm.SegmentsDeleted != 2 || lm.RecordsDeleted != 10 || lm.BytesDeleted != m.BytesDeleted ||
+		!lm.LastRun.Equal(clock.Now()) || lm.Failures != 0 || lm.PinnedBy != -1 {
+		t.Fatalf("the log's metrics %+v", lm)
+	}
 	// Nothing more to do: a second round changes nothing.
 	if err := c.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
