@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -48,6 +49,10 @@ func TestRunOnceDeletesByTime(t *testing.T) {
 	if m.SegmentsDeleted != 2 || m.RecordsDeleted != 10 || m.BytesDeleted != deleted[0].Size+deleted[1].Size || m.BytesDeleted == 0 ||
 		m.Passes != 1 || !m.LastRun.Equal(clock.Now()) || len(m.Logs) != 1 || m.Logs[0].StartOffset != 10 || m.Logs[0].Failed {
 		t.Fatalf("metrics %+v", m)
+	}
+	if lm := m.Logs[0]; lm.Dir != "/a" || lm.SegmentsDeleted != 2 || lm.RecordsDeleted != 10 || lm.BytesDeleted != m.BytesDeleted ||
+		!lm.LastRun.Equal(clock.Now()) || lm.Failures != 0 || lm.PinnedBy != -1 {
+		t.Fatalf("the log's metrics %+v", lm)
 	}
 	// Nothing more to do: a second round changes nothing.
 	if err := c.RunOnce(context.Background()); err != nil {
@@ -147,8 +152,10 @@ type fakeLog struct {
 	// block, if set, is waited on inside DeleteBefore.
 	block   chan struct{}
 	entered chan string
-	deletes atomic.Int64
-	views   atomic.Int64 // Segments calls
+	// afterDelete, if set, is called as DeleteBefore returns.
+	afterDelete func()
+	deletes     atomic.Int64
+	views       atomic.Int64 // Segments calls
 }
 
 func (f *fakeLog) Dir() string                      { return f.dir }
@@ -185,6 +192,9 @@ func (f *fakeLog) DeleteBefore(offset int64) (int, error) {
 	n := len(f.segs) - len(kept)
 	f.segs = kept
 	f.start.Store(offset)
+	if f.afterDelete != nil {
+		f.afterDelete()
+	}
 	return n, nil
 }
 
@@ -421,4 +431,51 @@ func TestQuietLogIsNotLookedAtAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	round(7, 120)
+}
+
+// TestRemoveWaitsForPassInFlight: Remove of a log in its pass returns only
+// once the pass has ended (so the caller may close the log), and a log
+// removed while its round is under way is not cleaned in that round, nor
+// reported any more.
+func TestRemoveWaitsForPassInFlight(t *testing.T) {
+	c := New(Options{Clock: newFakeClock()})
+	busy, waiting := expiredLog("/a"), expiredLog("/b")
+	busy.block, busy.entered = make(chan struct{}), make(chan string, 1)
+	var passEnded atomic.Bool
+	busy.afterDelete = func() { passEnded.Store(true) }
+	for _, l := range []*fakeLog{busy, waiting} {
+		if err := c.Add(l, retention(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round := make(chan error)
+	go func() { round <- c.RunOnce(context.Background()) }()
+	<-busy.entered // the one worker is in /a's pass; /b waits for it
+	if err := c.Remove(waiting); err != nil {
+		t.Fatal(err)
+	}
+	removed := make(chan bool, 1)
+	go func() {
+		if err := c.Remove(busy); err != nil {
+			t.Error(err)
+		}
+		removed <- passEnded.Load()
+	}()
+	// Give a Remove that does not wait every chance to return first.
+	for i := 0; i < 10_000 && len(removed) == 0; i++ {
+		runtime.Gosched()
+	}
+	close(busy.block)
+	if !<-removed {
+		t.Fatal("Remove returned while the log's pass was in flight")
+	}
+	if err := <-round; err != nil {
+		t.Fatal(err)
+	}
+	if waiting.deletes.Load() != 0 || waiting.StartOffset() != 0 {
+		t.Fatalf("a log removed before its turn was cleaned: start %d", waiting.StartOffset())
+	}
+	if m := c.Metrics(); len(m.Logs) != 0 || m.SegmentsDeleted != 1 {
+		t.Fatalf("after removing both: %d logs, %d segments deleted", len(m.Logs), m.SegmentsDeleted)
+	}
 }

@@ -17,6 +17,12 @@ func TestDefaultPolicyIsKafkas(t *testing.T) {
 		p.MinCleanableDirtyRatio != 0.5 || p.MinCompactionLag != 0 || p.MaxCompactionLag != math.MaxInt64 {
 		t.Fatalf("defaults differ from Kafka's: %+v", p)
 	}
+	// log.retention.check.interval.ms and log.cleaner.threads, which the
+	// zero Options get (TestStartRunsEveryIntervalAndStops times a round
+	// by DefaultCheckInterval).
+	if c := New(Options{}); DefaultCheckInterval != 300_000*time.Millisecond || c.opts.CheckInterval != DefaultCheckInterval || c.opts.Workers != 1 {
+		t.Fatalf("check interval %v (default %v), %d workers; want Kafka's 5 minutes and 1", c.opts.CheckInterval, DefaultCheckInterval, c.opts.Workers)
+	}
 }
 
 func TestPolicyValidate(t *testing.T) {

@@ -3,6 +3,7 @@ package cleaner
 import (
 	"context"
 	"fmt"
+	"path"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -17,6 +19,8 @@ import (
 type fileCounter struct {
 	fs         vfs.FS // the FS under the injector, to tell opens that will fail
 	open, peak atomic.Int64
+	mu         sync.Mutex
+	byName     map[string]int // handles open, by the name they were opened by
 }
 
 func (f *fileCounter) inject(op vfs.Op) error {
@@ -27,6 +31,9 @@ func (f *fileCounter) inject(op vfs.Op) error {
 		}
 		fallthrough
 	case vfs.OpCreate:
+		f.mu.Lock()
+		f.byName[op.Path]++
+		f.mu.Unlock()
 		n := f.open.Add(1)
 		for {
 			p := f.peak.Load()
@@ -35,6 +42,11 @@ func (f *fileCounter) inject(op vfs.Op) error {
 			}
 		}
 	case vfs.OpClose:
+		f.mu.Lock()
+		if f.byName[op.Path]--; f.byName[op.Path] == 0 {
+			delete(f.byName, op.Path)
+		}
+		f.mu.Unlock()
 		f.open.Add(-1)
 	}
 	return nil
@@ -43,8 +55,10 @@ func (f *fileCounter) inject(op vfs.Op) error {
 // TestThousandLogs runs one cleaner over 1,000 logs while appenders write
 // to them: the cleaner's goroutines stay at its workers however many logs
 // there are, deleted segments' files are closed (open files stay bounded
-// by what retention keeps), every log ends within its policy with its
-// records contiguous, and Stop in the middle of a round returns.
+// by the segments retention keeps, and none is open under a deleted
+// segment's name), every log ends within its policy with its records
+// contiguous, and Stop in the middle of a round returns once the passes
+// in flight end, running no other pass of the round.
 func TestThousandLogs(t *testing.T) {
 	const (
 		logs      = 1000
@@ -53,7 +67,7 @@ func TestThousandLogs(t *testing.T) {
 		appenders = 2
 	)
 	clock := newFakeClock()
-	files := fileCounter{fs: vfs.NewMem()}
+	files := fileCounter{fs: vfs.NewMem(), byName: map[string]int{}}
 	fs := vfs.Inject(files.fs, vfs.InjectorFunc(files.inject))
 	all := make([]*seglog.Log, logs)
 	wrapped := make([]Log, logs)
@@ -105,7 +119,9 @@ func TestThousandLogs(t *testing.T) {
 	baseline := int64(runtime.NumGoroutine())
 
 	// Rounds from the scheduler with appenders running.
-	if err := c.Start(context.Background()); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -124,18 +140,44 @@ func TestThousandLogs(t *testing.T) {
 		clock.Advance(DefaultCheckInterval)
 	}
 	wg.Wait()
-	// Stop while a round is busy: it returns, with the round cut short.
+	// Stop while a round is busy: every worker is held inside a pass
+	// (in its SegmentDeleted event) when Start's context ends. Stop then
+	// returns once those passes end, and no other pass of the round runs:
+	// the remaining logs wait for the next round.
 	clock.waitForTimers(t, 1)
-	busy := make(chan struct{})
+	passesBefore := c.Metrics().Passes
+	busy, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	c.opts.Events.SegmentDeleted = func(SegmentDeleted) { once.Do(func() { close(busy) }) }
+	var stopped atomic.Bool
+	var cleanedInRound, cleanedAfterStop atomic.Int64
+	c.opts.Events.SegmentDeleted = func(SegmentDeleted) {
+		once.Do(func() { close(busy) })
+		<-release
+	}
+	c.opts.Events.LogCleaned = func(LogCleaned) {
+		sample()
+		cleanedInRound.Add(1)
+		if stopped.Load() {
+			cleanedAfterStop.Add(1)
+		}
+	}
 	for a := range appenders {
-		appendRound(a) // something to delete in the round
+		appendRound(a) // something to delete in every log
 	}
 	clock.Advance(DefaultCheckInterval)
 	<-busy
+	cancel()
+	stopped.Store(true)
+	close(release)
 	c.Stop()
 	c.opts.Events.SegmentDeleted = nil
+	c.opts.Events.LogCleaned = func(LogCleaned) { sample() }
+	if n := cleanedAfterStop.Load(); n > workers {
+		t.Fatalf("%d passes ended after the stop, want at most the %d in flight", n, workers)
+	}
+	if n, m := cleanedInRound.Load(), c.Metrics(); n >= logs || m.Passes != passesBefore {
+		t.Fatalf("the stopped round cleaned %d of %d logs and counted as a pass (%d, was %d)", n, logs, m.Passes, passesBefore)
+	}
 	if m := c.Metrics(); m.Failures != 0 {
 		var errs []string
 		for _, lm := range m.Logs {
@@ -161,11 +203,27 @@ func TestThousandLogs(t *testing.T) {
 		t.Fatalf("after the last round: %d failures, %d segments deleted", m.Failures, m.SegmentsDeleted)
 	}
 	// Each log keeps at most keepBytes plus one segment of 256 bytes, in
-	// segments of three files each.
+	// segments of three files each, and holds its lock open.
 	maxSegments := int64(keepBytes/100 + 3)
-	if open := files.open.Load(); open > logs*3*maxSegments+logs {
-		t.Fatalf("%d files open for %d logs", open, logs)
+	var kept int64
+	for _, l := range all {
+		kept += int64(l.NumSegments())
 	}
+	if open := files.open.Load(); open > 3*kept+logs || kept > logs*maxSegments {
+		t.Fatalf("%d files open for %d logs of %d segments in all", open, logs, kept)
+	}
+	// No descriptor outlives its segment's deletion: nothing is open under
+	// the name of a segment file that is gone (no reader holds one here).
+	files.mu.Lock()
+	for name := range files.byName {
+		if _, _, ok := segment.ParseFileName(path.Base(name)); !ok {
+			continue // a checkpoint a background flush is writing
+		}
+		if _, err := files.fs.Stat(name); err != nil {
+			t.Errorf("%s is open after its segment was deleted: %v", name, err)
+		}
+	}
+	files.mu.Unlock()
 	for i, l := range all {
 		if p := Decide(Input{Segments: wrapped[i].Segments(), Policy: policy, Now: clock.Now(), StartOffset: l.StartOffset(), UpperBound: -1}); !p.Empty() {
 			t.Fatalf("log %d still has %d segments to delete after a quiet round", i, len(p.Delete))

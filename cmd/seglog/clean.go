@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
@@ -32,7 +35,7 @@ Only the rules given apply (nothing is deleted by default):
 
   --retention-ms N           delete the oldest segments whose newest record is
                              more than N milliseconds old (Kafka retention.ms;
-                             -1 keeps them forever)
+                             -1, or more than 292 years, keeps them forever)
   --retention-bytes N        delete the oldest segments while the log would
                              still hold at least N bytes without them
                              (retention.bytes; -1 is no limit)
@@ -94,10 +97,13 @@ went: segments, records (offsets), bytes, and the new start offset; with
 		}
 		policy := cleaner.DefaultPolicy()
 		policy.Retention, policy.RetentionBytes, policy.FileDeleteDelay = cleaner.Forever, retentionBytes, 0
-		if retentionMs != -1 {
-			if retentionMs < 0 || retentionMs > math.MaxInt64/int64(time.Millisecond) {
-				return fmt.Errorf("invalid --retention-ms %d: want -1 (forever) or 0 to %d", retentionMs, math.MaxInt64/int64(time.Millisecond))
-			}
+		switch {
+		case retentionMs < -1:
+			return fmt.Errorf("invalid --retention-ms %d: want -1 (forever) or at least 0", retentionMs)
+		case retentionMs > maxMs:
+			// Kafka takes any long; past 292 years (time.Duration's
+			// range) nothing expires, as with -1.
+		case retentionMs >= 0:
 			policy.Retention = time.Duration(retentionMs) * time.Millisecond
 		}
 		if err := policy.Validate(); err != nil {
@@ -131,6 +137,9 @@ went: segments, records (offsets), bytes, and the new start offset; with
 			}
 		}
 		l, err := seglog.Open(dir, opts)
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("%w; cleaning writes to the log's directory and files, --dry-run only reads them", err)
+		}
 		if err != nil {
 			return err
 		}
@@ -158,7 +167,10 @@ went: segments, records (offsets), bytes, and the new start offset; with
 
 // checkLogDir refuses a missing directory, a file, or a directory holding
 // no segment: Open would create a log there, and cleaning a directory
-// that is not a log is a mistake to report.
+// that is not a log is a mistake to report. A directory holding
+// directories (a Kafka log.dir) is refused with the *seglog.NotALogError
+// that consume gives, naming the partition directories to clean instead;
+// every refusal matches seglog.ErrNotALog.
 func checkLogDir(dir string) error {
 	fi, err := vfs.Default.Stat(dir)
 	if err != nil {
@@ -171,12 +183,25 @@ func checkLogDir(dir string) error {
 	if err != nil {
 		return err
 	}
+	var strangers seglog.NotALogError
 	for _, n := range names {
 		if _, suffix, ok := segment.ParseFileName(n); ok && suffix == segment.LogSuffix {
 			return nil
 		}
+		if layout.IsLogFile(n) {
+			continue
+		}
+		if fi, err := vfs.Default.Stat(filepath.Join(dir, n)); err == nil && fi.IsDir() {
+			strangers.Subdirs = append(strangers.Subdirs, n)
+		} else if err == nil {
+			strangers.Files = append(strangers.Files, n)
+		}
 	}
-	return fmt.Errorf("%s: not a log directory (no %s segment files)", dir, segment.LogSuffix)
+	if len(strangers.Subdirs) > 0 {
+		strangers.Dir = dir
+		return &strangers
+	}
+	return fmt.Errorf("%w: %s holds no %s segment files", seglog.ErrNotALog, dir, segment.LogSuffix)
 }
 
 // checkBeforeEnd refuses a --delete-records-before past the log end from a

@@ -94,6 +94,22 @@ func TestCleanByTime(t *testing.T) {
 	}
 }
 
+// TestCleanRetentionMsLongMax: Kafka takes any long as retention.ms, and
+// Long.MAX_VALUE is a common spelling of forever; past time.Duration's
+// range (292 years) nothing expires, as with -1, where it was refused.
+func TestCleanRetentionMsLongMax(t *testing.T) {
+	dir := cleanFixture(t)
+	for _, ms := range []string{"9223372036854775807", "9223372036855"} {
+		r := mustInvoke(t, "", "clean", dir, "--retention-ms", ms)
+		if !strings.Contains(r.stdout, "deleted 0 segments, 0 records, 0 bytes; start offset 0 (was 0)") {
+			t.Fatalf("--retention-ms %s: %q", ms, r.stdout)
+		}
+	}
+	if start, end, n := logState(t, dir); start != 0 || end != 40 || n != 4 {
+		t.Fatalf("after clean: start %d end %d, %d segments", start, end, n)
+	}
+}
+
 func TestCleanActiveSegmentAndSize(t *testing.T) {
 	dir := cleanFixture(t)
 	// Everything is older than 1 s: the active segment is rolled and
@@ -153,7 +169,10 @@ func TestCleanRefusesBadInput(t *testing.T) {
 		{[]string{"clean", dir, "--retention-bytes", "-7"}, "invalid --retention-bytes -7"},
 		{[]string{"clean", dir, "--delete-records-before", "-1"}, "invalid --delete-records-before -1"},
 		{[]string{"clean", filepath.Join(dir, "missing"), "--retention-ms", "1"}, "no such file or directory"},
-		{[]string{"clean", empty, "--retention-ms", "1"}, "not a log directory"},
+		{[]string{"clean", empty, "--retention-ms", "1"}, "not a log directory: " + empty + " holds no .log segment files"},
+		// The directory holding the log's, as a Kafka log.dir holds its
+		// partitions: named, as consume names them, with what to do.
+		{[]string{"clean", filepath.Dir(dir), "--retention-ms", "1"}, "is not a log directory: it holds directories (bookings-0); if it is a Kafka log.dir, open one partition directory inside it"},
 		{[]string{"clean", filepath.Join(dir, segment.FileName(0, segment.LogSuffix)), "--retention-ms", "1"}, "not a directory"},
 		{[]string{"clean"}, "accepts 1 arg"},
 	}
@@ -246,4 +265,31 @@ func TestCleanDryRun(t *testing.T) {
 	if !strings.HasPrefix(real, dir+": deleted "+said+";") {
 		t.Fatalf("dry run said %q, the clean did %q", dry, real)
 	}
+}
+
+// TestCleanOtherUsersLog: clean of a log the user may not write (as
+// another user, or mode bits alone) fails, says why and that --dry-run
+// only reads, and changes nothing; --dry-run then works.
+func TestCleanOtherUsersLog(t *testing.T) {
+	dir := cleanFixture(t)
+	names, err := vfs.Default.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		chmodPath(t, filepath.Join(dir, name), 0o444)
+	}
+	chmodPath(t, dir, 0o555)
+	t.Cleanup(func() { chmodPath(t, dir, 0o755) }) // so that TempDir can remove it
+	before := dirSnapshot(t, dir)
+	base := filepath.Dir(dir)
+	code, _, stderr := invokeAsOtherUser(t, base, "", "clean", dir, "--retention-ms", "1000")
+	if code != 1 || !strings.Contains(stderr, "permission denied") || !strings.Contains(stderr, "--dry-run only reads them") {
+		t.Fatalf("clean as another user: exit %d, %q", code, stderr)
+	}
+	code, stdout, stderr := invokeAsOtherUser(t, base, "", "clean", dir, "--retention-ms", "1000", "--dry-run")
+	if code != 0 || !strings.Contains(stdout, ": would delete 4 segments, 40 records, ") {
+		t.Fatalf("clean --dry-run as another user: exit %d, %q, %q", code, stdout, stderr)
+	}
+	checkUnchanged(t, "clean as another user", before, dirSnapshot(t, dir))
 }
