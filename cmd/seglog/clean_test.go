@@ -272,15 +272,7 @@ func TestCleanDryRun(t *testing.T) {
 // only reads, and changes nothing; --dry-run then works.
 func TestCleanOtherUsersLog(t *testing.T) {
 	dir := cleanFixture(t)
-	names, err := vfs.Default.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		chmodPath(t, filepath.Join(dir, name), 0o444)
-	}
-	chmodPath(t, dir, 0o555)
-	t.Cleanup(func() { chmodPath(t, dir, 0o755) }) // so that TempDir can remove it
+	readOnlyTree(t, dir)
 	before := dirSnapshot(t, dir)
 	base := filepath.Dir(dir)
 	code, _, stderr := invokeAsOtherUser(t, base, "", "clean", dir, "--retention-ms", "1000")

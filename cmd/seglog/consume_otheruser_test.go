@@ -31,15 +31,7 @@ func TestConsumeOtherUsersLog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	names, err := vfs.Default.List(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		chmodPath(t, filepath.Join(dir, name), 0o444)
-	}
-	chmodPath(t, dir, 0o555)
-	t.Cleanup(func() { chmodPath(t, dir, 0o755) }) // so that TempDir can remove it
+	readOnlyTree(t, dir)
 	before := dirSnapshot(t, dir)
 
 	run := func(args ...string) (int, string, string) {

@@ -20,6 +20,22 @@ func chmodPath(t *testing.T, path string, mode os.FileMode) {
 	}
 }
 
+// readOnlyTree makes dir's files mode 0444 and dir itself 0555 (restored
+// at the end, so that TempDir can remove it): a log its user may read,
+// not write.
+func readOnlyTree(t *testing.T, dir string) {
+	t.Helper()
+	names, err := vfs.Default.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		chmodPath(t, filepath.Join(dir, name), 0o444)
+	}
+	chmodPath(t, dir, 0o555)
+	t.Cleanup(func() { chmodPath(t, dir, 0o755) })
+}
+
 // invokeAsOtherUser runs seglog with args and stdin as a user who does not
 // own base's files: under root (as in CI) a copy of the test binary runs
 // as nobody (65534), for whom root's files are someone else's; otherwise
