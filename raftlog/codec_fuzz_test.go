@@ -31,13 +31,23 @@ func fixBatch(data []byte) record.Batch {
 	return b
 }
 
-// allocated runs fn and returns the bytes it allocated.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
+// allocated runs fn and returns the bytes it allocated. The counter is
+// the process's, so a goroutine another test left running could add to
+// it: fn, which must be repeatable, is run up to three times and the
+// least is kept (an allocation fn makes itself shows in every run).
+func allocated(fn func(), limit uint64) uint64 {
+	least := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fn()
+		runtime.ReadMemStats(&after)
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+		if least <= limit {
+			break
+		}
+	}
+	return least
 }
 
 // fuzzEntries reads raft entries from data: each is a type, a term step,
@@ -149,11 +159,11 @@ func FuzzCodec(f *testing.F) {
 		for _, b := range []record.Batch{data, fixBatch(data)} {
 			var entries []raft.Log
 			var err error
-			n := allocated(func() { entries, err = decodeBatch(b) })
 			// Each entry copies its data and extensions out of b; the
 			// rest is the iterator and raft.Log structs (one per record
 			// of at least 7 bytes).
-			if limit := uint64(64*len(b) + 64<<10); n > limit {
+			limit := uint64(64*len(b) + 64<<10)
+			if n := allocated(func() { entries, err = decodeBatch(b) }, limit); n > limit {
 				t.Fatalf("decoding %d bytes allocated %d bytes (limit %d)", len(b), n, limit)
 			}
 			if err != nil {

@@ -32,9 +32,9 @@ func FuzzParseEpochs(f *testing.F) {
 	if err := s.Close(); err != nil {
 		f.Fatal(err)
 	}
-	real := vfstest.ReadFile(f, fs, epochPath(s.log.Dir()))
-	f.Add(real)
-	f.Add(real[:len(real)-3])
+	stored := vfstest.ReadFile(f, fs, epochPath(s.log.Dir()))
+	f.Add(stored)
+	f.Add(stored[:len(stored)-3])
 	f.Add([]byte("0\n0\n"))
 	f.Add([]byte(""))
 	f.Add([]byte("0\n1\n2147483647 9223372036854775807"))

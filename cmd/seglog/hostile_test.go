@@ -284,9 +284,6 @@ func (f *firstBytes) Write(p []byte) (int, error) {
 // damage; dump shows data damage at its position and exits 0, as
 // Kafka's tool); dump, consume and clean --dry-run must change nothing.
 func TestHostileDirectories(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a process per command and case; run without -short")
-	}
 	healthy := filepath.Join(t.TempDir(), "log")
 	mustInvoke(t, numberedLines(1, 200), "produce", healthy, "--batch", "5", "--segment-bytes", "1024", "--max-index-bytes", "4096")
 	if n := len(storedLogs(t, healthy)); n < 3 {
