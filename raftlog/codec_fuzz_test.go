@@ -13,6 +13,7 @@ import (
 	"github.com/seglog/seglog/internal/crc32c"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // fixBatch makes data look like a stored magic-2 batch the Log would hand
@@ -243,4 +244,47 @@ func FuzzCodec(f *testing.F) {
 			t.Fatalf("commit index %d stored, %d read back", commit, got)
 		}
 	})
+}
+
+// TestGetLogOfLyingRecordCount is FuzzCodec's finding through the Store: a
+// stored batch whose record count says 2^31-1, with its CRC made to match,
+// used to make GetLog size a slice of 2^31 entries and die out of memory.
+// Now GetLog fails with the batch's damage, and the batches around it
+// still serve.
+func TestGetLogOfLyingRecordCount(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open("/r", Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, term := range []uint64{1, 2, 3} {
+		if err := s.StoreLog(&raft.Log{Index: uint64(i + 1), Term: term, Data: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := s.log.Dir()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	name := dir + "/" + "00000000000000000000.log"
+	data := vfstest.ReadFile(t, fs, name)
+	first := int(binary.BigEndian.Uint32(data[8:])) + record.LogOverhead
+	binary.BigEndian.PutUint32(data[57:], math.MaxInt32)
+	copy(data, fixBatch(data[:first]))
+	vfstest.WriteFile(t, fs, name, data)
+
+	s, err = Open("/r", Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var l raft.Log
+	if err := s.GetLog(1, &l); err == nil || !errors.Is(err, record.ErrCorrupt) {
+		t.Fatalf("GetLog of the lying batch: %v, want a corruption error", err)
+	}
+	for _, i := range []uint64{2, 3} {
+		if err := s.GetLog(i, &l); err != nil || string(l.Data) != "x" || l.Term != i {
+			t.Fatalf("GetLog(%d) = %+v, %v", i, l, err)
+		}
+	}
 }
