@@ -296,8 +296,8 @@ func (f *firstBytes) Write(p []byte) (int, error) {
 // directory, a symlink loop and a FIFO named like a segment, a non-UTF-8
 // name, checkpoints with an offset of 2^63-1 or an entry count of 10^12.
 // Each command must not panic or hang, must stay within its memory bound
-// (hostileRSSLimit, hostileReadOnlyRSSLimit),
-// and either succeed where the case allows it or exit non-zero with a
+// (hostileRSSLimit, hostileReadOnlyRSSLimit), and either succeed where
+// the case allows it or exit non-zero with a
 // message naming the damaged file (and the byte position of data
 // damage; dump shows data damage at its position and exits 0, as
 // Kafka's tool); dump, consume and clean --dry-run must change nothing.
