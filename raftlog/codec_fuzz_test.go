@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -149,6 +150,14 @@ func FuzzCodec(f *testing.F) {
 	}
 	if err := s.Close(); err != nil {
 		f.Fatal(err)
+	}
+	// Real Kafka batches (a Java client's, as a broker stored them), which
+	// GetLog would meet in a partition some other tool wrote.
+	for _, codec := range []string{"none", "zstd"} {
+		data := vfstest.ReadFile(f, vfs.Default, filepath.Join("..", "testdata", "kafka-client", codec+".batches"))
+		if size := int(binary.BigEndian.Uint32(data[8:])) + record.LogOverhead; size <= len(data) {
+			f.Add(data[:size])
+		}
 	}
 	f.Add([]byte{})
 	f.Add(make([]byte, record.HeaderSize))
