@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # soak.sh runs seglog's reliability tests for as long as asked, round after
 # round: every fuzz target in turn, the crash campaigns and fault matrices
-# with a raised count, the disk-full test, the SIGKILL campaign and the
-# concurrency soak under -race. Each round shifts -soak.seed, so it explores
-# new scenarios. It stops at the first failure, keeping the failing step's
-# output and the command that replays it, and writes a JSON summary.
+# with a raised count, the disk-full test, the SIGKILL campaign, the
+# concurrency soak under -race, the server's hostile-input and client
+# integration tests and the CLI's hostile-directory tests. Each round
+# shifts -soak.seed, so it explores new scenarios. It stops at the first
+# failure, keeping the failing step's output and the command that replays
+# it, and writes a JSON summary.
 #
 #   fuzz/soak.sh [-d DURATION] [-o SUMMARY.json] [-s SCALE] [-f FUZZTIME]
 #
@@ -23,7 +25,7 @@ while getopts "d:o:s:f:" opt; do
     o) out=$OPTARG ;;
     s) scale=$OPTARG ;;
     f) fuzztime=$OPTARG ;;
-    *) sed -n '2,16p' "$0"; exit 2 ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
   esac
 done
 
@@ -52,7 +54,9 @@ targets=(
   "./record FuzzParseBatch" "./record FuzzBuild" "./internal/crc32c FuzzChecksum"
   "./index FuzzOffsetFile" "./index FuzzTimeFile" "./fsck FuzzCheck" "./segment FuzzRecover"
   "./fuzz FuzzLog" "./fuzz FuzzRecoveryVsFsck" "./fuzz FuzzBatchKmsg"
-  "./layout FuzzParseCheckpoint" "./store FuzzParseTopicFile"
+  "./layout FuzzParseCheckpoint" "./store FuzzParseTopicFile" "./store FuzzCommitRecord"
+  "./server FuzzRequest" "./raftlog FuzzCodec" "./raftlog FuzzParseEpochs"
+  "./compaction FuzzOffsetMap"
 )
 declare -A execs=()
 for t in "${targets[@]}"; do execs[${t#* }]=0; done
@@ -149,6 +153,11 @@ while [ "$(left)" -gt 0 ]; do
   step campaigns-raft go test "${flags[@]}" -run '^(TestRaftCrashCampaign|TestRaftFaultMatrix)$' ./raftlog
   step kill go test "${flags[@]}" -run '^TestKillCampaign$' .
   step concurrency go test -race "${flags[@]}" -run '^TestConcurrencySoak$' .
+  # The server's hostile-input and client integration tests (franz-go's
+  # kgo against a started server; they take no -soak flags). The kcat
+  # tests are CI's: they skip where kcat is not installed.
+  step server go test -count=1 -run '^(TestHostile.*|TestShutdownAnswersParkedFetch|TestFetchOfTruncatedSliceFails|TestKgo.*|TestIdempotence)$' ./server
+  step hostile-cli go test -count=1 -run '^(TestHostileDirectories|TestGarbageInputs)$' ./cmd/seglog
   summary running
   echo "round $rounds done, $(left) s left"
 done

@@ -56,42 +56,97 @@ func (c *epochCache) load() (ok bool, err error) {
 	return true, nil
 }
 
+// epochFileError is a malformed leader-epoch-checkpoint: the byte
+// position of the offending line and what is wrong with it. It matches
+// layout.ErrBadCheckpoint.
+type epochFileError struct {
+	at     int
+	reason string
+}
+
+func (e *epochFileError) Error() string {
+	return fmt.Sprintf("raftlog: %s at byte %d: %s", layout.LeaderEpochFile, e.at, e.reason)
+}
+
+func (e *epochFileError) Unwrap() error { return layout.ErrBadCheckpoint }
+
+// parseEpochs parses Kafka's leader-epoch-checkpoint: a version line (0),
+// a count line, then count lines "epoch startOffset" with epochs
+// increasing and offsets never decreasing, both non-negative. A trailing
+// newline is optional; nothing but blank lines may follow the entries.
+// Errors are *epochFileError.
 func parseEpochs(data []byte) ([]epochEntry, error) {
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) < 2 || strings.TrimSpace(lines[0]) != "0" {
-		return nil, errors.New("bad header")
+	pos := 0
+	next := func() (line string, at int, ok bool) {
+		if pos >= len(data) {
+			return "", pos, false
+		}
+		at = pos
+		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
+			pos += i + 1
+			return string(data[at : at+i]), at, true
+		}
+		pos = len(data)
+		return string(data[at:]), at, true
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(lines[1]))
-	if err != nil || n != len(lines)-2 {
-		return nil, errors.New("bad count")
+	bad := func(at int, format string, args ...any) error {
+		return &epochFileError{at: at, reason: fmt.Sprintf(format, args...)}
+	}
+	line, at, ok := next()
+	if !ok || strings.TrimSpace(line) != "0" {
+		return nil, bad(at, "version line %q, want 0", line)
+	}
+	line, at, ok = next()
+	n, err := strconv.Atoi(strings.TrimSpace(line))
+	if !ok || err != nil || n < 0 {
+		return nil, bad(at, "entry count line %q is not a count", line)
+	}
+	// Every entry takes at least 4 bytes ("0 0\n"): a count the rest of
+	// the file cannot hold is refused before anything is allocated.
+	if n > (len(data)-pos)/4+1 {
+		return nil, bad(at, "entry count %d does not fit in the file", n)
 	}
 	out := make([]epochEntry, 0, n)
-	for _, line := range lines[2:] {
+	for i := 0; i < n; i++ {
+		line, at, ok = next()
+		if !ok {
+			return nil, bad(at, "%d entries declared, %d present", n, i)
+		}
 		f := strings.Fields(line)
 		if len(f) != 2 {
-			return nil, errors.New("bad line")
+			return nil, bad(at, "entry %q: want \"epoch startOffset\"", line)
 		}
 		ep, err1 := strconv.ParseInt(f[0], 10, 32)
 		st, err2 := strconv.ParseInt(f[1], 10, 64)
 		if err1 != nil || err2 != nil || ep < 0 || st < 0 {
-			return nil, errors.New("bad number")
+			return nil, bad(at, "entry %q: epoch or offset is not a non-negative number", line)
 		}
 		if k := len(out); k > 0 && (int32(ep) <= out[k-1].epoch || st < out[k-1].start) {
-			return nil, errors.New("out of order")
+			return nil, bad(at, "entry %q does not follow epoch %d at offset %d", line, out[k-1].epoch, out[k-1].start)
 		}
 		out = append(out, epochEntry{int32(ep), st})
+	}
+	for pos < len(data) {
+		if line, at, _ = next(); strings.TrimSpace(line) != "" {
+			return nil, bad(at, "%d entries declared, more present", n)
+		}
 	}
 	return out, nil
 }
 
-// save writes the cache with the same atomic replace as every checkpoint.
-func (c *epochCache) save() error {
+// formatEpochs renders entries in Kafka's leader-epoch-checkpoint format.
+func formatEpochs(entries []epochEntry) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "0\n%d\n", len(c.entries))
-	for _, e := range c.entries {
+	fmt.Fprintf(&b, "0\n%d\n", len(entries))
+	for _, e := range entries {
 		fmt.Fprintf(&b, "%d %d\n", e.epoch, e.start)
 	}
-	return vfs.WriteFileAtomic(c.fs, c.path, b.Bytes())
+	return b.Bytes()
+}
+
+// save writes the cache with the same atomic replace as every checkpoint.
+func (c *epochCache) save() error {
+	return vfs.WriteFileAtomic(c.fs, c.path, formatEpochs(c.entries))
 }
 
 // last returns the newest epoch, -1 when there is none.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
 )
 
 // batchCache keeps the entries of the batch read last: raft's replication
@@ -69,16 +70,9 @@ func (s *Store) GetLog(index uint64, out *raft.Log) error {
 		}
 		return err
 	}
-	entries := make([]raft.Log, 0, b.NumRecords())
-	for r, err := range b.Records() {
-		if err != nil {
-			return err
-		}
-		var l raft.Log
-		if err := decode(r, b.PartitionLeaderEpoch(), &l); err != nil {
-			return err
-		}
-		entries = append(entries, l)
+	entries, err := decodeBatch(b)
+	if err != nil {
+		return err
 	}
 	i := off - b.BaseOffset()
 	if i < 0 || i >= int64(len(entries)) || entries[i].Index != index {
@@ -90,4 +84,33 @@ func (s *Store) GetLog(index uint64, out *raft.Log) error {
 		return raft.ErrLogNotFound
 	}
 	return nil
+}
+
+// minRecordBytes is the smallest uncompressed record: a length, the
+// attributes, two deltas, a null key and value and a header count, one
+// byte each.
+const minRecordBytes = 7
+
+// decodeBatch validates a stored batch (CRC included, by Records) and
+// decodes its records as entries. The record count in the header only sizes the slice
+// as far as the batch's bytes could hold that many records: a damaged or
+// hostile header whose CRC was made to match must not make it allocate by
+// its count.
+func decodeBatch(b record.Batch) ([]raft.Log, error) {
+	n := 0
+	if len(b) >= record.HeaderSize {
+		n = max(min(int(b.NumRecords()), (len(b)-record.HeaderSize)/minRecordBytes), 0)
+	}
+	entries := make([]raft.Log, 0, n)
+	for r, err := range b.Records() {
+		if err != nil {
+			return nil, err
+		}
+		var l raft.Log
+		if err := decode(r, b.PartitionLeaderEpoch(), &l); err != nil {
+			return nil, err
+		}
+		entries = append(entries, l)
+	}
+	return entries, nil
 }

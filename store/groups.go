@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"unicode/utf16"
@@ -92,25 +93,43 @@ func (g *groupTable) replayLocked(l *seglog.Log, p int) error {
 			return fmt.Errorf("store: reading %s: %w", l.Dir(), err)
 		}
 		g.next[p] = r.Offset + 1
-		var key kmsg.OffsetCommitKey
-		if len(r.Key) < 2 || (r.Key[0] != 0 || r.Key[1] > 1) {
-			continue
+		group, k, c, ok, err := decodeCommit(r.Key, r.Value)
+		if err != nil {
+			return fmt.Errorf("store: %s offset %d: %w", l.Dir(), r.Offset, err)
 		}
-		if err := key.ReadFrom(r.Key); err != nil {
-			return fmt.Errorf("store: %s offset %d: bad offset-commit key: %w", l.Dir(), r.Offset, err)
+		switch {
+		case !ok:
+		case c == nil:
+			g.deleteLocked(group, k)
+		default:
+			g.setLocked(group, k, *c)
 		}
-		k := tp{key.Topic, key.Partition}
-		if r.Value == nil {
-			g.deleteLocked(key.Group, k)
-			continue
-		}
-		var v kmsg.OffsetCommitValue
-		if err := v.ReadFrom(r.Value); err != nil {
-			return fmt.Errorf("store: %s offset %d: bad offset-commit value: %w", l.Dir(), r.Offset, err)
-		}
-		g.setLocked(key.Group, k, Committed{Offset: v.Offset, Timestamp: v.CommitTimestamp})
 	}
 	return nil
+}
+
+// decodeCommit reads a __consumer_offsets record as encodeCommit writes it
+// and Kafka does: an OffsetCommitKey (version 0 or 1) and, unless the
+// value is null (a tombstone, c nil), an OffsetCommitValue. A record of
+// another kind (group metadata, key version 2) is not a commit: ok false.
+// A commit key or value that does not decode is an error.
+func decodeCommit(key, value []byte) (group string, k tp, c *Committed, ok bool, err error) {
+	if len(key) < 2 || key[0] != 0 || key[1] > 1 {
+		return "", tp{}, nil, false, nil
+	}
+	var kk kmsg.OffsetCommitKey
+	if err := kk.ReadFrom(key); err != nil {
+		return "", tp{}, nil, false, fmt.Errorf("bad offset-commit key: %w", err)
+	}
+	k = tp{kk.Topic, kk.Partition}
+	if value == nil {
+		return kk.Group, k, nil, true, nil
+	}
+	var v kmsg.OffsetCommitValue
+	if err := v.ReadFrom(value); err != nil {
+		return "", tp{}, nil, false, fmt.Errorf("bad offset-commit value: %w", err)
+	}
+	return kk.Group, k, &Committed{Offset: v.Offset, Timestamp: v.CommitTimestamp}, true, nil
 }
 
 func (g *groupTable) setLocked(group string, k tp, c Committed) {
@@ -179,8 +198,8 @@ func (s *Store) Commit(group, topic string, offsets map[int32]int64) error {
 	if s.readOnly {
 		return s.errReadOnly("commit offsets")
 	}
-	if group == "" {
-		return ErrInvalidGroup
+	if err := checkGroup(group); err != nil {
+		return err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -222,6 +241,16 @@ func (s *Store) Commit(group, topic string, offsets map[int32]int64) error {
 	s.groups.mu.Lock()
 	defer s.groups.mu.Unlock()
 	return s.writeCommitsLocked(group, keys, vals)
+}
+
+// checkGroup refuses a group id a commit record cannot carry: empty, or
+// longer than the int16 length of a Kafka string (the key's length would
+// wrap and the record not decode back).
+func checkGroup(group string) error {
+	if group == "" || len(group) > math.MaxInt16 {
+		return fmt.Errorf("%w: %d bytes", ErrInvalidGroup, len(group))
+	}
+	return nil
 }
 
 // CommittedOffset returns a group's committed offset on a partition.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,6 +229,26 @@ func TestOffsetsTopicIsKafkas(t *testing.T) {
 	}
 }
 
+// TestCommitLongestGroup: a group id of the most bytes a Kafka string
+// holds is committed and found again after a reopen; one byte more is
+// refused (TestCommitRefusals), where its key's length used to wrap and
+// the offsets topic not replay.
+func TestCommitLongestGroup(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	s := openStore(t, fs, clock)
+	mustf(t, s.CreateTopic("t", 1, smallConfig()), "create")
+	_, err := s.Produce("t", kv("a", "1"))
+	mustf(t, err, "produce")
+	g := strings.Repeat("\xff", math.MaxInt16)
+	mustf(t, s.Commit(g, "t", map[int32]int64{0: 1}), "commit")
+	mustf(t, s.Close(), "close")
+	s = openStore(t, fs, clock)
+	defer s.Close()
+	if c, ok := s.CommittedOffset(g, "t", 0); !ok || c.Offset != 1 {
+		t.Fatalf("after reopen: %+v, %v; want offset 1", c, ok)
+	}
+}
+
 func TestCommitRefusals(t *testing.T) {
 	fs, clock := vfs.NewMem(), newFakeClock()
 	s := openStore(t, fs, clock)
@@ -241,6 +263,7 @@ func TestCommitRefusals(t *testing.T) {
 		want         error
 	}{
 		{"", "t", map[int32]int64{0: 0}, ErrInvalidGroup},
+		{strings.Repeat("g", math.MaxInt16+1), "t", map[int32]int64{0: 0}, ErrInvalidGroup},
 		{"g", "nope", map[int32]int64{0: 0}, ErrUnknownTopic},
 		{"g", "t", map[int32]int64{5: 0}, ErrUnknownPartition},
 		{"g", "t", map[int32]int64{p: 2}, nil},

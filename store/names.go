@@ -40,7 +40,8 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrUnknownGroup is returned for a group with no committed offsets.
 	ErrUnknownGroup = errors.New("store: unknown group")
-	// ErrInvalidGroup reports an empty group id.
+	// ErrInvalidGroup reports an empty group id, or one longer than a
+	// Kafka string holds (32767 bytes).
 	ErrInvalidGroup = errors.New("store: invalid group id")
 )
 

@@ -43,8 +43,8 @@ func (s *Store) ResetOffsets(group, topic string, r Reset, partitions ...int32) 
 	if s.readOnly {
 		return nil, s.errReadOnly("reset offsets")
 	}
-	if group == "" {
-		return nil, ErrInvalidGroup
+	if err := checkGroup(group); err != nil {
+		return nil, err
 	}
 	n, err := s.Partitions(topic)
 	if err != nil {

@@ -44,7 +44,13 @@ func (osFS) OpenReadWrite(name string) (File, error) {
 }
 
 // openOS opens an existing file with the write position at its end.
+// Anything but a regular file or a directory is refused before it is
+// opened (ErrNotRegular), and again after, should the name have changed
+// in between.
 func openOS(name string, flag int) (File, error) {
+	if fi, err := os.Stat(name); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil, notRegular(name, fi)
+	}
 	f, err := os.OpenFile(name, flag, 0)
 	if err != nil {
 		return nil, err
@@ -58,7 +64,24 @@ func openOS(name string, flag int) (File, error) {
 		f.Close()
 		return nil, &os.PathError{Op: "open", Path: name, Err: unix.EISDIR}
 	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, notRegular(name, fi)
+	}
 	return &osFile{f: f, name: name, pos: fi.Size()}, nil
+}
+
+func notRegular(name string, fi os.FileInfo) error {
+	kind := fi.Mode().Type().String()
+	switch m := fi.Mode(); {
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	}
+	return &os.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w: it is %s", ErrNotRegular, kind)}
 }
 
 func (osFS) Remove(name string) error { return os.Remove(name) }

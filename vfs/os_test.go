@@ -6,7 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestOSWritePositionIgnoresPositionalIO(t *testing.T) {
@@ -191,4 +194,42 @@ func readAll(t *testing.T, f File) []byte {
 		t.Fatalf("ReadAt whole file: %d, %v", n, err)
 	}
 	return buf
+}
+
+// TestOSOpenRefusesNonRegular: a FIFO (directly or through a symlink) and
+// a device are refused with ErrNotRegular, at once: opening a FIFO
+// read-only would block until a writer came.
+func TestOSOpenRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "00000000000000000000.log")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(fifo, link); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, name := range []string{fifo, link, "/dev/null"} {
+			for _, open := range []func(string) (File, error){Default.Open, Default.OpenReadWrite} {
+				f, err := open(name)
+				if err == nil {
+					f.Close()
+				}
+				if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), name) {
+					t.Errorf("open %s: %v; want ErrNotRegular naming it", name, err)
+				}
+			}
+		}
+		if _, err := ReadFileLimit(Default, fifo, 10); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("ReadFileLimit of a FIFO: %v", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("opening a FIFO blocked")
+	}
 }

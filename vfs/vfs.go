@@ -62,6 +62,12 @@ var ErrNoFd = errors.New("vfs: file has no OS descriptor")
 // in this process holds the lock.
 var ErrLocked = errors.New("vfs: lock held by another owner")
 
+// ErrNotRegular is returned by Open and OpenReadWrite of the real
+// filesystem for a name that is neither a regular file nor a directory (a
+// FIFO, a socket, a device): a FIFO named like a segment would otherwise
+// block the open until a writer came, and none of them is a log file.
+var ErrNotRegular = errors.New("vfs: not a regular file")
+
 // FS is a filesystem. Paths are ordinary slash-separated paths; dir arguments
 // name directories.
 type FS interface {

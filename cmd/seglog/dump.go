@@ -54,7 +54,7 @@ func runDump(w io.Writer, path string, records bool, maxBatch int) error {
 		return err
 	}
 	if !fi.IsDir() {
-		return dumpFile(w, path, records, maxBatch)
+		return dumpFile(w, path, -1, records, maxBatch)
 	}
 	names, err := fsckFS.List(path)
 	if err != nil {
@@ -77,13 +77,29 @@ func runDump(w io.Writer, path string, records bool, maxBatch int) error {
 		}
 		return cmp.Compare(order[ka], order[kb])
 	})
+	// Each .log's batches must end below the next segment's base
+	// offset, as fsck checks.
+	next := map[string]int64{}
+	prev := ""
+	for _, name := range files {
+		if kind, base, _ := fsck.FileKind(name); kind == ".log" {
+			if prev != "" {
+				next[prev] = base
+			}
+			prev = name
+		}
+	}
 	n := 0
 	for _, name := range files {
 		if n > 0 {
 			fmt.Fprintln(w)
 		}
 		n++
-		if err := dumpFile(w, filepath.Join(path, name), records, maxBatch); err != nil {
+		nextBase, ok := next[name]
+		if !ok {
+			nextBase = -1
+		}
+		if err := dumpFile(w, filepath.Join(path, name), nextBase, records, maxBatch); err != nil {
 			return err
 		}
 	}
@@ -93,8 +109,9 @@ func runDump(w io.Writer, path string, records bool, maxBatch int) error {
 	return nil
 }
 
-// dumpFile prints one segment-directory file.
-func dumpFile(w io.Writer, path string, records bool, maxBatch int) error {
+// dumpFile prints one segment-directory file; nextBase is the base offset
+// of the segment after a .log, -1 if none is known.
+func dumpFile(w io.Writer, path string, nextBase int64, records bool, maxBatch int) error {
 	kind, base, ok := fsck.FileKind(path)
 	if !ok {
 		return fmt.Errorf("dump: %s: not a .log, .index, .timeindex or .txnindex file (name must be a 20-digit base offset)", path)
@@ -110,7 +127,7 @@ func dumpFile(w io.Writer, path string, records bool, maxBatch int) error {
 		if err != nil {
 			return err
 		}
-		return dumpLog(w, f, size, base, records, maxBatch)
+		return dumpLog(w, f, size, base, nextBase, records, maxBatch)
 	}
 	const maxIndex = 1 << 30
 	data, err := vfs.ReadFileLimit(fsckFS, path, maxIndex)
@@ -150,7 +167,7 @@ func dumpFile(w io.Writer, path string, records bool, maxBatch int) error {
 
 // dumpLog prints a .log batch by batch with the scanner fsck uses, so the
 // positions are the ones fsck reports.
-func dumpLog(w io.Writer, f io.ReaderAt, size, base int64, records bool, maxBatch int) error {
+func dumpLog(w io.Writer, f io.ReaderAt, size, base, nextBase int64, records bool, maxBatch int) error {
 	sc := fsck.NewScanner(f, size, maxBatch)
 	sc.SetMinOffset(base)
 	var it record.Iterator
@@ -168,6 +185,11 @@ func dumpLog(w io.Writer, f io.ReaderAt, size, base int64, records bool, maxBatc
 		}
 		if e.Damaged() {
 			fmt.Fprintf(w, "position: %d damaged (%s, %d bytes): %v\n", e.Pos, e.Kind, e.Size, e.Err)
+			continue
+		}
+		if nextBase >= 0 && e.LastOffset() >= nextBase {
+			fmt.Fprintf(w, "position: %d damaged (%s, %d bytes): batch offsets [%d, %d] reach the next segment's base offset %d\n",
+				e.Pos, fsck.KindOffsetRange, e.Size, e.BaseOffset(), e.LastOffset(), nextBase)
 			continue
 		}
 		sc.SetMinOffset(e.LastOffset() + 1)
