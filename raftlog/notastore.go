@@ -59,9 +59,7 @@ func checkStoreDir(fsys vfs.FS, dir string) error {
 			return nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			// Not a directory, or unreadable: MkdirAll or the partition's
-			// Open reports it.
-			return nil
+			return err // not a directory, or unreadable
 		}
 		if up := filepath.Dir(p); up == p {
 			return nil
