@@ -47,7 +47,8 @@ type Options struct {
 	SegmentBytes int64
 	// MaxBatchBytes bounds one stored batch; a StoreLogs call larger than
 	// this is split into several batches. Default min(SegmentBytes, 8 MiB).
-	// A single entry larger than it is refused.
+	// An entry whose data and extensions exceed it less 169 bytes of
+	// framing is refused.
 	MaxBatchBytes int
 	// Logger receives the partition's recovery messages.
 	Logger *slog.Logger
