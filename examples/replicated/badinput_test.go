@@ -3,9 +3,9 @@ package main
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,19 +15,32 @@ import (
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/raftlog"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // listing returns every path under dir, to show that a refused Start
 // wrote nothing.
 func listing(t *testing.T, dir string) []string {
 	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		out = append(out, p)
-		return err
-	})
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	out := []string{dir}
+	names, err := vfs.Default.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out
+	}
+	if err != nil {
 		t.Fatal(err)
+	}
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		fi, err := vfs.Default.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.IsDir() {
+			out = append(out, listing(t, p)...)
+		} else {
+			out = append(out, p)
+		}
 	}
 	return out
 }
@@ -88,7 +101,7 @@ func TestAddressInUse(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), which+" address") || !strings.Contains(err.Error(), "address already in use") {
 			t.Fatalf("%s address in use: %v", which, err)
 		}
-		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		if _, err := vfs.Default.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("%s address in use: the refused Start created %s (%v)", which, dir, err)
 		}
 		ln, err := net.Listen("tcp", other)
