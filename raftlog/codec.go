@@ -20,7 +20,8 @@ const (
 )
 
 // ErrBadEntry reports an entry that cannot be stored (index 0, a term over
-// 2^31−1) or a stored record that does not decode as one.
+// 2^31−1, more bytes than a batch holds, an index that does not follow the
+// log) or a stored record that does not decode as one.
 var ErrBadEntry = errors.New("raftlog: bad entry")
 
 // toOffset and toIndex are the only conversions between raft indexes

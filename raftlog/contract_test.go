@@ -15,13 +15,20 @@ import (
 // the adapter must be left unchanged. noop marks a call the adapter must
 // accept and ignore; the oracle is skipped there because InmemStore moves
 // its bounds for a range outside the log (deleting [100, 200] from [1, 50]
-// makes its LastIndex 99), which raft never asks for.
+// makes its LastIndex 99), which raft never asks for. stage, when not
+// zero, is a commit index staged (CommitTrackingLogStore) just before do.
+// dropsSegments marks a delete that must remove whole segment files (the
+// test's 1 KiB segments make it cross their boundaries).
 type step struct {
-	name    string
-	do      func(s raft.LogStore) error
-	refused bool
-	noop    bool
+	name          string
+	do            func(s raft.LogStore) error
+	refused       bool
+	noop          bool
+	stage         uint64
+	dropsSegments bool
 }
+
+func nothing(raft.LogStore) error { return nil }
 
 func store(ls []*raft.Log) func(raft.LogStore) error {
 	return func(s raft.LogStore) error { return s.StoreLogs(ls) }
@@ -42,29 +49,30 @@ func concat(parts ...[]*raft.Log) []*raft.Log {
 // contractScenarios are the cases of the reference's §B.5 (and raft-wal's
 // integration scenarios), as sequences: each step's state is compared with
 // the oracle's live, after a reopen, and after a power loss with a torn
-// tail.
+// tail; so is the commit index a reopened Store reports (commitModel).
 var contractScenarios = map[string][]step{
 	"from index 1": {
 		{name: "empty", do: func(raft.LogStore) error { return nil }},
 		{name: "first batch at 1", do: store(entries(1, 10, 1))},
-		{name: "single entry", do: func(s raft.LogStore) error { return s.StoreLog(entries(11, 11, 1)[0]) }},
-		{name: "batches of term 2", do: store(entries(12, 16, 2))},
-		{name: "more of term 2", do: store(entries(17, 30, 2))},
+		{name: "single entry", do: func(s raft.LogStore) error { return s.StoreLog(entries(11, 11, 1)[0]) }, stage: 4},
+		{name: "batches of term 2", do: store(entries(12, 16, 2)), stage: 11},
+		{name: "more of term 2", do: store(entries(17, 30, 2)), stage: 16},
 		{name: "more of term 2 again", do: store(entries(31, 40, 2))},
-		{name: "follower batch of three terms", do: store(concat(entries(41, 42, 2), entries(43, 45, 3), entries(46, 50, 4)))},
-		{name: "gap refused", do: store(entries(60, 61, 4)), refused: true},
+		{name: "follower batch of three terms", do: store(concat(entries(41, 42, 2), entries(43, 45, 3), entries(46, 50, 4))), stage: 45},
+		{name: "commit staged, power loss before a StoreLogs", do: nothing, stage: 50},
+		{name: "gap refused", do: store(entries(60, 61, 4)), refused: true, stage: 50},
 		{name: "overwrite refused", do: store(entries(50, 51, 4)), refused: true},
 		{name: "middle delete refused", do: deleteRange(20, 30), refused: true},
 		{name: "delete outside the log", do: deleteRange(100, 200), noop: true},
 		{name: "prefix inside the first segment", do: deleteRange(1, 3)},
-		{name: "prefix across segments", do: deleteRange(0, 25)},
+		{name: "prefix across segments", do: deleteRange(0, 25), dropsSegments: true},
 		{name: "suffix inside a batch", do: deleteRange(45, 50)},
-		{name: "append after suffix", do: store(entries(45, 47, 5))},
-		{name: "suffix across segments", do: deleteRange(30, 47)},
+		{name: "append after suffix", do: store(entries(45, 47, 5)), stage: 100},
+		{name: "suffix across segments", do: deleteRange(30, 47), dropsSegments: true},
 		{name: "append after long suffix", do: store(entries(30, 35, 6))},
 		{name: "suffix of the whole first batch kept", do: deleteRange(27, 40)},
 		{name: "delete everything", do: deleteRange(26, 26)},
-		{name: "append at a new index", do: store(entries(1000, 1010, 6))},
+		{name: "append at a new index", do: store(entries(1000, 1010, 6)), stage: 1005},
 		{name: "delete everything as removeOldLogs does", do: deleteRange(1000, 1010)},
 		{name: "restart below the old start", do: store(entries(5, 9, 7))},
 		{name: "suffix to one entry", do: deleteRange(6, 9)},
@@ -72,10 +80,10 @@ var contractScenarios = map[string][]step{
 		{name: "append after emptied by suffix", do: store(entries(5, 6, 8))},
 	},
 	"from index 1,000,000": {
-		{name: "first batch", do: store(entries(1_000_000, 1_000_020, 3))},
-		{name: "gap refused", do: store(entries(1_000_022, 1_000_022, 3)), refused: true},
-		{name: "more", do: store(entries(1_000_021, 1_000_040, 4))},
-		{name: "prefix", do: deleteRange(999_000, 1_000_030)},
+		{name: "first batch", do: store(entries(1_000_000, 1_000_020, 3)), stage: 1_000_010},
+		{name: "gap refused", do: store(entries(1_000_022, 1_000_022, 3)), refused: true, stage: 1_000_020},
+		{name: "more", do: store(entries(1_000_021, 1_000_040, 4)), stage: 1_000_038},
+		{name: "prefix", do: deleteRange(999_000, 1_000_030), dropsSegments: true},
 		{name: "suffix straddling the start", do: deleteRange(1_000_035, 1_000_040)},
 		{name: "prefix of all but one", do: deleteRange(1_000_031, 1_000_033)},
 		{name: "everything", do: deleteRange(1_000_034, 1_000_034)},
@@ -90,8 +98,16 @@ func TestContract(t *testing.T) {
 			const dir = "/raft"
 			s := openT(t, fs, dir)
 			oracle := raft.NewInmemStore()
+			commits := commitModel{}
 			for i, st := range steps {
 				label := fmt.Sprintf("step %d %q", i, st.name)
+				prevLast, _ := s.LastIndex()
+				prevSegs := len(s.Log().Segments())
+				if st.stage != 0 {
+					if err := s.StageCommitIndex(st.stage); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if st.refused || st.noop {
 					before := raft.NewInmemStore()
 					copyInto(t, s, before)
@@ -112,12 +128,20 @@ func TestContract(t *testing.T) {
 					}
 				}
 				compareStores(t, label, s, oracle)
+				if st.dropsSegments && len(s.Log().Segments()) >= prevSegs {
+					t.Fatalf("%s: %d segments before, %d after: no segment file was removed", label, prevSegs, len(s.Log().Segments()))
+				}
+				if !st.refused && !st.noop {
+					last, _ := s.LastIndex()
+					commits.after(prevLast, last, st.stage)
+				}
 
 				// A power loss now, with a torn batch after the tail.
 				crashed := fs.CrashClone()
 				tearTail(t, crashed, dir)
 				c := openT(t, crashed, dir)
 				compareStores(t, label+" after a power loss", c, oracle)
+				commits.check(t, label+" after a power loss", c)
 				if err := c.Close(); err != nil {
 					t.Fatal(err)
 				}
@@ -130,6 +154,7 @@ func TestContract(t *testing.T) {
 				checkFsck(t, fs, dir)
 				s = openT(t, fs, dir)
 				compareStores(t, label+" after reopen", s, oracle)
+				commits.check(t, label+" after reopen", s)
 			}
 			s.Close()
 		})
@@ -149,5 +174,38 @@ func copyInto(t *testing.T, src *Store, dst raft.LogStore) {
 		if err := dst.StoreLog(&l); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// commitModel is what GetCommitIndex must answer after a reopen: the
+// commit index staged before the StoreLogs call that wrote the last entry
+// (staged values die with the process, so only the step's own stage
+// counts), capped at LastIndex; 0 if the last entry's batch carries none
+// (the log is empty, or a suffix delete rewrote the batch it ends in).
+// Keys are the last index of each StoreLogs call still in the log.
+type commitModel map[uint64]uint64
+
+// after records a step that took the last index from prev to last.
+func (m commitModel) after(prev, last, staged uint64) {
+	switch {
+	case last == 0:
+		clear(m)
+	case last > prev || prev == 0:
+		m[last] = staged // a StoreLogs: stores only append
+	default:
+		for k := range m {
+			if k > last {
+				delete(m, k) // removed by a suffix delete
+			}
+		}
+	}
+}
+
+func (m commitModel) check(t *testing.T, label string, s *Store) {
+	t.Helper()
+	last, _ := s.LastIndex()
+	want := min(m[last], last)
+	if got, err := s.GetCommitIndex(); err != nil || got != want {
+		t.Fatalf("%s: GetCommitIndex = %d, %v; want %d", label, got, err, want)
 	}
 }

@@ -16,7 +16,7 @@
 //     becomes one batch per run of equal terms (one batch on a leader);
 //   - Data = the record value (nil stays null);
 //   - Type = header "raft.type" (absent for LogCommand, so a Kafka
-//     consumer sees commands as plain records);
+//     consumer tells commands by its absence);
 //   - Extensions = header "raft.ext" (absent when empty);
 //   - AppendedAt = the record timestamp in milliseconds, and exactly in
 //     header "raft.at" (seconds and nanoseconds, absent when zero);

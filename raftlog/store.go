@@ -47,7 +47,8 @@ type Options struct {
 	SegmentBytes int64
 	// MaxBatchBytes bounds one stored batch; a StoreLogs call larger than
 	// this is split into several batches. Default min(SegmentBytes, 8 MiB).
-	// A single entry larger than it is refused.
+	// An entry whose data and extensions exceed it less 169 bytes of
+	// framing is refused.
 	MaxBatchBytes int
 	// Logger receives the partition's recovery messages.
 	Logger *slog.Logger
@@ -80,7 +81,9 @@ type Store struct {
 // Open opens (creating if needed) the Store in dir. It finishes a suffix
 // delete that a crash interrupted and makes the leader-epoch checkpoint
 // agree with the batches (rebuilding it from them if it is missing,
-// damaged or behind).
+// damaged or behind). A dir that is a log partition itself, or an absent
+// one inside a partition, is refused with a *NotAStoreError
+// (ErrNotAStore) and nothing is written.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.Default
@@ -90,6 +93,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.MaxBatchBytes == 0 {
 		opts.MaxBatchBytes = int(min(opts.SegmentBytes, 8<<20))
+	}
+	if err := checkStoreDir(opts.FS, dir); err != nil {
+		return nil, err
 	}
 	if err := opts.FS.MkdirAll(dir); err != nil {
 		return nil, err

@@ -14,8 +14,10 @@ func (s *Store) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l})
 // StoreLogs appends entries, which must be contiguous and follow the last
 // stored index (an empty log starts at any index, as after a snapshot
 // install). Each run of equal terms is one batch stamped with that term
-// (a leader's call is always one run, so one batch); entries are on disk
-// when it returns. A staged commit index rides on the last record.
+// (a leader's call is always one run, so one batch, unless it exceeds
+// Options.MaxBatchBytes); entries are on disk when it returns. A staged
+// commit index rides on the last record. A call holding an entry no batch
+// can hold is refused with ErrBadEntry before anything is written.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
@@ -23,6 +25,10 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	for i, l := range logs {
 		if err := checkEntry(l); err != nil {
 			return err
+		}
+		if entrySize(l) > s.batchRoom() {
+			return fmt.Errorf("%w: entry %d holds %d bytes of data and extensions; a batch holds at most %d (Options.MaxBatchBytes %d, less framing)",
+				ErrBadEntry, l.Index, len(l.Data)+len(l.Extensions), s.batchRoom()-entryOverhead, s.opts.MaxBatchBytes)
 		}
 		if i > 0 && l.Index != logs[i-1].Index+1 {
 			return fmt.Errorf("%w: index %d follows %d in one call", ErrBadEntry, l.Index, logs[i-1].Index)
@@ -54,7 +60,7 @@ func (s *Store) appendLocked(logs []*raft.Log, commit uint64) error {
 		n, size := 1, entrySize(logs[0])
 		for n < len(logs) && logs[n].Term == logs[0].Term {
 			sz := entrySize(logs[n])
-			if size+sz > s.opts.MaxBatchBytes-record.HeaderSize-12 {
+			if size+sz > s.batchRoom() {
 				break
 			}
 			size += sz
@@ -72,9 +78,19 @@ func (s *Store) appendLocked(logs []*raft.Log, commit uint64) error {
 	return nil
 }
 
-// entrySize bounds an entry's encoded size: its bytes and the framing and
-// headers around them.
-func entrySize(l *raft.Log) int { return len(l.Data) + len(l.Extensions) + 80 }
+// entryOverhead bounds the bytes encode adds to an entry's data and
+// extensions: the record's framing (length, attributes, timestamp and
+// offset deltas, key and value lengths, header count: 28 at most) and its
+// headers (raft.type 12, raft.ext 14, raft.at 21, raft.commit 21).
+const entryOverhead = 96
+
+// entrySize bounds an entry's encoded size.
+func entrySize(l *raft.Log) int { return len(l.Data) + len(l.Extensions) + entryOverhead }
+
+// batchRoom is how many bytes of records one batch may hold: batches are
+// cut so that their records' bounds sum to at most this, which keeps every
+// batch within MaxBatchBytes.
+func (s *Store) batchRoom() int { return s.opts.MaxBatchBytes - record.HeaderSize - 12 }
 
 // appendRun writes entries of one term as one batch, assigning the term
 // in the leader-epoch cache first.

@@ -36,6 +36,9 @@ func main() {
 	if self == nil {
 		log.Fatalf("-id %s is not in -peers", *id)
 	}
+	if flag.NArg() > 0 {
+		log.Fatalf("unexpected arguments %q: every setting is a flag (-h lists them)", flag.Args())
+	}
 	var logs io.Writer = io.Discard
 	if *verbose {
 		logs = os.Stderr
@@ -58,7 +61,7 @@ func parsePeers(s string) ([]Peer, error) {
 	for _, p := range strings.Split(s, ",") {
 		f := strings.Split(p, "=")
 		if len(f) != 3 {
-			return nil, fmt.Errorf("peer %q: want id=raftaddr=httpaddr", p)
+			return nil, fmt.Errorf("%w: peer %q: want id=raftaddr=httpaddr", ErrBadPeers, p)
 		}
 		out = append(out, Peer{ID: f[0], Raft: f[1], HTTP: f[2]})
 	}

@@ -79,33 +79,35 @@ func (snap) Release() {}
 
 // Start opens the node's Store in dir/<id>, starts raft on a TCP
 // transport at self.Raft and the HTTP API at self.HTTP. With bootstrap,
-// a node with no state bootstraps the cluster of peers.
+// a node with no state bootstraps the cluster of peers. Peers are checked
+// and both addresses bound before anything is written, so bad peers or an
+// address in use leave dir as it was.
 func Start(dir string, self Peer, peers []Peer, bootstrap bool, logs io.Writer) (*Node, error) {
-	for _, a := range []string{self.Raft, self.HTTP} {
-		if err := loopbackOnly(a); err != nil {
-			return nil, err
-		}
-	}
-	n := &Node{self: self}
-	base := filepath.Join(dir, self.ID)
-	st, err := raftlog.Open(base, raftlog.Options{})
-	if err != nil {
+	if err := checkPeers(self, peers); err != nil {
 		return nil, err
 	}
-	n.store = st
+	n := &Node{self: self}
 	fail := func(err error) (*Node, error) {
 		n.Stop()
 		return nil, err
 	}
-	snaps, err := raft.NewFileSnapshotStore(base+"-snapshots", 2, logs)
-	if err != nil {
-		return fail(err)
+	var err error
+	if n.ln, err = net.Listen("tcp", self.HTTP); err != nil {
+		return nil, fmt.Errorf("HTTP address: %w", err)
 	}
 	addr, err := net.ResolveTCPAddr("tcp", self.Raft)
 	if err != nil {
 		return fail(err)
 	}
 	n.trans, err = raft.NewTCPTransport(self.Raft, addr, 3, 5*time.Second, logs)
+	if err != nil {
+		return fail(fmt.Errorf("raft address: %w", err))
+	}
+	base := filepath.Join(dir, self.ID)
+	if n.store, err = raftlog.Open(base, raftlog.Options{}); err != nil {
+		return fail(err)
+	}
+	snaps, err := raft.NewFileSnapshotStore(base+"-snapshots", 2, logs)
 	if err != nil {
 		return fail(err)
 	}
@@ -117,6 +119,7 @@ func Start(dir string, self Peer, peers []Peer, bootstrap bool, logs io.Writer) 
 	conf.LeaderLeaseTimeout = 500 * time.Millisecond
 	conf.SnapshotThreshold = 1 << 62
 	conf.TrailingLogs = 1 << 62
+	st := n.store
 	if bootstrap {
 		has, err := raft.HasExistingState(st, st, snaps)
 		if err != nil {
@@ -136,33 +139,70 @@ func Start(dir string, self Peer, peers []Peer, bootstrap bool, logs io.Writer) 
 	if err != nil {
 		return fail(err)
 	}
-	n.ln, err = net.Listen("tcp", self.HTTP)
-	if err != nil {
-		return fail(err)
-	}
 	n.http = &http.Server{Handler: n.handler(peers), ReadHeaderTimeout: 5 * time.Second}
 	go n.http.Serve(n.ln)
 	return n, nil
 }
 
-// loopbackOnly refuses an address that is not on 127.0.0.1: the example
-// has no authentication, so it must not listen on a network.
+// ErrBadPeers reports a -peers list or node ID that cannot make a
+// cluster; the error wrapping it says why.
+var ErrBadPeers = errors.New("bad peers")
+
+// checkPeers refuses peers the example cannot run: a missing ID, an
+// address that is not 127.0.0.1:port (the example has no authentication,
+// so it must not listen on a network), an ID or address used twice, or
+// self not among them.
+func checkPeers(self Peer, peers []Peer) error {
+	ids, addrs := map[string]bool{}, map[string]bool{}
+	found := false
+	for _, p := range peers {
+		if p.ID == "" {
+			return fmt.Errorf("%w: a peer has no ID", ErrBadPeers)
+		}
+		if ids[p.ID] {
+			return fmt.Errorf("%w: ID %s is used twice", ErrBadPeers, p.ID)
+		}
+		ids[p.ID] = true
+		for _, a := range []string{p.Raft, p.HTTP} {
+			if err := loopbackOnly(a); err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrBadPeers, p.ID, err)
+			}
+			if addrs[a] {
+				return fmt.Errorf("%w: address %s is used twice", ErrBadPeers, a)
+			}
+			addrs[a] = true
+		}
+		found = found || p == self
+	}
+	if !found {
+		return fmt.Errorf("%w: %s (%s, %s) is not one of the peers", ErrBadPeers, self.ID, self.Raft, self.HTTP)
+	}
+	return nil
+}
+
+// loopbackOnly refuses an address that is not 127.0.0.1 and a port.
 func loopbackOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
 	}
 	if host != "127.0.0.1" {
 		return fmt.Errorf("%s: the example listens on 127.0.0.1 only", addr)
 	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fmt.Errorf("%s: the port must be a number from 1 to 65535", addr)
+	}
 	return nil
 }
 
-// Stop shuts the node down: HTTP, raft, transport, Store.
+// Stop shuts the node down: HTTP, raft, transport, Store; after a failed
+// Start, whatever it had opened.
 func (n *Node) Stop() error {
 	var errs []error
 	if n.http != nil {
 		errs = append(errs, n.http.Close())
+	} else if n.ln != nil {
+		errs = append(errs, n.ln.Close()) // Start failed before serving
 	}
 	if n.raft != nil {
 		errs = append(errs, n.raft.Shutdown().Error())
@@ -176,24 +216,36 @@ func (n *Node) Stop() error {
 	return errors.Join(errs...)
 }
 
+// maxValue bounds one appended value.
+const maxValue = 1 << 20
+
 // handler serves:
 //
-//	POST /append   body = one value; 200 with its index once a majority
-//	               stored it and it was applied here (the leader); 421
-//	               with the leader's HTTP address on a follower
+//	POST /append   body = one value (at most 1 MiB, else 413); 200 with
+//	               its index once a majority stored it and it was applied
+//	               here (the leader); 421 with the leader's HTTP address
+//	               on a follower (not stored); 503 when leadership was lost
+//	               meanwhile (stored or not: unknown)
 //	GET  /read?from=I&max=N   "index<TAB>value" lines of applied commands
+//	               from index I (default 1), at most N (default 1000, up
+//	               to 10000); 400 for anything else
 //	GET  /status   "<state> <leader id> <applied index>"
 func (n *Node) handler(peers []Peer) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /append", func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxValue+1))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		if len(body) > maxValue {
+			http.Error(w, fmt.Sprintf("a value is at most %d bytes", maxValue), http.StatusRequestEntityTooLarge)
+			return
+		}
 		f := n.raft.Apply(body, 10*time.Second)
 		if err := f.Error(); err != nil {
-			if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			if errors.Is(err, raft.ErrNotLeader) {
+				// Not stored: send it to the leader.
 				_, id := n.raft.LeaderWithID()
 				for _, p := range peers {
 					if string(id) == p.ID {
@@ -203,18 +255,19 @@ func (n *Node) handler(peers []Peer) http.Handler {
 				http.Error(w, err.Error(), http.StatusMisdirectedRequest)
 				return
 			}
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			// ErrLeadershipLost and the like: the value may or may not be
+			// committed, so the client must not assume either.
+			http.Error(w, err.Error()+" (the value may or may not have been stored)", http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, f.Index())
 	})
 	mux.HandleFunc("GET /read", func(w http.ResponseWriter, r *http.Request) {
-		from, _ := strconv.ParseUint(r.URL.Query().Get("from"), 10, 64)
-		limit, _ := strconv.Atoi(r.URL.Query().Get("max"))
-		if limit <= 0 || limit > 10000 {
-			limit = 1000
+		from, limit, err := readParams(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
 		}
-		from = max(from, 1)
 		applied := n.applied.Load()
 		var b strings.Builder
 		for i := from; i <= applied && limit > 0; i++ {
@@ -236,4 +289,22 @@ func (n *Node) handler(peers []Peer) http.Handler {
 		fmt.Fprintf(w, "%s %s %d\n", n.raft.State(), id, n.applied.Load())
 	})
 	return mux
+}
+
+// readParams parses /read's from and max; absent ones take their
+// defaults, and anything that is not a number in range is refused.
+func readParams(r *http.Request) (from uint64, limit int, err error) {
+	from, limit = 1, 1000
+	q := r.URL.Query()
+	if v := q.Get("from"); v != "" {
+		if from, err = strconv.ParseUint(v, 10, 64); err != nil || from == 0 {
+			return 0, 0, fmt.Errorf("from=%q: want an index from 1", v)
+		}
+	}
+	if v := q.Get("max"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 10000 {
+			return 0, 0, fmt.Errorf("max=%q: want a count from 1 to 10000", v)
+		}
+	}
+	return from, limit, nil
 }
