@@ -96,7 +96,7 @@ func TestLazyFileNotEvictableNorPinned(t *testing.T) {
 	c := NewCache(1)
 	held := lazyFiles(t, vfs.Default, dir, c, 2, false)
 	pinDir := path.Join(dir, "p")
-	if err := os.Mkdir(pinDir, 0o755); err != nil {
+	if err := vfs.Default.MkdirAll(pinDir); err != nil {
 		t.Fatal(err)
 	}
 	files := lazyFiles(t, vfs.Default, pinDir, c, 5, true)
