@@ -152,13 +152,23 @@ while [ "$(left)" -gt 0 ]; do
     execs[$name]=$(( ${execs[$name]} + ${n:-0} ))
   done
   [ "$(left)" -le 0 ] && break
-  step campaigns-log go test "${flags[@]}" -run '^(TestLogCrashCampaign|TestLogFaultMatrix|TestDiskFull)$' .
-  step campaigns-store go test "${flags[@]}" -run '^(TestStoreCrashCampaign|TestStoreFaultMatrix)$' ./store
-  step campaigns-raft go test "${flags[@]}" -run '^(TestRaftCrashCampaign|TestRaftFaultMatrix)$' ./raftlog
+  # The package comes first: go test takes everything after a flag it
+  # does not know (-soak.scale) as the test binary's, so "./store" there
+  # ran the root package, where these tests do not exist, and passed.
+  step campaigns-log go test . "${flags[@]}" -run '^(TestLogCrashCampaign|TestLogFaultMatrix|TestDiskFull)$'
+  step campaigns-store go test ./store "${flags[@]}" -run '^(TestStoreCrashCampaign|TestStoreFaultMatrix)$'
+  step campaigns-raft go test ./raftlog "${flags[@]}" -run '^(TestRaftCrashCampaign|TestRaftFaultMatrix)$'
+
   # Kills are cheap next to the campaigns: four times the scale (20 kills
   # per unit), so that a 2-hour soak kills over a thousand times.
-  step kill go test -count=1 -timeout="$steptimeout" -soak.scale=$((scale * 4)) -soak.seed="$seed" -run '^TestKillCampaign$' .
-  step concurrency go test -race "${flags[@]}" -run '^TestConcurrencySoak$' .
+  step kill go test . -count=1 -timeout="$steptimeout" -soak.scale=$((scale * 4)) -soak.seed="$seed" -run '^TestKillCampaign$'
+  step concurrency go test -race . "${flags[@]}" -run '^TestConcurrencySoak$'
+  # A step that ran no test is a broken step, not a pass.
+  if grep -q 'no tests to run' "$logs"/round"$rounds"-campaigns-*.log "$logs"/round"$rounds"-kill.log "$logs"/round"$rounds"-concurrency.log; then
+    failure="a campaign step of round $rounds ran no test"; faillog="$logs"
+    replay="grep -l 'no tests to run' $logs/round$rounds-*.log"
+    echo "FAIL: $failure"; summary failed; exit 1
+  fi
   # The server's hostile-input and client integration tests (franz-go's
   # kgo against a started server; they take no -soak flags). The kcat
   # tests are CI's: they skip where kcat is not installed.

@@ -94,6 +94,16 @@ type storeRecorder struct {
 	h      storeHistory
 	points []storePoint
 	rng    *rand.Rand
+	// label, when set, is told what the workload does next (the fault
+	// matrix's faults.At.SetCurrent).
+	label func(string)
+}
+
+// doing tells rec's label, if any, what the workload does next.
+func (c *storeRecorder) doing(what string) {
+	if c.label != nil {
+		c.label(what)
+	}
 }
 
 func (c *storeRecorder) Inject(op vfs.Op) error {
@@ -217,7 +227,10 @@ func storeWorkload(s *store.Store, rec *storeRecorder, seed uint64, nops int) er
 					}
 				}
 			})
-			if err := s.DeleteTopic(name); err != nil {
+			rec.doing("delete " + name)
+			err := s.DeleteTopic(name)
+			rec.doing("")
+			if err != nil {
 				return fmt.Errorf("delete %s: %w", name, err)
 			}
 			rec.with(func(h *storeHistory) { delete(h.pending, name) })

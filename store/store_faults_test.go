@@ -23,8 +23,8 @@ func newStoreHistory() storeHistory {
 // runStoreFaulted runs the campaign's workload on fs and returns the
 // history it acknowledged and the first error (of Open, an operation or
 // Close).
-func runStoreFaulted(fs vfs.FS, mem *vfs.MemFS, seed uint64, nops int) (storeHistory, error) {
-	rec := &storeRecorder{mem: mem, rng: rand.New(rand.NewPCG(seed, 9)), h: newStoreHistory()}
+func runStoreFaulted(fs vfs.FS, mem *vfs.MemFS, seed uint64, nops int, label func(string)) (storeHistory, error) {
+	rec := &storeRecorder{mem: mem, rng: rand.New(rand.NewPCG(seed, 9)), h: newStoreHistory(), label: label}
 	s, err := store.Open(campaignDir, campaignStoreOptions(fs))
 	if err != nil {
 		return rec.h, err
@@ -48,7 +48,7 @@ func TestStoreFaultMatrix(t *testing.T) {
 	seed := soak.Seed()<<32 | 77
 	const nops = 25
 	counter := &vfs.Counter{}
-	if _, err := runStoreFaulted(vfs.Inject(vfs.NewMem(), counter), vfs.NewMem(), seed, nops); err != nil {
+	if _, err := runStoreFaulted(vfs.Inject(vfs.NewMem(), counter), vfs.NewMem(), seed, nops, nil); err != nil {
 		t.Fatalf("reference run: %v", err)
 	}
 	total := counter.Count()
@@ -65,14 +65,14 @@ func TestStoreFaultMatrix(t *testing.T) {
 		for i := 1 + phase; i <= total; i += stride {
 			mem := vfs.NewMem()
 			inj, fs := faults.New(mem, i, kind)
-			h, err := runStoreFaulted(fs, mem, seed, nops)
-			op, _, fired := inj.Fired()
+			h, err := runStoreFaulted(fs, mem, seed, nops, inj.SetCurrent)
+			op, during, fired := inj.Fired()
 			if !fired {
 				continue
 			}
 			injected++
 			label := fmt.Sprintf("seed %d: %v at op %d (%v %s)", seed, kind, i, op.Kind, op.Path)
-			if err == nil && !storeFaultTolerated(op) {
+			if err == nil && !storeFaultTolerated(op, during) {
 				t.Errorf("%s: the failure was swallowed", label)
 			}
 			crashed := mem.CrashClone()
@@ -89,12 +89,31 @@ func TestStoreFaultMatrix(t *testing.T) {
 	soak.Count(t, "faults", injected)
 }
 
-func storeFaultTolerated(op vfs.Op) bool {
+func storeFaultTolerated(op vfs.Op, during string) bool {
+	if topic, ok := strings.CutPrefix(during, "delete "); ok && strings.HasPrefix(op.Path, path.Join(campaignDir, topic)+"-") {
+		// DeleteTopic closes the topic's partitions after its commit
+		// point (the topic file in state deleting): a failure there (the
+		// close's flush, the indexes' trim) is logged and the deletion
+		// goes on, since nothing of those files is wanted any more.
+		return true
+	}
 	switch op.Kind {
 	case vfs.OpClose, vfs.OpUnmap, vfs.OpUnlock, vfs.OpRemove, vfs.OpReserve:
 		return true
 	case vfs.OpWriteAt:
 		return !strings.HasSuffix(op.Path, ".log") // zeros warming an index's pages
+	case vfs.OpList:
+		// The store lists a partition directory outside the partition's
+		// Open only to take a shortcut or to be careful: describing a
+		// closed partition from its files (infoFromDisk opens the Log
+		// instead), deciding whether a partition never opened since a
+		// crash may be trusted (recovered: then it is not, and no
+		// clean-shutdown marker is written), and removing a deleted
+		// topic's directories in the background (logged; the next Open
+		// removes them). A failed listing inside Open fails the call.
+		// What follows a tolerated failure is still checked whole
+		// (checkStorePoint).
+		return true
 	}
 	return false
 }
