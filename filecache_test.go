@@ -144,3 +144,31 @@ func TestSlicePinsItsFile(t *testing.T) {
 		t.Fatalf("%s still exists after its last slice closed", deleted)
 	}
 }
+
+// TestReadOnlyKeepsItsDescriptors: a read-only Log never closes a .log it
+// read, whatever MaxOpenSegmentFiles says: the writer beside it may replace
+// a segment file under the same name (compaction's swap), and a reopen by
+// name would read the new file at the old one's positions.
+func TestReadOnlyKeepsItsDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	bases := writeSegments(t, vfs.Default, dir, 12)
+	before := openFds(t)
+	l, err := Open(dir, Options{ReadOnly: true, MaxOpenSegmentFiles: 1, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	n := int64(0)
+	for _, err := range l.Records(l.StartOffset()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != l.EndOffset()-l.StartOffset() {
+		t.Fatalf("read %d records of [%d, %d)", n, l.StartOffset(), l.EndOffset())
+	}
+	if opened := openFds(t) - before; opened < len(bases)-1 {
+		t.Fatalf("%d descriptors open after reading %d segments read-only: some were closed", opened, len(bases))
+	}
+}

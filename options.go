@@ -98,7 +98,9 @@ type Options struct {
 	// it a consumer reading a long log from its start would leave every
 	// segment it passed open until Close (Kafka keeps them all open). The
 	// active segment's files, and a segment that a Slice or an iteration
-	// is using, are never closed.
+	// is using, are never closed. A ReadOnly Log keeps every .log it read
+	// open: the writer beside it may replace a file under the same name
+	// (compaction's swap), and a reopen would read the new file.
 	MaxOpenSegmentFiles int
 	// Compression is the codec Append uses. AppendBatch stores producer
 	// batches with the codec they arrived in. Default none.

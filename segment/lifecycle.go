@@ -108,9 +108,12 @@ func (s *Segment) Flush() error {
 // segment is sealed and everything written through this descriptor was
 // synced. Not before that sync: a write-back error is reported only
 // through descriptors open when it happened, so a sync through a reopened
-// one could claim durable what never reached the disk.
+// one could claim durable what never reached the disk. Never for a
+// read-only segment: the writer beside it may replace the file under the
+// same name (compaction's swap), and a reopen would read the new file at
+// the old file's positions.
 func (s *Segment) mayClose() {
-	if s.lazy == nil {
+	if s.lazy == nil || s.opts.ReadOnly {
 		return
 	}
 	s.evictMu.Lock()
