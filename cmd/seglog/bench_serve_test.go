@@ -27,7 +27,10 @@ func TestBenchServeSmall(t *testing.T) {
 	if r.Seglog.RawFetchMBs <= 0 || r.Copy.RawFetchMBs <= 0 {
 		t.Errorf("raw fetch rates %v and %v", r.Seglog.RawFetchMBs, r.Copy.RawFetchMBs)
 	}
-	if r.Seglog.RawProduceRecsSec <= 0 || r.Seglog.RawProduceCPUSecPerGB <= 0 {
+	// The server's CPU time comes in /proc's 10 ms ticks, which a run
+	// this small may not reach: only the rate is checked (benchRawProduce
+	// itself checks that every batch was stored at the offsets answered).
+	if r.Seglog.RawProduceRecsSec <= 0 || r.Seglog.RawProduceCPUSecPerGB < 0 {
 		t.Errorf("raw produce rate %v, CPU %v", r.Seglog.RawProduceRecsSec, r.Seglog.RawProduceCPUSecPerGB)
 	}
 	if r.Seglog.P99Ms <= 0 || r.Seglog.P99Ms < r.Seglog.P50Ms {
