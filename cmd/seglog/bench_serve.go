@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sys/unix"
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
@@ -150,6 +151,7 @@ func runServeBench(ctx context.Context, progress io.Writer, tmp string, cfg serv
 		value[i] = byte('a' + i%26)
 	}
 	say("direct append")
+	flushDirtyPages()
 	var err error
 	if res.Direct, err = benchDirect(filepath.Join(tmp, "direct"), cfg, value); err != nil {
 		return nil, err
@@ -161,12 +163,14 @@ func runServeBench(ctx context.Context, progress io.Writer, tmp string, cfg serv
 	if err != nil {
 		return nil, err
 	}
+	flushDirtyPages()
 	res.Seglog, err = benchKafka(ctx, srv.addr, cfg, value, srv.cpu)
 	if err == nil {
 		res.Seglog.RawFetchMBs, res.Seglog.RawFetchCPUSecPerGB, err = benchRawFetch(ctx, srv.addr, cfg, srv.cpu)
 	}
 	if err == nil {
 		say("seglog serve, raw producer")
+		flushDirtyPages()
 		res.Seglog.RawProduceRecsSec, res.Seglog.RawProduceCPUSecPerGB, err = benchRawProduce(ctx, srv.addr, cfg, value, srv.cpu)
 	}
 	srv.stop()
@@ -202,6 +206,15 @@ func runServeBench(ctx context.Context, progress io.Writer, tmp string, cfg serv
 	}
 	res.Kfake.Name = "kfake"
 	return res, nil
+}
+
+// flushDirtyPages writes back every dirty page of the machine (sync(2))
+// before a produce phase: the phases before it leave hundreds of MB
+// unwritten, and a writer that meets the kernel's dirty limit is made to
+// wait for writeback, so without it a later phase ran against the earlier
+// phases' data as well as its own.
+func flushDirtyPages() {
+	unix.Sync() //vfs:allow a machine-wide writeback between benchmark phases, not file access
 }
 
 // benchDirect appends the workload straight to a store: the rate the
