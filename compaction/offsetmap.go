@@ -159,12 +159,18 @@ func (m *OffsetMap) find(h keyHash) (int, bool) {
 
 // Put records offset as the latest for key, unless a larger offset is
 // recorded for it (so puts may come in any order). It returns false,
-// storing nothing, when key is new and the map is full, or offset is out
-// of the span the map can hold (MaxOffsetSpan): the round must stop
-// mapping there.
+// storing nothing, when key is new and the map is full, or offset is
+// negative or out of the span the map can hold (MaxOffsetSpan): the round
+// must stop mapping there.
 func (m *OffsetMap) Put(key []byte, offset int64) bool { return m.put(m.hash(key), offset) }
 
 func (m *OffsetMap) put(h keyHash, offset int64) bool {
+	if offset < 0 {
+		// No log offset is negative; taken as the first one, it would
+		// leave the base unset (negative) and the next put would move it,
+		// changing every offset already mapped (FuzzOffsetMap's finding).
+		return false
+	}
 	if m.base < 0 {
 		m.base = offset
 	}

@@ -9,7 +9,7 @@ import (
 // offsetMapModel is the oracle for OffsetMap: a plain Go map from key to
 // the largest offset put, with the map's documented limits (its capacity
 // from the size and load factor, offsets within MaxOffsetSpan of the first
-// one put since the last Clear).
+// one put since the last Clear; a negative offset refused).
 type offsetMapModel struct {
 	m        map[string]int64
 	capacity int
@@ -29,6 +29,9 @@ func newOffsetMapModel(bytes int, loadFactor float64) *offsetMapModel {
 }
 
 func (o *offsetMapModel) put(key string, off int64) bool {
+	if off < 0 {
+		return false // no log offset is negative
+	}
 	if o.base < 0 {
 		o.base = off
 	}
@@ -130,4 +133,28 @@ func FuzzOffsetMap(f *testing.F) {
 			t.Fatalf("a map of %d bytes has a %d-byte table", bytes, m.Bytes())
 		}
 	})
+}
+
+// TestOffsetMapRefusesNegativeOffsets: a negative offset is refused, also
+// as the first put, and changes nothing mapped (it used to leave the base
+// unset, so the next put moved it under every mapped offset).
+func TestOffsetMapRefusesNegativeOffsets(t *testing.T) {
+	m := NewOffsetMap(1<<16, 0)
+	if m.Put([]byte("a"), -5) {
+		t.Fatal("Put of a negative first offset accepted")
+	}
+	if !m.Put([]byte("a"), 100) || !m.Put([]byte("b"), 7) {
+		t.Fatal("Put of valid offsets refused")
+	}
+	if m.Put([]byte("c"), -1) {
+		t.Fatal("Put of a negative offset accepted")
+	}
+	for key, want := range map[string]int64{"a": 100, "b": 7} {
+		if got, ok := m.Get([]byte(key)); !ok || got != want {
+			t.Fatalf("Get(%q) = %d, %v; want %d", key, got, ok, want)
+		}
+	}
+	if _, ok := m.Get([]byte("c")); ok || m.Len() != 2 {
+		t.Fatalf("a refused put left a key: len %d", m.Len())
+	}
 }
