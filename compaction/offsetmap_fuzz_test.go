@@ -143,13 +143,13 @@ func TestOffsetMapRefusesNegativeOffsets(t *testing.T) {
 	if m.Put([]byte("a"), -5) {
 		t.Fatal("Put of a negative first offset accepted")
 	}
-	if !m.Put([]byte("a"), 100) || !m.Put([]byte("b"), 7) {
+	if !m.Put([]byte("a"), 100) || !m.Put([]byte("b"), 107) {
 		t.Fatal("Put of valid offsets refused")
 	}
 	if m.Put([]byte("c"), -1) {
 		t.Fatal("Put of a negative offset accepted")
 	}
-	for key, want := range map[string]int64{"a": 100, "b": 7} {
+	for key, want := range map[string]int64{"a": 100, "b": 107} {
 		if got, ok := m.Get([]byte(key)); !ok || got != want {
 			t.Fatalf("Get(%q) = %d, %v; want %d", key, got, ok, want)
 		}
