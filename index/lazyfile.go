@@ -49,27 +49,38 @@ func NewLazyFile(c *Cache, fsys vfs.FS, path string, writable bool, f vfs.File) 
 // errLazyClosed is what a use of a LazyFile after Close returns.
 var errLazyClosed = fmt.Errorf("index: lazy file: %w", os.ErrClosed)
 
-// use returns the open file with mu held (shared, or exclusive after a
-// reopen) and the function that lets it go.
-func (lf *LazyFile) use() (vfs.File, func(), error) {
+// use returns the open file with mu held, shared or (after a reopen)
+// exclusive as excl says; release lets it go. Not a returned closure: the
+// active segment's every append comes through here, and a method value
+// that escapes is an allocation per call.
+func (lf *LazyFile) use() (f vfs.File, excl bool, err error) {
 	lf.mu.RLock()
 	if lf.f != nil {
 		if lf.evictable.Load() {
 			lf.cache.touch(lf)
 		}
-		return lf.f, lf.mu.RUnlock, nil
+		return lf.f, false, nil
 	}
 	closed := lf.closed
 	lf.mu.RUnlock()
 	if closed {
-		return nil, nil, fmt.Errorf("%s: %w", lf.path, errLazyClosed)
+		return nil, false, fmt.Errorf("%s: %w", lf.path, errLazyClosed)
 	}
 	lf.mu.Lock()
 	if err := lf.reopenLocked(); err != nil {
 		lf.mu.Unlock()
-		return nil, nil, err
+		return nil, false, err
 	}
-	return lf.f, lf.mu.Unlock, nil
+	return lf.f, true, nil
+}
+
+// release lets go of what use took.
+func (lf *LazyFile) release(excl bool) {
+	if excl {
+		lf.mu.Unlock()
+	} else {
+		lf.mu.RUnlock()
+	}
 }
 
 // reopenLocked opens the file again if the Cache closed it. The caller
@@ -120,12 +131,12 @@ func (lf *LazyFile) SetEvictable(on bool) error {
 // function is called: for a holder that uses the descriptor itself
 // (sendfile through Fd) or across many calls.
 func (lf *LazyFile) Pin() (vfs.File, func(), error) {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return nil, nil, err
 	}
 	lf.pins.Add(1)
-	done()
+	lf.release(excl)
 	var once sync.Once
 	return f, func() { once.Do(func() { lf.pins.Add(-1) }) }, nil
 }
@@ -139,32 +150,32 @@ func (lf *LazyFile) IsOpen() bool {
 
 // ReadAt reads from the file, reopening it first if it was closed.
 func (lf *LazyFile) ReadAt(p []byte, off int64) (int, error) {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return 0, err
 	}
-	defer done()
+	defer lf.release(excl)
 	return f.ReadAt(p, off)
 }
 
 // WriteAt writes to the file, reopening it first if it was closed.
 func (lf *LazyFile) WriteAt(p []byte, off int64) (int, error) {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return 0, err
 	}
-	defer done()
+	defer lf.release(excl)
 	return f.WriteAt(p, off)
 }
 
 // Write appends to the file. An appended file is not evictable, so its
 // write position is never lost to a reopen.
 func (lf *LazyFile) Write(p []byte) (int, error) {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return 0, err
 	}
-	defer done()
+	defer lf.release(excl)
 	return f.Write(p)
 }
 
@@ -173,11 +184,11 @@ func (lf *LazyFile) Name() string { return lf.path }
 
 // Size returns the file's size.
 func (lf *LazyFile) Size() (int64, error) {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return 0, err
 	}
-	defer done()
+	defer lf.release(excl)
 	return f.Size()
 }
 
@@ -185,63 +196,63 @@ func (lf *LazyFile) Size() (int64, error) {
 // (the page cache keeps it), so a file the Cache closed and reopened syncs
 // what was written through the old descriptor too.
 func (lf *LazyFile) Sync() error {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer lf.release(excl)
 	return f.Sync()
 }
 
 // Truncate sets the file's size.
 func (lf *LazyFile) Truncate(size int64) error {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer lf.release(excl)
 	return f.Truncate(size)
 }
 
 // Preallocate reserves blocks and extends the size (fallocate mode 0).
 func (lf *LazyFile) Preallocate(off, length int64) error {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer lf.release(excl)
 	return f.Preallocate(off, length)
 }
 
 // Reserve reserves blocks without changing the size (a hint).
 func (lf *LazyFile) Reserve(off, length int64) error {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer lf.release(excl)
 	return f.Reserve(off, length)
 }
 
 // Map maps the file's first length bytes. The mapping outlives the
 // descriptor: the Cache may close the file while it is mapped.
 func (lf *LazyFile) Map(length int, writable bool) (vfs.Mapping, error) {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	defer lf.release(excl)
 	return f.Map(length, writable)
 }
 
 // Fd returns the descriptor open now. It may be closed, and its number
 // reused, as soon as Fd returns unless the caller holds a Pin.
 func (lf *LazyFile) Fd() (uintptr, error) {
-	f, done, err := lf.use()
+	f, excl, err := lf.use()
 	if err != nil {
 		return 0, err
 	}
-	defer done()
+	defer lf.release(excl)
 	return f.Fd()
 }
 
