@@ -90,6 +90,17 @@ type memNode struct {
 	dirty   int    // data may differ from synced at offsets >= dirty
 	maps    int    // live mappings; while > 0, data's array must not move
 	mapDirt int    // data may differ from synced below this offset through writable mappings
+	// nonzero bounds the bytes of data that may be non-zero: every byte
+	// at and past it is zero. Copies of the array (growth, the room made
+	// before a first mapping) copy only below it, so a file grown large
+	// and sparsely written (a preallocated index in a read-only Log's
+	// view) costs memory only for the pages written, as a sparse file
+	// on disk does, instead of the whole size, touched by the copy.
+	nonzero int
+	// mapStored is the longest writable mapping made since nonzero was
+	// last brought up to date: stores through a mapping are not seen one
+	// by one, so liveNonzero finds how far they reached when it matters.
+	mapStored int
 	modTime time.Time
 }
 

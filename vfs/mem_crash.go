@@ -114,6 +114,7 @@ func (cr *crasher) file(n *memNode) *memNode {
 	}
 	c := &memNode{
 		data:    data,
+		nonzero: len(data),
 		synced:  append([]byte(nil), data...),
 		dirty:   math.MaxInt,
 		modTime: n.modTime,

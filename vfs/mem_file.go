@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,7 @@ func (n *memNode) resize(size int) error {
 	old := len(n.data)
 	switch {
 	case size <= old:
+		n.nonzero = min(n.nonzero, size)
 		if n.maps == 0 && size < cap(n.data)/4 {
 			// Give back memory of a file cut short; nothing aliases it.
 			n.data = append([]byte(nil), n.data[:size]...)
@@ -47,11 +49,43 @@ func (n *memNode) resize(size int) error {
 		if n.maps > 0 {
 			return ErrMappedGrowth
 		}
-		n.data = append(n.data, make([]byte, size-old)...)
+		// A fresh array is zero: only the bytes that may not be are
+		// copied, so the pages past them are never touched. The room is
+		// what Map reserves, so mapping the grown file (a preallocated
+		// index) does not move it again and leave a freed array that
+		// the next allocation would have to clear.
+		nd := make([]byte, size, 2*size+mapHeadroom)
+		copy(nd, n.data[:min(n.liveNonzero(), old)])
+		n.data = nd
 	}
 	n.dirty = min(n.dirty, old, size)
 	return nil
 }
+
+// liveNonzero brings nonzero up to date with the stores made through
+// writable mappings, by finding the last page below the longest one's end
+// that holds a non-zero byte, and returns it. Reading a page never
+// written costs no memory (the kernel maps its shared zero page). n.mu
+// must be held exclusively.
+func (n *memNode) liveNonzero() int {
+	if end := min(n.mapStored, len(n.data)); end > n.nonzero {
+		for end > n.nonzero {
+			from := max(n.nonzero, end-len(zeroPage))
+			if !bytes.Equal(n.data[from:end], zeroPage[:end-from]) {
+				break
+			}
+			end = from
+		}
+		n.nonzero = end
+	}
+	if n.maps == 0 {
+		n.mapStored = 0
+	}
+	return n.nonzero
+}
+
+// zeroPage is what an unwritten page of a file holds.
+var zeroPage = make([]byte, 4096)
 
 // memFile is an open MemFS file.
 type memFile struct {
@@ -150,6 +184,7 @@ func (f *memFile) writeLocked(p []byte, off int64) error {
 		}
 	}
 	copy(n.data[off:], p)
+	n.nonzero = max(n.nonzero, end)
 	n.dirty = min(n.dirty, int(off))
 	n.modTime = f.fs.stamp()
 	return nil
@@ -266,12 +301,13 @@ func (f *memFile) Map(length int, writable bool) (Mapping, error) {
 		// Reserve room now, while nothing aliases the array, so that the
 		// file can grow while mapped without moving.
 		nd := make([]byte, size, 2*size+mapHeadroom)
-		copy(nd, n.data)
+		copy(nd, n.data[:min(n.liveNonzero(), size)])
 		n.data = nd
 	}
 	n.maps++
 	if writable {
 		n.mapDirt = max(n.mapDirt, length)
+		n.mapStored = max(n.mapStored, length)
 	}
 	return &memMapping{file: f, buf: n.data[:length:length]}, nil
 }
@@ -306,10 +342,22 @@ func (m *memMapping) Flush() error {
 	// The file may have been truncated below the mapping; the kernel would
 	// fault on those bytes, so there is nothing there to flush.
 	l := min(len(m.buf), len(n.data))
-	if len(n.synced) < l {
-		n.synced = resizeCopy(n.synced, l, len(n.synced))
+	old := len(n.synced)
+	if old < l {
+		if l <= cap(n.synced) {
+			n.synced = n.synced[:l]
+			clear(n.synced[old:]) // what a shorter synced left there
+		} else {
+			n.synced = resizeCopy(n.synced, l, old) // fresh: zero past old
+		}
 	}
-	copy(n.synced[:l], n.data[:l])
+	// Past nonzero the file is zero: copying those bytes would touch
+	// every page of a sparsely written mapping (a preallocated index).
+	nz := min(l, n.liveNonzero())
+	copy(n.synced[:nz], n.data[:nz])
+	if nz < old {
+		clear(n.synced[nz:min(l, old)])
+	}
 	return nil
 }
 
