@@ -8,6 +8,7 @@ import (
 )
 
 const (
+	produceKey     = 0
 	apiVersionsKey = 18
 	apiVersionsMax = 3
 )

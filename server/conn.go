@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +18,9 @@ import (
 // conn serves one client connection: one request at a time, answered in
 // order. A reader goroutine reads ahead at most one request, so pipelined
 // requests wait in the socket and in a one-slot queue; with the request
-// being answered that bounds a connection's memory to about three
-// requests of at most Config.MaxRequestBytes.
+// being answered and one Produce frame kept for reuse, that bounds a
+// connection's memory to about four requests of at most
+// Config.MaxRequestBytes.
 type conn struct {
 	s     *Server
 	nc    net.Conn
@@ -33,6 +35,15 @@ type conn struct {
 
 	out []byte // response buffer, reused
 
+	// free holds the frame of the last Produce answered, for the reader
+	// to read the next request into: a producer's requests are large
+	// (hundreds of KiB), and a fresh frame per request cost a fifth of
+	// the produce path's CPU in zeroing the allocation and collecting it.
+	// Only a Produce frame comes back: its record sets are written to
+	// the log (or copied into its group commit) before the answer, and
+	// decodeRequest clones its strings, so nothing refers to it after.
+	free chan []byte
+
 	clientID string // the last request's header client id, for the coordinator
 }
 
@@ -46,7 +57,7 @@ func (c *conn) remoteHost() string {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, coord: s.coord}
+	c := &conn{s: s, nc: nc, coord: s.coord, free: make(chan []byte, 1)}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	return c
 }
@@ -85,6 +96,12 @@ func (c *conn) serve() {
 		c.busy = true
 		c.mu.Unlock()
 		err := c.handleFrame(frame)
+		if err == nil && int16(binary.BigEndian.Uint16(frame)) == produceKey {
+			select {
+			case c.free <- frame:
+			default:
+			}
+		}
 		c.mu.Lock()
 		c.busy = false
 		stop := c.stopping
@@ -123,7 +140,20 @@ func (c *conn) readFrames(frames chan<- []byte) {
 				"reason", fmt.Sprintf("request size %d outside [8, %d]", size, c.s.cfg.MaxRequestBytes))
 			return
 		}
-		buf, err := readGrowing(c.nc, int(size))
+		var buf []byte
+		select {
+		case buf = <-c.free:
+		default:
+		}
+		var err error
+		if cap(buf) >= int(size) {
+			// Memory already held, so a length the client does not go on
+			// to send costs nothing new.
+			buf = buf[:size]
+			_, err = io.ReadFull(c.nc, buf)
+		} else {
+			buf, err = readGrowing(c.nc, int(size))
+		}
 		if err != nil {
 			return
 		}
@@ -208,12 +238,23 @@ func (c *conn) decodeRequest(frame []byte) (header, kmsg.Request, error) {
 	read := req.ReadFrom
 	if p, ok := req.(*kmsg.ProduceRequest); ok {
 		// The record sets alias the frame instead of being copied out of
-		// it: the frame is this request's own, and the produce path keeps
-		// no string of the request (producers clones topic names).
+		// it: the produce path writes them to the log before it answers,
+		// and the frame is then reused for a later request (conn.free).
 		read = p.UnsafeReadFrom
 	}
 	if err := read(body); err != nil {
 		return h, nil, &errCloseConn{reason: fmt.Sprintf("api key %d version %d: cannot parse request: %v", h.key, h.version, err)}
+	}
+	if p, ok := req.(*kmsg.ProduceRequest); ok {
+		// Its strings alias the frame too, and a topic name may be kept
+		// (a map key, a log line): they are the only bytes worth copying.
+		for i := range p.Topics {
+			p.Topics[i].Topic = strings.Clone(p.Topics[i].Topic)
+		}
+		if p.TransactionID != nil {
+			id := strings.Clone(*p.TransactionID)
+			p.TransactionID = &id
+		}
 	}
 	return h, req, nil
 }
