@@ -101,7 +101,7 @@ type memNode struct {
 	// last brought up to date: stores through a mapping are not seen one
 	// by one, so liveNonzero finds how far they reached when it matters.
 	mapStored int
-	modTime time.Time
+	modTime   time.Time
 }
 
 func newDirNode(t time.Time) *memNode {
