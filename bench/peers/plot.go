@@ -33,6 +33,9 @@ func plotResults(path string, all []result) error {
 	col := map[string]int{}
 	peerIdx := map[string]int{}
 	for _, r := range all {
+		if len(r.RoundRates) == 0 {
+			continue // the paired workload has speedups, not rates
+		}
 		if _, ok := col[r.Workload]; !ok {
 			col[r.Workload] = len(names)
 			names = append(names, r.Workload)
