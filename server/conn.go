@@ -56,6 +56,11 @@ func (c *conn) remoteHost() string {
 	return "/" + c.nc.RemoteAddr().String()
 }
 
+// maxReusedFrame bounds the frame a connection keeps between requests:
+// an idle connection that once sent a request near MaxRequestBytes (100
+// MiB by default) should not hold that much for good.
+const maxReusedFrame = 8 << 20
+
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, coord: s.coord, free: make(chan []byte, 1)}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
@@ -96,7 +101,7 @@ func (c *conn) serve() {
 		c.busy = true
 		c.mu.Unlock()
 		err := c.handleFrame(frame)
-		if err == nil && int16(binary.BigEndian.Uint16(frame)) == produceKey {
+		if err == nil && int16(binary.BigEndian.Uint16(frame)) == produceKey && cap(frame) <= maxReusedFrame {
 			select {
 			case c.free <- frame:
 			default:
