@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -346,8 +347,11 @@ func TestLegacyTombstoneHorizon(t *testing.T) {
 	}{{time.Hour, false}, {3 * time.Hour, true}} {
 		t.Run(tc.retention.String(), func(t *testing.T) {
 			fsys := vfs.NewMem()
-			now := time.UnixMilli(1_800_000_000_000)
-			fsys.SetClock(func() time.Time { return now })
+			// The Log's flusher stamps files from its own goroutine: the
+			// clock is read there while the test moves it.
+			var nowMs atomic.Int64
+			nowMs.Store(1_800_000_000_000)
+			fsys.SetClock(func() time.Time { return time.UnixMilli(nowMs.Load()) })
 			var data []byte
 			data = append(data, testLegacy(1, 0, 0, 1000, []byte("k"), []byte("v"))...)
 			data = append(data, testLegacy(1, 1, 0, 1001, []byte("t"), nil)...)
@@ -356,7 +360,7 @@ func TestLegacyTombstoneHorizon(t *testing.T) {
 			if err := l.Roll(); err != nil {
 				t.Fatal(err)
 			}
-			now = now.Add(2 * time.Hour) // the next segment is two hours younger
+			nowMs.Add((2 * time.Hour).Milliseconds()) // the next segment is two hours younger
 			if _, err := l.Append(record.Record{Key: []byte("x"), Value: []byte("x0")}); err != nil {
 				t.Fatal(err)
 			}
