@@ -37,8 +37,9 @@ type conn struct {
 
 	// free holds the frame of the last Produce answered, for the reader
 	// to read the next request into: a producer's requests are large
-	// (hundreds of KiB), and a fresh frame per request cost a fifth of
-	// the produce path's CPU in zeroing the allocation and collecting it.
+	// (hundreds of KiB), and a fresh frame per request cost about a
+	// sixth of the server's CPU in clearing the allocation and collecting
+	// it (docs/benchmarks.md, "Request frames reused").
 	// Only a Produce frame comes back: its record sets are written to
 	// the log (or copied into its group commit) before the answer, and
 	// decodeRequest clones its strings, so nothing refers to it after.

@@ -70,19 +70,22 @@ var roundTime = time.Second
 
 // result is one peer on one workload.
 type result struct {
-	Workload      string    `json:"workload"`
-	Peer          string    `json:"peer"`
-	Durability    string    `json:"durability"`
-	RecordBytes   int       `json:"record_bytes"`
-	Batch         int       `json:"batch"`
-	Writers       int       `json:"writers"`
-	Sync          bool      `json:"fsync"`
-	Records       int64     `json:"records_per_round"`
-	RecordsPerSec float64   `json:"records_per_sec"`
-	BytesPerSec   float64   `json:"bytes_per_sec"`
-	Ratio         float64   `json:"ratio_to_raw_floor"`
-	RoundRates    []float64 `json:"round_records_per_sec"`
-	RoundRatios   []float64 `json:"round_ratios"`
+	Workload      string  `json:"workload"`
+	Peer          string  `json:"peer"`
+	Durability    string  `json:"durability"`
+	RecordBytes   int     `json:"record_bytes"`
+	Batch         int     `json:"batch"`
+	Writers       int     `json:"writers"`
+	Sync          bool    `json:"fsync"`
+	Records       int64   `json:"records_per_round"` // the fewest a timed round wrote
+	RecordsPerSec float64 `json:"records_per_sec"`
+	BytesPerSec   float64 `json:"bytes_per_sec"`
+	// Ratio and RoundRatios are to the raw floor, except in a paired
+	// workload, where they are the many-writer rate ÷ the 1-writer rate
+	// (and RoundRates is empty).
+	Ratio       float64   `json:"ratio_to_raw_floor"`
+	RoundRates  []float64 `json:"round_records_per_sec"`
+	RoundRatios []float64 `json:"round_ratios"`
 	// RatioPayload and RatioReserved are the medians of the per-round
 	// ratios to the payload and reserved floors (when they ran).
 	RatioPayload  float64 `json:"ratio_to_payload_floor,omitempty"`
@@ -264,7 +267,7 @@ func runWorkload(base string, w workload, ps []peer, rounds int) []result {
 	res := make([]result, len(ps))
 	for i, p := range ps {
 		res[i] = result{Workload: w.name, Peer: p.name, Durability: p.durability(w.sync), RecordBytes: w.size,
-			Batch: w.batch, Writers: w.writers, Sync: w.sync, Records: int64(w.writers * w.calls * w.batch)}
+			Batch: w.batch, Writers: w.writers, Sync: w.sync}
 	}
 	floor := func(name string) int {
 		return slices.IndexFunc(ps, func(p peer) bool { return p.name == name })
@@ -297,6 +300,9 @@ func runWorkload(base string, w workload, ps []peer, rounds int) []result {
 				var v int64
 				rate, read, v, err = oneRound(base, w, ps[i], data)
 				res[i].Verified += v
+				if err == nil && r >= 0 && (res[i].Records == 0 || v < res[i].Records) {
+					res[i].Records = v
+				}
 				rates[i], reads[i] = rate, read
 				if w.paired {
 					rates[i] = rate / one // the speedup stands in for the rate
