@@ -17,10 +17,9 @@ import (
 
 // conn serves one client connection: one request at a time, answered in
 // order. A reader goroutine reads ahead at most one request, so pipelined
-// requests wait in the socket and in a one-slot queue; with the request
-// being answered and one Produce frame kept for reuse, that bounds a
-// connection's memory to about four requests of at most
-// Config.MaxRequestBytes.
+// requests wait in the socket and in a one-slot queue: a connection holds
+// at most three requests of at most Config.MaxRequestBytes (the one being
+// answered, the one queued, the one being read).
 type conn struct {
 	s     *Server
 	nc    net.Conn
@@ -35,15 +34,9 @@ type conn struct {
 
 	out []byte // response buffer, reused
 
-	// free holds the frame of the last Produce answered, for the reader
-	// to read the next request into: a producer's requests are large
-	// (hundreds of KiB), and a fresh frame per request cost about a
-	// sixth of the server's CPU in clearing the allocation and collecting
-	// it (docs/benchmarks.md, "Request frames reused").
-	// Only a Produce frame comes back: its record sets are written to
-	// the log (or copied into its group commit) before the answer, and
-	// decodeRequest clones its strings, so nothing refers to it after.
-	free chan []byte
+	// produceFrame is the frame of the Produce being answered, given
+	// back to Server.frames once its record sets are stored.
+	produceFrame []byte
 
 	clientID string // the last request's header client id, for the coordinator
 }
@@ -57,13 +50,28 @@ func (c *conn) remoteHost() string {
 	return "/" + c.nc.RemoteAddr().String()
 }
 
-// maxReusedFrame bounds the frame a connection keeps between requests:
-// an idle connection that once sent a request near MaxRequestBytes (100
-// MiB by default) should not hold that much for good.
-const maxReusedFrame = 8 << 20
+// Request frames.
+//
+// A producer's requests are large (hundreds of KiB), and a fresh frame per
+// request cost about a sixth of the server's CPU in clearing the
+// allocation and collecting it (docs/benchmarks.md, "Request frames
+// reused"). A Produce frame is therefore given back to the server's pool
+// as soon as its record sets are written to the log (or copied into its
+// group commit), before the answer is written: a client that sends its
+// next request the moment it reads the answer finds the frame there.
+// decodeRequest clones the frame's strings, so nothing refers to it after.
+// Only Produce frames are pooled: other requests are small, and their
+// decoded forms may alias the frame for as long as they live. The pool is
+// the server's (framepool.go), so an idle connection holds no frame.
+
+// getFrame returns a frame of size bytes from the pool, or nil.
+func (s *Server) getFrame(size int) []byte { return s.frames.get(size) }
+
+// putFrame gives a frame back to the pool once nothing refers to it.
+func (s *Server) putFrame(frame []byte) { s.frames.put(frame) }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, coord: s.coord, free: make(chan []byte, 1)}
+	c := &conn{s: s, nc: nc, coord: s.coord}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	return c
 }
@@ -102,12 +110,6 @@ func (c *conn) serve() {
 		c.busy = true
 		c.mu.Unlock()
 		err := c.handleFrame(frame)
-		if err == nil && int16(binary.BigEndian.Uint16(frame)) == produceKey && cap(frame) <= maxReusedFrame {
-			select {
-			case c.free <- frame:
-			default:
-			}
-		}
 		c.mu.Lock()
 		c.busy = false
 		stop := c.stopping
@@ -146,18 +148,16 @@ func (c *conn) readFrames(frames chan<- []byte) {
 				"reason", fmt.Sprintf("request size %d outside [8, %d]", size, c.s.cfg.MaxRequestBytes))
 			return
 		}
-		var buf []byte
-		select {
-		case buf = <-c.free:
-		default:
-		}
+		buf := c.s.getFrame(int(size))
 		var err error
-		if cap(buf) >= int(size) {
+		if buf != nil {
 			// Memory already held, so a length the client does not go on
 			// to send costs nothing new.
-			buf = buf[:size]
-			_, err = io.ReadFull(c.nc, buf)
+			if _, err = io.ReadFull(c.nc, buf); err != nil {
+				c.s.putFrame(buf)
+			}
 		} else {
+			c.s.framesMade.Add(1)
 			buf, err = readGrowing(c.nc, int(size))
 		}
 		if err != nil {
@@ -204,6 +204,9 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 	if err != nil {
 		return err
 	}
+	if _, ok := req.(*kmsg.ProduceRequest); ok {
+		c.produceFrame = frame
+	}
 	if req == nil {
 		// KIP-511: a client newer than us learns our range from a v0 reply.
 		return c.writeResponse(h.corr, downgradeApiVersions(), false)
@@ -244,8 +247,8 @@ func (c *conn) decodeRequest(frame []byte) (header, kmsg.Request, error) {
 	read := req.ReadFrom
 	if p, ok := req.(*kmsg.ProduceRequest); ok {
 		// The record sets alias the frame instead of being copied out of
-		// it: the produce path writes them to the log before it answers,
-		// and the frame is then reused for a later request (conn.free).
+		// it: the produce path writes them to the log, and the frame is
+		// then reused for a later request ("Request frames" above).
 		read = p.UnsafeReadFrom
 	}
 	if err := read(body); err != nil {
@@ -274,6 +277,9 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.metadata(r))
 	case *kmsg.ProduceRequest:
 		resp := c.s.produce(r)
+		// Stored (or refused): nothing refers to the frame any more.
+		c.s.putFrame(c.produceFrame)
+		c.produceFrame = nil
 		if r.Acks == 0 {
 			// acks=0 gets no response at all. A failed one closes the
 			// connection instead, as Kafka does, so that the client,

@@ -11,8 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestProduceFramesReused: a connection reads each request into the frame
-// of the last Produce it answered (conn.free). Pipelined produces of
+// TestProduceFramesReused: a connection reads each request into a frame
+// from the server's pool, where each Produce's frame goes back once its
+// record sets are stored, before the answer. Pipelined produces of
 // growing and shrinking sizes, with other requests between them, to a
 // topic the OS flushes and to one synced per append (whose group commit
 // copies batches while other connections' appends wait), must store every
@@ -105,5 +106,30 @@ func TestProduceFramesReused(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("record %q never stored (%d records stored)", v, got)
 		}
+	}
+}
+
+// TestProduceFramesPooled: a producer that sends its next request when the
+// last one is answered finds the last one's frame in the pool, so its
+// requests are not read into fresh memory one by one. The frame goes back
+// before the answer is written; given back after it, the client's next
+// request can arrive first.
+func TestProduceFramesPooled(t *testing.T) {
+	ts := startServer(t, "", Config{})
+	if err := ts.st.CreateTopic("p", 1, store.DefaultTopicConfig()); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, ts.addr)
+	const requests = 40
+	before := ts.srv.framesMade.Load()
+	for i := range requests {
+		req := produceReq(9, -1, "p", 0, makeBatch(t, record.None, -1, 0, 0, 50, fmt.Sprintf("r%02d", i)))
+		resp := c.recv(req, c.send(req)).(*kmsg.ProduceResponse)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("request %d: error %d", i, code)
+		}
+	}
+	if made := ts.srv.framesMade.Load() - before; made > 1 {
+		t.Fatalf("%d of %d produce requests were read into fresh frames", made, requests)
 	}
 }

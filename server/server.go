@@ -18,6 +18,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seglog/seglog"
@@ -89,6 +90,14 @@ type Server struct {
 	coord  *coordinator
 	notify notifier
 	pids   *producers
+
+	// frames holds Produce request frames between requests (conn.go,
+	// "Request frames"), for any connection to read its next request
+	// into.
+	frames framePool
+	// framesMade counts the frames read into fresh memory (tests check
+	// that the pool is used).
+	framesMade atomic.Int64
 
 	// ctx ends at Shutdown: parked fetches answer at once and blocking
 	// group requests return.
