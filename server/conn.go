@@ -64,11 +64,25 @@ func (c *conn) remoteHost() string {
 // decoded forms may alias the frame for as long as they live. The pool is
 // the server's (framepool.go), so an idle connection holds no frame.
 
+// minPooledFrame is the smallest frame the pool is used for: requests
+// other than Produce are small, and one that took a pooled frame would
+// keep it from the producers (only Produce frames go back).
+const minPooledFrame = 16 << 10
+
 // getFrame returns a frame of size bytes from the pool, or nil.
-func (s *Server) getFrame(size int) []byte { return s.frames.get(size) }
+func (s *Server) getFrame(size int) []byte {
+	if size < minPooledFrame {
+		return nil
+	}
+	return s.frames.get(size)
+}
 
 // putFrame gives a frame back to the pool once nothing refers to it.
-func (s *Server) putFrame(frame []byte) { s.frames.put(frame) }
+func (s *Server) putFrame(frame []byte) {
+	if cap(frame) >= minPooledFrame {
+		s.frames.put(frame)
+	}
+}
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, coord: s.coord}

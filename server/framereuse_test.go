@@ -123,7 +123,7 @@ func TestProduceFramesPooled(t *testing.T) {
 	const requests = 40
 	before := ts.srv.framesMade.Load()
 	for i := range requests {
-		req := produceReq(9, -1, "p", 0, makeBatch(t, record.None, -1, 0, 0, 50, fmt.Sprintf("r%02d", i)))
+		req := produceReq(9, -1, "p", 0, makeBatch(t, record.None, -1, 0, 0, 2000, fmt.Sprintf("r%02d", i)))
 		resp := c.recv(req, c.send(req)).(*kmsg.ProduceResponse)
 		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 			t.Fatalf("request %d: error %d", i, code)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +54,10 @@ type serveBenchSide struct {
 	// only (its own process).
 	FetchCPUSecPerGB   float64 `json:",omitempty"`
 	ProduceCPUSecPerGB float64 `json:",omitempty"`
+	// ClientCPUSecPerGB is the kgo producer's own CPU time per GB (this
+	// process, seglog serve only): with the server's, what a produce
+	// costs the machine, against the cores it has.
+	ClientCPUSecPerGB float64 `json:",omitempty"`
 	// RawFetchMBs is the rate of hand-made Fetch requests whose batches
 	// are counted, not decoded (seglog serve only), and RawFetchCPUSecPerGB
 	// the server's CPU per GB for them: the server's capacity when the
@@ -278,6 +283,7 @@ func benchKafka(ctx context.Context, addr string, cfg serveBenchConfig, value []
 			return serveBenchSide{}, err
 		}
 	}
+	self0 := selfCPU()
 	start := time.Now()
 	for range cfg.Records {
 		wg.Add(1)
@@ -290,12 +296,14 @@ func benchKafka(ctx context.Context, addr string, cfg serveBenchConfig, value []
 	}
 	wg.Wait()
 	el := time.Since(start).Seconds()
+	self := selfCPU() - self0
 	if e := failed.Load(); e != nil {
 		return serveBenchSide{}, *e
 	}
 	n := float64(cfg.Records)
 	side := serveBenchSide{ProduceRecsSec: n / el, ProduceMBs: n * float64(cfg.RecordSize) / el / 1e6}
 	if cpu != nil {
+		side.ClientCPUSecPerGB = self.Seconds() / (n * float64(cfg.RecordSize) / 1e9)
 		cpu1, err := cpu()
 		if err != nil {
 			return serveBenchSide{}, err
@@ -416,6 +424,15 @@ func startServeChild(ctx context.Context, dir string, partitions int, fetchCopy 
 	return &serveChild{cmd: cmd, addr: addr}, nil
 }
 
+// selfCPU is this process's user+system CPU time so far.
+func selfCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // cpu is the child's user+system CPU time so far, from /proc/PID/stat
 // (in clock ticks of 1/100 s, Linux's USER_HZ).
 func (c *serveChild) cpu() (time.Duration, error) {
@@ -475,6 +492,14 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 	}
 	fmt.Fprintf(w, "\nseglog produce / direct append: %.2fx (kgo producer), %.2fx (raw producer)\n",
 		ratio(r.Seglog.ProduceRecsSec, r.Direct.ProduceRecsSec), ratio(r.Seglog.RawProduceRecsSec, r.Direct.ProduceRecsSec))
+	if s := r.Seglog; s.ClientCPUSecPerGB > 0 {
+		// What a kgo produce costs both processes, and the rate the
+		// machine's cores would allow at that cost with nothing else.
+		both := s.ClientCPUSecPerGB + s.ProduceCPUSecPerGB
+		fmt.Fprintf(w, "kgo produce CPU: client %.2f + server %.2f s/GB; at that cost %d cores allow %.0f MB/s (%.2fx direct)\n",
+			s.ClientCPUSecPerGB, s.ProduceCPUSecPerGB, runtime.NumCPU(), float64(runtime.NumCPU())/both*1e3,
+			ratio(float64(runtime.NumCPU())/both*1e9/float64(c.RecordSize), r.Direct.ProduceRecsSec))
+	}
 	fmt.Fprintf(w, "seglog / kfake: produce %.2fx, consume %.2fx\n", ratio(r.Seglog.ProduceRecsSec, r.Kfake.ProduceRecsSec), ratio(r.Seglog.ConsumeMBs, r.Kfake.ConsumeMBs))
 	fmt.Fprintf(w, "fetch CPU, sendfile / copy: %.2fx (kgo consumers), %.2fx (raw fetches)\n",
 		ratio(r.Seglog.FetchCPUSecPerGB, r.Copy.FetchCPUSecPerGB), ratio(r.Seglog.RawFetchCPUSecPerGB, r.Copy.RawFetchCPUSecPerGB))

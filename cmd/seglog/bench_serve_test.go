@@ -33,6 +33,10 @@ func TestBenchServeSmall(t *testing.T) {
 	if r.Seglog.RawProduceRecsSec <= 0 || r.Seglog.RawProduceCPUSecPerGB < 0 {
 		t.Errorf("raw produce rate %v, CPU %v", r.Seglog.RawProduceRecsSec, r.Seglog.RawProduceCPUSecPerGB)
 	}
+	// getrusage counts in microseconds: any produce registers.
+	if r.Seglog.ClientCPUSecPerGB <= 0 {
+		t.Errorf("kgo producer's own CPU %v s/GB", r.Seglog.ClientCPUSecPerGB)
+	}
 	if r.Seglog.P99Ms <= 0 || r.Seglog.P99Ms < r.Seglog.P50Ms {
 		t.Errorf("latency p50 %v p99 %v", r.Seglog.P50Ms, r.Seglog.P99Ms)
 	}
