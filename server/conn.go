@@ -188,15 +188,21 @@ func (c *conn) readFrames(frames chan<- []byte) {
 // readGrowing reads size bytes, allocating as they arrive: at most 1 MiB
 // before any byte and then at most eight times what has come, so a length
 // a client claims but does not send costs little, and a real large
-// request is copied while growing only a few times.
+// request is copied while growing only a few times. A frame the pool may
+// keep is made with room for somewhat larger requests (frameCap), within
+// the same bounds.
 func readGrowing(r io.Reader, size int) ([]byte, error) {
-	buf := make([]byte, min(size, 1<<20))
+	want := size
+	if size >= minPooledFrame && size <= maxReusedFrame {
+		want = frameCap(size)
+	}
+	buf := make([]byte, min(size, 1<<20), min(want, 1<<20))
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err
 	}
 	for len(buf) < size {
 		n := len(buf)
-		grown := make([]byte, min(size, 8*n))
+		grown := make([]byte, min(size, 8*n), min(want, 8*n))
 		copy(grown, buf)
 		buf = grown
 		if _, err := io.ReadFull(r, buf[n:]); err != nil {

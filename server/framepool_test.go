@@ -2,8 +2,8 @@ package server
 
 import "testing"
 
-// TestFramePool: a frame comes back only to a request it fits, the most
-// recently given back first, at the size asked for; the pool never holds
+// TestFramePool: a frame comes back only to a request it fits, the
+// smallest that fits first, at the size asked for; the pool never holds
 // more than its bounds, nor a frame over maxReusedFrame.
 func TestFramePool(t *testing.T) {
 	var p framePool
@@ -20,11 +20,11 @@ func TestFramePool(t *testing.T) {
 		t.Fatalf("the 1000-byte frame was handed out twice (or the 100-byte one for 500 bytes): cap %d", cap(f))
 	}
 	p.put(large)
-	if f := p.get(50); cap(f) != 1000 {
-		t.Fatalf("get(50) = cap %d, want the frame given back last", cap(f))
-	}
 	if f := p.get(50); cap(f) != 100 {
-		t.Fatalf("get(50) = cap %d, want the 100-byte frame", cap(f))
+		t.Fatalf("get(50) = cap %d, want the 100-byte frame: the smallest that fits", cap(f))
+	}
+	if f := p.get(50); cap(f) != 1000 {
+		t.Fatalf("get(50) = cap %d, want the 1000-byte frame", cap(f))
 	}
 
 	p.put(make([]byte, maxReusedFrame+1))
@@ -49,5 +49,18 @@ func TestFramePool(t *testing.T) {
 	}
 	if p.bytes != 0 {
 		t.Fatalf("an emptied pool counts %d bytes", p.bytes)
+	}
+}
+
+// TestFrameCap: new frames are made a power of two (at least
+// minPooledFrame) large, so a later, somewhat larger request fits them.
+func TestFrameCap(t *testing.T) {
+	for _, c := range []struct{ size, want int }{
+		{1, minPooledFrame}, {minPooledFrame, minPooledFrame}, {minPooledFrame + 1, 2 * minPooledFrame},
+		{300 << 10, 512 << 10}, {512 << 10, 512 << 10}, {maxReusedFrame, maxReusedFrame},
+	} {
+		if got := frameCap(c.size); got != c.want {
+			t.Errorf("frameCap(%d) = %d, want %d", c.size, got, c.want)
+		}
 	}
 }
