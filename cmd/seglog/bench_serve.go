@@ -70,6 +70,8 @@ type serveBenchSide struct {
 	// the client is not what limits.
 	RawProduceRecsSec     float64 `json:",omitempty"`
 	RawProduceCPUSecPerGB float64 `json:",omitempty"`
+	// RawProduceClientCPUSecPerGB is the raw producer's own CPU per GB.
+	RawProduceClientCPUSecPerGB float64 `json:",omitempty"`
 }
 
 type serveBenchResult struct {
@@ -103,7 +105,8 @@ func newBenchServeCmd() *cobra.Command {
     requests, acks=all, carrying batches of --batch records built once, on 4
     pipelined connections) writes --records records to another topic, to
     show the server's produce rate when the client does not limit. The
-    server's CPU time during each phase is read from /proc;
+    server's CPU time during each phase is read from /proc, the clients'
+    (and the direct append's) from getrusage;
   - copy: the same consumes from a server started with --fetch-copy (fetched
     records read and written, as over TLS, instead of sendfile);
   - kfake: franz-go's in-process broker serving the same workload.
@@ -176,7 +179,7 @@ func runServeBench(ctx context.Context, progress io.Writer, tmp string, cfg serv
 	if err == nil {
 		say("seglog serve, raw producer")
 		flushDirtyPages()
-		res.Seglog.RawProduceRecsSec, res.Seglog.RawProduceCPUSecPerGB, err = benchRawProduce(ctx, srv.addr, cfg, value, srv.cpu)
+		res.Seglog.RawProduceRecsSec, res.Seglog.RawProduceCPUSecPerGB, res.Seglog.RawProduceClientCPUSecPerGB, err = benchRawProduce(ctx, srv.addr, cfg, value, srv.cpu)
 	}
 	srv.stop()
 	if err != nil {
@@ -236,6 +239,7 @@ func benchDirect(dir string, cfg serveBenchConfig, value []byte) (serveBenchSide
 	per := cfg.Records / cfg.Partitions
 	var wg sync.WaitGroup
 	errs := make([]error, cfg.Partitions)
+	self0 := selfCPU()
 	start := time.Now()
 	for p := range cfg.Partitions {
 		wg.Add(1)
@@ -260,7 +264,9 @@ func benchDirect(dir string, cfg serveBenchConfig, value []byte) (serveBenchSide
 		return serveBenchSide{}, err
 	}
 	n := float64(per * cfg.Partitions)
-	return serveBenchSide{ProduceRecsSec: n / el, ProduceMBs: n * float64(cfg.RecordSize) / el / 1e6}, nil
+	gb := n * float64(cfg.RecordSize) / 1e9
+	return serveBenchSide{ProduceRecsSec: n / el, ProduceMBs: n * float64(cfg.RecordSize) / el / 1e6,
+		ProduceCPUSecPerGB: (selfCPU() - self0).Seconds() / gb}, nil
 }
 
 // benchKafka produces the workload to addr with kgo as fast as it goes,
@@ -465,7 +471,7 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 	fmt.Fprintf(w, "%d records of %d bytes to %d partitions, kgo over loopback (idempotent, acks=all, no compression);\n", c.Records, c.RecordSize, c.Partitions)
 	fmt.Fprintf(w, "latency of %d single-record produces; every record consumed %d times\n\n", c.Latency, c.ConsumeRounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tproduce rec/s\tproduce MB/s\tp50 ms\tp99 ms\tconsume MB/s\tserver CPU s/GB produced\tserver CPU s/GB fetched\traw fetch MB/s\tits CPU s/GB\traw produce rec/s\tits CPU s/GB\t")
+	fmt.Fprintln(tw, "system\tproduce rec/s\tproduce MB/s\tp50 ms\tp99 ms\tconsume MB/s\tCPU s/GB produced\tserver CPU s/GB fetched\traw fetch MB/s\tits CPU s/GB\traw produce rec/s\tits CPU s/GB\t")
 	for _, s := range []serveBenchSide{r.Direct, r.Seglog, r.Copy, r.Kfake} {
 		cpu := "-"
 		if s.FetchCPUSecPerGB > 0 {
@@ -492,6 +498,11 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 	}
 	fmt.Fprintf(w, "\nseglog produce / direct append: %.2fx (kgo producer), %.2fx (raw producer)\n",
 		ratio(r.Seglog.ProduceRecsSec, r.Direct.ProduceRecsSec), ratio(r.Seglog.RawProduceRecsSec, r.Direct.ProduceRecsSec))
+	if s := r.Seglog; s.RawProduceClientCPUSecPerGB > 0 && r.Direct.ProduceCPUSecPerGB > 0 {
+		fmt.Fprintf(w, "raw produce CPU: client %.2f + server %.2f s/GB, against %.2f s/GB for the direct append (%.2fx)\n",
+			s.RawProduceClientCPUSecPerGB, s.RawProduceCPUSecPerGB, r.Direct.ProduceCPUSecPerGB,
+			(s.RawProduceClientCPUSecPerGB+s.RawProduceCPUSecPerGB)/r.Direct.ProduceCPUSecPerGB)
+	}
 	if s := r.Seglog; s.ClientCPUSecPerGB > 0 {
 		// What a kgo produce costs both processes, and the rate the
 		// machine's cores would allow at that cost with nothing else.

@@ -36,17 +36,17 @@ const (
 // again and again, so the client costs almost nothing and what is measured
 // is the server's produce path (read the request, decode it, check each
 // batch's CRC and records, assign offsets, append). It returns the records
-// per second and, with cpu, the server's CPU seconds per GB.
-func benchRawProduce(ctx context.Context, addr string, cfg serveBenchConfig, value []byte, cpu func() (time.Duration, error)) (recsSec, cpuPerGB float64, err error) {
+// per second and, with cpu, the server's CPU seconds per GB, and its own.
+func benchRawProduce(ctx context.Context, addr string, cfg serveBenchConfig, value []byte, cpu func() (time.Duration, error)) (recsSec, cpuPerGB, clientPerGB float64, err error) {
 	b := record.NewBuilder(record.None)
 	for i := range cfg.Batch {
 		if err := b.Add(record.Record{Offset: int64(i), Value: value}); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 	}
 	built, err := b.Build()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	batch := append([]byte(nil), built...)
 	perRequest := cfg.Partitions * cfg.Batch
@@ -69,18 +69,19 @@ func benchRawProduce(ctx context.Context, addr string, cfg serveBenchConfig, val
 	// those, not on Produce), and one request is sent before the timed
 	// part.
 	if err := createByMetadata(ctx, addr, rawProduceTopic, cfg.Partitions); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	ends := &partitionEnds{batch: int64(cfg.Batch), end: map[int32]int64{}}
 	if err := rawProduceConn(ctx, addr, reqs[0], 1, ends); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	var cpu0 time.Duration
 	if cpu != nil {
 		if cpu0, err = cpu(); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 	}
+	self0 := selfCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make([]error, conns)
@@ -93,8 +94,9 @@ func benchRawProduce(ctx context.Context, addr string, cfg serveBenchConfig, val
 	}
 	wg.Wait()
 	el := time.Since(start).Seconds()
+	self := selfCPU() - self0
 	if err := errors.Join(errs...); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	// Every batch was stored, at the offsets the server answered: each
 	// partition ends after all of them (conn 0's also after the first).
@@ -104,19 +106,20 @@ func benchRawProduce(ctx context.Context, addr string, cfg serveBenchConfig, val
 			want += int64(cfg.Batch)
 		}
 		if got := ends.end[p]; got != want {
-			return 0, 0, fmt.Errorf("raw produce: partition %d ends at %d, want %d", p, got, want)
+			return 0, 0, 0, fmt.Errorf("raw produce: partition %d ends at %d, want %d", p, got, want)
 		}
 	}
 	n := float64(requests * perRequest)
 	recsSec = n / el
+	clientPerGB = self.Seconds() / (n * float64(len(value)) / 1e9)
 	if cpu != nil {
 		cpu1, err := cpu()
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		cpuPerGB = (cpu1 - cpu0).Seconds() / (n * float64(len(value)) / 1e9)
 	}
-	return recsSec, cpuPerGB, nil
+	return recsSec, cpuPerGB, clientPerGB, nil
 }
 
 // createByMetadata asks addr for topic's metadata with auto-creation on,
