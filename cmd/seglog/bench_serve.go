@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
 	"github.com/seglog/seglog/record"
@@ -40,6 +41,8 @@ type serveBenchConfig struct {
 	Latency int
 	// ConsumeRounds is how many times the records are consumed.
 	ConsumeRounds int
+	// Consumers is how many kgo clients share each round's partitions.
+	Consumers int
 }
 
 // serveBenchSide is one system's result.
@@ -58,6 +61,8 @@ type serveBenchSide struct {
 	// process, seglog serve only): with the server's, what a produce
 	// costs the machine, against the cores it has.
 	ClientCPUSecPerGB float64 `json:",omitempty"`
+	// ConsumeClientCPUSecPerGB is the kgo consumers' own CPU per GB.
+	ConsumeClientCPUSecPerGB float64 `json:",omitempty"`
 	// RawFetchMBs is the rate of hand-made Fetch requests whose batches
 	// are counted, not decoded (seglog serve only), and RawFetchCPUSecPerGB
 	// the server's CPU per GB for them: the server's capacity when the
@@ -122,11 +127,12 @@ store in a temporary directory below --dir.`,
 	fl.IntVar(&cfg.Batch, "batch", 64, "records per batch for the direct-append baseline")
 	fl.IntVar(&cfg.Latency, "latency-records", 1000, "single-record produces timed for the latency figures")
 	fl.IntVar(&cfg.ConsumeRounds, "consume-rounds", 5, "times every record is consumed")
+	fl.IntVar(&cfg.Consumers, "consumers", 2, "kgo consumers sharing the partitions in each round, reading at the same time")
 	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if cfg.Records < cfg.Partitions || cfg.RecordSize < 1 || cfg.Partitions < 1 || cfg.Batch < 1 || cfg.Latency < 1 || cfg.ConsumeRounds < 1 {
-			return fmt.Errorf("need --records >= --partitions >= 1, and --record-size, --batch, --latency-records, --consume-rounds >= 1")
+		if cfg.Records < cfg.Partitions || cfg.RecordSize < 1 || cfg.Partitions < 1 || cfg.Batch < 1 || cfg.Latency < 1 || cfg.ConsumeRounds < 1 || cfg.Consumers < 1 {
+			return fmt.Errorf("need --records >= --partitions >= 1, and --record-size, --batch, --latency-records, --consume-rounds, --consumers >= 1")
 		}
 		ctx, cancel := benchContext(cmd)
 		defer cancel()
@@ -327,18 +333,17 @@ func benchKafka(ctx context.Context, addr string, cfg serveBenchConfig, value []
 	slices.Sort(lat)
 	side.P50Ms, side.P99Ms = ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100])
 	c, err := benchConsume(ctx, addr, cfg, cpu)
-	side.ConsumeMBs, side.FetchCPUSecPerGB = c.ConsumeMBs, c.FetchCPUSecPerGB
+	side.ConsumeMBs, side.FetchCPUSecPerGB, side.ConsumeClientCPUSecPerGB = c.ConsumeMBs, c.FetchCPUSecPerGB, c.ConsumeClientCPUSecPerGB
 	return side, err
 }
 
 // benchConsume reads every partition of topic bench from the start,
-// --consume-rounds times (a new client each time), so the server's CPU
-// time is large enough to measure in /proc's 10 ms ticks.
+// --consume-rounds times (new clients each time), so the server's CPU
+// time is large enough to measure in /proc's 10 ms ticks. Each round's
+// --consumers clients split the partitions between them, as the members
+// of a consumer group do, and read at the same time.
 func benchConsume(ctx context.Context, addr string, cfg serveBenchConfig, cpu func() (time.Duration, error)) (serveBenchSide, error) {
-	offsets := make(map[int32]kgo.Offset)
-	for p := range int32(cfg.Partitions) {
-		offsets[p] = kgo.NewOffset().AtStart()
-	}
+	consumers := max(1, min(cfg.Consumers, cfg.Partitions))
 	var cpu0 time.Duration
 	var err error
 	if cpu != nil {
@@ -346,39 +351,108 @@ func benchConsume(ctx context.Context, addr string, cfg serveBenchConfig, cpu fu
 			return serveBenchSide{}, err
 		}
 	}
+	ends, err := partitionEndOffsets(ctx, addr, "bench", cfg.Partitions)
+	if err != nil {
+		return serveBenchSide{}, err
+	}
+	self0 := selfCPU()
 	start := time.Now()
-	var bytes int
+	var bytes atomic.Int64
 	for range cfg.ConsumeRounds {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"bench": offsets}),
-			kgo.FetchMaxPartitionBytes(8<<20))
-		if err != nil {
+		var wg sync.WaitGroup
+		errs := make([]error, consumers)
+		for c := range consumers {
+			offsets := make(map[int32]kgo.Offset)
+			var want int64
+			for p := c; p < cfg.Partitions; p += consumers {
+				offsets[int32(p)] = kgo.NewOffset().AtStart()
+				want += ends[int32(p)]
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n, err := consumeAll(ctx, addr, offsets, want)
+				bytes.Add(n)
+				errs[c] = err
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
 			return serveBenchSide{}, err
 		}
-		for got := 0; got < cfg.Records; {
-			fs := cl.PollFetches(ctx)
-			if err := ctx.Err(); err != nil {
-				cl.Close()
-				return serveBenchSide{}, fmt.Errorf("consumed %d of %d records: %w", got, cfg.Records, err)
-			}
-			if errs := fs.Errors(); len(errs) > 0 {
-				cl.Close()
-				return serveBenchSide{}, errs[0].Err
-			}
-			fs.EachRecord(func(r *kgo.Record) { got++; bytes += len(r.Value) })
-		}
-		cl.Close()
 	}
 	el := time.Since(start).Seconds()
-	side := serveBenchSide{ConsumeMBs: float64(bytes) / el / 1e6}
+	total := float64(bytes.Load())
+	side := serveBenchSide{ConsumeMBs: total / el / 1e6}
 	if cpu != nil {
+		side.ConsumeClientCPUSecPerGB = (selfCPU() - self0).Seconds() / (total / 1e9)
 		cpu1, err := cpu()
 		if err != nil {
 			return serveBenchSide{}, err
 		}
-		side.FetchCPUSecPerGB = (cpu1 - cpu0).Seconds() / (float64(bytes) / 1e9)
+		side.FetchCPUSecPerGB = (cpu1 - cpu0).Seconds() / (total / 1e9)
 	}
 	return side, nil
+}
+
+// partitionEndOffsets asks addr for the latest offsets of topic's
+// partitions (their record counts: nothing is deleted in the bench).
+func partitionEndOffsets(ctx context.Context, addr, topic string, partitions int) (map[int32]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	for p := range int32(partitions) {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -1
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("list offsets: %w", err)
+	}
+	ends := make(map[int32]int64, partitions)
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return nil, fmt.Errorf("list offsets: %s-%d: error %d", t.Topic, p.Partition, p.ErrorCode)
+			}
+			ends[p.Partition] = p.Offset
+		}
+	}
+	if len(ends) != partitions {
+		return nil, fmt.Errorf("list offsets: %d partitions answered, want %d", len(ends), partitions)
+	}
+	return ends, nil
+}
+
+// consumeAll reads want records of topic bench from offsets with one kgo
+// client and returns the value bytes it read.
+func consumeAll(ctx context.Context, addr string, offsets map[int32]kgo.Offset, want int64) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"bench": offsets}),
+		kgo.FetchMaxPartitionBytes(8<<20))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	var bytes, got int64
+	for got < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return bytes, fmt.Errorf("consumed %d of %d records: %w", got, want, err)
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			return bytes, errs[0].Err
+		}
+		fs.EachRecord(func(r *kgo.Record) { got++; bytes += int64(len(r.Value)) })
+	}
+	return bytes, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -469,7 +543,7 @@ func (c *serveChild) stop() {
 func writeServeBench(w io.Writer, r *serveBenchResult) error {
 	c := r.Config
 	fmt.Fprintf(w, "%d records of %d bytes to %d partitions, kgo over loopback (idempotent, acks=all, no compression);\n", c.Records, c.RecordSize, c.Partitions)
-	fmt.Fprintf(w, "latency of %d single-record produces; every record consumed %d times\n\n", c.Latency, c.ConsumeRounds)
+	fmt.Fprintf(w, "latency of %d single-record produces; every record consumed %d times, by %d kgo consumers at once\n\n", c.Latency, c.ConsumeRounds, max(1, min(c.Consumers, c.Partitions)))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "system\tproduce rec/s\tproduce MB/s\tp50 ms\tp99 ms\tconsume MB/s\tCPU s/GB produced\tserver CPU s/GB fetched\traw fetch MB/s\tits CPU s/GB\traw produce rec/s\tits CPU s/GB\t")
 	for _, s := range []serveBenchSide{r.Direct, r.Seglog, r.Copy, r.Kfake} {
@@ -510,6 +584,11 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 		fmt.Fprintf(w, "kgo produce CPU: client %.2f + server %.2f s/GB; at that cost %d cores allow %.0f MB/s (%.2fx direct)\n",
 			s.ClientCPUSecPerGB, s.ProduceCPUSecPerGB, runtime.NumCPU(), float64(runtime.NumCPU())/both*1e3,
 			ratio(float64(runtime.NumCPU())/both*1e9/float64(c.RecordSize), r.Direct.ProduceRecsSec))
+	}
+	if s := r.Seglog; s.ConsumeClientCPUSecPerGB > 0 {
+		both := s.ConsumeClientCPUSecPerGB + s.FetchCPUSecPerGB
+		fmt.Fprintf(w, "kgo consume CPU: client %.2f + server %.2f s/GB; at that cost %d cores allow %.0f MB/s\n",
+			s.ConsumeClientCPUSecPerGB, s.FetchCPUSecPerGB, runtime.NumCPU(), float64(runtime.NumCPU())/both*1e3)
 	}
 	fmt.Fprintf(w, "seglog / kfake: produce %.2fx, consume %.2fx\n", ratio(r.Seglog.ProduceRecsSec, r.Kfake.ProduceRecsSec), ratio(r.Seglog.ConsumeMBs, r.Kfake.ConsumeMBs))
 	fmt.Fprintf(w, "fetch CPU, sendfile / copy: %.2fx (kgo consumers), %.2fx (raw fetches)\n",

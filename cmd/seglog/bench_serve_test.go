@@ -34,9 +34,9 @@ func TestBenchServeSmall(t *testing.T) {
 		t.Errorf("raw produce rate %v, CPU %v", r.Seglog.RawProduceRecsSec, r.Seglog.RawProduceCPUSecPerGB)
 	}
 	// getrusage counts in microseconds: any produce registers.
-	if r.Seglog.ClientCPUSecPerGB <= 0 || r.Seglog.RawProduceClientCPUSecPerGB <= 0 || r.Direct.ProduceCPUSecPerGB <= 0 {
-		t.Errorf("own CPU per GB: kgo producer %v, raw producer %v, direct append %v",
-			r.Seglog.ClientCPUSecPerGB, r.Seglog.RawProduceClientCPUSecPerGB, r.Direct.ProduceCPUSecPerGB)
+	if r.Seglog.ClientCPUSecPerGB <= 0 || r.Seglog.RawProduceClientCPUSecPerGB <= 0 || r.Direct.ProduceCPUSecPerGB <= 0 || r.Seglog.ConsumeClientCPUSecPerGB <= 0 {
+		t.Errorf("own CPU per GB: kgo producer %v, raw producer %v, direct append %v, kgo consumers %v",
+			r.Seglog.ClientCPUSecPerGB, r.Seglog.RawProduceClientCPUSecPerGB, r.Direct.ProduceCPUSecPerGB, r.Seglog.ConsumeClientCPUSecPerGB)
 	}
 	if r.Seglog.P99Ms <= 0 || r.Seglog.P99Ms < r.Seglog.P50Ms {
 		t.Errorf("latency p50 %v p99 %v", r.Seglog.P50Ms, r.Seglog.P99Ms)
