@@ -12,7 +12,9 @@ import (
 // TestSmokeFloors: each write floor runs against the engine, says what it
 // is, and counts the records it wrote; a preallocating engine runs too.
 func TestSmokeFloors(t *testing.T) {
-	for _, floor := range []string{FloorReserved, FloorPayload, FloorPreallocated} {
+	defer func(n int64) { floorZeroedBytes = n }(floorZeroedBytes)
+	floorZeroedBytes = 1 << 20
+	for _, floor := range []string{FloorReserved, FloorPayload, FloorPreallocated, FloorZeroed} {
 		for _, sync := range []seglog.SyncMode{seglog.SyncNone, seglog.SyncAlways} {
 			dir := t.TempDir()
 			cfg := WriteConfig{RecordSize: 100, Batch: 10, Records: 400, Rounds: 1, Floor: floor,

@@ -40,7 +40,7 @@ type WriteConfig struct {
 	// Rounds is the number of timed rounds of each side. Default 5.
 	Rounds int
 	// Floor is the baseline: FloorPlain (default), FloorReserved,
-	// FloorPayload or FloorPreallocated (see their doc). The floors other
+	// FloorPayload, FloorPreallocated or FloorZeroed (see their doc). The floors other
 	// than plain support SyncNone and SyncAlways.
 	Floor string
 }
