@@ -572,12 +572,14 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 	}
 	fmt.Fprintf(w, "\nseglog produce / direct append: %.2fx (kgo producer), %.2fx (raw producer)\n",
 		ratio(r.Seglog.ProduceRecsSec, r.Direct.ProduceRecsSec), ratio(r.Seglog.RawProduceRecsSec, r.Direct.ProduceRecsSec))
-	if s := r.Seglog; s.RawProduceClientCPUSecPerGB > 0 && r.Direct.ProduceCPUSecPerGB > 0 {
+	// The sums need the server's share, which /proc counts in 10 ms
+	// ticks: a run too short to show any is left without them.
+	if s := r.Seglog; s.RawProduceClientCPUSecPerGB > 0 && s.RawProduceCPUSecPerGB > 0 && r.Direct.ProduceCPUSecPerGB > 0 {
 		fmt.Fprintf(w, "raw produce CPU: client %.2f + server %.2f s/GB, against %.2f s/GB for the direct append (%.2fx)\n",
 			s.RawProduceClientCPUSecPerGB, s.RawProduceCPUSecPerGB, r.Direct.ProduceCPUSecPerGB,
 			(s.RawProduceClientCPUSecPerGB+s.RawProduceCPUSecPerGB)/r.Direct.ProduceCPUSecPerGB)
 	}
-	if s := r.Seglog; s.ClientCPUSecPerGB > 0 {
+	if s := r.Seglog; s.ClientCPUSecPerGB > 0 && s.ProduceCPUSecPerGB > 0 {
 		// What a kgo produce costs both processes, and the rate the
 		// machine's cores would allow at that cost with nothing else.
 		both := s.ClientCPUSecPerGB + s.ProduceCPUSecPerGB
@@ -585,7 +587,7 @@ func writeServeBench(w io.Writer, r *serveBenchResult) error {
 			s.ClientCPUSecPerGB, s.ProduceCPUSecPerGB, runtime.NumCPU(), float64(runtime.NumCPU())/both*1e3,
 			ratio(float64(runtime.NumCPU())/both*1e9/float64(c.RecordSize), r.Direct.ProduceRecsSec))
 	}
-	if s := r.Seglog; s.ConsumeClientCPUSecPerGB > 0 {
+	if s := r.Seglog; s.ConsumeClientCPUSecPerGB > 0 && s.FetchCPUSecPerGB > 0 {
 		both := s.ConsumeClientCPUSecPerGB + s.FetchCPUSecPerGB
 		fmt.Fprintf(w, "kgo consume CPU: client %.2f + server %.2f s/GB; at that cost %d cores allow %.0f MB/s\n",
 			s.ConsumeClientCPUSecPerGB, s.FetchCPUSecPerGB, runtime.NumCPU(), float64(runtime.NumCPU())/both*1e3)
