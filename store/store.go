@@ -124,7 +124,9 @@ type topic struct {
 // rolled back, a topic being deleted is deleted, directories already
 // renamed for deletion are removed in the background. Partition
 // directories with no config file (a broker's log.dir) are adopted with
-// Kafka's default config.
+// Kafka's default config. A directory that is not a store (a partition
+// directory, a subdirectory that is not a partition's, files and nothing
+// of a store) is refused with ErrNotAStore before anything is written.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.Default
@@ -148,6 +150,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		return openReadOnly(dir, opts)
 	}
 	fsys := opts.FS
+	if err := checkStoreDir(fsys, dir); err != nil {
+		return nil, err
+	}
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"maps"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
 // TestServeProcess runs seglog serve as a process: a kgo client produces
@@ -93,5 +95,32 @@ func TestServeProcess(t *testing.T) {
 	}
 	if total != 100 {
 		t.Fatalf("%d records stored, want 100", total)
+	}
+}
+
+// TestServeRefusesNonStoreDir: serve (and a store command) pointed at a
+// partition directory, or at a directory of other things, exits non-zero
+// naming the reason and leaves the directory as it was.
+func TestServeRefusesNonStoreDir(t *testing.T) {
+	logDir := t.TempDir()
+	mustInvoke(t, "a\nb\n", "produce", logDir)
+	other := t.TempDir()
+	if err := vfs.Default.MkdirAll(filepath.Join(other, "kafka-client")); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{logDir, other} {
+		before := dirSnapshot(t, dir)
+		for _, args := range [][]string{
+			{"serve", dir, "--listen", "127.0.0.1:0"},
+			{"topics", dir, "create", "t"},
+		} {
+			r := invoke(t, "", args...)
+			if r.code == 0 || !strings.Contains(r.stderr, "not a store directory") {
+				t.Errorf("seglog %s: exit %d, stderr %q; want a refusal naming the directory as not a store", strings.Join(args, " "), r.code, r.stderr)
+			}
+		}
+		if after := dirSnapshot(t, dir); !maps.Equal(before, after) {
+			t.Errorf("%s changed: before %v, after %v", dir, before, after)
+		}
 	}
 }

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/vfs"
+)
+
+// ErrNotAStore is returned by Open for a directory that holds something
+// other than a store: a partition directory (a single log), a directory
+// Kafka would not start on, or a directory with files but nothing of a
+// store. Nothing is written to it.
+var ErrNotAStore = errors.New("store: not a store directory")
+
+// checkStoreDir refuses, before Open writes anything (the lock, the
+// offsets topic's fifty directories, checkpoints), a directory that is
+// not a store or an empty place for one. Kafka refuses a log.dir with a
+// subdirectory that is not a partition's; a store opened on a partition
+// directory, or on a directory of someone's files, would fill it with
+// its own. A directory that does not exist is fine: Open creates it.
+func checkStoreDir(fsys vfs.FS, dir string) error {
+	names, err := fsys.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	storeLike := false
+	var other string
+	for _, n := range names {
+		if _, _, ok := layout.ParseFileName(n); ok {
+			return fmt.Errorf("%w: %s holds segment files (%s): it is a partition directory, a single log; a store is the directory above its partitions", ErrNotAStore, dir, n)
+		}
+		st, err := fsys.Stat(filepath.Join(dir, n))
+		if err != nil {
+			continue // gone since the listing
+		}
+		switch {
+		case st.IsDir():
+			if _, _, ok := parsePartitionDir(n); ok || isKafkaLeftoverDir(n) {
+				storeLike = true
+				continue
+			}
+			if strings.HasPrefix(n, ".") || n == "lost+found" {
+				continue // hidden, or a filesystem's own: Kafka skips these too
+			}
+			return fmt.Errorf("%w: %s: %q is not a topic-partition directory (topic-N), and Kafka would not start on such a log.dir either", ErrNotAStore, dir, n)
+		case isStoreFile(n):
+			storeLike = true
+		case other == "":
+			other = n
+		}
+	}
+	if !storeLike && other != "" {
+		return fmt.Errorf("%w: %s holds %s and nothing of a store: give an empty or new directory", ErrNotAStore, dir, other)
+	}
+	return nil
+}
+
+// isKafkaLeftoverDir reports a partition directory Kafka renamed for
+// deletion (topic-N.<uuid>-delete), a future replica being moved
+// (-future) or a stray one (-stray): a broker's log.dir may hold them.
+func isKafkaLeftoverDir(name string) bool {
+	return isDeleteDir(name) || strings.HasSuffix(name, "-future") || strings.HasSuffix(name, "-stray")
+}
+
+// isStoreFile reports a file a store or a Kafka broker keeps in its
+// log.dir.
+func isStoreFile(name string) bool {
+	if strings.HasSuffix(name, topicFileSuffix) {
+		return true
+	}
+	switch strings.TrimSuffix(name, layout.CheckpointTmpSuffix) {
+	case layout.RecoveryPointFile, layout.LogStartOffsetFile, layout.CleanerOffsetFile,
+		layout.CleanShutdownFile, layout.LockFile,
+		"meta.properties", "replication-offset-checkpoint", "bootstrap.checkpoint":
+		return true
+	}
+	return false
+}
