@@ -3,38 +3,56 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
-// tree lists every path below dir with its size, to show that a refused
-// Open wrote nothing.
+// tree lists every path below dir with its mode, size and modification
+// time, to show that a refused Open wrote nothing.
 func tree(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	var walk func(rel string)
+	walk = func(rel string) {
+		name := filepath.Join(dir, rel)
+		fi, err := vfs.Default.Stat(name)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		info, err := d.Info()
+		out = append(out, fmt.Sprint(rel, " ", fi.Mode(), " ", fi.Size(), " ", fi.ModTime().UnixNano()))
+		if !fi.IsDir() {
+			return
+		}
+		names, err := vfs.Default.List(name)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		rel, _ := filepath.Rel(dir, p)
-		out = append(out, fmt.Sprint(rel, " ", info.Mode(), " ", info.Size(), " ", info.ModTime().UnixNano()))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		for _, n := range names {
+			walk(filepath.Join(rel, n))
+		}
 	}
+	walk("")
 	slices.Sort(out)
 	return out
+}
+
+func mkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := vfs.Default.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t *testing.T, name string, data []byte) {
+	t.Helper()
+	if err := vfs.WriteFileAtomic(vfs.Default, name, data); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestOpenRefusesNonStoreDirs: a partition directory, a directory Kafka
@@ -55,15 +73,11 @@ func TestOpenRefusesNonStoreDirs(t *testing.T) {
 
 	strayDir := t.TempDir()
 	for _, d := range []string{"orders-0", "photos"} {
-		if err := os.Mkdir(filepath.Join(strayDir, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		mkdir(t, filepath.Join(strayDir, d))
 	}
 
 	files := t.TempDir()
-	if err := os.WriteFile(filepath.Join(files, "notes.txt"), []byte("mine"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, filepath.Join(files, "notes.txt"), []byte("mine"))
 
 	for name, dir := range map[string]string{"partition directory": partition, "stray subdirectory": strayDir, "files only": files} {
 		before := tree(t, dir)
@@ -89,14 +103,10 @@ func TestOpenRefusesNonStoreDirs(t *testing.T) {
 func TestOpenAcceptsStoreDirs(t *testing.T) {
 	broker := t.TempDir()
 	for _, d := range []string{"orders-0", "orders-1", "old-0.5b1e4c3d-delete", "orders-2.7a9f-future", ".snapshots", "lost+found"} {
-		if err := os.Mkdir(filepath.Join(broker, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		mkdir(t, filepath.Join(broker, d))
 	}
 	for _, f := range []string{"meta.properties", "replication-offset-checkpoint", "README"} {
-		if err := os.WriteFile(filepath.Join(broker, f), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(broker, f), nil)
 	}
 	for name, dir := range map[string]string{
 		"new":        filepath.Join(t.TempDir(), "new", "store"),
