@@ -2,55 +2,19 @@ package store
 
 import (
 	"errors"
-	"fmt"
+	"maps"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
-
-// tree lists every path below dir with its mode, size and modification
-// time, to show that a refused Open wrote nothing.
-func tree(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	var walk func(rel string)
-	walk = func(rel string) {
-		name := filepath.Join(dir, rel)
-		fi, err := vfs.Default.Stat(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, fmt.Sprint(rel, " ", fi.Mode(), " ", fi.Size(), " ", fi.ModTime().UnixNano()))
-		if !fi.IsDir() {
-			return
-		}
-		names, err := vfs.Default.List(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range names {
-			walk(filepath.Join(rel, n))
-		}
-	}
-	walk("")
-	slices.Sort(out)
-	return out
-}
 
 func mkdir(t *testing.T, dir string) {
 	t.Helper()
 	if err := vfs.Default.MkdirAll(dir); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func writeFile(t *testing.T, name string, data []byte) {
-	t.Helper()
-	if err := vfs.WriteFileAtomic(vfs.Default, name, data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -77,10 +41,10 @@ func TestOpenRefusesNonStoreDirs(t *testing.T) {
 	}
 
 	files := t.TempDir()
-	writeFile(t, filepath.Join(files, "notes.txt"), []byte("mine"))
+	vfstest.WriteFile(t, vfs.Default, filepath.Join(files, "notes.txt"), []byte("mine"))
 
 	for name, dir := range map[string]string{"partition directory": partition, "stray subdirectory": strayDir, "files only": files} {
-		before := tree(t, dir)
+		before := vfstest.Snapshot(t, vfs.Default, dir)
 		s, err := Open(dir, Options{})
 		if err == nil {
 			s.Close()
@@ -90,7 +54,7 @@ func TestOpenRefusesNonStoreDirs(t *testing.T) {
 		if !errors.Is(err, ErrNotAStore) {
 			t.Errorf("%s: %v, want ErrNotAStore", name, err)
 		}
-		if after := tree(t, dir); !slices.Equal(before, after) {
+		if after := vfstest.Snapshot(t, vfs.Default, dir); !maps.Equal(before, after) {
 			t.Errorf("%s: the refused Open changed the directory:\nbefore %v\nafter  %v", name, before, after)
 		}
 	}
@@ -106,7 +70,7 @@ func TestOpenAcceptsStoreDirs(t *testing.T) {
 		mkdir(t, filepath.Join(broker, d))
 	}
 	for _, f := range []string{"meta.properties", "replication-offset-checkpoint", "README"} {
-		writeFile(t, filepath.Join(broker, f), nil)
+		vfstest.WriteFile(t, vfs.Default, filepath.Join(broker, f), nil)
 	}
 	for name, dir := range map[string]string{
 		"new":        filepath.Join(t.TempDir(), "new", "store"),

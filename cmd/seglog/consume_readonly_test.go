@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -18,37 +17,14 @@ import (
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
-// dirSnapshot describes every entry below dir (and dir itself): mode, size,
-// modification time and a hash of the contents, so that a changed byte, a
-// created or removed entry, or a rewrite with the same bytes shows.
+// dirSnapshot describes every entry below dir on the real filesystem
+// (vfstest.Snapshot).
 func dirSnapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	snap := map[string]string{}
-	var walk func(rel string)
-	walk = func(rel string) {
-		name := filepath.Join(dir, rel)
-		fi, err := vfs.Default.Stat(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		desc := fmt.Sprintf("%v %d %v", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		if !fi.IsDir() {
-			snap[rel] = fmt.Sprintf("%s %x", desc, sha256.Sum256(readVFS(t, name)))
-			return
-		}
-		snap[rel+"/"] = desc
-		names, err := vfs.Default.List(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, n := range names {
-			walk(filepath.Join(rel, n))
-		}
-	}
-	walk("")
-	return snap
+	return vfstest.Snapshot(t, vfs.Default, dir)
 }
 
 // checkUnchanged fails for every entry that differs between two snapshots.

@@ -4,6 +4,8 @@
 package vfstest
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -39,4 +41,36 @@ func WriteFile(tb testing.TB, fsys vfs.FS, name string, data []byte) {
 	if err := f.Close(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// Snapshot describes every entry below dir (and dir itself) on fsys:
+// mode, size, modification time and a hash of the contents, so that a
+// changed byte, a created or removed entry, or a rewrite with the same
+// bytes shows when two snapshots are compared.
+func Snapshot(tb testing.TB, fsys vfs.FS, dir string) map[string]string {
+	tb.Helper()
+	snap := map[string]string{}
+	var walk func(rel string)
+	walk = func(rel string) {
+		name := filepath.Join(dir, rel)
+		fi, err := fsys.Stat(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		desc := fmt.Sprintf("%v %d %v", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		if !fi.IsDir() {
+			snap[rel] = fmt.Sprintf("%s %x", desc, sha256.Sum256(ReadFile(tb, fsys, name)))
+			return
+		}
+		snap[rel+"/"] = desc
+		names, err := fsys.List(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, n := range names {
+			walk(filepath.Join(rel, n))
+		}
+	}
+	walk("")
+	return snap
 }
