@@ -14,7 +14,7 @@ import "sync"
 // most that much behind.
 type framePool struct {
 	mu     sync.Mutex
-	frames [][]byte // most recently given back last
+	frames [][]byte // in no order: get searches them all for the best fit
 	bytes  int      // the capacity of frames, summed
 }
 

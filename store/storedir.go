@@ -48,7 +48,7 @@ func checkStoreDir(fsys vfs.FS, dir string) error {
 				continue
 			}
 			if strings.HasPrefix(n, ".") || n == "lost+found" {
-				continue // hidden, or a filesystem's own: Kafka skips these too
+				continue // hidden, or the filesystem's own: not a sign of the wrong directory
 			}
 			return fmt.Errorf("%w: %s: %q is not a topic-partition directory (topic-N), and Kafka would not start on such a log.dir either", ErrNotAStore, dir, n)
 		case isStoreFile(n):

@@ -54,7 +54,8 @@ type serveBenchSide struct {
 	ConsumeMBs     float64
 	// FetchCPUSecPerGB and ProduceCPUSecPerGB are the server process's
 	// CPU time (user+system) per GB consumed or produced, for seglog serve
-	// only (its own process).
+	// only (its own process); for the direct append, ProduceCPUSecPerGB
+	// is this process's, which does the appending.
 	FetchCPUSecPerGB   float64 `json:",omitempty"`
 	ProduceCPUSecPerGB float64 `json:",omitempty"`
 	// ClientCPUSecPerGB is the kgo producer's own CPU time per GB (this
