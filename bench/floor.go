@@ -69,16 +69,18 @@ func floorDescription(floor string, o seglog.Options) string {
 		return "preallocated floor: the same batch built per call and pwritten into a file fallocated (mode 0) to 1 GiB" + syncNote(o)
 	case FloorZeroed:
 		return "zeroed floor: the same batch built per call and pwritten into a file whose first 512 MiB were written with zeros and synced before the round" + syncNote(o)
+	case FloorSpare:
+		return "spare floor: the same batch built per call and pwritten into segment files of --segment-bytes, each zero-filled in the background while the one before it is written (fallocate mode 0 when the zeros are not ready)" + syncNote(o)
 	}
 	return "plain file append of the same batch bytes, one write per batch" + syncNote(o)
 }
 
 func checkFloor(floor string) error {
 	switch floor {
-	case FloorPlain, FloorReserved, FloorPayload, FloorPreallocated, FloorZeroed:
+	case FloorPlain, FloorReserved, FloorPayload, FloorPreallocated, FloorZeroed, FloorSpare:
 		return nil
 	}
-	return invalid("floor %q: want %s, %s, %s, %s or %s", floor, FloorPlain, FloorReserved, FloorPayload, FloorPreallocated, FloorZeroed)
+	return invalid("floor %q: want %s, %s, %s, %s, %s or %s", floor, FloorPlain, FloorReserved, FloorPayload, FloorPreallocated, FloorZeroed, FloorSpare)
 }
 
 // floorFile is a file written with pwrite at a tracked position, with
@@ -121,23 +123,41 @@ func (ff *floorFile) write(b []byte) error {
 // writer's values, as the engine's Append does, then writes them with one
 // pwrite and, under SyncAlways, one fdatasync. Writers take turns on the
 // file; each builds outside the lock.
-func floorWriteRound(r *runner, cfg WriteConfig, path string, curs []*valueCursor, lat *recorder, timedRound bool) (roundStat, error) {
-	f, err := fs.Create(path)
-	if err != nil {
-		return roundStat{}, err
-	}
-	defer fs.Remove(path)
-	defer f.Close()
-	ff := &floorFile{f: f, floor: cfg.Floor}
-	if cfg.Floor == FloorZeroed {
-		if err := zeroFill(f, floorZeroedBytes); err != nil {
+func floorWriteRound(r *runner, cfg WriteConfig, path string, curs []*valueCursor, lat *recorder, timedRound bool) (st roundStat, err error) {
+	var ff floorWriter
+	if cfg.Floor == FloorSpare {
+		segBytes := cfg.Options.SegmentBytes
+		if segBytes <= 0 {
+			segBytes = seglog.DefaultSegmentBytes
+		}
+		sf, err := newSpareFile(path, segBytes)
+		if err != nil {
 			return roundStat{}, err
 		}
+		defer func() {
+			if cerr := sf.close(); err == nil {
+				err = cerr
+			}
+			st.zeroedSegs, st.preallocatedSegs = sf.zeroed, sf.preallocated
+		}()
+		ff = sf
+	} else {
+		f, err := fs.Create(path)
+		if err != nil {
+			return roundStat{}, err
+		}
+		defer fs.Remove(path)
+		defer f.Close()
+		if cfg.Floor == FloorZeroed {
+			if err := zeroFill(f, floorZeroedBytes); err != nil {
+				return roundStat{}, err
+			}
+		}
+		ff = &floorFile{f: f, floor: cfg.Floor}
 	}
 	var mu sync.Mutex
 	lats := make([]*recorder, cfg.Writers)
 	var records, stored atomic.Int64
-	var st roundStat
 	st.wall, st.cpu, err = timed(func() error {
 		bud := cfg.budget()
 		return runWriters(cfg.Writers, func(w int) error {
@@ -176,7 +196,7 @@ func floorWriteRound(r *runner, cfg WriteConfig, path string, curs []*valueCurso
 				mu.Lock()
 				err := ff.write(b)
 				if err == nil && cfg.Options.Sync == seglog.SyncAlways {
-					err = f.Sync()
+					err = ff.sync()
 				}
 				mu.Unlock()
 				lats[w].record(time.Since(t))
@@ -196,16 +216,28 @@ func floorWriteRound(r *runner, cfg WriteConfig, path string, curs []*valueCurso
 	st.records = records.Load()
 	st.bytes = st.records * int64(cfg.RecordSize)
 	st.stored = stored.Load()
-	if st.stored != ff.pos {
-		return st, verifyErr("floor file written to byte %d, wrote %d bytes", ff.pos, st.stored)
+	if st.stored != ff.written() {
+		return st, verifyErr("floor file written to byte %d, wrote %d bytes", ff.written(), st.stored)
 	}
 	if timedRound {
 		for _, x := range lats {
 			lat.merge(x)
 		}
 	}
-	return st, f.Sync()
+	return st, ff.sync()
 }
+
+// floorWriter is what floorWriteRound writes to: a floorFile, or the spare
+// floor's segment files.
+type floorWriter interface {
+	write(b []byte) error
+	sync() error
+	written() int64
+}
+
+func (ff *floorFile) sync() error    { return ff.f.Sync() }
+func (ff *floorFile) written() int64 { return ff.pos }
+func (sf *spareFile) written() int64 { return sf.bytes }
 
 // floorName is the floor's label in a phase title.
 func floorName(floor string) string {

@@ -14,7 +14,7 @@ import (
 func TestSmokeFloors(t *testing.T) {
 	defer func(n int64) { floorZeroedBytes = n }(floorZeroedBytes)
 	floorZeroedBytes = 1 << 20
-	for _, floor := range []string{FloorReserved, FloorPayload, FloorPreallocated, FloorZeroed} {
+	for _, floor := range []string{FloorReserved, FloorPayload, FloorPreallocated, FloorZeroed, FloorSpare} {
 		for _, sync := range []seglog.SyncMode{seglog.SyncNone, seglog.SyncAlways} {
 			dir := t.TempDir()
 			cfg := WriteConfig{RecordSize: 100, Batch: 10, Records: 400, Rounds: 1, Floor: floor,

@@ -46,6 +46,11 @@ type Result struct {
 	RoundRatios []float64 `json:"round_ratios"`
 	// Baseline says what the baseline did.
 	Baseline string `json:"baseline"`
+	// SpareZeroed and SparePreallocated count, for the spare floor, the
+	// segments its timed rounds began in a file zeroed in the background
+	// and in one fallocated because the zeros were not ready.
+	SpareZeroed       int `json:"spare_zeroed_segments,omitempty"`
+	SparePreallocated int `json:"spare_preallocated_segments,omitempty"`
 
 	// StoredBytesPerRecord is the engine's bytes on disk (or on the wire)
 	// per timed record, batch framing included.
@@ -107,6 +112,9 @@ type roundStat struct {
 	stored  int64 // engine bytes on disk or wire
 	wall    time.Duration
 	cpu     time.Duration
+	// zeroedSegs and preallocatedSegs count the spare floor's segments
+	// begun in a zeroed file and in a fallocated one.
+	zeroedSegs, preallocatedSegs int
 }
 
 func (r roundStat) recordsPerSec() float64 { return float64(r.records) / r.wall.Seconds() }

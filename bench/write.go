@@ -40,9 +40,15 @@ type WriteConfig struct {
 	// Rounds is the number of timed rounds of each side. Default 5.
 	Rounds int
 	// Floor is the baseline: FloorPlain (default), FloorReserved,
-	// FloorPayload, FloorPreallocated or FloorZeroed (see their doc). The floors other
-	// than plain support SyncNone and SyncAlways.
+	// FloorPayload, FloorPreallocated, FloorZeroed or FloorSpare (see
+	// their doc). The floors other than plain support SyncNone and
+	// SyncAlways.
 	Floor string
+
+	// stop ends a round's appends early once the run is cancelled, so
+	// that Ctrl-C does not wait out a long --duration round; set by
+	// runWrite from its context.
+	stop <-chan struct{}
 }
 
 func (c *WriteConfig) setDefaults() error {
@@ -113,6 +119,7 @@ func runWrite(ctx context.Context, r *runner, env Env, cfg WriteConfig, workload
 		return nil, err
 	}
 	defer removeAll(dir)
+	cfg.stop = ctx.Done()
 
 	// Each writer gets its own values and pre-built batches, built before
 	// anything is timed.
@@ -154,7 +161,12 @@ func runWrite(ctx context.Context, r *runner, env Env, cfg WriteConfig, workload
 	}
 	baseline := func(round int) (roundStat, error) {
 		if cfg.Floor != FloorPlain {
-			return floorWriteRound(r, cfg, filepath.Join(dir, fmt.Sprintf("raw-%d", round+1)), curs, baseLat, round >= 0)
+			st, err := floorWriteRound(r, cfg, filepath.Join(dir, fmt.Sprintf("raw-%d", round+1)), curs, baseLat, round >= 0)
+			if round >= 0 {
+				res.SpareZeroed += st.zeroedSegs
+				res.SparePreallocated += st.preallocatedSegs
+			}
+			return st, err
 		}
 		return baselineWriteRound(r, cfg, filepath.Join(dir, fmt.Sprintf("raw-%d", round+1)), batches, baseLat, round >= 0)
 	}
@@ -164,6 +176,9 @@ func runWrite(ctx context.Context, r *runner, env Env, cfg WriteConfig, workload
 	}
 	summarize(res, a, b)
 	res.Latency, res.BaselineLatency = engLat.summary(), baseLat.summary()
+	if cfg.Floor == FloorSpare {
+		res.Baseline += fmt.Sprintf("; in the timed rounds %d segments began in a zeroed file, %d in a fallocated one", res.SpareZeroed, res.SparePreallocated)
+	}
 	return res, nil
 }
 
@@ -184,9 +199,17 @@ func syncNote(o seglog.Options) string {
 type budget struct {
 	calls    int64
 	deadline time.Time
+	stop     <-chan struct{}
 }
 
 func (b budget) more(done int64) bool {
+	if done > 0 && b.stop != nil {
+		select {
+		case <-b.stop:
+			return false // the run was cancelled: interleave reports it
+		default:
+		}
+	}
 	if !b.deadline.IsZero() {
 		return done == 0 || time.Now().Before(b.deadline)
 	}
@@ -195,9 +218,9 @@ func (b budget) more(done int64) bool {
 
 func (cfg *WriteConfig) budget() budget {
 	if cfg.Records > 0 {
-		return budget{calls: cfg.callsPerWriter()}
+		return budget{calls: cfg.callsPerWriter(), stop: cfg.stop}
 	}
-	return budget{deadline: time.Now().Add(cfg.Duration / time.Duration(cfg.Rounds))}
+	return budget{deadline: time.Now().Add(cfg.Duration / time.Duration(cfg.Rounds)), stop: cfg.stop}
 }
 
 // runWriters runs one goroutine per writer and returns the first error.

@@ -201,7 +201,7 @@ in 5 rounds, no fsync) finish in well under a minute.`,
 	fl.DurationVar(&duration, "duration", 0, "run each side this long over the timed rounds instead of --records")
 	fl.IntVar(&writers, "writers", 1, "concurrent appenders (with --sync always they share fsyncs: group commit)")
 	fl.BoolVar(&producer, "producer", false, "append pre-built producer batches with AppendBatch instead of records with Append")
-	fl.StringVar(&floor, "floor", bench.FloorPlain, "baseline: plain (append pre-built batches to a growing file), reserved (build the same batch per call, pwrite into blocks reserved with fallocate KEEP_SIZE), payload (only the values, same reservation), preallocated (fallocate mode 0) or zeroed (the reserved floor's batches into a file written with zeros first, untimed)")
+	fl.StringVar(&floor, "floor", bench.FloorPlain, "baseline: plain (append pre-built batches to a growing file), reserved (build the same batch per call, pwrite into blocks reserved with fallocate KEEP_SIZE), payload (only the values, same reservation), preallocated (fallocate mode 0), zeroed (the reserved floor's batches into a file written with zeros first, untimed) or spare (segment files of --segment-bytes, each zero-filled in the background while the one before it is written)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := benchOptions(cmd, lf, out, sizes, batch)
 		if err != nil {

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/seglog/seglog"
+)
+
+// TestSpareFile: the spare floor's writes land in order across segment
+// files, a segment begins in the zeroed spare when it is ready (full size,
+// zeros past what was written) and in a fallocated file otherwise, and
+// close removes every file.
+func TestSpareFile(t *testing.T) {
+	dir := t.TempDir()
+	const seg = 64 << 10
+	sf, err := newSpareFile(filepath.Join(dir, "raw"), seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReady := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !sf.ready.Load(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the spare was never zeroed")
+			}
+		}
+	}
+	chunk := func(i int) []byte { return bytes.Repeat([]byte{byte(i + 1)}, 10<<10) }
+	var want []byte // the current segment's bytes
+	for i := range 20 {
+		if i%6 == 0 {
+			waitReady() // six chunks fill a segment: the next one begins zeroed
+		}
+		if sf.pos+int64(len(chunk(i))) > seg {
+			want = want[:0]
+		}
+		if err := sf.write(chunk(i)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, chunk(i)...)
+	}
+	if sf.segIndex != 3 || sf.zeroed != 3 || sf.preallocated != 1 {
+		t.Fatalf("segment %d, %d begun zeroed, %d fallocated; want 3, 3, 1", sf.segIndex, sf.zeroed, sf.preallocated)
+	}
+	if sf.written() != 20*10<<10 {
+		t.Fatalf("written %d", sf.written())
+	}
+	got := readAll(t, sf.segPath(sf.segIndex))
+	if len(got) != seg || !bytes.Equal(got[:len(want)], want) || !bytes.Equal(got[len(want):], make([]byte, seg-len(want))) {
+		t.Fatalf("segment %d holds %d bytes, not the %d written followed by zeros to %d", sf.segIndex, len(got), len(want), seg)
+	}
+	if err := sf.close(); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := fs.List(dir); err != nil || len(names) != 0 {
+		t.Fatalf("after close the directory holds %v (%v)", names, err)
+	}
+}
+
+func readAll(t *testing.T, path string) []byte {
+	t.Helper()
+	f, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, err := f.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestWriteCancelledMidRound: a cancelled write run stops inside its
+// round rather than waiting out the round's share of --duration, says
+// why, and leaves nothing behind (the spare floor's zeroer included).
+func TestWriteCancelledMidRound(t *testing.T) {
+	for _, floor := range []string{FloorPlain, FloorSpare} {
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(300*time.Millisecond, cancel)
+		start := time.Now()
+		_, err := RunWrite(ctx, Env{Dir: dir}, WriteConfig{RecordSize: 100, Batch: 10, Duration: 10 * time.Minute, Rounds: 2, Floor: floor,
+			Options: seglog.Options{SegmentBytes: 1 << 20}})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: cancelled run returned %v", floor, err)
+		}
+		// The rounds are five minutes each: any return this side of one
+		// means the round itself stopped.
+		if d := time.Since(start); d > time.Minute {
+			t.Fatalf("%s: cancelled run took %v to return", floor, d)
+		}
+		leftovers(t, dir)
+	}
+}
