@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestSpareFile: the spare floor's writes land in order across segment
@@ -50,7 +51,7 @@ func TestSpareFile(t *testing.T) {
 	if sf.written() != 20*10<<10 {
 		t.Fatalf("written %d", sf.written())
 	}
-	got := readAll(t, sf.segPath(sf.segIndex))
+	got := vfstest.ReadFile(t, fs, sf.segPath(sf.segIndex))
 	if len(got) != seg || !bytes.Equal(got[:len(want)], want) || !bytes.Equal(got[len(want):], make([]byte, seg-len(want))) {
 		t.Fatalf("segment %d holds %d bytes, not the %d written followed by zeros to %d", sf.segIndex, len(got), len(want), seg)
 	}
@@ -60,24 +61,6 @@ func TestSpareFile(t *testing.T) {
 	if names, err := fs.List(dir); err != nil || len(names) != 0 {
 		t.Fatalf("after close the directory holds %v (%v)", names, err)
 	}
-}
-
-func readAll(t *testing.T, path string) []byte {
-	t.Helper()
-	f, err := fs.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	n, err := f.Size()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, 0); err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestWriteCancelledMidRound: a cancelled write run stops inside its
