@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -370,15 +373,39 @@ func TestReplaceSegmentsBusy(t *testing.T) {
 	again := l.AcquireSealed(0, l.EndOffset())
 	defer again.Release()
 	sub := again.Sub(0, 1)
-	before := mustList(t, fsys, "/log")
+	// The flusher the rolls kicked may be rewriting a checkpoint (its .tmp
+	// comes and goes) while this runs, and may still hold the segment the
+	// first swap retired (its .deleted files go when it lets go): wait for
+	// those to go, then only the other files must not move.
+	list := func() []string {
+		return slices.DeleteFunc(mustList(t, fsys, "/log"), func(n string) bool { return strings.HasSuffix(n, checkpointTmpSuffix) })
+	}
+	retiredGone := func() bool {
+		return !slices.ContainsFunc(list(), func(n string) bool {
+			return strings.HasSuffix(n, segment.DeletedSuffix) && !strings.HasPrefix(n, segment.FileName(0, ""))
+		})
+	}
+	for deadline := time.Now().Add(10 * time.Second); !retiredGone(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first swap's segment was never deleted: %v", list())
+		}
+	}
+	before := list()
 	if err := l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)}); !errors.Is(err, ErrSegmentsBusy) {
 		t.Fatalf("swap while the earlier segment is held: %v", err)
 	}
-	if after := mustList(t, fsys, "/log"); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := list(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("refused swap changed the directory: %v, was %v", after, before)
 	}
 	sl.Close()
-	if err := l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)}); err != nil {
+	// The flusher may hold the earlier segment a little longer than the
+	// reader did.
+	err = l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)})
+	for deadline := time.Now().Add(10 * time.Second); errors.Is(err, ErrSegmentsBusy) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		err = l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)})
+	}
+	if err != nil {
 		t.Fatalf("swap once the reader is done: %v", err)
 	}
 }
