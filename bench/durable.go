@@ -114,6 +114,7 @@ func runPaired(ctx context.Context, env Env, cfg DurableConfig) (*Result, error)
 	if err := many.setDefaults(); err != nil {
 		return nil, err
 	}
+	many.stop = ctx.Done() // as runWrite does: Ctrl-C ends the round under way
 	one := many
 	one.Writers = 1
 	dir, err := env.tempDir("durable")

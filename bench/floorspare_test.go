@@ -2,13 +2,10 @@ package bench
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/vfs/vfstest"
 )
 
@@ -60,28 +57,5 @@ func TestSpareFile(t *testing.T) {
 	}
 	if names, err := fs.List(dir); err != nil || len(names) != 0 {
 		t.Fatalf("after close the directory holds %v (%v)", names, err)
-	}
-}
-
-// TestWriteCancelledMidRound: a cancelled write run stops inside its
-// round rather than waiting out the round's share of --duration, says
-// why, and leaves nothing behind (the spare floor's zeroer included).
-func TestWriteCancelledMidRound(t *testing.T) {
-	for _, floor := range []string{FloorPlain, FloorSpare} {
-		dir := t.TempDir()
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(300*time.Millisecond, cancel)
-		start := time.Now()
-		_, err := RunWrite(ctx, Env{Dir: dir}, WriteConfig{RecordSize: 100, Batch: 10, Duration: 10 * time.Minute, Rounds: 2, Floor: floor,
-			Options: seglog.Options{SegmentBytes: 1 << 20}})
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("%s: cancelled run returned %v", floor, err)
-		}
-		// The rounds are five minutes each: any return this side of one
-		// means the round itself stopped.
-		if d := time.Since(start); d > time.Minute {
-			t.Fatalf("%s: cancelled run took %v to return", floor, d)
-		}
-		leftovers(t, dir)
 	}
 }
