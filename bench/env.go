@@ -65,10 +65,24 @@ func (e Env) sampleEvery() time.Duration {
 var fs = vfs.Default
 
 // tempDir makes a fresh directory for one run below e.Dir.
-func (e Env) tempDir(workload string) (string, error) {
-	parent := e.Dir
+func (e Env) tempDir(workload string) (string, error) { return MakeRunDir(e.Dir, workload) }
+
+// MakeRunDir makes a run's own directory, seglog-bench-<workload>-<pid>-<random>,
+// below parent (empty: os.TempDir()) and returns its path; the caller
+// removes it when the run ends. parent must exist already: a mistyped
+// mount point would otherwise be created on whatever disk holds its
+// parent, and the run would measure that disk (and leave the directories
+// behind).
+func MakeRunDir(parent, workload string) (string, error) {
 	if parent == "" {
 		parent = os.TempDir()
+	}
+	fi, err := fs.Stat(parent)
+	if err != nil {
+		return "", fmt.Errorf("bench: the directory to run in: %w (create it first, on the disk to measure)", err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("bench: the directory to run in, %s, is not a directory", parent)
 	}
 	dir := filepath.Join(parent, fmt.Sprintf("seglog-bench-%s-%d-%08x", workload, os.Getpid(), rand.Uint32()))
 	if _, err := fs.Stat(dir); err == nil {

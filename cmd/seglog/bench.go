@@ -60,7 +60,7 @@ type benchOut struct {
 func bindBenchOut(cmd *cobra.Command, rounds int) *benchOut {
 	o := &benchOut{}
 	fl := cmd.Flags()
-	fl.StringVar(&o.dir, "dir", "", "make the run's temporary directory below this one (default: the system's temporary directory)")
+	fl.StringVar(&o.dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&o.json, "json", false, "print one JSON object per workload instead of the table")
 	fl.StringVar(&o.plot, "plot", "", "draw throughput over time (and against the swept parameter) into this PNG file")
 	fl.IntVar(&o.rounds, "rounds", rounds, "timed rounds of each side (after one warm-up round each)")

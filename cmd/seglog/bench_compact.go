@@ -41,7 +41,7 @@ The log is in a temporary directory below --dir, removed at the end.`,
 	fl.Int64Var(&cfg.SegmentBytes, "segment-bytes", 64<<20, "segment.bytes of the log")
 	fl.IntVar(&cfg.MapBytes, "map-bytes", 128<<20, "offset map size (log.cleaner.dedupe.buffer.size)")
 	fl.DurationVar(&cfg.Idle, "idle", time.Second, "least time appends are measured with no round running, before the round and after it")
-	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one (default: the system's temporary directory)")
+	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var err error

@@ -35,7 +35,7 @@ they are built as after a restart; --memory uses the in-memory filesystem.`,
 	fl.IntVar(&cfg.Rounds, "rounds", 5, "timed looking passes, and append rounds of each side")
 	fl.IntVar(&cfg.Appends, "appends", 20000, "appends timed per append round")
 	fl.BoolVar(&cfg.Memory, "memory", false, "use the in-memory filesystem instead of files")
-	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one (default: the system's temporary directory)")
+	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, cancel := benchContext(cmd)

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
+	"github.com/seglog/seglog/bench"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -129,7 +130,7 @@ store in a temporary directory below --dir.`,
 	fl.IntVar(&cfg.Latency, "latency-records", 1000, "single-record produces timed for the latency figures")
 	fl.IntVar(&cfg.ConsumeRounds, "consume-rounds", 5, "times every record is consumed")
 	fl.IntVar(&cfg.Consumers, "consumers", 2, "kgo consumers sharing the partitions in each round, reading at the same time")
-	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one")
+	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if cfg.Records < cfg.Partitions || cfg.RecordSize < 1 || cfg.Partitions < 1 || cfg.Batch < 1 || cfg.Latency < 1 || cfg.ConsumeRounds < 1 || cfg.Consumers < 1 {
@@ -137,12 +138,8 @@ store in a temporary directory below --dir.`,
 		}
 		ctx, cancel := benchContext(cmd)
 		defer cancel()
-		parent := dir
-		if parent == "" {
-			parent = os.TempDir()
-		}
-		tmp := filepath.Join(parent, fmt.Sprintf("seglog-bench-serve-%d-%d", os.Getpid(), time.Now().UnixNano()))
-		if err := vfs.Default.MkdirAll(tmp); err != nil {
+		tmp, err := bench.MakeRunDir(dir, "serve")
+		if err != nil {
 			return err
 		}
 		defer removeAll(vfs.Default, tmp)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/bench"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -92,7 +92,7 @@ directory (below --dir) removed at the end:
 	fl.IntVar(&cfg.OpenParts, "open-partitions", 10000, "partitions of the store the open workload opens")
 	fl.IntVar(&cfg.FillEvery, "fill-every", 50, "every N-th partition of the open workload holds records")
 	fl.IntVar(&cfg.Groups, "groups", 1000, "groups of the commit workload")
-	fl.StringVar(&cfg.Dir, "dir", "", "make the run's temporary directory below this one (default: the system's temporary directory)")
+	fl.StringVar(&cfg.Dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		for name, v := range map[string]int{"--records": cfg.Records, "--value-bytes": cfg.ValueBytes, "--batch": cfg.Batch,
@@ -120,15 +120,8 @@ directory (below --dir) removed at the end:
 }
 
 func runStoreBench(ctx context.Context, cfg storeBenchConfig) (res storeBenchResult, err error) {
-	base := cfg.Dir
-	if base == "" {
-		base = os.TempDir()
-	}
-	dir := filepath.Join(base, fmt.Sprintf("seglog-bench-store-%d-%08x", os.Getpid(), rand.Uint32()))
-	if _, err := vfs.Default.Stat(dir); err == nil {
-		return res, fmt.Errorf("%s exists", dir)
-	}
-	if err := vfs.Default.MkdirAll(dir); err != nil {
+	dir, err := bench.MakeRunDir(cfg.Dir, "store")
+	if err != nil {
 		return res, err
 	}
 	defer func() { err = errors.Join(err, removeAll(vfs.Default, dir)) }()

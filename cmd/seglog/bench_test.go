@@ -103,3 +103,26 @@ func TestBenchBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchRefusesMissingDir: every bench command refuses a --dir that
+// does not exist (a mistyped mount point would otherwise be created on
+// another disk and measured there) and creates nothing.
+func TestBenchRefusesMissingDir(t *testing.T) {
+	base := t.TempDir()
+	missing := filepath.Join(base, "mnt", "nvme")
+	for _, args := range [][]string{
+		{"bench", "write", "--records", "10"},
+		{"bench", "store", "--records", "10"},
+		{"bench", "serve", "--records", "100"},
+		{"bench", "compact", "--records", "10"},
+		{"bench", "retention", "--logs", "1"},
+	} {
+		r := invoke(t, "", append(args, "--dir", missing)...)
+		if r.code == 0 || !strings.Contains(r.stderr, "create it first") {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	if names, err := vfs.Default.List(base); err != nil || len(names) != 0 {
+		t.Fatalf("the refused runs left %v (%v)", names, err)
+	}
+}
