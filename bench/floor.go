@@ -130,11 +130,11 @@ func floorWriteRound(r *runner, cfg WriteConfig, path string, curs []*valueCurso
 		if segBytes <= 0 {
 			segBytes = seglog.DefaultSegmentBytes
 		}
-		sf, err := newSpareFile(path, segBytes)
-		if err != nil {
-			return roundStat{}, err
+		sf, serr := newSpareFile(path, segBytes)
+		if serr != nil {
+			return roundStat{}, serr
 		}
-		defer func() {
+		defer func() { // sets the named results: a zeroer's error is the round's
 			if cerr := sf.close(); err == nil {
 				err = cerr
 			}

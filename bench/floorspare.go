@@ -18,7 +18,9 @@ import (
 // ready, and otherwise creates one preallocated with fallocate mode 0
 // (FloorPreallocated's file); either way the zeroer then starts on the
 // next. The zeros cost disk bandwidth the appends share: that is what
-// FloorZeroed leaves out and this floor measures.
+// FloorZeroed leaves out and this floor measures. (The first spare is
+// begun before the round's clock starts, a head start of part of one
+// segment's zeros in the floor's favour.)
 const FloorSpare = "spare"
 
 // spareFile is FloorSpare's sequence of segment files.

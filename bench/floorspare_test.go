@@ -2,10 +2,16 @@ package bench
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
 )
 
@@ -58,4 +64,24 @@ func TestSpareFile(t *testing.T) {
 	if names, err := fs.List(dir); err != nil || len(names) != 0 {
 		t.Fatalf("after close the directory holds %v (%v)", names, err)
 	}
+}
+
+// TestSpareZeroerErrorFailsRound: a zeroer that cannot write (a full
+// disk) fails the floor's round with its error instead of being dropped,
+// and the round's files are still removed.
+func TestSpareZeroerErrorFailsRound(t *testing.T) {
+	defer func(old vfs.FS) { fs = old }(fs)
+	fs = vfs.Inject(vfs.Default, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpWriteAt && strings.HasSuffix(op.Path, ".spare") {
+			return syscall.ENOSPC
+		}
+		return nil
+	}))
+	dir := t.TempDir()
+	_, err := RunWrite(context.Background(), Env{Dir: dir}, WriteConfig{RecordSize: 100, Batch: 10, Records: 200, Rounds: 1,
+		Floor: FloorSpare, Options: seglog.Options{SegmentBytes: 1 << 20}})
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("round with a failing zeroer returned %v, want ENOSPC", err)
+	}
+	leftovers(t, dir)
 }
