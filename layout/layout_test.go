@@ -1,8 +1,10 @@
 package layout
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/seglog/seglog/vfs"
@@ -226,5 +228,22 @@ func TestContentsKind(t *testing.T) {
 				t.Fatalf("Kind = %v, want %v (%+v)", got, tc.want, c)
 			}
 		})
+	}
+}
+
+// TestCheckpointErrorNamesLine: a checkpoint that does not parse is
+// refused with a *CheckpointError naming the file, the line and its byte,
+// and saying that fsck --repair rewrites it: every command that opens the
+// log shows this message.
+func TestCheckpointErrorNamesLine(t *testing.T) {
+	_, err := ParseCheckpoint("/logs/t-0/log-start-offset-checkpoint", []byte("0\n1\nt 0 zz\n"))
+	var ce *CheckpointError
+	if !errors.Is(err, ErrBadCheckpoint) || !errors.As(err, &ce) || ce.Line != 3 || ce.Pos != 4 {
+		t.Fatalf("err %v (%+v), want a CheckpointError at line 3, byte 4", err, ce)
+	}
+	for _, want := range []string{"/logs/t-0/log-start-offset-checkpoint line 3, at byte 4", `run "seglog fsck --repair /logs/t-0"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("message %q does not say %q", err, want)
+		}
 	}
 }
