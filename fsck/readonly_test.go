@@ -75,9 +75,9 @@ func TestRepairRefusesLockedDir(t *testing.T) {
 }
 
 // TestRepairLeavesNonLogDirAlone: repair of a directory holding nothing of
-// a log (empty, or only other files) has nothing to fix and must not leave
-// a .lock file there, as no command writes into a directory that is not a
-// log.
+// a log (empty, or only other files) refuses with ErrNoPartition and must
+// not leave a .lock file there, as no command writes into a directory that
+// is not a log. Check says the same.
 func TestRepairLeavesNonLogDirAlone(t *testing.T) {
 	fsys := vfs.NewMem()
 	if err := fsys.MkdirAll("/empty"); err != nil {
@@ -86,9 +86,11 @@ func TestRepairLeavesNonLogDirAlone(t *testing.T) {
 	writeFile(t, fsys, "/photos/notes.txt", []byte("not a log\n"))
 	for _, dir := range []string{"/empty", "/photos"} {
 		before, _ := fsys.List(dir)
-		r, err := Repair(fsys, dir, RepairOptions{})
-		if err != nil || r.ExitCode() != ExitClean {
-			t.Fatalf("repair of %s: %v, exit %d", dir, err, r.ExitCode())
+		if _, err := Repair(fsys, dir, RepairOptions{}); !errors.Is(err, ErrNoPartition) {
+			t.Fatalf("repair of %s: %v, want ErrNoPartition", dir, err)
+		}
+		if _, err := Check(fsys, dir, Options{}); !errors.Is(err, ErrNoPartition) {
+			t.Fatalf("check of %s: %v, want ErrNoPartition", dir, err)
 		}
 		if after, _ := fsys.List(dir); !slices.Equal(before, after) {
 			t.Fatalf("repair of %s changed its entries: %v -> %v", dir, before, after)
