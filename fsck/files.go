@@ -179,7 +179,9 @@ func unusable(base string) (Severity, fixAction, string) {
 // checkOffsetCheckpoint checks the entry for this partition in an offset
 // checkpoint file. In the partition directory (seglog) a single entry is
 // this log's whatever its name; in a log.dir the line must name the topic
-// and partition.
+// and partition. A cleaner offset beyond the end of the log is no problem:
+// the cleaner writes it whatever the recovery point, so a crash that loses
+// unsynced batches can leave it there, and the cleaner resets it.
 func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, inDir bool, leo int64) {
 	base := filepath.Base(file)
 	data, err := vfs.ReadFileLimit(c.fs, path, maxCheckpointFile)
@@ -224,9 +226,6 @@ func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, in
 		c.addf(file, line.at, KindCheckpoint, Error, fixAction{op: fixLogStart},
 			"log start offset %d (line %d) is beyond the end of the log %d: every record present lies below it, so a DeleteRecords or retention deleted them all, or the checkpoint is wrong; seglog refuses to open the log and Kafka's loader deletes every segment; repair sets the log start to the end of the log, %d, deleting no segment and bringing back no deleted record",
 			off, lineAt(data, line.at), leo, leo)
-	case base == cleanerOffsetFile && off > leo:
-		c.addf(file, line.at, KindCheckpoint, Warning, fixAction{},
-			"cleaner offset %d is beyond the end of the log %d; the cleaner will reset it", off, leo)
 	case base == replicationFile && off > leo:
 		c.addf(file, line.at, KindCheckpoint, Warning, fixAction{},
 			"high watermark %d is beyond the end of the log %d", off, leo)
