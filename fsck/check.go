@@ -166,7 +166,9 @@ func newChecker(fsys vfs.FS, dir string, opts Options) (*checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !isPartition(contents) {
+	if !isPartition(contents) && contents.Kind() != layout.DirEmpty {
+		// An empty directory is an empty log (a store's new partition);
+		// one holding only other files or directories is no log at all.
 		return nil, &NoPartitionError{Root: dir, Strays: contents.Strays}
 	}
 	opts.MaxEntryBytes = opts.readLimit()

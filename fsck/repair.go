@@ -71,10 +71,13 @@ func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
 		return nil, err
 	}
 	if !isPartition(contents) {
-		// Nothing of a log (an empty directory, or one of other files):
-		// taking the lock would leave a .lock file in a directory that is
-		// not a log.
-		return nil, &NoPartitionError{Root: dir, Strays: contents.Strays}
+		// Nothing of a log: an empty directory (an empty log: nothing to
+		// repair) is only checked, one of other files is none of fsck's
+		// business; taking the lock would leave a .lock file in either.
+		if contents.Kind() != layout.DirEmpty {
+			return nil, &NoPartitionError{Root: dir, Strays: contents.Strays}
+		}
+		return Check(fsys, dir, opts.Options)
 	}
 	unlock, err := lockDir(fsys, dir)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/seglog/seglog/layout"
@@ -75,7 +76,13 @@ func PartitionDirs(fsys vfs.FS, root string) ([]string, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNotDir, root)
 	}
 	w := walker{fs: fsys}
-	if err := w.walk(root, 0); err != nil {
+	inLogDir := false
+	if _, _, ok := layout.KafkaPartition(root); ok {
+		if pc, err := layout.ReadContents(fsys, filepath.Join(root, "..")); err == nil {
+			inLogDir = logDirLike(pc)
+		}
+	}
+	if err := w.walk(root, 0, inLogDir); err != nil {
 		return nil, err
 	}
 	if len(w.out) == 0 {
@@ -108,12 +115,22 @@ func isPartition(c layout.Contents) bool {
 	return false
 }
 
-func (w *walker) walk(dir string, depth int) error {
+// logDirLike reports whether a directory holds a file a Kafka log.dir or
+// a seglog store keeps (a checkpoint, the lock, meta.properties): its
+// empty "topic-N" subdirectories are partitions that have no segment yet
+// (a store creates a new topic's partition directories empty).
+func logDirLike(c layout.Contents) bool {
+	return len(c.Shared) > 0 || slices.Contains(c.Strays, "meta.properties")
+}
+
+// walk searches dir; inLogDir says its parent is a log.dir (logDirLike).
+func (w *walker) walk(dir string, depth int, inLogDir bool) error {
 	c, err := layout.ReadContents(w.fs, dir)
 	if err != nil {
 		return err
 	}
-	if isPartition(c) {
+	_, _, named := layout.KafkaPartition(dir)
+	if isPartition(c) || (c.Kind() == layout.DirEmpty && named && inLogDir) {
 		w.out = append(w.out, dir)
 	} else if depth == 0 {
 		w.rootStrays = c.Strays
@@ -138,7 +155,7 @@ func (w *walker) walk(dir string, depth int) error {
 			w.skipped = append(w.skipped, p)
 			continue
 		}
-		if err := w.walk(p, depth+1); err != nil {
+		if err := w.walk(p, depth+1, logDirLike(c)); err != nil {
 			return err
 		}
 	}

@@ -79,3 +79,33 @@ func TestStrayFileInALog(t *testing.T) {
 		t.Fatalf("a directory inside the log not reported:%s", dumpProblems(r))
 	}
 }
+
+// TestPartitionDirsEmptyPartitions: a store creates a new topic's
+// partition directories empty, so an empty "topic-N" directory in a
+// log.dir (one holding a checkpoint, the lock or meta.properties) is a
+// partition with no segment yet, checked clean; an empty directory
+// elsewhere is not.
+func TestPartitionDirsEmptyPartitions(t *testing.T) {
+	fsys := vfs.NewMem()
+	for _, d := range []string{"/store/t-0", "/store/t-1", "/home/backup-2"} {
+		if err := fsys.MkdirAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, fsys, "/store/recovery-point-offset-checkpoint", []byte("0\n0\n"))
+	dirs, err := PartitionDirs(fsys, "/store")
+	if err != nil || !slices.Equal(dirs, []string{"/store/t-0", "/store/t-1"}) {
+		t.Fatalf("PartitionDirs(store) = %v, %v", dirs, err)
+	}
+	if dirs, err := PartitionDirs(fsys, "/store/t-1"); err != nil || !slices.Equal(dirs, []string{"/store/t-1"}) {
+		t.Fatalf("PartitionDirs(store/t-1) = %v, %v", dirs, err)
+	}
+	if r := mustCheck(t, fsys, "/store/t-0", Options{}); !r.Clean() {
+		t.Fatalf("an empty partition:%s", dumpProblems(r))
+	}
+	for _, root := range []string{"/home", "/home/backup-2"} {
+		if _, err := PartitionDirs(fsys, root); !errors.Is(err, ErrNoPartition) {
+			t.Fatalf("PartitionDirs(%s): %v, want ErrNoPartition", root, err)
+		}
+	}
+}
