@@ -69,7 +69,7 @@ func (r *repairer) fixCheckpointFile(c *checker, p Problem) (bool, error) {
 	case base == logStartOffsetFile && mine >= 0 && entries[mine].Offset >= 0:
 		value, why = entries[mine].Offset, "the log's own line, which still parses"
 	case base == logStartOffsetFile:
-		value, why = firstBase, "the lowest offset present, the first segment's base offset; records a DeleteRecords had deleted below it, if any, are readable again"
+		value, why = firstBase, "the lowest offset present, the first segment's base offset; records a DeleteRecords had deleted, if the file was the only record of it, are readable again"
 	default: // cleaner-offset-checkpoint
 		value, why = max(c.logStart, firstBase), "the log start: a lower cleaner offset only makes more of the log dirty"
 	}
