@@ -46,9 +46,15 @@ const maxRepairPasses = 4
 //   - damage below the recovery point is corruption in synced data: it is
 //     reported and not cut, unless opts.TruncateDamaged asks for it;
 //   - missing or damaged .index and .timeindex files of segments without
-//     damage are rebuilt by the engine's segment recovery;
-//   - a recovery point beyond the end of the log is lowered to it, once no
-//     damage remains.
+//     damage are rebuilt by the engine's segment recovery, except an
+//     .index that is the evidence of missing data (entries past the end of
+//     its .log at synced batches);
+//   - a recovery point this repair's own cut left beyond the end of the log
+//     is lowered to it, once no damage remains; one found beyond the end is
+//     missing data and is left as it is;
+//   - an unusable offset checkpoint is rewritten so that every record is
+//     kept, and a log start beyond the end of the log set to the end
+//     (fixCheckpointFile); Problem.Repair says what was written.
 //
 // The recovery point is read once, before anything changes, in the order
 // the Log's Open reads it: a clean-shutdown marker in dir (every batch
@@ -60,9 +66,10 @@ const maxRepairPasses = 4
 //
 // It takes the directory's lock (DIR/.lock, and the parent's .lock when
 // the parent is a Kafka log.dir that has one) and fails with ErrLocked if
-// a live Log holds it. A directory holding no log file at all (empty, or
-// only files that are not a log's) is checked and left untouched: no lock
-// file is created in it. The report lists every problem found on the way;
+// a live Log holds it. An empty directory (an empty log) is only checked,
+// and one holding only files or directories that are not a log's is
+// ErrNoPartition: no lock file is created in either. The report lists
+// every problem found on the way;
 // a problem is marked repaired when a check after the repair no longer
 // finds it. On an I/O error the report so far is returned with the error.
 func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
