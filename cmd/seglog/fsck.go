@@ -170,6 +170,9 @@ func runFsck(cmd *cobra.Command, args []string, repair, asJSON bool, opts fsck.R
 		result.Dirs = append(result.Dirs, d)
 		result.Problems = append(result.Problems, kept...)
 		result.Stats.Add(r.Stats)
+		for _, n := range r.Stats.Strays {
+			result.Stats.Strays = append(result.Stats.Strays, filepath.Join(d, n))
+		}
 	}
 	prog.Finish()
 	result.Exit = exit

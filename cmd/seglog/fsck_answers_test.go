@@ -154,6 +154,9 @@ func TestStrayFileOneAnswer(t *testing.T) {
 	if out := mustInvoke(t, "", "fsck", dir).stdout; !strings.Contains(out, "ignored as Kafka ignores them: notes.txt") {
 		t.Fatalf("fsck does not name the stray file:\n%s", out)
 	}
+	if out, code := fsckJSONRun(t, dir); code != 0 || fmt.Sprint(out.Stats["stray_files"]) != fmt.Sprint([]string{notes}) {
+		t.Fatalf("fsck --json: exit %d, stray_files %v, want [%s]", code, out.Stats["stray_files"], notes)
+	}
 	if got := string(readVFS(t, notes)); got != "hello" {
 		t.Fatalf("notes.txt holds %q", got)
 	}
