@@ -14,13 +14,16 @@ import (
 // fixCheckpointFile carries out the checkpoint fixes a check calls for,
 // each in the way that keeps every record, and records what it wrote:
 //
-//   - an unusable recovery point (it does not parse, or is negative) is
-//     rewritten as 0, so the next open scans every segment; not while
-//     damage remains, because until then it counts as "everything synced",
-//     which is what keeps damage from being cut;
-//   - an unusable log start is rewritten as the log's own line where one
-//     still parses, else the lowest offset present (the first segment's
-//     base offset: where Open starts a log that has no checkpoint);
+//   - a file that does not parse keeps the log's own line where that line
+//     still parses (the damage is elsewhere: another partition's line, the
+//     count); otherwise
+//   - an unusable recovery point (no line, or negative) is rewritten as 0,
+//     so the next open scans every segment; not while damage remains,
+//     because until then it counts as "everything synced", which is what
+//     keeps damage from being cut;
+//   - an unusable log start is rewritten as the lowest offset present (the
+//     first segment's base offset: where Open starts a log that has no
+//     checkpoint);
 //   - an unusable cleaner offset is rewritten as the log start, as the
 //     cleaner itself replaces it;
 //   - a log start beyond the end of the log is set to the end: every record
@@ -64,10 +67,12 @@ func (r *repairer) fixCheckpointFile(c *checker, p Problem) (bool, error) {
 	switch {
 	case p.fix.op == fixLogStart:
 		value, why = c.logEnd(), "the end of the log: every record present lay below the old log start and stays deleted; no segment was deleted"
+	case mine >= 0 && entries[mine].Offset >= 0:
+		// The file is damaged elsewhere (another partition's line, the
+		// count): this log's line still says what it said.
+		value, why = entries[mine].Offset, "the log's own line, which still parses"
 	case base == recoveryPointFile:
 		value, why = 0, "nothing is known to be synced: the next open scans every segment"
-	case base == logStartOffsetFile && mine >= 0 && entries[mine].Offset >= 0:
-		value, why = entries[mine].Offset, "the log's own line, which still parses"
 	case base == logStartOffsetFile:
 		value, why = firstBase, "the lowest offset present, the first segment's base offset; records a DeleteRecords had deleted, if the file was the only record of it, are readable again"
 	default: // cleaner-offset-checkpoint

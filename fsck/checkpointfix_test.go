@@ -35,6 +35,8 @@ func TestUnusableCheckpoints(t *testing.T) {
 			sev: Error, line: "line 3 (byte 4)", want: "0\n1\np 0 0\n"},
 		{name: "garbage recovery point beside damage", file: "recovery-point-offset-checkpoint", contents: "garbage\n",
 			sev: Error, line: "line 1 (byte 0)", damage: true},
+		{name: "recovery point whose line still parses", file: "recovery-point-offset-checkpoint", contents: "0\n3\np 0 40\n",
+			sev: Error, line: "line 4 (byte 11)", want: "0\n1\np 0 40\n"},
 		{name: "garbage log start", file: "log-start-offset-checkpoint", contents: "0\n1\np 0 zz\n",
 			sev: Error, line: "line 3 (byte 4)", want: "0\n1\np 0 0\n"},
 		{name: "log start whose line still parses", file: "log-start-offset-checkpoint", contents: "0\n2\np 0 7\n",

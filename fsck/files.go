@@ -167,11 +167,11 @@ func lineAt(data []byte, pos int64) int {
 func unusable(base string) (Severity, fixAction, string) {
 	switch base {
 	case recoveryPointFile:
-		return Error, fixAction{op: fixUnusable}, "consume, produce and clean refuse the log until it is rewritten; repair rewrites the entry as 0, so that the next open scans every segment (once no damage remains: until then every batch counts as synced, and nothing is cut)"
+		return Error, fixAction{op: fixUnusable}, "consume, produce and clean refuse the log until it is rewritten; repair rewrites the entry as 0, so that the next open scans every segment, or keeps a line for the log that still parses (once no damage remains: until then every batch counts as synced, and nothing is cut)"
 	case logStartOffsetFile:
 		return Error, fixAction{op: fixUnusable}, "consume, produce and clean refuse the log until it is rewritten; repair rewrites the entry as the lowest offset present (the first segment's base offset, where the log starts when it has no checkpoint), or keeps a line for the log that still parses"
 	case cleanerOffsetFile:
-		return Warning, fixAction{op: fixUnusable}, "the cleaner replaces it with the log start at its next round; repair does the same now (a lower cleaner offset only makes more of the log dirty)"
+		return Warning, fixAction{op: fixUnusable}, "the cleaner replaces it with the log start at its next round; repair does the same now (a lower cleaner offset only makes more of the log dirty), or keeps a line for the log that still parses"
 	}
 	return Error, fixAction{}, "Kafka's replica high watermarks, which seglog neither reads nor writes: repair leaves it"
 }
