@@ -248,8 +248,16 @@ func (l *Log) read(offset int64, maxBytes int, opts ReadOptions, gen uint64) (*S
 			return sl, nil
 		}
 		// No batch at or after offset in this segment: the next one
-		// starts above it.
+		// starts above it. The offsets in between are either a
+		// compaction's gap, read past as Kafka does, or missing data.
 		next := l.acquireAfter(seg)
+		if next != nil {
+			if err := l.checkGap(seg, offset, next.BaseOffset()); err != nil {
+				next.Release()
+				seg.Release()
+				return nil, err
+			}
+		}
 		seg.Release()
 		seg = next
 	}
@@ -261,8 +269,11 @@ func (l *Log) read(offset int64, maxBytes int, opts ReadOptions, gen uint64) (*S
 // passes to the slice when it is not empty.
 func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes int, gen uint64) (*Slice, bool, error) {
 	first, ok, err := seg.FindPosition(offset)
-	if err != nil || !ok {
-		return nil, false, err
+	if err != nil {
+		return nil, false, l.lookupMissing(seg, offset, err)
+	}
+	if !ok {
+		return nil, false, nil
 	}
 	if first.BaseOffset >= bound {
 		return &Slice{}, true, nil
@@ -271,10 +282,17 @@ func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes in
 	// sealed segment wholly below the bound is read to its end with no
 	// lookup (its size and next offset no longer change).
 	maxPos, lastBelow := seg.Size(), int64(-1)
+	toEnd := false // lastBelow is the sealed segment's next offset less one
 	if next := seg.NextOffset(); seg.IsSealed() && bound >= next {
-		lastBelow = next - 1
+		lastBelow, toEnd = next-1, true
 	} else if bp, ok, err := seg.FindPosition(bound); err != nil {
-		return nil, false, err
+		// An index naming offsets its .log lost fails a lookup of the
+		// bound among them; whatever the .log holds lies below it.
+		end, serr := segmentEnd(seg)
+		if !seg.IsSealed() || serr != nil || end > bound {
+			return nil, false, err
+		}
+		lastBelow = end - 1
 	} else if ok {
 		maxPos = bp.Position
 		lastBelow = bp.BaseOffset - 1
@@ -290,7 +308,21 @@ func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes in
 	limit := max(int64(maxBytes), first.Size)
 	switch {
 	case maxPos-first.Position <= limit:
-		// Everything up to the bound fits.
+		// Everything up to the bound fits. A sealed segment's next
+		// offset comes from its index's last entry, which names offsets
+		// its .log lost if the file was cut: the slice's last offset is
+		// the last batch's (a lookup of one or two headers, once per
+		// segment a reader reads to its end), so the reader's next Read
+		// asks for what is missing instead of jumping over it.
+		if toEnd {
+			bp, ok, err := seg.LastBatchWithin(first.Position, maxPos)
+			if err != nil {
+				return nil, false, err
+			}
+			if ok {
+				last = bp.LastOffset
+			}
+		}
 	case limit < first.Size+record.HeaderSize:
 		// No second batch can fit: the first one alone.
 		endPos, last = first.Position+first.Size, first.LastOffset
