@@ -176,6 +176,14 @@ func (s *Slice) Close() error {
 // and ReadAt fail with ErrSliceTruncated instead of sending other bytes.
 // Retention (DeleteBefore) does not disturb a Slice: its segment stays
 // readable through it.
+//
+// Read never jumps over missing data: an offset that lies in a gap between
+// segments of a log never compacted, or that its segment's offset index
+// names past the end of the .log, is a *MissingDataError (ErrMissingData)
+// naming the gap; a slice before it ends at the last batch the .log holds,
+// so a reader reading on meets the error there. The gaps compaction leaves
+// are read past, to the next batch, as Kafka does (MissingDataError says
+// how the two are told apart).
 func (l *Log) Read(offset int64, maxBytes int, opts ReadOptions) (*Slice, error) {
 	if maxBytes < 0 {
 		return nil, fmt.Errorf("seglog: negative maxBytes %d", maxBytes)

@@ -32,6 +32,14 @@ var ErrTimestampNotFound = errors.New("seglog: no record at or after the timesta
 // ErrOffsetOutOfRange at the first record below the new start, as a Kafka
 // consumer's next fetch there would; it never yields a record below a start
 // that DeleteBefore had set when the record was read.
+//
+// The iteration never jumps over missing data: offsets absent between
+// segments of a log never compacted, or named by an offset index past the
+// end of its .log, end it with a *MissingDataError (ErrMissingData) after
+// every record before them. A compacted log's gaps are skipped, as Kafka's
+// consumers skip them. Gaps between batches inside one segment are not
+// looked for: the iteration cannot tell one from legacy (v0/v1) entries,
+// which it skips without reading their offsets.
 func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
 	return func(yield func(record.Record, error) bool) {
 		l.refreshIfBehind(from)
@@ -238,7 +246,9 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 // The answer is never an offset below the start or one that a truncation
 // which returned before OffsetForTime did removed: a lookup that a
 // truncation overtakes starts over (and gives up with ErrTruncated if
-// truncations keep cutting under it).
+// truncations keep cutting under it). Missing data the search passes
+// before it finds an answer (MissingDataError) may have held the answer:
+// that is the error returned, not an offset after the gap.
 func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	for attempt := 0; attempt < maxReadAttempts; attempt++ {
 		gen := l.truncations.current()
