@@ -112,7 +112,7 @@ func (l *Log) checkGap(seg *segment.Segment, reached, nextBase int64) error {
 	if reached >= nextBase {
 		return nil
 	}
-	claimed := seg.NextOffset()
+	claimed, _ := seg.NextOffsetErr() // the index's word when it errs; the .log decides below
 	if claimed <= reached && l.everCompacted.Load() {
 		// The reader got all the segment says it holds, and the rest is
 		// a compaction's gap: the common case in a compacted log, decided
@@ -174,7 +174,8 @@ func (l *Log) lookupMissing(seg *segment.Segment, offset int64, err error) error
 	}
 	to := l.baseAfter(seg)
 	if to == math.MaxInt64 {
-		to = max(seg.NextOffset(), l.EndOffset())
+		claimed, _ := seg.NextOffsetErr()
+		to = max(claimed, l.EndOffset())
 	}
 	from := max(end, l.StartOffset())
 	if from >= to {

@@ -290,9 +290,12 @@ func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes in
 	// sealed segment wholly below the bound is read to its end with no
 	// lookup (its size and next offset no longer change).
 	maxPos, lastBelow := seg.Size(), int64(-1)
-	toEnd := false // lastBelow is the sealed segment's next offset less one
-	if next := seg.NextOffset(); seg.IsSealed() && bound >= next {
-		lastBelow, toEnd = next-1, true
+	// A sealed segment's next offset is trusted only when it was computed
+	// from the .log: with an index naming offsets its .log lost it is the
+	// index's word, and a slice ending there would tell the reader to go
+	// on past the missing offsets.
+	if next, nerr := seg.NextOffsetErr(); seg.IsSealed() && nerr == nil && bound >= next {
+		lastBelow = next - 1
 	} else if bp, ok, err := seg.FindPosition(bound); err != nil {
 		// An index naming offsets its .log lost fails a lookup of the
 		// bound among them; whatever the .log holds lies below it.
@@ -316,21 +319,7 @@ func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes in
 	limit := max(int64(maxBytes), first.Size)
 	switch {
 	case maxPos-first.Position <= limit:
-		// Everything up to the bound fits. A sealed segment's next
-		// offset comes from its index's last entry, which names offsets
-		// its .log lost if the file was cut: the slice's last offset is
-		// the last batch's (a lookup of one or two headers, once per
-		// segment a reader reads to its end), so the reader's next Read
-		// asks for what is missing instead of jumping over it.
-		if toEnd {
-			bp, ok, err := seg.LastBatchWithin(first.Position, maxPos)
-			if err != nil {
-				return nil, false, err
-			}
-			if ok {
-				last = bp.LastOffset
-			}
-		}
+		// Everything up to the bound fits.
 	case limit < first.Size+record.HeaderSize:
 		// No second batch can fit: the first one alone.
 		endPos, last = first.Position+first.Size, first.LastOffset

@@ -279,7 +279,8 @@ func (l *Log) offsetForTime(ts int64) (int64, error) {
 			// segment remains.
 			off, ok, err := seg.FindOffsetForTimeFrom(ts, start)
 			if err != nil {
-				err = l.lookupMissing(seg, seg.NextOffset()-1, err)
+				claimed, _ := seg.NextOffsetErr()
+				err = l.lookupMissing(seg, claimed-1, err)
 				seg.Release()
 				return 0, err
 			}
@@ -296,7 +297,7 @@ func (l *Log) offsetForTime(ts int64) (int64, error) {
 			// promised a match it did not yield is checked against its
 			// .log (as if nothing of it had been reached), which costs a
 			// lookup; the others only compare offsets.
-			reached := seg.NextOffset()
+			reached, _ := seg.NextOffsetErr() // checkGap judges a wrong one
 			if searched {
 				reached = seg.BaseOffset()
 			}
