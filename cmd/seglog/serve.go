@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -46,8 +47,22 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 --grace) and closes the store cleanly.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Everything that can be refused is, before the store is
+			// opened (which creates it): the flags, then the listener.
 			cfg := store.DefaultTopicConfig()
 			if err := cfg.SetAll(configs); err != nil {
+				return asUsageError(cmd, err)
+			}
+			if err := checkListenAddress(cmd, "listen", listen); err != nil {
+				return err
+			}
+			if advertise != "" {
+				if err := server.CheckAdvertise(advertise); err != nil {
+					return usageErrorf(cmd, "invalid --advertise: %v", err)
+				}
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
 				return err
 			}
 			level := slog.LevelWarn
@@ -57,7 +72,7 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			st, err := store.Open(args[0], store.Options{Logger: logger})
 			if err != nil {
-				return err
+				return errors.Join(err, ln.Close())
 			}
 			if rebalanceDelay == 0 {
 				rebalanceDelay = -1 // the flag's 0 is "none"; the Config's zero is Kafka's default
@@ -67,11 +82,7 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy,
 				GroupInitialRebalanceDelay: rebalanceDelay})
 			if err != nil {
-				return errors.Join(err, st.Close())
-			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return errors.Join(err, st.Close())
+				return errors.Join(err, ln.Close(), st.Close())
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -114,5 +125,11 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 	f.BoolVar(&verbose, "verbose", false, "log connection errors")
 	f.DurationVar(&rebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0 for none)")
 	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
+	limitFlag(cmd, "node-id", 0, math.MaxInt32)
+	limitFlag(cmd, "num-partitions", 1, store.MaxPartitions)
+	// A request's size is a 32-bit field.
+	limitFlag(cmd, "max-request-bytes", 1, math.MaxInt32)
+	limitDuration(cmd, "grace", 0, math.MaxInt64)
+	limitDuration(cmd, "group-initial-rebalance-delay", 0, math.MaxInt64)
 	return cmd
 }
