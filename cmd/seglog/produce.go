@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"syscall"
 	"time"
@@ -66,16 +67,15 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 	cmd.Flags().DurationVar(&linger, "linger", 5*time.Millisecond,
 		"store a partial batch at most this long after its first line was read from a pipe or terminal (Kafka's linger.ms); 0: after every read")
 	cmd.Flags().StringVar(&batches, "batches", "", `append the producer batches in FILE ("-" for stdin) instead of lines`)
+	// A batch's record count is a 32-bit field.
+	limitFlag(cmd, "batch", 1, math.MaxInt32)
+	limitDuration(cmd, "linger", 0, math.MaxInt64)
+	// Producer batches are stored as they come, batched and compressed.
+	notWith(cmd, "batches", "batch", "linger", "compression")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := lf.options(cmd)
 		if err != nil {
 			return err
-		}
-		if batch < 1 {
-			return fmt.Errorf("invalid --batch %d: must be at least 1", batch)
-		}
-		if linger < 0 {
-			return fmt.Errorf("invalid --linger %v: must not be negative", linger)
 		}
 		// The input is opened first, so a missing file leaves no new log
 		// directory behind.
