@@ -226,6 +226,9 @@ func checkFlagRules(cmd *cobra.Command) error {
 
 func checkFlag(cmd *cobra.Command, fl *pflag.Flag) error {
 	a := fl.Annotations
+	if _, required := a[cobra.BashCompOneRequiredFlag]; required && !fl.Changed {
+		return nil // refused already, by ValidateRequiredFlags; its default is no value
+	}
 	if r, ok := a[ruleRange]; ok {
 		lo, _ := strconv.ParseInt(r[0], 10, 64)
 		hi, _ := strconv.ParseInt(r[1], 10, 64)
