@@ -93,6 +93,9 @@ func guardCommandLine(cmd *cobra.Command) {
 				return nil
 			}
 			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if c.SuggestionsMinimumDistance <= 0 {
+				c.SuggestionsMinimumDistance = 2 // cobra's default, which only its own lookup sets
+			}
 			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 				msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
 			}
