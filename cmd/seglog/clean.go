@@ -87,6 +87,8 @@ went: segments, records (offsets), bytes, and the new start offset; with
 	onlyWith(cmd, "delete-retention-ms", "compact")
 	onlyWith(cmd, "min-compaction-lag-ms", "compact")
 	notWith(cmd, "compact", "dry-run")
+	// A dry run opens the log read-only: nothing is rolled or rewritten.
+	notWith(cmd, "dry-run", "segment-bytes", "index-interval-bytes", "max-index-bytes", "max-mapped-indexes", "max-open-segment-files")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if !fl.Changed("retention-ms") && !fl.Changed("retention-bytes") && !fl.Changed("delete-records-before") && !compact {
 			return usageErrorf(cmd, "nothing to do: give --retention-ms, --retention-bytes, --delete-records-before or --compact")

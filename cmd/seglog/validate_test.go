@@ -94,6 +94,7 @@ func TestBadCommandLinesChangeNothing(t *testing.T) {
 		{[]string{"clean", log, "--delete-retention-ms", "5"}, "--delete-retention-ms only applies with --compact", 0},
 		{[]string{"clean", log, "--compact", "--dry-run"}, "--dry-run does not apply with --compact", 0},
 		{[]string{"clean", log}, "nothing to do", 0},
+		{[]string{"clean", log, "--dry-run", "--retention-ms", "1", "--segment-bytes", "100000"}, "--segment-bytes does not apply with --dry-run", 0},
 		// dump and fsck: a read limit of 0 or less was taken as the default.
 		{[]string{"dump", log, "--max-entry-bytes", "-1"}, "invalid --max-entry-bytes -1: must be from 1 to 2147483647", 0},
 		{[]string{"dump", log, "--max-entry-bytes", "0"}, "invalid --max-entry-bytes 0", 0},
