@@ -393,11 +393,12 @@ func newBenchDurableCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "durable",
 		Short: "Sync=always appends from 1 to N writers (group commit)",
-		Long: `Append with --sync always (forced) from 1, 2, 4 … --writers concurrent
-writers, each level for --duration per side. Every append returns only
-once its batch is on disk; concurrent appenders share one fdatasync. The
-baseline is one write + fdatasync per append, writers taking turns, and
-each level's rate is also given against the 1-writer level.`,
+		Long: `Append with --sync always (the command takes no --sync) from 1, 2, 4 …
+--writers concurrent writers, or the --levels given, each level for
+--duration per side. Every append returns only once its batch is on disk;
+concurrent appenders share one fdatasync. The baseline is one write +
+fdatasync per append, writers taking turns, and each level's rate is also
+given against the 1-writer level.`,
 		Args: cobra.NoArgs,
 	}
 	lf := bindLogFlagsExcept(cmd, syncFlags...) // always --sync always

@@ -54,7 +54,8 @@ signal ends it at once.
 With --batches FILE ("-" for standard input), FILE holds concatenated Kafka
 RecordBatch v2 producer batches (base offset 0), as a producer sends them.
 Each is checked and stored as a broker stores it: offsets assigned, leader
-epoch stamped, its codec and records untouched. The first refused batch
+epoch stamped, its codec and records untouched (so --batch, --linger and
+--compression do not apply). The first refused batch
 stops the command with exit status 1 and a message naming its index (from
 0) and byte position in FILE; the batches before it stay stored.
 

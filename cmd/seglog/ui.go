@@ -40,6 +40,10 @@ that has the store open.
 buttons to produce, consume, rewind a group and move a simulated clock so
 that retention trims segments. The temporary store is removed on exit.
 
+The listener is bound before the store is opened or the playground's
+directory made: a bad --listen is a usage error (exit status 2) and a port
+in use exits 1, with nothing opened or made.
+
 The page is self-contained: no request leaves the server. docs/ui.md
 explains each element.`,
 		Args: func(cmd *cobra.Command, args []string) error {
