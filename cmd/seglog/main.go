@@ -60,6 +60,23 @@ unless the command's help says otherwise.`,
 		root.AddCommand(add())
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return asUsageError(c, err) })
+	// cobra adds help and completion when it runs; added now, they are
+	// guarded as the others are.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Args = func(c *cobra.Command, args []string) error {
+				// A topic that names no command: Find stops at the last
+				// command it knows and leaves the rest.
+				found, rest, err := c.Root().Find(args)
+				if err == nil && len(rest) > 0 && found.HasSubCommands() {
+					err = fmt.Errorf("unknown help topic %q", strings.Join(args, " "))
+				}
+				return err
+			}
+		}
+	}
 	guardCommandLine(root)
 	return root
 }

@@ -144,6 +144,9 @@ func TestBadCommandLinesChangeNothing(t *testing.T) {
 		{[]string{"bench", "store", "--dir", empty, "--value-bytes", "600000"}, "invalid --value-bytes 600000: must be from 1 to 524288", 0},
 		{[]string{"bench", "serve", "--dir", empty, "--records", "1", "--partitions", "2"}, "invalid --records 1: must be at least --partitions 2", 0},
 		{[]string{"bogus"}, `unknown command "bogus"`, 0},
+		{[]string{"help", "bogus"}, `unknown help topic "bogus"`, 0},
+		{[]string{"completion", "bogus"}, `unknown command "bogus" for "seglog completion"`, 0},
+		{[]string{"version", "extra"}, `unknown command "extra" for "seglog version"`, 0},
 	}
 	before := dirSnapshot(t, root)
 	for _, c := range cases {
