@@ -63,8 +63,9 @@ with key, value and header values in standard base64, null for null, and
 With --raw the stored batches themselves are written, from the one holding
 --from to the end of the log, exactly as they are on disk: what a Kafka fetch
 would put on the wire. They go through Log.Read and sendfile(2) when standard
-output is a file, a pipe or a socket (copied otherwise). --max and --follow
-do not apply.
+output is a file, a pipe or a socket (copied otherwise). --max N then counts
+batches, the unit written: at most N, the first the one holding --from.
+--follow does not apply.
 
 consume never jumps over missing data. When offsets are absent from a log
 that was never compacted (a segment deleted or emptied) or an offset index
@@ -76,12 +77,13 @@ log (one with a cleaner-offset checkpoint) are read past, as Kafka does.`,
 	}
 	rf := bindReadFlags(cmd)
 	cmd.Flags().Int64Var(&from, "from", 0, "first offset to print (default: the log's start offset); -N: the last N offsets")
-	cmd.Flags().Int64Var(&limit, "max", -1, "print at most N records (negative: no limit)")
+	cmd.Flags().Int64Var(&limit, "max", -1, "print at most N records (with --raw: write at most N batches; negative: no limit)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record")
 	cmd.Flags().BoolVar(&raw, "raw", false, "write the stored batches, byte for byte, through the zero-copy path")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "at the end, wait for records appended later (until SIGINT or SIGTERM)")
-	cmd.MarkFlagsMutuallyExclusive("json", "raw")
-	cmd.MarkFlagsMutuallyExclusive("follow", "raw")
+	anyValue(cmd, "from", "max") // negative: from the end, no limit
+	exclusive(cmd, "json", "raw")
+	exclusive(cmd, "follow", "raw")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := rf.options(cmd)
 		if err != nil {
@@ -108,7 +110,7 @@ log (one with a cleaner-offset checkpoint) are read past, as Kafka does.`,
 			from = max(l.StartOffset(), l.EndOffset()+from)
 		}
 		if raw {
-			err = consumeRaw(l, cmd.OutOrStdout(), from)
+			err = consumeRaw(l, cmd.OutOrStdout(), from, limit)
 		} else {
 			err = consumeRecords(ctx, l, cmd.OutOrStdout(), from, limit, asJSON, follow)
 		}
