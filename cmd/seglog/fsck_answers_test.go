@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -22,15 +21,6 @@ func answersLog(t *testing.T) (string, []string) {
 		t.Fatalf("%d segments, want 3 or more", len(logs))
 	}
 	return dir, logs
-}
-
-func baseOf(t *testing.T, path string) int64 {
-	t.Helper()
-	base, _, ok := segment.ParseFileName(filepath.Base(path))
-	if !ok {
-		t.Fatalf("%s is not a segment file", path)
-	}
-	return base
 }
 
 // TestFsckMissingDataCLI (issue 26 item 4): a middle segment emptied (:

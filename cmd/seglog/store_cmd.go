@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,13 +98,10 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := store.DefaultTopicConfig()
 			if err := cfg.SetAll(configs); err != nil {
-				return err
+				return asUsageError(cmd, err)
 			}
 			if err := store.ValidateTopic(args[1]); err != nil {
-				return err
-			}
-			if partitions < 1 || partitions > store.MaxPartitions {
-				return fmt.Errorf("%w: %d (must be 1..%d)", store.ErrInvalidPartitions, partitions, store.MaxPartitions)
+				return asUsageError(cmd, err)
 			}
 			return withStore(cmd, args[0], true, func(s *store.Store) error {
 				if err := s.CreateTopic(args[1], partitions, cfg); err != nil {
@@ -116,6 +114,7 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 	}
 	create.Flags().IntVar(&partitions, "partitions", 1, "number of partitions")
 	create.Flags().StringArrayVar(&configs, "config", nil, "a topic config as key=value (repeatable)")
+	limitFlag(create, "partitions", 1, store.MaxPartitions)
 
 	list := &cobra.Command{
 		Use:   "list DIR",
@@ -157,9 +156,6 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		Short: "Grow a topic to --partitions partitions (keys move, as in Kafka)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("partitions") {
-				return errors.New("--partitions is required")
-			}
 			return withStore(cmd, args[0], false, func(s *store.Store) error {
 				if err := s.AddPartitions(args[1], grow); err != nil {
 					return err
@@ -170,6 +166,8 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		},
 	}
 	add.Flags().IntVar(&grow, "partitions", 0, "the new partition count")
+	_ = add.MarkFlagRequired("partitions") // cannot fail: defined just above
+	limitFlag(add, "partitions", 1, store.MaxPartitions)
 	del := &cobra.Command{
 		Use:   "delete DIR NAME",
 		Short: "Delete a topic: its partition directories are renamed to TOPIC-N.<id>-delete and removed",
@@ -265,9 +263,6 @@ offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
 		Short: "Move a group's committed offsets on a topic, as kafka-consumer-groups.sh --reset-offsets --execute",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if topic == "" {
-				return errors.New("--topic is required")
-			}
 			var r store.Reset
 			n := 0
 			f := cmd.Flags()
@@ -286,12 +281,12 @@ offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
 			if f.Changed("to-datetime") {
 				ts, err := parseDatetime(toDatetime)
 				if err != nil {
-					return err
+					return asUsageError(cmd, err)
 				}
 				r.Kind, r.Time, n = store.ToTime, ts, n+1
 			}
 			if n != 1 {
-				return errors.New("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by")
+				return usageErrorf(cmd, "give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by")
 			}
 			return withStore(cmd, args[0], false, func(s *store.Store) error {
 				got, err := s.ResetOffsets(args[1], topic, r)
@@ -319,6 +314,9 @@ offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
 	rf.Int64Var(&toOffset, "to-offset", 0, "to offset N (clamped to each partition)")
 	rf.StringVar(&toDatetime, "to-datetime", "", "to the first record at or after T (RFC 3339, or YYYY-MM-DDTHH:mm:SS[.sss] in UTC)")
 	rf.Int64Var(&shift, "shift-by", 0, "by N records (negative: back)")
+	_ = reset.MarkFlagRequired("topic") // cannot fail: defined just above
+	limitFlag(reset, "to-offset", 0, math.MaxInt64)
+	anyValue(reset, "shift-by")
 	del := &cobra.Command{
 		Use:   "delete DIR GROUP",
 		Short: "Delete a group's committed offsets (tombstones in __consumer_offsets)",

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,11 +14,12 @@ import (
 	"github.com/seglog/seglog/store"
 )
 
-// storeFlags are the flags that only make sense with --topic, and
-// singleLogFlags those that only make sense without it.
+// topicFlags are the flags of produce and consume that apply with
+// --topic, and storeOnlyFlags those that apply only with it. Every other
+// flag works on one log and is refused with --topic (withStoreTopic).
 var (
-	storeFlags     = []string{"topic", "group", "from-beginning", "verbose"}
-	singleLogFlags = []string{"batches", "from", "json", "raw"}
+	topicFlags     = map[string][]string{"produce": {"batch", "verbose"}, "consume": {"follow", "max", "group", "from-beginning"}}
+	storeOnlyFlags = []string{"group", "from-beginning", "verbose"}
 )
 
 // withStoreTopic adds the store mode to produce and consume: with --topic,
@@ -37,26 +39,17 @@ func withStoreTopic(cmd *cobra.Command) *cobra.Command {
 		f.StringVar(&group, "group", "", "with --topic: read from this group's committed offsets and commit as it goes")
 		f.BoolVar(&fromBeginning, "from-beginning", false, "with --topic: start at the earliest offset when the group has no valid commit (else the latest)")
 	}
+	f.VisitAll(func(fl *pflag.Flag) {
+		switch {
+		case slices.Contains(storeOnlyFlags, fl.Name):
+			onlyWith(cmd, fl.Name, "topic")
+		case fl.Name == "topic" || slices.Contains(topicFlags[cmd.Name()], fl.Name):
+		default:
+			notWith(cmd, "topic", fl.Name)
+		}
+	})
 	single := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		other := singleLogFlags
-		if topic == "" {
-			other = storeFlags
-		}
-		var misused []string
-		cmd.Flags().Visit(func(fl *pflag.Flag) {
-			for _, n := range other {
-				if fl.Name == n {
-					misused = append(misused, "--"+n)
-				}
-			}
-		})
-		if len(misused) > 0 {
-			if topic == "" {
-				return fmt.Errorf("%v only apply with --topic", misused)
-			}
-			return fmt.Errorf("%v do not apply with --topic", misused)
-		}
 		if topic == "" {
 			return single(cmd, args)
 		}
