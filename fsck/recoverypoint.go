@@ -119,6 +119,6 @@ func (c *checker) checkpointedLogStart() int64 {
 // cannot be read counts as compacted: fsck claims missing data only where
 // it is sure.
 func (c *checker) hasCleanerCheckpoint() bool {
-	compacted, _ := layout.Compacted(c.fs, c.dir)
-	return compacted
+	compacted, err := layout.Compacted(c.fs, c.dir)
+	return compacted || err != nil
 }

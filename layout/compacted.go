@@ -16,14 +16,15 @@ import (
 // Compaction leaves offset gaps between and inside segments; a log that
 // was never compacted has none, so a gap there is missing data.
 //
-// A log.dir file that cannot be parsed is returned as an error with
-// compacted true: whoever asks can then not claim missing data on its
-// account.
+// A checkpoint that cannot be read or parsed is returned as an error with
+// compacted false: whether compaction made a gap cannot be told then, and
+// each caller says what that means for it (a reader reports the gap, fsck
+// reports the checkpoint instead of the gap).
 func Compacted(fs vfs.FS, dir string) (bool, error) {
 	if _, err := fs.Stat(filepath.Join(dir, CleanerOffsetFile)); err == nil {
 		return true, nil
 	} else if !errors.Is(err, iofs.ErrNotExist) {
-		return true, err
+		return false, err
 	}
 	topic, part, ok := KafkaPartition(dir)
 	if b := filepath.Base(filepath.Clean(dir)); !ok && (b == "." || b == "..") {
@@ -37,7 +38,7 @@ func Compacted(fs vfs.FS, dir string) (bool, error) {
 	}
 	_, found, err := PartitionOffset(fs, filepath.Join(dir, "..", CleanerOffsetFile), topic, part)
 	if err != nil {
-		return true, err
+		return false, err
 	}
 	return found, nil
 }
