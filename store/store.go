@@ -309,7 +309,7 @@ func (s *Store) load() error {
 			return err
 		}
 	}
-	if err := s.ckpt.writeAll(); err != nil {
+	if err := s.ckpt.writeMissing(); err != nil {
 		return err
 	}
 	if clean {
