@@ -198,16 +198,21 @@ func TestRewriteStoresOnlyWhatDiffers(t *testing.T) {
 		crashedOffsetFile(t, fsys, p, 3, maxBytes, entries)
 		before := readFile(t, fsys, p)
 
-		x := mustOffset(t, fsys, p, 3, Options{Writable: true, MaxBytes: maxBytes})
+		ops := &opLog{}
+		x := mustOffset(t, vfs.Inject(fsys, ops), p, 3, Options{Writable: true, MaxBytes: maxBytes})
 		s := x.Scratch()
 		for _, e := range entries {
 			if err := s.Append(e.Offset, e.Position); err != nil {
 				t.Fatal(err)
 			}
 		}
+		from := ops.len()
 		changed, err := x.Rewrite(s)
 		if err != nil || changed {
 			t.Fatalf("Rewrite of the same entries = %v, %v; want no change", changed, err)
+		}
+		if w := ops.kinds(from, writes...); len(w) > 0 {
+			t.Fatalf("a Rewrite that changed nothing made %v", w)
 		}
 		if x.Entries() != len(entries) {
 			t.Fatalf("%d entries after Rewrite, want %d", x.Entries(), len(entries))
