@@ -254,3 +254,55 @@ func (x *base) syncFile() error {
 	}
 	return nil
 }
+
+// Stored returns the entries x's file holds, read with pread (not through
+// a mapping, see rewrite), up to the first zero entry (a crashed active
+// index's preallocated tail; an index whose first entry is a timestamp of
+// 0 at the base offset reads as empty), at most limit of them; more
+// reports whether the file holds more than limit.
+// Recovery checks the entries a writer made that a rebuild does not (the
+// final entry Kafka's close appends to an active segment that is reopened
+// later) against the .log, and keeps them.
+func (x *TimeIndex) Stored(limit int) (entries []TimestampOffset, more bool, err error) {
+	b := &x.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, false, b.errorf("read", -1, ErrClosed, "")
+	}
+	f := b.f
+	if f == nil {
+		if f, err = b.fs.Open(b.path); err != nil {
+			return nil, false, b.errorf("read", -1, err, "")
+		}
+		defer f.Close()
+	}
+	es := b.entrySize
+	n := b.diskSize / es
+	if b.writable {
+		n = b.n.Load()
+	}
+	// Entries are read a few at first, then more at a time: a pread reads
+	// ahead in proportion to what it asks.
+	ask := int64(4)
+	buf := make([]byte, 0, warmChunk/es*es)
+	for i := int64(0); i < n; {
+		k := min(ask, n-i, int64(cap(buf))/es, int64(limit-len(entries))+1)
+		ask *= 2
+		c := buf[:k*es]
+		if _, err := f.ReadAt(c, i*es); err != nil {
+			return nil, false, b.errorf("read", i*es, err, "")
+		}
+		for p := int64(0); p < int64(len(c)); p += es {
+			if isZeroEntry(c[p : p+es]) {
+				return entries, false, nil
+			}
+			if len(entries) == limit {
+				return entries, true, nil
+			}
+			entries = append(entries, x.decode(c, p/es))
+		}
+		i += k
+	}
+	return entries, false, nil
+}

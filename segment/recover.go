@@ -272,6 +272,9 @@ func (s *Segment) applyRecovery(p *RecoveryPlan, activate bool) (RecoverResult, 
 	}
 	res, t := p.res, p.t
 	off, tim, err := s.rebuiltIndexes(p, !stayActive)
+	if err == nil {
+		tim, err = s.keepWrittenTimeEntries(p, tim)
+	}
 	if err != nil {
 		return RecoverResult{}, err
 	}

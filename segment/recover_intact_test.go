@@ -205,3 +205,113 @@ func TestRecoverIntactActiveChangesNothing(t *testing.T) {
 		s.Close()
 	})
 }
+
+// TestRecoverKeepsCloseTimeEntries: a segment that was active across a
+// clean restart holds, in its time index, the final entry its close
+// appended; recovery checks it against the .log and keeps it, changing
+// nothing, as the active segment and once sealed. An entry that is wrong
+// is dropped: the index is rewritten.
+func TestRecoverKeepsCloseTimeEntries(t *testing.T) {
+	envs(t, func(t *testing.T, e env) {
+		opts := Options{IndexIntervalBytes: 2000, MaxIndexBytes: smallIdx}
+		const base = 5
+		// Appended, closed (the close's final time entry), reopened
+		// active, appended again: then killed.
+		s := mustCreate(t, e, base, opts)
+		m := &model{base: base}
+		g := newGen(31, base, 150)
+		appendN(t, s, m, g, 40)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(e.fs, e.dir, base, true, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendN(t, s, m, g, 40)
+		before := segmentFiles(t, e, base)
+		_, rule := kafkaIndexes(m, int64(opts.IndexIntervalBytes))
+		stored := decodeTimeIndex(t, before[2][:len(before[2])/12*12], base)
+		for len(stored) > 0 && stored[len(stored)-1] == (timeEntry{0, base}) {
+			stored = stored[:len(stored)-1] // the zero tail
+		}
+		// The rule's entries end with the final one a seal adds, which the
+		// killed segment lacks; the close added one the rule lacks.
+		closeEntry := -1
+		for i, te := range stored {
+			if !slices.Contains(rule, te) {
+				closeEntry = i
+			}
+		}
+		if closeEntry < 0 {
+			t.Fatalf("time index %v holds no entry the rule %v lacks: the workload misses the case", stored, rule)
+		}
+
+		rec := &opRecorder{}
+		fsys := vfs.Inject(e.fs, rec)
+		r, err := Open(fsys, e.dir, base, false, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := PlanRecovery(fsys, e.dir, base, opts, RecoverOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.ApplyRecoveryActive(p); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range rec.since(0, changing...) {
+			if op.Kind != vfs.OpPreallocate {
+				t.Fatalf("recovery of an active segment with a close's time entry made %v", op)
+			}
+		}
+		if !sameFiles(segmentFiles(t, e, base), before) {
+			t.Fatal("recovery changed the files")
+		}
+		checkState(t, r, m)
+		checkFind(t, r, m)
+		if err := r.Seal(); err != nil {
+			t.Fatal(err)
+		}
+		sealed := segmentFiles(t, e, base)
+		r.Close()
+
+		// Sealed, with the close's entry among the others: left alone too.
+		from := rec.count()
+		r, err = Open(fsys, e.dir, base, false, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err = PlanRecovery(fsys, e.dir, base, opts, RecoverOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.ApplyRecovery(p); err != nil {
+			t.Fatal(err)
+		}
+		if ops := rec.since(from, changing...); len(ops) > 0 {
+			t.Fatalf("recovery of a sealed segment with a close's time entry made %v", ops)
+		}
+		r.Close()
+		if !sameFiles(segmentFiles(t, e, base), sealed) {
+			t.Fatal("recovery changed the sealed files")
+		}
+
+		// The close's entry made wrong: dropped, the rule's entries written.
+		ts := append([]byte(nil), sealed[2]...)
+		ts[closeEntry*12+7]++ // its timestamp, one more than the batch's
+		writeFile(t, e.fs, e.path(base, TimeIndexSuffix), ts)
+		r, err = Open(e.fs, e.dir, base, false, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Recover(RecoverOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		got := decodeTimeIndex(t, readFile(t, e.fs, e.path(base, TimeIndexSuffix)), base)
+		if !slices.Equal(got, rule) {
+			t.Fatalf("time index after recovering a wrong entry: %v, want the rule's %v", got, rule)
+		}
+	})
+}
