@@ -3,9 +3,12 @@ package compaction
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -22,6 +25,31 @@ func openTestLog(t *testing.T, fsys vfs.FS) *seglog.Log {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// waitRetired waits until no segment a swap retired is left as .deleted
+// files in dir: the background flusher may still hold the segment a Roll
+// sealed after a swap retired it, and a swap at the same base offset is
+// refused (seglog.ErrSegmentsBusy, a deferred round) until it lets go.
+func waitRetired(t *testing.T, fsys vfs.FS, dir string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		names, err := fsys.List(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := false
+		for _, n := range names {
+			held = held || strings.HasSuffix(n, layout.DeletedSuffix)
+		}
+		if !held {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retired segments still held after 10 s: %v", names)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // model is what was appended: offset → record.

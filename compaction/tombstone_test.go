@@ -87,6 +87,7 @@ func TestTombstoneHorizon(t *testing.T) {
 	// Before the horizon: a forced clean keeps the tombstone and its horizon.
 	now = now.Add(59 * time.Minute)
 	o.Force = true
+	waitRetired(t, fsys, "/log")
 	if res, err = Clean(l, om, res.End, l.EndOffset(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +100,7 @@ func TestTombstoneHorizon(t *testing.T) {
 
 	// At the horizon the tombstone goes; its batch had another record.
 	now = time.UnixMilli(wantHorizon)
+	waitRetired(t, fsys, "/log")
 	if res, err = Clean(l, om, res.End, l.EndOffset(), o); err != nil {
 		t.Fatal(err)
 	}
