@@ -3,7 +3,6 @@ package vfs
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 )
 
@@ -198,7 +197,7 @@ func (i *injectFS) SyncDir(dir string) error {
 	return i.fs.SyncDir(dir)
 }
 
-func (i *injectFS) Lock(name string) (io.Closer, error) {
+func (i *injectFS) Lock(name string) (Lock, error) {
 	if err := check(i.inj, Op{Kind: OpLock, Path: name}); err != nil {
 		return nil, err
 	}
@@ -210,9 +209,17 @@ func (i *injectFS) Lock(name string) (io.Closer, error) {
 }
 
 type injectLock struct {
-	c    io.Closer
+	c    Lock
 	name string
 	inj  Injector
+}
+
+// SetOwner is reported as a write of the lock file.
+func (l *injectLock) SetOwner(owner []byte) error {
+	if err := check(l.inj, Op{Kind: OpWriteAt, Path: l.name, Len: int64(len(owner))}); err != nil {
+		return err
+	}
+	return l.c.SetOwner(owner)
 }
 
 func (l *injectLock) Close() error {
