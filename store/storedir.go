@@ -72,15 +72,4 @@ func isKafkaLeftoverDir(name string) bool {
 
 // isStoreFile reports a file a store or a Kafka broker keeps in its
 // log.dir.
-func isStoreFile(name string) bool {
-	if strings.HasSuffix(name, topicFileSuffix) {
-		return true
-	}
-	switch strings.TrimSuffix(name, layout.CheckpointTmpSuffix) {
-	case layout.RecoveryPointFile, layout.LogStartOffsetFile, layout.CleanerOffsetFile,
-		layout.CleanShutdownFile, layout.LockFile,
-		"meta.properties", "replication-offset-checkpoint", "bootstrap.checkpoint":
-		return true
-	}
-	return false
-}
+func isStoreFile(name string) bool { return layout.IsLogDirFile(name) }
