@@ -12,8 +12,8 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
-	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/defaults"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 )
 
