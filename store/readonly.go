@@ -34,11 +34,17 @@ func (s *Store) errReadOnly(op string) error {
 // openReadOnly is Open with Options.ReadOnly.
 func openReadOnly(dir string, opts Options) (*Store, error) {
 	st, err := opts.FS.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", ErrNotAStore, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.New("not a directory")}
+	}
+	if err := checkStoreDir(opts.FS, dir, true); err != nil {
+		return nil, err
 	}
 	s := &Store{dir: dir, fs: opts.FS, opts: opts, logger: opts.Logger, lock: nopCloser{},
 		topics: make(map[string]*topic), readOnly: true}
