@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -153,7 +152,7 @@ type Store struct {
 	fs     vfs.FS
 	opts   Options
 	logger *slog.Logger
-	lock   io.Closer // a vfs.Lock; a read-only store's stands in
+	lock   vfs.Lock // a read-only store's stands in (nopLock)
 	ckpt   *dirCheckpoints
 	clean  *cleaner.Cleaner
 	pool   *seglog.FlushPool
@@ -244,6 +243,19 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// SetHolder rewrites the log.dir's lock file with h (Options.Holder), for
+// a holder that learns what to say after Open: a server once its listener
+// is bound. PID defaults to this process's.
+func (s *Store) SetHolder(h Holder) error {
+	if s.readOnly {
+		return s.errReadOnly("set the holder")
+	}
+	if h.PID == 0 {
+		h.PID = os.Getpid()
+	}
+	return s.lock.SetOwner(h.Format())
 }
 
 // Dir returns the store's log.dir.

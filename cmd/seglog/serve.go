@@ -55,7 +55,7 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 				level = slog.LevelDebug
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			st, err := store.Open(args[0], store.Options{Logger: logger})
+			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: store.Holder{Command: "seglog serve"}})
 			if err != nil {
 				return err
 			}
@@ -71,6 +71,12 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
+				return errors.Join(err, st.Close())
+			}
+			// The lock file names the listener, so that a command the
+			// store's lock turns away can go through the server instead.
+			if err := st.SetHolder(serveHolder(ln, advertise)); err != nil {
+				ln.Close()
 				return errors.Join(err, st.Close())
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -115,4 +121,15 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 	f.DurationVar(&rebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0 for none)")
 	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
 	return cmd
+}
+
+// serveHolder is what serve writes into the store's lock file: its
+// command, and the address Kafka clients reach it at (--advertise, else
+// the bound listener's).
+func serveHolder(ln net.Listener, advertise string) store.Holder {
+	addr := advertise
+	if addr == "" {
+		addr = ln.Addr().String()
+	}
+	return store.Holder{Command: "seglog serve", Listener: addr}
 }
