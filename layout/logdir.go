@@ -5,6 +5,7 @@ import (
 	"errors"
 	iofs "io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +47,28 @@ func IsLogDirFile(name string) bool {
 // and what a store or a broker keeps with one line per partition. The
 // lock and the marker are not among them: a standalone log has them too.
 var logDirMarks = []string{MetaPropertiesFile, RecoveryPointFile, LogStartOffsetFile, CleanerOffsetFile, ReplicationOffsetFile}
+
+// IsLogDir reports whether dir is a log.dir (a store or a broker's data
+// directory): it holds a store's topic config file or one of the files a
+// broker or a store keeps there (meta.properties, the offset
+// checkpoints), and no segment file of its own (a standalone log keeps
+// checkpoints of the same names). Only names are looked at.
+func IsLogDir(fs vfs.FS, dir string) (bool, error) {
+	names, err := fs.List(dir)
+	if err != nil {
+		return false, err
+	}
+	marked := false
+	for _, n := range names {
+		if _, _, ok := ParseFileName(n); ok {
+			return false, nil
+		}
+		if strings.HasSuffix(n, TopicConfigSuffix) || slices.Contains(logDirMarks, n) {
+			marked = true
+		}
+	}
+	return marked, nil
+}
 
 // PartitionLogDir reports whether dir is a partition directory of a
 // log.dir: its name is Kafka's "topic-N" and its parent holds the topic's

@@ -20,28 +20,14 @@ import (
 // Cleaning a store: every topic by its own config, through the store's
 // lock and checkpoints, and a partition of a store through the store.
 
-// isStoreDir reports whether dir is a store (a Kafka log.dir): no segment
-// files of its own, and a file a store or a broker keeps in its log.dir
-// or a partition directory.
+// isStoreDir reports whether dir is a store (a Kafka log.dir,
+// layout.IsLogDir).
 func isStoreDir(dir string) (bool, error) {
-	names, err := vfs.Default.List(dir)
+	ok, err := layout.IsLogDir(vfs.Default, dir)
 	if err != nil {
 		return false, nil // clean's own checks say what is wrong with it
 	}
-	storeLike := false
-	for _, n := range names {
-		if _, _, ok := layout.ParseFileName(n); ok {
-			return false, nil
-		}
-		if layout.IsLogDirFile(n) && n != layout.LockFile && n != layout.CleanShutdownFile {
-			storeLike = true
-		} else if _, _, ok := layout.KafkaPartition(n); ok {
-			if fi, err := vfs.Default.Stat(filepath.Join(dir, n)); err == nil && fi.IsDir() {
-				storeLike = true
-			}
-		}
-	}
-	return storeLike, nil
+	return ok, nil
 }
 
 // storeClean is seglog clean on a store.

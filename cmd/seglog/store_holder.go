@@ -3,11 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -87,10 +90,24 @@ func withAdvice(err error, advice func(addr string) string) error {
 }
 
 // partitionOfStore reports whether dir is a partition directory of a
-// store (or a Kafka broker's log.dir): such a directory is written only
-// through the store.
+// store (or of a Kafka broker's log.dir): such a directory is written only
+// through the store. A partition of a broker's log.dir that is not a
+// seglog store (no config file for its topic) is refused: writing it
+// through a store would first make the log.dir one (a config file per
+// topic, the offsets topic's fifty directories), which a command given
+// one partition must not do behind its user's back.
 func partitionOfStore(dir string) (logDir, topic string, partition int32, ok bool, err error) {
-	return layout.PartitionLogDir(vfs.Default, dir)
+	logDir, topic, partition, ok, err = layout.PartitionLogDir(vfs.Default, dir)
+	if err != nil || !ok {
+		return logDir, topic, partition, ok, err
+	}
+	if _, err := vfs.Default.Stat(filepath.Join(logDir, topic+layout.TopicConfigSuffix)); errors.Is(err, fs.ErrNotExist) {
+		return "", "", 0, false, fmt.Errorf("%w: %s is partition %d of topic %s in the Kafka broker's log.dir %s, which is not a seglog store: a broker's partitions are written by the broker; to write them with seglog, stop the broker and open the log.dir as a store (seglog serve %s, or seglog produce %s --topic %s), which adds a config file per topic and the __consumer_offsets topic to it",
+			seglog.ErrInLogDir, dir, partition, topic, logDir, logDir, logDir, topic)
+	} else if err != nil {
+		return "", "", 0, false, err
+	}
+	return logDir, topic, partition, true, nil
 }
 
 // refuseLogFlags refuses the Log-shaping flags for a partition of a
