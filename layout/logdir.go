@@ -109,6 +109,10 @@ type Holder struct {
 	// Listener is the host:port of the Kafka listener serving the
 	// log.dir's partitions, when the holder is a server.
 	Listener string
+	// Brief says the holder keeps the lock for one short operation (a
+	// consumer's commit): whoever it turns away may try again shortly
+	// rather than give up.
+	Brief bool
 }
 
 // Format renders h as the lock file holds it: "key=value" lines.
@@ -119,6 +123,9 @@ func (h Holder) Format() []byte {
 	b.WriteString("pid=" + strconv.Itoa(h.PID) + "\n")
 	if h.Listener != "" {
 		b.WriteString("listener=" + clean(h.Listener) + "\n")
+	}
+	if h.Brief {
+		b.WriteString("brief=true\n")
 	}
 	return b.Bytes()
 }
@@ -139,6 +146,8 @@ func ParseHolder(data []byte) (h Holder, ok bool) {
 			h.PID, _ = strconv.Atoi(v)
 		case "listener":
 			h.Listener = v
+		case "brief":
+			h.Brief = v == "true"
 		}
 	}
 	return h, h.Command != "" || h.PID > 0
@@ -162,6 +171,9 @@ func (h Holder) String() string {
 	}
 	if h.Listener != "" {
 		details = append(details, "listening on "+h.Listener)
+	}
+	if h.Brief {
+		details = append(details, "for a moment")
 	}
 	if len(details) == 0 {
 		return cmd

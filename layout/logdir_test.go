@@ -57,6 +57,7 @@ func TestHolderRoundTrip(t *testing.T) {
 	for _, h := range []Holder{
 		{Command: "seglog serve", PID: 4242, Listener: "127.0.0.1:9092"},
 		{Command: "seglog produce", PID: 7},
+		{Command: "seglog consume", PID: 8, Brief: true},
 		{Command: "a\nforged=line", PID: 1},
 	} {
 		got, ok := ParseHolder(h.Format())

@@ -109,7 +109,7 @@ went: segments, records (offsets), bytes, and the new start offset; with
 			return sc.run(cmd)
 		}
 		if fl.Changed("topic") || fl.Changed("partition") {
-			return fmt.Errorf("--topic and --partition apply to a store; %s is not one", dir)
+			return fmt.Errorf("--topic and --partition apply to a store: %s is not a store", dir)
 		}
 		if !compact && (fl.Changed("delete-retention-ms") || fl.Changed("min-compaction-lag-ms")) {
 			return errors.New("--delete-retention-ms and --min-compaction-lag-ms need --compact")

@@ -23,9 +23,9 @@ import (
 const followPoll = 100 * time.Millisecond
 
 // commitInterval is how often consume --group writes the group's
-// positions while it reads (Kafka's auto.commit.interval.ms is 5 s), and
-// once more when it stops.
-const commitInterval = time.Second
+// positions while it follows (Kafka's auto.commit.interval.ms), and once
+// more when it stops: each commit takes the store's lock for a moment.
+const commitInterval = 5 * time.Second
 
 // consumeTopic prints a topic's records, every partition, as
 // "key<TAB>value" lines (a keyless record: the value alone). The store is
@@ -292,7 +292,9 @@ func (g *groupCommitter) commit(ctx context.Context, final bool) error {
 }
 
 func (g *groupCommitter) write(ctx context.Context) error {
-	s, err := store.Open(g.dir, store.Options{Logger: storeLogger(g.cmd), Existing: true, Holder: holderOf(g.cmd)})
+	h := holderOf(g.cmd)
+	h.Brief = true
+	s, err := openStoreAs(g.dir, store.Options{Logger: storeLogger(g.cmd), Existing: true, Holder: h})
 	if addr, ok := servedBy(err); ok {
 		return commitViaServer(ctx, addr, g.group, g.topic, g.pending)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,7 +42,26 @@ func openStoreWriter(cmd *cobra.Command, dir string, create bool) (*store.Store,
 			return nil, err
 		}
 	}
-	return store.Open(dir, store.Options{Logger: storeLogger(cmd), Existing: !create, Holder: holderOf(cmd)})
+	return openStoreAs(dir, store.Options{Logger: storeLogger(cmd), Existing: !create, Holder: holderOf(cmd)})
+}
+
+// briefWait bounds how long a writer waits for a holder that holds the
+// store for a moment only (a consumer's commit) before it gives up.
+const briefWait = 30 * time.Second
+
+// openStoreAs opens the store with opts, waiting while a brief holder
+// (consume --group's commit) has it: such a holder lets go within a
+// commit's time, and a writer that gave up on it would fail for nothing.
+func openStoreAs(dir string, opts store.Options) (*store.Store, error) {
+	deadline := time.Now().Add(briefWait)
+	for {
+		s, err := store.Open(dir, opts)
+		he, held := heldBy(err)
+		if !held || !he.Holder.Brief || time.Now().After(deadline) {
+			return s, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // heldBy returns the *store.HeldError in err, if the store was held.
