@@ -498,3 +498,30 @@ func TestCleanStoreByTopicConfigs(t *testing.T) {
 		t.Fatalf("describe after clean: the start did not move:\n%s", desc)
 	}
 }
+
+// consume --group beside another command that holds the store prints what
+// it reads, then fails: the group's commits wait for the holder, and once
+// consume stops they are reported, holder and offsets named, uncommitted.
+func TestConsumeGroupBesideAnotherWriter(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	mustInvoke(t, "", "topics", "create", dir, "bookings", "--partitions", "1")
+	mustInvoke(t, "a\nb\n", "produce", dir, "--topic", "bookings")
+	w, err := store.Open(dir, store.Options{Holder: store.Holder{Command: "seglog produce", PID: 99}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := invoke(t, "", "consume", dir, "--topic", "bookings", "--group", "g", "--from-beginning")
+	if r.stdout != "a\nb\n" || r.code == 0 || !strings.Contains(r.stderr, "printed but not committed (bookings-0 at 2)") || !strings.Contains(r.stderr, "held by `seglog produce` (pid 99)") {
+		t.Fatalf("consume --group beside a writer: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := invoke(t, "", "groups", "describe", dir, "g"); r.code == 0 {
+		t.Fatalf("the group has commits: %s", r.stdout)
+	}
+	mustInvoke(t, "", "consume", dir, "--topic", "bookings", "--group", "g", "--from-beginning")
+	if r := mustInvoke(t, "", "groups", "describe", dir, "g"); !strings.Contains(r.stdout, "TOTAL LAG: 0") {
+		t.Fatalf("groups describe:\n%s", r.stdout)
+	}
+}
