@@ -82,7 +82,14 @@ func newTopicsCmd() *cobra.Command {
 		Use:   "topics",
 		Short: "Create, list, describe, grow and delete topics in a store directory (a Kafka log.dir)",
 		Long: `Manage the topics of a store: a directory laid out as a Kafka log.dir, one
-directory per partition named TOPIC-N (docs/store.md). Like kafka-topics.sh.`,
+directory per partition named TOPIC-N (docs/store.md). Like kafka-topics.sh.
+
+list and describe open the store read-only: no lock, nothing written, so they
+work without write permission and beside the store's writer. create,
+add-partitions and delete take the store's lock: a store another process
+holds is refused, naming it (command, pid, and the listener of seglog serve,
+with the kafka-topics.sh command to run through it). Only create makes a
+store; the others refuse a directory that holds none.`,
 	}
 	var (
 		partitions int
@@ -237,7 +244,13 @@ func newGroupsCmd() *cobra.Command {
 		Use:   "groups",
 		Short: "List, describe (lag), reset and delete consumer groups in a store directory",
 		Long: `Manage consumer groups, like kafka-consumer-groups.sh. A group's committed
-offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
+offsets live in the store's __consumer_offsets topic in Kafka's record format.
+
+list and describe open the store read-only: no lock, nothing written, so they
+work without write permission and beside the store's writer. reset and
+delete take the store's lock: a store another process holds is refused,
+naming it (with the kafka-consumer-groups.sh command to run when seglog
+serve holds it).`,
 	}
 	list := &cobra.Command{
 		Use:   "list DIR",

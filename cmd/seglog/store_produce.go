@@ -36,9 +36,11 @@ func withStoreTopic(cmd *cobra.Command) *cobra.Command {
 	switch cmd.Name() {
 	case "produce":
 		f.BoolVar(&verbose, "verbose", false, "with --topic: print each record's key, partition and offset")
+		cmd.Long += produceStoreHelp
 	case "consume":
-		f.StringVar(&group, "group", "", "with --topic: read from this group's committed offsets and commit as it goes")
+		f.StringVar(&group, "group", "", "with --topic: read from this group's committed offsets and commit them (its only write)")
 		f.BoolVar(&fromBeginning, "from-beginning", false, "with --topic: start at the earliest offset when the group has no valid commit (else the latest)")
+		cmd.Long += consumeStoreHelp
 	}
 	single := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
@@ -76,6 +78,47 @@ func withStoreTopic(cmd *cobra.Command) *cobra.Command {
 	}
 	return cmd
 }
+
+// produceStoreHelp and consumeStoreHelp end produce's and consume's
+// --help: what they do with a store.
+const (
+	produceStoreHelp = `
+
+With --topic, DIR is a store (seglog topics): each line goes to the
+partition its key picks, as Kafka's partitioner does (keyless lines stick to
+one partition per batch); --verbose prints each record's key, partition and
+offset. The store is written through its lock; when another command holds
+it, produce refuses, naming it; when seglog serve holds it, the records go
+through the server as a Kafka producer.
+
+A partition directory of a store (STORE/TOPIC-N) is written through the
+store too: its lock and checkpoints, no file of its own in the partition
+directory, the Log shaped by the topic's config (the log flags are refused
+there). Beside seglog serve it is refused with the kcat command that
+produces to that partition through the server. A partition of a Kafka
+broker's log.dir that is not a seglog store is refused.`
+	consumeStoreHelp = `
+
+With --topic, DIR is a store (seglog topics) and the records of every
+partition are printed as KEY<TAB>VALUE lines (a keyless record: the value
+alone). The store is opened read-only: no lock, no file written, so it works
+without write permission and beside the store's writer (seglog serve,
+produce --topic); with --follow it looks again every 100 ms and prints what
+they append, until SIGINT or SIGTERM (exit status 0). Without --group it
+reads from the start with --from-beginning, else only new records.
+
+With --group it starts at the group's committed offsets (auto.offset.reset
+earliest with --from-beginning, else latest) and commits what it printed:
+after its first round, every 5 s while following, and when it stops. The
+commits are its only write: it takes the store's lock for each commit
+alone, or, when seglog serve holds the store, commits through the server.
+When another command holds the store the commits wait for it; if it still
+holds it when consume stops, consume exits 1 naming it and the offsets it
+printed but did not commit.
+
+A partition that cannot be read is reported on stderr; the others are
+printed, and consume exits 1.`
+)
 
 // placed is where a record of produce --topic went.
 type placed struct {
