@@ -122,6 +122,9 @@ func partitionOfStore(dir string) (logDir, topic string, partition int32, ok boo
 		return logDir, topic, partition, ok, err
 	}
 	if _, err := vfs.Default.Stat(filepath.Join(logDir, topic+layout.TopicConfigSuffix)); errors.Is(err, fs.ErrNotExist) {
+		if _, err := vfs.Default.Stat(filepath.Join(logDir, store.OffsetsTopic+layout.TopicConfigSuffix)); err == nil {
+			return "", "", 0, false, fmt.Errorf("%w: %s: %s has no topic %s (seglog topics list %s)", store.ErrUnknownTopic, dir, logDir, topic, logDir)
+		}
 		return "", "", 0, false, fmt.Errorf("%w: %s is partition %d of topic %s in the Kafka broker's log.dir %s, which is not a seglog store: a broker's partitions are written by the broker; to write them with seglog, stop the broker and open the log.dir as a store (seglog serve %s, or seglog produce %s --topic %s), which adds a config file per topic and the __consumer_offsets topic to it",
 			seglog.ErrInLogDir, dir, partition, topic, logDir, logDir, logDir, topic)
 	} else if err != nil {

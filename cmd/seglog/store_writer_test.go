@@ -119,6 +119,7 @@ func TestServeHoldsTheStoreNothingLost(t *testing.T) {
 		{[]string{"clean", part, "--retention-ms", "0"}, "seglog clean " + part + " --delete-records-before OFFSET"},
 		{[]string{"produce", part}, "kcat -P -b " + addr + " -t events -p 0"},
 		{[]string{"topics", "delete", dir, "events"}, "kafka-topics.sh --bootstrap-server " + addr + " --delete --topic events"},
+		{[]string{"fsck", part, "--repair"}, ""},
 	} {
 		r := invoke(t, "x\n", c.args...)
 		held := "is held by `seglog serve` (pid "
@@ -167,6 +168,7 @@ func TestPartitionOfStoreGoesThroughTheStore(t *testing.T) {
 	part := filepath.Join(dir, "events-1")
 	mustInvoke(t, numberedLines(1, 10), "produce", part, "--batch", "3")
 	mustInvoke(t, "", "clean", part, "--delete-records-before", "4")
+	mustInvoke(t, "", "fsck", part, "--repair")
 	noPartitionFiles(t, part)
 	if off, ok, err := layout.PartitionOffset(vfs.Default, filepath.Join(dir, layout.LogStartOffsetFile), "events", 1); err != nil || !ok || off != 4 {
 		t.Fatalf("the log.dir's log-start line: %d %v %v", off, ok, err)
