@@ -86,13 +86,12 @@ func deleteRecordsViaServer(ctx context.Context, addr, topic string, partition i
 	if err != nil {
 		return 0, fmt.Errorf("DeleteRecords through the server at %s: %w", addr, err)
 	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return 0, fmt.Errorf("DeleteRecords of %s-%d before %d through the server at %s: %w", t.Topic, p.Partition, before, addr, err)
-			}
-			return p.LowWatermark, nil
-		}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, fmt.Errorf("DeleteRecords through the server at %s: no answer for %s-%d", addr, topic, partition)
 	}
-	return 0, fmt.Errorf("DeleteRecords through the server at %s: no answer for %s-%d", addr, topic, partition)
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return 0, fmt.Errorf("DeleteRecords of %s-%d before %d through the server at %s: %w", topic, partition, before, addr, err)
+	}
+	return p.LowWatermark, nil
 }
