@@ -21,7 +21,9 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// ErrLocked is returned by Open when another Store holds the log.dir.
+// ErrLocked is matched by Open's error when another Store, in this
+// process or another, holds the log.dir: a *HeldError, which names the
+// holder.
 var ErrLocked = seglog.ErrLocked
 
 // Options configures a Store. The zero value is usable.
