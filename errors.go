@@ -2,6 +2,7 @@ package seglog
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/seglog/seglog/record"
 )
@@ -41,6 +42,13 @@ var (
 	// index.ErrCorrupt, which matches ErrCorrupt too (seglog fsck says
 	// whether the index or its .log is at fault).
 	ErrCorrupt = record.ErrCorrupt
+	// ErrMissingData: offsets inside the log's range are not in its files
+	// and nothing explains their absence: a segment deleted or emptied, a
+	// .log cut short under its offset index. Reads stop there with a
+	// *MissingDataError (which matches it) after the records before the
+	// gap, rather than jump over it. Compaction's gaps are not missing
+	// data (see MissingDataError).
+	ErrMissingData = errors.New("seglog: data missing")
 	// ErrCorruptLog is the former name of ErrCorrupt.
 	//
 	// Deprecated: use ErrCorrupt; both are the same sentinel.
@@ -52,3 +60,37 @@ var (
 // record package's type, so damage found by any layer (record, segment,
 // the Log) is the same type with the same fields.
 type CorruptionError = record.CorruptionError
+
+// MissingDataError reports offsets that belong inside the log but are in
+// none of its files: the offsets [From, To) (To exclusive; the message
+// names the inclusive range "From–To-1"), in the log directory Dir. File is
+// the file where the data stops (the .log whose batches end at From, or the
+// .index naming offsets its .log no longer holds), "" if not known; Reason
+// says how the gap was found. errors.Is(err, ErrMissingData) holds for it.
+//
+// A gap between batches is missing data unless the log was compacted:
+// compaction removes records and leaves their offsets unused. A log counts
+// as compacted once it has a cleaner-offset checkpoint (its own
+// cleaner-offset-checkpoint file, the line an Options.Checkpoints keeps
+// for it, or for a partition of a Kafka log.dir the log.dir's line), which
+// seglog fsck decides the same way. An offset index naming offsets past
+// the end of its .log is missing data in any log.
+type MissingDataError struct {
+	Dir      string
+	From, To int64
+	File     string
+	Reason   string
+}
+
+// Error reads "seglog: data missing: offsets From–To-1 in Dir: Reason",
+// the words seglog fsck uses.
+func (e *MissingDataError) Error() string {
+	s := fmt.Sprintf("seglog: data missing: offsets %d–%d in %s", e.From, e.To-1, e.Dir)
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrMissingData) hold.
+func (e *MissingDataError) Is(target error) bool { return target == ErrMissingData }

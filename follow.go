@@ -31,7 +31,9 @@ const (
 // stops it, or at the first error, which it yields: ErrOffsetOutOfRange if
 // from is outside [StartOffset, EndOffset] when the iteration starts,
 // ErrClosed if the Log is closed, ErrStaleView if a read-only Log's
-// directory was truncated under it, or the damage or I/O error a read met.
+// directory was truncated under it, a *MissingDataError at offsets missing
+// from a log never compacted (as Records; it does not wait past them), or
+// the damage or I/O error a read met.
 // Record fields are valid only until the loop body returns, as for Records.
 func (l *Log) Follow(ctx context.Context, from int64) iter.Seq2[record.Record, error] {
 	return func(yield func(record.Record, error) bool) {

@@ -81,6 +81,9 @@ type Log struct {
 	sender      sendfile.Sender // counts what Slices sent zero-copy and by copying
 	truncations truncationLog
 	delayed     delayedDeletes // file.delete.delay.ms holds (deletedelay.go)
+	// everCompacted caches a true compacted() (missing.go): gaps between
+	// batches are then compaction's, not missing data.
+	everCompacted atomic.Bool
 
 	ro *readOnlyState // nil unless opened with Options.ReadOnly (readonly.go)
 }

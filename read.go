@@ -176,6 +176,14 @@ func (s *Slice) Close() error {
 // and ReadAt fail with ErrSliceTruncated instead of sending other bytes.
 // Retention (DeleteBefore) does not disturb a Slice: its segment stays
 // readable through it.
+//
+// Read never jumps over missing data: an offset that lies in a gap between
+// segments of a log never compacted, or that its segment's offset index
+// names past the end of the .log, is a *MissingDataError (ErrMissingData)
+// naming the gap; a slice before it ends at the last batch the .log holds,
+// so a reader reading on meets the error there. The gaps compaction leaves
+// are read past, to the next batch, as Kafka does (MissingDataError says
+// how the two are told apart).
 func (l *Log) Read(offset int64, maxBytes int, opts ReadOptions) (*Slice, error) {
 	if maxBytes < 0 {
 		return nil, fmt.Errorf("seglog: negative maxBytes %d", maxBytes)
@@ -248,8 +256,16 @@ func (l *Log) read(offset int64, maxBytes int, opts ReadOptions, gen uint64) (*S
 			return sl, nil
 		}
 		// No batch at or after offset in this segment: the next one
-		// starts above it.
+		// starts above it. The offsets in between are either a
+		// compaction's gap, read past as Kafka does, or missing data.
 		next := l.acquireAfter(seg)
+		if next != nil {
+			if err := l.checkGap(seg, offset, next.BaseOffset()); err != nil {
+				next.Release()
+				seg.Release()
+				return nil, err
+			}
+		}
 		seg.Release()
 		seg = next
 	}
@@ -261,8 +277,11 @@ func (l *Log) read(offset int64, maxBytes int, opts ReadOptions, gen uint64) (*S
 // passes to the slice when it is not empty.
 func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes int, gen uint64) (*Slice, bool, error) {
 	first, ok, err := seg.FindPosition(offset)
-	if err != nil || !ok {
-		return nil, false, err
+	if err != nil {
+		return nil, false, l.lookupMissing(seg, offset, err)
+	}
+	if !ok {
+		return nil, false, nil
 	}
 	if first.BaseOffset >= bound {
 		return &Slice{}, true, nil
@@ -271,10 +290,20 @@ func (l *Log) readSegment(seg *segment.Segment, offset, bound int64, maxBytes in
 	// sealed segment wholly below the bound is read to its end with no
 	// lookup (its size and next offset no longer change).
 	maxPos, lastBelow := seg.Size(), int64(-1)
-	if next := seg.NextOffset(); seg.IsSealed() && bound >= next {
+	// A sealed segment's next offset is trusted only when it was computed
+	// from the .log: with an index naming offsets its .log lost it is the
+	// index's word, and a slice ending there would tell the reader to go
+	// on past the missing offsets.
+	if next, nerr := seg.NextOffsetErr(); seg.IsSealed() && nerr == nil && bound >= next {
 		lastBelow = next - 1
 	} else if bp, ok, err := seg.FindPosition(bound); err != nil {
-		return nil, false, err
+		// An index naming offsets its .log lost fails a lookup of the
+		// bound among them; whatever the .log holds lies below it.
+		end, serr := segmentEnd(seg)
+		if !seg.IsSealed() || serr != nil || end > bound {
+			return nil, false, err
+		}
+		lastBelow = end - 1
 	} else if ok {
 		maxPos = bp.Position
 		lastBelow = bp.BaseOffset - 1

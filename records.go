@@ -32,6 +32,14 @@ var ErrTimestampNotFound = errors.New("seglog: no record at or after the timesta
 // ErrOffsetOutOfRange at the first record below the new start, as a Kafka
 // consumer's next fetch there would; it never yields a record below a start
 // that DeleteBefore had set when the record was read.
+//
+// The iteration never jumps over missing data: offsets absent between
+// segments of a log never compacted, or named by an offset index past the
+// end of its .log, end it with a *MissingDataError (ErrMissingData) after
+// every record before them. A compacted log's gaps are skipped, as Kafka's
+// consumers skip them. Gaps between batches inside one segment are not
+// looked for: the iteration cannot tell one from legacy (v0/v1) entries,
+// which it skips without reading their offsets.
 func (l *Log) Records(from int64) iter.Seq2[record.Record, error] {
 	return func(yield func(record.Record, error) bool) {
 		l.refreshIfBehind(from)
@@ -112,10 +120,31 @@ func (c *cursor) run(yield func(record.Record, error) bool) passEnd {
 			}
 			continue
 		}
+		if next != nil {
+			// Every record of seg below the log's end has been yielded:
+			// offsets up to the next segment's base that it did not
+			// hold are a compaction's gap or missing data.
+			if err := l.checkGap(seg, c.next, next.BaseOffset()); err != nil {
+				next.Release()
+				seg.Release()
+				return c.failed(err, yield)
+			}
+		}
 		seg.Release()
 		seg, pos = next, -1
 	}
 	return exhausted
+}
+
+// failed ends a pass at err: it yields err, unless a truncation under way
+// or done since c.gen may have caused it (a file cut or rewritten under
+// the reader), in which case the caller settles what happened.
+func (c *cursor) failed(err error, yield func(record.Record, error) bool) passEnd {
+	if c.log.truncations.begunSince(c.gen) {
+		return exhausted
+	}
+	yield(record.Record{}, err)
+	return stopped
 }
 
 // yieldSegment yields the records of seg at or after c.next and below the
@@ -128,11 +157,7 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 	// may have caused it (a file cut or rewritten under the reader): the
 	// caller then settles what happened.
 	fail := func(err error) (int64, bool, passEnd) {
-		if l.truncations.begunSince(c.gen) {
-			return pos, false, exhausted
-		}
-		yield(record.Record{}, err)
-		return pos, false, stopped
+		return pos, false, c.failed(err, yield)
 	}
 	size := seg.Size()
 	if pos < 0 {
@@ -140,7 +165,7 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 		if c.next > seg.BaseOffset() {
 			bp, ok, err := seg.FindPosition(c.next)
 			if err != nil {
-				return fail(err)
+				return fail(l.lookupMissing(seg, c.next, err))
 			}
 			if !ok {
 				return size, true, exhausted
@@ -221,7 +246,9 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 // The answer is never an offset below the start or one that a truncation
 // which returned before OffsetForTime did removed: a lookup that a
 // truncation overtakes starts over (and gives up with ErrTruncated if
-// truncations keep cutting under it).
+// truncations keep cutting under it). Missing data the search passes
+// before it finds an answer (MissingDataError) may have held the answer:
+// that is the error returned, not an offset after the gap.
 func (l *Log) OffsetForTime(ts int64) (int64, error) {
 	for attempt := 0; attempt < maxReadAttempts; attempt++ {
 		gen := l.truncations.current()
@@ -246,11 +273,14 @@ func (l *Log) offsetForTime(ts int64) (int64, error) {
 	start := l.StartOffset()
 	seg := l.acquireFloor(start)
 	for seg != nil {
+		searched := false
 		if seg.MaxTimestamp() >= ts {
 			// Records below the log start are gone even where their
 			// segment remains.
 			off, ok, err := seg.FindOffsetForTimeFrom(ts, start)
 			if err != nil {
+				claimed, _ := seg.NextOffsetErr()
+				err = l.lookupMissing(seg, claimed-1, err)
 				seg.Release()
 				return 0, err
 			}
@@ -258,8 +288,25 @@ func (l *Log) offsetForTime(ts int64) (int64, error) {
 				seg.Release()
 				return off, nil
 			}
+			searched = true
 		}
 		next := l.acquireAfter(seg)
+		if next != nil {
+			// Offsets missing before the next segment may have held
+			// the answer: it cannot be given. A segment whose time index
+			// promised a match it did not yield is checked against its
+			// .log (as if nothing of it had been reached), which costs a
+			// lookup; the others only compare offsets.
+			reached, _ := seg.NextOffsetErr() // checkGap judges a wrong one
+			if searched {
+				reached = seg.BaseOffset()
+			}
+			if err := l.checkGap(seg, reached, next.BaseOffset()); err != nil {
+				next.Release()
+				seg.Release()
+				return 0, err
+			}
+		}
 		seg.Release()
 		seg = next
 	}

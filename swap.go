@@ -132,6 +132,12 @@ func (r *SealedRun) Release() {
 // ErrSegmentsBusy. A failure
 // after the commit point makes the Log refuse appends until reopened
 // (loading then finishes the swap).
+//
+// Before its commit point the first swap of a log records a cleaner-offset
+// checkpoint (the log start) if the log has none, so that the gaps cleaned
+// segments leave are never taken for missing data (MissingDataError), even
+// by a reader in another process or after a crash before the cleaner
+// writes its own checkpoint.
 func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error) {
 	committed := false
 	defer func() {
@@ -189,6 +195,13 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 				return err
 			}
 		}
+	}
+
+	// Before anything cleaned can be seen: its gaps are compaction's, not
+	// missing data, for readers here and in other processes, and after a
+	// crash at any point from here on.
+	if err := l.markCompacted(); err != nil {
+		return err
 	}
 
 	// Descending order: if renaming stops half-way, the .swap files made

@@ -132,11 +132,20 @@ func (s *Server) readPartition(topic string, p *kmsg.FetchRequestTopicPartition,
 	}
 	sl, err := l.Read(p.FetchOffset, int(max(limit, 0)), seglog.ReadOptions{UpperBound: hwm, Bounded: true})
 	if err != nil {
-		if errors.Is(err, seglog.ErrOffsetOutOfRange) {
+		switch {
+		case errors.Is(err, seglog.ErrOffsetOutOfRange):
 			fp.code = kerr.OffsetOutOfRange.Code
-			return
+		case errors.Is(err, seglog.ErrMissingData):
+			// Offsets the log should hold are not in its files: the
+			// partition's storage is at fault, as Kafka says of a log
+			// directory it cannot read. The partition is never answered
+			// with the batches after the gap; franz-go takes this error
+			// as retriable and stays at the offset (reporting it with
+			// KeepRetryableFetchErrors).
+			fp.code = kerr.KafkaStorageError.Code
+		default:
+			fp.code = errCode(err)
 		}
-		fp.code = errCode(err)
 		return
 	}
 	if sl.Len() == 0 || (!first && sl.Len() > limit) {

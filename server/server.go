@@ -150,16 +150,38 @@ func New(st *store.Store, cfg Config) (*Server, error) {
 }
 
 func (s *Server) setAdvertise(hostport string) error {
+	host, port, err := parseAdvertise(hostport)
+	if err != nil {
+		return err
+	}
+	s.host, s.port = host, port
+	return nil
+}
+
+// CheckAdvertise returns the error New gives for Config.Advertise
+// hostport, or nil if New accepts it, so that a command line can refuse a
+// bad address before it opens or creates the store.
+func CheckAdvertise(hostport string) error {
+	_, _, err := parseAdvertise(hostport)
+	return err
+}
+
+// parseAdvertise splits an advertised address: a host clients can
+// connect to (not empty: an empty one would be replaced by the listener's
+// address, silently) and a port from 1 to 65535.
+func parseAdvertise(hostport string) (string, int32, error) {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
-		return fmt.Errorf("server: advertised address %q: %w", hostport, err)
+		return "", 0, fmt.Errorf("server: advertised address %q: %w", hostport, err)
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("server: advertised address %q: no host", hostport)
 	}
 	p, err := strconv.ParseUint(port, 10, 16)
 	if err != nil || p == 0 {
-		return fmt.Errorf("server: advertised address %q: bad port", hostport)
+		return "", 0, fmt.Errorf("server: advertised address %q: bad port", hostport)
 	}
-	s.host, s.port = host, int32(p)
-	return nil
+	return host, int32(p), nil
 }
 
 // NodeID is the broker's node id.

@@ -247,19 +247,6 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// SetHolder rewrites the log.dir's lock file with h (Options.Holder), for
-// a holder that learns what to say after Open: a server once its listener
-// is bound. PID defaults to this process's.
-func (s *Store) SetHolder(h Holder) error {
-	if s.readOnly {
-		return s.errReadOnly("set the holder")
-	}
-	if h.PID == 0 {
-		h.PID = os.Getpid()
-	}
-	return s.lock.SetOwner(h.Format())
-}
-
 // Dir returns the store's log.dir.
 func (s *Store) Dir() string { return s.dir }
 

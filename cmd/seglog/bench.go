@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -64,6 +65,7 @@ func bindBenchOut(cmd *cobra.Command, rounds int) *benchOut {
 	fl.BoolVar(&o.json, "json", false, "print one JSON object per workload instead of the table")
 	fl.StringVar(&o.plot, "plot", "", "draw throughput over time (and against the swept parameter) into this PNG file")
 	fl.IntVar(&o.rounds, "rounds", rounds, "timed rounds of each side (after one warm-up round each)")
+	limitFlag(cmd, "rounds", 1, math.MaxInt32)
 	return o
 }
 
@@ -77,12 +79,9 @@ func (o *benchOut) env(cmd *cobra.Command) bench.Env {
 	return env
 }
 
-func (o *benchOut) check() error {
-	if o.rounds < 1 {
-		return fmt.Errorf("invalid --rounds %d: must be at least 1", o.rounds)
-	}
+func (o *benchOut) check(cmd *cobra.Command) error {
 	if o.plot != "" && !strings.HasSuffix(strings.ToLower(o.plot), ".png") {
-		return fmt.Errorf("invalid --plot %q: must name a .png file", o.plot)
+		return usageErrorf(cmd, "invalid --plot %q: must name a .png file", o.plot)
 	}
 	return nil
 }
@@ -141,28 +140,44 @@ func benchOptions(cmd *cobra.Command, lf *logFlags, out *benchOut, sizes []int, 
 	if err != nil {
 		return opts, err
 	}
-	if err := out.check(); err != nil {
+	if err := out.check(cmd); err != nil {
 		return opts, err
 	}
-	return opts, checkSizes(sizes, batch, opts)
+	return opts, checkSizes(cmd, sizes, batch, opts)
 }
 
-func checkSizes(sizes []int, batch int, opts seglog.Options) error {
+// checkSizes checks each --size with --batch against --max-batch-bytes
+// (their own ranges are rules: bindSizeFlags).
+func checkSizes(cmd *cobra.Command, sizes []int, batch int, opts seglog.Options) error {
 	if len(sizes) == 0 {
-		return fmt.Errorf("invalid --size: give at least one size")
+		return usageErrorf(cmd, "invalid --size: give at least one size")
 	}
 	for _, s := range sizes {
-		if s < 1 {
-			return fmt.Errorf("invalid --size %d: must be at least 1", s)
-		}
 		// A rough bound that catches a batch the log would refuse before
 		// any time is spent; the log checks the exact size.
 		if int64(s)*int64(batch) > int64(opts.MaxBatchBytes) {
-			return fmt.Errorf("invalid --size %d with --batch %d: a batch would exceed --max-batch-bytes %d", s, batch, opts.MaxBatchBytes)
+			return usageErrorf(cmd, "invalid --size %d with --batch %d: a batch would exceed --max-batch-bytes %d", s, batch, opts.MaxBatchBytes)
 		}
 	}
-	if batch < 1 {
-		return fmt.Errorf("invalid --batch %d: must be at least 1", batch)
+	return nil
+}
+
+// limitSizeFlags declares the ranges of a workload's --size (each, for a
+// sweep) and --batch; checkSizes checks them together.
+func limitSizeFlags(cmd *cobra.Command) {
+	limitFlag(cmd, "size", 1, math.MaxInt32)
+	// A batch's record count is a 32-bit field.
+	limitFlag(cmd, "batch", 1, math.MaxInt32)
+}
+
+// benchFloors are the baselines --floor names (bench.WriteConfig.Floor).
+var benchFloors = []string{bench.FloorPlain, bench.FloorReserved, bench.FloorPayload, bench.FloorPreallocated, bench.FloorZeroed, bench.FloorSpare}
+
+// checkFloor refuses a --floor other than plain with --sync periodic: the
+// other floors sync never or after each call, so nothing would compare.
+func checkFloor(cmd *cobra.Command, floor string, opts seglog.Options) error {
+	if floor != bench.FloorPlain && opts.Sync == seglog.SyncPeriodic {
+		return usageErrorf(cmd, "--floor %s does not apply with --sync periodic: only the plain floor syncs periodically", floor)
 	}
 	return nil
 }
@@ -202,18 +217,19 @@ in 5 rounds, no fsync) finish in well under a minute.`,
 	fl.IntVar(&writers, "writers", 1, "concurrent appenders (with --sync always they share fsyncs: group commit)")
 	fl.BoolVar(&producer, "producer", false, "append pre-built producer batches with AppendBatch instead of records with Append")
 	fl.StringVar(&floor, "floor", bench.FloorPlain, "baseline: plain (append pre-built batches to a growing file), reserved (build the same batch per call, pwrite into blocks reserved with fallocate KEEP_SIZE), payload (only the values, same reservation), preallocated (fallocate mode 0), zeroed (the reserved floor's batches into a file written with zeros first, untimed) or spare (segment files of --segment-bytes, each zero-filled in the background while the one before it is written)")
+	limitSizeFlags(cmd)
+	limitFlag(cmd, "records", 1, math.MaxInt64)
+	limitDuration(cmd, "duration", 0, math.MaxInt64)
+	exclusive(cmd, "records", "duration")
+	limitFlag(cmd, "writers", 1, 4096)
+	oneOf(cmd, "floor", benchFloors...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := benchOptions(cmd, lf, out, sizes, batch)
 		if err != nil {
 			return err
 		}
-		switch {
-		case writers < 1 || writers > 4096:
-			return fmt.Errorf("invalid --writers %d: want 1..4096", writers)
-		case duration < 0:
-			return fmt.Errorf("invalid --duration %v: must not be negative", duration)
-		case duration == 0 && records < 1:
-			return fmt.Errorf("invalid --records %d: must be at least 1", records)
+		if err := checkFloor(cmd, floor, opts); err != nil {
+			return err
 		}
 		if duration > 0 {
 			records = 0
@@ -254,13 +270,13 @@ and CRC-checked by the peer, batch by batch, for both sides.`,
 	fl.IntVar(&batch, "batch", 100, "records per batch written")
 	fl.Int64Var(&logBytes, "log-bytes", 256<<20, "size of the log read in each round")
 	fl.IntVar(&fetchBytes, "fetch-bytes", 1<<20, "maxBytes of each Read (max.partition.fetch.bytes)")
+	limitSizeFlags(cmd)
+	limitFlag(cmd, "log-bytes", 1, math.MaxInt64)
+	limitFlag(cmd, "fetch-bytes", 1, math.MaxInt32)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := benchOptions(cmd, lf, out, sizes, batch)
 		if err != nil {
 			return err
-		}
-		if logBytes < 1 || fetchBytes < 1 {
-			return fmt.Errorf("invalid --log-bytes %d or --fetch-bytes %d: must be positive", logBytes, fetchBytes)
 		}
 		title := fmt.Sprintf("seglog bench read: %d MiB log, fetches of %d bytes", logBytes>>20, fetchBytes)
 		return out.sweep(cmd, title, sizes, func(ctx context.Context, env bench.Env, size int) (*bench.Result, error) {
@@ -301,13 +317,15 @@ every record.`,
 	fl.Int64Var(&logBytes, "log-bytes", 256<<20, "size of the log read in each round")
 	fl.IntVar(&fetchBytes, "fetch-bytes", 1<<20, "with --mode read: maxBytes of each Read")
 	fl.StringVar(&mode, "mode", bench.ScanRecords, "records (Log.Records) or read (Log.Read + parse)")
+	limitSizeFlags(cmd)
+	limitFlag(cmd, "log-bytes", 1, math.MaxInt64)
+	limitFlag(cmd, "fetch-bytes", 1, math.MaxInt32)
+	oneOf(cmd, "mode", bench.ScanRecords, bench.ScanRead)
+	onlyWith(cmd, "fetch-bytes", "mode="+bench.ScanRead)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := benchOptions(cmd, lf, out, sizes, batch)
 		if err != nil {
 			return err
-		}
-		if logBytes < 1 || fetchBytes < 1 {
-			return fmt.Errorf("invalid --log-bytes %d or --fetch-bytes %d: must be positive", logBytes, fetchBytes)
 		}
 		title := fmt.Sprintf("seglog bench scan %s: %d MiB log", mode, logBytes>>20)
 		return out.sweep(cmd, title, sizes, func(ctx context.Context, env bench.Env, size int) (*bench.Result, error) {
@@ -343,13 +361,13 @@ baseline's.`,
 	fl.IntVar(&batch, "batch", 10, "records per batch written")
 	fl.Int64Var(&logBytes, "log-bytes", 128<<20, "size of the log")
 	fl.IntVar(&lookups, "lookups", 20_000, "lookups per round")
+	limitSizeFlags(cmd)
+	limitFlag(cmd, "log-bytes", 1, math.MaxInt64)
+	limitFlag(cmd, "lookups", 1, math.MaxInt32)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := benchOptions(cmd, lf, out, []int{size}, batch)
 		if err != nil {
 			return err
-		}
-		if logBytes < 1 || lookups < 1 {
-			return fmt.Errorf("invalid --log-bytes %d or --lookups %d: must be positive", logBytes, lookups)
 		}
 		ctx, cancel := benchContext(cmd)
 		defer cancel()
@@ -375,14 +393,15 @@ func newBenchDurableCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "durable",
 		Short: "Sync=always appends from 1 to N writers (group commit)",
-		Long: `Append with --sync always (forced) from 1, 2, 4 … --writers concurrent
-writers, each level for --duration per side. Every append returns only
-once its batch is on disk; concurrent appenders share one fdatasync. The
-baseline is one write + fdatasync per append, writers taking turns, and
-each level's rate is also given against the 1-writer level.`,
+		Long: `Append with --sync always (the command takes no --sync) from 1, 2, 4 …
+--writers concurrent writers, or the --levels given, each level for
+--duration per side. Every append returns only once its batch is on disk;
+concurrent appenders share one fdatasync. The baseline is one write +
+fdatasync per append, writers taking turns, and each level's rate is also
+given against the 1-writer level.`,
 		Args: cobra.NoArgs,
 	}
-	lf := bindLogFlags(cmd)
+	lf := bindLogFlagsExcept(cmd, syncFlags...) // always --sync always
 	lf.bindPreallocate(cmd)
 	out := bindBenchOut(cmd, 3)
 	fl := cmd.Flags()
@@ -391,20 +410,21 @@ each level's rate is also given against the 1-writer level.`,
 	fl.IntVar(&writers, "writers", 64, "largest writer count of the sweep")
 	fl.IntSliceVar(&levels, "levels", nil, "writer counts to run instead of 1, 2, 4 … --writers (e.g. 1,64)")
 	fl.DurationVar(&duration, "duration", 1500*time.Millisecond, "timed time of each side per writer count")
-	fl.StringVar(&floor, "floor", bench.FloorPlain, "baseline of each level: plain, reserved, payload or preallocated (see bench write --floor)")
+	fl.StringVar(&floor, "floor", bench.FloorPlain, "baseline of each level: plain, reserved, payload, preallocated, zeroed or spare (see bench write --floor)")
 	fl.BoolVar(&paired, "paired", false, "run --writers writers against seglog's own single writer in alternating rounds (one result: the group-commit speedup)")
+	limitSizeFlags(cmd)
+	limitFlag(cmd, "writers", 1, 4096)
+	limitFlag(cmd, "levels", 1, 4096)
+	limitDuration(cmd, "duration", 1, math.MaxInt64)
+	oneOf(cmd, "floor", benchFloors...)
+	// --levels replaces the sweep up to --writers; --paired runs
+	// --writers against one writer, with neither levels nor a floor.
+	notWith(cmd, "levels", "writers")
+	notWith(cmd, "paired", "levels", "floor")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := benchOptions(cmd, lf, out, []int{size}, batch)
 		if err != nil {
 			return err
-		}
-		if writers < 1 || writers > 4096 || duration <= 0 {
-			return fmt.Errorf("invalid --writers %d (want 1..4096) or --duration %v (want > 0)", writers, duration)
-		}
-		for _, w := range levels {
-			if w < 1 || w > 4096 {
-				return fmt.Errorf("invalid --levels %d: want 1..4096", w)
-			}
 		}
 		ctx, cancel := benchContext(cmd)
 		defer cancel()

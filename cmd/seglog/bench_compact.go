@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/bench"
 )
 
@@ -43,10 +45,21 @@ The log is in a temporary directory below --dir, removed at the end.`,
 	fl.DurationVar(&cfg.Idle, "idle", time.Second, "least time appends are measured with no round running, before the round and after it")
 	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	// The workload reads a zero or negative value as its default: each
+	// is refused here instead.
+	limitFlag(cmd, "records", 1, math.MaxInt32)
+	limitFlag(cmd, "value-bytes", 1, math.MaxInt32)
+	limitFlag(cmd, "batch", 1, math.MaxInt32)
+	limitFlag(cmd, "map-bytes", 1, math.MaxInt)
+	limitDuration(cmd, "idle", 1, math.MaxInt64)
+	checkedBy(cmd, "seglog.Options.Validate", "segment-bytes")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var err error
 		if cfg.Keys, err = bench.ParseKeys(keys); err != nil {
-			return err
+			return usageErrorf(cmd, "invalid --keys %q: %v", keys, err)
+		}
+		if err := (seglog.Options{SegmentBytes: cfg.SegmentBytes}).Validate(); err != nil || cfg.SegmentBytes <= 0 {
+			return usageErrorf(cmd, "invalid --segment-bytes %d: a log's segment.bytes (%v)", cfg.SegmentBytes, err)
 		}
 		ctx, cancel := benchContext(cmd)
 		defer cancel()

@@ -19,7 +19,7 @@ func TestBenchCompact(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	r = invoke(t, "", "bench", "compact", "--keys", "10,zero")
-	if r.code != 1 || !strings.Contains(r.stderr, `invalid key count "zero"`) {
+	if r.code != 2 || !strings.Contains(r.stderr, `invalid key count "zero"`) {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }

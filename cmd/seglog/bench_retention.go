@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -37,6 +38,13 @@ they are built as after a restart; --memory uses the in-memory filesystem.`,
 	fl.BoolVar(&cfg.Memory, "memory", false, "use the in-memory filesystem instead of files")
 	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	// The workload reads zero as its default: refused here instead.
+	limitFlag(cmd, "logs", 1, math.MaxInt32)
+	limitFlag(cmd, "segments", 2, math.MaxInt32)
+	limitFlag(cmd, "workers", 1, math.MaxInt32)
+	limitFlag(cmd, "rounds", 1, math.MaxInt32)
+	limitFlag(cmd, "appends", 1, math.MaxInt32)
+	notWith(cmd, "memory", "dir") // nothing is made on disk
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, cancel := benchContext(cmd)
 		defer cancel()

@@ -19,7 +19,7 @@ func TestBenchRetention(t *testing.T) {
 	if res["workload"] != "retention" || res["segments_deleted"] != float64(5) || !(res["ratio"].(float64) > 0) {
 		t.Fatalf("JSON %s", r.stdout)
 	}
-	if r := invoke(t, "", "bench", "retention", "--segments", "1"); r.code != 1 || !strings.Contains(r.stderr, "at least 2") {
+	if r := invoke(t, "", "bench", "retention", "--segments", "1"); r.code != 2 || !strings.Contains(r.stderr, "must be from 2 to") {
 		t.Fatalf("--segments 1: exit %d, %q", r.code, r.stderr)
 	}
 }

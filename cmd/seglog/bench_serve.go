@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,9 +133,14 @@ store in a temporary directory below --dir.`,
 	fl.IntVar(&cfg.Consumers, "consumers", 2, "kgo consumers sharing the partitions in each round, reading at the same time")
 	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	for _, n := range []string{"record-size", "batch", "latency-records", "consume-rounds", "consumers"} {
+		limitFlag(cmd, n, 1, math.MaxInt32)
+	}
+	limitFlag(cmd, "partitions", 1, store.MaxPartitions)
+	checkedBy(cmd, "bench serve", "records")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if cfg.Records < cfg.Partitions || cfg.RecordSize < 1 || cfg.Partitions < 1 || cfg.Batch < 1 || cfg.Latency < 1 || cfg.ConsumeRounds < 1 || cfg.Consumers < 1 {
-			return fmt.Errorf("need --records >= --partitions >= 1, and --record-size, --batch, --latency-records, --consume-rounds, --consumers >= 1")
+		if cfg.Records < cfg.Partitions {
+			return usageErrorf(cmd, "invalid --records %d: must be at least --partitions %d", cfg.Records, cfg.Partitions)
 		}
 		ctx, cancel := benchContext(cmd)
 		defer cancel()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -94,17 +95,13 @@ directory (below --dir) removed at the end:
 	fl.IntVar(&cfg.Groups, "groups", 1000, "groups of the commit workload")
 	fl.StringVar(&cfg.Dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	for _, n := range []string{"records", "batch", "rounds", "fill-every", "groups"} {
+		limitFlag(cmd, n, 1, math.MaxInt32)
+	}
+	limitFlag(cmd, "value-bytes", 1, 512<<10)
+	limitFlag(cmd, "partitions", 1, store.MaxPartitions)
+	limitFlag(cmd, "open-partitions", 1, store.MaxPartitions)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		for name, v := range map[string]int{"--records": cfg.Records, "--value-bytes": cfg.ValueBytes, "--batch": cfg.Batch,
-			"--partitions": cfg.Partitions, "--rounds": cfg.Rounds, "--open-partitions": cfg.OpenParts,
-			"--fill-every": cfg.FillEvery, "--groups": cfg.Groups} {
-			if v < 1 {
-				return fmt.Errorf("invalid %s %d: must be at least 1", name, v)
-			}
-		}
-		if cfg.ValueBytes > 512<<10 {
-			return fmt.Errorf("invalid --value-bytes %d: at most %d", cfg.ValueBytes, 512<<10)
-		}
 		ctx, cancel := benchContext(cmd)
 		defer cancel()
 		res, err := runStoreBench(ctx, cfg)

@@ -24,7 +24,7 @@ func TestBenchStore(t *testing.T) {
 	if res["workload"] != "store" || !(res["produce_ratio"].(float64) > 0) || !(res["commit_ratio"].(float64) > 0) || res["filled_partitions"] != float64(1) {
 		t.Fatalf("JSON %s", r.stdout)
 	}
-	if r := invoke(t, "", "bench", "store", "--groups", "0"); r.code != 1 || !strings.Contains(r.stderr, "--groups") {
+	if r := invoke(t, "", "bench", "store", "--groups", "0"); r.code != 2 || !strings.Contains(r.stderr, "--groups") {
 		t.Fatalf("--groups 0: exit %d, %q", r.code, r.stderr)
 	}
 }

@@ -86,12 +86,14 @@ went: segments, records (offsets), bytes, and the new start offset; with
 --compact a second line says what compaction removed.`,
 		Args: cobra.ExactArgs(1),
 	}
-	lf := bindLogFlags(cmd)
+	lf := bindLogFlagsExcept(cmd, appendOnlyFlags...)
 	fl := cmd.Flags()
 	var topic string
 	var partition int32
 	fl.StringVar(&topic, "topic", "", "DIR is a store: clean this topic only")
-	fl.Int32Var(&partition, "partition", -1, "DIR is a store: with --topic and --delete-records-before, the partition")
+	fl.Int32Var(&partition, "partition", 0, "DIR is a store: with --topic and --delete-records-before, the partition")
+	limitFlag(cmd, "partition", 0, math.MaxInt32)
+	onlyWith(cmd, "partition", "delete-records-before")
 	fl.Int64Var(&retentionMs, "retention-ms", -1, "delete segments whose newest record is older than N ms (retention.ms; -1: forever)")
 	fl.Int64Var(&retentionBytes, "retention-bytes", -1, "keep the log to about N bytes, deleting the oldest segments (retention.bytes; -1: no limit)")
 	fl.Int64Var(&before, "delete-records-before", 0, "make OFFSET the log start offset (DeleteRecords)")
@@ -99,39 +101,39 @@ went: segments, records (offsets), bytes, and the new start offset; with
 	fl.BoolVar(&dryRun, "dry-run", false, "say what retention would delete, changing nothing (read-only)")
 	fl.Int64Var(&deleteRetentionMs, "delete-retention-ms", cleaner.DefaultDeleteRetention.Milliseconds(), "with --compact: keep tombstones and markers N ms after their first compaction (delete.retention.ms)")
 	fl.Int64Var(&minLagMs, "min-compaction-lag-ms", 0, "with --compact: do not compact segments holding records younger than N ms (min.compaction.lag.ms)")
+	limitFlag(cmd, "retention-ms", -1, math.MaxInt64)    // -1: forever
+	limitFlag(cmd, "retention-bytes", -1, math.MaxInt64) // -1: no limit
+	limitFlag(cmd, "delete-records-before", 0, math.MaxInt64)
+	// In milliseconds, up to time.Duration's range.
+	limitFlag(cmd, "delete-retention-ms", 0, math.MaxInt64/int64(time.Millisecond))
+	limitFlag(cmd, "min-compaction-lag-ms", 0, math.MaxInt64/int64(time.Millisecond))
+	onlyWith(cmd, "delete-retention-ms", "compact")
+	onlyWith(cmd, "min-compaction-lag-ms", "compact")
+	notWith(cmd, "compact", "dry-run")
+	// A dry run opens the log read-only: nothing is rolled or rewritten.
+	notWith(cmd, "dry-run", "segment-bytes", "index-interval-bytes", "max-index-bytes", "max-mapped-indexes", "max-open-segment-files")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		dir := args[0]
 		if ok, err := isStoreDir(dir); err != nil {
 			return err
 		} else if ok {
-			sc := storeClean{dir: dir, topic: topic, partition: partition, dryRun: dryRun,
+			sc := storeClean{dir: dir, topic: topic, partition: -1, dryRun: dryRun,
 				deleteRecords: fl.Changed("delete-records-before"), before: before}
+			if fl.Changed("partition") {
+				sc.partition = partition
+			}
 			return sc.run(cmd)
 		}
 		if fl.Changed("topic") || fl.Changed("partition") {
-			return fmt.Errorf("--topic and --partition apply to a store: %s is not a store", dir)
-		}
-		if !compact && (fl.Changed("delete-retention-ms") || fl.Changed("min-compaction-lag-ms")) {
-			return errors.New("--delete-retention-ms and --min-compaction-lag-ms need --compact")
+			return usageErrorf(cmd, "--topic and --partition apply to a store: %s is not a store", dir)
 		}
 		if !fl.Changed("retention-ms") && !fl.Changed("retention-bytes") && !fl.Changed("delete-records-before") && !compact {
-			return errors.New("nothing to do: give --retention-ms, --retention-bytes, --delete-records-before or --compact")
-		}
-		if dryRun && compact {
-			return errors.New("--dry-run applies to the retention rules, not to --compact")
+			return usageErrorf(cmd, "nothing to do: give --retention-ms, --retention-bytes, --delete-records-before or --compact")
 		}
 		const maxMs = math.MaxInt64 / int64(time.Millisecond)
-		if deleteRetentionMs < 0 || deleteRetentionMs > maxMs {
-			return fmt.Errorf("invalid --delete-retention-ms %d: want 0 to %d", deleteRetentionMs, maxMs)
-		}
-		if minLagMs < 0 || minLagMs > maxMs {
-			return fmt.Errorf("invalid --min-compaction-lag-ms %d: want 0 to %d", minLagMs, maxMs)
-		}
 		policy := cleaner.DefaultPolicy()
 		policy.Retention, policy.RetentionBytes, policy.FileDeleteDelay = cleaner.Forever, retentionBytes, 0
 		switch {
-		case retentionMs < -1:
-			return fmt.Errorf("invalid --retention-ms %d: want -1 (forever) or at least 0", retentionMs)
 		case retentionMs > maxMs:
 			// Kafka takes any long; past 292 years (time.Duration's
 			// range) nothing expires, as with -1.
@@ -141,12 +143,9 @@ went: segments, records (offsets), bytes, and the new start offset; with
 		if err := policy.Validate(); err != nil {
 			var pe *cleaner.PolicyError
 			if errors.As(err, &pe) && pe.Name == "retention.bytes" {
-				return fmt.Errorf("invalid --retention-bytes %d: want -1 (no limit) or at least 0", retentionBytes)
+				return usageErrorf(cmd, "invalid --retention-bytes %d: want -1 (no limit) or at least 0", retentionBytes)
 			}
 			return err
-		}
-		if fl.Changed("delete-records-before") && before < 0 {
-			return fmt.Errorf("invalid --delete-records-before %d: must not be negative", before)
 		}
 		opts, err := lf.options(cmd)
 		if err != nil {

@@ -135,14 +135,14 @@ func TestCleanCompactRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"clean", dir, "--delete-retention-ms", "5"}, "need --compact"},
+		{[]string{"clean", dir, "--delete-retention-ms", "5"}, "--delete-retention-ms only applies with --compact"},
 		{[]string{"clean", dir, "--compact", "--delete-retention-ms", "-1"}, "invalid --delete-retention-ms -1"},
 		{[]string{"clean", dir, "--compact", "--min-compaction-lag-ms", "-3"}, "invalid --min-compaction-lag-ms -3"},
 	}
 	for _, c := range cases {
 		r := invoke(t, "", c.args...)
-		if r.code != 1 || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("seglog %s: exit %d, stderr %q; want 1 and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("seglog %s: exit %d, stderr %q; want 2 (usage) and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
 		}
 	}
 	if got := contents(t, dir); got != before {

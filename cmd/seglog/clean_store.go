@@ -51,16 +51,12 @@ func (c storeClean) run(cmd *cobra.Command) error {
 		}
 	}
 	if len(given) > 0 {
-		return fmt.Errorf("%v do not apply to a store: each topic is cleaned by its own config (retention.ms, retention.bytes, cleanup.policy; seglog topics describe %s); to apply them once to one partition, give its directory (seglog clean %s --retention-ms N)",
+		return usageErrorf(cmd, "%v do not apply to a store: each topic is cleaned by its own config (retention.ms, retention.bytes, cleanup.policy; seglog topics describe %s); to apply them once to one partition, give its directory (seglog clean %s --retention-ms N)",
 			given, c.dir, filepath.Join(c.dir, "TOPIC-N"))
 	}
 	switch {
 	case c.deleteRecords && (c.topic == "" || c.partition < 0):
-		return errors.New("--delete-records-before on a store needs --topic and --partition")
-	case !c.deleteRecords && c.partition >= 0:
-		return errors.New("--partition applies with --delete-records-before")
-	case c.deleteRecords && c.before < 0:
-		return fmt.Errorf("invalid --delete-records-before %d: must not be negative", c.before)
+		return usageErrorf(cmd, "--delete-records-before on a store needs --topic and --partition")
 	case c.dryRun:
 		return c.preview(cmd)
 	case c.deleteRecords:

@@ -160,26 +160,28 @@ func TestCleanRefusesBadInput(t *testing.T) {
 	dir := cleanFixture(t)
 	empty := t.TempDir()
 	snap := dirSnapshot(t, dir)
+	// Usage errors exit 2, refused directories 1.
 	cases := []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"clean", dir}, "nothing to do"},
-		{[]string{"clean", dir, "--retention-ms", "-2"}, "invalid --retention-ms -2"},
-		{[]string{"clean", dir, "--retention-bytes", "-7"}, "invalid --retention-bytes -7"},
-		{[]string{"clean", dir, "--delete-records-before", "-1"}, "invalid --delete-records-before -1"},
-		{[]string{"clean", filepath.Join(dir, "missing"), "--retention-ms", "1"}, "no such file or directory"},
-		{[]string{"clean", empty, "--retention-ms", "1"}, "not a log directory: " + empty + " holds no .log segment files"},
+		{[]string{"clean", dir}, 2, "nothing to do"},
+		{[]string{"clean", dir, "--retention-ms", "-2"}, 2, "invalid --retention-ms -2"},
+		{[]string{"clean", dir, "--retention-bytes", "-7"}, 2, "invalid --retention-bytes -7"},
+		{[]string{"clean", dir, "--delete-records-before", "-1"}, 2, "invalid --delete-records-before -1"},
+		{[]string{"clean", filepath.Join(dir, "missing"), "--retention-ms", "1"}, 1, "no such file or directory"},
+		{[]string{"clean", empty, "--retention-ms", "1"}, 1, "not a log directory: " + empty + " holds no .log segment files"},
 		// The directory holding the log's, as a Kafka log.dir holds its
 		// partitions: named, as consume names them, with what to do.
-		{[]string{"clean", filepath.Dir(dir), "--retention-ms", "1"}, "is not a log directory: it holds directories (bookings-0); if it is a Kafka log.dir, open one partition directory inside it"},
-		{[]string{"clean", filepath.Join(dir, segment.FileName(0, segment.LogSuffix)), "--retention-ms", "1"}, "not a directory"},
-		{[]string{"clean"}, "accepts 1 arg"},
+		{[]string{"clean", filepath.Dir(dir), "--retention-ms", "1"}, 1, "is not a log directory: it holds directories (bookings-0); if it is a Kafka log.dir, open one partition directory inside it"},
+		{[]string{"clean", filepath.Join(dir, segment.FileName(0, segment.LogSuffix)), "--retention-ms", "1"}, 1, "not a directory"},
+		{[]string{"clean"}, 2, "accepts 1 arg"},
 	}
 	for _, c := range cases {
 		r := invoke(t, "", c.args...)
-		if r.code != 1 || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("seglog %s: exit %d, stderr %q; want 1 and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		if r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("seglog %s: exit %d, stderr %q; want %d and %q", strings.Join(c.args, " "), r.code, r.stderr, c.code, c.want)
 		}
 	}
 	checkUnchanged(t, "refused cleans", snap, dirSnapshot(t, dir))
@@ -248,13 +250,14 @@ func TestCleanDryRun(t *testing.T) {
 	}
 	for _, c := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"--delete-records-before", "41"}, "past the log end 40"},
-		{[]string{"--compact"}, "--dry-run applies to the retention rules"},
+		{[]string{"--delete-records-before", "41"}, 1, "past the log end 40"},
+		{[]string{"--compact"}, 2, "--dry-run does not apply with --compact"},
 	} {
-		if r := invoke(t, "", append([]string{"clean", dir, "--dry-run"}, c.args...)...); r.code != 1 || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("clean --dry-run %v: exit %d, %q; want 1 and %q", c.args, r.code, r.stderr, c.want)
+		if r := invoke(t, "", append([]string{"clean", dir, "--dry-run"}, c.args...)...); r.code != c.code || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("clean --dry-run %v: exit %d, %q; want %d and %q", c.args, r.code, r.stderr, c.code, c.want)
 		}
 	}
 	checkUnchanged(t, "dry runs", before, dirSnapshot(t, dir))

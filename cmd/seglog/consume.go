@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -62,18 +63,27 @@ with key, value and header values in standard base64, null for null, and
 With --raw the stored batches themselves are written, from the one holding
 --from to the end of the log, exactly as they are on disk: what a Kafka fetch
 would put on the wire. They go through Log.Read and sendfile(2) when standard
-output is a file, a pipe or a socket (copied otherwise). --max and --follow
-do not apply.`,
+output is a file, a pipe or a socket (copied otherwise). --max N then counts
+batches, the unit written: at most N, the first the one holding --from.
+--follow does not apply.
+
+consume never jumps over missing data. When offsets are absent from a log
+that was never compacted (a segment deleted or emptied) or an offset index
+points past the end of its .log, it prints (or with --raw writes) everything
+before the gap, then reports "data missing: offsets X–Y" and exits with
+status 3; seglog fsck tells more. The gaps compaction leaves in a compacted
+log (one with a cleaner-offset checkpoint) are read past, as Kafka does.`,
 		Args: cobra.ExactArgs(1),
 	}
 	rf := bindReadFlags(cmd)
 	cmd.Flags().Int64Var(&from, "from", 0, "first offset to print (default: the log's start offset); -N: the last N offsets")
-	cmd.Flags().Int64Var(&limit, "max", -1, "print at most N records (negative: no limit)")
+	cmd.Flags().Int64Var(&limit, "max", -1, "print at most N records (with --raw: write at most N batches; negative: no limit)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per record")
 	cmd.Flags().BoolVar(&raw, "raw", false, "write the stored batches, byte for byte, through the zero-copy path")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "at the end, wait for records appended later (until SIGINT or SIGTERM)")
-	cmd.MarkFlagsMutuallyExclusive("json", "raw")
-	cmd.MarkFlagsMutuallyExclusive("follow", "raw")
+	anyValue(cmd, "from", "max") // negative: from the end, no limit
+	exclusive(cmd, "json", "raw")
+	exclusive(cmd, "follow", "raw")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := rf.options(cmd)
 		if err != nil {
@@ -100,7 +110,7 @@ do not apply.`,
 			from = max(l.StartOffset(), l.EndOffset()+from)
 		}
 		if raw {
-			err = consumeRaw(l, cmd.OutOrStdout(), from)
+			err = consumeRaw(l, cmd.OutOrStdout(), from, limit)
 		} else {
 			err = consumeRecords(ctx, l, cmd.OutOrStdout(), from, limit, asJSON, follow)
 		}
@@ -109,7 +119,27 @@ do not apply.`,
 		}
 		return err
 	}
-	return withStoreTopic(cmd)
+	cmd = withStoreTopic(cmd)
+	read := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return missingDataExit(read(cmd, args))
+	}
+	return cmd
+}
+
+// exitMissingData is consume's exit status when it stopped at missing data
+// after printing the records before it.
+const exitMissingData = 3
+
+// missingDataExit gives a read that stopped at missing data its own exit
+// status, so a script can tell a log with a hole from a failed command.
+// An error that already carries a status (a signal's) keeps it.
+func missingDataExit(err error) error {
+	var ee *exitError
+	if !errors.Is(err, seglog.ErrMissingData) || errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: exitMissingData, err: err}
 }
 
 // consumeRecords writes up to limit records (all if negative) from offset

@@ -76,3 +76,41 @@ func TestConsumeRaw(t *testing.T) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// TestConsumeRawMaxCountsBatches: with --raw, --max N writes at most N
+// whole batches, the first the one holding --from, across segments; it
+// was ignored, and everything to the end was written.
+func TestConsumeRawMaxCountsBatches(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	input := filepath.Join("..", "..", "testdata", "kafka-client", "lz4.batches")
+	mustInvoke(t, "", "produce", dir, "--batches", input, "--segment-bytes", "40000", "--max-index-bytes", "4096")
+	batches := storedBatches(t, dir)
+	if len(storedLogs(t, dir)) < 2 || len(batches) < 6 {
+		t.Fatalf("want several segments and batches, have %d and %d", len(storedLogs(t, dir)), len(batches))
+	}
+	join := func(bs []record.Batch) []byte {
+		var b []byte
+		for _, x := range bs {
+			b = append(b, x...)
+		}
+		return b
+	}
+	mid := len(batches) / 2
+	from := batches[mid].BaseOffset() + int64(batches[mid].NumRecords())/2
+	for _, c := range []struct {
+		args []string
+		want []byte
+	}{
+		{[]string{"--max", "1"}, batches[0]},
+		{[]string{"--max", "0"}, nil},
+		{[]string{"--from", itoa(from), "--max", "3"}, join(batches[mid : mid+3])},
+		// Across every segment boundary, and past the end: what there is.
+		{[]string{"--max", itoa(int64(len(batches) - 1))}, join(batches[:len(batches)-1])},
+		{[]string{"--max", itoa(int64(len(batches) + 5))}, join(batches)},
+	} {
+		out := mustInvoke(t, "", append([]string{"consume", dir, "--raw"}, c.args...)...)
+		if !bytes.Equal([]byte(out.stdout), c.want) {
+			t.Errorf("--raw %v: %d bytes, want %d", c.args, len(out.stdout), len(c.want))
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -52,18 +53,17 @@ check exits with status 1 (and keeps the temporary directory for a look).`,
 	cmd.Flags().IntVar(&cfg.batch, "batch", 100, "records per batch")
 	cmd.Flags().StringVar(&cfg.dir, "dir", "", "run in this directory and keep it (default: a temporary one, removed)")
 	cmd.Flags().Uint64Var(&cfg.seed, "seed", 0, "seed for the random offsets and timestamps checked (default: from the clock)")
+	limitFlag(cmd, "records", 1, math.MaxInt64)
+	limitFlag(cmd, "batch", 1, math.MaxInt32) // a batch's record count is a 32-bit field
+	checkedBy(cmd, "demo", "size")            // up to --max-batch-bytes
+	anyValue(cmd, "seed")                     // 0: from the clock
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := lf.options(cmd)
 		if err != nil {
 			return err
 		}
-		switch {
-		case cfg.records < 1:
-			return fmt.Errorf("invalid --records %d: must be at least 1", cfg.records)
-		case cfg.size < 0 || cfg.size > opts.MaxBatchBytes:
-			return fmt.Errorf("invalid --size %d: must be in [0, --max-batch-bytes %d]", cfg.size, opts.MaxBatchBytes)
-		case cfg.batch < 1:
-			return fmt.Errorf("invalid --batch %d: must be at least 1", cfg.batch)
+		if cfg.size < 0 || cfg.size > opts.MaxBatchBytes {
+			return usageErrorf(cmd, "invalid --size %d: must be from 0 to --max-batch-bytes %d", cfg.size, opts.MaxBatchBytes)
 		}
 		if cfg.seed == 0 {
 			cfg.seed = uint64(time.Now().UnixNano())

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,7 +33,7 @@ reports. --records also prints every record. An entry larger than
 not read, never as damage.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("max-batch-bytes") && !cmd.Flags().Changed("max-entry-bytes") {
+			if cmd.Flags().Changed("max-batch-bytes") {
 				maxEntry = oldMaxBatch
 			}
 			return runDump(cmd.OutOrStdout(), args[0], records, maxEntry)
@@ -45,6 +46,10 @@ not read, never as damage.`,
 	// shared with another meaning and default.
 	cmd.Flags().IntVar(&oldMaxBatch, "max-batch-bytes", fsck.DefaultMaxEntryBytes, "old name of --max-entry-bytes")
 	_ = cmd.Flags().MarkHidden("max-batch-bytes") // cannot fail: defined just above
+	// An entry's size is a 32-bit field: a larger limit means nothing more.
+	limitFlag(cmd, "max-entry-bytes", 1, math.MaxInt32)
+	limitFlag(cmd, "max-batch-bytes", 1, math.MaxInt32)
+	exclusive(cmd, "max-entry-bytes", "max-batch-bytes")
 	return cmd
 }
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,16 +61,18 @@ Exit status, as fsck(8), ORed over the directories: 0 clean, 1 problems found
 and all repaired, 4 problems left, 8 usage or operational error.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return &exitError{fsck.ExitOperational, errors.New("fsck: at least one directory is required")}
+				return errors.New("fsck: at least one directory is required")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.truncateDamaged && !o.repair {
-				return &exitError{fsck.ExitOperational, errors.New("fsck: --truncate-damaged needs --repair")}
-			}
-			if cmd.Flags().Changed("max-batch-bytes") && !cmd.Flags().Changed("max-entry-bytes") {
+			if cmd.Flags().Changed("max-batch-bytes") {
 				o.maxEntryBytes = o.oldMaxBatch
+			}
+			if o.indexInterval == 0 {
+				// Kafka's index.interval.bytes=0, an entry per batch; the
+				// library reads 0 as its default and a negative as this.
+				o.indexInterval = -1
 			}
 			opts := fsck.RepairOptions{
 				Options:            fsck.Options{Deep: o.deep, MaxEntryBytes: o.maxEntryBytes},
@@ -78,9 +82,8 @@ and all repaired, 4 problems left, 8 usage or operational error.`,
 			return runFsck(cmd, args, o.repair, o.json, opts)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &exitError{fsck.ExitOperational, err}
-	})
+	// fsck(8)'s status for a usage error; its 2 means something else.
+	cmd.Annotations = map[string]string{usageStatusKey: strconv.Itoa(fsck.ExitOperational)}
 	fl := cmd.Flags()
 	fl.BoolVar(&o.repair, "repair", false, "fix what the log's recovery would fix: cut damage past the recovery point, rebuild indexes, resolve leftovers")
 	fl.BoolVar(&o.truncateDamaged, "truncate-damaged", false, "DESTRUCTIVE: with --repair, also cut at damage below the recovery point, deleting every valid batch after it")
@@ -90,7 +93,14 @@ and all repaired, 4 problems left, 8 usage or operational error.`,
 	// The old name of --max-entry-bytes, for scripts that use it.
 	fl.IntVar(&o.oldMaxBatch, "max-batch-bytes", fsck.DefaultMaxEntryBytes, "old name of --max-entry-bytes")
 	_ = fl.MarkHidden("max-batch-bytes") // cannot fail: defined just above
-	fl.IntVar(&o.indexInterval, "index-interval-bytes", fsck.DefaultIndexIntervalBytes, "index.interval.bytes used to rebuild indexes")
+	fl.IntVar(&o.indexInterval, "index-interval-bytes", fsck.DefaultIndexIntervalBytes, "with --repair: index.interval.bytes used to rebuild indexes (0: an entry per batch)")
+	// An entry's size is a 32-bit field: a larger limit means nothing more.
+	limitFlag(cmd, "max-entry-bytes", 1, math.MaxInt32)
+	limitFlag(cmd, "max-batch-bytes", 1, math.MaxInt32)
+	exclusive(cmd, "max-entry-bytes", "max-batch-bytes")
+	limitFlag(cmd, "index-interval-bytes", 0, math.MaxInt32)
+	onlyWith(cmd, "index-interval-bytes", "repair")
+	onlyWith(cmd, "truncate-damaged", "repair")
 	return cmd
 }
 

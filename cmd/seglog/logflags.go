@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
@@ -41,10 +43,41 @@ func (f *logFlags) bindPreallocate(cmd *cobra.Command) {
 }
 
 // bindLogFlags adds the Log-option flags to cmd and returns the values they
-// will hold once cmd's flags are parsed; call options in RunE.
-func bindLogFlags(cmd *cobra.Command) *logFlags {
+// will hold once cmd's flags are parsed; call options first in RunE.
+func bindLogFlags(cmd *cobra.Command) *logFlags { return bindLogFlagsExcept(cmd) }
+
+// appendOnlyFlags are the Log-option flags that only matter to a command
+// that appends: what an append stamps, compresses, when it rolls and when it
+// syncs. clean, which only deletes and rewrites, does not take them.
+var appendOnlyFlags = []string{"compression", "timestamp-type", "leader-epoch", "segment-ms", "segment-jitter-ms", "sync", "sync-bytes", "sync-interval"}
+
+// syncFlags choose when appends are synced; bench durable always syncs and
+// does not take them.
+var syncFlags = []string{"sync", "sync-bytes", "sync-interval"}
+
+// bindLogFlagsExcept is bindLogFlags without the flags named in omit, for
+// a command they would do nothing for: their options keep the default.
+func bindLogFlagsExcept(cmd *cobra.Command, omit ...string) *logFlags {
 	f := &logFlags{}
-	fl := cmd.Flags()
+	// Defined on a set of their own, which sets every option's default,
+	// and then added to cmd but for the omitted ones.
+	fl := pflag.NewFlagSet(cmd.Name(), pflag.ContinueOnError)
+	defer func() {
+		fl.VisitAll(func(flag *pflag.Flag) {
+			if !slices.Contains(omit, flag.Name) {
+				cmd.Flags().AddFlag(flag)
+				// Validated by options, which every command that binds
+				// them calls before it opens or creates anything.
+				if numericTypes[flag.Value.Type()] {
+					checkedBy(cmd, "logFlags.options", flag.Name)
+				}
+			}
+		})
+		if cmd.Flags().Lookup("sync") != nil {
+			onlyWith(cmd, "sync-bytes", "sync=periodic")
+			onlyWith(cmd, "sync-interval", "sync=periodic")
+		}
+	}()
 	fl.Int64Var(&f.segmentBytes, "segment-bytes", seglog.DefaultSegmentBytes,
 		"roll the active segment at this many bytes (Kafka segment.bytes)")
 	fl.Int64Var(&f.segmentMs, "segment-ms", seglog.DefaultSegmentAge.Milliseconds(),
@@ -96,10 +129,10 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 	var o seglog.Options
 	msDuration := func(name string, ms int64) (time.Duration, error) {
 		if ms < 0 {
-			return 0, fmt.Errorf("invalid --%s %d: must not be negative", name, ms)
+			return 0, usageErrorf(cmd, "invalid --%s %d: must not be negative", name, ms)
 		}
 		if ms > math.MaxInt64/int64(time.Millisecond) {
-			return 0, fmt.Errorf("invalid --%s %d: too large", name, ms)
+			return 0, usageErrorf(cmd, "invalid --%s %d: too large", name, ms)
 		}
 		return time.Duration(ms) * time.Millisecond, nil
 	}
@@ -110,13 +143,13 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 	if f.segmentMs == 0 {
 		// Zero would mean "default" to the Log; for the flag it is an
 		// explicit value that can only be a mistake.
-		return o, fmt.Errorf("invalid --segment-ms 0: must be positive")
+		return o, usageErrorf(cmd, "invalid --segment-ms 0: must be positive")
 	}
 	if o.SegmentJitter, err = msDuration("segment-jitter-ms", f.segmentJitterMs); err != nil {
 		return o, err
 	}
 	if o.Compression, err = record.ParseCodec(f.compression); err != nil {
-		return o, fmt.Errorf("invalid --compression %q: want none, gzip, snappy, lz4 or zstd", f.compression)
+		return o, usageErrorf(cmd, "invalid --compression %q: want none, gzip, snappy, lz4 or zstd", f.compression)
 	}
 	switch strings.ToLower(f.sync) {
 	case "none":
@@ -126,7 +159,7 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 	case "periodic":
 		o.Sync = seglog.SyncPeriodic
 	default:
-		return o, fmt.Errorf("invalid --sync %q: want none, always or periodic", f.sync)
+		return o, usageErrorf(cmd, "invalid --sync %q: want none, always or periodic", f.sync)
 	}
 	switch strings.ToLower(f.timestampType) {
 	case "create", "createtime":
@@ -134,7 +167,7 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 	case "append", "logappendtime":
 		o.TimestampType = record.LogAppendTime
 	default:
-		return o, fmt.Errorf("invalid --timestamp-type %q: want create or append", f.timestampType)
+		return o, usageErrorf(cmd, "invalid --timestamp-type %q: want create or append", f.timestampType)
 	}
 	if f.indexIntervalBytes == 0 {
 		// Kafka reads index.interval.bytes=0 as "index every batch"; the
@@ -155,7 +188,7 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 		// The Log reads zero as "Kafka's default"; on the command line a
 		// zero size is a mistake, not a request for the default.
 		if p.v <= 0 {
-			return o, fmt.Errorf("invalid --%s %d: must be positive", p.name, p.v)
+			return o, usageErrorf(cmd, "invalid --%s %d: must be positive", p.name, p.v)
 		}
 	}
 	o.SegmentBytes = f.segmentBytes
@@ -175,7 +208,7 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 	o.Preallocate = f.preallocate
 	o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 	if err := o.Validate(); err != nil {
-		return o, &flagError{msg: optionFlagNames.Replace(err.Error()), err: err}
+		return o, &usageError{cmd: cmd, err: &flagError{msg: optionFlagNames.Replace(err.Error()), err: err}}
 	}
 	return o, nil
 }
@@ -229,6 +262,7 @@ func bindReadFlags(cmd *cobra.Command) *readFlags {
 		"how many segments' indexes may be held at once")
 	fl.IntVar(&f.maxOpenFiles, "max-open-segment-files", seglog.DefaultMaxOpenSegmentFiles,
 		"how many sealed segments keep their .log descriptor open once read")
+	checkedBy(cmd, "readFlags.options", "max-batch-bytes", "max-mapped-indexes", "max-open-segment-files")
 	return f
 }
 
@@ -239,7 +273,7 @@ func (f *readFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 		v    int
 	}{{"max-batch-bytes", f.maxBatchBytes}, {"max-mapped-indexes", f.maxMappedIndexes}, {"max-open-segment-files", f.maxOpenFiles}} {
 		if p.v <= 0 {
-			return seglog.Options{}, fmt.Errorf("invalid --%s %d: must be positive", p.name, p.v)
+			return seglog.Options{}, usageErrorf(cmd, "invalid --%s %d: must be positive", p.name, p.v)
 		}
 	}
 	o := seglog.Options{
@@ -250,7 +284,7 @@ func (f *readFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 		Logger:              slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 	}
 	if err := o.Validate(); err != nil {
-		return o, &flagError{msg: optionFlagNames.Replace(err.Error()), err: err}
+		return o, &usageError{cmd: cmd, err: &flagError{msg: optionFlagNames.Replace(err.Error()), err: err}}
 	}
 	return o, nil
 }

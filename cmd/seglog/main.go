@@ -18,7 +18,8 @@ import (
 )
 
 // exitError carries a specific exit status out of a command (fsck's codes
-// follow fsck(8)); any other error exits with status 1.
+// follow fsck(8), a signal gives 128+N); a usageError exits with the
+// command's usage status, any other error with status 1.
 type exitError struct {
 	code int
 	err  error
@@ -45,13 +46,38 @@ as Apache Kafka lays them out: a directory of segments (.log, .index,
 
 Start with "seglog demo", which writes, reopens, verifies and truncates a log
 in a temporary directory and reports how fast each step ran. Commands that
-open a log take its options as flags, with Kafka's defaults.`,
+open a log take its options as flags, with Kafka's defaults.
+
+Every command checks its arguments and flags before it opens, creates or
+changes anything: an unknown command or flag, a wrong number of arguments,
+a value out of range or a flag that does not apply exits with status 2 (fsck:
+8, as fsck(8)) and the command's usage line. Other errors exit with status 1
+unless the command's help says otherwise.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	for _, add := range subcommands {
 		root.AddCommand(add())
 	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return asUsageError(c, err) })
+	// cobra adds help and completion when it runs; added now, they are
+	// guarded as the others are.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.Args = func(c *cobra.Command, args []string) error {
+				// A topic that names no command: Find stops at the last
+				// command it knows and leaves the rest.
+				found, rest, err := c.Root().Find(args)
+				if err == nil && len(rest) > 0 && found.HasSubCommands() {
+					err = fmt.Errorf("unknown help topic %q", strings.Join(args, " "))
+				}
+				return err
+			}
+		}
+	}
+	guardCommandLine(root)
 	return root
 }
 
@@ -78,7 +104,11 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	code := 1
 	var ee *exitError
-	if errors.As(err, &ee) {
+	var ue *usageError
+	switch {
+	case errors.As(err, &ue):
+		code = usageStatus(ue.cmd)
+	case errors.As(err, &ee):
 		code = ee.code
 		if ee.err == nil {
 			return code
@@ -86,9 +116,8 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// The library's errors already start with "seglog: ".
 	fmt.Fprintln(stderr, "seglog:", strings.TrimPrefix(err.Error(), "seglog: "))
-	if strings.HasPrefix(err.Error(), "unknown command ") {
-		// A mistyped subcommand: show what there is.
-		fmt.Fprint(stderr, "\n"+root.UsageString())
+	if ue != nil {
+		fmt.Fprint(stderr, usageLine(ue.cmd))
 	}
 	return code
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"syscall"
 	"time"
@@ -53,7 +54,8 @@ signal ends it at once.
 With --batches FILE ("-" for standard input), FILE holds concatenated Kafka
 RecordBatch v2 producer batches (base offset 0), as a producer sends them.
 Each is checked and stored as a broker stores it: offsets assigned, leader
-epoch stamped, its codec and records untouched. The first refused batch
+epoch stamped, its codec and records untouched (so --batch, --linger and
+--compression do not apply). The first refused batch
 stops the command with exit status 1 and a message naming its index (from
 0) and byte position in FILE; the batches before it stay stored.
 
@@ -66,16 +68,15 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 	cmd.Flags().DurationVar(&linger, "linger", 5*time.Millisecond,
 		"store a partial batch at most this long after its first line was read from a pipe or terminal (Kafka's linger.ms); 0: after every read")
 	cmd.Flags().StringVar(&batches, "batches", "", `append the producer batches in FILE ("-" for stdin) instead of lines`)
+	// A batch's record count is a 32-bit field.
+	limitFlag(cmd, "batch", 1, math.MaxInt32)
+	limitDuration(cmd, "linger", 0, math.MaxInt64)
+	// Producer batches are stored as they come, batched and compressed.
+	notWith(cmd, "batches", "batch", "linger", "compression")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts, err := lf.options(cmd)
 		if err != nil {
 			return err
-		}
-		if batch < 1 {
-			return fmt.Errorf("invalid --batch %d: must be at least 1", batch)
-		}
-		if linger < 0 {
-			return fmt.Errorf("invalid --linger %v: must not be negative", linger)
 		}
 		// The input is opened first, so a missing file leaves no new log
 		// directory behind.

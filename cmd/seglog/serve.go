@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -41,13 +42,32 @@ producer's batch is stored as it arrived and fetches are sent from the
 segment files with sendfile(2). See docs/serve.md for the API keys and
 versions spoken, idempotence, acks and what is not supported.
 
-The node id and cluster id are kept in DIR/meta.properties. SIGTERM or
-SIGINT stops accepting connections, lets in-flight requests finish (up to
---grace) and closes the store cleanly.`,
+Every flag is checked and the listener bound before DIR is opened or
+created: a bad value or address is a usage error (exit status 2), a port in
+use exits 1, and DIR is left as it was.
+
+The node id and cluster id are kept in DIR/meta.properties (--node-id
+applies on the first start only). SIGTERM or SIGINT stops accepting
+connections, lets in-flight requests finish (up to --grace) and closes the
+store cleanly.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Everything that can be refused is, before the store is
+			// opened (which creates it): the flags, then the listener.
 			cfg := store.DefaultTopicConfig()
 			if err := cfg.SetAll(configs); err != nil {
+				return asUsageError(cmd, err)
+			}
+			if err := checkListenAddress(cmd, "listen", listen); err != nil {
+				return err
+			}
+			if advertise != "" {
+				if err := server.CheckAdvertise(advertise); err != nil {
+					return usageErrorf(cmd, "invalid --advertise: %v", err)
+				}
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
 				return err
 			}
 			level := slog.LevelWarn
@@ -55,9 +75,11 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 				level = slog.LevelDebug
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: store.Holder{Command: "seglog serve"}})
+			// The lock file names the listener, so that a command the
+			// store's lock turns away can go through the server instead.
+			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: serveHolder(ln, advertise)})
 			if err != nil {
-				return err
+				return errors.Join(err, ln.Close())
 			}
 			if rebalanceDelay == 0 {
 				rebalanceDelay = -1 // the flag's 0 is "none"; the Config's zero is Kafka's default
@@ -67,17 +89,7 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy,
 				GroupInitialRebalanceDelay: rebalanceDelay})
 			if err != nil {
-				return errors.Join(err, st.Close())
-			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return errors.Join(err, st.Close())
-			}
-			// The lock file names the listener, so that a command the
-			// store's lock turns away can go through the server instead.
-			if err := st.SetHolder(serveHolder(ln, advertise)); err != nil {
-				ln.Close()
-				return errors.Join(err, st.Close())
+				return errors.Join(err, ln.Close(), st.Close())
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -109,17 +121,23 @@ SIGINT stops accepting connections, lets in-flight requests finish (up to
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&listen, "listen", "127.0.0.1:9092", "address to listen on")
-	f.StringVar(&advertise, "advertise", "", "host:port clients are told to connect to (default: the listen address)")
-	f.Int32Var(&nodeID, "node-id", 0, "node id written to meta.properties on first start")
+	f.StringVar(&listen, "listen", "127.0.0.1:9092", "address to listen on (host:port; port 0 picks a free one)")
+	f.StringVar(&advertise, "advertise", "", "host:port clients are told to connect to, port 1 to 65535 (default: the listen address)")
+	f.Int32Var(&nodeID, "node-id", 0, "node id written to meta.properties on first start (not negative)")
 	f.BoolVar(&autoCreate, "auto-create-topics", true, "create a topic a client asks for by name (auto.create.topics.enable)")
-	f.IntVar(&numPartitions, "num-partitions", 1, "partitions of a topic created on first use (num.partitions)")
+	f.IntVar(&numPartitions, "num-partitions", 1, "partitions of a topic created on first use, 1 to 100000 (num.partitions)")
 	f.StringArrayVar(&configs, "config", nil, "topic config for topics created through the server, key=value (repeatable)")
-	f.IntVar(&maxRequest, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request accepted (socket.request.max.bytes)")
+	f.IntVar(&maxRequest, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request accepted, 1 to 2147483647 (socket.request.max.bytes)")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests")
 	f.BoolVar(&verbose, "verbose", false, "log connection errors")
 	f.DurationVar(&rebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0 for none)")
 	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
+	limitFlag(cmd, "node-id", 0, math.MaxInt32)
+	limitFlag(cmd, "num-partitions", 1, store.MaxPartitions)
+	// A request's size is a 32-bit field.
+	limitFlag(cmd, "max-request-bytes", 1, math.MaxInt32)
+	limitDuration(cmd, "grace", 0, math.MaxInt64)
+	limitDuration(cmd, "group-initial-rebalance-delay", 0, math.MaxInt64)
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,13 +105,10 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := store.DefaultTopicConfig()
 			if err := cfg.SetAll(configs); err != nil {
-				return err
+				return asUsageError(cmd, err)
 			}
 			if err := store.ValidateTopic(args[1]); err != nil {
-				return err
-			}
-			if partitions < 1 || partitions > store.MaxPartitions {
-				return fmt.Errorf("%w: %d (must be 1..%d)", store.ErrInvalidPartitions, partitions, store.MaxPartitions)
+				return asUsageError(cmd, err)
 			}
 			advice := func(addr string) string {
 				return fmt.Sprintf("create it through the server: kafka-topics.sh --bootstrap-server %s --create --topic %s --partitions %d", addr, args[1], partitions)
@@ -126,6 +124,7 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 	}
 	create.Flags().IntVar(&partitions, "partitions", 1, "number of partitions")
 	create.Flags().StringArrayVar(&configs, "config", nil, "a topic config as key=value (repeatable)")
+	limitFlag(create, "partitions", 1, store.MaxPartitions)
 
 	list := &cobra.Command{
 		Use:   "list DIR",
@@ -173,9 +172,6 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		Short: "Grow a topic to --partitions partitions (keys move, as in Kafka)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("partitions") {
-				return errors.New("--partitions is required")
-			}
 			advice := func(addr string) string {
 				return fmt.Sprintf("grow it through the server: kafka-topics.sh --bootstrap-server %s --alter --topic %s --partitions %d", addr, args[1], grow)
 			}
@@ -189,6 +185,8 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		},
 	}
 	add.Flags().IntVar(&grow, "partitions", 0, "the new partition count")
+	_ = add.MarkFlagRequired("partitions") // cannot fail: defined just above
+	limitFlag(add, "partitions", 1, store.MaxPartitions)
 	del := &cobra.Command{
 		Use:   "delete DIR NAME",
 		Short: "Delete a topic: its partition directories are renamed to TOPIC-N.<id>-delete and removed",
@@ -303,9 +301,6 @@ serve holds it).`,
 		Short: "Move a group's committed offsets on a topic, as kafka-consumer-groups.sh --reset-offsets --execute",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if topic == "" {
-				return errors.New("--topic is required")
-			}
 			var r store.Reset
 			n := 0
 			f := cmd.Flags()
@@ -324,12 +319,12 @@ serve holds it).`,
 			if f.Changed("to-datetime") {
 				ts, err := parseDatetime(toDatetime)
 				if err != nil {
-					return err
+					return asUsageError(cmd, err)
 				}
 				r.Kind, r.Time, n = store.ToTime, ts, n+1
 			}
 			if n != 1 {
-				return errors.New("give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by")
+				return usageErrorf(cmd, "give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by")
 			}
 			advice := func(addr string) string {
 				return fmt.Sprintf("reset it through the server (with the group's consumers stopped): kafka-consumer-groups.sh --bootstrap-server %s --group %s --topic %s --reset-offsets %s --execute", addr, args[1], topic, resetFlag(cmd))
@@ -360,6 +355,9 @@ serve holds it).`,
 	rf.Int64Var(&toOffset, "to-offset", 0, "to offset N (clamped to each partition)")
 	rf.StringVar(&toDatetime, "to-datetime", "", "to the first record at or after T (RFC 3339, or YYYY-MM-DDTHH:mm:SS[.sss] in UTC)")
 	rf.Int64Var(&shift, "shift-by", 0, "by N records (negative: back)")
+	_ = reset.MarkFlagRequired("topic") // cannot fail: defined just above
+	limitFlag(reset, "to-offset", 0, math.MaxInt64)
+	anyValue(reset, "shift-by")
 	del := &cobra.Command{
 		Use:   "delete DIR GROUP",
 		Short: "Delete a group's committed offsets (tombstones in __consumer_offsets)",

@@ -68,7 +68,7 @@ func consumeTopic(cmd *cobra.Command, dir, topic, group string, fromBeginning, f
 	}
 	err = readStore(cmd, dir, func(s *store.Store) error {
 		c := topicConsumer{cmd: cmd, s: s, topic: topic, group: group, reset: reset, limit: limit,
-			commits: commits, failed: map[int32]error{}, out: bufio.NewWriter(cmd.OutOrStdout())}
+			follow: follow, commits: commits, failed: map[int32]error{}, out: bufio.NewWriter(cmd.OutOrStdout())}
 		for {
 			if err := c.grow(); err != nil {
 				return err
@@ -111,6 +111,7 @@ type topicConsumer struct {
 	topic, group string
 	reset        store.AutoOffsetReset
 	limit        int64
+	follow       bool
 	commits      *groupCommitter
 	out          *bufio.Writer
 
@@ -174,13 +175,17 @@ func (c *topicConsumer) startAt(p int32, reset store.AutoOffsetReset) (int64, er
 	return ps.Offset, nil
 }
 
-// fail reports a partition that cannot be read, once, and leaves it out.
+// fail leaves a partition that cannot be read out of later rounds. Its
+// error ends the command (failures); a follower, which may run long after,
+// also reports it at once.
 func (c *topicConsumer) fail(p int32, err error) {
 	if _, ok := c.failed[p]; ok {
 		return
 	}
 	c.failed[p] = err
-	fmt.Fprintf(c.cmd.ErrOrStderr(), "seglog: %s-%d is not read: %v\n", c.topic, p, err)
+	if c.follow {
+		fmt.Fprintf(c.cmd.ErrOrStderr(), "seglog: %v (the other partitions of %s are followed)\n", err, c.topic)
+	}
 }
 
 // round prints what every partition holds past its position. A
@@ -232,14 +237,12 @@ func (c *topicConsumer) readPartition(p int32) error {
 }
 
 // failures is the error consume --topic ends with when partitions could
-// not be read.
+// not be read: theirs, in partition order (each names its partition's
+// directory or file).
 func (c *topicConsumer) failures() error {
-	if len(c.failed) == 0 {
-		return nil
-	}
 	var errs []error
 	for _, p := range slices.Sorted(maps.Keys(c.failed)) {
-		errs = append(errs, fmt.Errorf("%s-%d: %w", c.topic, p, c.failed[p]))
+		errs = append(errs, c.failed[p])
 	}
 	return errors.Join(errs...)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -24,23 +23,25 @@ func acceptDirFirst(cmd *cobra.Command) {
 			return c.Help()
 		}
 		if len(args) < 2 {
-			return fmt.Errorf("%s %s: missing a command (one of %s)", c.Name(), args[0], verbs(c))
+			return usageErrorf(c, "%s %s: missing a command (one of %s)", c.Name(), args[0], verbs(c))
 		}
 		sub, _, err := c.Find(args[1:2])
 		if err != nil || sub == c {
-			return fmt.Errorf("%s %s: unknown command %q (one of %s)", c.Name(), args[0], args[1], verbs(c))
+			return usageErrorf(c, "%s %s: unknown command %q (one of %s)", c.Name(), args[0], args[1], verbs(c))
 		}
 		rest := append([]string{args[0]}, args[2:]...)
 		sub.InitDefaultHelpFlag() // cobra adds it only on the way to a command it runs itself
 		if err := sub.ParseFlags(rest); errors.Is(err, pflag.ErrHelp) {
 			return sub.Help()
 		} else if err != nil {
-			return err
+			return sub.FlagErrorFunc()(sub, err)
 		}
 		if help, _ := sub.Flags().GetBool("help"); help {
 			return sub.Help()
 		}
 		pos := sub.Flags().Args()
+		// The verb's Args is guardCommandLine's: it checks the flags too
+		// and returns usage errors.
 		if err := sub.ValidateArgs(pos); err != nil {
 			return err
 		}

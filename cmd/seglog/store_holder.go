@@ -145,7 +145,7 @@ func refuseLogFlags(cmd *cobra.Command, dir, logDir, topic string, partition int
 	if len(given) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%v do not apply to %s: it is partition %d of topic %s in the store %s, whose topic config decides them (seglog topics describe %s %s)",
+	return usageErrorf(cmd, "%v do not apply to %s: it is partition %d of topic %s in the store %s, whose topic config decides them (seglog topics describe %s %s)",
 		given, dir, partition, topic, logDir, logDir, topic)
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -16,11 +17,12 @@ import (
 	"github.com/seglog/seglog/store"
 )
 
-// storeFlags are the flags that only make sense with --topic, and
-// singleLogFlags those that only make sense without it.
+// topicFlags are the flags of produce and consume that apply with
+// --topic, and storeOnlyFlags those that apply only with it. Every other
+// flag works on one log and is refused with --topic (withStoreTopic).
 var (
-	storeFlags     = []string{"topic", "group", "from-beginning", "verbose"}
-	singleLogFlags = []string{"batches", "from", "json", "raw"}
+	topicFlags     = map[string][]string{"produce": {"batch", "verbose"}, "consume": {"follow", "max", "group", "from-beginning"}}
+	storeOnlyFlags = []string{"group", "from-beginning", "verbose"}
 )
 
 // withStoreTopic adds the store mode to produce and consume: with --topic,
@@ -42,26 +44,17 @@ func withStoreTopic(cmd *cobra.Command) *cobra.Command {
 		f.BoolVar(&fromBeginning, "from-beginning", false, "with --topic: start at the earliest offset when the group has no valid commit (else the latest)")
 		cmd.Long += consumeStoreHelp
 	}
+	f.VisitAll(func(fl *pflag.Flag) {
+		switch {
+		case slices.Contains(storeOnlyFlags, fl.Name):
+			onlyWith(cmd, fl.Name, "topic")
+		case fl.Name == "topic" || slices.Contains(topicFlags[cmd.Name()], fl.Name):
+		default:
+			notWith(cmd, "topic", fl.Name)
+		}
+	})
 	single := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		other := singleLogFlags
-		if topic == "" {
-			other = storeFlags
-		}
-		var misused []string
-		cmd.Flags().Visit(func(fl *pflag.Flag) {
-			for _, n := range other {
-				if fl.Name == n {
-					misused = append(misused, "--"+n)
-				}
-			}
-		})
-		if len(misused) > 0 {
-			if topic == "" {
-				return fmt.Errorf("%v only apply with --topic", misused)
-			}
-			return fmt.Errorf("%v do not apply with --topic", misused)
-		}
 		if topic == "" {
 			return single(cmd, args)
 		}
@@ -116,8 +109,10 @@ When another command holds the store the commits wait for it; if it still
 holds it when consume stops, consume exits 1 naming it and the offsets it
 printed but did not commit.
 
-A partition that cannot be read is reported on stderr; the others are
-printed, and consume exits 1.`
+A partition that cannot be read (damage, missing data, an inconsistent
+checkpoint) does not stop the others: they are printed (a follower goes on
+following them and reports the partition at once), and consume ends with
+the partition's error, exit status 3 for missing data and 1 otherwise.`
 )
 
 // placed is where a record of produce --topic went.

@@ -40,6 +40,10 @@ that has the store open.
 buttons to produce, consume, rewind a group and move a simulated clock so
 that retention trims segments. The temporary store is removed on exit.
 
+The listener is bound before the store is opened or the playground's
+directory made: a bad --listen is a usage error (exit status 2) and a port
+in use exits 1, with nothing opened or made.
+
 The page is self-contained: no request leaves the server. docs/ui.md
 explains each element.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -52,13 +56,24 @@ explains each element.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The listener is bound before the store is opened or the
+			// playground's directory made: a bad address or a busy port
+			// leaves nothing behind.
+			if err := checkListenAddress(cmd, "listen", listen); err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("ui: %w", err)
+			}
+			defer ln.Close() // once served, already closed: the error is moot
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			if playground {
-				return runPlayground(ctx, cmd.OutOrStdout(), listen, logger)
+				return runPlayground(ctx, cmd.OutOrStdout(), ln, logger)
 			}
-			return runStoreUI(ctx, cmd.OutOrStdout(), args[0], listen, logger)
+			return runStoreUI(ctx, cmd.OutOrStdout(), args[0], ln, logger)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on (host:port; port 0 picks a free one)")
@@ -66,16 +81,16 @@ explains each element.`,
 	return cmd
 }
 
-func runStoreUI(ctx context.Context, out io.Writer, dir, listen string, logger *slog.Logger) error {
+func runStoreUI(ctx context.Context, out io.Writer, dir string, ln net.Listener, logger *slog.Logger) error {
 	st, err := openStoreReadOnly(dir, logger)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return serveUI(ctx, out, ui.New(st, ui.Options{Logger: logger}), listen, "store "+dir)
+	return serveUI(ctx, out, ui.New(st, ui.Options{Logger: logger}), ln, "store "+dir)
 }
 
-func runPlayground(ctx context.Context, out io.Writer, listen string, logger *slog.Logger) (err error) {
+func runPlayground(ctx context.Context, out io.Writer, ln net.Listener, logger *slog.Logger) (err error) {
 	dir, err := makeTempDir(vfs.Default, "seglog-playground")
 	if err != nil {
 		return err
@@ -86,16 +101,12 @@ func runPlayground(ctx context.Context, out io.Writer, listen string, logger *sl
 		return err
 	}
 	defer func() { err = errors.Join(err, p.Close()) }()
-	return serveUI(ctx, out, p.Server(), listen, "playground (temporary store "+dir+")")
+	return serveUI(ctx, out, p.Server(), ln, "playground (temporary store "+dir+")")
 }
 
-// serveUI serves h on listen until ctx ends, printing the URL first.
-func serveUI(ctx context.Context, out io.Writer, h http.Handler, listen, what string) error {
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("ui: %w", err)
-	}
-	if host, _, err := net.SplitHostPort(listen); err == nil && isLoopback(host) {
+// serveUI serves h on ln until ctx ends, printing the URL first.
+func serveUI(ctx context.Context, out io.Writer, h http.Handler, ln net.Listener, what string) error {
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil && isLoopback(host) {
 		h = loopbackHostOnly(h)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}

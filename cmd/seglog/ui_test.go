@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -21,11 +22,15 @@ import (
 // base URL and a stop function that waits for it to end.
 func startUI(t *testing.T, dir string) (string, func()) {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := runStoreUI(ctx, pw, dir, "127.0.0.1:0", slog.New(slog.DiscardHandler))
+		err := runStoreUI(ctx, pw, dir, ln, slog.New(slog.DiscardHandler))
 		pw.CloseWithError(io.EOF)
 		done <- err
 	}()
