@@ -35,8 +35,8 @@ import (
 //   - read-write, for damage outside the batches (indexes, leftovers,
 //     checkpoints, names), never changes a .log's bytes, opens and reads
 //     every record written, except in the cases fsck calls unfixable (a
-//     bad segment name, a malformed checkpoint), which it refuses with the
-//     directory unchanged; read-only reads every record too, or refuses
+//     bad segment name) or that only fsck --repair settles (a malformed
+//     checkpoint), which it refuses with the directory unchanged; read-only reads every record too, or refuses
 //     those cases and a swap it would have to complete (ErrReadOnly).
 func TestEngineOnCorruptionMatrix(t *testing.T) {
 	const dir = "/data/p-0"
@@ -80,8 +80,8 @@ func TestEngineOnCorruptionMatrix(t *testing.T) {
 					switch {
 					case err == nil && n != len(all):
 						t.Fatalf("read-only: %d records read, %d written", n, len(all))
-					case err != nil && !tc.Unfixable && !errors.Is(err, seglog.ErrReadOnly):
-						t.Fatalf("read-only: %v; only an unfixable case or a swap to complete may refuse", err)
+					case err != nil && !tc.Unfixable && !tc.Refused && !errors.Is(err, seglog.ErrReadOnly):
+						t.Fatalf("read-only: %v; only an unfixable or refused case or a swap to complete may refuse", err)
 					}
 				}
 
@@ -146,9 +146,10 @@ func TestEngineOnCorruptionMatrix(t *testing.T) {
 						t.Fatalf("%d records read, %d written", n, len(all))
 					}
 					// Recovery fixes every such case but the ones no
-					// rule fixes (fsck's Unfixable), which Open refuses
-					// with the directory as it was.
-					if err != nil && !tc.Unfixable {
+					// rule fixes (fsck's Unfixable) and the ones only
+					// fsck --repair settles (Refused), which Open
+					// refuses with the directory as it was.
+					if err != nil && !tc.Unfixable && !tc.Refused {
 						t.Fatalf("damage outside the batches that recovery fixes: %v", err)
 					}
 					if err != nil {

@@ -46,22 +46,7 @@ func (l *Log) hasCleanerCheckpoint() (bool, error) {
 		_, ok, err := c.Checkpoint(CleanerOffsetFile)
 		return ok, err
 	}
-	// The file's presence is what counts: one that does not parse was
-	// still written by a compaction.
-	if _, err := l.fs.Stat(l.path(CleanerOffsetFile)); err == nil {
-		return true, nil
-	} else if !isNotExist(err) {
-		return false, err
-	}
-	// A read-only view of a store's partition, or a Kafka partition
-	// directory: the log.dir keeps the checkpoint, one line per partition.
-	topic, part, ok := layout.KafkaPartition(l.dir)
-	if !ok {
-		return false, nil
-	}
-	parent := filepath.Dir(filepath.Clean(l.dir))
-	_, ok, err := layout.PartitionOffset(l.fs, filepath.Join(parent, CleanerOffsetFile), topic, part)
-	return ok, err
+	return layout.Compacted(l.fs, l.dir)
 }
 
 // markCompacted makes the log count as compacted before a swap first

@@ -11,9 +11,12 @@ import (
 )
 
 // ErrNotALog: Open was given a directory that is neither absent, empty nor
-// a log (a Kafka log.dir holding partition directories, or a directory
-// with other files), or an absent one inside a log's directory, which a
-// new log would make unopenable (a log's directory holds no directories).
+// a log (a Kafka log.dir holding partition directories, a log with a
+// directory inside, or a directory holding only files that are not a
+// log's), or an absent one inside a log's directory, which a new log would
+// make unopenable (a log's directory holds no directories). A log with a
+// stray file beside its segments (notes.txt) is a log: the file is
+// ignored, as Kafka ignores it.
 // Open refuses it without writing anything; the error is a *NotALogError
 // saying what was found.
 var ErrNotALog = errors.New("seglog: not a log directory")
@@ -22,8 +25,12 @@ var ErrNotALog = errors.New("seglog: not a log directory")
 type NotALogError struct {
 	Dir string
 	// Subdirs are the directories found inside (partition directories when
-	// Dir is a Kafka log.dir); Files the files that are not log files.
+	// Dir is a Kafka log.dir); Files the files that are not a log's (with
+	// Subdirs, or in a directory holding no segment file).
 	Subdirs, Files []string
+	// Misnamed are files named like a segment's that are not one
+	// ("server.log", "123.log"): Kafka's loader would misread them.
+	Misnamed []string
 	// InLog is set instead when Dir is absent and its nearest existing
 	// ancestor, InLog, is a log's directory (it holds segment files).
 	InLog string
@@ -39,12 +46,17 @@ func (e *NotALogError) Error() string {
 	fmt.Fprintf(&b, "seglog: %s is not a log directory: it holds ", e.Dir)
 	switch {
 	case len(e.Subdirs) > 0:
-		fmt.Fprintf(&b, "directories (%s); if it is a Kafka log.dir, open one partition directory inside it", sample(e.Subdirs))
+		fmt.Fprintf(&b, "directories (%s); if it is a Kafka log.dir, open one partition directory inside it (a log's directory holds no directories)", sample(e.Subdirs))
 		if len(e.Files) > 0 {
 			fmt.Fprintf(&b, "; and files that are not log files (%s)", sample(e.Files))
 		}
+		if len(e.Misnamed) > 0 {
+			fmt.Fprintf(&b, "; and files named like segment files that are not one (%s)", sample(e.Misnamed))
+		}
+	case len(e.Misnamed) > 0:
+		fmt.Fprintf(&b, "files named like segment files that are not one (%s): the name of a segment file is its base offset in 20 digits, and Kafka's loader misreads or deletes the others; rename or move them", sample(e.Misnamed))
 	default:
-		fmt.Fprintf(&b, "files that are not log files (%s); give an absent or empty directory to create a log", sample(e.Files))
+		fmt.Fprintf(&b, "no segment files, only files that are not a log's (%s); give a log's directory, or an absent or empty one to create a log", sample(e.Files))
 	}
 	return b.String()
 }
@@ -62,36 +74,22 @@ func sample(names []string) string {
 
 // checkLogDir refuses a directory that is not absent, empty or a log, before
 // anything is written to it (not even the lock file). It reports whether
-// the directory exists.
+// the directory exists. What a directory is comes from layout's one
+// classification (layout.ReadContents), which fsck, dump and every command
+// share: a log with a file that is not a log's beside it (notes.txt) is
+// still a log, and the file is ignored, as Kafka's loader ignores it; a
+// directory holding directories, or only files that are not a log's, is
+// the wrong directory, and nothing adopts it.
 func checkLogDir(fs vfs.FS, dir string) (exists bool, err error) {
-	names, err := fs.List(dir)
+	c, err := layout.ReadContents(fs, dir)
 	if isNotExist(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	var bad NotALogError
-	for _, n := range names {
-		if layout.IsLogFile(n) {
-			continue // by name; only strangers are looked at, so a log of thousands of segments costs no stat calls
-		}
-		fi, err := fs.Stat(filepath.Join(dir, n))
-		if err != nil {
-			if isNotExist(err) {
-				continue // gone since the listing
-			}
-			return true, err
-		}
-		if fi.IsDir() {
-			bad.Subdirs = append(bad.Subdirs, n)
-		} else {
-			bad.Files = append(bad.Files, n)
-		}
-	}
-	if len(bad.Subdirs) > 0 || len(bad.Files) > 0 {
-		bad.Dir = dir
-		return true, &bad
+	if c.Kind() == layout.DirNotALog {
+		return true, &NotALogError{Dir: dir, Subdirs: c.Subdirs, Files: c.Strays, Misnamed: c.Misnamed}
 	}
 	return true, nil
 }

@@ -110,3 +110,46 @@ func TestOpenRefusesNotALog(t *testing.T) {
 		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, kfs, "/kafka"))
 	})
 }
+
+// TestOpenIgnoresStrayFile: a log with a file that is not a log's beside
+// its segments (notes.txt) is a log, as Kafka's loader takes it: Open,
+// read-write and read-only, opens it, reads every record and leaves the
+// file alone. A file named like a segment's that is not one (server.log)
+// is refused, as Kafka's loader would misread it.
+func TestOpenIgnoresStrayFile(t *testing.T) {
+	fs := vfs.NewMem()
+	l, err := Open("/log", Options{FS: fs, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Append(recordsAt(0, 3)...)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	vfstest.WriteFile(t, fs, "/log/notes.txt", []byte("hello"))
+	for _, ro := range []bool{true, false} {
+		l, err := Open("/log", Options{FS: fs, ReadOnly: ro, Logger: discardLogger()})
+		if err != nil {
+			t.Fatalf("read-only %v: open of a log with a stray file: %v", ro, err)
+		}
+		if l.EndOffset() != 3 {
+			t.Fatalf("read-only %v: end %d, want 3", ro, l.EndOffset())
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := string(vfstest.ReadFile(t, fs, "/log/notes.txt")); got != "hello" {
+		t.Fatalf("notes.txt holds %q", got)
+	}
+	vfstest.WriteFile(t, fs, "/log/server.log", []byte("app"))
+	before := dirSnapshot(t, fs, "/log")
+	for _, ro := range []bool{true, false} {
+		_, err := Open("/log", Options{FS: fs, ReadOnly: ro, Logger: discardLogger()})
+		var nl *NotALogError
+		if !errors.As(err, &nl) || !slices.Equal(nl.Misnamed, []string{"server.log"}) || !strings.Contains(err.Error(), "server.log") {
+			t.Fatalf("read-only %v: open with a misnamed segment file: %v, want a NotALogError naming it", ro, err)
+		}
+	}
+	sameSnapshot(t, "refused opens", before, dirSnapshot(t, fs, "/log"))
+}

@@ -197,7 +197,7 @@ func (l *Log) load() error {
 			l.active = seg
 			continue
 		}
-		seg, truncated, err := l.recoverSegment(base, p, recoverOpts(i))
+		seg, truncated, err := l.recoverSegment(base, p, recoverOpts(i), last)
 		if err != nil {
 			return err
 		}
@@ -290,20 +290,25 @@ func (l *Log) load() error {
 
 // recoverSegment opens the segment at base and runs recovery on it: the
 // plan made by the check when there is one, else a scan now (the segment
-// holds no synced data). It reports whether bytes were cut.
-func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.RecoverOptions) (*segment.Segment, bool, error) {
+// holds no synced data). The last segment is left active. It reports
+// whether bytes were cut.
+func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.RecoverOptions, last bool) (*segment.Segment, bool, error) {
 	// Opened as sealed: an active open would trust the old index and scan
-	// the tail, which is what recovery is about to distrust. Recovery makes
-	// the indexes writable for the rebuild and seals them again.
+	// the tail, which is what recovery is about to distrust. Recovery
+	// changes only what the scan finds wrong (segment.ApplyRecovery): an
+	// intact segment costs no write and no sync.
 	seg, err := segment.Open(l.fs, l.dir, base, false, l.segmentOptions())
 	if err != nil {
 		return nil, false, err
 	}
+	if p == nil {
+		p, err = segment.PlanRecovery(l.fs, l.dir, base, l.segmentOptions(), o)
+	}
 	var res segment.RecoverResult
-	if p != nil {
+	if err == nil && last {
+		res, err = seg.ApplyRecoveryActive(p)
+	} else if err == nil {
 		res, err = seg.ApplyRecovery(p)
-	} else {
-		res, err = seg.Recover(o)
 	}
 	if err != nil {
 		seg.Close()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -51,7 +52,9 @@ const (
 	fixRemove           // delete the file (orphan index, corrupt snapshot)
 	fixIndex            // rebuild the segment's .index and .timeindex
 	fixDamage           // truncate the log at the damage (mid-log only with TruncateDamaged)
-	fixCheckpoint       // lower the recovery point to the end of the log
+	fixCheckpoint       // lower the recovery point to the end of the log (one this repair's cut left beyond it)
+	fixUnusable         // rewrite an unusable offset checkpoint so that every record is kept
+	fixLogStart         // set a log start beyond the end of the log to the end
 )
 
 type fixAction struct {
@@ -102,6 +105,17 @@ type checker struct {
 	rp       int64
 	rpSource string
 
+	// logStart is the checkpointed log start offset (0 if none or
+	// unusable): offsets below it are deleted, not missing. compacted says
+	// the log has a cleaner-offset checkpoint (layout.Compacted): a
+	// compacted log legitimately has offset gaps. damageSince is set
+	// between a damaged region and the next valid batch: a gap there is
+	// the damage's, reported as such.
+	logStart    int64
+	compacted   bool
+	damageSince bool
+	contents    layout.Contents
+
 	epochs    map[int32]int64 // leader epoch -> first offset seen
 	epochEnd  map[int32]int64 // leader epoch -> last offset seen
 	lastEpoch int32
@@ -118,6 +132,11 @@ type segResult struct {
 	indexBad  bool // .index or .timeindex needs rebuilding
 	overLimit bool // holds an entry larger than the read limit: repair leaves it
 	hasTxnIdx bool
+	// missing is the key of a missing-data problem whose evidence is the
+	// segment's .index (entries past the end of the .log): rebuilt from
+	// what is left, it would say nothing was there, so repair keeps it,
+	// unless its own cut left the entries behind.
+	missing string
 }
 
 // damageRef is a damaged region of a .log.
@@ -143,6 +162,15 @@ func newChecker(fsys vfs.FS, dir string, opts Options) (*checker, error) {
 	if err != nil {
 		return nil, err
 	}
+	contents, err := layout.Classify(fsys, dir, names)
+	if err != nil {
+		return nil, err
+	}
+	if !isPartition(contents) && contents.Kind() != layout.DirEmpty {
+		// An empty directory is an empty log (a store's new partition);
+		// one holding only other files or directories is no log at all.
+		return nil, &NoPartitionError{Root: dir, Strays: contents.Strays}
+	}
 	opts.MaxEntryBytes = opts.readLimit()
 	c := &checker{
 		fs: fsys, dir: dir, opts: opts,
@@ -156,6 +184,7 @@ func newChecker(fsys vfs.FS, dir string, opts Options) (*checker, error) {
 		epochEnd:  map[int32]int64{},
 		lastEpoch: -1,
 		openTxn:   map[int64]int64{},
+		contents:  contents,
 	}
 	for _, n := range names {
 		c.present[n] = true
@@ -184,6 +213,8 @@ func (c *checker) addf(file string, pos int64, kind Kind, sev Severity, fix fixA
 func (c *checker) run() {
 	c.scanNames()
 	c.rp, c.rpSource = c.recoveryPoint()
+	c.logStart = c.checkpointedLogStart()
+	c.compacted = c.hasCleanerCheckpoint()
 	for i := range c.logs {
 		c.checkSegment(i)
 	}
@@ -223,8 +254,8 @@ func (c *checker) scanNames() {
 	for _, n := range c.names {
 		f, ok, bad := parseSegFile(n)
 		switch {
-		case bad:
-			c.addf(n, 0, KindSegmentName, Error, fixAction{}, "segment file name must be the base offset in exactly 20 decimal digits; Kafka and seglog ignore or misread this file")
+		case bad || slices.Contains(c.contents.Misnamed, n):
+			c.addf(n, 0, KindSegmentName, Error, fixAction{}, "named like a segment file, but a segment file's name is its base offset in exactly 20 decimal digits: Kafka's loader misreads (or deletes) it, and seglog refuses to open the log while it is here; rename or move it")
 		case ok && f.temp != "":
 			c.addf(n, 0, KindLeftover, Warning, fixAction{op: fixLeftover}, "%s", leftoverDetail(f.temp))
 		case ok && f.kind == sufLog:
@@ -240,10 +271,15 @@ func (c *checker) scanNames() {
 		case n == cleanShutdownFile:
 			c.clean = true
 			c.r.Stats.OtherFiles = append(c.r.Stats.OtherFiles, n)
-		case n == recoveryPointFile || n == logStartOffsetFile || n == leaderEpochFile || n == partitionMetaFile:
+		case n == recoveryPointFile || n == logStartOffsetFile || n == cleanerOffsetFile || n == leaderEpochFile || n == partitionMetaFile:
 			// checked in checkFiles
+		case slices.Contains(c.contents.Subdirs, n):
+			c.addf(n, 0, KindDirectory, Error, fixAction{}, "a directory inside a log's directory: seglog refuses to open the log while it is here (Kafka's loader ignores it); move it out")
 		default:
 			c.r.Stats.OtherFiles = append(c.r.Stats.OtherFiles, n)
+			if slices.Contains(c.contents.Strays, n) {
+				c.r.Stats.Strays = append(c.r.Stats.Strays, n)
+			}
 		}
 	}
 	slices.Sort(c.logs)

@@ -42,8 +42,16 @@
 // is reported and nothing is cut, unless the caller sets the destructive
 // RepairOptions.TruncateDamaged, which deletes every valid batch after it
 // (the report says how many records). Repair also rebuilds missing or
-// damaged indexes, resolves leftover files as Kafka's log loader does, and
-// lowers a recovery point that lies beyond the end of the log once no
-// damage remains. It refuses to run while a live Log holds the directory's
-// lock. docs/fsck.md has the rules in full.
+// damaged indexes, resolves leftover files as Kafka's log loader does,
+// rewrites an unusable offset checkpoint so that every record is kept (and
+// says what it wrote), and sets a log start beyond the end of the log to
+// the end. It refuses to run while a live Log holds the directory's lock.
+//
+// Missing data (KindMissingData: an offset gap in a log never compacted,
+// index entries pointing past the end of their .log, a recovery point
+// beyond the end) is always reported; repair cannot bring it back and
+// never hides its evidence. A directory holding no partition is
+// ErrNoPartition; files that are not a log's beside a log's are listed
+// (Stats.Strays) and ignored, as layout's classification and every command
+// ignore them. docs/fsck.md has the rules in full.
 package fsck

@@ -27,6 +27,18 @@ func FileKind(name string) (kind string, base int64, ok bool) {
 	return f.kind, f.base, ok
 }
 
+// Leftover says whether name is the leftover of an interrupted deletion,
+// compaction or swap (a segment file with a .deleted, .cleaned or .swap
+// suffix), and what the log's recovery does with it: the words fsck
+// reports it with.
+func Leftover(name string) (detail string, ok bool) {
+	f, ok, _ := parseSegFile(filepath.Base(name))
+	if !ok || f.temp == "" {
+		return "", false
+	}
+	return leftoverDetail(f.temp), true
+}
+
 // DecodeIndex decodes the bytes of an .index (timeIndex false) or
 // .timeindex file of the segment at base. Trailing all-zero entries (a
 // preallocated, untrimmed file) are not returned; zeros counts them, and

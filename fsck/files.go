@@ -119,9 +119,11 @@ func (c *checker) logEnd() int64 {
 func (c *checker) checkFiles() {
 	leo := c.logEnd()
 	topic, part, tpOK := topicPartition(c.dir)
-	for _, name := range []string{recoveryPointFile, logStartOffsetFile} {
+	for _, name := range []string{recoveryPointFile, logStartOffsetFile, cleanerOffsetFile} {
 		if c.present[name] {
-			c.r.Layout = "seglog"
+			if name != cleanerOffsetFile {
+				c.r.Layout = "seglog"
+			}
 			c.checkOffsetCheckpoint(name, c.path(name), topic, part, true, leo)
 		}
 	}
@@ -150,11 +152,38 @@ func (c *checker) checkFiles() {
 	}
 }
 
+// lineAt returns the 1-based number of the line holding byte pos of data.
+func lineAt(data []byte, pos int64) int {
+	pos = min(max(pos, 0), int64(len(data)))
+	return 1 + bytes.Count(data[:pos], []byte{'\n'})
+}
+
+// unusable says what an unusable offset checkpoint (one that does not
+// parse, or names a negative offset) stops, and how repair rewrites it; the
+// severity and the fix go with it. A recovery point or log start that
+// cannot be read makes the Log's Open (consume, produce, clean) refuse the
+// log; the cleaner's checkpoint the Log replaces itself; Kafka's high
+// watermarks seglog neither reads nor writes.
+func unusable(base string) (Severity, fixAction, string) {
+	switch base {
+	case recoveryPointFile:
+		return Error, fixAction{op: fixUnusable}, "consume, produce and clean refuse the log until it is rewritten; repair rewrites the entry as 0, so that the next open scans every segment, or keeps a line for the log that still parses (once no damage remains: until then every batch counts as synced, and nothing is cut)"
+	case logStartOffsetFile:
+		return Error, fixAction{op: fixUnusable}, "consume, produce and clean refuse the log until it is rewritten; repair rewrites the entry as the lowest offset present (the first segment's base offset, where the log starts when it has no checkpoint), or keeps a line for the log that still parses"
+	case cleanerOffsetFile:
+		return Warning, fixAction{op: fixUnusable}, "the cleaner replaces it with the log start at its next round; repair does the same now (a lower cleaner offset only makes more of the log dirty), or keeps a line for the log that still parses"
+	}
+	return Error, fixAction{}, "Kafka's replica high watermarks, which seglog neither reads nor writes: repair leaves it"
+}
+
 // checkOffsetCheckpoint checks the entry for this partition in an offset
 // checkpoint file. In the partition directory (seglog) a single entry is
 // this log's whatever its name; in a log.dir the line must name the topic
-// and partition.
+// and partition. A cleaner offset beyond the end of the log is no problem:
+// the cleaner writes it whatever the recovery point, so a crash that loses
+// unsynced batches can leave it there, and the cleaner resets it.
 func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, inDir bool, leo int64) {
+	base := filepath.Base(file)
 	data, err := vfs.ReadFileLimit(c.fs, path, maxCheckpointFile)
 	if err != nil {
 		c.addf(file, 0, KindCheckpoint, Error, fixAction{}, "cannot read: %v", err)
@@ -162,7 +191,8 @@ func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, in
 	}
 	lines, at, err := parseCheckpoint(data, 3)
 	if err != nil {
-		c.addf(file, at, KindCheckpoint, Error, fixAction{}, "malformed checkpoint: %v", err)
+		sev, fix, what := unusable(base)
+		c.addf(file, at, KindCheckpoint, sev, fix, "unusable: line %d (byte %d): %v; %s", lineAt(data, at), at, err, what)
 		return
 	}
 	var line *cpLine
@@ -179,19 +209,23 @@ func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, in
 		return
 	}
 	off, _ := strconv.ParseInt(line.fields[2], 10, 64)
-	base := filepath.Base(file)
 	switch {
 	case off < 0:
-		c.addf(file, line.at, KindCheckpoint, Error, fixAction{}, "negative offset %d", off)
-	case base == recoveryPointFile && off > leo:
+		sev, fix, what := unusable(base)
+		c.addf(file, line.at, KindCheckpoint, sev, fix, "unusable: line %d (byte %d): negative offset %d; %s", lineAt(data, line.at), line.at, off, what)
+	case base == recoveryPointFile && off > leo && c.damageSince:
+		// Damage after the last valid batch: the recovery point is the
+		// evidence that it was synced (see classifyDamage).
 		c.addf(file, line.at, KindCheckpoint, Error, fixAction{op: fixCheckpoint},
-			"recovery point %d is beyond the end of the log %d: data below the recovery point had been flushed and is missing", off, leo)
+			"recovery point %d is beyond the end of the log %d: data below the recovery point had been flushed and is damaged or missing", off, leo)
+	case base == recoveryPointFile && off > leo:
+		c.addf(file, line.at, KindMissingData, Error, fixAction{op: fixCheckpoint},
+			"data missing: offsets %d–%d: the recovery point %d on line %d says the log had synced them, but the log ends at offset %d; repair cannot bring them back and leaves this evidence as it is",
+			leo, off-1, off, lineAt(data, line.at), leo)
 	case base == logStartOffsetFile && off > leo:
-		c.addf(file, line.at, KindCheckpoint, Warning, fixAction{},
-			"log start offset %d is beyond the end of the log %d; opening the log deletes every segment", off, leo)
-	case base == cleanerOffsetFile && off > leo:
-		c.addf(file, line.at, KindCheckpoint, Warning, fixAction{},
-			"cleaner offset %d is beyond the end of the log %d; the cleaner will reset it", off, leo)
+		c.addf(file, line.at, KindCheckpoint, Error, fixAction{op: fixLogStart},
+			"log start offset %d (line %d) is beyond the end of the log %d: every record present lies below it, so a DeleteRecords or retention deleted them all, or the checkpoint is wrong; seglog refuses to open the log and Kafka's loader deletes every segment; repair sets the log start to the end of the log, %d, deleting no segment and bringing back no deleted record",
+			off, lineAt(data, line.at), leo, leo)
 	case base == replicationFile && off > leo:
 		c.addf(file, line.at, KindCheckpoint, Warning, fixAction{},
 			"high watermark %d is beyond the end of the log %d", off, leo)

@@ -1,6 +1,7 @@
 package fsck
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
 	"path/filepath"
@@ -62,12 +63,28 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 		// Repairing everything, mid-log damage included, must leave a
-		// directory a second check finds clean.
+		// directory a second check finds clean, but for missing data
+		// (offsets absent from a log never compacted: the batches the
+		// input holds may skip some), which no repair brings back or
+		// hides: it is reported, and a second repair changes nothing.
 		if _, err := Repair(fsys, dir, RepairOptions{Options: Options{Deep: true}, TruncateDamaged: true}); err != nil {
 			t.Fatal(err)
 		}
-		if r := mustCheck(t, fsys, dir, Options{Deep: true}); !r.Clean() {
-			t.Fatalf("not clean after a full repair:%s", dumpProblems(r))
+		r := mustCheck(t, fsys, dir, Options{Deep: true})
+		for _, p := range r.Problems {
+			if p.Kind != KindMissingData {
+				t.Fatalf("not clean after a full repair:%s", dumpProblems(r))
+			}
+		}
+		if !r.Clean() {
+			before := readAll(t, fsys, filepath.Join(dir, fileName(0, ".log")))
+			rr, err := Repair(fsys, dir, RepairOptions{Options: Options{Deep: true}, TruncateDamaged: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rr.Unrepaired() != len(r.Problems) || !bytes.Equal(readAll(t, fsys, filepath.Join(dir, fileName(0, ".log"))), before) {
+				t.Fatalf("a second repair changed what the first left:%s", dumpProblems(rr))
+			}
 		}
 	})
 }

@@ -180,15 +180,27 @@ func (x *idxCheck) onOffsetBatch(pos, base, last int64) {
 	}
 }
 
-// finishOffset reports the entries left after the last valid batch.
-func (x *idxCheck) finishOffset(end int64) {
+// finishOffset returns the entries left after the last valid batch, which
+// point past the end of the segment's data: the caller decides whether
+// they are evidence of missing data or stale entries to rebuild
+// (reportPast).
+func (x *idxCheck) finishOffset() []idxEntry {
 	if m := x.multi; m != nil {
 		x.multi = nil
 		x.problem(m.at, KindIndexEntry, Error, "entry names offset %d, past the last valid batch", m.key)
 	}
+	var past []idxEntry
 	for x.ok && x.j < len(x.ents) {
-		e := x.ents[x.j]
+		past = append(past, x.ents[x.j])
 		x.j++
+	}
+	return past
+}
+
+// reportPast reports offset-index entries past the last valid batch, which
+// ends at byte end, as entries to rebuild.
+func (x *idxCheck) reportPast(past []idxEntry, end int64) {
+	for _, e := range past {
 		x.problem(e.at, KindIndexEntry, Error, "entry (offset %d, position %d) points past the last valid batch, which ends at byte %d", e.key, e.val, end)
 	}
 }
@@ -225,7 +237,10 @@ func (x *idxCheck) onTimeBatch(base, last, maxTS, before int64) {
 // finishTime reports entries after the last valid batch and, for a sealed
 // or cleanly closed segment, checks that the last entry holds the
 // segment's largest timestamp (retention by time reads it).
-func (x *idxCheck) finishTime(end, segMax int64, sealed bool) {
+//
+// With missing set the segment's data is reported missing, and the entries
+// past its end are part of that evidence, not problems of their own.
+func (x *idxCheck) finishTime(end, segMax int64, sealed, missing bool) {
 	if !x.ok {
 		return
 	}
@@ -234,6 +249,9 @@ func (x *idxCheck) finishTime(end, segMax int64, sealed bool) {
 		e := x.ents[x.j]
 		x.j++
 		stale = true
+		if missing {
+			continue
+		}
 		x.problem(e.at, KindIndexEntry, Error, "entry (timestamp %d, offset %d) names an offset past the last valid batch (the log ends at byte %d)", e.val, e.key, end)
 	}
 	if !sealed || segMax < 0 || stale {

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -173,32 +173,35 @@ func be64(b []byte, v int64) []byte {
 }
 
 // TestKafkaParentCheckpoints checks that a partition directory's line in
-// its log.dir's recovery-point checkpoint is checked and, beyond the end of
-// the log, lowered by repair without touching the other partitions' lines.
+// its log.dir's recovery-point checkpoint is checked: beyond the end of the
+// log it says synced data is missing, and repair leaves it (and every
+// other partition's line) as it is, the evidence.
 func TestKafkaParentCheckpoints(t *testing.T) {
 	fsys := vfs.NewMem()
 	dir := kafkaDir(t, fsys, "none")
 	cp := "/kafka-logs/recovery-point-offset-checkpoint"
-	writeFile(t, fsys, cp, []byte("0\n2\nother 3 77\nevents 0 99999\n"))
+	const contents = "0\n2\nother 3 77\nevents 0 99999\n"
+	writeFile(t, fsys, cp, []byte(contents))
 	r := mustCheck(t, fsys, dir, Options{})
 	if r.Layout != "kafka" {
 		t.Errorf("layout %q, want kafka", r.Layout)
 	}
-	if !hasProblem(r, "../recovery-point-offset-checkpoint", int64(len("0\n2\nother 3 77\n")), KindCheckpoint) {
-		t.Fatalf("recovery point beyond the end not found:%s", dumpProblems(r))
+	end := r.Stats.LastOffset + 1
+	if !hasProblem(r, "../recovery-point-offset-checkpoint", int64(len("0\n2\nother 3 77\n")), KindMissingData) ||
+		!strings.Contains(dumpProblems(r), fmt.Sprintf("data missing: offsets %d–99998", end)) {
+		t.Fatalf("recovery point beyond the end not reported as missing data:%s", dumpProblems(r))
 	}
 	rr, err := Repair(fsys, dir, RepairOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rr.ExitCode() != ExitRepaired {
-		t.Fatalf("exit %d:%s", rr.ExitCode(), dumpProblems(rr))
+	if rr.ExitCode() != ExitUncorrected {
+		t.Fatalf("exit %d, want %d:%s", rr.ExitCode(), ExitUncorrected, dumpProblems(rr))
 	}
-	end := r.Stats.LastOffset + 1
-	if got, want := string(readAll(t, fsys, cp)), "0\n2\nother 3 77\nevents 0 "+strconv.FormatInt(end, 10)+"\n"; got != want {
-		t.Fatalf("checkpoint after repair %q, want %q", got, want)
+	if got := string(readAll(t, fsys, cp)); got != contents {
+		t.Fatalf("checkpoint after repair %q, want it unchanged", got)
 	}
-	if after := mustCheck(t, fsys, dir, Options{}); !after.Clean() {
-		t.Fatalf("not clean:%s", dumpProblems(after))
+	if after := mustCheck(t, fsys, dir, Options{}); !hasProblem(after, "../recovery-point-offset-checkpoint", int64(len("0\n2\nother 3 77\n")), KindMissingData) {
+		t.Fatalf("the missing data is no longer reported after repair:%s", dumpProblems(after))
 	}
 }

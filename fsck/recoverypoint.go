@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -91,3 +92,33 @@ func (c *checker) checkpointEntry(path, topic string, part int64, tpOK, inDir bo
 // belowRecoveryPoint reports whether damage d lies in data the log had
 // synced: the offset it would start at is below the recovery point.
 func (c *checker) belowRecoveryPoint(d damageRef) bool { return d.nextBefore < c.rp }
+
+// checkpointedLogStart is the log start offset as the Log's Open reads it:
+// the directory's own log-start-offset-checkpoint entry, else for a Kafka
+// partition directory its line in the log.dir's file; 0 when there is
+// none or it cannot be read. Offsets below it were deleted (DeleteRecords,
+// retention), so a gap there is not missing data.
+func (c *checker) checkpointedLogStart() int64 {
+	topic, part, tpOK := topicPartition(c.dir)
+	if c.present[logStartOffsetFile] {
+		if off, ok, err := c.checkpointEntry(c.path(logStartOffsetFile), topic, part, true, true); err == nil && ok {
+			return max(off, 0)
+		}
+		return 0
+	}
+	if tpOK {
+		if off, ok, err := c.checkpointEntry(filepath.Join(c.dir, "..", logStartOffsetFile), topic, part, true, false); err == nil && ok {
+			return max(off, 0)
+		}
+	}
+	return 0
+}
+
+// hasCleanerCheckpoint is layout.Compacted, the project's one rule for "this
+// log has been compacted" (its gaps are legitimate). A checkpoint that
+// cannot be read counts as compacted: fsck claims missing data only where
+// it is sure.
+func (c *checker) hasCleanerCheckpoint() bool {
+	compacted, err := layout.Compacted(c.fs, c.dir)
+	return compacted || err != nil
+}

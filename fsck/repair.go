@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/layout"
@@ -48,9 +47,15 @@ const maxRepairPasses = 4
 //   - damage below the recovery point is corruption in synced data: it is
 //     reported and not cut, unless opts.TruncateDamaged asks for it;
 //   - missing or damaged .index and .timeindex files of segments without
-//     damage are rebuilt by the engine's segment recovery;
-//   - a recovery point beyond the end of the log is lowered to it, once no
-//     damage remains.
+//     damage are rebuilt by the engine's segment recovery, except an
+//     .index that is the evidence of missing data (entries past the end of
+//     its .log at synced batches);
+//   - a recovery point this repair's own cut left beyond the end of the log
+//     is lowered to it, once no damage remains; one found beyond the end is
+//     missing data and is left as it is;
+//   - an unusable offset checkpoint is rewritten so that every record is
+//     kept, and a log start beyond the end of the log set to the end
+//     (fixCheckpointFile); Problem.Repair says what was written.
 //
 // The recovery point is read once, before anything changes, in the order
 // the Log's Open reads it: a clean-shutdown marker in dir (every batch
@@ -63,26 +68,25 @@ const maxRepairPasses = 4
 // It takes the directory's lock (DIR/.lock; for a partition directory of
 // a store or Kafka log.dir, the log.dir's .lock alone, which a store's
 // partition shares) and fails with ErrLocked, naming the holder its lock
-// file names, if a live Log or store holds it. A directory holding no log file at all (empty, or
-// only files that are not a log's) is checked and left untouched: no lock
-// file is created in it. The report lists every problem found on the way;
+// file names, if a live Log or store holds it. An empty directory (an
+// empty log) is only checked, and one holding only files or directories
+// that are not a log's is ErrNoPartition: no lock file is created in
+// either. The report lists every problem found on the way;
 // a problem is marked repaired when a check after the repair no longer
 // finds it. On an I/O error the report so far is returned with the error.
 func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
-	names, err := fsys.List(dir)
+	contents, err := layout.ReadContents(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(names, layout.IsLogFile) {
-		// Nothing of a log (an empty directory, or one of other files):
-		// there is nothing to repair, and taking the lock would leave a
-		// .lock file in a directory that is not a log. It is only checked.
-		c, err := newChecker(fsys, dir, opts.Options)
-		if err != nil {
-			return nil, err
+	if !isPartition(contents) {
+		// Nothing of a log: an empty directory (an empty log: nothing to
+		// repair) is only checked, one of other files is none of fsck's
+		// business; taking the lock would leave a .lock file in either.
+		if contents.Kind() != layout.DirEmpty {
+			return nil, &NoPartitionError{Root: dir, Strays: contents.Strays}
 		}
-		c.run()
-		return c.r, nil
+		return Check(fsys, dir, opts.Options)
 	}
 	unlock, err := lockDir(fsys, dir)
 	if err != nil {
@@ -117,11 +121,14 @@ func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
 	// The recovery point is taken from the directory as it was: a later
 	// pass must not find damage "past" a recovery point this repair
 	// lowered.
-	rp := &repairer{fs: fsys, dir: dir, opts: opts, rp: c.rp}
+	rp := &repairer{fs: fsys, dir: dir, opts: opts, rp: c.rp, first: map[string]bool{}, wrote: map[string]string{}}
+	for _, p := range c.r.Problems {
+		rp.first[problemKey(p)] = true
+	}
 	for pass := 0; pass < maxRepairPasses; pass++ {
 		changed, err := rp.fixOne(c)
 		if err != nil {
-			return finalReport(found, later, c.r), err
+			return finalReport(found, later, c.r, rp.wrote), err
 		}
 		if !changed {
 			break
@@ -132,12 +139,13 @@ func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
 		c.run()
 		collect(c.r.Problems)
 	}
-	return finalReport(found, later, c.r), nil
+	return finalReport(found, later, c.r, rp.wrote), nil
 }
 
 // finalReport marks as repaired every problem the last check no longer
 // finds, and drops the repaired ones that only later checks found.
-func finalReport(found []Problem, later []bool, last *Report) *Report {
+// wrote holds, by problem, what repair wrote for it.
+func finalReport(found []Problem, later []bool, last *Report, wrote map[string]string) *Report {
 	remaining := map[string]bool{}
 	for _, p := range last.Problems {
 		remaining[problemKey(p)] = true
@@ -145,6 +153,7 @@ func finalReport(found []Problem, later []bool, last *Report) *Report {
 	out := &Report{Dir: last.Dir, Layout: last.Layout, Stats: last.Stats}
 	for i, p := range found {
 		p.Repaired = !remaining[problemKey(p)]
+		p.Repair = wrote[problemKey(p)]
 		if later[i] && p.Repaired {
 			continue
 		}
@@ -197,6 +206,12 @@ type repairer struct {
 	dir  string
 	opts RepairOptions
 	rp   int64 // the recovery point when repair began
+	// first holds the problems of the first check: a recovery point
+	// beyond the end of the log found then is evidence of missing data,
+	// one found later was left by this repair's own cut.
+	first map[string]bool
+	// wrote says, by problem, what repair wrote for it.
+	wrote map[string]string
 }
 
 func (r *repairer) path(name string) string { return filepath.Join(r.dir, name) }
@@ -220,7 +235,10 @@ func (r *repairer) fixOne(c *checker) (bool, error) {
 	}
 	changed := false
 	for i, sr := range c.segs {
-		if sr.indexBad && !sr.damaged && !sr.overLimit {
+		// A segment whose index is the evidence of missing data keeps it:
+		// rebuilt from what is left, it would say nothing was there. Only
+		// entries this repair's own cut left past the end are dropped.
+		if sr.indexBad && !sr.damaged && !sr.overLimit && !r.first[sr.missing] {
 			if err := r.rebuildIndexes(c, i); err != nil {
 				return changed, err
 			}
@@ -232,12 +250,21 @@ func (r *repairer) fixOne(c *checker) (bool, error) {
 		// was synced: lowered to the end of the valid batches, it would
 		// make the damage look like an unsynced tail to the next repair
 		// or Open.
-		if p.fix.op == fixCheckpoint && len(c.damages) == 0 {
+		//
+		// Only a recovery point this repair's own cut left beyond the end
+		// is lowered: one found so is the evidence that synced data is
+		// missing, and lowering it would hide that.
+		if p.fix.op == fixCheckpoint && len(c.damages) == 0 && !r.first[problemKey(p)] {
 			if err := r.lowerRecoveryPoint(filepath.Join(r.dir, p.File), c.logEnd()); err != nil {
 				return changed, err
 			}
 			changed = true
 		}
+		did, err := r.fixCheckpointFile(c, p)
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || did
 	}
 	if changed {
 		if err := r.fs.SyncDir(r.dir); err != nil {

@@ -62,6 +62,15 @@ const (
 	// than the read limit (Options.MaxEntryBytes), so it was not verified.
 	// It is not damage: repair never cuts there.
 	KindReadLimit Kind = "read-limit"
+	// KindMissingData is data the log had that is gone: an offset gap in a
+	// log that was never compacted, index entries pointing past the end
+	// of their .log, a recovery point beyond the end of the log. The
+	// detail begins "data missing: offsets X–Y". Repair cannot bring the
+	// data back and never hides the evidence.
+	KindMissingData Kind = "missing-data"
+	// KindDirectory is a directory inside a log's directory, which Open
+	// refuses (Kafka ignores it).
+	KindDirectory Kind = "directory"
 )
 
 // Problem is one finding of a check.
@@ -80,6 +89,10 @@ type Problem struct {
 	Detail string `json:"detail"`
 	// Repaired is set by Repair when the problem was fixed.
 	Repaired bool `json:"repaired"`
+	// Repair says what Repair wrote for a problem whose fix is a choice
+	// (an unusable checkpoint rewritten, a log start set): the file and
+	// its new contents, and why they keep every record.
+	Repair string `json:"repair,omitempty"`
 
 	fix fixAction // what Repair would do; zero = nothing
 }
@@ -89,6 +102,9 @@ func (p Problem) String() string {
 	s := fmt.Sprintf("%s: byte %d: %s %s: %s", p.File, p.Position, p.Severity, p.Kind, p.Detail)
 	if p.Repaired {
 		s += " [repaired]"
+	}
+	if p.Repair != "" {
+		s += " (" + p.Repair + ")"
 	}
 	return s
 }
@@ -116,6 +132,10 @@ type Stats struct {
 	// OtherFiles lists files fsck recognized but does not check, and files it
 	// does not know.
 	OtherFiles []string `json:"other_files,omitempty"`
+	// Strays are the files among OtherFiles that are not a log's
+	// (notes.txt): every seglog command and Kafka ignore them
+	// (layout.DirLog), so they are not problems.
+	Strays []string `json:"stray_files,omitempty"`
 }
 
 func newStats() Stats {

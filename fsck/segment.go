@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/seglog/seglog/record"
 )
@@ -118,12 +119,23 @@ func (c *checker) checkSegment(i int) {
 			ti.onDamage(e.Pos, e.Pos+e.Size)
 			continue
 		}
+		if e.Magic == record.CurrentMagic && eb > expected {
+			// (A legacy entry's header holds its last offset only.)
+			why := fmt.Sprintf("the batch at byte %d starts at offset %d, but the batch before it ends at offset %d", e.Pos, eb, expected-1)
+			if sr.batches == 0 && expected == base {
+				why = fmt.Sprintf("the segment's first batch, at byte %d, starts at offset %d, above the base offset %d its name gives", e.Pos, eb, base)
+			}
+			if c.gap(expected, eb-1) {
+				c.addMissing(logName, e.Pos, max(expected, c.logStart), eb-1, why, true)
+			}
+		}
 		maxTS := c.account(logName, &e, recs)
 		before := runMax
 		runMax = max(runMax, maxTS)
 		oi.onOffsetBatch(e.Pos, eb, el)
 		ti.onTimeBatch(eb, el, maxTS, before)
 		expected = el + 1
+		c.damageSince = false
 		sc.SetMinOffset(expected)
 		c.next = expected
 		sr.validEnd = e.Pos + e.Size
@@ -134,9 +146,80 @@ func (c *checker) checkSegment(i int) {
 	// A zero tail (an untrimmed preallocated file) is the end of the
 	// file, as for recovery: repair's floor is where the data ends.
 	sr.size = size - sc.ZeroTail()
-	oi.finishOffset(sr.validEnd)
-	ti.finishTime(sr.validEnd, runMax, !active)
+	c.checkMissing(sr, oi, logName, last, nextBase, size)
+	ti.finishTime(sr.validEnd, runMax, !active, sr.missing != "")
 	c.checkTxnIndex(sr, aborts)
+}
+
+// gap reports whether offsets [from, to], absent between two batches,
+// are missing data: the log was never compacted (compaction leaves gaps),
+// no damage lies between the batches (the damage is the gap, and is
+// reported), and some of them are at or above the log start (below it
+// they were deleted).
+func (c *checker) gap(from, to int64) bool {
+	return !c.compacted && !c.damageSince && to >= from && to >= c.logStart
+}
+
+// checkMissing looks, at the end of a segment, for data the log had that
+// is gone: offset-index entries pointing past the end of the .log (at
+// batches the log had synced), and offsets between this segment's last
+// batch and the next segment's base in a log never compacted. Both are
+// one missing-data problem on the .log, at the end of its valid data.
+// The other index entries past the end (at batches the log had not synced:
+// a crash lost them, and the index outlived them) are stale entries that
+// repair rebuilds.
+func (c *checker) checkMissing(sr *segResult, oi *idxCheck, logName string, last bool, nextBase, fileSize int64) {
+	past := oi.finishOffset()
+	segEnd := max(c.next, sr.base) // the first offset this segment does not hold
+	var evidence, stale []idxEntry
+	for _, e := range past {
+		if !c.damageSince && e.key < c.rp && e.key >= c.logStart {
+			evidence = append(evidence, e)
+		} else {
+			stale = append(stale, e)
+		}
+	}
+	oi.reportPast(stale, sr.validEnd)
+	from, to := max(segEnd, c.logStart), int64(-1)
+	var why []string
+	if len(evidence) > 0 {
+		k := evidence[len(evidence)-1].key
+		to = k
+		why = append(why, fmt.Sprintf("%d entries of %s (from byte %d) point past the end of this file's batches (byte %d of %d), at batches ending at offsets up to %d",
+			len(evidence), oi.name, evidence[0].at, sr.validEnd, fileSize, k))
+	}
+	if !last && c.gap(segEnd, nextBase-1) {
+		to = max(to, nextBase-1)
+		if sr.batches == 0 {
+			why = append(why, fmt.Sprintf("this segment holds no batch, and the next one, %s, starts at offset %d", fileName(nextBase, sufLog), nextBase))
+		} else {
+			why = append(why, fmt.Sprintf("this segment's last batch ends at offset %d, and the next segment, %s, starts at offset %d", segEnd-1, fileName(nextBase, sufLog), nextBase))
+		}
+	}
+	if to < from {
+		return
+	}
+	if len(evidence) > 0 {
+		sr.indexBad = true // entries past the end: rebuilt if this repair's own cut left them
+		sr.missing = problemKey(Problem{File: logName, Position: sr.validEnd, Kind: KindMissingData})
+	}
+	c.addMissing(logName, sr.validEnd, from, to, strings.Join(why, "; "), !last && c.gap(segEnd, nextBase-1))
+}
+
+// addMissing reports offsets [from, to] as missing data. gap says the
+// evidence is an offset gap, which only a log never compacted rules out.
+func (c *checker) addMissing(file string, pos, from, to int64, why string, gap bool) {
+	detail := fmt.Sprintf("data missing: offsets %d–%d: %s", from, to, why)
+	if gap {
+		detail += "; the log was never compacted (no cleaner-offset-checkpoint), so every offset from its start to its end was in a batch"
+	}
+	if from < c.rp {
+		detail += fmt.Sprintf("; below the recovery point %s: the log had synced them", c.rpSource)
+	} else {
+		detail += fmt.Sprintf("; past the recovery point %s: the log had not synced them, so a crash may have lost them", c.rpSource)
+	}
+	detail += "; repair cannot bring them back and leaves this evidence as it is"
+	c.addf(file, pos, KindMissingData, Error, fixAction{}, "%s", detail)
 }
 
 // decode counts a v2 batch's records, decoding them when the check is deep
@@ -242,6 +325,7 @@ func (c *checker) account(file string, e *Entry, recs int64) int64 {
 func (c *checker) addDamage(seg int, file string, e Entry) {
 	sr := c.segs[seg]
 	sr.damaged = true
+	c.damageSince = true
 	detail := e.Err.Error()
 	switch {
 	case e.ToEnd:

@@ -47,6 +47,10 @@ type base struct {
 
 	cached cacheLink
 
+	// mem marks an in-memory index (Scratch): no file, no mapping, buf
+	// grows as entries are appended.
+	mem bool
+
 	// lastMu guards last, the raw bytes of the final entry of a sealed index
 	// that is not mapped, read with ReadAt so that asking a sealed segment
 	// for its largest timestamp or last offset maps nothing.
@@ -176,10 +180,16 @@ var zeroChunk [warmChunk]byte
 // Writing zeros to the next warmChunk with pwrite instead costs about 25 µs
 // per 16 pages, after which each first store is a minor fault (~0.5 µs).
 // The zeros land beyond the last entry (entries are only stored below
-// warmEnd, which only grows), so they never overwrite one; what they write
-// is what the fallocated range already reads as. A failed write is
-// ignored: the store then takes the slow fault, nothing worse.
+// warmEnd, which only grows, except that a Rewrite brings it down to its
+// new last entry), so they never overwrite one; what they write is what
+// the fallocated range already reads as. A failed write is ignored: the
+// store then takes the slow fault, nothing worse. An in-memory index
+// (Scratch) has no pages: its buffer grows instead.
 func (x *base) warmFor(end int64) {
+	if x.mem {
+		x.grow(end)
+		return
+	}
 	if end <= x.warmEnd || x.warmEnd >= int64(len(x.buf)) {
 		return
 	}
@@ -375,6 +385,11 @@ func (x *base) sealLocked() error {
 		return nil
 	}
 	n := x.n.Load()
+	if x.mem {
+		x.writable = false
+		x.maxEntries.Store(n)
+		return nil
+	}
 	var first error
 	keep := func(err error, op string, pos int64) {
 		if err != nil && first == nil {
@@ -474,8 +489,10 @@ func (x *base) flush() error {
 	if x.closed {
 		return x.errorf("flush", -1, ErrClosed, "")
 	}
-	if !x.writable {
-		return nil // sealed files were made durable when trimmed
+	if !x.writable || x.mem {
+		// Sealed files were made durable when trimmed (or are synced by
+		// SyncFile, when recovery found one right and left it as it was).
+		return nil
 	}
 	if err := x.m.Flush(); err != nil {
 		return x.errorf("flush", -1, err, "")

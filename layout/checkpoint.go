@@ -38,6 +38,39 @@ type CheckpointEntry struct {
 // ErrBadCheckpoint reports a checkpoint file that does not parse.
 var ErrBadCheckpoint = errors.New("layout: malformed checkpoint file")
 
+// CheckpointError is a checkpoint file that does not parse (it matches
+// ErrBadCheckpoint): where, and why. Its message names the file and line
+// and says how to rewrite it, since every command that opens the log
+// refuses it until then: fsck --repair rewrites an unusable checkpoint in
+// the way that keeps every record (docs/fsck.md).
+type CheckpointError struct {
+	Path string
+	// Line is the 1-based line at fault, 0 for the file as a whole (too
+	// large to be a checkpoint); Pos the byte position where it starts.
+	Line, Pos int
+	Reason    string
+	// Err is the underlying error, if any (vfs.ErrFileTooLarge).
+	Err error
+}
+
+// Error names the file, the line and the way out.
+func (e *CheckpointError) Error() string {
+	where := e.Path
+	if e.Line > 0 {
+		where = fmt.Sprintf("%s line %d, at byte %d", e.Path, e.Line, e.Pos)
+	}
+	return fmt.Sprintf("%v: %s: %s; run \"seglog fsck --repair %s\" to rewrite it, keeping every record",
+		ErrBadCheckpoint, where, e.Reason, filepath.Dir(e.Path))
+}
+
+// Unwrap makes the error match ErrBadCheckpoint, and Err.
+func (e *CheckpointError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrBadCheckpoint, e.Err}
+	}
+	return []error{ErrBadCheckpoint}
+}
+
 // MaxCheckpointBytes bounds how much of a checkpoint file is read, so a
 // damaged or hostile file cannot make us allocate by its size.
 const MaxCheckpointBytes = 1 << 20
@@ -49,7 +82,7 @@ const MaxCheckpointBytes = 1 << 20
 func ReadCheckpoint(fs vfs.FS, path string) ([]CheckpointEntry, error) {
 	buf, err := vfs.ReadFileLimit(fs, path, MaxCheckpointBytes)
 	if errors.Is(err, vfs.ErrFileTooLarge) {
-		return nil, fmt.Errorf("%w: %w", ErrBadCheckpoint, err)
+		return nil, &CheckpointError{Path: path, Reason: err.Error(), Err: err}
 	}
 	if err != nil {
 		return nil, err
@@ -64,7 +97,8 @@ func ParseCheckpoint(path string, data []byte) ([]CheckpointEntry, error) {
 		return nil, nil
 	}
 	bad := func(pos int, format string, args ...any) error {
-		return fmt.Errorf("%w: %s at byte %d: %s", ErrBadCheckpoint, path, pos, fmt.Sprintf(format, args...))
+		pos = min(pos, len(data))
+		return &CheckpointError{Path: path, Line: 1 + bytes.Count(data[:pos], []byte{'\n'}), Pos: pos, Reason: fmt.Sprintf(format, args...)}
 	}
 	pos := 0
 	next := func() (string, int, bool) {

@@ -1,8 +1,10 @@
 package layout
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/seglog/seglog/vfs"
@@ -176,4 +178,72 @@ func writeSynced(t *testing.T, fs vfs.FS, path, data string) {
 		t.Fatal(err)
 	}
 	f.Close()
+}
+
+// TestContentsKind: the one classification every command shares. A log
+// with a file that is not a log's beside it is a log (Kafka ignores the
+// file); a file named like a segment's that is not one, a directory
+// inside, or only files that are not a log's make a directory that
+// nothing adopts.
+func TestContentsKind(t *testing.T) {
+	seg := FileName(0, LogSuffix)
+	for _, tc := range []struct {
+		name  string
+		files []string
+		dirs  []string
+		want  DirKind
+	}{
+		{"empty", nil, nil, DirEmpty},
+		{"lock only", []string{LockFile}, nil, DirEmpty},
+		{"a log", []string{seg, FileName(0, IndexSuffix), RecoveryPointFile, LockFile}, nil, DirLog},
+		{"a log with a stray file", []string{seg, "notes.txt", ".DS_Store"}, nil, DirLog},
+		{"checkpoints only", []string{RecoveryPointFile, LogStartOffsetFile}, nil, DirLog},
+		{"Kafka partition files only", []string{PartitionMetadataFile}, nil, DirLog},
+		{"only stray files", []string{"notes.txt"}, nil, DirNotALog},
+		{"checkpoints and a stray file (an empty Kafka log.dir)", []string{RecoveryPointFile, "meta.properties"}, nil, DirNotALog},
+		{"a log.dir", []string{RecoveryPointFile}, []string{"t-0"}, DirNotALog},
+		{"a log with a directory inside", []string{seg}, []string{"sub"}, DirNotALog},
+		{"a log with a misnamed segment", []string{seg, "123.log"}, nil, DirNotALog},
+		{"a log with an application log", []string{seg, "server.log"}, nil, DirNotALog},
+		{"a log with a misnamed swap", []string{seg, "x.index.swap"}, nil, DirNotALog},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			for _, f := range tc.files {
+				vfstest.WriteFile(t, fs, "/d/"+f, nil)
+			}
+			for _, d := range tc.dirs {
+				if err := fs.MkdirAll("/d/" + d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := fs.MkdirAll("/d"); err != nil {
+				t.Fatal(err)
+			}
+			c, err := ReadContents(fs, "/d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Kind(); got != tc.want {
+				t.Fatalf("Kind = %v, want %v (%+v)", got, tc.want, c)
+			}
+		})
+	}
+}
+
+// TestCheckpointErrorNamesLine: a checkpoint that does not parse is
+// refused with a *CheckpointError naming the file, the line and its byte,
+// and saying that fsck --repair rewrites it: every command that opens the
+// log shows this message.
+func TestCheckpointErrorNamesLine(t *testing.T) {
+	_, err := ParseCheckpoint("/logs/t-0/log-start-offset-checkpoint", []byte("0\n1\nt 0 zz\n"))
+	var ce *CheckpointError
+	if !errors.Is(err, ErrBadCheckpoint) || !errors.As(err, &ce) || ce.Line != 3 || ce.Pos != 4 {
+		t.Fatalf("err %v (%+v), want a CheckpointError at line 3, byte 4", err, ce)
+	}
+	for _, want := range []string{"/logs/t-0/log-start-offset-checkpoint line 3, at byte 4", `run "seglog fsck --repair /logs/t-0"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("message %q does not say %q", err, want)
+		}
+	}
 }

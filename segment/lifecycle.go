@@ -80,7 +80,9 @@ func (s *Segment) makeIndexesWritable() error {
 }
 
 // Flush makes the segment durable: fdatasync of the .log and of the active
-// indexes' mappings (sealed indexes were made durable when trimmed).
+// indexes' mappings (sealed indexes were made durable when trimmed, or,
+// when recovery found them right and left them as they were, are fsynced
+// here, once).
 func (s *Segment) Flush() error {
 	if !s.filesOpen.Load() {
 		return nil // never opened, so nothing was written through it
@@ -97,6 +99,12 @@ func (s *Segment) Flush() error {
 	}
 	if err := errors.Join(s.offIdx.Flush(), s.timeIdx.Flush()); err != nil {
 		return err
+	}
+	if s.indexSyncPending.Load() {
+		if err := errors.Join(s.offIdx.SyncFile(), s.timeIdx.SyncFile()); err != nil {
+			return err
+		}
+		s.indexSyncPending.Store(false)
 	}
 	if sealed {
 		s.mayClose()

@@ -202,8 +202,9 @@ func syncedDamage(path string, reason error, synced int64) error {
 // ApplyRecovery. The synced bytes are read once. On a
 // *record.CorruptionError (damage below o.Synced) nothing was changed.
 //
-// An active segment stays writable; a sealed one is made writable for the
-// rebuild and sealed again (indexes trimmed). Recover is a writer operation
+// An active segment stays writable; a sealed one stays sealed (made
+// writable for a rebuild and sealed again, indexes trimmed, only if its
+// files need one; see ApplyRecovery). Recover is a writer operation
 // (no concurrent readers). A torn or damaged tail above o.Synced is cut,
 // reported in RecoverResult.Reason and logged, not returned as err; other
 // errors are I/O failures, after which the segment's state is undefined
@@ -217,12 +218,39 @@ func (s *Segment) Recover(o RecoverOptions) (RecoverResult, error) {
 }
 
 // ApplyRecovery carries out a plan from PlanRecovery of this segment: both
-// indexes are emptied and rebuilt with the plan's entries (the same rule as
-// Append), the .log is truncated at the end of the last valid entry, the
-// time index gets its final entry (the running maximum), and the size,
-// next offset and maximum timestamp are published. The .log must not have
+// indexes get the plan's entries (the same rule as Append), the .log is
+// truncated at the end of the last valid entry, a sealed segment's time
+// index gets its final entry (the running maximum), and the size, next
+// offset and maximum timestamp are published. The .log must not have
 // changed since the plan was made.
+//
+// Recovery changes only what is wrong. A sealed segment whose .log is
+// valid to its end and whose index files already hold exactly the
+// rebuilt entries is left as it is, nothing written, truncated or synced:
+// Flush then syncs its index files too, so the log makes them durable
+// before its recovery point passes them, as it does the .log (a crash may
+// have come between a seal's trim and its fsync, and the page cache holds
+// what the disk may not yet). Otherwise the indexes are made writable, only
+// the entries that differ are stored, and the segment is sealed again
+// (trimmed and fsynced). An active segment stays active: its entries are
+// stored the same way and nothing is synced, as for appends (a seal makes
+// them durable before anything trusts them).
 func (s *Segment) ApplyRecovery(p *RecoveryPlan) (RecoverResult, error) {
+	return s.applyRecovery(p, false)
+}
+
+// ApplyRecoveryActive is ApplyRecovery for a log's last segment, opened
+// sealed: the segment is left active, as Unseal leaves it, indexes
+// writable. Its indexes are grown back to their maximum size and mapped
+// (a crashed active segment's are already at that size) and get the
+// plan's entries without the final time-index entry a seal adds, which is
+// what the writer had stored: when they hold them already (a SIGKILL
+// leaves the page cache intact), nothing is stored, truncated or synced.
+func (s *Segment) ApplyRecoveryActive(p *RecoveryPlan) (RecoverResult, error) {
+	return s.applyRecovery(p, true)
+}
+
+func (s *Segment) applyRecovery(p *RecoveryPlan, activate bool) (RecoverResult, error) {
 	if p.base != s.base {
 		return RecoverResult{}, fmt.Errorf("segment: recovery plan for base %d applied to segment %d", p.base, s.base)
 	}
@@ -238,29 +266,50 @@ func (s *Segment) ApplyRecovery(p *RecoveryPlan) (RecoverResult, error) {
 		return RecoverResult{}, fmt.Errorf("segment: %s changed size (%d, planned at %d bytes) between recovery's scan and its repair", path, fileSize, p.fileSize)
 	}
 	wasSealed := s.sealed.Load()
+	stayActive := !wasSealed || activate
+	if activate && wasSealed && s.opts.ReadOnly {
+		return RecoverResult{}, fmt.Errorf("segment: recover %s as the active segment: opened read-only", path)
+	}
+	res, t := p.res, p.t
+	off, tim, err := s.rebuiltIndexes(p, !stayActive)
+	if err == nil {
+		tim, err = s.keepWrittenTimeEntries(p, tim)
+	}
+	if err != nil {
+		return RecoverResult{}, err
+	}
+	if wasSealed && !stayActive && res.TruncatedBytes == 0 {
+		same, err := s.offIdx.Holds(off)
+		if err == nil && same {
+			same, err = s.timeIdx.Holds(tim)
+		}
+		if err != nil {
+			return RecoverResult{}, err
+		}
+		if same {
+			s.publishRecovered(res, t)
+			s.indexSyncPending.Store(true)
+			return res, nil
+		}
+	}
 	if wasSealed {
+		if activate {
+			// As Unseal: appends and truncations go through this
+			// descriptor from now on.
+			if err := s.holdOpen(); err != nil {
+				return RecoverResult{}, err
+			}
+		}
 		if err := s.makeIndexesWritable(); err != nil {
 			return RecoverResult{}, err
 		}
 	}
-	if err := errors.Join(s.offIdx.Reset(), s.timeIdx.Reset()); err != nil {
+	if _, err := s.offIdx.Rewrite(off); err != nil {
 		return RecoverResult{}, err
 	}
-	for _, pt := range p.points {
-		err := s.offIdx.Append(pt.last, pt.pos)
-		if err == nil {
-			err = s.timeIdx.MaybeAppend(pt.maxTS, pt.maxTSOffset, false)
-		}
-		if errors.Is(err, index.ErrFull) {
-			// Data written under a larger segment.index.bytes: lookups
-			// stay correct with fewer entries, only scans get longer.
-			s.opts.Logger.Warn("segment: index full during recovery; later batches not indexed", "path", path, "pos", pt.pos)
-			break
-		} else if err != nil {
-			return RecoverResult{}, err
-		}
+	if _, err := s.timeIdx.Rewrite(tim); err != nil {
+		return RecoverResult{}, err
 	}
-	res, t := p.res, p.t
 	if res.TruncatedBytes > 0 {
 		if res.Reason != nil {
 			s.opts.Logger.Warn("segment: truncating invalid tail", "path", path,
@@ -271,23 +320,55 @@ func (s *Segment) ApplyRecovery(p *RecoveryPlan) (RecoverResult, error) {
 			return RecoverResult{}, err
 		}
 	}
-	if t.maxTS >= 0 {
-		if err := s.timeIdx.MaybeAppend(t.maxTS, t.maxTSOffset, true); err != nil {
-			return RecoverResult{}, err
+	s.publishRecovered(res, t)
+	switch {
+	case wasSealed && !stayActive:
+		if err := errors.Join(s.offIdx.Seal(), s.timeIdx.Seal()); err != nil {
+			return res, err
+		}
+	case wasSealed:
+		s.sealed.Store(false)
+	}
+	return res, nil
+}
+
+// rebuiltIndexes builds in memory what the segment's indexes hold after
+// recovery: an entry pair per plan point, the same rule as Append, and,
+// for a segment that is sealed afterwards, the time index's final entry
+// (the running maximum) that Seal adds.
+func (s *Segment) rebuiltIndexes(p *RecoveryPlan, final bool) (*index.OffsetIndex, *index.TimeIndex, error) {
+	off, tim := s.offIdx.Scratch(), s.timeIdx.Scratch()
+	for _, pt := range p.points {
+		err := off.Append(pt.last, pt.pos)
+		if err == nil {
+			err = tim.MaybeAppend(pt.maxTS, pt.maxTSOffset, false)
+		}
+		if errors.Is(err, index.ErrFull) {
+			// Data written under a larger segment.index.bytes: lookups
+			// stay correct with fewer entries, only scans get longer.
+			s.opts.Logger.Warn("segment: index full during recovery; later batches not indexed", "path", s.LogPath(), "pos", pt.pos)
+			break
+		} else if err != nil {
+			return nil, nil, err
 		}
 	}
+	if final && p.t.maxTS >= 0 {
+		if err := tim.MaybeAppend(p.t.maxTS, p.t.maxTSOffset, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	return off, tim, nil
+}
+
+// publishRecovered publishes what recovery found: the size, the tail
+// state, and that the segment needs no more recovery.
+func (s *Segment) publishRecovered(res RecoverResult, t tail) {
 	s.size.Store(res.ValidBytes)
 	s.loadMu.Lock()
 	s.publishTail(t)
 	s.loadMu.Unlock()
 	s.firstTSKnown = false
 	s.needsRecovery.Store(false)
-	if wasSealed {
-		if err := errors.Join(s.offIdx.Seal(), s.timeIdx.Seal()); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
 }
 
 // judgeEntry applies recovery's checks to one scanned entry of the segment

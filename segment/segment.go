@@ -186,6 +186,9 @@ type Segment struct {
 	firstTSKnown bool
 
 	needsRecovery atomic.Bool
+	// indexSyncPending says recovery found the sealed index files right
+	// and left them as they were, unsynced: Flush syncs them.
+	indexSyncPending atomic.Bool
 
 	// view marks the last batch a read-only view published (RebuildView,
 	// ExtendView), to notice the file being rewritten under the view.

@@ -43,6 +43,8 @@ type dirCheckpoints struct {
 	// recovery point, below); written marks when each was last written.
 	dirty   map[string]bool
 	written map[string]time.Time
+	// missing marks the files loadCheckpoints did not find.
+	missing map[string]bool
 }
 
 // recoveryPointInterval is the least time between two rewrites of a file
@@ -54,13 +56,14 @@ const recoveryPointInterval = time.Second
 
 func loadCheckpoints(fsys vfs.FS, dir string, clean bool) (*dirCheckpoints, error) {
 	d := &dirCheckpoints{fs: fsys, dir: dir, clean: clean, files: make(map[string]map[tp]int64),
-		dirty: make(map[string]bool), written: make(map[string]time.Time)}
+		dirty: make(map[string]bool), written: make(map[string]time.Time), missing: make(map[string]bool)}
 	for _, name := range checkpointFiles {
 		m := make(map[tp]int64)
 		entries, err := layout.ReadCheckpoint(fsys, filepath.Join(dir, name))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
+		d.missing[name] = err != nil
 		for _, e := range entries {
 			m[tp{e.Topic, e.Partition}] = e.Offset
 		}
@@ -135,14 +138,22 @@ func (d *dirCheckpoints) flush() error {
 	return nil
 }
 
-// writeAll writes every file, so that a new log.dir has all three.
-func (d *dirCheckpoints) writeAll() error {
+// writeMissing writes the files the log.dir did not have, so that a new
+// log.dir has all three. The others already say what memory holds (each
+// change since they were read rewrote its file): rewriting them would
+// cost every Open three fsyncs, a rename each and as many directory syncs
+// for nothing.
+func (d *dirCheckpoints) writeMissing() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, name := range checkpointFiles {
+		if !d.missing[name] {
+			continue
+		}
 		if err := d.writeLocked(name); err != nil {
 			return err
 		}
+		d.missing[name] = false
 	}
 	return nil
 }

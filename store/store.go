@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seglog/seglog"
@@ -25,6 +26,15 @@ import (
 // process or another, holds the log.dir: a *HeldError, which names the
 // holder.
 var ErrLocked = seglog.ErrLocked
+
+// DefaultRecoveryWorkers is Options.RecoveryWorkers' default. Recovering a
+// partition is mostly waiting: on reads of its unflushed tail when a power
+// loss emptied the page cache, on the syncs of what recovery had to
+// change. A few partitions at once overlap those waits even on one or two
+// cores, and let the filesystem commit their syncs together; more than a
+// few only add mapped indexes and descriptors while the disk is already
+// busy. Kafka's num.recovery.threads.per.data.dir defaults to 1.
+const DefaultRecoveryWorkers = 4
 
 // Options configures a Store. The zero value is usable.
 type Options struct {
@@ -56,6 +66,13 @@ type Options struct {
 	// background (default 2): partitions share them instead of running a
 	// flusher goroutine each.
 	FlushWorkers int
+	// RecoveryWorkers bounds how many partitions are opened, and so
+	// recovered after a crash, at once where the store opens many
+	// together: the offsets topic's partitions at Open (their commits are
+	// read to rebuild the groups' offsets) and, at Close after a crash,
+	// those the session never used (Kafka's
+	// num.recovery.threads.per.data.dir). Default DefaultRecoveryWorkers.
+	RecoveryWorkers int
 	// MaxOpenLogs is the budget of open partition Logs (default
 	// DefaultMaxOpenLogs). A partition's Log opens on first use; past the
 	// budget, the least recently used idle ones are closed, to be reopened
@@ -214,6 +231,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if opts.MaxOpenLogs <= 0 {
 		opts.MaxOpenLogs = DefaultMaxOpenLogs
+	}
+	if opts.RecoveryWorkers <= 0 {
+		opts.RecoveryWorkers = DefaultRecoveryWorkers
 	}
 	if opts.ReadOnly {
 		return openReadOnly(dir, opts)
@@ -375,7 +395,7 @@ func (s *Store) load() error {
 			return err
 		}
 	}
-	if err := s.ckpt.writeAll(); err != nil {
+	if err := s.ckpt.writeMissing(); err != nil {
 		return err
 	}
 	if clean {
@@ -387,6 +407,13 @@ func (s *Store) load() error {
 		if err := s.fs.SyncDir(s.dir); err != nil {
 			return err
 		}
+	}
+	// The replay opens every offsets partition: open them (recovering
+	// them after a crash) several at once first, as many as stay open,
+	// and report every one that fails, each naming itself.
+	offsets := s.topics[OffsetsTopic].parts
+	if err := errors.Join(s.openParallel(offsets[:min(len(offsets), s.lru.budget)])...); err != nil {
+		return err
 	}
 	if err := s.groups.rebuild(s.topics[OffsetsTopic]); err != nil {
 		return err
@@ -578,23 +605,51 @@ func (s *Store) Close() error {
 // recoverRest opens, so recovers, every partition a crash left that this
 // session never used, so that the clean-shutdown marker can vouch for all
 // of them (Kafka recovers every log at startup; the store does it lazily,
-// and the rest at Close). Only after a crash, so a clean session's Close
-// opens nothing. A partition that fails to open is logged and keeps the
-// marker from being written.
+// and the rest at Close), Options.RecoveryWorkers at a time. Only after a
+// crash, so a clean session's Close opens nothing. A partition that fails
+// to open is logged and keeps the marker from being written; the others
+// are recovered all the same.
 func (s *Store) recoverRest() {
 	if s.ckpt.clean {
 		return
 	}
+	var rest []*partition
 	for _, t := range s.topics {
 		for _, p := range t.parts {
-			if p.recovered() {
-				continue
-			}
-			if err := p.with(func(*seglog.Log) error { return nil }); err != nil {
-				s.logger.Warn("store: recovering a partition at Close failed", "dir", p.dir(), "err", err)
+			if !p.recovered() {
+				rest = append(rest, p)
 			}
 		}
 	}
+	for i, err := range s.openParallel(rest) {
+		if err != nil {
+			s.logger.Warn("store: recovering a partition at Close failed", "dir", rest[i].dir(), "err", err)
+		}
+	}
+}
+
+// openParallel opens each partition's Log (recovering it if the store
+// opened after a crash), Options.RecoveryWorkers at a time, and leaves it
+// open, idle, for the budget of open Logs to keep or close. errs[i] is
+// parts[i]'s error (naming the partition); one partition's failure stops
+// none of the others.
+func (s *Store) openParallel(parts []*partition) (errs []error) {
+	errs = make([]error, len(parts))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(s.opts.RecoveryWorkers, len(parts)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(parts) {
+					return
+				}
+				errs[i] = parts[i].with(func(*seglog.Log) error { return nil })
+			}
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // unrecovered counts the partitions the clean-shutdown marker must not

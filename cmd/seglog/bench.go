@@ -46,7 +46,7 @@ A progress bar is drawn on stderr when it is a terminal. --json prints one
 JSON object per workload instead of the table; --plot FILE.png draws
 throughput over time (and, for a sweep of sizes or writers, against it).`,
 	}
-	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd())
+	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd(), newBenchRestartCmd())
 	return cmd
 }
 

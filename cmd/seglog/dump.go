@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -59,29 +61,50 @@ func runDump(w io.Writer, path string, records bool, maxBatch int) error {
 		return err
 	}
 	if !fi.IsDir() {
+		if detail, ok := fsck.Leftover(path); ok {
+			fmt.Fprintf(w, "(%s is a leftover: %s)\n", path, detail)
+		}
 		return dumpFile(w, path, -1, records, maxBatch)
 	}
-	names, err := fsckFS.List(path)
+	// What the directory is comes from layout's one classification, as
+	// for every command: a Kafka log.dir, or a directory holding only
+	// files that are not a log's, is refused as consume refuses it; files
+	// that are not a log's beside a log's are ignored, as Kafka ignores
+	// them, and named at the end.
+	contents, err := layout.ReadContents(fsckFS, path)
 	if err != nil {
 		return err
 	}
+	if contents.Kind() == layout.DirNotALog && len(contents.Partition) == 0 {
+		return &seglog.NotALogError{Dir: path, Subdirs: contents.Subdirs, Files: contents.Strays}
+	}
 	// Segment by segment, each .log before its indexes, as Kafka's tool
-	// lists them.
+	// lists them; then the leftovers of interrupted operations (.deleted,
+	// .cleaned, .swap), which are not part of the log: each is dumped on
+	// its own, as the leftover it is.
 	order := map[string]int{".log": 0, ".index": 1, ".timeindex": 2, ".txnindex": 3}
-	var files []string
-	for _, name := range names {
-		if kind, _, ok := fsck.FileKind(name); ok && kind != ".snapshot" {
+	var files, leftovers []string
+	for _, name := range contents.Partition {
+		kind, _, ok := fsck.FileKind(name)
+		if !ok || kind == ".snapshot" {
+			continue
+		}
+		if _, left := fsck.Leftover(name); left {
+			leftovers = append(leftovers, name)
+		} else {
 			files = append(files, name)
 		}
 	}
-	slices.SortStableFunc(files, func(a, b string) int {
+	byBase := func(a, b string) int {
 		ka, ba, _ := fsck.FileKind(a)
 		kb, bb, _ := fsck.FileKind(b)
 		if ba != bb {
 			return cmp.Compare(ba, bb)
 		}
 		return cmp.Compare(order[ka], order[kb])
-	})
+	}
+	slices.SortStableFunc(files, byBase)
+	slices.SortStableFunc(leftovers, byBase)
 	// Each .log's batches must end below the next segment's base
 	// offset, as fsck checks.
 	next := map[string]int64{}
@@ -108,8 +131,25 @@ func runDump(w io.Writer, path string, records bool, maxBatch int) error {
 			return err
 		}
 	}
+	for _, name := range leftovers {
+		if n > 0 {
+			fmt.Fprintln(w)
+		}
+		n++
+		detail, _ := fsck.Leftover(name)
+		fmt.Fprintf(w, "(%s is a leftover, not part of the log: %s)\n", name, detail)
+		if err := dumpFile(w, filepath.Join(path, name), -1, records, maxBatch); err != nil {
+			return err
+		}
+	}
 	if n == 0 {
 		fmt.Fprintf(w, "%s: no segment files\n", path)
+	}
+	if len(contents.Strays) > 0 {
+		fmt.Fprintf(w, "(not a log's files, ignored as Kafka ignores them: %s)\n", strings.Join(contents.Strays, ", "))
+	}
+	if len(contents.Misnamed) > 0 {
+		fmt.Fprintf(w, "(named like segment files but not one, which Kafka misreads and seglog refuses to open the log beside: %s)\n", strings.Join(contents.Misnamed, ", "))
 	}
 	return nil
 }

@@ -32,7 +32,17 @@ func newFsckCmd() *cobra.Command {
 		Short: "check (and with --repair, fix) seglog or Kafka partition directories",
 		Long: `Check seglog or Apache Kafka partition directories, reporting every problem
 with its file and byte position. A directory holding partition directories
-(a Kafka log.dir) is searched for them.
+(a Kafka log.dir) is searched for them, a few levels deep; hidden
+directories (.ssh) and symbolic links below it are not searched. A DIR in
+which no partition is found is an error (exit status 8), never "clean".
+
+Missing data is always reported, as "data missing: offsets X–Y": an offset
+gap in a log that was never compacted (it has no cleaner-offset-checkpoint),
+index entries pointing past the end of their .log, a recovery point beyond
+the end of the log. Repair cannot bring the data back and leaves every piece
+of that evidence as it is. Files that are not a log's beside a log's
+(notes.txt) are listed and ignored, as Kafka and every seglog command
+ignore them.
 
 Checking writes nothing and takes no lock, so it is safe beside a running log.
 
@@ -46,9 +56,12 @@ next Open would make of it:
     recovery-point-offset-checkpoint in the directory, or a Kafka log.dir's
     line for the partition in the parent; a clean-shutdown marker means
     everything was synced;
-  - missing or wrong indexes are rebuilt, leftover .deleted/.cleaned/.swap
-    files resolved as Kafka's recovery does, and a recovery point beyond the
-    end of the log lowered once no damage remains.
+  - missing or wrong indexes are rebuilt (not those that are the evidence of
+    missing data), leftover .deleted/.cleaned/.swap files resolved as
+    Kafka's recovery does;
+  - an unusable checkpoint (one consume and produce refuse) is rewritten so
+    that every record is kept, and a log start beyond the end of the log is
+    set to the end; the report says what was written.
 An entry larger than --max-entry-bytes is not read and never taken for
 damage: raise the limit to verify it. Repair refuses to run while a log holds
 the directory's lock.
@@ -167,6 +180,9 @@ func runFsck(cmd *cobra.Command, args []string, repair, asJSON bool, opts fsck.R
 		result.Dirs = append(result.Dirs, d)
 		result.Problems = append(result.Problems, kept...)
 		result.Stats.Add(r.Stats)
+		for _, n := range r.Stats.Strays {
+			result.Stats.Strays = append(result.Stats.Strays, filepath.Join(d, n))
+		}
 	}
 	prog.Finish()
 	result.Exit = exit
@@ -190,6 +206,9 @@ func printFsck(w io.Writer, reports []*fsck.Report, exit int) {
 	var probs, errs, warns, fixed int
 	for _, r := range reports {
 		fmt.Fprintf(w, "%s: %s\n", r.Dir, describeStats(r))
+		if len(r.Stats.Strays) > 0 {
+			fmt.Fprintf(w, "  not a log's files, ignored as Kafka ignores them: %s\n", strings.Join(r.Stats.Strays, ", "))
+		}
 		file := ""
 		for _, p := range r.Problems {
 			if p.File != file {
@@ -199,6 +218,9 @@ func printFsck(w io.Writer, reports []*fsck.Report, exit int) {
 			mark := ""
 			if p.Repaired {
 				mark = " [repaired]"
+				if p.Repair != "" {
+					mark = " [repaired: " + p.Repair + "]"
+				}
 				fixed++
 			}
 			fmt.Fprintf(w, "    byte %d: %s %s: %s%s\n", p.Position, p.Severity, p.Kind, p.Detail, mark)

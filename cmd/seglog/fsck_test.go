@@ -41,6 +41,7 @@ type fsckOut struct {
 		Severity string `json:"severity"`
 		Detail   string `json:"detail"`
 		Repaired bool   `json:"repaired"`
+		Repair   string `json:"repair"`
 	} `json:"problems"`
 	Stats map[string]any `json:"stats"`
 	Exit  int            `json:"exit"`

@@ -65,6 +65,10 @@ type Case struct {
 	// Unfixable says repair never fixes it (it would need state the
 	// directory does not hold).
 	Unfixable bool
+	// Refused says the Log's Open refuses the directory as it is, with an
+	// error that names the file and says to run fsck --repair, which
+	// fixes it (an unusable checkpoint).
+	Refused bool
 	// Inject damages the log in d and says where.
 	Inject func(t testing.TB, d *Dir) Damage
 }

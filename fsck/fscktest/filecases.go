@@ -132,11 +132,11 @@ func fileCases() []Case {
 			d.Write(name, make([]byte, 12))
 			return none(name, 0)
 		}},
-		{Name: "recovery point beyond end", Kind: fsck.KindCheckpoint, Inject: func(t testing.TB, d *Dir) Damage {
+		{Name: "recovery point beyond end", Kind: fsck.KindMissingData, Unfixable: true, Inject: func(t testing.TB, d *Dir) Damage {
 			d.Write("recovery-point-offset-checkpoint", []byte("0\n1\np 0 123456\n"))
 			return none("recovery-point-offset-checkpoint", 4)
 		}},
-		{Name: "malformed checkpoint", Kind: fsck.KindCheckpoint, Unfixable: true, Inject: func(t testing.TB, d *Dir) Damage {
+		{Name: "malformed checkpoint", Kind: fsck.KindCheckpoint, Refused: true, Inject: func(t testing.TB, d *Dir) Damage {
 			d.Write("log-start-offset-checkpoint", []byte("0\n1\np zero 0\n"))
 			return none("log-start-offset-checkpoint", 4)
 		}},

@@ -27,24 +27,40 @@
 package fscktest
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/seglog/seglog/fsck"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
-// CheckClean runs a deep fsck of dir (a partition directory) and fails the
-// test, listing every problem, unless the check finds none. Call it after
-// the Log writing dir was closed; beside an open Log the active segment
-// may show as torn while an append is in flight.
+// CheckClean runs a deep fsck of every partition directory at or below
+// dir (fsck.PartitionDirs: dir itself when it is a log's directory) and
+// fails the test, listing every problem, unless the check finds none; a
+// dir holding no partition fails it too (fsck.ErrNoPartition), unless it
+// is empty (an empty log). Call it
+// after the Log writing dir was closed; beside an open Log the active
+// segment may show as torn while an append is in flight.
 func CheckClean(t testing.TB, fsys vfs.FS, dir string) {
 	t.Helper()
-	r, err := fsck.Check(fsys, dir, fsck.Options{Deep: true})
+	dirs, err := fsck.PartitionDirs(fsys, dir)
+	if errors.Is(err, fsck.ErrNoPartition) {
+		if c, cerr := layout.ReadContents(fsys, dir); cerr == nil && c.Kind() == layout.DirEmpty {
+			return // an empty log: nothing to check
+		}
+	}
 	if err != nil {
 		t.Fatalf("fsck %s: %v", dir, err)
 	}
-	for _, p := range r.Problems {
-		t.Errorf("fsck %s: %s", dir, p)
+	for _, d := range dirs {
+		r, err := fsck.Check(fsys, d, fsck.Options{Deep: true})
+		if err != nil {
+			t.Fatalf("fsck %s: %v", d, err)
+		}
+		for _, p := range r.Problems {
+			t.Errorf("fsck %s: %s", d, p)
+		}
 	}
 }
 
