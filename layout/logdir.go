@@ -79,6 +79,13 @@ func IsLogDir(fs vfs.FS, dir string) (bool, error) {
 // the log.dir, the topic and the partition. Only the parent's entries are
 // looked at (a few Stat calls): nothing is read or written.
 func PartitionLogDir(fs vfs.FS, dir string) (logDir, topic string, partition int32, ok bool, err error) {
+	if b := filepath.Base(filepath.Clean(dir)); b == "." || b == ".." {
+		// "." names the partition by the working directory's name, and
+		// its log.dir is the working directory's parent.
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+	}
 	topic, partition, ok = KafkaPartition(dir)
 	if !ok {
 		return "", "", 0, false, nil

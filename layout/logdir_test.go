@@ -88,3 +88,19 @@ func TestHolderRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// "." inside a partition directory is that partition: its log.dir is the
+// working directory's parent.
+func TestPartitionLogDirDot(t *testing.T) {
+	base := t.TempDir()
+	part := base + "/events-3"
+	if err := vfs.Default.MkdirAll(part); err != nil {
+		t.Fatal(err)
+	}
+	vfstest.WriteFile(t, vfs.Default, base+"/"+RecoveryPointFile, nil)
+	t.Chdir(part)
+	logDir, topic, p, ok, err := PartitionLogDir(vfs.Default, ".")
+	if err != nil || !ok || topic != "events" || p != 3 || logDir != base {
+		t.Fatalf("PartitionLogDir(.) = %q %q %d %v %v", logDir, topic, p, ok, err)
+	}
+}
