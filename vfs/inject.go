@@ -41,6 +41,7 @@ const (
 	OpClose                           // File.Close
 	OpFlush                           // Mapping.Flush
 	OpUnmap                           // Mapping.Unmap
+	OpSetOwner                        // Lock.SetOwner (Close's emptying of the file is OpUnlock's)
 )
 
 var opNames = [...]string{
@@ -49,7 +50,7 @@ var opNames = [...]string{
 	OpSyncDir: "syncdir", OpLock: "lock", OpUnlock: "unlock", OpRead: "read",
 	OpWrite: "write", OpWriteAt: "writeat", OpSize: "size", OpSync: "sync",
 	OpTruncate: "truncate", OpPreallocate: "preallocate", OpReserve: "reserve", OpMap: "mmap", OpFd: "fd",
-	OpClose: "close", OpFlush: "msync", OpUnmap: "munmap",
+	OpClose: "close", OpFlush: "msync", OpUnmap: "munmap", OpSetOwner: "setowner",
 }
 
 // String returns the operation's name, as used in error messages.
@@ -214,9 +215,10 @@ type injectLock struct {
 	inj  Injector
 }
 
-// SetOwner is reported as a write of the lock file.
+// SetOwner is an operation of its own: it writes the lock file, but
+// what it writes describes the holder, not data.
 func (l *injectLock) SetOwner(owner []byte) error {
-	if err := check(l.inj, Op{Kind: OpWriteAt, Path: l.name, Len: int64(len(owner))}); err != nil {
+	if err := check(l.inj, Op{Kind: OpSetOwner, Path: l.name, Len: int64(len(owner))}); err != nil {
 		return err
 	}
 	return l.c.SetOwner(owner)
