@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,19 +123,12 @@ round under way (the child is killed) and removes the directory.`,
 	fl.IntVar(&cfg.Rounds, "rounds", 5, "timed rounds of each side (after one warm-up round each)")
 	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	limitFlag(cmd, "partitions", 1, math.MaxInt32)
+	limitFlag(cmd, "record-size", 1, math.MaxInt32)
+	limitFlag(cmd, "store-bytes", 0, math.MaxInt64)
+	limitFlag(cmd, "produce-bytes", 0, math.MaxInt64)
+	limitFlag(cmd, "rounds", 1, math.MaxInt32)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		switch {
-		case cfg.Partitions < 1:
-			return fmt.Errorf("invalid --partitions %d: must be at least 1", cfg.Partitions)
-		case cfg.RecordSize < 1:
-			return fmt.Errorf("invalid --record-size %d: must be at least 1", cfg.RecordSize)
-		case cfg.StoreBytes < 0:
-			return fmt.Errorf("invalid --store-bytes %d: must not be negative", cfg.StoreBytes)
-		case cfg.ProduceBytes < 0:
-			return fmt.Errorf("invalid --produce-bytes %d: must not be negative", cfg.ProduceBytes)
-		case cfg.Rounds < 1:
-			return fmt.Errorf("invalid --rounds %d: must be at least 1", cfg.Rounds)
-		}
 		ctx, cancel := benchContext(cmd)
 		defer cancel()
 		tmp, err := bench.MakeRunDir(dir, "restart")

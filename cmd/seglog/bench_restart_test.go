@@ -43,12 +43,13 @@ func TestBenchRestartSmall(t *testing.T) {
 	}
 }
 
-// TestBenchRestartFlags: a bad flag is refused before anything is built.
+// TestBenchRestartFlags: a bad flag is a usage error (exit 2), refused
+// before anything is built.
 func TestBenchRestartFlags(t *testing.T) {
 	for _, args := range [][]string{{"--partitions", "0"}, {"--record-size", "0"}, {"--rounds", "0"},
 		{"--store-bytes", "-1"}, {"--produce-bytes", "-1"}} {
 		r := invoke(t, "", append([]string{"bench", "restart", "--dir", t.TempDir()}, args...)...)
-		if r.code == 0 || !strings.Contains(r.stderr, "invalid "+args[0]) {
+		if r.code != 2 || !strings.Contains(r.stderr, "invalid "+args[0]) {
 			t.Errorf("bench restart %v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
 	}
