@@ -104,55 +104,44 @@ type dirState struct {
 	rp           int64
 	logStart     int64
 	haveLogStart bool
-	// fromParent: the directory has no recovery-point checkpoint of its
-	// own and is a Kafka partition directory whose log.dir has a line for
-	// it; the recovery point, the log start and the clean marker are the
-	// log.dir's.
-	fromParent bool
 }
 
 // readDirState reads the recovery point, the log start offset and the
-// clean-shutdown marker. A Kafka partition directory ("topic-N") keeps them
-// in its parent log.dir, one line per partition: when the directory has no
-// recovery-point checkpoint of its own and the parent's has a line for this
-// partition, the parent's line, its log-start line and its marker count
-// (a broker's data opened in place keeps the broker's recovery point, so
-// damage in what the broker synced is reported, not cut). names is the
-// directory's listing.
+// clean-shutdown marker. A partition directory of a log.dir (a store's or
+// a broker's, layout.PartitionLogDir) keeps them in the log.dir, one line
+// per partition and one marker for all: those are read, and any files of
+// the directory's own (left by an older seglog that opened it alone) are
+// not, so that every reader agrees with the store that writes the
+// log.dir's. Only a read-only Log gets here for such a directory: a
+// writable Open refuses it (refuseInLogDir). names is the directory's
+// listing.
 func readDirState(fs vfs.FS, dir string, names []string) (dirState, error) {
 	var st dirState
+	logDir, topic, part, inLogDir, err := layout.PartitionLogDir(fs, dir)
+	if err != nil {
+		return st, err
+	}
+	if inLogDir {
+		if st.rp, _, err = layout.PartitionOffset(fs, filepath.Join(logDir, RecoveryPointFile), topic, part); err != nil {
+			return st, err
+		}
+		if st.logStart, st.haveLogStart, err = layout.PartitionOffset(fs, filepath.Join(logDir, LogStartOffsetFile), topic, part); err != nil {
+			return st, err
+		}
+		if _, err := fs.Stat(filepath.Join(logDir, CleanShutdownFile)); err == nil {
+			st.clean = true
+		} else if !isNotExist(err) {
+			return st, err
+		}
+		return st, nil
+	}
 	st.ownMarker = slices.Contains(names, CleanShutdownFile)
 	st.clean = st.ownMarker
-	rp, haveRP, err := readOffsetCheckpoint(fs, dir, RecoveryPointFile)
-	if err != nil {
+	if st.rp, _, err = readOffsetCheckpoint(fs, dir, RecoveryPointFile); err != nil {
 		return st, err
 	}
 	if st.logStart, st.haveLogStart, err = readOffsetCheckpoint(fs, dir, LogStartOffsetFile); err != nil {
 		return st, err
-	}
-	if haveRP {
-		st.rp = rp
-		return st, nil
-	}
-	topic, part, ok := layout.KafkaPartition(dir)
-	if !ok {
-		return st, nil
-	}
-	parent := filepath.Dir(filepath.Clean(dir))
-	prp, ok, err := layout.PartitionOffset(fs, filepath.Join(parent, RecoveryPointFile), topic, part)
-	if err != nil || !ok {
-		return st, err
-	}
-	st.rp, st.fromParent = prp, true
-	if _, err := fs.Stat(filepath.Join(parent, CleanShutdownFile)); err == nil {
-		st.clean = true
-	} else if !isNotExist(err) {
-		return st, err
-	}
-	if !st.haveLogStart {
-		if st.logStart, st.haveLogStart, err = layout.PartitionOffset(fs, filepath.Join(parent, LogStartOffsetFile), topic, part); err != nil {
-			return st, err
-		}
 	}
 	return st, nil
 }

@@ -222,11 +222,24 @@ func TestReadStopsAtMissingData(t *testing.T) {
 	}
 }
 
+// closedLogDir makes dir's parent the log.dir of a store closed cleanly
+// (its recovery point line for dir and its marker), as the log.dir's
+// lines and marker, not dir's own files, speak for a partition there.
+func closedLogDir(t *testing.T, fsys vfs.FS, dir string) {
+	t.Helper()
+	topic, part, _ := layout.KafkaPartition(dir)
+	vfstest.WriteFile(t, fsys, filepath.Join(filepath.Dir(dir), RecoveryPointFile),
+		FormatCheckpoint([]CheckpointEntry{{Topic: topic, Partition: part, Offset: 1 << 40}}))
+	vfstest.WriteFile(t, fsys, filepath.Join(filepath.Dir(dir), CleanShutdownFile), nil)
+}
+
 // TestCompactedGapsAreNotMissing: the same gaps in a log that has a
 // cleaner-offset checkpoint (its own file, a Checkpointer's line, or its
 // Kafka log.dir's line) are compaction's: every reader goes on past them,
 // as Kafka's do. An index naming offsets its .log lost is missing data in
-// a compacted log too.
+// a compacted log too. A log.dir's partition is read read-only here: a
+// standalone writable open of it is refused (ErrInLogDir), only its store
+// writes it.
 func TestCompactedGapsAreNotMissing(t *testing.T) {
 	marks := []struct {
 		name string
@@ -234,27 +247,32 @@ func TestCompactedGapsAreNotMissing(t *testing.T) {
 		// anything, and returns the options to open it with.
 		mark      func(t *testing.T, fsys vfs.FS, dir string) Options
 		compacted bool
+		// logDir: the mark makes dir a partition of a log.dir, which only
+		// its store writes (a standalone writable Open is refused).
+		logDir bool
 	}{
 		{"own file", func(t *testing.T, fsys vfs.FS, dir string) Options {
 			vfstest.WriteFile(t, fsys, filepath.Join(dir, CleanerOffsetFile), FormatCheckpoint([]CheckpointEntry{{Topic: "events", Partition: 0, Offset: 3}}))
 			return Options{}
-		}, true},
+		}, true, false},
 		{"log.dir line", func(t *testing.T, fsys vfs.FS, dir string) Options {
+			closedLogDir(t, fsys, dir)
 			vfstest.WriteFile(t, fsys, filepath.Join(filepath.Dir(dir), CleanerOffsetFile),
 				FormatCheckpoint([]CheckpointEntry{{Topic: "other", Partition: 0, Offset: 9}, {Topic: "events", Partition: 2, Offset: 3}}))
 			return Options{}
-		}, true},
+		}, true, true},
 		{"another partition's log.dir line", func(t *testing.T, fsys vfs.FS, dir string) Options {
+			closedLogDir(t, fsys, dir)
 			vfstest.WriteFile(t, fsys, filepath.Join(filepath.Dir(dir), CleanerOffsetFile),
 				FormatCheckpoint([]CheckpointEntry{{Topic: "events", Partition: 1, Offset: 3}, {Topic: "events", Partition: 3, Offset: 3}}))
 			return Options{}
-		}, false},
+		}, false, true},
 		{"checkpointer", func(t *testing.T, fsys vfs.FS, dir string) Options {
 			return Options{Checkpoints: &mapCheckpointer{m: map[string]int64{RecoveryPointFile: 1 << 40, CleanerOffsetFile: 3}, clean: true}}
-		}, true},
+		}, true, false},
 		{"checkpointer without one", func(t *testing.T, fsys vfs.FS, dir string) Options {
 			return Options{Checkpoints: &mapCheckpointer{m: map[string]int64{RecoveryPointFile: 1 << 40}, clean: true}}
-		}, false},
+		}, false, false},
 	}
 	for _, gm := range gapMakers {
 		for _, mk := range marks {
@@ -271,6 +289,12 @@ func TestCompactedGapsAreNotMissing(t *testing.T) {
 					}
 					o.ReadOnly = ro
 					l, err := Open(dir, o)
+					if !ro && mk.logDir {
+						if !errors.Is(err, ErrInLogDir) {
+							t.Fatalf("writable open of a log.dir's partition: %v, want ErrInLogDir", err)
+						}
+						continue
+					}
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -100,13 +100,14 @@ func TestOpenRefusesNotALog(t *testing.T) {
 			t.Fatalf("the log after the refusals: %v", err)
 		}
 		l.Close()
-		// A Kafka log.dir holds no segment files: a new partition
-		// directory is created in it.
+		// A Kafka log.dir holds no segment files, but a new partition
+		// directory in it is the store's to create: refused too.
 		kfs, _, _ := kafkaLogDir(t, true, 0)
-		if l, err = Open("/kafka/topic-7", Options{FS: kfs, Logger: discardLogger()}); err != nil {
-			t.Fatalf("new partition in a log.dir: %v", err)
+		before = dirSnapshot(t, kfs, "/kafka")
+		if _, err = Open("/kafka/topic-7", Options{FS: kfs, Logger: discardLogger()}); !errors.Is(err, ErrInLogDir) {
+			t.Fatalf("new partition in a log.dir: %v, want ErrInLogDir", err)
 		}
-		l.Close()
+		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, kfs, "/kafka"))
 	})
 }
 

@@ -36,6 +36,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	opts = opts.withDefaults()
 	fs := opts.FS
+	if err := refuseInLogDir(fs, dir, opts); err != nil {
+		return nil, err
+	}
 	exists, err := checkLogDir(fs, dir)
 	if err != nil {
 		return nil, err
@@ -276,19 +279,6 @@ func (l *Log) load() error {
 		}
 	} else {
 		l.recoveryPoint = min(rp, end)
-	}
-	if st.fromParent {
-		// The log.dir's marker and lines describe the broker's last
-		// shutdown, not ours: from now on this directory's own checkpoints
-		// speak for it, and they must exist before anything is appended,
-		// or a crash would send the next Open back to the broker's
-		// (clean) marker.
-		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, start); err != nil {
-			return err
-		}
-		if err := l.writeOffsetCheckpoint(RecoveryPointFile, l.recoveryPoint); err != nil {
-			return err
-		}
 	}
 	if dirChanged {
 		if err := l.fs.SyncDir(l.dir); err != nil {

@@ -1,7 +1,6 @@
 package seglog
 
 import (
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -119,4 +118,4 @@ func (r *readOnlyFS) Stat(name string) (os.FileInfo, error) {
 func (r *readOnlyFS) SyncDir(dir string) error { return refuse("sync", dir) }
 
 // Lock is refused: a read-only Log takes no lock.
-func (r *readOnlyFS) Lock(name string) (io.Closer, error) { return nil, refuse("lock", name) }
+func (r *readOnlyFS) Lock(name string) (vfs.Lock, error) { return nil, refuse("lock", name) }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/index"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -218,17 +219,19 @@ func kafkaLogDir(t *testing.T, clean bool, start int64) (fs *vfs.MemFS, part str
 }
 
 // TestKafkaLogDirCheckpoints: a partition directory inside a Kafka log.dir
-// takes its recovery point, log start and clean marker from the log.dir's
-// files (its own line only), never rewrites them, and damage below the
-// broker's recovery point is reported, not cut.
+// is read with its recovery point, log start and clean marker from the
+// log.dir's files (its own line only; files of its own, left by an older
+// seglog that opened it alone, are ignored), and damage below the
+// broker's recovery point is reported, not cut. A writable Open of it is
+// refused before anything changes, naming the log.dir's holder: only the
+// holder of the log.dir's lock writes its partitions.
 func TestKafkaLogDirCheckpoints(t *testing.T) {
 	t.Run("clean: trusted, damage reported when read", func(t *testing.T) {
 		fs, part, end := kafkaLogDir(t, true, 0)
 		first := filepath.Join(part, segment.FileName(0, segment.LogSuffix))
 		flipBytes(t, fs, first, 200)
-		parent := dirSnapshot(t, fs, "/kafka")
-		size := fileSize(t, fs, first)
-		l, err := Open(part, Options{FS: fs, Logger: discardLogger()})
+		before := dirSnapshot(t, fs, "/kafka")
+		l, err := Open(part, Options{FS: fs, ReadOnly: true, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,13 +250,7 @@ func TestKafkaLogDirCheckpoints(t *testing.T) {
 			t.Fatalf("reading the damage: %v", readErr)
 		}
 		l.Close()
-		if fileSize(t, fs, first) != size {
-			t.Fatal("the damaged segment was truncated")
-		}
-		delete(parent, "topic-0/")
-		after := dirSnapshot(t, fs, "/kafka")
-		delete(after, "topic-0/")
-		sameSnapshot(t, "the log.dir", parent, after)
+		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
 	})
 	t.Run("unclean: damage below the broker's recovery point refused", func(t *testing.T) {
 		fs, part, _ := kafkaLogDir(t, false, 0)
@@ -266,40 +263,54 @@ func TestKafkaLogDirCheckpoints(t *testing.T) {
 		}
 		path := filepath.Join(part, last)
 		flipBytes(t, fs, path, record.HeaderSize+5)
-		parent, own := dirSnapshot(t, fs, "/kafka"), dirSnapshot(t, fs, part)
-		_, err := Open(part, Options{FS: fs, Logger: discardLogger()})
+		before := dirSnapshot(t, fs, "/kafka")
+		_, err := Open(part, Options{FS: fs, ReadOnly: true, Logger: discardLogger()})
 		wantCorruption(t, err, path, 0)
-		sameSnapshot(t, "the partition", own, dirSnapshot(t, fs, part))
-		sameSnapshot(t, "the log.dir", parent, dirSnapshot(t, fs, "/kafka"))
+		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
 	})
-	t.Run("log start and own checkpoints", func(t *testing.T) {
+	t.Run("log start from the log.dir, own files ignored", func(t *testing.T) {
 		fs, part, end := kafkaLogDir(t, false, 9)
-		parent := dirSnapshot(t, fs, "/kafka")
-		l, err := Open(part, Options{FS: fs, Logger: discardLogger()})
+		// What an older seglog left when it opened the partition alone.
+		if err := WriteCheckpoint(fs, filepath.Join(part, LogStartOffsetFile), []CheckpointEntry{{Topic: "topic", Partition: 0, Offset: 0}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteCheckpoint(fs, filepath.Join(part, RecoveryPointFile), []CheckpointEntry{{Topic: "topic", Partition: 0, Offset: 0}}); err != nil {
+			t.Fatal(err)
+		}
+		vfstest.WriteFile(t, fs, filepath.Join(part, CleanShutdownFile), nil)
+		l, err := Open(part, Options{FS: fs, ReadOnly: true, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l.StartOffset() != 9 || l.EndOffset() != end || l.RecoveryPoint() != end {
-			t.Fatalf("start %d end %d recovery point %d, want 9 %d %d", l.StartOffset(), l.EndOffset(), l.RecoveryPoint(), end, end)
+		if l.StartOffset() != 9 || l.EndOffset() != end {
+			t.Fatalf("start %d end %d, want 9 %d", l.StartOffset(), l.EndOffset(), end)
 		}
-		l.Append(recordsAt(end, 2)...)
 		l.Close()
-		delete(parent, "topic-0/")
-		after := dirSnapshot(t, fs, "/kafka")
-		delete(after, "topic-0/")
-		sameSnapshot(t, "the log.dir", parent, after)
-		// The partition now speaks for itself: a crash after more appends
-		// must recover from its own recovery point, not the broker's
-		// clean marker.
-		vfstest.WriteFile(t, fs, "/kafka/"+CleanShutdownFile, nil)
-		l, err = Open(part, Options{FS: fs, Logger: discardLogger()})
+	})
+	t.Run("writable open refused, naming the holder", func(t *testing.T) {
+		fs, part, _ := kafkaLogDir(t, true, 0)
+		before := dirSnapshot(t, fs, "/kafka")
+		_, err := Open(part, Options{FS: fs, Logger: discardLogger()})
+		var ie *InLogDirError
+		if !errors.Is(err, ErrInLogDir) || !errors.As(err, &ie) || ie.LogDir != "/kafka" || ie.Topic != "topic" || ie.Partition != 0 || ie.HolderKnown {
+			t.Fatalf("writable open of a partition of a log.dir: %v, want an *InLogDirError naming no holder", err)
+		}
+		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
+		lk, err := fs.Lock("/kafka/" + LockFile)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l.StartOffset() != 9 || l.EndOffset() != end+2 {
-			t.Fatalf("reopen: start %d end %d", l.StartOffset(), l.EndOffset())
+		defer lk.Close()
+		h := layout.Holder{Command: "seglog serve", PID: 4242, Listener: "127.0.0.1:9092"}
+		if err := lk.SetOwner(h.Format()); err != nil {
+			t.Fatal(err)
 		}
-		l.Close()
+		before = dirSnapshot(t, fs, "/kafka")
+		_, err = Open(part, Options{FS: fs, LockHeld: true, Logger: discardLogger()})
+		if !errors.As(err, &ie) || !ie.HolderKnown || ie.Holder != h || !strings.Contains(err.Error(), "held by `seglog serve` (pid 4242, listening on 127.0.0.1:9092)") {
+			t.Fatalf("writable open beside a server: %v, want it named", err)
+		}
+		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
 	})
 }
 

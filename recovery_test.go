@@ -360,7 +360,14 @@ func TestKafkaPartitionKeepsBigBatch(t *testing.T) {
 					vfstest.WriteFile(t, fs, "/kafka/"+CleanShutdownFile, nil)
 				}
 				logDir := dirSnapshot(t, fs, "/kafka")
-				l, err := Open(part, Options{FS: fs, ReadOnly: readOnly, Logger: discardLogger()})
+				o := Options{FS: fs, ReadOnly: readOnly, Logger: discardLogger()}
+				if !readOnly {
+					// Written only as a store writes its partitions: as
+					// the log.dir's holder, with its lines.
+					o.LockHeld = true
+					o.Checkpoints = &mapCheckpointer{m: map[string]int64{RecoveryPointFile: c.recoveryPoint, LogStartOffsetFile: 0}, clean: c.clean}
+				}
+				l, err := Open(part, o)
 				if err != nil {
 					t.Fatalf("open: %v", err)
 				}

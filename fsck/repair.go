@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/seglog/seglog/defaults"
@@ -64,12 +65,13 @@ const maxRepairPasses = 4
 // everything synced. An entry above the read limit is never
 // cut, and its segment's indexes are left alone.
 //
-// It takes the directory's lock (DIR/.lock, and the parent's .lock when
-// the parent is a Kafka log.dir that has one) and fails with ErrLocked if
-// a live Log holds it. An empty directory (an empty log) is only checked,
-// and one holding only files or directories that are not a log's is
-// ErrNoPartition: no lock file is created in either. The report lists
-// every problem found on the way;
+// It takes the directory's lock (DIR/.lock; for a partition directory of
+// a store or Kafka log.dir, the log.dir's .lock alone, which a store's
+// partition shares) and fails with ErrLocked, naming the holder its lock
+// file names, if a live Log or store holds it. An empty directory (an
+// empty log) is only checked, and one holding only files or directories
+// that are not a log's is ErrNoPartition: no lock file is created in
+// either. The report lists every problem found on the way;
 // a problem is marked repaired when a check after the repair no longer
 // finds it. On an I/O error the report so far is returned with the error.
 func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
@@ -164,37 +166,37 @@ func problemKey(p Problem) string {
 	return fmt.Sprintf("%s\x00%d\x00%s", p.File, p.Position, p.Kind)
 }
 
-// lockDir takes the directory's lock and, for a Kafka partition directory
-// whose log.dir has a .lock, the log.dir's lock too.
+// lockDir takes the directory's lock or, for a partition directory of a
+// store or Kafka log.dir (layout.PartitionLogDir), the log.dir's lock
+// alone: a store's partition is written only by the log.dir's holder and
+// has no lock of its own. The lock file then names the repair as its
+// holder, and a lock held by another names that holder in the error.
 func lockDir(fsys vfs.FS, dir string) (func(), error) {
 	if _, err := fsys.Stat(dir); err != nil {
 		return nil, err
 	}
-	var held []interface{ Close() error }
-	unlock := func() {
-		for _, l := range held {
-			l.Close()
-		}
+	p := filepath.Join(dir, lockFile)
+	if logDir, _, _, ok, err := layout.PartitionLogDir(fsys, dir); err != nil {
+		return nil, err
+	} else if ok {
+		p = filepath.Join(logDir, lockFile)
 	}
-	paths := []string{filepath.Join(dir, lockFile)}
-	if _, _, ok := topicPartition(dir); ok {
-		parent := filepath.Join(dir, "..", lockFile)
-		if _, err := fsys.Stat(parent); err == nil {
-			paths = append(paths, parent)
-		}
-	}
-	for _, p := range paths {
-		l, err := fsys.Lock(p)
-		if err != nil {
-			unlock()
-			if errors.Is(err, vfs.ErrLocked) {
-				return nil, fmt.Errorf("%w: %s: %w", ErrLocked, p, err)
+	l, err := fsys.Lock(p)
+	if err != nil {
+		var held *vfs.HeldError
+		if errors.As(err, &held) {
+			if h, ok := layout.ParseHolder(held.Owner); ok {
+				return nil, fmt.Errorf("%w: %s is held by %s: %w", ErrLocked, p, h, err)
 			}
-			return nil, err
+			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, p, err)
 		}
-		held = append(held, l)
+		return nil, err
 	}
-	return unlock, nil
+	if err := l.SetOwner(layout.Holder{Command: "seglog fsck --repair", PID: os.Getpid()}.Format()); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return func() { l.Close() }, nil
 }
 
 // repairer applies fixes, one category per pass, so that each pass works

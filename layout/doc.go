@@ -14,7 +14,11 @@
 //     a Kafka log.dir's checkpoints that belong to one partition
 //     (KafkaPartition, PartitionOffset);
 //   - the swap protocol's commit point, for a compaction layer
-//     (CommitCleaned).
+//     (CommitCleaned);
+//   - the log.dir around partition directories: the files a broker or a
+//     store keeps there (IsLogDirFile), whether a directory is a
+//     partition of one (PartitionLogDir), and who holds its lock, as the
+//     lock file says (Holder).
 //
 // The swap protocol, as Kafka's LogCleaner and LogLoader run it: the
 // compacted replacement of segments [lo, hi) is written as files with the

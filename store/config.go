@@ -13,6 +13,7 @@ import (
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/defaults"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 )
 
@@ -331,7 +332,7 @@ func msDuration(ms int64) time.Duration {
 // topicFileSuffix names a topic's config file in the log.dir:
 // "<topic>.seglog-topic". A file, not a directory, because a broker
 // loading the log.dir takes every directory for a partition.
-const topicFileSuffix = ".seglog-topic"
+const topicFileSuffix = layout.TopicConfigSuffix
 
 // Topic states in the config file. A topic is created by writing the
 // file in state creating, then its partition directories, then the file in

@@ -220,16 +220,7 @@ func (s *Store) Commit(group, topic string, offsets map[int32]int64) error {
 		if topic == OffsetsTopic {
 			return fmt.Errorf("%w: %s", ErrInternalTopic, topic)
 		}
-		err = part.with(func(l *seglog.Log) error {
-			if off < 0 || off > l.EndOffset() {
-				return fmt.Errorf("%w: commit of offset %d to %s-%d outside [%d, %d]", seglog.ErrOffsetOutOfRange, off, topic, p, l.StartOffset(), l.EndOffset())
-			}
-			if off > l.RecoveryPoint() {
-				return l.Sync()
-			}
-			return nil
-		})
-		if err != nil {
+		if err := part.checkCommit(off); err != nil {
 			return err
 		}
 		keys = append(keys, tp{topic, p})
@@ -305,4 +296,42 @@ func (s *Store) forgetTopicLocked(topic string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkCommit refuses an offset outside the partition and makes the data
+// up to off durable, so that no commit points past what a power loss
+// leaves. A closed partition's data is durable already (its Log's Close
+// flushed it, or the store's last clean shutdown did): it is not opened
+// for this, and its offsets are read as peek reads them. A store opened
+// only to commit (seglog consume --group) then writes the commit and
+// nothing else: opening an empty partition would create its first
+// segment.
+func (p *partition) checkCommit(off int64) error {
+	p.mu.Lock()
+	durable := p.l == nil && p.gone == nil && !p.unclean && (p.opened || p.s.ckpt.clean)
+	p.mu.Unlock()
+	outside := func(start, end int64) error {
+		return fmt.Errorf("%w: commit of offset %d to %s-%d outside [%d, %d]", seglog.ErrOffsetOutOfRange, off, p.topic, p.id, start, end)
+	}
+	if durable {
+		// Opened since by another caller, its end only grew past what
+		// was durable here.
+		info, err := p.peek()
+		if err != nil {
+			return err
+		}
+		if off < 0 || off > info.end {
+			return outside(info.start, info.end)
+		}
+		return nil
+	}
+	return p.with(func(l *seglog.Log) error {
+		if off < 0 || off > l.EndOffset() {
+			return outside(l.StartOffset(), l.EndOffset())
+		}
+		if off > l.RecoveryPoint() {
+			return l.Sync()
+		}
+		return nil
+	})
 }

@@ -22,10 +22,11 @@ var ErrReadOnly = seglog.ErrReadOnly
 // lookups in that segment scan further.
 const readOnlyIndexBytes = 256 << 10
 
-// nopCloser stands in for the lock a read-only store does not take.
-type nopCloser struct{}
+// nopLock stands in for the lock a read-only store does not take.
+type nopLock struct{}
 
-func (nopCloser) Close() error { return nil }
+func (nopLock) Close() error          { return nil }
+func (nopLock) SetOwner([]byte) error { return nil }
 
 func (s *Store) errReadOnly(op string) error {
 	return fmt.Errorf("store: cannot %s: %s opened read-only: %w", op, s.dir, ErrReadOnly)
@@ -34,13 +35,19 @@ func (s *Store) errReadOnly(op string) error {
 // openReadOnly is Open with Options.ReadOnly.
 func openReadOnly(dir string, opts Options) (*Store, error) {
 	st, err := opts.FS.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", ErrNotAStore, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if !st.IsDir() {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: errors.New("not a directory")}
 	}
-	s := &Store{dir: dir, fs: opts.FS, opts: opts, logger: opts.Logger, lock: nopCloser{},
+	if err := checkStoreDir(opts.FS, dir, true); err != nil {
+		return nil, err
+	}
+	s := &Store{dir: dir, fs: opts.FS, opts: opts, logger: opts.Logger, lock: nopLock{},
 		topics: make(map[string]*topic), readOnly: true}
 	s.groups.init()
 	s.lru.budget = opts.MaxOpenLogs

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -213,9 +214,10 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	mustf(t, ro.Close(), "close read-only")
 }
 
-// A read-only open of a directory that is not there fails and creates
-// nothing; of a plain directory it shows an empty store and writes no
-// offsets topic.
+// A read-only open of a directory that is not there, or that holds no
+// store (an empty directory), fails with ErrNotAStore and creates
+// nothing: a reader never makes a store. Once a store was created there,
+// the same open shows it.
 func TestReadOnlyOpenCreatesNothing(t *testing.T) {
 	fsys := vfs.NewMem()
 	if _, err := Open("/nope", Options{FS: fsys, ReadOnly: true}); !errors.Is(err, fs.ErrNotExist) {
@@ -225,13 +227,19 @@ func TestReadOnlyOpenCreatesNothing(t *testing.T) {
 		t.Fatalf("the directory was created: %v", err)
 	}
 	mustf(t, fsys.MkdirAll("/empty"), "mkdir")
+	if _, err := Open("/empty", Options{FS: fsys, ReadOnly: true}); !errors.Is(err, ErrNotAStore) || !strings.Contains(err.Error(), "holds no store") {
+		t.Fatalf("read-only open of an empty directory: %v, want ErrNotAStore", err)
+	}
+	if names, _ := fsys.List("/empty"); len(names) != 0 {
+		t.Errorf("the read-only open wrote %v", names)
+	}
+	w, err := Open("/empty", Options{FS: fsys})
+	mustf(t, err, "create")
+	mustf(t, w.Close(), "close")
 	s, err := Open("/empty", Options{FS: fsys, ReadOnly: true})
 	mustf(t, err, "open")
 	if len(s.Topics()) != 0 || len(s.Groups()) != 0 {
-		t.Errorf("an empty directory shows %v, %v", s.Topics(), s.Groups())
+		t.Errorf("a new store shows %v, %v", s.Topics(), s.Groups())
 	}
 	mustf(t, s.Close(), "close")
-	if names, _ := fsys.List("/empty"); len(names) != 0 {
-		t.Errorf("the read-only store wrote %v", names)
-	}
 }

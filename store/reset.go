@@ -177,10 +177,14 @@ type PartitionLag struct {
 	// Lag is End minus Committed, counted from Start when retention
 	// removed records below the commit.
 	Lag int64
+	// Err is why the partition could not be read (its Log does not
+	// open); Start, End and Lag are then zero and not in the total.
+	Err error
 }
 
 // DescribeGroup returns a group's committed offsets and lag per
-// partition, sorted by topic and partition, and the total lag.
+// partition, sorted by topic and partition, and the total lag. A
+// partition that cannot be read has a row with its error.
 func (s *Store) DescribeGroup(group string) ([]PartitionLag, int64, error) {
 	s.groups.mu.Lock()
 	m, ok := s.groups.m[group]
@@ -207,7 +211,10 @@ func (s *Store) DescribeGroup(group string) ([]PartitionLag, int64, error) {
 		if errors.Is(err, ErrUnknownTopic) {
 			continue // deleted between the lookup and the look
 		} else if err != nil {
-			return nil, 0, err
+			// One partition that does not open is reported, not the
+			// whole group.
+			rows = append(rows, PartitionLag{Topic: k.topic, Partition: k.part, Committed: commits[i].Offset, Err: err})
+			continue
 		}
 		row := PartitionLag{Topic: k.topic, Partition: k.part, Committed: commits[i].Offset, Start: pi.start, End: pi.end}
 		row.Lag = lag(row.Start, row.End, row.Committed)

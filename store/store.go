@@ -6,9 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,7 +22,9 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// ErrLocked is returned by Open when another Store holds the log.dir.
+// ErrLocked is matched by Open's error when another Store, in this
+// process or another, holds the log.dir: a *HeldError, which names the
+// holder.
 var ErrLocked = seglog.ErrLocked
 
 // DefaultRecoveryWorkers is Options.RecoveryWorkers' default. Recovering a
@@ -94,7 +96,72 @@ type Options struct {
 	// picks up what the writer did since. Methods that would write return
 	// an error wrapping ErrReadOnly. A topic being created or deleted is
 	// not shown; the offsets topic missing means no group has committed.
+	// A directory that holds no store is refused (ErrNotAStore): a
+	// reader never creates one.
 	ReadOnly bool
+	// Existing makes Open refuse (ErrNotAStore) a directory that holds no
+	// store yet, instead of creating one there: for callers that work on
+	// a store rather than make one, so that a mistyped directory is not
+	// filled with a new store's files.
+	Existing bool
+	// Holder says who opens the store: once Open has the log.dir's lock
+	// it writes it into the lock file, so that an Open turned away (in
+	// this process or another) names the holder (HeldError). PID defaults
+	// to this process's and Command to the program's name. A read-only
+	// Open takes no lock and writes nothing.
+	Holder Holder
+}
+
+// Holder is who holds a store's lock, as the log.dir's lock file says:
+// the command, its process id and, for a server, its Kafka listener.
+type Holder = layout.Holder
+
+// HeldError is Open's error when another Store, in this process or
+// another, holds the log.dir's lock. It matches ErrLocked. Holder is who
+// the lock file names; HolderKnown is false when it names nobody (a
+// holder that writes no name, such as an older seglog or a Kafka broker).
+// Nothing was written.
+type HeldError struct {
+	Dir         string
+	Holder      Holder
+	HolderKnown bool
+	// Err is the lock's own error (vfs.ErrLocked).
+	Err error
+}
+
+func (e *HeldError) Error() string {
+	if !e.HolderKnown {
+		return fmt.Sprintf("store: %s is locked: another process holds it (its lock file does not say which)", e.Dir)
+	}
+	return fmt.Sprintf("store: %s is held by %s: one writer at a time, the store is locked until it stops", e.Dir, e.Holder)
+}
+
+// Unwrap returns ErrLocked and the lock's error.
+func (e *HeldError) Unwrap() []error { return []error{ErrLocked, e.Err} }
+
+// lockStore takes the log.dir's lock and writes the holder into it, or
+// says who holds it.
+func lockStore(fsys vfs.FS, dir string, h Holder) (vfs.Lock, error) {
+	lock, err := fsys.Lock(filepath.Join(dir, layout.LockFile))
+	if err != nil {
+		var held *vfs.HeldError
+		if errors.As(err, &held) {
+			he := &HeldError{Dir: dir, Err: err}
+			he.Holder, he.HolderKnown = layout.ParseHolder(held.Owner)
+			return nil, he
+		}
+		return nil, err
+	}
+	if h.PID == 0 {
+		h.PID = os.Getpid()
+	}
+	if h.Command == "" && len(os.Args) > 0 {
+		h.Command = filepath.Base(os.Args[0])
+	}
+	if err := lock.SetOwner(h.Format()); err != nil {
+		return nil, errors.Join(err, lock.Close())
+	}
+	return lock, nil
 }
 
 // Store is a Kafka log.dir of topics and the consumer groups' offsets. Its
@@ -104,7 +171,7 @@ type Store struct {
 	fs     vfs.FS
 	opts   Options
 	logger *slog.Logger
-	lock   io.Closer
+	lock   vfs.Lock // a read-only store's stands in (nopLock)
 	ckpt   *dirCheckpoints
 	clean  *cleaner.Cleaner
 	pool   *seglog.FlushPool
@@ -114,6 +181,8 @@ type Store struct {
 	mu     sync.RWMutex
 	topics map[string]*topic
 	closed bool
+	// started: the background cleaner runs (Start); Clean refuses.
+	started bool
 
 	groups groupTable
 	sticky stickyTable
@@ -170,17 +239,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		return openReadOnly(dir, opts)
 	}
 	fsys := opts.FS
-	if err := checkStoreDir(fsys, dir); err != nil {
+	if err := checkStoreDir(fsys, dir, opts.Existing); err != nil {
 		return nil, err
 	}
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, err
 	}
-	lock, err := fsys.Lock(filepath.Join(dir, layout.LockFile))
+	lock, err := lockStore(fsys, dir, opts.Holder)
 	if err != nil {
-		if errors.Is(err, vfs.ErrLocked) {
-			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
-		}
 		return nil, err
 	}
 	s := &Store{dir: dir, fs: fsys, opts: opts, logger: opts.Logger, lock: lock, topics: make(map[string]*topic)}
@@ -476,7 +542,13 @@ func (s *Store) Start(ctx context.Context) error {
 	if s.readOnly {
 		return s.errReadOnly("start the cleaner")
 	}
-	return s.clean.Start(ctx)
+	if err := s.clean.Start(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.started = true
+	s.mu.Unlock()
+	return nil
 }
 
 // RunRetention runs one retention round over every partition of every

@@ -22,10 +22,15 @@ var ErrNotAStore = errors.New("store: not a store directory")
 // not a store or an empty place for one. Kafka refuses a log.dir with a
 // subdirectory that is not a partition's; a store opened on a partition
 // directory, or on a directory of someone's files, would fill it with
-// its own. A directory that does not exist is fine: Open creates it.
-func checkStoreDir(fsys vfs.FS, dir string) error {
+// its own. A directory that does not exist, or holds nothing of a store,
+// is fine unless existing is set (a reader, or a caller that works on a
+// store rather than makes one): Open would create the store.
+func checkStoreDir(fsys vfs.FS, dir string, existing bool) error {
 	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
+		if existing {
+			return fmt.Errorf("%w: %s: %w", ErrNotAStore, dir, err)
+		}
 		return nil
 	}
 	if err != nil {
@@ -60,6 +65,9 @@ func checkStoreDir(fsys vfs.FS, dir string) error {
 	if !storeLike && other != "" {
 		return fmt.Errorf("%w: %s holds %s and nothing of a store: give an empty or new directory", ErrNotAStore, dir, other)
 	}
+	if !storeLike && existing {
+		return fmt.Errorf("%w: %s holds no store (no topic, checkpoint or partition directory); create one with seglog topics create, or give the store's directory", ErrNotAStore, dir)
+	}
 	return nil
 }
 
@@ -72,15 +80,4 @@ func isKafkaLeftoverDir(name string) bool {
 
 // isStoreFile reports a file a store or a Kafka broker keeps in its
 // log.dir.
-func isStoreFile(name string) bool {
-	if strings.HasSuffix(name, topicFileSuffix) {
-		return true
-	}
-	switch strings.TrimSuffix(name, layout.CheckpointTmpSuffix) {
-	case layout.RecoveryPointFile, layout.LogStartOffsetFile, layout.CleanerOffsetFile,
-		layout.CleanShutdownFile, layout.LockFile,
-		"meta.properties", "replication-offset-checkpoint", "bootstrap.checkpoint":
-		return true
-	}
-	return false
-}
+func isStoreFile(name string) bool { return layout.IsLogDirFile(name) }

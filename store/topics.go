@@ -187,6 +187,10 @@ type PartitionInfo struct {
 	// Lag is each group's lag on this partition, for the groups with a
 	// committed offset here.
 	Lag map[string]int64
+	// Err is why the partition could not be read (its Log does not
+	// open: damage, an inconsistent checkpoint); the other fields are
+	// then zero. The other partitions are described all the same.
+	Err error
 }
 
 // TopicInfo describes a topic.
@@ -197,7 +201,8 @@ type TopicInfo struct {
 }
 
 // DescribeTopic describes a topic's partitions and the lag of every group
-// that committed offsets for it.
+// that committed offsets for it. A partition that cannot be read is
+// described by its error (PartitionInfo.Err).
 func (s *Store) DescribeTopic(name string) (TopicInfo, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -209,7 +214,8 @@ func (s *Store) DescribeTopic(name string) (TopicInfo, error) {
 	for i, p := range t.parts {
 		pi, err := p.peek()
 		if err != nil {
-			return TopicInfo{}, err
+			info.Partitions = append(info.Partitions, PartitionInfo{Partition: int32(i), Err: err})
+			continue
 		}
 		row := PartitionInfo{Partition: int32(i), StartOffset: pi.start, EndOffset: pi.end,
 			Size: pi.size, Segments: pi.segments, Lag: make(map[string]int64)}

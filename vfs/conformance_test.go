@@ -350,6 +350,21 @@ func testLock(t *testing.T, fsys FS, dir string) {
 	if !errors.Is(err, ErrLocked) || !errors.As(err, &pe) || pe.Path != name {
 		t.Fatalf("second Lock: %v, want ErrLocked with path", err)
 	}
+	var held *HeldError
+	if !errors.As(err, &held) || len(held.Owner) != 0 {
+		t.Fatalf("second Lock before SetOwner: %v, want a *HeldError naming nobody", err)
+	}
+	// The holder says who it is; whoever is turned away is told.
+	if err := l1.SetOwner([]byte("a much longer owner, written first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l1.SetOwner([]byte("owner 2")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = fsys.Lock(name)
+	if !errors.As(err, &held) || string(held.Owner) != "owner 2" || !errors.Is(err, ErrLocked) {
+		t.Fatalf("Lock of an owned lock: %v, want a *HeldError with owner %q", err, "owner 2")
+	}
 	other, err := fsys.Lock(path.Join(dir, "OTHER"))
 	if err != nil {
 		t.Fatalf("Lock of another file: %v", err)
@@ -357,6 +372,10 @@ func testLock(t *testing.T, fsys FS, dir string) {
 	other.Close()
 	if err := l1.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// A released lock names nobody.
+	if fi, err := fsys.Stat(name); err != nil || fi.Size() != 0 {
+		t.Fatalf("lock file after Close: %v, %v; want it empty", fi, err)
 	}
 	l2, err := fsys.Lock(name)
 	if err != nil {

@@ -3,7 +3,6 @@ package vfs
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 )
 
@@ -42,6 +41,7 @@ const (
 	OpClose                           // File.Close
 	OpFlush                           // Mapping.Flush
 	OpUnmap                           // Mapping.Unmap
+	OpSetOwner                        // Lock.SetOwner (Close's emptying of the file is OpUnlock's)
 )
 
 var opNames = [...]string{
@@ -50,7 +50,7 @@ var opNames = [...]string{
 	OpSyncDir: "syncdir", OpLock: "lock", OpUnlock: "unlock", OpRead: "read",
 	OpWrite: "write", OpWriteAt: "writeat", OpSize: "size", OpSync: "sync",
 	OpTruncate: "truncate", OpPreallocate: "preallocate", OpReserve: "reserve", OpMap: "mmap", OpFd: "fd",
-	OpClose: "close", OpFlush: "msync", OpUnmap: "munmap",
+	OpClose: "close", OpFlush: "msync", OpUnmap: "munmap", OpSetOwner: "setowner",
 }
 
 // String returns the operation's name, as used in error messages.
@@ -198,7 +198,7 @@ func (i *injectFS) SyncDir(dir string) error {
 	return i.fs.SyncDir(dir)
 }
 
-func (i *injectFS) Lock(name string) (io.Closer, error) {
+func (i *injectFS) Lock(name string) (Lock, error) {
 	if err := check(i.inj, Op{Kind: OpLock, Path: name}); err != nil {
 		return nil, err
 	}
@@ -210,9 +210,18 @@ func (i *injectFS) Lock(name string) (io.Closer, error) {
 }
 
 type injectLock struct {
-	c    io.Closer
+	c    Lock
 	name string
 	inj  Injector
+}
+
+// SetOwner is an operation of its own: it writes the lock file, but
+// what it writes describes the holder, not data.
+func (l *injectLock) SetOwner(owner []byte) error {
+	if err := check(l.inj, Op{Kind: OpSetOwner, Path: l.name, Len: int64(len(owner))}); err != nil {
+		return err
+	}
+	return l.c.SetOwner(owner)
 }
 
 func (l *injectLock) Close() error {

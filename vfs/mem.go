@@ -1,7 +1,7 @@
 package vfs
 
 import (
-	"io"
+	"bytes"
 	"io/fs"
 	"os"
 	"path"
@@ -402,7 +402,7 @@ func (m *MemFS) SyncDir(dir string) error {
 
 // Lock implements FS. The lock belongs to the inode, as flock's does, so it
 // follows the file through renames; it does not survive CrashClone.
-func (m *MemFS) Lock(name string) (io.Closer, error) {
+func (m *MemFS) Lock(name string) (Lock, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n, err := m.createLocked(name, false)
@@ -410,7 +410,10 @@ func (m *MemFS) Lock(name string) (io.Closer, error) {
 		return nil, pathErr("open", name, err)
 	}
 	if m.locks[n] {
-		return nil, pathErr("lock", name, ErrLocked)
+		n.mu.RLock()
+		owner := bytes.Clone(n.data[:min(len(n.data), maxOwnerBytes)])
+		n.mu.RUnlock()
+		return nil, pathErr("lock", name, &HeldError{Owner: owner})
 	}
 	m.locks[n] = true
 	return &memLock{fs: m, node: n, name: name}, nil
@@ -424,9 +427,25 @@ type memLock struct {
 	once sync.Once
 }
 
+func (l *memLock) file() *memFile {
+	return &memFile{fs: l.fs, node: l.node, name: l.name, writable: true}
+}
+
+func (l *memLock) SetOwner(owner []byte) error {
+	f := l.file()
+	if _, err := f.WriteAt(owner, 0); err != nil {
+		return err
+	}
+	return f.Truncate(int64(len(owner)))
+}
+
 func (l *memLock) Close() error {
 	released := false
+	var err error
 	l.once.Do(func() {
+		if size, _ := l.file().Size(); size > 0 {
+			err = l.file().Truncate(0)
+		}
 		l.fs.mu.Lock()
 		delete(l.fs.locks, l.node)
 		l.fs.mu.Unlock()
@@ -435,7 +454,7 @@ func (l *memLock) Close() error {
 	if !released {
 		return pathErr("close", l.name, os.ErrClosed)
 	}
-	return nil
+	return err
 }
 
 // memInfo is the os.FileInfo of a MemFS entry.

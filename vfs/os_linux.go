@@ -3,7 +3,6 @@ package vfs
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -123,8 +122,9 @@ func (osFS) SyncDir(dir string) error {
 
 // Lock uses flock(2). flock locks belong to the open file description, and
 // every Lock call opens the file anew, so two Lock calls in one process
-// conflict just as two processes do.
-func (osFS) Lock(name string) (io.Closer, error) {
+// conflict just as two processes do. A Lock turned away reads the file's
+// contents for HeldError.Owner.
+func (osFS) Lock(name string) (Lock, error) {
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
@@ -138,13 +138,37 @@ func (osFS) Lock(name string) (io.Closer, error) {
 		}
 	})
 	if err != nil {
-		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			err = fmt.Errorf("%w (%w)", ErrLocked, err)
+			owner := make([]byte, maxOwnerBytes)
+			n, _ := f.ReadAt(owner, 0)
+			err = &HeldError{Owner: owner[:n], Err: err}
 		}
+		f.Close()
 		return nil, &os.PathError{Op: "lock", Path: name, Err: err}
 	}
-	return f, nil
+	return &osLock{f: f}, nil
+}
+
+// osLock is a held flock.
+type osLock struct {
+	f *os.File
+}
+
+func (l *osLock) SetOwner(owner []byte) error {
+	if _, err := l.f.WriteAt(owner, 0); err != nil {
+		return err
+	}
+	return l.f.Truncate(int64(len(owner)))
+}
+
+// Close empties the file, if its owner was written, then releases the
+// lock (closing the descriptor does).
+func (l *osLock) Close() error {
+	var err error
+	if fi, serr := l.f.Stat(); serr == nil && fi.Size() > 0 {
+		err = l.f.Truncate(0)
+	}
+	return errors.Join(err, l.f.Close())
 }
 
 // control runs fn with f's descriptor while keeping f from being closed

@@ -49,6 +49,7 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 )
@@ -61,6 +62,46 @@ var ErrNoFd = errors.New("vfs: file has no OS descriptor")
 // ErrLocked is returned by FS.Lock when another process or another Lock call
 // in this process holds the lock.
 var ErrLocked = errors.New("vfs: lock held by another owner")
+
+// HeldError is the error inside FS.Lock's *os.PathError when the lock is
+// held: it matches ErrLocked, and Owner is what the holder wrote into the
+// lock file with Lock.SetOwner (empty when it wrote nothing), so that
+// whoever is turned away can be told who holds it.
+type HeldError struct {
+	Owner []byte
+	// Err is the system's error (EWOULDBLOCK), nil where there is none.
+	Err error
+}
+
+func (e *HeldError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%v (%v)", ErrLocked, e.Err)
+	}
+	return ErrLocked.Error()
+}
+
+// Unwrap returns ErrLocked and the system's error.
+func (e *HeldError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrLocked}
+	}
+	return []error{ErrLocked, e.Err}
+}
+
+// Lock is a lock FS.Lock took. Close releases it.
+type Lock interface {
+	io.Closer
+	// SetOwner replaces the lock file's contents with owner, a short
+	// description of the holder that FS.Lock hands to those it turns
+	// away (HeldError.Owner). It is not synced: it describes a process,
+	// which a crash ends. Close empties the file again, so that a
+	// released lock names nobody.
+	SetOwner(owner []byte) error
+}
+
+// maxOwnerBytes bounds what FS.Lock reads of a lock file's contents for
+// HeldError.Owner: a lock file is not trusted to be small.
+const maxOwnerBytes = 4096
 
 // ErrNotRegular is returned by Open and OpenReadWrite of the real
 // filesystem for a name that is neither a regular file nor a directory (a
@@ -94,9 +135,10 @@ type FS interface {
 	// directory).
 	SyncDir(dir string) error
 	// Lock takes an exclusive advisory lock (flock) on the file name,
-	// creating it if needed. It fails with an error wrapping ErrLocked if
-	// the lock is held, by this process or another. Close releases it.
-	Lock(name string) (io.Closer, error)
+	// creating it if needed. It fails with an *os.PathError wrapping a
+	// *HeldError (which matches ErrLocked) if the lock is held, by this
+	// process or another. Close releases it.
+	Lock(name string) (Lock, error)
 }
 
 // File is an open file.

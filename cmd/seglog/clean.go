@@ -27,11 +27,28 @@ func newCleanCmd() *cobra.Command {
 	var deleteRetentionMs, minLagMs int64
 	cmd := &cobra.Command{
 		Use:   "clean DIR",
-		Short: "Apply retention or compaction to the log in DIR now",
+		Short: "Apply retention or compaction to the log in DIR, or to every topic of a store, now",
 		Long: `Run one retention pass over the log in DIR, as Kafka's log manager does
 every log.retention.check.interval.ms, and exit when it is done.
 
-Only the rules given apply (nothing is deleted by default):
+DIR may be a store (a Kafka log.dir, seglog topics): each topic is then
+cleaned by its own config (retention.ms, retention.bytes, cleanup.policy and
+the compaction settings), as a broker's cleaner would, through the store and
+its lock; --topic T cleans one topic. --delete-records-before O with --topic
+and --partition is DeleteRecords on that partition: its start moves to O in
+the store's log-start checkpoint, and every reader (consume, groups, the UI,
+a restart) starts there. --dry-run says what the configs would delete. The
+rules below do not apply to a store.
+
+DIR may be a partition directory of a store (STORE/TOPIC-N): the rules given
+apply to that partition, through the store (its lock and checkpoints; no
+file of its own appears in the partition directory). When another command
+holds the store, clean refuses, naming it; when seglog serve holds it,
+--delete-records-before goes through the server (DeleteRecords), and the
+rest is the server's own cleaner's work: the refusal says so.
+
+On a log or a partition, only the rules given apply (nothing is deleted by
+default):
 
   --retention-ms N           delete the oldest segments whose newest record is
                              more than N milliseconds old (Kafka retention.ms;
@@ -71,6 +88,12 @@ went: segments, records (offsets), bytes, and the new start offset; with
 	}
 	lf := bindLogFlagsExcept(cmd, appendOnlyFlags...)
 	fl := cmd.Flags()
+	var topic string
+	var partition int32
+	fl.StringVar(&topic, "topic", "", "DIR is a store: clean this topic only")
+	fl.Int32Var(&partition, "partition", 0, "DIR is a store: with --topic and --delete-records-before, the partition")
+	limitFlag(cmd, "partition", 0, math.MaxInt32)
+	onlyWith(cmd, "partition", "delete-records-before")
 	fl.Int64Var(&retentionMs, "retention-ms", -1, "delete segments whose newest record is older than N ms (retention.ms; -1: forever)")
 	fl.Int64Var(&retentionBytes, "retention-bytes", -1, "keep the log to about N bytes, deleting the oldest segments (retention.bytes; -1: no limit)")
 	fl.Int64Var(&before, "delete-records-before", 0, "make OFFSET the log start offset (DeleteRecords)")
@@ -90,6 +113,20 @@ went: segments, records (offsets), bytes, and the new start offset; with
 	// A dry run opens the log read-only: nothing is rolled or rewritten.
 	notWith(cmd, "dry-run", "segment-bytes", "index-interval-bytes", "max-index-bytes", "max-mapped-indexes", "max-open-segment-files")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		dir := args[0]
+		if ok, err := isStoreDir(dir); err != nil {
+			return err
+		} else if ok {
+			sc := storeClean{dir: dir, topic: topic, partition: -1, dryRun: dryRun,
+				deleteRecords: fl.Changed("delete-records-before"), before: before}
+			if fl.Changed("partition") {
+				sc.partition = partition
+			}
+			return sc.run(cmd)
+		}
+		if fl.Changed("topic") || fl.Changed("partition") {
+			return usageErrorf(cmd, "--topic and --partition apply to a store: %s is not a store", dir)
+		}
 		if !fl.Changed("retention-ms") && !fl.Changed("retention-bytes") && !fl.Changed("delete-records-before") && !compact {
 			return usageErrorf(cmd, "nothing to do: give --retention-ms, --retention-bytes, --delete-records-before or --compact")
 		}
@@ -114,7 +151,6 @@ went: segments, records (offsets), bytes, and the new start offset; with
 		if err != nil {
 			return err
 		}
-		dir := args[0]
 		if err := checkLogDir(dir); err != nil {
 			return err
 		}
@@ -130,7 +166,11 @@ went: segments, records (offsets), bytes, and the new start offset; with
 				return err
 			}
 		}
-		l, err := seglog.Open(dir, opts)
+		onlyDeleteRecords := fl.Changed("delete-records-before") && !fl.Changed("retention-ms") && !fl.Changed("retention-bytes") && !compact
+		l, closeLog, err := openCleanLog(cmd, dir, opts, onlyDeleteRecords, before)
+		if errors.Is(err, errDoneThroughServer) {
+			return nil
+		}
 		if errors.Is(err, fs.ErrPermission) {
 			return fmt.Errorf("%w; cleaning writes to the log's directory and files, --dry-run only reads them", err)
 		}
@@ -141,7 +181,7 @@ went: segments, records (offsets), bytes, and the new start offset; with
 		policy.MinCompactionLag = time.Duration(minLagMs) * time.Millisecond
 		retain := fl.Changed("retention-ms") || fl.Changed("retention-bytes") || fl.Changed("delete-records-before")
 		res, comp, err := cleanOnce(l, opts, policy, retain, fl.Changed("delete-records-before"), before, compact)
-		if cerr := l.Close(); err == nil {
+		if cerr := closeLog(); err == nil {
 			err = cerr
 		}
 		if err != nil {
@@ -219,39 +259,15 @@ func checkBeforeEnd(dir string, opts seglog.Options, before int64) error {
 }
 
 // cleanDryRun opens dir read-only and prints what a pass with policy (and
-// a DeleteRecords to requested, if not negative) would delete now, as
-// cleaner.Decide plans it: the pass itself decides the same way.
+// a DeleteRecords to requested, if not negative) would delete now.
 func cleanDryRun(w io.Writer, dir string, opts seglog.Options, policy cleaner.Policy, requested int64) error {
 	l, err := seglog.Open(dir, seglog.Options{ReadOnly: true, FS: opts.FS, MaxBatchBytes: opts.MaxBatchBytes, Logger: opts.Logger})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	start, end := l.StartOffset(), l.EndOffset()
-	if requested > end {
-		return fmt.Errorf("invalid --delete-records-before %d: past the log end %d", requested, end)
-	}
-	plan := cleaner.Decide(cleaner.Input{
-		Segments:    cleaner.Wrap(l).Segments(),
-		Policy:      policy,
-		Now:         time.Now(),
-		StartOffset: max(start, requested),
-		UpperBound:  -1,
-	})
-	newStart := max(plan.NewStart, start)
-	fmt.Fprintf(w, "%s: would delete %d segments, %d records, %d bytes; start offset %d (now %d); nothing changed (dry run)\n",
-		dir, len(plan.Delete), newStart-start, plan.Bytes, newStart, start)
-	for i, s := range plan.Delete {
-		active := ""
-		if s.Active {
-			active = " (the active segment: rolled first)"
-		}
-		fmt.Fprintf(w, "  segment %d [%d, %d), %d bytes: %s%s\n", s.BaseOffset, s.BaseOffset, s.NextOffset, s.Size, plan.Reasons[i], active)
-	}
-	if plan.Pinned != nil {
-		fmt.Fprintf(w, "  segment %d has a record dated in the future: it and the segments after it are kept from --retention-ms\n", plan.Pinned.BaseOffset)
-	}
-	return nil
+	_, _, err = previewLog(w, dir, l, policy, requested, true)
+	return err
 }
 
 // cleanOnce runs one retention round over l alone if retain, then a

@@ -47,6 +47,25 @@ func invokeAsOtherUser(t *testing.T, base, stdin string, args ...string) (int, s
 		r := invoke(t, stdin, args...)
 		return r.code, r.stdout, r.stderr
 	}
+	var stderr lockedBuffer
+	cmd := otherUserProcess(t, base, &stderr, args...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	return exitCode(t, cmd.Run(), &stderr), stdout.String(), stderr.String()
+}
+
+// otherUserProcess returns seglog with args as a process (not started) of
+// a user who does not own base's files: nobody (65534) running a copy of
+// the test binary when the test runs as root, else the test's own user
+// (only mode bits then deny writing).
+func otherUserProcess(t *testing.T, base string, stderr *lockedBuffer, args ...string) *exec.Cmd {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return seglogProcess(t, stderr, args...)
+	}
 	// nobody must reach the directory and run a copy of this binary:
 	// temporary directories are private (0700).
 	chmodPath(t, base, 0o755)
@@ -64,12 +83,7 @@ func invokeAsOtherUser(t *testing.T, base, stdin string, args ...string) (int, s
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), runAsSeglog+"=1")
 	cmd.Dir = binDir
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	var stdout bytes.Buffer
-	var stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	return exitCode(t, cmd.Run(), &stderr), stdout.String(), stderr.String()
+	cmd.Stderr = stderr
+	return cmd
 }

@@ -100,7 +100,7 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 		// line is read while SIGINT would still kill the process.
 		in := newInput(input)
 		defer in.Close()
-		l, err := seglog.Open(args[0], opts)
+		l, closeLog, err := openProduceLog(cmd, args[0], &opts)
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 		} else {
 			err = produceLines(l, in, batch, opts.MaxBatchBytes, linger, &st)
 		}
-		if cerr := l.Close(); err == nil {
+		if cerr := closeLog(); err == nil {
 			err = cerr
 		}
 		fmt.Fprintln(cmd.ErrOrStderr(), st.summary(l))

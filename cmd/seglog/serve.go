@@ -75,7 +75,9 @@ store cleanly.`,
 				level = slog.LevelDebug
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			st, err := store.Open(args[0], store.Options{Logger: logger})
+			// The lock file names the listener, so that a command the
+			// store's lock turns away can go through the server instead.
+			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: serveHolder(ln, advertise)})
 			if err != nil {
 				return errors.Join(err, ln.Close())
 			}
@@ -137,4 +139,15 @@ store cleanly.`,
 	limitDuration(cmd, "grace", 0, math.MaxInt64)
 	limitDuration(cmd, "group-initial-rebalance-delay", 0, math.MaxInt64)
 	return cmd
+}
+
+// serveHolder is what serve writes into the store's lock file: its
+// command, and the address Kafka clients reach it at (--advertise, else
+// the bound listener's).
+func serveHolder(ln net.Listener, advertise string) store.Holder {
+	addr := advertise
+	if addr == "" {
+		addr = ln.Addr().String()
+	}
+	return store.Holder{Command: "seglog serve", Listener: addr}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -23,21 +22,19 @@ func init() {
 	register(newGroupsCmd)
 }
 
-// openStore opens the store in dir. Only commands that create something
-// may create the directory; the others refuse a missing one, so a typo
-// does not leave an empty store behind.
-func openStore(cmd *cobra.Command, dir string, create bool) (*store.Store, error) {
-	return openStoreWith(cmd, dir, create, false)
-}
-
+// openStoreWith opens the store in dir: read-only (no lock, nothing
+// written) for the read commands, else to write it, as cmd, with its
+// lock. Only commands that create something may create the directory or
+// a store in it; the others refuse a missing one, or one holding no
+// store, so a typo does not leave an empty store behind.
 func openStoreWith(cmd *cobra.Command, dir string, create, readOnly bool) (*store.Store, error) {
-	if !create {
-		if err := storeDirExists(dir); err != nil {
-			return nil, err
-		}
+	if !readOnly {
+		return openStoreWriter(cmd, dir, create)
 	}
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return store.Open(dir, store.Options{Logger: logger, ReadOnly: readOnly})
+	if err := storeDirExists(dir); err != nil {
+		return nil, err
+	}
+	return store.Open(dir, store.Options{Logger: storeLogger(cmd), ReadOnly: true})
 }
 
 // storeDirExists refuses a dir that is missing or not a directory, with
@@ -68,11 +65,14 @@ func readStore(cmd *cobra.Command, dir string, f func(*store.Store) error) error
 	return errors.Join(err, s.Close())
 }
 
-// withStore runs f on the store in dir and closes it, joining errors.
-func withStore(cmd *cobra.Command, dir string, create bool, f func(*store.Store) error) error {
-	s, err := openStore(cmd, dir, create)
+// withStore runs f on the store in dir, opened to write it, and closes
+// it, joining errors. A store held by another command is refused, naming
+// it; held by a server, the refusal says how to do the work through it
+// (advice, given the server's address).
+func withStore(cmd *cobra.Command, dir string, create bool, advice func(addr string) string, f func(*store.Store) error) error {
+	s, err := openStoreWith(cmd, dir, create, false)
 	if err != nil {
-		return err
+		return withAdvice(err, advice)
 	}
 	err = f(s)
 	return errors.Join(err, s.Close())
@@ -83,7 +83,14 @@ func newTopicsCmd() *cobra.Command {
 		Use:   "topics",
 		Short: "Create, list, describe, grow and delete topics in a store directory (a Kafka log.dir)",
 		Long: `Manage the topics of a store: a directory laid out as a Kafka log.dir, one
-directory per partition named TOPIC-N (docs/store.md). Like kafka-topics.sh.`,
+directory per partition named TOPIC-N (docs/store.md). Like kafka-topics.sh.
+
+list and describe open the store read-only: no lock, nothing written, so they
+work without write permission and beside the store's writer. create,
+add-partitions and delete take the store's lock: a store another process
+holds is refused, naming it (command, pid, and the listener of seglog serve,
+with the kafka-topics.sh command to run through it). Only create makes a
+store; the others refuse a directory that holds none.`,
 	}
 	var (
 		partitions int
@@ -103,7 +110,10 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 			if err := store.ValidateTopic(args[1]); err != nil {
 				return asUsageError(cmd, err)
 			}
-			return withStore(cmd, args[0], true, func(s *store.Store) error {
+			advice := func(addr string) string {
+				return fmt.Sprintf("create it through the server: kafka-topics.sh --bootstrap-server %s --create --topic %s --partitions %d", addr, args[1], partitions)
+			}
+			return withStore(cmd, args[0], true, advice, func(s *store.Store) error {
 				if err := s.CreateTopic(args[1], partitions, cfg); err != nil {
 					return err
 				}
@@ -139,14 +149,20 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 				if len(args) == 2 {
 					names = []string{args[1]}
 				}
+				var errs []error
 				for _, n := range names {
 					info, err := s.DescribeTopic(n)
 					if err != nil {
 						return err
 					}
 					printTopic(cmd, info)
+					for _, p := range info.Partitions {
+						if p.Err != nil {
+							errs = append(errs, fmt.Errorf("%s-%d: %w", n, p.Partition, p.Err))
+						}
+					}
 				}
-				return nil
+				return errors.Join(errs...)
 			})
 		},
 	}
@@ -156,7 +172,10 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		Short: "Grow a topic to --partitions partitions (keys move, as in Kafka)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd, args[0], false, func(s *store.Store) error {
+			advice := func(addr string) string {
+				return fmt.Sprintf("grow it through the server: kafka-topics.sh --bootstrap-server %s --alter --topic %s --partitions %d", addr, args[1], grow)
+			}
+			return withStore(cmd, args[0], false, advice, func(s *store.Store) error {
 				if err := s.AddPartitions(args[1], grow); err != nil {
 					return err
 				}
@@ -173,7 +192,10 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 		Short: "Delete a topic: its partition directories are renamed to TOPIC-N.<id>-delete and removed",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd, args[0], false, func(s *store.Store) error {
+			advice := func(addr string) string {
+				return fmt.Sprintf("delete it through the server: kafka-topics.sh --bootstrap-server %s --delete --topic %s", addr, args[1])
+			}
+			return withStore(cmd, args[0], false, advice, func(s *store.Store) error {
 				if err := s.DeleteTopic(args[1]); err != nil {
 					return err
 				}
@@ -197,6 +219,10 @@ func printTopic(cmd *cobra.Command, info store.TopicInfo) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tSTART\tEND\tSIZE\tSEGMENTS\tLAG")
 	for _, p := range info.Partitions {
+		if p.Err != nil {
+			fmt.Fprintf(tw, "%d\t-\t-\t-\t-\t- (not readable: see below)\n", p.Partition)
+			continue
+		}
 		var lags []string
 		for g, l := range p.Lag {
 			lags = append(lags, g+"="+strconv.FormatInt(l, 10))
@@ -216,7 +242,13 @@ func newGroupsCmd() *cobra.Command {
 		Use:   "groups",
 		Short: "List, describe (lag), reset and delete consumer groups in a store directory",
 		Long: `Manage consumer groups, like kafka-consumer-groups.sh. A group's committed
-offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
+offsets live in the store's __consumer_offsets topic in Kafka's record format.
+
+list and describe open the store read-only: no lock, nothing written, so they
+work without write permission and beside the store's writer. reset and
+delete take the store's lock: a store another process holds is refused,
+naming it (with the kafka-consumer-groups.sh command to run when seglog
+serve holds it).`,
 	}
 	list := &cobra.Command{
 		Use:   "list DIR",
@@ -243,12 +275,18 @@ offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-START-OFFSET\tLOG-END-OFFSET\tLAG")
+				var errs []error
 				for _, r := range rows {
+					if r.Err != nil {
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t-\t-\t- (not readable: see below)\n", args[1], r.Topic, r.Partition, r.Committed)
+						errs = append(errs, fmt.Errorf("%s-%d: %w", r.Topic, r.Partition, r.Err))
+						continue
+					}
 					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", args[1], r.Topic, r.Partition, r.Committed, r.Start, r.End, r.Lag)
 				}
 				tw.Flush()
 				fmt.Fprintf(cmd.OutOrStdout(), "TOTAL LAG: %d\n", total)
-				return nil
+				return errors.Join(errs...)
 			})
 		},
 	}
@@ -288,7 +326,10 @@ offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
 			if n != 1 {
 				return usageErrorf(cmd, "give exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by")
 			}
-			return withStore(cmd, args[0], false, func(s *store.Store) error {
+			advice := func(addr string) string {
+				return fmt.Sprintf("reset it through the server (with the group's consumers stopped): kafka-consumer-groups.sh --bootstrap-server %s --group %s --topic %s --reset-offsets %s --execute", addr, args[1], topic, resetFlag(cmd))
+			}
+			return withStore(cmd, args[0], false, advice, func(s *store.Store) error {
 				got, err := s.ResetOffsets(args[1], topic, r)
 				if err != nil {
 					return err
@@ -322,7 +363,10 @@ offsets live in the store's __consumer_offsets topic in Kafka's record format.`,
 		Short: "Delete a group's committed offsets (tombstones in __consumer_offsets)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd, args[0], false, func(s *store.Store) error {
+			advice := func(addr string) string {
+				return fmt.Sprintf("delete it through the server (with the group's consumers stopped): kafka-consumer-groups.sh --bootstrap-server %s --delete --group %s", addr, args[1])
+			}
+			return withStore(cmd, args[0], false, advice, func(s *store.Store) error {
 				if err := s.DeleteGroup(args[1]); err != nil {
 					return err
 				}
@@ -345,4 +389,21 @@ func parseDatetime(s string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("--to-datetime %q: want RFC 3339 or YYYY-MM-DDTHH:mm:SS[.sss]", s)
+}
+
+// resetFlag renders groups reset's target as kafka-consumer-groups.sh
+// spells it.
+func resetFlag(cmd *cobra.Command) string {
+	f := cmd.Flags()
+	for _, n := range []string{"to-earliest", "to-latest"} {
+		if f.Changed(n) {
+			return "--" + n
+		}
+	}
+	for _, n := range []string{"to-offset", "shift-by", "to-datetime"} {
+		if f.Changed(n) {
+			return "--" + n + " " + f.Lookup(n).Value.String()
+		}
+	}
+	return ""
 }

@@ -3,13 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 )
@@ -35,9 +38,11 @@ func withStoreTopic(cmd *cobra.Command) *cobra.Command {
 	switch cmd.Name() {
 	case "produce":
 		f.BoolVar(&verbose, "verbose", false, "with --topic: print each record's key, partition and offset")
+		cmd.Long += produceStoreHelp
 	case "consume":
-		f.StringVar(&group, "group", "", "with --topic: read from this group's committed offsets and commit as it goes")
+		f.StringVar(&group, "group", "", "with --topic: read from this group's committed offsets and commit them (its only write)")
 		f.BoolVar(&fromBeginning, "from-beginning", false, "with --topic: start at the earliest offset when the group has no valid commit (else the latest)")
+		cmd.Long += consumeStoreHelp
 	}
 	f.VisitAll(func(fl *pflag.Flag) {
 		switch {
@@ -67,10 +72,60 @@ func withStoreTopic(cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
+// produceStoreHelp and consumeStoreHelp end produce's and consume's
+// --help: what they do with a store.
+const (
+	produceStoreHelp = `
+
+With --topic, DIR is a store (seglog topics): each line goes to the
+partition its key picks, as Kafka's partitioner does (keyless lines stick to
+one partition per batch); --verbose prints each record's key, partition and
+offset. The store is written through its lock; when another command holds
+it, produce refuses, naming it; when seglog serve holds it, the records go
+through the server as a Kafka producer.
+
+A partition directory of a store (STORE/TOPIC-N) is written through the
+store too: its lock and checkpoints, no file of its own in the partition
+directory, the Log shaped by the topic's config (the log flags are refused
+there). Beside seglog serve it is refused with the kcat command that
+produces to that partition through the server. A partition of a Kafka
+broker's log.dir that is not a seglog store is refused.`
+	consumeStoreHelp = `
+
+With --topic, DIR is a store (seglog topics) and the records of every
+partition are printed as KEY<TAB>VALUE lines (a keyless record: the value
+alone). The store is opened read-only: no lock, no file written, so it works
+without write permission and beside the store's writer (seglog serve,
+produce --topic); with --follow it looks again every 100 ms and prints what
+they append, until SIGINT or SIGTERM (exit status 0). Without --group it
+reads from the start with --from-beginning, else only new records.
+
+With --group it starts at the group's committed offsets (auto.offset.reset
+earliest with --from-beginning, else latest) and commits what it printed:
+after its first round, every 5 s while following, and when it stops. The
+commits are its only write: it takes the store's lock for each commit
+alone, or, when seglog serve holds the store, commits through the server.
+When another command holds the store the commits wait for it; if it still
+holds it when consume stops, consume exits 1 naming it and the offsets it
+printed but did not commit.
+
+A partition that cannot be read (damage, missing data, an inconsistent
+checkpoint) does not stop the others: they are printed (a follower goes on
+following them and reports the partition at once), and consume ends with
+the partition's error, exit status 3 for missing data and 1 otherwise.`
+)
+
+// placed is where a record of produce --topic went.
+type placed struct {
+	partition int32
+	offset    int64
+}
+
 // produceTopic appends stdin's lines, "key<TAB>value" (no TAB: a keyless
 // value), to a topic; the key picks the partition as Kafka's partitioner
 // does. --batch lines at a time are one Produce call: one batch per
-// partition touched.
+// partition touched. The store is written through its lock; when `seglog
+// serve` holds it, through the server, as a Kafka producer.
 func produceTopic(cmd *cobra.Command, dir, topic string, verbose bool) error {
 	perBatch, err := cmd.Flags().GetInt("batch")
 	if err != nil {
@@ -79,170 +134,166 @@ func produceTopic(cmd *cobra.Command, dir, topic string, verbose bool) error {
 	if perBatch < 1 {
 		return fmt.Errorf("invalid --batch %d: must be at least 1", perBatch)
 	}
-	return withStore(cmd, dir, false, func(s *store.Store) error {
+	s, err := openStoreWriter(cmd, dir, false)
+	if addr, ok := servedBy(err); ok {
+		return produceTopicViaServer(cmd, dir, addr, topic, verbose, perBatch)
+	}
+	if err != nil {
+		return withAdvice(err, nil)
+	}
+	err = func() error {
 		if _, err := s.Partitions(topic); err != nil {
 			return err
 		}
-		sc := bufio.NewScanner(cmd.InOrStdin())
-		sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-		out := bufio.NewWriter(cmd.OutOrStdout())
-		defer out.Flush()
-		var recs []record.Record
-		var total, calls int
-		flush := func() error {
-			if len(recs) == 0 {
-				return nil
-			}
+		return produceTopicLines(cmd, topic, verbose, perBatch, "", func(recs []record.Record) ([]placed, error) {
 			res, err := s.Produce(topic, recs...)
-			if err != nil {
-				return err
+			out := make([]placed, len(res))
+			for i, r := range res {
+				out[i] = placed{r.Partition, r.Offset}
 			}
-			if verbose {
-				for i, r := range res {
-					key := "(null)"
-					if recs[i].Key != nil {
-						key = string(recs[i].Key)
-					}
-					fmt.Fprintf(out, "%s\t%s-%d\t%d\n", key, topic, r.Partition, r.Offset)
-				}
-			}
-			total += len(recs)
-			calls++
-			recs = recs[:0]
-			return nil
-		}
-		for sc.Scan() {
-			line := sc.Bytes()
-			var r record.Record
-			if k, v, ok := bytes.Cut(line, []byte{'\t'}); ok {
-				r.Key, r.Value = bytes.Clone(k), bytes.Clone(v)
-			} else {
-				r.Value = bytes.Clone(line)
-			}
-			recs = append(recs, r)
-			if len(recs) == perBatch {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return err
-		}
-		if err := flush(); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "produced %d records to %s in %d calls\n", total, topic, calls)
-		return nil
-	})
+			return out, err
+		})
+	}()
+	return errors.Join(err, s.Close())
 }
 
-// consumeTopic prints a topic's records, every partition, as
-// "key<TAB>value" lines (a keyless record: the value alone). With a group
-// it starts at the group's committed offsets (auto.offset.reset earliest
-// with --from-beginning, else latest), commits after each partition's
-// records are written, and reports records retention removed before the
-// group read them. Without a group it reads from the start with
-// --from-beginning, else only new records, and commits nothing.
-func consumeTopic(cmd *cobra.Command, dir, topic, group string, fromBeginning, follow bool) error {
-	limit, err := cmd.Flags().GetInt64("max")
+// produceTopicViaServer is produce --topic through the server at addr
+// that holds the store: a Kafka producer with Kafka's default
+// partitioner, which the store's matches (murmur2 of the key; keyless
+// records sticky). The topic is looked up in the store first, read-only,
+// so that a misspelt one is refused as the store refuses it rather than
+// created by the server.
+func produceTopicViaServer(cmd *cobra.Command, dir, addr, topic string, verbose bool, perBatch int) error {
+	if err := readStore(cmd, dir, func(s *store.Store) error {
+		_, err := s.Partitions(topic)
+		return err
+	}); err != nil {
+		return err
+	}
+	cl, err := serverClient(addr, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(0))
 	if err != nil {
 		return err
 	}
-	reset := store.Latest
-	if fromBeginning {
-		reset = store.Earliest
+	defer cl.Close()
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	return withStore(cmd, dir, false, func(s *store.Store) error {
-		n, err := s.Partitions(topic)
-		if err != nil {
-			return err
+	how := fmt.Sprintf(" through the server at %s (it holds %s)", addr, dir)
+	return produceTopicLines(cmd, topic, verbose, perBatch, how, func(recs []record.Record) ([]placed, error) {
+		krs := make([]*kgo.Record, len(recs))
+		for i, r := range recs {
+			krs[i] = &kgo.Record{Key: r.Key, Value: r.Value}
 		}
-		pos := make([]int64, n)
-		for p := range int32(n) {
-			l, release, err := s.AcquireLog(topic, p)
-			if err != nil {
+		res := cl.ProduceSync(ctx, krs...)
+		out := make([]placed, 0, len(res))
+		for _, r := range res {
+			if r.Err != nil {
+				return out, r.Err
+			}
+			out = append(out, placed{r.Record.Partition, r.Record.Offset})
+		}
+		return out, nil
+	})
+}
+
+// produceTopicLines reads stdin's lines and hands them to send, perBatch
+// at a time; how says which way they went, for the summary.
+func produceTopicLines(cmd *cobra.Command, topic string, verbose bool, perBatch int, how string, send func([]record.Record) ([]placed, error)) error {
+	sc := bufio.NewScanner(cmd.InOrStdin())
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	out := bufio.NewWriter(cmd.OutOrStdout())
+	defer out.Flush()
+	var recs []record.Record
+	var total, calls int
+	flush := func() error {
+		if len(recs) == 0 {
+			return nil
+		}
+		res, err := send(recs)
+		if err != nil {
+			return fmt.Errorf("%w; stored %d records%s before this call", err, total, how)
+		}
+		if verbose {
+			for i, r := range res {
+				key := "(null)"
+				if recs[i].Key != nil {
+					key = string(recs[i].Key)
+				}
+				fmt.Fprintf(out, "%s\t%s-%d\t%d\n", key, topic, r.partition, r.offset)
+			}
+		}
+		total += len(recs)
+		calls++
+		recs = recs[:0]
+		return nil
+	}
+	for sc.Scan() {
+		line := sc.Bytes()
+		var r record.Record
+		if k, v, ok := bytes.Cut(line, []byte{'\t'}); ok {
+			r.Key, r.Value = bytes.Clone(k), bytes.Clone(v)
+		} else {
+			r.Value = bytes.Clone(line)
+		}
+		recs = append(recs, r)
+		if len(recs) == perBatch {
+			if err := flush(); err != nil {
 				return err
 			}
-			pos[p] = l.EndOffset()
-			if fromBeginning {
-				pos[p] = l.StartOffset()
-			}
-			release() // a topic of many partitions stays within the store's budget of open Logs
-			if group != "" {
-				ps, err := s.Position(group, topic, p, reset)
-				if err != nil {
-					return err
-				}
-				if ps.Skipped > 0 {
-					fmt.Fprintf(cmd.ErrOrStderr(), "group %s: %s-%d: %d records skipped (committed %d was below the start; auto.offset.reset moved it to %d)\n",
-						group, topic, p, ps.Skipped, ps.Offset-ps.Skipped, ps.Offset)
-				}
-				pos[p] = ps.Offset
-				if ps.Reset {
-					// As a Kafka consumer commits its position on every
-					// assigned partition: the group's lag then covers
-					// the whole topic.
-					if err := s.Commit(group, topic, map[int32]int64{p: ps.Offset}); err != nil {
-						return err
-					}
-				}
-			}
 		}
-		out := bufio.NewWriter(cmd.OutOrStdout())
-		defer out.Flush()
-		var printed int64
-		ctx := cmd.Context()
-		for {
-			for p := range int32(n) {
-				if limit >= 0 && printed >= limit {
-					return nil
-				}
-				l, release, err := s.AcquireLog(topic, p)
-				if err != nil {
-					return err
-				}
-				moved := false
-				for r, err := range l.Records(pos[p]) {
-					if err != nil {
-						release()
-						return err
-					}
-					if limit >= 0 && printed >= limit {
-						break
-					}
-					if r.Key != nil {
-						out.Write(r.Key)
-						out.WriteByte('\t')
-					}
-					out.Write(r.Value)
-					out.WriteByte('\n')
-					printed++
-					pos[p] = r.Offset + 1
-					moved = true
-				}
-				release()
-				if err := out.Flush(); err != nil {
-					return err
-				}
-				if group != "" && moved {
-					if err := s.Commit(group, topic, map[int32]int64{p: pos[p]}); err != nil {
-						return err
-					}
-				}
-			}
-			if !follow || (limit >= 0 && printed >= limit) {
-				return nil
-			}
-			if ctx != nil {
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(100 * time.Millisecond):
-				}
-			} else {
-				time.Sleep(100 * time.Millisecond)
-			}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "produced %d records to %s in %d calls%s\n", total, topic, calls, how)
+	return nil
+}
+
+// openProduceLog opens the log produce appends to. A partition directory
+// of a store is written through the store: the store is opened with its
+// lock (refused, naming the holder, when another holds it) and the
+// partition's Log is the store's, so its checkpoints are the log.dir's
+// and no file of its own appears in the partition. opts' batch limit
+// becomes the topic's. close releases the Log (and the store).
+func openProduceLog(cmd *cobra.Command, dir string, opts *seglog.Options) (l *seglog.Log, close func() error, err error) {
+	logDir, topic, part, ok, err := partitionOfStore(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		l, err := seglog.Open(dir, *opts)
+		if err != nil {
+			return nil, nil, err
 		}
-	})
+		return l, l.Close, nil
+	}
+	if err := refuseLogFlags(cmd, dir, logDir, topic, part, logShapingFlags...); err != nil {
+		return nil, nil, err
+	}
+	s, err := openStoreWriter(cmd, logDir, false)
+	if err != nil {
+		return nil, nil, withAdvice(err, func(addr string) string {
+			return fmt.Sprintf("produce through it: seglog produce %s --topic %s (keys pick the partition), or to this partition: kcat -P -b %s -t %s -p %d -K '\\t'",
+				logDir, topic, addr, topic, part)
+		})
+	}
+	l, release, err := s.AcquireLog(topic, part)
+	if err == nil {
+		var info store.TopicInfo
+		if info, err = s.DescribeTopic(topic); err == nil {
+			opts.MaxBatchBytes = info.Config.MaxMessageBytes
+		}
+	}
+	if err != nil {
+		if release != nil {
+			release()
+		}
+		return nil, nil, errors.Join(err, s.Close())
+	}
+	return l, func() error { release(); return s.Close() }, nil
 }

@@ -119,9 +119,19 @@ func TestTrustKafkaBigBatchKept(t *testing.T) {
 		t.Fatalf("consume: exit %d, %d records, stderr %q; want 3 records", r.code, len(recs), r.stderr)
 	}
 
+	// The broker's partition is the broker's to write: produce given it
+	// refuses, changing nothing, and says how to take the log.dir over.
 	r = invoke(t, "after\n", "produce", part)
+	if r.code == 0 || !strings.Contains(r.stderr, "not a seglog store") {
+		t.Fatalf("produce to a broker's partition: exit %d: %s", r.code, r.stderr)
+	}
+	checkUnchanged(t, "the log.dir's files", brokers, logDirFiles())
+	checkUnchanged(t, "a refused produce", before, dirSnapshot(t, root))
+	// Taken over as a store, the partition is recovered by its topic's
+	// config (max.message.bytes 1 MiB): the 2 MiB batch stays.
+	r = invoke(t, "after\n", "produce", root, "--topic", "events")
 	if r.code != 0 {
-		t.Fatalf("produce: exit %d: %s", r.code, r.stderr)
+		t.Fatalf("produce through the store: exit %d: %s", r.code, r.stderr)
 	}
 	if now := readVFS(t, filepath.Join(part, logName)); !bytes.HasPrefix(now, stored) {
 		t.Fatalf("recovery changed the stored batches: .log %d bytes, first difference at %d", len(now), firstDiff(now, stored))
@@ -129,7 +139,6 @@ func TestTrustKafkaBigBatchKept(t *testing.T) {
 	if vals := consumedValues(t, part); len(vals) != 4 || vals[1] != big || vals[3] != "after" {
 		t.Fatalf("after recovery the partition holds %d records, want small, the big one, small, after", len(vals))
 	}
-	checkUnchanged(t, "the log.dir's files", brokers, logDirFiles())
 }
 
 // kafkaPartition builds a Kafka log.dir holding one partition directory,
@@ -196,17 +205,16 @@ func TestTrustKafkaDamageReported(t *testing.T) {
 			before := dirSnapshot(t, root)
 			for _, args := range runs {
 				r := invoke(t, "more\n", args...)
-				if r.code == 0 || !strings.Contains(r.stderr, logFile) || !strings.Contains(r.stderr, fmt.Sprintf("byte %d", pos)) {
+				if args[0] == "produce" {
+					// The broker's partition is the broker's to write:
+					// refused before anything is opened, lock included.
+					if r.code == 0 || !strings.Contains(r.stderr, "not a seglog store") {
+						t.Errorf("seglog %s: exit %d, stderr %q; want a refusal", strings.Join(args, " "), r.code, r.stderr)
+					}
+				} else if r.code == 0 || !strings.Contains(r.stderr, logFile) || !strings.Contains(r.stderr, fmt.Sprintf("byte %d", pos)) {
 					t.Errorf("seglog %s: exit %d, stderr %q; want an error naming %s and byte %d", strings.Join(args, " "), r.code, r.stderr, logFile, pos)
 				}
-				after := dirSnapshot(t, root)
-				if args[0] == "produce" {
-					// A writable open takes the directory's lock first,
-					// in its .lock file; that is all it may leave.
-					delete(after, "events-0/.lock")
-					after["events-0/"] = before["events-0/"]
-				}
-				checkUnchanged(t, args[0], before, after)
+				checkUnchanged(t, args[0], before, dirSnapshot(t, root))
 			}
 		})
 	}
