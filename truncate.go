@@ -147,6 +147,18 @@ func (l *Log) cutAt(offset int64) error {
 	}
 	if it, ok := l.segs.Max(); ok {
 		seg := it.seg
+		// A cut at the batch holding offset that also holds records
+		// below the log start would leave the log ending below its
+		// start; if that cut reached the disk before the restart below,
+		// a crash would leave a log-start checkpoint beyond the end
+		// (which Open refuses). Restart at the start without cutting.
+		bp, found, err := seg.FindPosition(offset)
+		if err != nil {
+			return err
+		}
+		if start := l.start.Load(); found && bp.BaseOffset < start {
+			return l.restartAt(start)
+		}
 		if _, err := seg.TruncateTo(offset); err != nil {
 			return err
 		}
@@ -187,12 +199,36 @@ func (l *Log) cutAt(offset int64) error {
 // reopens the old start with a suffix removed, or empty. It must be written
 // before returning, or the next Open would find the new segment below the
 // old start and delete it with everything appended to it since.
+//
+// A start above the current one (RestartAt inside or past the end) is
+// written last, once the new segment exists: segments are removed from the
+// newest down, so a crash part-way can leave a first segment ending below
+// base (or, its unsynced records lost, below its end now), and a checkpoint
+// beyond the end is an inconsistency Open refuses (ErrLogStartBeyondEnd).
+// Until it is written, a crash reopens the old start with a suffix removed,
+// or the new segment alone, whose base is then the start.
 func (l *Log) restartAt(base int64) error {
-	lower := base < l.start.Load()
-	if !lower {
+	lower, higher := base < l.start.Load(), base > l.start.Load()
+	if !lower && !higher {
 		// The start does not move: recording it first keeps a crash
 		// part-way from reopening below it.
 		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, base); err != nil {
+			return err
+		}
+	}
+	// Segments wholly below the start (a crash after an earlier
+	// DeleteBefore's checkpoint can leave them) go first: removed from the
+	// newest down, one could be all that a crash part-way leaves, ending
+	// below the start.
+	for {
+		l.segMu.RLock()
+		first, ok := l.segs.Min()
+		n := l.segs.Len()
+		l.segMu.RUnlock()
+		if !ok || n == 1 || first.seg.NextOffset() > l.start.Load() {
+			break
+		}
+		if err := l.dropSegment(first); err != nil {
 			return err
 		}
 	}
@@ -215,6 +251,12 @@ func (l *Log) restartAt(base int64) error {
 	seg, err := l.createSegment(base) // syncs the directory
 	if err != nil {
 		return err
+	}
+	if higher {
+		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, base); err != nil {
+			seg.Close()
+			return err
+		}
 	}
 	l.segMu.Lock()
 	l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
