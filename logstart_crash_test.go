@@ -152,3 +152,49 @@ func TestRestartAtSurvivesCrashes(t *testing.T) {
 
 // randFor is a seeded source for the crash at operation k.
 func randFor(k int64) *rand.Rand { return rand.New(rand.NewPCG(uint64(k), 11)) }
+
+// TestTruncateIntoStraddlingBatchCutsNothing: a truncation into the batch
+// holding the log start restarts the log at its start without first
+// cutting the .log below it. Such a cut, were it on disk before the
+// restart finished (a filesystem may commit a truncation's new size
+// without a sync), would leave the log ending below its start.
+func TestTruncateIntoStraddlingBatchCutsNothing(t *testing.T) {
+	var mu sync.Mutex
+	var cuts []vfs.Op
+	recording := false
+	inj := vfs.InjectorFunc(func(op vfs.Op) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if recording && op.Kind == vfs.OpTruncate && strings.HasSuffix(op.Path, ".log") {
+			cuts = append(cuts, op)
+		}
+		return nil
+	})
+	l, err := Open("/c", truncOptions(vfs.Inject(vfs.NewMem(), inj), SyncAlways))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for l.EndOffset() < 110 {
+		if _, err := l.Append(epochRecords(l.EndOffset(), 5, 0)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.DeleteBefore(102); err != nil { // into the batch [100, 105)
+		t.Fatal(err)
+	}
+	mu.Lock()
+	recording = true
+	mu.Unlock()
+	if err := l.TruncateTo(103); err != nil {
+		t.Fatal(err)
+	}
+	if l.StartOffset() != 102 || l.EndOffset() != 102 {
+		t.Fatalf("start %d end %d, want an empty log at 102", l.StartOffset(), l.EndOffset())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(cuts) > 0 {
+		t.Fatalf("the .log was cut below the start before the restart: %v", cuts)
+	}
+}
