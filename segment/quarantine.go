@@ -67,10 +67,40 @@ func QuarantineTail(fsys vfs.FS, dir string, p *RecoveryPlan) (*Quarantine, erro
 	} else if size != p.fileSize {
 		return nil, fmt.Errorf("segment: %s changed size (%d, planned at %d bytes) between recovery's scan and its quarantine", p.path, size, p.fileSize)
 	}
-	from := res.ValidBytes
-	want := io.NewSectionReader(src, from, p.fileSize-from)
+	return quarantineCopy(fsys, dir, p.base, &Quarantine{Source: p.path, Reason: res.Reason, Remnant: res.AfterDamage}, src, p.fileSize)
+}
+
+// QuarantineFrom is QuarantineTail for a cut that is not recovery's own
+// (fsck's repair cuts where its deeper check finds damage the engine
+// accepts): if the bytes of the segment at base from pos to the end of its
+// .log hold a valid entry (ScanRemnant), they are copied to a quarantine
+// file as QuarantineTail copies them, and the quarantine is returned; nil
+// when they hold none. reason is the damage at pos, for the report.
+func QuarantineFrom(fsys vfs.FS, dir string, base, pos int64, reason error) (*Quarantine, error) {
+	path := filepath.Join(dir, FileName(base, LogSuffix))
+	src, err := fsys.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	size, err := src.Size()
+	if err != nil {
+		return nil, err
+	}
+	rem, err := scanRemnant(src, path, pos, size)
+	if err != nil || !rem.HoldsValid() {
+		return nil, err
+	}
+	return quarantineCopy(fsys, dir, base, &Quarantine{Source: path, Reason: reason, Remnant: rem}, src, size)
+}
+
+// quarantineCopy copies q's bytes of src (whose size is size) to the first
+// quarantine file name that is free or already holds a prefix of them,
+// syncs it and dir, and returns q with File set.
+func quarantineCopy(fsys vfs.FS, dir string, base int64, q *Quarantine, src io.ReaderAt, size int64) (*Quarantine, error) {
+	want := io.NewSectionReader(src, q.Pos, size-q.Pos)
 	for n := 0; ; n++ {
-		path := filepath.Join(dir, layout.QuarantineName(p.base, from, n))
+		path := filepath.Join(dir, layout.QuarantineName(base, q.Pos, n))
 		done, err := copyQuarantine(fsys, path, want)
 		if err != nil {
 			return nil, err
@@ -79,7 +109,8 @@ func QuarantineTail(fsys vfs.FS, dir string, p *RecoveryPlan) (*Quarantine, erro
 			if err := fsys.SyncDir(dir); err != nil {
 				return nil, err
 			}
-			return &Quarantine{File: path, Source: p.path, Reason: res.Reason, Remnant: res.AfterDamage}, nil
+			q.File = path
+			return q, nil
 		}
 	}
 }

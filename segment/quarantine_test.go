@@ -244,3 +244,24 @@ func TestRemnantLegacyAndBound(t *testing.T) {
 		t.Fatalf("remnant = %+v, %v", r, err)
 	}
 }
+
+// TestQuarantineFrom: bytes cut at a position of the caller's choosing are
+// kept when they hold a valid entry, and not when they hold none.
+func TestQuarantineFrom(t *testing.T) {
+	envs(t, func(t *testing.T, e env) {
+		opts := Options{IndexIntervalBytes: 300, MaxIndexBytes: smallIdx}
+		ref := buildSealed(t, e, 0, opts, 27, 12)
+		at := ref.m.batches[4].pos
+		q, err := QuarantineFrom(e.fs, e.dir, 0, at, nil)
+		if err != nil || q == nil || q.Batches != 8 || q.Pos != at {
+			t.Fatalf("QuarantineFrom = %+v, %v", q, err)
+		}
+		if !bytes.Equal(readFile(t, e.fs, q.File), ref.log[at:]) {
+			t.Fatal("quarantine does not hold the bytes from the cut")
+		}
+		last := ref.m.batches[11]
+		if q, err := QuarantineFrom(e.fs, e.dir, 0, last.pos+1, nil); err != nil || q != nil {
+			t.Fatalf("inside the last batch: %+v, %v", q, err)
+		}
+	})
+}
