@@ -353,6 +353,12 @@ func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.Reco
 		return nil, false, err
 	}
 	res, err := seg.ApplyRecovery(p)
+	if err == nil && q != nil {
+		// The cut is made durable at once: a crash before some later sync
+		// would otherwise bring the damage back, and the next recovery
+		// would report the same quarantine again.
+		err = seg.File().Sync()
+	}
 	if err != nil {
 		seg.Close()
 		return nil, false, err
