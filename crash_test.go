@@ -2,6 +2,7 @@ package seglog
 
 import (
 	"bytes"
+	"cmp"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -41,12 +42,14 @@ type crashWorkload struct {
 	valueMax int
 	// prealloc sets Options.Preallocate.
 	prealloc bool
+	// segmentBytes is Options.SegmentBytes (0: 4096).
+	segmentBytes int64
 }
 
 func (w crashWorkload) options(fs vfs.FS) Options {
 	return Options{
 		FS:                 fs,
-		SegmentBytes:       4096,
+		SegmentBytes:       cmp.Or(w.segmentBytes, 4096),
 		IndexIntervalBytes: 256,
 		MaxIndexBytes:      1024,
 		Sync:               w.sync,
