@@ -275,18 +275,36 @@ func (l *Log) judgeView(seg *segment.Segment, res segment.ViewResult) (bool, err
 // later segments aside (quarantine), so the view cannot serve them as part
 // of the log, and hiding them without a word would be silent loss.
 func (l *Log) notLast(seg *segment.Segment, complete bool, nextBase int64, later int) error {
-	what := fmt.Sprintf("its valid batches end at byte %d (%v)", seg.Size(), l.ro.tailReason)
+	var what string
 	if complete {
 		if seg.NextOffset() >= nextBase {
 			return nil
 		}
-		what = fmt.Sprintf("it ends at offset %d and the next segment begins at %d: offsets %d-%d are missing",
+		what = fmt.Sprintf("the segment ends at offset %d and the next begins at %d: offsets %d-%d are missing",
 			seg.NextOffset(), nextBase, seg.NextOffset(), nextBase-1)
+	} else {
+		what = damageText(l.ro.tailReason)
 	}
 	l.ro.tailSeg, l.ro.tailReason = nil, nil
 	return &CorruptionError{File: seg.LogPath(), Pos: seg.Size(), Reason: fmt.Errorf(
-		"read-only open of %s: %s, and %d later segment(s) follow; a writable open cuts the log there and keeps the later segments' valid batches in quarantine files (run seglog fsck)",
-		l.dir, what, later)}
+		"%s; %d later segment(s) follow: a writable open cuts the log here and keeps their valid batches in quarantine files (read-only open of %s; run seglog fsck %s)",
+		what, later, l.dir, l.dir)}
+}
+
+// damageText is what a scan's reason says without the file and position
+// its error repeats.
+func damageText(reason error) string {
+	var ce *CorruptionError
+	var pe *segment.PositionError
+	switch {
+	case errors.As(reason, &ce):
+		return ce.Reason.Error()
+	case errors.As(reason, &pe):
+		return pe.Err.Error()
+	case reason != nil:
+		return reason.Error()
+	}
+	return "its valid batches end here"
 }
 
 // UnservedTail describes the bytes at the end of a read-only Log's last
