@@ -60,7 +60,7 @@ func TestCrashHolesQuarantine(t *testing.T) {
 				if err := l.Close(); err != nil {
 					t.Fatalf("%s: close: %v", label, err)
 				}
-				fscktest.CheckQuarantined(t, crashed, "/log", before)
+				fscktest.CheckQuarantined(t, crashed, "/log", before, nil)
 				names := fscktest.CheckCleanButQuarantines(t, crashed, "/log")
 				if len(names) != len(events) {
 					t.Fatalf("%s: %d quarantine files, %d reported", label, len(names), len(events))

@@ -189,7 +189,7 @@ func TestCorruptionMatrix(t *testing.T) {
 					if !allRepaired(rr) {
 						t.Fatalf("exit %d after repair, want 1 (or 4 for quarantine files alone):%s", rr.ExitCode(), listProblems(rr))
 					}
-					fscktest.CheckQuarantined(t, fsys, dir, before)
+					fscktest.CheckQuarantined(t, fsys, dir, before, nil)
 					checkCut(t, fsys, dir, before, d, dmg)
 					sameRecords(t, logRecords(t, fsys, dir), all[:dmg.Keep])
 				case tc.Unfixable:

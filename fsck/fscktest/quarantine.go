@@ -47,10 +47,14 @@ func CheckCleanButQuarantines(t testing.TB, fsys vfs.FS, dir string) []string {
 // CheckQuarantined checks, for every .log of before (a snapshot of dir
 // taken before recovery or a repair), that the bytes it lost are either
 // kept byte for byte in a quarantine file or hold no valid batch (a torn
-// tail): the .log now holds a prefix of its old bytes (or is gone), and
-// the rest is a quarantine file named for it and the byte where the cut
-// is, or fsck's scanner finds no valid batch in it.
-func CheckQuarantined(t testing.TB, fsys vfs.FS, dir string, before Snapshot) {
+// tail): the .log now begins with a prefix of its old bytes (or is gone),
+// and the rest is a quarantine file named for it and the byte where the
+// cut is, or fsck's scanner finds no valid batch in it. ends, when not
+// nil, gives each segment's size as the log sees it (base offset to bytes;
+// a base missing from it is a segment the log no longer has), for a
+// directory whose files a preallocating or appending Log has grown since;
+// nil takes the files' sizes now.
+func CheckQuarantined(t testing.TB, fsys vfs.FS, dir string, before Snapshot, ends map[int64]int64) {
 	t.Helper()
 	after := TakeSnapshot(t, fsys, dir)
 	for path, old := range before {
@@ -59,6 +63,13 @@ func CheckQuarantined(t testing.TB, fsys vfs.FS, dir string, before Snapshot) {
 			continue
 		}
 		cur, present := after[path]
+		if ends != nil {
+			end, ok := ends[base]
+			present = ok && present
+			if present {
+				cur = cur[:min(end, int64(len(cur)))]
+			}
+		}
 		if present && !bytes.HasPrefix(old, cur) {
 			t.Errorf("%s: not a prefix of what it held", path)
 			continue
