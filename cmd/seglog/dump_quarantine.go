@@ -53,4 +53,3 @@ func noteQuarantines(w io.Writer, dir string, names []string) {
 		fmt.Fprintf(w, "\n%s: quarantine file (%d bytes), not part of the log; dump it with: seglog dump %s\n", p, size, p)
 	}
 }
-
