@@ -63,7 +63,9 @@ func (c *checker) checkQuarantine(name string) {
 	}
 	from := fmt.Sprintf("%s from byte %d (where damage began)", fileName(base, sufLog), pos)
 	if pos == 0 {
-		from = fmt.Sprintf("%s, whole (a segment after a cut)", fileName(base, sufLog))
+		// Damage at the first byte, or a later segment set aside whole:
+		// the name cannot tell, the first bytes can (seglog dump).
+		from = fmt.Sprintf("%s from its first byte (damage there, or the whole segment after a cut before it)", fileName(base, sufLog))
 	}
 	held := "no batch fsck can read"
 	if batches > 0 {

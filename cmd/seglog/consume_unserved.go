@@ -7,6 +7,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/segment"
 )
 
 // exitUnserved is consume's exit status when it printed what the log
@@ -28,8 +29,12 @@ func reportUnserved(l *seglog.Log, stderr io.Writer) error {
 	}
 	end := u.Pos + u.Bytes
 	if !u.HoldsValid() {
-		fmt.Fprintf(stderr, "seglog: warning: %s bytes %d-%d (%d bytes) not printed: no valid batch in them (a torn tail, or a batch still being written: %v); a writable open cuts them\n",
-			u.File, u.Pos, end, u.Bytes, u.Reason)
+		what := "a torn tail, or a batch still being written"
+		if !errors.Is(u.Reason, segment.ErrTornTail) {
+			what = "damaged bytes, as a crash can leave at the end of a log"
+		}
+		fmt.Fprintf(stderr, "seglog: warning: %s bytes %d-%d (%d bytes) not printed: they hold no valid batch (%s: %s); a writable open cuts them\n",
+			u.File, u.Pos, end, u.Bytes, what, reasonText(u.Reason))
 		return nil
 	}
 	held := fmt.Sprintf("%d valid batches with %d records (offsets %d-%d)", u.Batches, u.Records, u.FirstOffset, u.LastOffset)
@@ -38,8 +43,24 @@ func reportUnserved(l *seglog.Log, stderr io.Writer) error {
 	}
 	base, _, _ := layout.ParseFileName(baseName(u.File))
 	fmt.Fprintf(stderr, "seglog: %s bytes %d-%d (%d bytes) not printed: damage at byte %d (%v) is followed by %s; a writable open cuts the log there and keeps these bytes in the quarantine file %s, which seglog dump reads\n",
-		u.File, u.Pos, end, u.Bytes, u.Pos, u.Reason, held, layout.QuarantineName(base, u.Pos, 0))
+		u.File, u.Pos, end, u.Bytes, u.Pos, reasonText(u.Reason), held, layout.QuarantineName(base, u.Pos, 0))
 	return &exitError{code: exitUnserved, err: errors.New("consume: valid batches after damage were not printed (see above)")}
+}
+
+// reasonText is a scan's reason without the file and position its error
+// repeats.
+func reasonText(err error) string {
+	var ce *seglog.CorruptionError
+	var pe *segment.PositionError
+	switch {
+	case errors.As(err, &ce):
+		return ce.Reason.Error()
+	case errors.As(err, &pe):
+		return pe.Err.Error()
+	case err != nil:
+		return err.Error()
+	}
+	return ""
 }
 
 // baseName is the last element of a slash-separated path.

@@ -29,7 +29,7 @@ func dumpQuarantine(w io.Writer, path string, records bool, maxEntry int) (bool,
 	src := layout.FileName(base, layout.LogSuffix)
 	fmt.Fprintf(w, "Dumping %s\n", path)
 	if pos == 0 {
-		fmt.Fprintf(w, "Quarantine file: %d bytes, the whole of %s, set aside by recovery after it cut an earlier segment (not part of the log). Positions are in this file.\n", size, src)
+		fmt.Fprintf(w, "Quarantine file: %d bytes of %s from its first byte, kept by recovery: damage there that valid batches follow, or the whole segment after an earlier one was cut (not part of the log). Positions are in this file and in %s.\n", size, src, src)
 	} else {
 		fmt.Fprintf(w, "Quarantine file: %d bytes of %s from byte %d, where recovery found damage, kept because valid batches follow it (not part of the log). Positions are in this file: add %d for positions in %s.\n",
 			size, src, pos, pos, src)
