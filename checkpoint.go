@@ -191,6 +191,7 @@ type LogStartError struct {
 	End      int64
 }
 
+// Error says which checkpoint names which start, and where the segments end.
 func (e *LogStartError) Error() string {
 	src := e.File
 	if src == "" {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -57,7 +56,7 @@ func listing(t *testing.T, dir string) []string {
 // unclean makes dir look like a crash left it with recovery point 0.
 func unclean(t *testing.T, dir string) {
 	t.Helper()
-	os.Remove(filepath.Join(dir, seglog.CleanShutdownFile))
+	vfs.Default.Remove(filepath.Join(dir, seglog.CleanShutdownFile))
 	if err := seglog.WriteCheckpoint(vfs.Default, filepath.Join(dir, seglog.RecoveryPointFile), []seglog.CheckpointEntry{{Topic: "log", Offset: 0}}); err != nil {
 		t.Fatal(err)
 	}
