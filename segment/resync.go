@@ -57,9 +57,12 @@ func (r Remnant) String() string {
 // remnantBudget bounds the bytes a resynchronizing scan of n bytes
 // checksums: a few passes over them. A candidate entry costs a checksum of
 // its declared length, so garbage whose length fields happen to fit could
-// otherwise cost one pass per byte.
+// otherwise cost one pass per byte. Random bytes pass the cheap tests
+// rarely enough that up to some tens of MiB of them are scanned to the end
+// within it (BenchmarkScanRemnant); past the bound the rest is kept, not
+// cut (Remnant.Unsure).
 // A variable so that a test can reach it with a small region.
-var remnantBudget = func(n int64) int64 { return 4*n + 64<<20 }
+var remnantBudget = func(n int64) int64 { return 8*n + 256<<20 }
 
 // ScanRemnant scans the .log at path from byte pos to its end for valid
 // entries (see scanRemnant) and describes what it found.
@@ -97,11 +100,18 @@ func scanRemnant(f io.ReaderAt, path string, pos, end int64) (Remnant, error) {
 	for q := pos; end-q >= record.PeekSize; {
 		// Skip, within a window, the positions no entry can begin at: an
 		// unknown magic, or a length below the minimum or past the end.
-		n := int(min(int64(fullChunk), end-q))
-		w, err := sc.need(q, n)
-		if err != nil {
-			return r, err
+		// The window already read is used to its end before another is
+		// read: after a valid batch the next one is usually in it.
+		var w []byte
+		if q >= sc.winPos && q+record.PeekSize <= sc.winPos+int64(len(sc.win)) {
+			w = sc.win[q-sc.winPos:]
+		} else {
+			var err error
+			if w, err = sc.need(q, int(min(int64(fullChunk), end-q))); err != nil {
+				return r, err
+			}
 		}
+		n := len(w)
 		i, last := 0, n-record.PeekSize
 		for ; i <= last; i++ {
 			if w[i+record.MagicOffset] > record.CurrentMagic {
