@@ -221,6 +221,14 @@ func (l *Log) load() error {
 		if !last && seg.NextOffset() < bases[i+1] {
 			truncated = true
 		}
+		// What a segment lost lies below the next one's base: when that is
+		// at or below the log start, only records already deleted were
+		// lost, and the later segments stay (RestartAt past the end
+		// creates its new segment before it checkpoints the start, then
+		// removes the old ones, so a crash can leave both).
+		if truncated && !last && st.haveLogStart && bases[i+1] <= st.logStart {
+			truncated = false
+		}
 		if truncated && !last {
 			// Kafka's rule: bytes lost in one segment make every later
 			// segment unreachable, so Kafka deletes them. They lie above
