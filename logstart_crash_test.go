@@ -127,6 +127,19 @@ func TestRestartAtSurvivesCrashes(t *testing.T) {
 					continue
 				}
 				label := fmt.Sprintf("crash at op %d/%d (torn %v)", k, total, torn)
+				// A read-only view of the crashed log sees what the
+				// writable open below will make of it.
+				ro := truncOptions(crashed, SyncNone)
+				ro.ReadOnly, ro.Sync = true, SyncNone
+				v, err := Open("/c", ro)
+				if err != nil {
+					t.Fatalf("%s: read-only open: %v", label, err)
+				}
+				view, err := stateOf(v)
+				v.Close()
+				if err != nil {
+					t.Fatalf("%s: read-only: %v", label, err)
+				}
 				r, err := Open("/c", truncOptions(crashed, SyncNone))
 				if errors.Is(err, ErrLogStartBeyondEnd) {
 					t.Fatalf("%s: %v", label, err)
@@ -138,6 +151,9 @@ func TestRestartAtSurvivesCrashes(t *testing.T) {
 				r.Close()
 				if err != nil {
 					t.Fatalf("%s: %v", label, err)
+				}
+				if view.start != got.start || strings.Join(view.keys, ",") != strings.Join(got.keys, ",") {
+					t.Fatalf("%s: the read-only view saw %v, the writable open %v", label, view, got)
 				}
 				restarted := got.start == target && len(got.keys) == 0
 				prefix := got.start == before.start && got.end() <= before.end() &&

@@ -189,9 +189,22 @@ func (l *Log) loadView() error {
 		if err != nil {
 			return err
 		}
-		if !last {
+		if !last && !(st.haveLogStart && bases[i+1] <= st.logStart) {
+			// (A loss wholly below the log start is of deleted records, as
+			// for a writable open.)
 			if err := l.notLast(seg, complete, bases[i+1], len(bases)-i-1); err != nil {
-				return err
+				empty, serr := l.holdNothing(bases[i+1:])
+				if serr != nil {
+					return serr
+				}
+				if !empty {
+					return err
+				}
+				// The later segments hold no valid byte (an empty segment
+				// a crash left after a roll or a restart): a writable open
+				// deletes them, losing nothing, and the view ends here.
+				l.ro.tailSeg, l.ro.tailReason = nil, nil
+				break
 			}
 		}
 	}
@@ -289,6 +302,18 @@ func (l *Log) notLast(seg *segment.Segment, complete bool, nextBase int64, later
 	return &CorruptionError{File: seg.LogPath(), Pos: seg.Size(), Reason: fmt.Errorf(
 		"%s; %d later segment(s) follow: a writable open cuts the log here and keeps their valid batches in quarantine files (read-only open of %s; run seglog fsck %s)",
 		what, later, l.dir, l.dir)}
+}
+
+// holdNothing reports whether none of the segments at bases holds a valid
+// entry (segment.ScanRemnant of each .log).
+func (l *Log) holdNothing(bases []int64) (bool, error) {
+	for _, b := range bases {
+		rem, err := segment.ScanRemnant(l.fs, l.path(segment.FileName(b, segment.LogSuffix)), 0)
+		if err != nil || rem.HoldsValid() {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // damageText is what a scan's reason says without the file and position
@@ -448,8 +473,10 @@ func (l *Log) refreshStep(list bool) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			if err := l.notLast(lastItem.seg, complete, b, len(newer)); err != nil {
-				return false, err
+			if b > l.start.Load() {
+				if err := l.notLast(lastItem.seg, complete, b, len(newer)); err != nil {
+					return false, err
+				}
 			}
 			if err := lastItem.seg.Seal(); err != nil {
 				return false, err
