@@ -113,14 +113,22 @@ func scanRemnant(f io.ReaderAt, path string, pos, end int64) (Remnant, error) {
 		}
 		n := len(w)
 		i, last := 0, n-record.PeekSize
-		for ; i <= last; i++ {
+		for i <= last {
 			if w[i+record.MagicOffset] > record.CurrentMagic {
+				i++
 				continue
 			}
 			l := int64(int32(binary.BigEndian.Uint32(w[i+record.LogOverhead-4:])))
 			if l >= record.MinEntrySize && l+record.LogOverhead <= end-q-int64(i) {
 				break
 			}
+			if l == 0 {
+				// Zeros (a hole a crash left): no entry begins before
+				// the length field reaches a non-zero byte.
+				i = max(i+1, nextNonZero(w, i+record.LogOverhead)-record.LogOverhead+1)
+				continue
+			}
+			i++
 		}
 		if i > last {
 			q += int64(last + 1)
@@ -148,6 +156,23 @@ func scanRemnant(f io.ReaderAt, path string, pos, end int64) (Remnant, error) {
 		q += int64(h.size)
 	}
 	return r, nil
+}
+
+// nextNonZero returns the index of the first non-zero byte of w at or after
+// from, len(w) if there is none, reading eight bytes at a time.
+func nextNonZero(w []byte, from int) int {
+	i := from
+	for ; i+8 <= len(w); i += 8 {
+		if binary.LittleEndian.Uint64(w[i:]) != 0 {
+			break
+		}
+	}
+	for ; i < len(w); i++ {
+		if w[i] != 0 {
+			return i
+		}
+	}
+	return len(w)
 }
 
 // validEntryAt reports whether a valid entry (as scanRemnant defines it)
