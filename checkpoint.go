@@ -1,6 +1,8 @@
 package seglog
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -104,6 +106,9 @@ type dirState struct {
 	rp           int64
 	logStart     int64
 	haveLogStart bool
+	// logStartFile is the checkpoint file logStart was read from, ""
+	// when a Checkpointer keeps it.
+	logStartFile string
 }
 
 // readDirState reads the recovery point, the log start offset and the
@@ -125,8 +130,12 @@ func readDirState(fs vfs.FS, dir string, names []string) (dirState, error) {
 		if st.rp, _, err = layout.PartitionOffset(fs, filepath.Join(logDir, RecoveryPointFile), topic, part); err != nil {
 			return st, err
 		}
-		if st.logStart, st.haveLogStart, err = layout.PartitionOffset(fs, filepath.Join(logDir, LogStartOffsetFile), topic, part); err != nil {
+		path := filepath.Join(logDir, LogStartOffsetFile)
+		if st.logStart, st.haveLogStart, err = layout.PartitionOffset(fs, path, topic, part); err != nil {
 			return st, err
+		}
+		if st.haveLogStart {
+			st.logStartFile = path
 		}
 		if _, err := fs.Stat(filepath.Join(logDir, CleanShutdownFile)); err == nil {
 			st.clean = true
@@ -143,5 +152,52 @@ func readDirState(fs vfs.FS, dir string, names []string) (dirState, error) {
 	if st.logStart, st.haveLogStart, err = readOffsetCheckpoint(fs, dir, LogStartOffsetFile); err != nil {
 		return st, err
 	}
+	if st.haveLogStart {
+		st.logStartFile = filepath.Join(dir, LogStartOffsetFile)
+	}
 	return st, nil
+}
+
+// ErrLogStartBeyondEnd: the log-start-offset checkpoint names an offset
+// past the end of the log's segments. It is an inconsistency, never a
+// reason to delete segments (Kafka's loader deletes them all): Open, read-only
+// or not, fails with a *LogStartError and deletes nothing. No crash can
+// produce it (DeleteBefore makes the records below the new start durable
+// before it writes the checkpoint); segments removed or emptied behind the
+// log's back, or a checkpoint edited or copied from elsewhere, can. Run
+// seglog fsck to see the segments, and correct the checkpoint (or restore
+// the missing segments) once you know which is wrong.
+var ErrLogStartBeyondEnd = errors.New("seglog: the log start offset checkpoint is beyond the end of the log")
+
+// LogStartError reports a log-start-offset checkpoint beyond the end of the
+// log (errors.Is(err, ErrLogStartBeyondEnd)): File is the checkpoint file
+// ("" when Options.Checkpoints keeps it), LogStart the offset it holds for
+// this log, End the offset after the last record the segments hold.
+type LogStartError struct {
+	Dir      string
+	File     string
+	LogStart int64
+	End      int64
+}
+
+// Error says which checkpoint names which start, and where the segments end.
+func (e *LogStartError) Error() string {
+	src := e.File
+	if src == "" {
+		src = "the Checkpointer's " + LogStartOffsetFile
+	}
+	return fmt.Sprintf("%v: %s says the log in %s starts at offset %d, but its segments end at offset %d; nothing was deleted (run seglog fsck %s)",
+		ErrLogStartBeyondEnd, src, e.Dir, e.LogStart, e.End, e.Dir)
+}
+
+// Unwrap makes errors.Is(err, ErrLogStartBeyondEnd) hold.
+func (e *LogStartError) Unwrap() error { return ErrLogStartBeyondEnd }
+
+// logStartBeyond returns the error for a log-start checkpoint beyond end,
+// nil if there is none.
+func (st dirState) logStartBeyond(dir string, end int64) error {
+	if !st.haveLogStart || st.logStart <= end {
+		return nil
+	}
+	return &LogStartError{Dir: dir, File: st.logStartFile, LogStart: st.logStart, End: end}
 }

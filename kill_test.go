@@ -93,7 +93,11 @@ func TestKillDuringAppends(t *testing.T) {
 				t.Fatalf("round %d: read at %d: %v", round, next, err)
 			}
 			if rec.Offset != next || !sameBytes(rec.Value, crashValue(rec.Offset, len(rec.Value))) {
-				t.Fatalf("round %d: offset %d holds the wrong record", round, next)
+				// Everything needed to tell a gap from a wrong value, and
+				// where: this failed once under heavy load and has not
+				// been reproduced since.
+				t.Fatalf("round %d: offset %d holds the wrong record: offset %d, %d-byte value (acknowledged up to %d); segments %s",
+					round, next, rec.Offset, len(rec.Value), last, l.debugSegments())
 			}
 			next++
 		}

@@ -410,7 +410,7 @@ func runLogScenario(t *testing.T, seed uint64, nops int) int {
 		if err := r.Close(); err != nil {
 			t.Fatalf("%s: close: %v", label, err)
 		}
-		fscktest.CheckClean(t, p.fs, "/c")
+		fscktest.CheckCleanButQuarantines(t, p.fs, "/c") // a later segment behind a torn one is set aside
 		if t.Failed() {
 			t.Fatalf("%s: fsck", label)
 		}

@@ -21,12 +21,23 @@ import (
 // After a clean Close the segments are trusted as they are. Otherwise every
 // segment from the one holding the recovery point on is scanned: batches are
 // checked (framing, CRC-32C, increasing offsets), indexes rebuilt, and the
-// log truncated at the first invalid or partial batch (a torn tail, logged),
-// with any later segments deleted. Damage found below the recovery point —
-// data that had been synced — is not dropped: Open fails with a
-// *CorruptionError naming the file and byte position (see fsck).
-// Leftover .deleted, .cleaned and .swap files are resolved as Kafka does
-// (package layout), after that check.
+// log cut at the first invalid or partial batch. Open deletes no valid
+// byte doing so, which is stricter than Kafka: only a torn tail (bytes
+// after the damage that hold no valid batch) is cut away (logged); when
+// valid batches follow the damage, the bytes from the damage to the end of
+// the file are first copied, byte for byte and durably, into a quarantine
+// file (Quarantine, "<base>-<byte>.quarantine" beside the segment), and
+// every later segment, which Kafka deletes, is renamed to one if it holds a
+// valid batch (deleted only if it holds none). Each quarantine is logged
+// (WARN) and handed to Options.OnQuarantine; fsck lists quarantine files
+// and `seglog dump FILE` reads them. Damage found below the recovery
+// point — data that had been synced — is not cut: Open fails with a
+// *CorruptionError naming the file and byte position and changes nothing
+// (see fsck). A log-start-offset checkpoint beyond the end of the segments
+// is not a reason to delete them (Kafka deletes them all): Open fails with
+// a *LogStartError (ErrLogStartBeyondEnd). Leftover .deleted, .cleaned and
+// .swap files are resolved as Kafka does (package layout), after those
+// checks.
 func Open(dir string, opts Options) (*Log, error) {
 	if opts.ReadOnly {
 		return openReadOnly(dir, opts)
@@ -153,7 +164,11 @@ func (l *Log) load() error {
 	recoverOpts := func(i int) segment.RecoverOptions {
 		return segment.RecoverOptions{Synced: synced, NextBase: nextBase(i)}
 	}
-	// Check: scan what holds synced data before anything changes.
+	// Check: a log-start checkpoint beyond what the segments can hold, and
+	// damage in what holds synced data, fail Open before anything changes.
+	if err := l.checkLogStart(st, bases); err != nil {
+		return err
+	}
 	plans := make(map[int64]*segment.RecoveryPlan)
 	for i, base := range bases {
 		indexesPresent := files[base]&(layout.HasIndex|layout.HasTimeIndex) == layout.HasIndex|layout.HasTimeIndex
@@ -209,14 +224,31 @@ func (l *Log) load() error {
 		if !last && seg.NextOffset() < bases[i+1] {
 			truncated = true
 		}
+		// What a segment lost lies below the next one's base: when that is
+		// at or below the log start, only records already deleted were
+		// lost, and the later segments stay (RestartAt past the end
+		// creates its new segment before it checkpoints the start, then
+		// removes the old ones, so a crash can leave both).
+		if truncated && !last && st.haveLogStart && bases[i+1] <= st.logStart {
+			truncated = false
+		}
 		if truncated && !last {
 			// Kafka's rule: bytes lost in one segment make every later
-			// segment unreachable, so they are deleted. They lie above the
-			// recovery point (the scan refused damage below it).
+			// segment unreachable, so Kafka deletes them. They lie above
+			// the recovery point (the scan refused damage below it). Here
+			// they leave the log without losing a byte: one holding any
+			// valid batch is renamed to a quarantine file, only one
+			// holding none is deleted.
 			for _, later := range bases[i+1:] {
-				l.logger.Warn("seglog: deleting segment after a truncated one", "dir", l.dir, "base", later)
-				if err := l.removeSegmentFiles(later); err != nil {
+				q, err := segment.SetAsideSegment(l.fs, l.dir, later)
+				if err != nil {
 					return err
+				}
+				if q != nil {
+					l.reportQuarantine(q)
+				} else {
+					l.logger.Warn("seglog: deleted a segment after a truncated one: it held no valid batch",
+						"dir", l.dir, "base", later)
 				}
 			}
 			dirChanged = true
@@ -231,22 +263,26 @@ func (l *Log) load() error {
 	}
 
 	logStart, haveLogStart := st.logStart, st.haveLogStart
-	if l.active == nil || (haveLogStart && l.active.NextOffset() < logStart) {
-		// No segments, or all of them lie below the checkpointed start
-		// (removed behind our back): start empty at the log start.
+	if l.active != nil {
+		// checkLogStart refused a start beyond what the segments hold
+		// before anything changed; recovery's cut of a torn tail, or a
+		// later segment set aside, can still leave the end below it.
+		// Kafka deletes every segment then; the segments stay, and the
+		// inconsistency is reported.
+		if err := st.logStartBeyond(l.dir, l.active.NextOffset()); err != nil {
+			if dirChanged {
+				if serr := l.fs.SyncDir(l.dir); serr != nil {
+					return errors.Join(err, serr)
+				}
+			}
+			return err
+		}
+	}
+	if l.active == nil {
+		// No segments: start empty at the log start.
 		start := int64(0)
 		if haveLogStart {
 			start = logStart
-		}
-		if l.active != nil {
-			l.logger.Warn("seglog: every segment lies below the log start offset; starting empty", "dir", l.dir, "start", start)
-			l.closeSegments()
-			for _, b := range bases {
-				if err := l.removeSegmentFiles(b); err != nil {
-					return err
-				}
-			}
-			l.segs.Clear(false)
 		}
 		seg, err := l.createSegment(start)
 		if err != nil {
@@ -290,9 +326,24 @@ func (l *Log) load() error {
 
 // recoverSegment opens the segment at base and runs recovery on it: the
 // plan made by the check when there is one, else a scan now (the segment
-// holds no synced data). The last segment is left active. It reports
-// whether bytes were cut.
+// holds no synced data). Valid batches after damage are first copied to a
+// quarantine file (segment.QuarantineTail), durably, and reported; then the
+// plan is applied. The last segment is left active. It reports whether
+// bytes were cut.
 func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.RecoverOptions, last bool) (*segment.Segment, bool, error) {
+	if p == nil {
+		var err error
+		if p, err = segment.PlanRecovery(l.fs, l.dir, base, l.segmentOptions(), o); err != nil {
+			return nil, false, err
+		}
+	}
+	q, err := segment.QuarantineTail(l.fs, l.dir, p)
+	if err != nil {
+		return nil, false, err
+	}
+	if q != nil {
+		l.reportQuarantine(q)
+	}
 	// Opened as sealed: an active open would trust the old index and scan
 	// the tail, which is what recovery is about to distrust. Recovery
 	// changes only what the scan finds wrong (segment.ApplyRecovery): an
@@ -301,14 +352,17 @@ func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.Reco
 	if err != nil {
 		return nil, false, err
 	}
-	if p == nil {
-		p, err = segment.PlanRecovery(l.fs, l.dir, base, l.segmentOptions(), o)
-	}
 	var res segment.RecoverResult
-	if err == nil && last {
+	if last {
 		res, err = seg.ApplyRecoveryActive(p)
-	} else if err == nil {
+	} else {
 		res, err = seg.ApplyRecovery(p)
+	}
+	if err == nil && q != nil {
+		// The cut is made durable at once: a crash before some later sync
+		// would otherwise bring the damage back, and the next recovery
+		// would report the same quarantine again.
+		err = seg.File().Sync()
 	}
 	if err != nil {
 		seg.Close()
@@ -318,11 +372,43 @@ func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.Reco
 	// too, but it is the end of the file, not lost data: only a cut with
 	// a reason drops what later segments follow.
 	damaged := res.Reason != nil
-	if damaged {
-		l.logger.Warn("seglog: truncated a torn or damaged tail during recovery",
+	if damaged && q == nil {
+		l.logger.Warn("seglog: truncated a torn tail during recovery: no valid batch followed the damage",
 			"file", seg.LogPath(), "valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
 	}
 	return seg, damaged, nil
+}
+
+// checkLogStart refuses, before Open changes anything, a log-start
+// checkpoint beyond the end the segments can reach: the offset after the
+// last whole entry of the last .log (segment.ScanNextOffset), which bounds
+// what recovery can keep. It reads the last .log only when the start lies
+// past its base; otherwise recovery's outcome decides (load checks again).
+func (l *Log) checkLogStart(st dirState, bases []int64) error {
+	if !st.haveLogStart || len(bases) == 0 || st.logStart <= bases[len(bases)-1] {
+		return nil
+	}
+	last := bases[len(bases)-1]
+	end, _, err := segment.ScanNextOffset(l.fs, l.path(segment.FileName(last, segment.LogSuffix)), last)
+	if err != nil {
+		return err
+	}
+	return st.logStartBeyond(l.dir, end)
+}
+
+// reportQuarantine logs a quarantine recovery made and hands it to
+// Options.OnQuarantine.
+func (l *Log) reportQuarantine(q *segment.Quarantine) {
+	reason := "a segment after one recovery cut: bytes lost there make it unreachable"
+	if q.Reason != nil {
+		reason = q.Reason.Error()
+	}
+	l.logger.Warn("seglog: recovery kept bytes it cut from the log in a quarantine file; they are not part of the log (read them with: seglog dump FILE)",
+		"file", q.File, "source", q.Source, "pos", q.Pos, "bytes", q.Bytes, "batches", q.Batches, "records", q.Records,
+		"first_offset", q.FirstOffset, "last_offset", q.LastOffset, "unsure", q.Unsure, "reason", reason)
+	if f := l.opts.OnQuarantine; f != nil {
+		f(*q)
+	}
 }
 
 // logEnd is the segment layer's answer to layout's question of how far a
@@ -330,17 +416,6 @@ func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.Reco
 func logEnd(fs vfs.FS, path string, base int64) (int64, error) {
 	next, _, err := segment.ScanNextOffset(fs, path, base)
 	return next, err
-}
-
-// removeSegmentFiles deletes every file of the segment at base; the caller
-// syncs the directory.
-func (l *Log) removeSegmentFiles(base int64) error {
-	for _, n := range layout.SegmentFileNames(base) {
-		if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
-			return err
-		}
-	}
-	return nil
 }
 
 // closeSegments closes every segment in the tree (used when Open fails and

@@ -136,6 +136,12 @@ type Options struct {
 	// Logger receives recovery and maintenance messages. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// OnQuarantine, when set, is called by Open for each quarantine file
+	// its recovery made (bytes it cut from the log but kept, see Open and
+	// Quarantine), after the file is durable and before Open returns. It
+	// must not call back into the Log; a function shared by the Options
+	// of several logs may be called by their Opens at the same time.
+	OnQuarantine func(Quarantine)
 	// Now is the clock; nil means time.Now. Tests set it.
 	Now func() time.Time
 	// ReadOnly opens an existing log without writing anything: no

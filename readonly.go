@@ -34,10 +34,11 @@ type readOnlyState struct {
 	// clean shutdown: every byte was synced): damage below it is
 	// corruption, above it a torn tail that is not served.
 	rp int64
-	// stuck is set when a segment followed by a newer one in the directory
-	// stopped short of its end: recovery would delete every later segment,
-	// so the view never goes past it.
-	stuck bool
+	// tailSeg is the view's last segment and tailReason why its scan
+	// stopped before the end of its file (nil when it reached the end):
+	// what UnservedTail reports.
+	tailSeg    *segment.Segment
+	tailReason error
 }
 
 // minEntryBytes is the smallest entry a .log can hold: a v0 message with
@@ -188,12 +189,23 @@ func (l *Log) loadView() error {
 		if err != nil {
 			return err
 		}
-		if !last && (!complete || seg.NextOffset() < bases[i+1]) {
-			// Recovery would cut this segment here (or finds it ending
-			// before the next begins, the same loss) and delete the later
-			// ones: they are not part of the log.
-			l.ro.stuck = true
-			break
+		if !last && !(st.haveLogStart && bases[i+1] <= st.logStart) {
+			// (A loss wholly below the log start is of deleted records, as
+			// for a writable open.)
+			if err := l.notLast(seg, complete, bases[i+1], len(bases)-i-1); err != nil {
+				empty, serr := l.holdNothing(bases[i+1:])
+				if serr != nil {
+					return serr
+				}
+				if !empty {
+					return err
+				}
+				// The later segments hold no valid byte (an empty segment
+				// a crash left after a roll or a restart): a writable open
+				// deletes them, losing nothing, and the view ends here.
+				l.ro.tailSeg, l.ro.tailReason = nil, nil
+				break
+			}
 		}
 	}
 	start, end := int64(0), int64(0)
@@ -207,10 +219,10 @@ func (l *Log) loadView() error {
 		l.active = lastSeg.seg
 		start = max(start, first.base)
 		end = lastSeg.seg.NextOffset()
-		if end < start {
-			// Every segment lies below the checkpointed start: a writable
-			// Open would start empty there.
-			end = start
+		if err := st.logStartBeyond(l.dir, end); err != nil {
+			// A writable Open refuses it too: the view must not hide the
+			// segments behind a start they never reach.
+			return err
 		}
 	} else {
 		end = start
@@ -253,8 +265,11 @@ func (l *Log) scanSegment(seg *segment.Segment, extendable bool, o segment.Recov
 	return l.judgeView(seg, res)
 }
 
-// judgeView tells corruption from a tail that is merely not served yet.
+// judgeView tells corruption from a tail that is merely not served yet,
+// and remembers, for UnservedTail, why seg's scan stopped (seg is the
+// view's last segment whenever the scan is not an error).
 func (l *Log) judgeView(seg *segment.Segment, res segment.ViewResult) (bool, error) {
+	l.ro.tailSeg, l.ro.tailReason = seg, res.Reason
 	if res.Reason == nil {
 		return true, nil
 	}
@@ -265,6 +280,95 @@ func (l *Log) judgeView(seg *segment.Segment, res segment.ViewResult) (bool, err
 	l.logger.Debug("seglog: read-only view ends before the end of a segment file",
 		"file", seg.LogPath(), "valid_bytes", res.ValidBytes, "ignored_bytes", res.IgnoredBytes, "reason", res.Reason)
 	return false, nil
+}
+
+// notLast refuses a segment that is not the view's last one and whose
+// valid batches end before its file does (complete false) or before the
+// next segment's base: a writable Open would cut the log there and set the
+// later segments aside (quarantine), so the view cannot serve them as part
+// of the log, and hiding them without a word would be silent loss.
+func (l *Log) notLast(seg *segment.Segment, complete bool, nextBase int64, later int) error {
+	var what string
+	if complete {
+		if seg.NextOffset() >= nextBase {
+			return nil
+		}
+		what = fmt.Sprintf("the segment ends at offset %d and the next begins at %d: offsets %d-%d are missing",
+			seg.NextOffset(), nextBase, seg.NextOffset(), nextBase-1)
+	} else {
+		what = damageText(l.ro.tailReason)
+	}
+	l.ro.tailSeg, l.ro.tailReason = nil, nil
+	return &CorruptionError{File: seg.LogPath(), Pos: seg.Size(), Reason: fmt.Errorf(
+		"%s; %d later segment(s) follow: a writable open cuts the log here and keeps their valid batches in quarantine files (read-only open of %s; run seglog fsck %s)",
+		what, later, l.dir, l.dir)}
+}
+
+// holdNothing reports whether none of the segments at bases holds a valid
+// entry (segment.ScanRemnant of each .log).
+func (l *Log) holdNothing(bases []int64) (bool, error) {
+	for _, b := range bases {
+		rem, err := segment.ScanRemnant(l.fs, l.path(segment.FileName(b, segment.LogSuffix)), 0)
+		if err != nil || rem.HoldsValid() {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// damageText is what a scan's reason says without the file and position
+// its error repeats.
+func damageText(reason error) string {
+	var ce *CorruptionError
+	var pe *segment.PositionError
+	switch {
+	case errors.As(reason, &ce):
+		return ce.Reason.Error()
+	case errors.As(reason, &pe):
+		return pe.Err.Error()
+	case reason != nil:
+		return reason.Error()
+	}
+	return "its valid batches end here"
+}
+
+// UnservedTail describes the bytes at the end of a read-only Log's last
+// segment file that its view does not serve, as of its last refresh: from
+// the end of the last valid batch (Remnant.Pos) to the end of the file.
+// Reason says why the scan stopped there. The Remnant says what the bytes
+// hold: none valid (Remnant.HoldsValid false) is a torn tail, or a batch a
+// writer is still writing, which a writable Open cuts; valid batches after
+// the damage are data a writable Open keeps in a quarantine file.
+type UnservedTail struct {
+	File   string
+	Reason error
+	segment.Remnant
+}
+
+// UnservedTail reports, for a Log opened with Options.ReadOnly, the bytes
+// at the end of its last segment file that it does not serve (ok false
+// when it serves the whole file, or the Log is writable: a writable Open
+// cut or set aside such bytes). Damage anywhere else fails the read-only
+// Open itself. It reads the unserved bytes to say whether valid batches
+// follow the damage; it writes nothing.
+func (l *Log) UnservedTail() (t UnservedTail, ok bool, err error) {
+	if l.ro == nil {
+		return t, false, nil
+	}
+	l.ro.mu.Lock()
+	defer l.ro.mu.Unlock()
+	if l.ro.closed {
+		return t, false, ErrClosed
+	}
+	seg, reason := l.ro.tailSeg, l.ro.tailReason
+	if seg == nil || reason == nil {
+		return t, false, nil
+	}
+	rem, err := segment.ScanRemnant(l.fs, seg.LogPath(), seg.Size())
+	if err != nil || rem.Bytes == 0 {
+		return t, false, err
+	}
+	return UnservedTail{File: seg.LogPath(), Reason: reason, Remnant: rem}, true, nil
 }
 
 // Refresh brings a read-only Log's view up to date with its directory:
@@ -296,7 +400,7 @@ func (l *Log) Refresh() error {
 // cheap enough for every poll.
 func (l *Log) refreshLocked(full bool) error {
 	list := full
-	for !l.ro.stuck {
+	for {
 		grew, err := l.refreshStep(list)
 		if err != nil {
 			return err
@@ -369,9 +473,10 @@ func (l *Log) refreshStep(list bool) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			if !complete {
-				l.ro.stuck = true
-				break
+			if b > l.start.Load() {
+				if err := l.notLast(lastItem.seg, complete, b, len(newer)); err != nil {
+					return false, err
+				}
 			}
 			if err := lastItem.seg.Seal(); err != nil {
 				return false, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,9 +216,13 @@ func TestReadOnlySegments(t *testing.T) {
 }
 
 // TestReadOnlyViewMatchesRecovery: after a crash that tore a segment
-// above the recovery point with later segments behind it, the view ends
-// where recovery will cut (the later segments are not served, even after
-// a refresh), and a writable open afterwards gives the same log.
+// above the recovery point with later segments behind it, a read-only open
+// fails with a *CorruptionError naming the torn segment and the byte where
+// its valid batches end, and changes nothing: the view cannot serve the
+// later segments as part of the log (recovery will set them aside), and
+// ending there without a word would hide them. A writable open afterwards
+// cuts the log at that byte and keeps the later segments in quarantine
+// files.
 func TestReadOnlyViewMatchesRecovery(t *testing.T) {
 	fsys := vfs.NewMem()
 	w := writeLog(t, fsys, "/log", 300, 5)
@@ -241,24 +246,25 @@ func TestReadOnlyViewMatchesRecovery(t *testing.T) {
 	}
 	truncateFile(t, fsys, torn, fi.Size()-7)
 
-	l, err := Open("/log", roOptions(fsys))
-	if err != nil {
-		t.Fatal(err)
+	before := dirSnapshot(t, fsys, "/log")
+	_, err = Open("/log", roOptions(fsys))
+	var ce *CorruptionError
+	if !errors.As(err, &ce) || ce.File != torn || ce.Pos <= 0 || ce.Pos >= fi.Size()-7 || !strings.Contains(err.Error(), "quarantine") {
+		t.Fatalf("read-only open: %v; want a *CorruptionError in %s", err, torn)
 	}
-	end := l.EndOffset()
-	if end <= bases[2] || end >= bases[3] || l.NumSegments() != 3 {
-		t.Fatalf("view ends at %d with %d segments; want inside segment %d, the later ones dropped", end, l.NumSegments(), bases[2])
-	}
-	checkRecords(t, l, 0, end)
-	if err := l.Refresh(); err != nil || l.EndOffset() != end {
-		t.Fatalf("after Refresh: end %d, %v; want %d", l.EndOffset(), err, end)
-	}
-	l.Close()
+	sameSnapshot(t, "refused read-only open", before, dirSnapshot(t, fsys, "/log"))
 
 	w, err = Open("/log", Options{FS: fsys, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	end := w.EndOffset()
+	if end <= bases[2] || end >= bases[3] || w.NumSegments() != 3 {
+		t.Fatalf("recovered log ends at %d with %d segments; want inside segment %d, the later ones set aside", end, w.NumSegments(), bases[2])
+	}
 	checkRecords(t, w, 0, end)
+	if q := quarantineFiles(t, fsys, "/log"); len(q) != len(bases)-3 {
+		t.Fatalf("quarantine files %v, want one per later segment", q)
+	}
 }

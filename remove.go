@@ -19,7 +19,9 @@ import "fmt"
 // with ErrOffsetOutOfRange instead of yielding it. When the new start reaches the end, the
 // active segment is replaced by an empty one at the end. The new start is
 // written to the log-start-offset checkpoint (durably) before anything is
-// removed, so no crash brings the removed records back. It returns how many
+// removed, so no crash brings the removed records back, and only once the
+// records below it are durable (synced first if they are not), so no crash
+// leaves the checkpoint beyond the end of the log. It returns how many
 // segments were removed.
 func (l *Log) DeleteBefore(offset int64) (int, error) {
 	l.swapMu.Lock()
@@ -44,7 +46,13 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 		// nothing below touches the disk.
 		offset = start
 	} else {
-		// The checkpoint goes first: after a crash the start must not
+		// The records below the new start are made durable first: were
+		// they lost to a crash after the checkpoint, the start would lie
+		// beyond the end, which Open refuses (ErrLogStartBeyondEnd).
+		if err := l.syncBelow(offset); err != nil {
+			return 0, err
+		}
+		// The checkpoint goes next: after a crash the start must not
 		// move back and expose records a caller was told are gone.
 		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, offset); err != nil {
 			return 0, err
@@ -76,4 +84,24 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 		removed++
 	}
 	return removed, nil
+}
+
+// syncBelow makes every record below offset durable: it syncs the
+// segments from the one holding the recovery point to the one holding
+// offset-1. The recovery point is left for the flusher to advance (it
+// knows the rules of preallocated and rolled segments). Called with mu.
+func (l *Log) syncBelow(offset int64) error {
+	if offset <= l.recoveryPoint {
+		return nil
+	}
+	segs := l.acquireRange(l.recoveryPoint, offset)
+	defer func() {
+		for _, s := range segs {
+			s.Release()
+		}
+	}()
+	if err := l.flushSegments(segs); err != nil {
+		return l.fail(err)
+	}
+	return nil
 }

@@ -147,6 +147,18 @@ func (l *Log) cutAt(offset int64) error {
 	}
 	if it, ok := l.segs.Max(); ok {
 		seg := it.seg
+		// A cut at the batch holding offset that also holds records
+		// below the log start would leave the log ending below its
+		// start; if that cut reached the disk before the restart below,
+		// a crash would leave a log-start checkpoint beyond the end
+		// (which Open refuses). Restart at the start without cutting.
+		bp, found, err := seg.FindPosition(offset)
+		if err != nil {
+			return err
+		}
+		if start := l.start.Load(); found && bp.BaseOffset < start {
+			return l.restartAt(start)
+		}
 		if _, err := seg.TruncateTo(offset); err != nil {
 			return err
 		}
@@ -179,20 +191,61 @@ func (l *Log) cutAt(offset int64) error {
 // restartAt replaces every segment with one empty segment at base, which
 // becomes the log start and end. Called with mu and flushMu.
 //
-// The order makes every crash leave an acceptable log. The log-start
-// checkpoint may not name a start below the current one while segments
-// still hold records between the two (retention removed them, and the
-// checkpoint is all that keeps them hidden), so when base is below the
-// start it is written only after every segment is gone; until then a crash
-// reopens the old start with a suffix removed, or empty. It must be written
-// before returning, or the next Open would find the new segment below the
-// old start and delete it with everything appended to it since.
+// The order makes every crash leave an acceptable log, and never one whose
+// log-start checkpoint lies beyond its end (which Open refuses,
+// ErrLogStartBeyondEnd):
+//
+//   - base below the start: the log-start checkpoint may not name a start
+//     below the current one while segments still hold records between the
+//     two (retention removed them, and the checkpoint is all that keeps them
+//     hidden), so it is written only after every segment is gone; until
+//     then a crash reopens the old start with a suffix removed, or empty.
+//   - base at the start: recorded first, so a crash part-way does not
+//     reopen below it; segments then go from the newest down.
+//   - base at or past the end (a raft store deleting everything, or
+//     installing a snapshot past its log): the records are made durable,
+//     the new empty segment is created at base (when base is past the end;
+//     at the end, an empty last segment there is kept), then the start is
+//     checkpointed (the commit point: a crash before it reopens the old
+//     log, the new segment a gap after it that recovery removes; a crash
+//     after it reopens the old segments wholly below the start, an empty
+//     log at base), and the old segments go from the oldest up, so every
+//     crash leaves the end at or past the start.
+//   - base inside the log, above the start: written last, once the new
+//     segment exists (segments go from the newest down, so a crash
+//     part-way may leave a first segment ending below base); until then a
+//     crash reopens the old start with a suffix removed, or the new segment
+//     alone, whose base is then the start.
+//
+// It must be written before returning, or the next Open would find the new
+// segment below the old start, or the old start below the new segment.
 func (l *Log) restartAt(base int64) error {
-	lower := base < l.start.Load()
-	if !lower {
+	start := l.start.Load()
+	end := l.active.NextOffset()
+	if base > start && base >= end {
+		return l.restartPastEnd(base, end)
+	}
+	lower, higher := base < start, base > start
+	if !lower && !higher {
 		// The start does not move: recording it first keeps a crash
 		// part-way from reopening below it.
 		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, base); err != nil {
+			return err
+		}
+	}
+	// Segments wholly below the start (a crash after an earlier
+	// DeleteBefore's checkpoint can leave them) go first: removed from the
+	// newest down, one could be all that a crash part-way leaves, ending
+	// below the start.
+	for {
+		l.segMu.RLock()
+		first, ok := l.segs.Min()
+		n := l.segs.Len()
+		l.segMu.RUnlock()
+		if !ok || n == 1 || first.seg.NextOffset() > l.start.Load() {
+			break
+		}
+		if err := l.dropSegment(first); err != nil {
 			return err
 		}
 	}
@@ -216,11 +269,65 @@ func (l *Log) restartAt(base int64) error {
 	if err != nil {
 		return err
 	}
+	if higher {
+		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, base); err != nil {
+			seg.Close()
+			return err
+		}
+	}
 	l.segMu.Lock()
 	l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
 	l.active = seg
 	l.segMu.Unlock()
 	l.start.Store(base)
+	return nil
+}
+
+// restartPastEnd is restartAt for a base at or past the end of the log (and
+// above its start): see restartAt for the order.
+func (l *Log) restartPastEnd(base, end int64) error {
+	// The old records reach base's checkpoint intact: a crash after it
+	// must find the end at least there, not below it for lost unsynced
+	// records.
+	if err := l.syncBelow(end); err != nil {
+		return err
+	}
+	keep := l.active
+	if keep.BaseOffset() != base || keep.Size() != 0 {
+		seg, err := l.createSegment(base) // syncs the directory
+		if err != nil {
+			return err
+		}
+		keep = seg
+	}
+	if err := l.writeOffsetCheckpoint(LogStartOffsetFile, base); err != nil {
+		if keep != l.active {
+			keep.Close()
+		}
+		return err
+	}
+	if keep != l.active {
+		if err := l.active.Seal(); err != nil {
+			keep.Close()
+			return err
+		}
+		l.segMu.Lock()
+		l.segs.ReplaceOrInsert(segItem{base: base, seg: keep})
+		l.active = keep
+		l.segMu.Unlock()
+	}
+	l.start.Store(base)
+	for {
+		l.segMu.RLock()
+		first, ok := l.segs.Min()
+		l.segMu.RUnlock()
+		if !ok || first.seg == keep {
+			break
+		}
+		if err := l.dropSegment(first); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

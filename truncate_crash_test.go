@@ -246,7 +246,7 @@ func TestTruncationOrdersSurviveCrashes(t *testing.T) {
 				if err := r.Close(); err != nil {
 					t.Fatalf("%s: close: %v", label, err)
 				}
-				fscktest.CheckClean(t, crashed, "/c")
+				fscktest.CheckCleanButQuarantines(t, crashed, "/c") // a later segment behind a torn one is set aside
 			}
 		})
 	}

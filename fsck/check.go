@@ -268,6 +268,8 @@ func (c *checker) scanNames() {
 			// checked in checkFiles
 		case strings.HasSuffix(n, sufTmp):
 			c.addf(n, 0, KindLeftover, Warning, fixAction{op: fixLeftover}, "temporary file of an interrupted checkpoint write; recovery deletes it")
+		case layout.IsQuarantine(n):
+			c.checkQuarantine(n)
 		case n == cleanShutdownFile:
 			c.clean = true
 			c.r.Stats.OtherFiles = append(c.r.Stats.OtherFiles, n)

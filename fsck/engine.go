@@ -55,11 +55,18 @@ func (r *repairer) recoverSegment(base, floor, logSize, synced, nextBase int64) 
 		return segment.RecoverResult{}, fmt.Errorf("%w: it would cut %s at byte %d (%v), before byte %d where fsck's cut is",
 			ErrDisagree, r.path(fileName(base, sufLog)), v, plan.Result().Reason, floor)
 	}
+	// Valid batches after the damage are kept, as the Log's recovery
+	// keeps them: copied to a quarantine file before the cut.
+	q, err := segment.QuarantineTail(r.fs, r.dir, plan)
+	if err != nil {
+		return segment.RecoverResult{}, err
+	}
 	seg, err := segment.Open(r.fs, r.dir, base, false, opts)
 	if err != nil {
 		return segment.RecoverResult{}, err
 	}
 	res, err := seg.ApplyRecovery(plan)
+	res.Quarantine = q
 	if err == nil {
 		// The truncation is not synced by the recovery; the rebuilt
 		// indexes were made durable when it sealed them.

@@ -9,17 +9,19 @@ import (
 
 	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
 // RepairOptions configures Repair.
 type RepairOptions struct {
 	Options
-	// TruncateDamaged is the destructive escape hatch: it lets Repair cut
-	// the log at damage below the recovery point (in data the log had
-	// synced), deleting every valid batch after it and every later
-	// segment. Without it such damage is reported and left as it is; only
-	// damage past the recovery point is cut, as the Log's recovery cuts it.
+	// TruncateDamaged is the escape hatch: it lets Repair cut the log at
+	// damage below the recovery point (in data the log had synced),
+	// setting every valid batch after it and every later segment aside in
+	// quarantine files. Without it such damage is reported and left as it
+	// is; only damage past the recovery point is cut, as the Log's
+	// recovery cuts it.
 	TruncateDamaged bool
 	// IndexIntervalBytes is the index.interval.bytes used to rebuild
 	// indexes. Zero means DefaultIndexIntervalBytes; negative means index
@@ -41,9 +43,12 @@ const maxRepairPasses = 4
 //   - leftover files are resolved as Kafka's log loader resolves them (§7
 //     of the format reference), by layout.Resolve as Open does; orphan
 //     index files and corrupt producer snapshots are deleted;
-//   - damage past the recovery point is a torn tail: the .log is cut at the
+//   - damage past the recovery point is cut at: the .log is cut at the
 //     first such damage (by the engine's segment recovery, which also
-//     rebuilds the segment's indexes) and every later segment deleted;
+//     rebuilds the segment's indexes) and every later segment removed;
+//     as in the Log's recovery, bytes cut that hold a valid batch are
+//     kept in quarantine files (segment.QuarantineTail,
+//     segment.SetAsideSegment), so only a torn tail is deleted;
 //   - damage below the recovery point is corruption in synced data: it is
 //     reported and not cut, unless opts.TruncateDamaged asks for it;
 //   - missing or damaged .index and .timeindex files of segments without
@@ -304,11 +309,12 @@ func (r *repairer) resolveLeftovers(c *checker) error {
 	return r.fs.SyncDir(r.dir)
 }
 
-// truncate cuts the log at damage d, as the Log's recovery cuts a torn
-// tail: the engine's segment recovery truncates the .log (and rebuilds its
-// indexes), every later segment is deleted (bytes lost in one segment make
-// the later ones unreachable, Kafka's rule) and the .txnindex loses the
-// entries beyond the new end.
+// truncate cuts the log at damage d, as the Log's recovery cuts it: the
+// engine's segment recovery truncates the .log (and rebuilds its indexes),
+// every later segment is removed (bytes lost in one segment make the later
+// ones unreachable, Kafka's rule) and the .txnindex loses the entries
+// beyond the new end. Cut bytes and later segments holding a valid batch
+// are kept in quarantine files, never deleted.
 //
 // Where fsck's check is stricter than the engine's recovery (records that
 // only a deep check decodes), or
@@ -331,15 +337,20 @@ func (r *repairer) truncate(c *checker, d damageRef) error {
 		cut = res.ValidBytes == d.pos
 	}
 	if !cut {
+		// What fsck cuts that the engine would keep is kept too, in a
+		// quarantine file, when it holds a valid batch.
+		if _, err := segment.QuarantineFrom(r.fs, r.dir, sr.base, d.pos, d.entry.Err); err != nil {
+			return err
+		}
 		if err := r.cutLog(sr.base, d.pos); err != nil {
 			return err
 		}
 	}
+	// Later segments leave the log as the Log's recovery removes them:
+	// renamed to quarantine files when they hold a valid batch.
 	for _, later := range c.segs[d.seg+1:] {
-		for _, suf := range []string{sufLog, sufIndex, sufTimeIndex, sufTxnIndex} {
-			if err := r.fs.Remove(r.path(fileName(later.base, suf))); err != nil && !isNotExist(err) {
-				return err
-			}
+		if _, err := segment.SetAsideSegment(r.fs, r.dir, later.base); err != nil {
+			return err
 		}
 	}
 	if sr.hasTxnIdx {

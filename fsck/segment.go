@@ -374,9 +374,9 @@ func (c *checker) classifyDamage() {
 		case below:
 			p.Detail += fmt.Sprintf("; below the recovery point %s: the log had synced it, so this is corruption, and repair does not cut it", c.rpSource)
 			if after > 0 {
-				p.Detail += fmt.Sprintf("; %d valid records in %d batches follow it: truncating here (--truncate-damaged) drops them", recs, after)
+				p.Detail += fmt.Sprintf("; %d valid records in %d batches follow it: truncating here (--truncate-damaged) moves them to quarantine files", recs, after)
 			} else {
-				p.Detail += "; no valid batch follows it: truncating here (--truncate-damaged) drops nothing else"
+				p.Detail += "; no valid batch follows it: truncating here (--truncate-damaged) loses nothing else"
 			}
 		case cut:
 			p.Detail += "; past the recovery point, after earlier damage that repair cuts"
@@ -384,7 +384,7 @@ func (c *checker) classifyDamage() {
 			cut = true
 			p.Detail += fmt.Sprintf("; past the recovery point %s: the log had not synced it, and repair cuts it there as the log's recovery does", c.rpSource)
 			if after > 0 {
-				p.Detail += fmt.Sprintf(", dropping the %d unsynced records in %d batches after it", recs, after)
+				p.Detail += fmt.Sprintf("; the %d unsynced records in %d batches after it go to quarantine files, as recovery keeps them", recs, after)
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package fuzz
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/crc32"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -31,7 +33,9 @@ var dataKinds = map[fsck.Kind]bool{
 // directory, to segment recovery and to fsck: they are two independent
 // readers of the format and must agree on where the valid prefix ends
 // (recovery keeps ValidBytes; fsck's first data problem in the .log is at
-// that byte, or it finds none when everything is kept).
+// that byte, or it finds none when everything is kept), and on what recovery
+// cuts: a valid batch fsck finds there must have been kept in a quarantine
+// file, and a quarantine file must hold a valid entry.
 func FuzzRecoveryVsFsck(f *testing.F) {
 	for _, codec := range []string{"none", "zstd", "gzip"} {
 		data := corpusLog(f, codec, 20000)
@@ -80,7 +84,64 @@ func FuzzRecoveryVsFsck(f *testing.F) {
 			t.Fatalf("recovery keeps %d bytes and a zero tail of %d (%v), fsck's first data problem is at %d:\n%v",
 				res.ValidBytes, res.ZeroTailBytes, res.Reason, fsckEnd, rep.Problems)
 		}
+		// What recovery cuts is a torn tail only if no valid batch is in
+		// it: fsck's scanner finding one there means recovery must have
+		// kept the bytes in a quarantine file; and a quarantine recovery
+		// made (short of giving up on its scan bound) holds an entry an
+		// independent check of every position accepts.
+		if res.Reason == nil {
+			return
+		}
+		cut := data[res.ValidBytes:]
+		if fsckFindsBatch(cut) && res.Quarantine == nil {
+			t.Fatalf("fsck finds a valid batch in the %d bytes recovery cut at %d, and recovery kept no quarantine (%+v)", len(cut), res.ValidBytes, res.AfterDamage)
+		}
+		if q := res.Quarantine; q != nil {
+			if got := vfstest.ReadFile(t, fsys, q.File); !bytes.Equal(got, cut) {
+				t.Fatalf("the quarantine file does not hold the cut bytes")
+			}
+			if !q.Unsure && len(cut) <= 256<<10 && !anyValidEntry(cut) {
+				t.Fatalf("recovery kept %d bytes at %d in quarantine (%+v), no position in them starts a valid entry", len(cut), res.ValidBytes, q.Remnant)
+			}
+		}
 	})
+}
+
+// fsckFindsBatch reports whether fsck's scanner, taking any offsets,
+// finds a valid v2 batch in b.
+func fsckFindsBatch(b []byte) bool {
+	sc := fsck.NewScanner(bytes.NewReader(b), int64(len(b)), 0)
+	sc.SetMinOffset(math.MinInt64)
+	for {
+		e, ok, err := sc.Next()
+		if err != nil || !ok {
+			return false
+		}
+		if !e.Damaged() && e.Magic == record.CurrentMagic {
+			return true
+		}
+	}
+}
+
+// anyValidEntry reports whether some position of b starts an entry with a
+// legal length that fits, a known magic and a valid checksum: a v2 batch
+// record.Batch.Validate accepts, or a v0/v1 message whose CRC-32 holds.
+func anyValidEntry(b []byte) bool {
+	for q := 0; q+record.PeekSize <= len(b); q++ {
+		size, magic, err := record.PeekEntry(b[q:])
+		if err != nil || size > len(b)-q {
+			continue
+		}
+		e := b[q : q+size]
+		if magic == record.CurrentMagic {
+			if record.Batch(e).Validate() == nil {
+				return true
+			}
+		} else if crc32.ChecksumIEEE(e[record.MagicOffset:]) == binary.BigEndian.Uint32(e[record.LogOverhead:]) {
+			return true
+		}
+	}
+	return false
 }
 
 // FuzzBatchKmsg parses the same bytes with record.Batch and with

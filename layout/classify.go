@@ -20,10 +20,11 @@ const (
 
 // IsLogFile reports whether name belongs in a partition (log) directory:
 // a segment file, a producer snapshot, a checkpoint, the clean-shutdown
-// marker, the lock, Kafka's partition metadata and leader-epoch files, or
-// one of those being replaced (.tmp) or deleted.
+// marker, the lock, Kafka's partition metadata and leader-epoch files, a
+// quarantine file (IsQuarantine), or one of those being replaced (.tmp) or
+// deleted.
 func IsLogFile(name string) bool {
-	if _, _, ok := ParseFileName(name); ok {
+	if _, _, ok := ParseFileName(name); ok || IsQuarantine(name) {
 		return true
 	}
 	switch strings.TrimSuffix(name, CheckpointTmpSuffix) {

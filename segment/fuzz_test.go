@@ -14,7 +14,8 @@ import (
 // FuzzRecover feeds arbitrary bytes to recovery as a segment's .log, with
 // no index files: it must never panic, must keep exactly a prefix of whole
 // valid batches with increasing offsets, and must leave a segment whose
-// lookups agree with a scan of that prefix.
+// lookups agree with a scan of that prefix; what it cuts is kept byte for
+// byte in a quarantine file whenever a valid entry follows the damage.
 func FuzzRecover(f *testing.F) {
 	for _, codec := range []string{"none", "zstd"} {
 		data := readCorpus(f, filepath.Join("..", "testdata", "kafka-client", codec+".broker-log"))
@@ -74,6 +75,16 @@ func FuzzRecover(f *testing.F) {
 		}
 		if !bytes.Equal(readAll(t, fs, s.LogPath()), data[:res.ValidBytes]) {
 			t.Fatal("recovery changed bytes it kept")
+		}
+		// What it cut is either a torn tail (no valid entry in it) or kept
+		// byte for byte in a quarantine file.
+		if keep := res.Reason != nil && res.AfterDamage.HoldsValid(); keep != (res.Quarantine != nil) {
+			t.Fatalf("after damage %+v, quarantine %+v", res.AfterDamage, res.Quarantine)
+		} else if keep && !bytes.Equal(readAll(t, fs, res.Quarantine.File), data[res.ValidBytes:]) {
+			t.Fatal("the quarantine file does not hold the cut bytes")
+		}
+		if res.Reason != nil && (res.AfterDamage.Pos != res.ValidBytes || res.AfterDamage.Bytes != res.TruncatedBytes) {
+			t.Fatalf("after damage %+v, cut %d bytes at %d", res.AfterDamage, res.TruncatedBytes, res.ValidBytes)
 		}
 		if res.Reason != nil && !errors.Is(res.Reason, ErrTornTail) && !errors.Is(res.Reason, record.ErrCorrupt) &&
 			!errors.Is(res.Reason, record.ErrTooLarge) && !errors.Is(res.Reason, record.ErrUnsupportedMagic) && !errors.Is(res.Reason, ErrOffsetOrder) {

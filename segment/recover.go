@@ -39,6 +39,16 @@ type RecoverResult struct {
 	// when it was not trimmed. A zero tail is the end of the file, not
 	// damage: Reason stays nil, and it is cut without loss.
 	ZeroTailBytes int64
+	// AfterDamage describes the bytes from the damage (ValidBytes) to the
+	// end of the file when Reason is set: whether valid entries follow
+	// the damage (a resynchronizing scan, ScanRemnant). When they do, the
+	// bytes are not a torn tail and recovery keeps them in a quarantine
+	// file before it truncates (QuarantineTail).
+	AfterDamage Remnant
+	// Quarantine is the quarantine file Recover put the bytes after the
+	// damage in, nil if it made none. PlanRecovery and ApplyRecovery
+	// never set it: the caller that applies a plan quarantines first.
+	Quarantine *Quarantine
 }
 
 // RecoverOptions are what a segment's recovery needs to know about the rest
@@ -96,6 +106,9 @@ func (p *RecoveryPlan) Result() RecoverResult { return p.res }
 // if that leaves offsets below o.Synced out, the damage hit synced data
 // and PlanRecovery returns a *record.CorruptionError with the file and
 // byte position (errors.Is(err, record.ErrCorrupt)) instead of a plan.
+// Otherwise the rest of the file after the damage is scanned for valid
+// entries (RecoverResult.AfterDamage), so that the caller keeps them
+// (QuarantineTail) rather than truncating them away with a torn tail.
 //
 // fsck's repair and Open both use it, so a directory is repaired by the
 // same rules it is opened by.
@@ -169,6 +182,13 @@ func planRecovery(f vfs.File, path string, base int64, opts Options, o RecoverOp
 	if res.Reason != nil && t.next < o.Synced {
 		return nil, syncedDamage(path, res.Reason, o.Synced)
 	}
+	if res.Reason != nil {
+		// Whether the rest is a torn tail (cut) or damage followed by
+		// valid batches (kept aside) is decided by scanning all of it.
+		if res.AfterDamage, err = scanRemnant(f, path, res.ValidBytes, fileSize); err != nil {
+			return nil, err
+		}
+	}
 	res.TruncatedBytes = fileSize - res.ValidBytes
 	res.NextOffset = t.next
 	p.t = t
@@ -199,6 +219,8 @@ func syncedDamage(path string, reason error, synced int64) error {
 }
 
 // Recover rebuilds the segment from its .log: PlanRecovery, then
+// QuarantineTail (valid batches after the damage are copied to a
+// quarantine file, reported in RecoverResult.Quarantine), then
 // ApplyRecovery. The synced bytes are read once. On a
 // *record.CorruptionError (damage below o.Synced) nothing was changed.
 //
@@ -214,7 +236,13 @@ func (s *Segment) Recover(o RecoverOptions) (RecoverResult, error) {
 	if err != nil {
 		return RecoverResult{}, err
 	}
-	return s.ApplyRecovery(p)
+	q, err := QuarantineTail(s.fs, s.dir, p)
+	if err != nil {
+		return RecoverResult{}, err
+	}
+	res, err := s.ApplyRecovery(p)
+	res.Quarantine = q
+	return res, err
 }
 
 // ApplyRecovery carries out a plan from PlanRecovery of this segment: both

@@ -45,6 +45,9 @@ type header struct {
 	// maxTS is the batch's max timestamp, the wrapper timestamp of a v1
 	// entry, -1 for v0.
 	maxTS int64
+	// records is the entry's record count, set only by a resynchronizing
+	// scan (validEntryAt).
+	records int64
 }
 
 // scanner reads consecutive entries of a .log between pos and end through a
@@ -214,21 +217,29 @@ func (sc *scanner) next() (h header, ok bool, err error) {
 	if err != nil {
 		return h, false, err
 	}
-	h = header{pos: sc.pos, size: size, magic: magic, maxTS: -1}
+	h = headerOf(b, sc.pos, size, magic)
+	sc.pos += int64(size)
+	return h, true, nil
+}
+
+// headerOf builds the header of the entry at pos from its first
+// min(size, record.HeaderSize) bytes b, whose size and magic PeekEntry
+// accepted.
+func headerOf(b []byte, pos int64, size int, magic int8) header {
+	h := header{pos: pos, size: size, magic: magic, maxTS: -1}
 	if magic == record.CurrentMagic {
 		bt := record.Batch(b)
 		h.base, h.last, h.maxTS = bt.BaseOffset(), bt.LastOffset(), bt.MaxTimestamp()
-	} else {
-		h.last = int64(binary.BigEndian.Uint64(b))
-		h.base = h.last
-		if magic == 1 {
-			// v1: offset, size, crc, magic, attributes, then the timestamp;
-			// PeekEntry guarantees at least 26 bytes.
-			h.maxTS = int64(binary.BigEndian.Uint64(b[18:]))
-		}
+		return h
 	}
-	sc.pos += int64(size)
-	return h, true, nil
+	h.last = int64(binary.BigEndian.Uint64(b))
+	h.base = h.last
+	if magic == 1 {
+		// v1: offset, size, crc, magic, attributes, then the timestamp;
+		// PeekEntry guarantees at least 26 bytes.
+		h.maxTS = int64(binary.BigEndian.Uint64(b[18:]))
+	}
+	return h
 }
 
 // nextEntry is next plus the entry's whole bytes.

@@ -28,7 +28,19 @@ type CrashOptions struct {
 	// current entries survive instead of those of its last SyncDir, as when
 	// the filesystem's journal happened to commit them.
 	KeepUnsyncedEntries float64
+	// HoleUnsynced is the probability, per file whose current contents
+	// run past its synced contents and that KeepUnsynced did not pick,
+	// that the file comes back at its current size with holes: each
+	// 4 KiB page of the unsynced bytes independently holds what was
+	// written or zeros, as when the journal committed the new size and
+	// writeback reached some pages and not others (unsynced early pages
+	// lost, later ones on disk). A mapped file keeps none either way.
+	HoleUnsynced float64
 }
+
+// holePage is the unit in which HoleUnsynced keeps or loses unsynced
+// bytes: a page of the page cache.
+const holePage = 4096
 
 // CrashClone returns a new MemFS holding what would be on disk if the
 // machine lost power now: every directory with the entries of its last
@@ -111,6 +123,15 @@ func (cr *crasher) file(n *memNode) *memNode {
 	if extra := len(n.data) - len(n.synced); extra > 0 && n.maps == 0 && cr.chance(cr.o.KeepUnsynced) {
 		k := cr.o.Rand.IntN(extra + 1)
 		data = append(data, n.data[len(n.synced):len(n.synced)+k]...)
+	} else if extra > 0 && n.maps == 0 && cr.chance(cr.o.HoleUnsynced) {
+		data = append(data, make([]byte, extra)...)
+		for p := len(n.synced); p < len(n.data); {
+			end := min((p/holePage+1)*holePage, len(n.data))
+			if cr.o.Rand.IntN(2) == 0 {
+				copy(data[p:end], n.data[p:end])
+			}
+			p = end
+		}
 	}
 	c := &memNode{
 		data:    data,

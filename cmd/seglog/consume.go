@@ -43,8 +43,21 @@ as tail -f does, until SIGINT or SIGTERM (exit status 0). Control records
 
 The log is opened read-only: consume writes nothing to DIR (no recovery, no
 index, checkpoint or lock file), needs only read permission, and works beside
-a producer writing the log. A torn tail is not printed; damage below the
-recovery point stops it with the file and byte position.
+a producer writing the log. What it does not print is said on stderr:
+
+  exit 0  every record printed; or a torn tail at the end of the last
+          segment (bytes holding no valid batch, which a crash leaves and a
+          writable open cuts) not printed, with a warning naming the file
+          and byte range
+  exit 3  the records before damage at the end of the last segment printed,
+          but valid batches follow the damage: not printed, named on stderr
+          (file, bytes, batches, records, offsets); a writable open keeps
+          them in a quarantine file that seglog dump reads
+  exit 1  nothing more printed: damage below the recovery point, in a log
+          closed cleanly, or in a segment before the last; a log-start
+          checkpoint beyond the end; or another error (file and byte given)
+
+With --follow the end is never reached, so no end-of-log warning is given.
 
 The default format is tab-separated:
 
@@ -113,6 +126,9 @@ log (one with a cleaner-offset checkpoint) are read past, as Kafka does.`,
 			err = consumeRaw(l, cmd.OutOrStdout(), from, limit)
 		} else {
 			err = consumeRecords(ctx, l, cmd.OutOrStdout(), from, limit, asJSON, follow)
+		}
+		if err == nil && !follow && (limit < 0 || from+limit >= l.EndOffset()) {
+			err = reportUnserved(l, cmd.ErrOrStderr())
 		}
 		if cerr := l.Close(); err == nil {
 			err = cerr

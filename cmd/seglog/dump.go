@@ -29,7 +29,10 @@ func newDumpCmd() *cobra.Command {
 		Long: `Print the batches of a .log file (position, offsets, record count, size, codec,
 CRC validity, timestamps, producer fields), the entries of an .index,
 .timeindex or .txnindex file, or all of these for every segment of a
-partition directory. Damaged regions are shown at the byte positions fsck
+partition directory (its quarantine files are listed after them). A
+quarantine file (<base>-<byte>.quarantine: bytes recovery cut from a .log
+and kept) is printed as a .log, after a line saying where its bytes came
+from; its first bytes are the damage recovery found. Damaged regions are shown at the byte positions fsck
 reports. --records also prints every record. An entry larger than
 --max-entry-bytes (the read limit, as fsck's) is not read and is shown as
 not read, never as damage.`,
@@ -151,15 +154,19 @@ func runDump(w io.Writer, path string, records bool, maxBatch int) error {
 	if len(contents.Misnamed) > 0 {
 		fmt.Fprintf(w, "(named like segment files but not one, which Kafka misreads and seglog refuses to open the log beside: %s)\n", strings.Join(contents.Misnamed, ", "))
 	}
+	noteQuarantines(w, path, contents.Shared)
 	return nil
 }
 
 // dumpFile prints one segment-directory file; nextBase is the base offset
 // of the segment after a .log, -1 if none is known.
 func dumpFile(w io.Writer, path string, nextBase int64, records bool, maxBatch int) error {
+	if done, err := dumpQuarantine(w, path, records, maxBatch); done {
+		return err
+	}
 	kind, base, ok := fsck.FileKind(path)
 	if !ok {
-		return fmt.Errorf("dump: %s: not a .log, .index, .timeindex or .txnindex file (name must be a 20-digit base offset)", path)
+		return fmt.Errorf("dump: %s: not a .log, .index, .timeindex or .txnindex file (name must be a 20-digit base offset) nor a quarantine file", path)
 	}
 	fmt.Fprintf(w, "Dumping %s\n", path)
 	if kind == ".log" {
