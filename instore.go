@@ -39,6 +39,8 @@ type InLogDirError struct {
 	HolderKnown bool
 }
 
+// Error names the partition, its log.dir, what to do instead, and the
+// holder when the lock file names one.
 func (e *InLogDirError) Error() string {
 	msg := fmt.Sprintf("seglog: %s is partition %s-%d of the store (Kafka log.dir) %s: only the store writes its partitions, with the log.dir's lock and checkpoints; open %s as a store, or this partition read-only",
 		e.Dir, e.Topic, e.Partition, e.LogDir, e.LogDir)

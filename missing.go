@@ -39,6 +39,18 @@ func (l *Log) compacted() (bool, error) {
 	return ok, err
 }
 
+// gapsAllowed reports whether a gap between two segments may be
+// compaction's, for recovery and the read-only view deciding whether a
+// segment that ends before the next one begins lost its tail: in a
+// compacted log it may not have (Kafka keeps such segments, and so do we),
+// and where the answer cannot be told the segments stay too, so that no
+// valid segment leaves the log on a guess; reads then report the gap as
+// missing data, naming why it cannot be told.
+func (l *Log) gapsAllowed() bool {
+	compacted, err := l.compacted()
+	return compacted || err != nil
+}
+
 // hasCleanerCheckpoint reads, without caching, whether the log has a
 // cleaner-offset checkpoint (compacted).
 func (l *Log) hasCleanerCheckpoint() (bool, error) {

@@ -384,3 +384,75 @@ func TestMissingDataBelowStartIsGone(t *testing.T) {
 		t.Fatalf("start past the gap: read to %d, %v", got, err)
 	}
 }
+
+// TestCompactedGapsSurviveRecovery: after a crash, recovery (and the
+// read-only view) takes a segment that ends before the next one begins
+// for one that lost its tail only in a log never compacted: there the
+// later segments leave the log for quarantine files (the offsets must stay
+// contiguous). In a compacted log such a gap is compaction's and every
+// segment stays, as Kafka keeps them: setting them aside would take valid
+// records out of the log on a guess.
+func TestCompactedGapsSurviveRecovery(t *testing.T) {
+	for _, compacted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compacted=%v", compacted), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			dir := "/log"
+			bases, end := gapLog(t, fsys, dir)
+			// The whole segment at bases[3] is gone: the one before it
+			// ends at bases[3], the next begins at bases[4].
+			gapMakers[1].make(t, fsys, dir, bases[3])
+			if compacted {
+				vfstest.WriteFile(t, fsys, filepath.Join(dir, CleanerOffsetFile),
+					FormatCheckpoint([]CheckpointEntry{{Topic: "log", Offset: bases[1]}}))
+			}
+			// A crash: no clean-shutdown marker, nothing known synced.
+			if err := fsys.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
+				t.Fatal(err)
+			}
+			vfstest.WriteFile(t, fsys, filepath.Join(dir, RecoveryPointFile),
+				FormatCheckpoint([]CheckpointEntry{{Topic: "log", Offset: 0}}))
+			kept := end - (bases[4] - bases[3])
+
+			ro, err := Open(dir, Options{FS: fsys, ReadOnly: true, Logger: discardLogger()})
+			if compacted {
+				if err != nil {
+					t.Fatalf("read-only view: %v", err)
+				}
+				if n := countRecords(t, ro); n != kept {
+					t.Fatalf("read-only view: %d records, want %d", n, kept)
+				}
+				ro.Close()
+			} else if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("read-only view of a log never compacted: %v, want the gap reported as damage a writable open cuts", err)
+			}
+
+			l, err := Open(dir, Options{FS: fsys, Logger: discardLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			names, err := fsys.List(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			quarantined := 0
+			for _, n := range names {
+				if layout.IsQuarantine(n) {
+					quarantined++
+				}
+			}
+			if compacted {
+				if quarantined != 0 || l.NumSegments() != len(bases)-1 || l.EndOffset() != end {
+					t.Fatalf("compacted log: %d quarantine files, %d segments, end %d; want 0, %d, %d (%v)",
+						quarantined, l.NumSegments(), l.EndOffset(), len(bases)-1, end, names)
+				}
+				if n := countRecords(t, l); n != kept {
+					t.Fatalf("%d records, want %d", n, kept)
+				}
+			} else if quarantined != len(bases)-4 || l.EndOffset() != bases[3] {
+				t.Fatalf("log never compacted: %d quarantine files, end %d; want %d, %d (%v)",
+					quarantined, l.EndOffset(), len(bases)-4, bases[3], names)
+			}
+		})
+	}
+}

@@ -220,8 +220,9 @@ func (l *Log) load() error {
 		l.active = seg
 		// A recovered segment that ends before the next one begins lost
 		// its unsynced tail whole (no torn bytes to truncate): the same
-		// loss as a truncation, so the same rule applies.
-		if !last && seg.NextOffset() < bases[i+1] {
+		// loss as a truncation, so the same rule applies. Not in a
+		// compacted log, whose segments may end so (gapsAllowed).
+		if !last && seg.NextOffset() < bases[i+1] && !l.gapsAllowed() {
 			truncated = true
 		}
 		// What a segment lost lies below the next one's base: when that is

@@ -222,15 +222,20 @@ func TestIssue26LogStartBeyondEndDeletesNothing(t *testing.T) {
 	checkIssueRecords(t, l, 0, end)
 }
 
-// TestLogStartBeyondEndInKafkaLogDir: the log.dir's line for the partition
-// is the checkpoint named.
+// TestLogStartBeyondEndInKafkaLogDir: a read-only open of a partition of a
+// Kafka log.dir names the log.dir's line for the partition as the
+// checkpoint; a writable open is refused before it reads the segments
+// (only the store writes a log.dir's partitions). Neither changes anything.
 func TestLogStartBeyondEndInKafkaLogDir(t *testing.T) {
 	fs, part, end := kafkaLogDir(t, true, 1<<20)
 	before := dirSnapshot(t, fs, "/kafka")
-	_, err := Open(part, Options{FS: fs, Logger: discardLogger()})
+	_, err := Open(part, Options{FS: fs, ReadOnly: true, Logger: discardLogger()})
 	var lse *LogStartError
 	if !errors.As(err, &lse) || lse.File != "/kafka/"+LogStartOffsetFile || lse.End != end || lse.LogStart != 1<<20 {
 		t.Fatalf("%v: want a *LogStartError naming the log.dir's checkpoint", err)
+	}
+	if _, err := Open(part, Options{FS: fs, Logger: discardLogger()}); !errors.Is(err, ErrInLogDir) {
+		t.Fatalf("writable open: %v, want ErrInLogDir", err)
 	}
 	sameSnapshot(t, "refused open", before, dirSnapshot(t, fs, "/kafka"))
 }

@@ -129,6 +129,7 @@ type HeldError struct {
 	Err error
 }
 
+// Error names the store and, when the lock file says, who holds it.
 func (e *HeldError) Error() string {
 	if !e.HolderKnown {
 		return fmt.Sprintf("store: %s is locked: another process holds it (its lock file does not say which)", e.Dir)

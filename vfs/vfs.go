@@ -73,6 +73,7 @@ type HeldError struct {
 	Err error
 }
 
+// Error is ErrLocked's message with the system's error.
 func (e *HeldError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("%v (%v)", ErrLocked, e.Err)
