@@ -339,10 +339,8 @@ func (s *Segment) applyRecovery(p *RecoveryPlan, activate bool) (RecoverResult, 
 		return RecoverResult{}, err
 	}
 	if res.TruncatedBytes > 0 {
-		if res.Reason != nil {
-			s.opts.Logger.Warn("segment: truncating invalid tail", "path", path,
-				"valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
-		}
+		// The caller reports the cut (the Log as a torn tail or a
+		// quarantine, fsck in its report): it knows which it was.
 		s.reserved, s.preallocated = 0, false
 		if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(res.ValidBytes)); err != nil {
 			return RecoverResult{}, err
