@@ -328,6 +328,9 @@ func (s *Store) openLog(p *partition) (*seglog.Log, error) {
 	o.LockHeld = true // the store holds the log.dir's
 	o.MaxMappedIndexes = mappedIndexesPerLog
 	o.MaxOpenSegmentFiles = openSegmentFilesPerLog
+	if f := s.opts.OnQuarantine; f != nil {
+		o.OnQuarantine = func(q seglog.Quarantine) { f(p.topic, p.id, q) }
+	}
 	l, err := seglog.Open(p.dir(), o)
 	if err != nil {
 		return nil, fmt.Errorf("store: partition %s-%d: %w", p.topic, p.id, err)

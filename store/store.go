@@ -88,6 +88,17 @@ type Options struct {
 	MaxOpenLogs int
 	// Logger receives recovery and maintenance messages.
 	Logger *slog.Logger
+	// OnQuarantine, when set, is told of each quarantine file a
+	// partition's recovery made (seglog.Options.OnQuarantine, with the
+	// topic and partition): bytes recovery cut from the partition's log
+	// but kept, byte for byte, beside its segments, because valid batches
+	// followed the damage (seglog.Quarantine; each is logged as a WARN
+	// too). A partition is recovered when it is first opened after a
+	// crash, or at Close for those the session did not use, so the call
+	// comes from the store call that opened it, before that returns, and
+	// several partitions recovering at once may call it at the same time.
+	// It must not call back into the Store.
+	OnQuarantine func(topic string, partition int32, q seglog.Quarantine)
 	// ReadOnly opens an existing store without writing anything: no lock
 	// is taken, no directory, checkpoint, marker or config file is
 	// created, renamed or removed, and every partition is a read-only
