@@ -70,42 +70,49 @@ func encodeCommit(group string, k tp, c *Committed) record.Record {
 	return r
 }
 
-// rebuild replays the offsets topic: the last record per key wins, a
-// tombstone removes the key, and records of other kinds (group metadata,
-// key version 2) are skipped.
-func (g *groupTable) rebuild(t *topic) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.next = make([]int64, len(t.parts))
-	for p, part := range t.parts {
-		if err := part.with(func(l *seglog.Log) error { return g.replayLocked(l, p) }); err != nil {
-			return err
+// eachCommit calls f for every offset commit among the records of
+// offsets log l from offset from on (c nil: a tombstone), skipping records
+// of other kinds (group metadata, key version 2), and returns the offset
+// after the last record read. A commit key or value that does not decode
+// is an error (a *commitDecodeError).
+func eachCommit(l *seglog.Log, from int64, f func(group string, k tp, c *Committed)) (next int64, err error) {
+	next = from
+	for r, err := range l.Records(from) {
+		if err != nil {
+			return next, fmt.Errorf("store: reading %s: %w", l.Dir(), err)
+		}
+		next = r.Offset + 1
+		group, k, c, ok, err := decodeCommit(r.Key, r.Value)
+		if err != nil {
+			return next, &commitDecodeError{fmt.Errorf("store: %s offset %d: %w", l.Dir(), r.Offset, err)}
+		}
+		if ok {
+			f(group, k, c)
 		}
 	}
-	return nil
+	return next, nil
 }
+
+// commitDecodeError is a record of the offsets topic that does not decode
+// as the commit its key says it is: the log holds it, whichever way the
+// log is opened.
+type commitDecodeError struct{ err error }
+
+func (e *commitDecodeError) Error() string { return e.err.Error() }
+func (e *commitDecodeError) Unwrap() error { return e.err }
 
 // replayLocked applies the records of offsets partition p from where the
 // last replay stopped.
 func (g *groupTable) replayLocked(l *seglog.Log, p int) error {
-	for r, err := range l.Records(max(g.next[p], l.StartOffset())) {
-		if err != nil {
-			return fmt.Errorf("store: reading %s: %w", l.Dir(), err)
-		}
-		g.next[p] = r.Offset + 1
-		group, k, c, ok, err := decodeCommit(r.Key, r.Value)
-		if err != nil {
-			return fmt.Errorf("store: %s offset %d: %w", l.Dir(), r.Offset, err)
-		}
-		switch {
-		case !ok:
-		case c == nil:
+	next, err := eachCommit(l, max(g.next[p], l.StartOffset()), func(group string, k tp, c *Committed) {
+		if c == nil {
 			g.deleteLocked(group, k)
-		default:
+		} else {
 			g.setLocked(group, k, *c)
 		}
-	}
-	return nil
+	})
+	g.next[p] = next
+	return err
 }
 
 // decodeCommit reads a __consumer_offsets record as encodeCommit writes it

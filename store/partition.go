@@ -319,6 +319,9 @@ func (s *Store) openLog(p *partition) (*seglog.Log, error) {
 	if s.readOnly {
 		return s.openReadOnlyPartition(p.topic, p.id, p.cfg)
 	}
+	if err := s.beginWrites(); err != nil {
+		return nil, fmt.Errorf("store: partition %s-%d: %w", p.topic, p.id, err)
+	}
 	o := p.cfg.logOptions()
 	o.FS = s.fs
 	o.Logger = s.logger

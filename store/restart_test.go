@@ -112,11 +112,11 @@ func checkStore(t *testing.T, s *Store, want map[int32][]string) {
 	}
 }
 
-// TestRestartAfterCrashChangesNothing: a store a crash left intact opens,
-// recovers its offsets partitions at Open and the others on first use,
-// without writing, truncating or syncing anything; every record and
-// commit is there. Its Close then recovers nothing more and leaves the
-// clean-shutdown marker.
+// TestRestartAfterCrashChangesNothing: a store a crash left intact opens
+// (reading its offsets partitions through views), recovers the partitions
+// it uses on first use, without writing, truncating or syncing anything;
+// every record and commit is there. Its Close then recovers the rest and
+// leaves the clean-shutdown marker.
 func TestRestartAfterCrashChangesNothing(t *testing.T) {
 	crashed, want := crashedStore(t)
 	rec := &opRecorder{}

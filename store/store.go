@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/seglog/seglog"
@@ -66,12 +65,13 @@ type Options struct {
 	// background (default 2): partitions share them instead of running a
 	// flusher goroutine each.
 	FlushWorkers int
-	// RecoveryWorkers bounds how many partitions are opened, and so
-	// recovered after a crash, at once where the store opens many
-	// together: the offsets topic's partitions at Open (their commits are
-	// read to rebuild the groups' offsets) and, at Close after a crash,
-	// those the session never used (Kafka's
-	// num.recovery.threads.per.data.dir). Default DefaultRecoveryWorkers.
+	// RecoveryWorkers bounds how many partitions are opened at once where
+	// the store opens many together: the offsets topic's partitions at
+	// Open, read through read-only views to rebuild the groups' offsets
+	// (a partition only a writable open can read is recovered there), and,
+	// at Close after a crash, those the session never used, so recovered
+	// (Kafka's num.recovery.threads.per.data.dir). Default
+	// DefaultRecoveryWorkers.
 	RecoveryWorkers int
 	// MaxOpenLogs is the budget of open partition Logs (default
 	// DefaultMaxOpenLogs). A partition's Log opens on first use; past the
@@ -207,6 +207,12 @@ type Store struct {
 	removing bool
 	bg       sync.WaitGroup
 
+	// markerGone: the clean-shutdown marker the store opened with was
+	// removed, before the session's first writable open of a partition
+	// (beginWrites). markerMu guards it.
+	markerMu   sync.Mutex
+	markerGone bool
+
 	readOnly bool
 }
 
@@ -225,6 +231,14 @@ type topic struct {
 // Kafka's default config. A directory that is not a store (a partition
 // directory, a subdirectory that is not a partition's, files and nothing
 // of a store) is refused with ErrNotAStore before anything is written.
+//
+// Open writes nothing else to a store that needs none of that: it takes
+// the lock (naming Options.Holder in it), reads the groups' offsets
+// through read-only views of the offsets partitions, and opens no
+// partition writable. A partition is opened writable when first used,
+// which after a crash recovers it; the log.dir's clean-shutdown marker is
+// removed, durably, just before the first, and Close writes it again, or
+// leaves it as it was when no partition was opened writable.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.Default
@@ -410,24 +424,9 @@ func (s *Store) load() error {
 	if err := s.ckpt.writeMissing(); err != nil {
 		return err
 	}
-	if clean {
-		// Gone, durably, before anything is appended: a crash from here
-		// on must recover.
-		if err := s.fs.Remove(filepath.Join(s.dir, layout.CleanShutdownFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if err := s.fs.SyncDir(s.dir); err != nil {
-			return err
-		}
-	}
-	// The replay opens every offsets partition: open them (recovering
-	// them after a crash) several at once first, as many as stay open,
-	// and report every one that fails, each naming itself.
-	offsets := s.topics[OffsetsTopic].parts
-	if err := errors.Join(s.openParallel(offsets[:min(len(offsets), s.lru.budget)])...); err != nil {
-		return err
-	}
-	if err := s.groups.rebuild(s.topics[OffsetsTopic]); err != nil {
+	// Read, not opened writable: the marker stays until a partition is
+	// (beginWrites).
+	if err := s.replayGroups(); err != nil {
 		return err
 	}
 	// A crash between a topic's deletion and its tombstones leaves
@@ -603,7 +602,12 @@ func (s *Store) Close() error {
 	}
 	s.pool.Close()
 	s.bg.Wait()
-	if err == nil {
+	switch {
+	case err != nil:
+	case s.ckpt.clean && !s.wroteSince():
+		// No partition was opened writable: the marker the store opened
+		// with still stands for every one of them, untouched.
+	default:
 		if n := s.unrecovered(); n > 0 {
 			// The marker would make the next Open trust them.
 			s.logger.Warn("store: partitions not recovered since a crash (never opened in this session); the next Open recovers them", "partitions", n)
@@ -647,20 +651,9 @@ func (s *Store) recoverRest() {
 // none of the others.
 func (s *Store) openParallel(parts []*partition) (errs []error) {
 	errs = make([]error, len(parts))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(s.opts.RecoveryWorkers, len(parts)) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(parts) {
-					return
-				}
-				errs[i] = parts[i].with(func(*seglog.Log) error { return nil })
-			}
-		})
-	}
-	wg.Wait()
+	s.parallel(len(parts), func(i int) {
+		errs[i] = parts[i].with(func(*seglog.Log) error { return nil })
+	})
 	return errs
 }
 

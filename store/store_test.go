@@ -88,8 +88,15 @@ func TestLogDirLayout(t *testing.T) {
 
 	s = openStore(t, fs, clock)
 	defer s.Close()
-	if names, _ := fs.List(testDir); slices.Contains(names, layout.CleanShutdownFile) {
-		t.Error("the clean-shutdown marker survived Open: a crash now would skip recovery")
+	// Open writes nothing: the marker goes, durably, before the first
+	// partition is opened writable (a crash after that must recover).
+	if names, _ := fs.List(testDir); !slices.Contains(names, layout.CleanShutdownFile) {
+		t.Error("Open removed the clean-shutdown marker: nothing was written yet")
+	}
+	_, err = s.ProduceTo("bookings", 0, kv("k", "v"))
+	mustf(t, err, "produce")
+	if names, _ := fs.CrashClone().List(testDir); slices.Contains(names, layout.CleanShutdownFile) {
+		t.Error("the clean-shutdown marker survived an append: a crash now would skip recovery")
 	}
 	if got := s.Topics(); !slices.Equal(got, []string{"a_b", "bookings"}) {
 		t.Errorf("Topics = %v", got)
@@ -100,7 +107,7 @@ func TestLogDirLayout(t *testing.T) {
 	for _, p := range info.Partitions {
 		n += p.EndOffset - p.StartOffset
 	}
-	if n != 10 || info.Config.SegmentBytes != 2<<10 {
+	if n != 11 || info.Config.SegmentBytes != 2<<10 {
 		t.Errorf("after reopen: %d records, segment.bytes %d", n, info.Config.SegmentBytes)
 	}
 }
