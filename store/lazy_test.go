@@ -1,12 +1,15 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/seglog/seglog"
@@ -279,5 +282,158 @@ func TestReplayViewsMatchRecovery(t *testing.T) {
 	t.Logf("%d images: %d partitions compared, %d read only writable, %d quarantines", len(images), compared, writableOnly, quarantines)
 	if quarantines == 0 || writableOnly == 0 || compared == 0 {
 		t.Fatalf("the images did not exercise every case: %d compared, %d writable only, %d quarantines", compared, writableOnly, quarantines)
+	}
+}
+
+// The store's cleaner compacts the offsets topic by swapping cleaned
+// segments in (.cleaned, .swap, .deleted files, then renames). A power
+// loss at any operation of a compaction round leaves an image whose Open
+// rebuilds the groups as they were: through a view where the partition's
+// files are whole, and through a writable open, which completes or rolls
+// back the swap, where a view cannot serve them (an interrupted swap).
+func TestReplayAfterCrashDuringCompaction(t *testing.T) {
+	mem, clock := vfs.NewMem(), newFakeClock()
+	oc := offsetsTopicConfig()
+	oc.SegmentBytes = 4 << 10
+	oc.MaxMessageBytes = 2 << 10
+	oc.SegmentIndexBytes = 4096
+	var images []*vfs.MemFS
+	var compacting atomic.Bool
+	fsys := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		// A power loss keeps what was synced: the image changes only
+		// with a sync.
+		if compacting.Load() && (op.Kind == vfs.OpSync || op.Kind == vfs.OpSyncDir) {
+			images = append(images, mem.CrashClone())
+		}
+		return nil
+	}))
+	opts := func(fsys vfs.FS) Options {
+		return Options{FS: fsys, OffsetsPartitions: 1, OffsetsConfig: &oc, Now: clock.Now, Clock: clock,
+			Logger: quiet, DedupeBufferBytes: 1 << 20, MaxOpenLogs: testMaxOpenLogs, CleanerWorkers: 1}
+	}
+	s, err := Open(testDir, opts(fsys))
+	mustf(t, err, "open")
+	mustf(t, s.CreateTopic("t", 4, smallConfig()), "create")
+	for i := range 40 {
+		_, err := s.ProduceTo("t", int32(i%4), kv("", "v"))
+		mustf(t, err, "produce")
+	}
+	for i := range 300 {
+		mustf(t, s.Commit(fmt.Sprintf("g%d", i%3), "t", map[int32]int64{int32(i % 4): int64(i % 11)}), "commit")
+	}
+	want := make(map[string][]int64)
+	for _, g := range s.Groups() {
+		want[g] = committedOf(s, g, 4)
+	}
+	compacting.Store(true)
+	mustf(t, s.RunRetention(context.Background()), "cleaner round")
+	compacting.Store(false)
+	mustf(t, s.Close(), "close")
+	images = append(images, mem)
+	if recs, err := viewRecords(mem, filepath.Join(testDir, OffsetsTopic+"-0")); err != nil || len(recs) >= 300 {
+		t.Fatalf("the offsets partition holds %d records after the round (%v): nothing was compacted", len(recs), err)
+	}
+
+	swaps := 0
+	for n, img := range images {
+		names, err := img.List(filepath.Join(testDir, OffsetsTopic+"-0"))
+		mustf(t, err, "list")
+		if len(layout.PlanLeftovers(names).Swaps) > 0 {
+			swaps++
+		}
+		for round := range 2 { // the image as the crash left it, then after a Close
+			s, err := Open(testDir, opts(img))
+			mustf(t, err, "image %d of %d, open %d", n, len(images), round)
+			if names, _ := img.List(filepath.Join(testDir, OffsetsTopic+"-0")); len(layout.PlanLeftovers(names).Swaps) > 0 {
+				t.Fatalf("image %d of %d: Open left the interrupted swap %v: it read the partition without completing it", n, len(images), names)
+			}
+			for g, offs := range want {
+				if got := committedOf(s, g, 4); !slices.Equal(got, offs) {
+					t.Fatalf("image %d of %d, open %d: %s committed %v, want %v", n, len(images), round, g, got, offs)
+				}
+			}
+			mustf(t, s.Close(), "image %d, close", n)
+		}
+	}
+	t.Logf("%d images of a compaction round, %d with an interrupted swap", len(images), swaps)
+	if swaps == 0 {
+		t.Fatal("no image holds an interrupted swap")
+	}
+}
+
+// The clean-shutdown marker vouches for every partition's files. A
+// session removes it, durably, before its first writable open of a
+// partition (an open re-extends the indexes, an append adds bytes a power
+// loss may tear), and writes it at Close; a session that opened no
+// partition writable (the store's reads answered from views and the
+// checkpoints) leaves it, and every other file but the lock, untouched.
+func TestMarkerOnlyAroundWrites(t *testing.T) {
+	mem, clock := vfs.NewMem(), newFakeClock()
+	s := openStore(t, mem, clock)
+	mustf(t, s.CreateTopic("t", 3, smallConfig()), "create")
+	for i := range 9 {
+		_, err := s.ProduceTo("t", int32(i%3), kv("", "v"))
+		mustf(t, err, "produce")
+	}
+	mustf(t, s.Commit("g", "t", map[int32]int64{1: 2}), "commit")
+	mustf(t, s.Close(), "close")
+	marker := filepath.Join(testDir, layout.CleanShutdownFile)
+
+	before := vfstest.Snapshot(t, mem, testDir)
+	s = openStore(t, mem, clock)
+	info, err := s.DescribeTopic("t")
+	mustf(t, err, "describe")
+	if info.Partitions[2].EndOffset != 3 {
+		t.Fatalf("t-2 ends at %d, want 3", info.Partitions[2].EndOffset)
+	}
+	lag, _, err := s.DescribeGroup("g")
+	mustf(t, err, "describe group")
+	if len(lag) != 1 {
+		t.Fatalf("group g: %+v", lag)
+	}
+	mustf(t, s.Close(), "close")
+	for _, k := range changedEntries(before, vfstest.Snapshot(t, mem, testDir)) {
+		if k != layout.LockFile {
+			t.Errorf("a session that wrote nothing changed %s", k)
+		}
+	}
+
+	var mu sync.Mutex
+	var ops []vfs.Op
+	rec := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ops = append(ops, op)
+		return nil
+	}))
+	s, err = Open(testDir, Options{FS: rec, OffsetsPartitions: 5, Now: clock.Now, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg, MaxOpenLogs: testMaxOpenLogs})
+	mustf(t, err, "open")
+	if _, err := mem.CrashClone().Stat(marker); err != nil {
+		t.Fatalf("Open removed the marker: %v", err)
+	}
+	mustf(t, s.Commit("g", "t", map[int32]int64{1: 3}), "commit")
+	if _, err := mem.CrashClone().Stat(marker); err == nil {
+		t.Fatal("the marker survives a power loss after a commit")
+	}
+	removed, synced, firstWrite := -1, -1, -1
+	writes := []vfs.OpKind{vfs.OpCreate, vfs.OpOpenReadWrite, vfs.OpRemove, vfs.OpRename, vfs.OpMkdirAll, vfs.OpWrite,
+		vfs.OpWriteAt, vfs.OpSync, vfs.OpTruncate, vfs.OpPreallocate, vfs.OpReserve, vfs.OpFlush}
+	for i, op := range ops {
+		inPartition := strings.HasPrefix(op.Path, testDir+"/") && strings.Count(op.Path, "/") > 2
+		switch {
+		case op.Kind == vfs.OpRemove && op.Path == marker:
+			removed = i
+		case op.Kind == vfs.OpSyncDir && op.Path == testDir && removed >= 0 && synced < 0:
+			synced = i
+		case inPartition && firstWrite < 0 && slices.Contains(writes, op.Kind):
+			firstWrite = i
+		}
+	}
+	if removed < 0 || synced < removed || firstWrite < synced {
+		t.Fatalf("marker removed at op %d, the log.dir synced at op %d, first writable use of a partition at op %d: want them in that order", removed, synced, firstWrite)
+	}
+	mustf(t, s.Close(), "close")
+	if _, err := mem.Stat(marker); err != nil {
+		t.Fatalf("no marker after a clean Close: %v", err)
 	}
 }
