@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -337,49 +338,74 @@ func TestConsumeTopicBesideWriters(t *testing.T) {
 	}
 }
 
-// A --group's commits are consume's only write: the data partitions and
-// the topic files are untouched, mtimes included (the commit opens no data
-// partition: a closed one's data is durable already); of the offsets
-// topic only the group's partition changes contents. The log.dir's
-// checkpoints, lock and marker are rewritten by the store's open and
-// close, and the offsets partitions' index files get new mtimes (a
-// writable open of the store replays them), their bytes unchanged.
+// A --group's commits are consume's only write (issue 26, item 2). The
+// store's open for the commit opens only the group's offsets partition
+// writable (the groups are read through read-only views), so what changes,
+// contents or mtimes, is: that partition's files (the commit appended; its
+// active segment's indexes re-extended at open, trimmed at close; a first
+// commit creates its first segment), the log.dir's .lock (the holder's
+// record, cleared at release), .kafka_cleanshutdown (removed before the
+// partition's writable open, written again at close: same bytes), the
+// checkpoint files in that partition's lines only, and the log.dir's own
+// entry. The data partitions, the topic files and the other 49 offsets
+// partitions are untouched, mtimes included: before, every offsets
+// partition's index files got new mtimes from the open's replay.
 func TestConsumeGroupCommitsAreTheOnlyWrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	mustInvoke(t, "", "topics", "create", dir, "bookings", "--partitions", "3")
 	mustInvoke(t, numberedLines(1, 20), "produce", dir, "--topic", "bookings")
-	before := dirSnapshot(t, dir)
-	mustInvoke(t, "", "consume", dir, "--topic", "bookings", "--group", "g", "--from-beginning")
-	after := dirSnapshot(t, dir)
-	group := fmt.Sprintf("%s-%d/", store.OffsetsTopic, store.OffsetsPartitionFor("g", store.DefaultOffsetsPartitions))
-	withoutTime := func(desc string) string {
-		f := strings.Fields(desc)
-		if len(f) >= 3 {
-			f = slices.Delete(f, 2, 3)
-		}
-		return strings.Join(f, " ")
-	}
-	changed := 0
-	for k := range after {
-		switch {
-		case before[k] == after[k]:
-		case strings.HasPrefix(k, group):
-			changed++
-		case strings.HasPrefix(k, store.OffsetsTopic+"-"):
-			if withoutTime(before[k]) != withoutTime(after[k]) {
-				t.Errorf("consume --group changed another group's offsets partition: %s: %s -> %s", k, before[k], after[k])
+	mustInvoke(t, "", "consume", dir, "--topic", "bookings", "--group", "other", "--from-beginning", "--max", "5")
+	group := fmt.Sprintf("%s-%d", store.OffsetsTopic, store.OffsetsPartitionFor("g", store.DefaultOffsetsPartitions))
+	for _, run := range [][]string{
+		{"consume", dir, "--topic", "bookings", "--group", "g", "--from-beginning", "--max", "7"}, // its first commit
+		{"consume", dir, "--topic", "bookings", "--group", "g"},                                   // and a later one
+	} {
+		before := dirSnapshot(t, dir)
+		ckptBefore := checkpointsOf(t, dir)
+		mustInvoke(t, "", run...)
+		after := dirSnapshot(t, dir)
+		changed := false
+		for _, k := range slices.Sorted(maps.Keys(after)) {
+			switch {
+			case before[k] == after[k]:
+			case strings.HasPrefix(k, group+"/"):
+				changed = true
+			case k == "/" || k == layout.LockFile || k == layout.CleanShutdownFile || k == layout.RecoveryPointFile || k == layout.LogStartOffsetFile || k == layout.CleanerOffsetFile:
+			default:
+				t.Errorf("seglog %s changed %s: %s -> %s", strings.Join(run, " "), k, before[k], after[k])
 			}
-		case k == "/" || k == layout.LockFile || k == layout.CleanShutdownFile || k == layout.RecoveryPointFile || k == layout.LogStartOffsetFile || k == layout.CleanerOffsetFile:
-		default:
-			t.Errorf("consume --group changed %s: %s -> %s", k, before[k], after[k])
 		}
-	}
-	if changed == 0 {
-		t.Fatal("the group's offsets partition did not change: nothing was committed")
+		if !changed {
+			t.Fatalf("seglog %s did not change %s: nothing was committed", strings.Join(run, " "), group)
+		}
+		for name, lines := range checkpointsOf(t, dir) {
+			for k, off := range lines {
+				if was, ok := ckptBefore[name][k]; (!ok || was != off) && k != group {
+					t.Errorf("seglog %s changed %s's line in %s: %d -> %d", strings.Join(run, " "), k, name, was, off)
+				}
+			}
+		}
 	}
 	if r := mustInvoke(t, "", "groups", "describe", dir, "g"); !strings.Contains(r.stdout, "TOTAL LAG: 0") {
 		t.Fatalf("groups describe:\n%s", r.stdout)
 	}
+}
+
+// checkpointsOf reads the log.dir's checkpoint files: partition → offset.
+func checkpointsOf(t *testing.T, dir string) map[string]map[string]int64 {
+	t.Helper()
+	out := make(map[string]map[string]int64)
+	for _, name := range []string{layout.RecoveryPointFile, layout.LogStartOffsetFile, layout.CleanerOffsetFile} {
+		entries, err := layout.ReadCheckpoint(vfs.Default, filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = make(map[string]int64)
+		for _, e := range entries {
+			out[name][fmt.Sprintf("%s-%d", e.Topic, e.Partition)] = e.Offset
+		}
+	}
+	return out
 }
 
 // Item 2: a directory that is not a store gets a clear error from every
