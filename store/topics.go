@@ -1,7 +1,9 @@
 package store
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -307,4 +309,38 @@ func (s *Store) partLocked(name string, partition int32) (*partition, error) {
 // from the start when retention removed records below the commit.
 func lag(start, end, committed int64) int64 {
 	return end - max(min(committed, end), start)
+}
+
+// TopicPartitions returns the partition count of a topic of the store in
+// dir as the topic's config file says, reading that file alone: no lock
+// is taken, nothing is written, the store is not opened. It is for a
+// caller that must refuse a partition the topic does not have before it
+// opens the store to write it (the lock file and the store's own repairs
+// would change the log.dir for a command that then fails). A topic being
+// created or deleted, which Open rolls back or forward, is unknown; so is
+// one with no config file (the error matches fs.ErrNotExist too), though
+// Open adopts a Kafka broker's partition directories that have none.
+func TopicPartitions(fsys vfs.FS, dir, topic string) (int, error) {
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	if err := ValidateTopic(topic); err != nil {
+		return 0, err
+	}
+	path := filepath.Join(dir, topic+topicFileSuffix)
+	data, err := vfs.ReadFileLimit(fsys, path, 64<<10)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("%w: %s: %w", ErrUnknownTopic, topic, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	f, err := parseTopicFile(path, data)
+	if err != nil {
+		return 0, err
+	}
+	if f.state != stateReady {
+		return 0, fmt.Errorf("%w: %s (%s says state=%s: it is being created or deleted)", ErrUnknownTopic, topic, path, f.state)
+	}
+	return f.partitions, nil
 }

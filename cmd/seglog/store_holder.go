@@ -115,20 +115,29 @@ func withAdvice(err error, advice func(addr string) string) error {
 // seglog store (no config file for its topic) is refused: writing it
 // through a store would first make the log.dir one (a config file per
 // topic, the offsets topic's fifty directories), which a command given
-// one partition must not do behind its user's back.
+// one partition must not do behind its user's back. So is a partition the
+// topic does not have (bookings-7 of a topic of 3), from the topic's
+// config file alone, before the store is opened: the open would take the
+// lock, writing the lock file, and remove a stray directory of that name
+// as the leftover of an add-partitions never acknowledged.
 func partitionOfStore(dir string) (logDir, topic string, partition int32, ok bool, err error) {
 	logDir, topic, partition, ok, err = layout.PartitionLogDir(vfs.Default, dir)
 	if err != nil || !ok {
 		return logDir, topic, partition, ok, err
 	}
-	if _, err := vfs.Default.Stat(filepath.Join(logDir, topic+layout.TopicConfigSuffix)); errors.Is(err, fs.ErrNotExist) {
+	n, err := store.TopicPartitions(vfs.Default, logDir, topic)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		if _, err := vfs.Default.Stat(filepath.Join(logDir, store.OffsetsTopic+layout.TopicConfigSuffix)); err == nil {
 			return "", "", 0, false, fmt.Errorf("%w: %s: %s has no topic %s (seglog topics list %s)", store.ErrUnknownTopic, dir, logDir, topic, logDir)
 		}
 		return "", "", 0, false, fmt.Errorf("%w: %s is partition %d of topic %s in the Kafka broker's log.dir %s, which is not a seglog store: a broker's partitions are written by the broker; to write them with seglog, stop the broker and open the log.dir as a store (seglog serve %s, or seglog produce %s --topic %s), which adds a config file per topic and the __consumer_offsets topic to it",
 			seglog.ErrInLogDir, dir, partition, topic, logDir, logDir, logDir, topic)
-	} else if err != nil {
-		return "", "", 0, false, err
+	case err != nil:
+		return "", "", 0, false, fmt.Errorf("%s: %w", dir, err)
+	case int(partition) >= n:
+		return "", "", 0, false, fmt.Errorf("%w: %s: topic %s of %s has %d partitions, 0 to %d (seglog topics describe %s %s); nothing was changed",
+			store.ErrUnknownPartition, dir, topic, logDir, n, n-1, logDir, topic)
 	}
 	return logDir, topic, partition, true, nil
 }
