@@ -87,9 +87,11 @@ through the server as a Kafka producer.
 A partition directory of a store (STORE/TOPIC-N) is written through the
 store too: its lock and checkpoints, no file of its own in the partition
 directory, the Log shaped by the topic's config (the log flags are refused
-there). Beside seglog serve it is refused with the kcat command that
-produces to that partition through the server. A partition of a Kafka
-broker's log.dir that is not a seglog store is refused.`
+there). A partition the topic does not have is refused before the store
+is opened, changing nothing. Beside seglog serve it is refused with the
+kcat command that produces to that partition through the server. A
+partition of a Kafka broker's log.dir that is not a seglog store is
+refused.`
 	consumeStoreHelp = `
 
 With --topic, DIR is a store (seglog topics) and the records of every
