@@ -49,8 +49,9 @@ throughput over time (and, for a sweep of sizes or writers, against it).
 --plot and bench serve (seglog serve driven by kgo clients, against the
 direct append and kfake) are in a seglog built with -tags benchextras:
   go build -tags benchextras -o seglog ./cmd/seglog
-They link a plotting library and a Kafka client and broker that the rest
-of seglog does without and that doubled the time a first build takes.`,
+They need a plotting library and a Kafka client and broker, which took
+about 30% of the compile time of a first build (empty caches) and are left
+out of the default one (docs/benchmarks.md).`,
 	}
 	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd(), newBenchRestartCmd())
 	return cmd

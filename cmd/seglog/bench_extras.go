@@ -10,11 +10,12 @@ import (
 // and what would otherwise dominate the time a first build takes: bench
 // --plot (gonum.org/v1/plot with its fonts and its PDF, SVG and TeX back
 // ends, in package bench/benchplot) and bench serve (franz-go's kgo client
-// and kfake broker). From empty module and build caches, `go run
-// ./cmd/seglog demo` compiled them for about as long as everything else
-// (docs/benchmarks.md, "Building seglog"). Without the tag, --plot is
-// hidden and refused, saying how to get it, and bench serve is a hidden
-// command that says the same (bench_extras_off.go).
+// and kfake broker). From empty module and build caches they were about
+// 30% of the CPU time of `go run ./cmd/seglog demo`, and their downloads
+// a quarter of its module downloads (docs/benchmarks.md, "The bench
+// extras"). Without the tag, --plot is hidden and refused, saying how to
+// get it, and bench serve is a hidden command that says the same
+// (bench_extras_off.go).
 const benchExtrasTag = "benchextras"
 
 // benchExtrasHint says how to build a seglog that has the bench extras.
