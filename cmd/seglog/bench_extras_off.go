@@ -3,8 +3,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog/bench"
@@ -23,7 +21,7 @@ func newBenchServeCmd() *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fmt.Errorf("this seglog has no bench serve, which needs franz-go's kgo client and kfake broker: %s", benchExtrasHint)
+			return usageErrorf(cmd, "this seglog has no bench serve, which needs franz-go's kgo client and kfake broker: %s", benchExtrasHint)
 		},
 	}
 }

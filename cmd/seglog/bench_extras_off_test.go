@@ -21,8 +21,8 @@ func TestBenchExtrasRefused(t *testing.T) {
 		{"bench", "serve", "--records", "100", "--dir", base},
 	} {
 		r := invoke(t, "", args...)
-		if r.code == 0 || !strings.Contains(r.stderr, "-tags benchextras") {
-			t.Errorf("seglog %s: exit %d, stderr %q; want a refusal naming the build tag", strings.Join(args, " "), r.code, r.stderr)
+		if r.code != 2 || !strings.Contains(r.stderr, "-tags benchextras") || !strings.Contains(r.stderr, "Usage: seglog bench") {
+			t.Errorf("seglog %s: exit %d, stderr %q; want a usage error (2) naming the build tag", strings.Join(args, " "), r.code, r.stderr)
 		}
 	}
 	if names, err := vfs.Default.List(base); err != nil || len(names) != 0 {
