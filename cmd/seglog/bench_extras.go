@@ -7,7 +7,7 @@ import (
 )
 
 // The build tag benchextras adds to seglog what only benchmarking needs
-// and what would otherwise dominate the time a first build takes: bench
+// and what a first build would spend much of its time compiling: bench
 // --plot (gonum.org/v1/plot with its fonts and its PDF, SVG and TeX back
 // ends, in package bench/benchplot) and bench serve (franz-go's kgo client
 // and kfake broker). From empty module and build caches they were about
