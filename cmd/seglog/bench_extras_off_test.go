@@ -10,6 +10,11 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
+// benchServeRefusal is how bench serve --records 1 --partitions 2 is
+// refused (TestBadCommandLinesChangeNothing): a binary without the bench
+// extras refuses any bench serve, naming the tag.
+const benchServeRefusal = "-tags benchextras"
+
 // Without the bench extras, --plot and bench serve are refused before
 // anything runs, saying how to build a seglog that has them, and the help
 // lists neither.

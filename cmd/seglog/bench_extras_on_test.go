@@ -10,6 +10,10 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
+// benchServeRefusal is how bench serve --records 1 --partitions 2 is
+// refused (TestBadCommandLinesChangeNothing): by its own flag check.
+const benchServeRefusal = "invalid --records 1: must be at least --partitions 2"
+
 // With the bench extras, --plot writes a PNG and says so, and refuses a
 // file that is not one.
 func TestBenchPlot(t *testing.T) {
