@@ -12,19 +12,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seglog/seglog/internal/testenv"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 )
 
 // kcat runs kcat (librdkafka) against the server with stdin and returns
-// its standard output. CI installs kcat (.ci/run); without it these tests
-// skip, saying so.
+// its standard output. Without kcat the test skips, or fails under CI
+// (testenv.LookPath; .ci/run installs it); each kcat test looks it up
+// first, before starting a server for nothing.
 func kcat(t *testing.T, addr, stdin string, args ...string) string {
 	t.Helper()
-	path, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat is not installed (apt-get install kcat); .ci/run installs it")
-	}
+	path := testenv.LookPath(t, "kcat", "kcat")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, append([]string{"-b", addr, "-X", "topic.metadata.refresh.interval.ms=1000"}, args...)...)
@@ -66,6 +65,7 @@ func advertisesKey(ts *testServer, key, v int16) bool {
 // TestKcatEveryCodec: kcat -P -z CODEC stores batches carrying that codec,
 // and kcat -C -o beginning -e reads every line back.
 func TestKcatEveryCodec(t *testing.T) {
+	testenv.LookPath(t, "kcat", "kcat")
 	ts := startServer(t, "", Config{})
 	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
 		t.Run(codec, func(t *testing.T) {
@@ -92,6 +92,7 @@ func TestKcatEveryCodec(t *testing.T) {
 // TestKcatIdempotent: librdkafka's idempotent producer gets a producer id
 // and its batches carry it.
 func TestKcatIdempotent(t *testing.T) {
+	testenv.LookPath(t, "kcat", "kcat")
 	ts := startServer(t, "", Config{})
 	in, want := kcatLines(50, "idem")
 	kcat(t, ts.addr, in, "-P", "-t", "idem", "-K", ":", "-X", "enable.idempotence=true")
@@ -119,6 +120,7 @@ func TestKcatIdempotent(t *testing.T) {
 
 // TestKcatGroup: kcat -G consumes a topic as a group member.
 func TestKcatGroup(t *testing.T) {
+	testenv.LookPath(t, "kcat", "kcat")
 	ts := startServer(t, "", Config{NumPartitions: 2})
 	if !advertisesKey(ts, 11, 0) {
 		t.Fatal("the group coordinator does not advertise JoinGroup v0")

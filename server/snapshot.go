@@ -15,10 +15,10 @@ import (
 
 // Producer-state snapshots are Kafka's <offset>.snapshot files in the
 // partition directory (version 1): the state as of offset, so that after a
-// restart only the batches after it are read. The server writes one per
-// partition it holds producer state for when it shuts down (Kafka also
-// writes one at every segment roll; the log has no roll hook for that, so
-// after a crash the snapshot is the one of the last clean shutdown).
+// restart only the batches after it are read. The server writes one when an
+// idempotent append finds that the log has rolled (snapshotOnRoll: Kafka
+// writes one at every roll, and the log has no roll hook) and one per
+// partition it holds producer state for when it shuts down.
 //
 //	int16 version=1 | uint32 crc | int32 count | count × entry
 //	entry: int64 producerId, int16 epoch, int32 lastSequence, int64 lastOffset,

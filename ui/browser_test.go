@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/seglog/seglog/internal/testenv"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
 )
@@ -21,17 +21,15 @@ import (
 // -ui.docs writes the two screenshots the README shows into docs/img.
 var docsImages = flag.Bool("ui.docs", false, "write docs/img/ui-store.png and docs/img/ui-playground.png from the browser test")
 
-// browser starts headless Chromium (Debian's chromium package; .ci/run
-// installs it) and returns a context whose tab the test drives.
+// browser starts headless Chromium and returns a context whose tab the
+// test drives. Without chromium the test skips, or fails under CI
+// (testenv.LookPath; .ci/run installs it).
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("the browser test starts Chromium; not in -short runs")
 	}
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium not found (apt-get install -y chromium; .ci/run does): %v", err)
-	}
+	path := testenv.LookPath(t, "chromium", "chromium")
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
 		chromedp.UserDataDir(t.TempDir()),

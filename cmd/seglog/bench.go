@@ -44,7 +44,14 @@ each, and the rates are medians, so a noisy machine's drift hits both.
 Every record written is read back and checked outside the timed sections.
 A progress bar is drawn on stderr when it is a terminal. --json prints one
 JSON object per workload instead of the table; --plot FILE.png draws
-throughput over time (and, for a sweep of sizes or writers, against it).`,
+throughput over time (and, for a sweep of sizes or writers, against it).
+
+--plot and bench serve (seglog serve driven by kgo clients, against the
+direct append and kfake) are in a seglog built with -tags benchextras:
+  go build -tags benchextras -o seglog ./cmd/seglog
+They need a plotting library and a Kafka client and broker, which took
+about 30% of the compile time of a first build (empty caches) and are left
+out of the default one (docs/benchmarks.md).`,
 	}
 	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd(), newBenchRestartCmd())
 	return cmd
@@ -63,7 +70,7 @@ func bindBenchOut(cmd *cobra.Command, rounds int) *benchOut {
 	fl := cmd.Flags()
 	fl.StringVar(&o.dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&o.json, "json", false, "print one JSON object per workload instead of the table")
-	fl.StringVar(&o.plot, "plot", "", "draw throughput over time (and against the swept parameter) into this PNG file")
+	bindPlotFlag(fl, &o.plot) // bench_extras.go
 	fl.IntVar(&o.rounds, "rounds", rounds, "timed rounds of each side (after one warm-up round each)")
 	limitFlag(cmd, "rounds", 1, math.MaxInt32)
 	return o
@@ -100,7 +107,7 @@ func (o *benchOut) report(cmd *cobra.Command, title string, results []*bench.Res
 		return err
 	}
 	if o.plot != "" {
-		if err := bench.WritePlot(o.plot, results, title); err != nil {
+		if err := writePlot(o.plot, results, title); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 		if !o.json {

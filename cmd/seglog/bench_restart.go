@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog/bench"
@@ -285,7 +284,7 @@ func restartRound(ctx context.Context, dir string, topics map[string]int32, cfg 
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := produceRestartRecords(ctx, c.addr, cfg.RecordSize, records); err != nil {
+	if err := produceRestartRecords(ctx, c.addr, cfg.RecordSize, records, topics[restartTopic]); err != nil {
 		c.cmd.Process.Kill()
 		c.cmd.Wait()
 		return 0, 0, err
@@ -327,32 +326,34 @@ func (c *serveChild) stopChecked() error {
 
 // produceRestartRecords produces n records through the server at addr,
 // round robin over the topic's partitions, each acknowledged.
-func produceRestartRecords(ctx context.Context, addr string, size int, n int64) error {
+func produceRestartRecords(ctx context.Context, addr string, size int, n int64, partitions int32) error {
 	if n == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(restartTopic),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	c, err := dialServer(ctx, addr)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer c.Close()
 	value := make([]byte, size)
-	recs := make([]*kgo.Record, n)
+	recs := make([]record.Record, n)
+	parts := make([]int32, n)
 	for i := range recs {
-		recs[i] = &kgo.Record{Value: value}
+		recs[i] = record.Record{Value: value}
+		parts[i] = int32(i) % partitions
 	}
-	return cl.ProduceSync(ctx, recs...).FirstErr()
+	_, err = produceViaServer(ctx, c, restartTopic, recs, parts)
+	return err
 }
 
 // listAllOffsets asks the server at addr for the end offset of every
 // partition of topics, which opens each of them.
 func listAllOffsets(ctx context.Context, addr string, topics map[string]int32) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	c, err := dialServer(ctx, addr)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
+	defer c.Close()
 	req := kmsg.NewPtrListOffsetsRequest()
 	for name, n := range topics {
 		rt := kmsg.NewListOffsetsRequestTopic()
@@ -364,10 +365,11 @@ func listAllOffsets(ctx context.Context, addr string, topics map[string]int32) e
 		}
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := req.RequestWith(ctx, cl)
+	r, err := c.request(ctx, req)
 	if err != nil {
 		return fmt.Errorf("ListOffsets: %w", err)
 	}
+	resp := r.(*kmsg.ListOffsetsResponse)
 	answered := 0
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {

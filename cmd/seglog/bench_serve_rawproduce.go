@@ -1,3 +1,5 @@
+//go:build benchextras
+
 package main
 
 import (

@@ -113,7 +113,10 @@ func runDemo(cfg *demoConfig) error {
 	case err != nil && temp && errors.Is(err, errVerify):
 		fmt.Fprintf(cfg.out, "kept %s for inspection\n", dir)
 	case temp:
-		if rerr := removeAll(fs, dir); rerr != nil && err == nil {
+		rerr := removeAll(fs, dir)
+		if rerr == nil {
+			fmt.Fprintf(cfg.out, "removed the temporary directory %s\n", dir)
+		} else if err == nil {
 			err = rerr
 		}
 	}

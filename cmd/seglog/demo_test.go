@@ -34,6 +34,9 @@ func TestDemo(t *testing.T) {
 	if exists(d[1]) {
 		t.Errorf("demo left its temporary directory %s behind", d[1])
 	}
+	if !strings.Contains(r.stdout, "removed the temporary directory "+d[1]+"\n") {
+		t.Errorf("demo does not say that it removed %s:\n%s", d[1], r.stdout)
+	}
 
 	keep := filepath.Join(t.TempDir(), "demo")
 	r = mustInvoke(t, "", "demo", "--records", "500", "--size", "3", "--batch", "50", "--dir", keep,
@@ -43,6 +46,9 @@ func TestDemo(t *testing.T) {
 	}
 	if len(storedLogs(t, keep)) == 0 {
 		t.Errorf("demo --dir %s kept no segments", keep)
+	}
+	if strings.Contains(r.stdout, "removed") {
+		t.Errorf("demo --dir says it removed something:\n%s", r.stdout)
 	}
 	// A used directory is refused rather than mixed into the checks.
 	if r := invoke(t, "", "demo", "--records", "10", "--dir", keep); r.code == 0 || !strings.Contains(r.stderr, "not empty") {

@@ -6,40 +6,27 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // When `seglog serve` holds a store, the work that has a Kafka protocol
-// form goes through it as a Kafka client: the server is then the store's
-// one writer, and what the command did is what the server's clients see.
+// form goes through it as a Kafka client (serverConn): the server is then
+// the store's one writer, and what the command did is what the server's
+// clients see.
 
 // serverTimeout bounds one exchange with the server holding a store: a
 // listener that does not answer is reported, not waited on forever.
 const serverTimeout = 30 * time.Second
 
-// serverClient connects to the server at addr.
-func serverClient(addr string, opts ...kgo.Opt) (*kgo.Client, error) {
-	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestTimeoutOverhead(serverTimeout),
-		kgo.RetryTimeout(serverTimeout)}, opts...)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the server at %s: %w", addr, err)
-	}
-	return cl, nil
-}
-
 // commitViaServer commits a group's offsets through the server at addr,
 // as a standalone consumer does (generation -1, no member id: accepted
 // while the group has no live members).
 func commitViaServer(ctx context.Context, addr, group, topic string, offsets map[int32]int64) error {
-	cl, err := serverClient(addr)
+	c, err := dialServer(ctx, addr)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, serverTimeout)
-	defer cancel()
+	defer c.Close()
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = group, -1
 	rt := kmsg.NewOffsetCommitRequestTopic()
@@ -50,10 +37,11 @@ func commitViaServer(ctx context.Context, addr, group, topic string, offsets map
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	r, err := c.request(ctx, req)
 	if err != nil {
 		return fmt.Errorf("committing through the server at %s: %w", addr, err)
 	}
+	resp := r.(*kmsg.OffsetCommitResponse)
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
@@ -67,13 +55,11 @@ func commitViaServer(ctx context.Context, addr, group, topic string, offsets map
 // deleteRecordsViaServer is DeleteRecords through the server at addr; it
 // returns the partition's new start offset.
 func deleteRecordsViaServer(ctx context.Context, addr, topic string, partition int32, before int64) (int64, error) {
-	cl, err := serverClient(addr)
+	c, err := dialServer(ctx, addr)
 	if err != nil {
 		return 0, err
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, serverTimeout)
-	defer cancel()
+	defer c.Close()
 	req := kmsg.NewPtrDeleteRecordsRequest()
 	req.TimeoutMillis = int32(serverTimeout / time.Millisecond)
 	rt := kmsg.NewDeleteRecordsRequestTopic()
@@ -82,10 +68,11 @@ func deleteRecordsViaServer(ctx context.Context, addr, topic string, partition i
 	rp.Partition, rp.Offset = partition, before
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	r, err := c.request(ctx, req)
 	if err != nil {
 		return 0, fmt.Errorf("DeleteRecords through the server at %s: %w", addr, err)
 	}
+	resp := r.(*kmsg.DeleteRecordsResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		return 0, fmt.Errorf("DeleteRecords through the server at %s: no answer for %s-%d", addr, topic, partition)
 	}

@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
@@ -160,45 +163,149 @@ func produceTopic(cmd *cobra.Command, dir, topic string, verbose bool) error {
 }
 
 // produceTopicViaServer is produce --topic through the server at addr
-// that holds the store: a Kafka producer with Kafka's default
-// partitioner, which the store's matches (murmur2 of the key; keyless
-// records sticky). The topic is looked up in the store first, read-only,
-// so that a misspelt one is refused as the store refuses it rather than
-// created by the server.
+// that holds the store: Kafka Produce requests (acks=all) partitioned as
+// the store partitions (produceViaServer). The topic is looked up in the
+// store first, read-only, so that a misspelt one is refused as the store
+// refuses it rather than created by the server, and so that its partition
+// count is known.
 func produceTopicViaServer(cmd *cobra.Command, dir, addr, topic string, verbose bool, perBatch int) error {
+	var partitions int
 	if err := readStore(cmd, dir, func(s *store.Store) error {
-		_, err := s.Partitions(topic)
+		n, err := s.Partitions(topic)
+		partitions = int(n)
 		return err
 	}); err != nil {
 		return err
 	}
-	cl, err := serverClient(addr, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(0))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	c, err := dialServer(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	sticky := rand.IntN(partitions)
 	how := fmt.Sprintf(" through the server at %s (it holds %s)", addr, dir)
 	return produceTopicLines(cmd, topic, verbose, perBatch, how, func(recs []record.Record) ([]placed, error) {
-		krs := make([]*kgo.Record, len(recs))
+		// As the store does: a keyed record to its key's partition, a
+		// call's keyless records to one partition, the next one's to the
+		// next.
+		parts := make([]int32, len(recs))
+		keyless := false
 		for i, r := range recs {
-			krs[i] = &kgo.Record{Key: r.Key, Value: r.Value}
-		}
-		res := cl.ProduceSync(ctx, krs...)
-		out := make([]placed, 0, len(res))
-		for _, r := range res {
-			if r.Err != nil {
-				return out, r.Err
+			if r.Key != nil {
+				parts[i] = store.PartitionForKey(r.Key, partitions)
+			} else {
+				parts[i], keyless = int32(sticky), true
 			}
-			out = append(out, placed{r.Record.Partition, r.Record.Offset})
 		}
-		return out, nil
+		if keyless {
+			sticky = (sticky + 1) % partitions
+		}
+		return produceViaServer(ctx, c, topic, recs, parts)
 	})
 }
+
+// produceViaServer sends recs to topic through c, record i to partition
+// parts[i], with acks=all, and returns where each went, in order. Each
+// partition's records are one batch, or several when they would make a
+// batch over maxServerBatch; a Produce request carries at most one batch
+// per partition (the server takes no more), so the batches go in rounds,
+// each partition's in order.
+func produceViaServer(ctx context.Context, c *serverConn, topic string, recs []record.Record, parts []int32) ([]placed, error) {
+	type batch struct {
+		part  int32
+		idx   []int // the records', in recs
+		bytes int   // their keys', values' and headers' bytes
+	}
+	var order []int32 // partitions in the order first touched
+	byPart := map[int32][]*batch{}
+	for i, p := range parts {
+		size := len(recs[i].Key) + len(recs[i].Value)
+		for _, h := range recs[i].Headers {
+			size += len(h.Key) + len(h.Value)
+		}
+		bs := byPart[p]
+		if len(bs) == 0 {
+			order = append(order, p)
+		}
+		if len(bs) == 0 || bs[len(bs)-1].bytes+size > maxServerBatch {
+			bs = append(bs, &batch{part: p})
+			byPart[p] = bs
+		}
+		last := bs[len(bs)-1]
+		last.idx = append(last.idx, i)
+		last.bytes += size
+	}
+	b := record.NewBuilder(record.None)
+	now := time.Now().UnixMilli()
+	out := make([]placed, len(recs))
+	for round := 0; ; round++ {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, int32(serverTimeout/time.Millisecond)
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = topic
+		var sent []*batch
+		for _, p := range order {
+			if round >= len(byPart[p]) {
+				continue
+			}
+			bt := byPart[p][round]
+			b.Reset()
+			for k, i := range bt.idx {
+				ts := recs[i].Timestamp
+				if ts == 0 {
+					ts = now
+				}
+				if err := b.AddAt(int64(k), ts, &recs[i]); err != nil {
+					return out, err
+				}
+			}
+			built, err := b.Build()
+			if err != nil {
+				return out, err
+			}
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = p, append([]byte(nil), built...)
+			rt.Partitions = append(rt.Partitions, rp)
+			sent = append(sent, bt)
+		}
+		if len(sent) == 0 {
+			return out, nil
+		}
+		req.Topics = append(req.Topics, rt)
+		r, err := c.request(ctx, req)
+		if err != nil {
+			return out, fmt.Errorf("producing through the server at %s: %w", c.addr, err)
+		}
+		base := map[int32]int64{}
+		for _, t := range r.(*kmsg.ProduceResponse).Topics {
+			for _, rp := range t.Partitions {
+				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+					return out, fmt.Errorf("producing to %s-%d through the server at %s: %w", topic, rp.Partition, c.addr, err)
+				}
+				base[rp.Partition] = rp.BaseOffset
+			}
+		}
+		for _, bt := range sent {
+			off, ok := base[bt.part]
+			if !ok {
+				return out, fmt.Errorf("producing through the server at %s: no answer for %s-%d", c.addr, topic, bt.part)
+			}
+			for k, i := range bt.idx {
+				out[i] = placed{bt.part, off + int64(k)}
+			}
+		}
+	}
+}
+
+// maxServerBatch bounds the key, value and header bytes of one batch
+// produceViaServer sends (a single larger record goes alone), under
+// Kafka's default max.message.bytes (1,048,588) with room for the batch
+// header and the records' framing.
+const maxServerBatch = 1000 << 10
 
 // produceTopicLines reads stdin's lines and hands them to send, perBatch
 // at a time; how says which way they went, for the summary.

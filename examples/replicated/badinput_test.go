@@ -141,23 +141,24 @@ func TestDirIsALog(t *testing.T) {
 	l.Close()
 }
 
-// TestReadParams: /read refuses a from or max that is not a number in
-// range, and takes defaults for absent ones.
+// TestReadParams: /read refuses a from, max or wait that is not a number
+// in range, and takes defaults for absent ones.
 func TestReadParams(t *testing.T) {
 	for q, ok := range map[string]bool{
-		"": true, "from=1": true, "from=5&max=10000": true,
+		"": true, "from=1": true, "from=5&max=10000": true, "wait=7": true, "from=2&wait=3": true,
 		"from=abc": false, "from=0": false, "from=-1": false,
 		"max=0": false, "max=10001": false, "max=x": false,
+		"wait=0": false, "wait=-1": false, "wait=x": false,
 	} {
 		r, _ := http.NewRequest("GET", "/read?"+q, nil)
-		from, limit, err := readParams(r)
+		rq, err := readParams(r)
 		if (err == nil) != ok {
-			t.Fatalf("/read?%s: %d %d %v", q, from, limit, err)
+			t.Fatalf("/read?%s: %+v %v", q, rq, err)
 		}
 	}
 	r, _ := http.NewRequest("GET", "/read", nil)
-	if from, limit, _ := readParams(r); from != 1 || limit != 1000 {
-		t.Fatalf("defaults from=%d max=%d", from, limit)
+	if rq, _ := readParams(r); rq != (readQuery{from: 1, limit: 1000}) {
+		t.Fatalf("defaults %+v", rq)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,13 +37,47 @@ type Node struct {
 	applied atomic.Uint64
 	http    *http.Server
 	ln      net.Listener
+
+	appliedMu sync.Mutex
+	moved     chan struct{} // closed (and replaced) when applied moves
+}
+
+// setApplied records that the entries up to i are applied here and wakes
+// the /read requests waiting for an index (waitApplied).
+func (n *Node) setApplied(i uint64) {
+	n.applied.Store(i)
+	n.appliedMu.Lock()
+	close(n.moved)
+	n.moved = make(chan struct{})
+	n.appliedMu.Unlock()
+}
+
+// waitApplied returns once this node has applied index i, or with ctx's
+// error. A follower applies an entry after the leader acknowledged it, once
+// the leader's next message says it is committed: a read right after an
+// append may be early on a follower, and waiting for the index the append
+// answered makes it see the value.
+func (n *Node) waitApplied(ctx context.Context, i uint64) error {
+	for {
+		n.appliedMu.Lock()
+		moved := n.moved
+		n.appliedMu.Unlock()
+		if n.applied.Load() >= i {
+			return nil
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // fsm marks entries applied; the partition already holds them.
 type fsm struct{ n *Node }
 
 func (f fsm) Apply(l *raft.Log) any {
-	f.n.applied.Store(l.Index)
+	f.n.setApplied(l.Index)
 	return l.Index
 }
 
@@ -61,7 +97,7 @@ func (f fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
-	f.n.applied.Store(i)
+	f.n.setApplied(i)
 	return nil
 }
 
@@ -86,7 +122,7 @@ func Start(dir string, self Peer, peers []Peer, bootstrap bool, logs io.Writer) 
 	if err := checkPeers(self, peers); err != nil {
 		return nil, err
 	}
-	n := &Node{self: self}
+	n := &Node{self: self, moved: make(chan struct{})}
 	fail := func(err error) (*Node, error) {
 		n.Stop()
 		return nil, err
@@ -226,9 +262,11 @@ const maxValue = 1 << 20
 //	               here (the leader); 421 with the leader's HTTP address
 //	               on a follower (not stored); 503 when leadership was lost
 //	               meanwhile (stored or not: unknown)
-//	GET  /read?from=I&max=N   "index<TAB>value" lines of applied commands
-//	               from index I (default 1), at most N (default 1000, up
-//	               to 10000); 400 for anything else
+//	GET  /read?from=I&max=N&wait=W   "index<TAB>value" lines of applied
+//	               commands from index I (default 1), at most N (default
+//	               1000, up to 10000); with wait, once this node has
+//	               applied index W (the one an /append answered), or 504
+//	               after readWaitLimit; 400 for anything else
 //	GET  /status   "<state> <leader id> <applied index>"
 func (n *Node) handler(peers []Peer) http.Handler {
 	mux := http.NewServeMux()
@@ -263,14 +301,23 @@ func (n *Node) handler(peers []Peer) http.Handler {
 		fmt.Fprintln(w, f.Index())
 	})
 	mux.HandleFunc("GET /read", func(w http.ResponseWriter, r *http.Request) {
-		from, limit, err := readParams(r)
+		q, err := readParams(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		applied := n.applied.Load()
+		if q.wait > 0 {
+			ctx, cancel := context.WithTimeout(r.Context(), readWaitLimit)
+			err := n.waitApplied(ctx, q.wait)
+			cancel()
+			if err != nil {
+				http.Error(w, fmt.Sprintf("index %d is not applied here after %v (applied: %d)", q.wait, readWaitLimit, n.applied.Load()), http.StatusGatewayTimeout)
+				return
+			}
+		}
+		applied, limit := n.applied.Load(), q.limit
 		var b strings.Builder
-		for i := from; i <= applied && limit > 0; i++ {
+		for i := q.from; i <= applied && limit > 0; i++ {
 			var l raft.Log
 			if err := n.store.GetLog(i, &l); err != nil {
 				http.Error(w, fmt.Sprintf("index %d: %v", i, err), http.StatusInternalServerError)
@@ -291,20 +338,36 @@ func (n *Node) handler(peers []Peer) http.Handler {
 	return mux
 }
 
-// readParams parses /read's from and max; absent ones take their
+// readWaitLimit bounds how long /read waits for its wait index.
+var readWaitLimit = 10 * time.Second
+
+// readQuery is a /read request's parameters.
+type readQuery struct {
+	from  uint64 // first index
+	limit int    // most commands returned
+	wait  uint64 // index to have applied first; 0: none
+}
+
+// readParams parses /read's from, max and wait; absent ones take their
 // defaults, and anything that is not a number in range is refused.
-func readParams(r *http.Request) (from uint64, limit int, err error) {
-	from, limit = 1, 1000
+func readParams(r *http.Request) (readQuery, error) {
+	rq := readQuery{from: 1, limit: 1000}
 	q := r.URL.Query()
+	var err error
 	if v := q.Get("from"); v != "" {
-		if from, err = strconv.ParseUint(v, 10, 64); err != nil || from == 0 {
-			return 0, 0, fmt.Errorf("from=%q: want an index from 1", v)
+		if rq.from, err = strconv.ParseUint(v, 10, 64); err != nil || rq.from == 0 {
+			return readQuery{}, fmt.Errorf("from=%q: want an index from 1", v)
 		}
 	}
 	if v := q.Get("max"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 10000 {
-			return 0, 0, fmt.Errorf("max=%q: want a count from 1 to 10000", v)
+		if rq.limit, err = strconv.Atoi(v); err != nil || rq.limit < 1 || rq.limit > 10000 {
+			return readQuery{}, fmt.Errorf("max=%q: want a count from 1 to 10000", v)
 		}
 	}
-	return from, limit, nil
+	if v := q.Get("wait"); v != "" {
+		if rq.wait, err = strconv.ParseUint(v, 10, 64); err != nil || rq.wait == 0 {
+			return readQuery{}, fmt.Errorf("wait=%q: want an index from 1", v)
+		}
+	}
+	return rq, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,81 @@ func TestFailover(t *testing.T) {
 			t.Fatalf("%s holds %d values %v, want the %d acknowledged ones in order", p.ID, len(got), got, len(acked))
 		}
 	}
+}
+
+// TestReadWaitsForIndex: a follower applies an entry only after the
+// leader's next message, so the README's walk-through reads with the index
+// /append answered: /read?wait=I answers once this node has applied I, on
+// every node, and 504 when it does not within readWaitLimit.
+func TestReadWaitsForIndex(t *testing.T) {
+	defer func(d time.Duration) { readWaitLimit = d }(readWaitLimit)
+	readWaitLimit = 300 * time.Millisecond // set before any node serves
+	dir := t.TempDir()
+	var peers []Peer
+	for i := range 3 {
+		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i), Raft: freeAddr(t), HTTP: freeAddr(t)})
+	}
+	for _, p := range peers {
+		n, err := Start(dir, p, peers, true, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Stop()
+	}
+	up := map[string]bool{"n0": true, "n1": true, "n2": true}
+	for i := range 5 {
+		v := fmt.Sprintf("v%d", i)
+		index := appendIndex(t, peers, up, v)
+		for _, p := range peers {
+			code, body := get(t, fmt.Sprintf("http://%s/read?from=%d&wait=%d", p.HTTP, index, index))
+			if code != http.StatusOK || body != fmt.Sprintf("%d\t%s\n", index, v) {
+				t.Fatalf("%s: /read?wait=%d right after the append: %d %q, want %q", p.ID, index, code, body, v)
+			}
+		}
+	}
+	code, body := get(t, "http://"+peers[0].HTTP+"/read?wait=1000000")
+	if code != http.StatusGatewayTimeout || !strings.Contains(body, "not applied") {
+		t.Fatalf("/read?wait= an index nobody has: %d %q, want 504", code, body)
+	}
+}
+
+// appendIndex posts v to whichever node leads and returns the index the
+// leader answered.
+func appendIndex(t *testing.T, peers []Peer, up map[string]bool, v string) uint64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, p := range peers {
+			if !up[p.ID] {
+				continue
+			}
+			resp, err := client.Post("http://"+p.HTTP+"/append", "text/plain", strings.NewReader(v))
+			if err != nil {
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				i, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+				if err != nil {
+					t.Fatalf("/append answered %q", b)
+				}
+				return i
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%q was not acknowledged within 30s", v)
+	return 0
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

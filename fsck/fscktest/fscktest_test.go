@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -85,5 +86,46 @@ func TestSnapshotDiff(t *testing.T) {
 	want := "/d/a: removed (10 bytes)\n/d/b: size 10 -> 4\n/d/c: contents differ from byte 7\n/d/new: added (0 bytes)"
 	if got != want {
 		t.Fatalf("diff:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestCheckQuarantinedSecondOfSameName checks that a segment set aside a
+// second time from the same byte is compared with the new quarantine file
+// (the "-1" alternative), not with the one an earlier recovery left: the
+// fuzzer's log reuses base offsets after truncations and power losses.
+func TestCheckQuarantinedSecondOfSameName(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/d"); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) {
+		t.Helper()
+		f, err := fsys.Create(filepath.Join("/d", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	const seg = "00000000000000000021.log"
+	write(seg, []byte("second segment 21"))
+	write(layout.QuarantineName(21, 0, 0), []byte("first segment 21"))
+	before := TakeSnapshot(t, fsys, "/d")
+	// Recovery sets the whole segment aside under the next free name.
+	if err := fsys.Rename(filepath.Join("/d", seg), filepath.Join("/d", layout.QuarantineName(21, 0, 1))); err != nil {
+		t.Fatal(err)
+	}
+	ft := &fakeT{TB: t}
+	CheckQuarantined(ft, fsys, "/d", before, nil)
+	if ft.errors != 0 {
+		t.Fatalf("a second quarantine of the same name: %d failures, want 0", ft.errors)
+	}
+	// A quarantine that does not hold the bytes is still caught.
+	write(layout.QuarantineName(21, 0, 1), []byte("other bytes"))
+	CheckQuarantined(ft, fsys, "/d", before, nil)
+	if ft.errors != 1 {
+		t.Fatalf("a wrong second quarantine: %d failures, want 1", ft.errors)
 	}
 }

@@ -78,7 +78,7 @@ func CheckQuarantined(t testing.TB, fsys vfs.FS, dir string, before Snapshot, en
 		if cut == int64(len(old)) {
 			continue
 		}
-		if q, ok := after[filepath.Join(dir, layout.QuarantineName(base, cut, 0))]; ok {
+		if q, ok := newQuarantine(before, after, dir, base, cut); ok {
 			if !bytes.Equal(q, old[cut:]) {
 				t.Errorf("%s: the quarantine of its bytes from %d differs from them", path, cut)
 			}
@@ -86,6 +86,24 @@ func CheckQuarantined(t testing.TB, fsys vfs.FS, dir string, before Snapshot, en
 		}
 		if holdsValid(old[cut:]) {
 			t.Errorf("%s: %d bytes from byte %d, holding a valid batch, were deleted", path, len(old)-int(cut), cut)
+		}
+	}
+}
+
+// newQuarantine returns the bytes of the quarantine file of the segment at
+// base from byte cut that appeared between before and after. An earlier
+// power loss may have set aside a segment of the same base from the same
+// byte: that file keeps its name and the new one takes the next
+// alternative (layout.QuarantineName's n).
+func newQuarantine(before, after Snapshot, dir string, base, cut int64) ([]byte, bool) {
+	for n := 0; ; n++ {
+		path := filepath.Join(dir, layout.QuarantineName(base, cut, n))
+		q, ok := after[path]
+		if !ok {
+			return nil, false
+		}
+		if _, old := before[path]; !old {
+			return q, true
 		}
 	}
 }

@@ -1,4 +1,10 @@
-package bench
+// Package benchplot draws seglog bench's results as PNG images with
+// gonum.org/v1/plot. It is a package of its own, apart from bench, so
+// that the seglog binary links the plotting library, its fonts and its
+// PDF, SVG and TeX back ends only when built with -tags benchextras
+// (cmd/seglog/bench_extras.go): compiling them from an empty build cache
+// took about as long as the rest of `go run ./cmd/seglog demo`.
+package benchplot
 
 import (
 	"bytes"
@@ -11,6 +17,9 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/seglog/seglog/bench"
+	"github.com/seglog/seglog/vfs"
 )
 
 var (
@@ -18,14 +27,14 @@ var (
 	baselineColor = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
 )
 
-// PlotPNG draws results as a PNG: throughput over time of both sides
-// (each round a line segment, warm-up rounds included and dashed), and,
-// when results is a sweep (several results differing in record size or
-// writer count), a second panel of throughput and ratio against that
-// parameter.
-func PlotPNG(results []*Result, title string) ([]byte, error) {
+// PNG draws results as a PNG: throughput over time of both sides (each
+// round a line segment, warm-up rounds included and dashed), and, when
+// results is a sweep (several results differing in record size or writer
+// count), a second panel of throughput and ratio against that parameter.
+// No results is an error wrapping bench.ErrInvalidConfig.
+func PNG(results []*bench.Result, title string) ([]byte, error) {
 	if len(results) == 0 {
-		return nil, invalid("nothing to plot")
+		return nil, fmt.Errorf("%w: nothing to plot", bench.ErrInvalidConfig)
 	}
 	rows := [][]*plot.Plot{{timePlot(results, title)}}
 	if len(results) > 1 {
@@ -46,13 +55,14 @@ func PlotPNG(results []*Result, title string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// WritePlot writes PlotPNG's image to path.
-func WritePlot(path string, results []*Result, title string) error {
-	png, err := PlotPNG(results, title)
+// Write writes PNG's image to path (through vfs, like every file the
+// benchmarks write).
+func Write(path string, results []*bench.Result, title string) error {
+	png, err := PNG(results, title)
 	if err != nil {
 		return err
 	}
-	f, err := fs.Create(path)
+	f, err := vfs.Default.Create(path)
 	if err != nil {
 		return err
 	}
@@ -63,7 +73,7 @@ func WritePlot(path string, results []*Result, title string) error {
 	return f.Close()
 }
 
-func timePlot(results []*Result, title string) *plot.Plot {
+func timePlot(results []*bench.Result, title string) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "time (s)"
@@ -121,13 +131,13 @@ func timePlot(results []*Result, title string) *plot.Plot {
 	return p
 }
 
-func sweepPlot(results []*Result) *plot.Plot {
+func sweepPlot(results []*bench.Result) *plot.Plot {
 	p := plot.New()
 	byWriters := results[0].Writers != results[len(results)-1].Writers
-	param := func(r *Result) float64 { return float64(r.RecordBytes) }
+	param := func(r *bench.Result) float64 { return float64(r.RecordBytes) }
 	p.X.Label.Text = "record size (bytes, log scale)"
 	if byWriters {
-		param = func(r *Result) float64 { return float64(r.Writers) }
+		param = func(r *bench.Result) float64 { return float64(r.Writers) }
 		p.X.Label.Text = "writers (log scale)"
 	}
 	p.X.Scale = plot.LogScale{}
@@ -140,10 +150,10 @@ func sweepPlot(results []*Result) *plot.Plot {
 	})
 	// Against record size, bytes are the comparable unit; against writers,
 	// records (appends) are.
-	rate := func(r *Result) (float64, float64) { return r.BytesPerSec / 1e6, r.BaselineBytesPerSec / 1e6 }
+	rate := func(r *bench.Result) (float64, float64) { return r.BytesPerSec / 1e6, r.BaselineBytesPerSec / 1e6 }
 	p.Y.Label.Text = "MB/s"
 	if byWriters {
-		rate = func(r *Result) (float64, float64) { return r.RecordsPerSec, r.BaselineRecordsPerSec }
+		rate = func(r *bench.Result) (float64, float64) { return r.RecordsPerSec, r.BaselineRecordsPerSec }
 		p.Y.Label.Text = "records/s"
 	}
 	var eng, base plotter.XYs
