@@ -78,6 +78,12 @@ unless the command's help says otherwise.`,
 		}
 	}
 	guardCommandLine(root)
+	// guardCommandLine makes a command with subcommands runnable (to
+	// refuse an unknown one as a usage error), which would add a
+	// "seglog [flags]" line to its usage: such a command is used through
+	// its subcommands only.
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(),
+		"{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
 	return root
 }
 

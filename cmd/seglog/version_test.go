@@ -47,6 +47,22 @@ func TestUnknownSubcommand(t *testing.T) {
 	}
 }
 
+// TestGroupCommandUsageHasNoRunLine: a command used only through its
+// subcommands (seglog, topics, groups) shows "CMD [command]" as its usage,
+// not also "CMD [flags]" as if it ran by itself.
+func TestGroupCommandUsageHasNoRunLine(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"topics", "--help"}, {"groups", "--help"}} {
+		help := mustInvoke(t, "", args...).stdout
+		path := strings.Join(append([]string{"seglog"}, args[:len(args)-1]...), " ")
+		if !strings.Contains(help, "  "+path+" [command]\n") || strings.Contains(help, "  "+path+" [flags]\n") {
+			t.Errorf("%s --help's usage:\n%s", path, help)
+		}
+	}
+	if help := mustInvoke(t, "", "produce", "--help").stdout; !strings.Contains(help, "  seglog produce DIR [flags]\n") {
+		t.Errorf("produce --help lost its usage line:\n%s", help)
+	}
+}
+
 // TestConsumeHelpListsReadingFlags: consume --help shows the flags that
 // matter to reading and none of those that shape writes.
 func TestConsumeHelpListsReadingFlags(t *testing.T) {
