@@ -268,3 +268,39 @@ func TestReadOnlyViewMatchesRecovery(t *testing.T) {
 		t.Fatalf("quarantine files %v, want one per later segment", q)
 	}
 }
+
+// TestViewIndexSizedByItsBound: a view rebuilds the index of the segment a
+// writer is still appending to (on disk at the writer's preallocated
+// size) in memory at the view's own MaxIndexBytes, not at the size of the
+// file on disk: a store's restart after a crash opens fifty such views,
+// and sizing each by the writer's 10 MiB made it take a second.
+func TestViewIndexSizedByItsBound(t *testing.T) {
+	fsys := vfs.NewMem()
+	w, err := Open("/log", Options{FS: fsys, MaxIndexBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Append(recordsAt(0, 10)...); err != nil {
+		t.Fatal(err)
+	}
+	idx := "/log/" + segment.FileName(0, segment.IndexSuffix)
+	if fi, err := fsys.Stat(idx); err != nil || fi.Size() != 1<<20 {
+		t.Fatalf("the writer's index: %v, %v; want it preallocated to 1 MiB", fi, err)
+	}
+	v, err := Open("/log", roOptions(fsys))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	checkRecords(t, v, 0, 10)
+	for _, name := range []string{idx, "/log/" + segment.FileName(0, segment.TimeIndexSuffix)} {
+		fi, err := v.fs.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if max := int64(roOptions(fsys).MaxIndexBytes); fi.Size() > max {
+			t.Errorf("the view's %s is %d bytes, more than its MaxIndexBytes %d", name, fi.Size(), max)
+		}
+	}
+}

@@ -133,11 +133,21 @@ func (x *base) open(fsys vfs.FS, path string, baseOffset, entrySize int64, opts 
 // and the file is cut back to its previous size if it was grown.
 func (x *base) growLocked(f vfs.File) error {
 	n := x.n.Load()
-	target := max(x.maxBytes, n*x.entrySize)
 	size, err := f.Size()
 	if err != nil {
 		return x.errorf("open", -1, err, "")
 	}
+	// f holds no entry past its size. It can be shorter than the file x
+	// was opened on: a read-only view rebuilds an index in a private,
+	// empty in-memory file, and sizing that by the entries of the file on
+	// disk (a crashed writer's preallocated 10 MiB) instead of the view's
+	// bound made every view of an unclean log allocate, zero and copy
+	// twice that (1.2 s of a store's restart after a SIGKILL).
+	if inFile := size / x.entrySize; inFile < n {
+		n = inFile
+		x.n.Store(n)
+	}
+	target := max(x.maxBytes, n*x.entrySize)
 	if target > 0 {
 		// Preallocating the whole range (not only the growth) also reserves
 		// blocks for sparse holes, so no store through the mapping can hit
