@@ -317,7 +317,7 @@ func (s *Store) evict() {
 // openLog opens p's Log (p.mu held).
 func (s *Store) openLog(p *partition) (*seglog.Log, error) {
 	if s.readOnly {
-		return s.openReadOnlyPartition(p.topic, p.id, p.cfg)
+		return s.openReadOnlyPartition(p.topic, p.id, p.cfg, readOnlyIndexBytes)
 	}
 	if err := s.beginWrites(); err != nil {
 		return nil, fmt.Errorf("store: partition %s-%d: %w", p.topic, p.id, err)

@@ -81,7 +81,7 @@ func (m commitsFound) add(group string, k tp, c *Committed) {
 // writableResolves), through its writable Log.
 func (s *Store) replayPartition(p *partition) (commitsFound, error) {
 	found := make(commitsFound)
-	l, err := s.openReadOnlyPartition(p.topic, p.id, p.cfg)
+	l, err := s.openReadOnlyPartition(p.topic, p.id, p.cfg, replayIndexBytes)
 	if err == nil {
 		_, err = eachCommit(l, l.StartOffset(), found.add)
 		l.Close()
