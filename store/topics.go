@@ -306,9 +306,14 @@ func (s *Store) partLocked(name string, partition int32) (*partition, error) {
 }
 
 // lag is Kafka's consumer lag: end minus the committed offset, counted
-// from the start when retention removed records below the commit.
+// from the start when retention removed records below the commit, and
+// negative for a commit past the end (kafka-consumer-groups.sh prints it
+// so too).
 func lag(start, end, committed int64) int64 {
-	return end - max(min(committed, end), start)
+	if committed > end {
+		return end - committed // negative: the commit is past the log end
+	}
+	return end - max(committed, start)
 }
 
 // TopicPartitions returns the partition count of a topic of the store in

@@ -282,7 +282,13 @@ serve holds it).`,
 						errs = append(errs, fmt.Errorf("%s-%d: %w", r.Topic, r.Partition, r.Err))
 						continue
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", args[1], r.Topic, r.Partition, r.Committed, r.Start, r.End, r.Lag)
+					note := ""
+					if r.PastEnd() {
+						// Kafka stores such a commit; the consumers'
+						// auto.offset.reset applies when they fetch.
+						note = " (committed past the log end)"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d%s\n", args[1], r.Topic, r.Partition, r.Committed, r.Start, r.End, r.Lag, note)
 				}
 				tw.Flush()
 				fmt.Fprintf(cmd.OutOrStdout(), "TOTAL LAG: %d\n", total)
