@@ -31,6 +31,7 @@ var advertised = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 20, MinVersion: 0, MaxVersion: 5}, // DeleteTopics
 	{ApiKey: 21, MinVersion: 0, MaxVersion: 2}, // DeleteRecords
 	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
+	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
 }
 
 // apiKeys is the full advertisement: the server's keys and the

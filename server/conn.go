@@ -343,6 +343,8 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.deleteTopics(r))
 	case *kmsg.DeleteRecordsRequest:
 		return c.writeKmsg(h.corr, c.s.deleteRecords(r))
+	case *kmsg.CreatePartitionsRequest:
+		return c.writeKmsg(h.corr, c.s.createPartitions(r))
 	}
 	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
 }
