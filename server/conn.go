@@ -345,6 +345,10 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.deleteRecords(r))
 	case *kmsg.CreatePartitionsRequest:
 		return c.writeKmsg(h.corr, c.s.createPartitions(r))
+	case *kmsg.DescribeClusterRequest:
+		return c.writeKmsg(h.corr, c.s.describeCluster(r))
+	case *kmsg.DescribeLogDirsRequest:
+		return c.writeKmsg(h.corr, c.s.describeLogDirs(r))
 	}
 	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
 }
