@@ -31,6 +31,9 @@ var advertised = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 20, MinVersion: 0, MaxVersion: 5}, // DeleteTopics
 	{ApiKey: 21, MinVersion: 0, MaxVersion: 2}, // DeleteRecords
 	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
+	{ApiKey: 35, MinVersion: 0, MaxVersion: 4}, // DescribeLogDirs
+	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
+	{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
 }
 
 // apiKeys is the full advertisement: the server's keys and the

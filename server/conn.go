@@ -221,6 +221,9 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 		}
 	}()
 	h, req, err := c.decodeRequest(frame)
+	if ue, ok := err.(*errUnsupported); ok {
+		return c.writeKmsg(h.corr, unsupportedResponse(ue.req, ue.parsed))
+	}
 	if err != nil {
 		return err
 	}
@@ -241,8 +244,11 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 
 // decodeRequest parses a request frame. A nil request with no error is an
 // ApiVersions request above our maximum version, answered with the v0
-// downgrade reply. Unknown keys, versions we do not speak and requests
-// that do not parse are errors that close the connection, as in Kafka.
+// downgrade reply. A key or version we do not serve is an *errUnsupported
+// (answered with UNSUPPORTED_VERSION in the API's own response) when kmsg
+// can encode that response; keys kmsg does not know, versions beyond
+// kmsg's, and requests that do not parse are errors that close the
+// connection, as in Kafka.
 func (c *conn) decodeRequest(frame []byte) (header, kmsg.Request, error) {
 	h, body, err := parseHeader(frame)
 	if err != nil {
@@ -256,7 +262,18 @@ func (c *conn) decodeRequest(frame []byte) (header, kmsg.Request, error) {
 		return h, nil, &errCloseConn{reason: fmt.Sprintf("unknown api key %d", h.key)}
 	}
 	if !c.s.supports(c.coord, h.key, h.version) {
-		return h, nil, &errCloseConn{reason: fmt.Sprintf("api key %d version %d not supported", h.key, h.version)}
+		if h.version < 0 || h.version > req.MaxVersion() {
+			// No response of that version can be encoded.
+			return h, nil, &errCloseConn{reason: fmt.Sprintf("api key %d version %d not supported", h.key, h.version)}
+		}
+		req.SetVersion(h.version)
+		body, clientID, err := skipHeaderRest(body, req.IsFlexible())
+		if err != nil {
+			return h, nil, err
+		}
+		c.clientID = clientID
+		// Parsed only to name its entries in the error response.
+		return h, req, &errUnsupported{req: req, parsed: req.ReadFrom(body) == nil}
 	}
 	req.SetVersion(h.version)
 	body, clientID, err := skipHeaderRest(body, req.IsFlexible())
@@ -326,6 +343,12 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.deleteTopics(r))
 	case *kmsg.DeleteRecordsRequest:
 		return c.writeKmsg(h.corr, c.s.deleteRecords(r))
+	case *kmsg.CreatePartitionsRequest:
+		return c.writeKmsg(h.corr, c.s.createPartitions(r))
+	case *kmsg.DescribeClusterRequest:
+		return c.writeKmsg(h.corr, c.s.describeCluster(r))
+	case *kmsg.DescribeLogDirsRequest:
+		return c.writeKmsg(h.corr, c.s.describeLogDirs(r))
 	}
 	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
 }

@@ -97,9 +97,9 @@ func (c *coordinator) validateCommit(r *kmsg.OffsetCommitRequest) int16 {
 }
 
 // checkCommit is a partition's own error: unknown, internal, metadata too
-// large, or an offset outside the partition, which the store refuses
-// (Kafka stores any offset; seglog keeps a group from committing past the
-// data it could lose).
+// large, or an offset below -1. Any offset from -1 up is stored, past the
+// partition's end too, as Kafka stores it (kafkajs's setOffsets commits
+// the offset it was given before anything is produced there).
 func (c *coordinator) checkCommit(topic string, p kmsg.OffsetCommitRequestTopicPartition) int16 {
 	if p.Metadata != nil && len(*p.Metadata) > maxOffsetMetadata {
 		return kerr.OffsetMetadataTooLarge.Code
@@ -107,11 +107,10 @@ func (c *coordinator) checkCommit(topic string, p kmsg.OffsetCommitRequestTopicP
 	if topic == store.OffsetsTopic {
 		return kerr.InvalidTopicException.Code
 	}
-	l, err := c.st.Log(topic, p.Partition)
-	if err != nil {
+	if _, err := c.st.Log(topic, p.Partition); err != nil {
 		return storeErrorCode(err)
 	}
-	if p.Offset < 0 || p.Offset > l.EndOffset() {
+	if p.Offset < -1 {
 		return kerr.OffsetOutOfRange.Code
 	}
 	return 0

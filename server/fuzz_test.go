@@ -80,9 +80,9 @@ func FuzzRequest(f *testing.F) {
 	if err := st.CreateTopic("f", 2, store.DefaultTopicConfig()); err != nil {
 		f.Fatal(err)
 	}
-	// Topic creation is left out (CreateTopics is only decoded, auto
-	// creation is off): an input asking for 100,000 partitions is a valid
-	// request that is merely slow to carry out.
+	// Topic creation is left out (CreateTopics and CreatePartitions are
+	// only decoded, auto creation is off): an input asking for 100,000
+	// partitions is a valid request that is merely slow to carry out.
 	off := false
 	srv, err := New(st, Config{AutoCreateTopics: &off, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -94,7 +94,7 @@ func FuzzRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		c := newConn(srv, discardConn{})
 		var err error
-		if len(frame) >= 2 && binary.BigEndian.Uint16(frame) == 19 {
+		if len(frame) >= 2 && (binary.BigEndian.Uint16(frame) == 19 || binary.BigEndian.Uint16(frame) == 37) {
 			_, _, err = c.decodeRequest(frame)
 		} else {
 			err = c.handleFrame(frame)

@@ -18,9 +18,12 @@ const (
 	tsEarliestPending = -6
 )
 
-// listOffsets answers the log start (-2), the high watermark (-1, which is
-// also the last stable offset: there are no transactions), the offset of
-// the largest timestamp (-3), and the first offset at or after a time.
+// listOffsets answers the log start (-2, and -4, the earliest local
+// offset: everything is local), the high watermark (-1, which is also the
+// last stable offset: there are no transactions), the offset and
+// timestamp of the record with the largest timestamp (-3), -1 for the
+// latest tiered offset (-5: nothing is tiered, as Kafka answers without
+// tiered storage), and the first offset at or after a time.
 func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, t := range req.Topics {
@@ -57,8 +60,11 @@ func (s *Server) lookupOffset(topic string, partition int32, ts int64) (offset, 
 	switch ts {
 	case tsEarliest, tsEarliestLocal:
 		return l.StartOffset(), -1, nil
-	case tsLatest, tsLatestTiered, tsEarliestPending:
+	case tsLatest, tsEarliestPending:
 		return l.EndOffset(), -1, nil
+	case tsLatestTiered:
+		// Kafka without tiered storage: nothing is tiered, offset -1.
+		return -1, -1, nil
 	case tsMaxTimestamp:
 		return maxTimestampOffset(l)
 	}

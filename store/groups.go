@@ -197,10 +197,13 @@ func (s *Store) writeCommitsLocked(group string, keys []tp, vals []*Committed) e
 }
 
 // Commit records a group's committed offsets for partitions of a topic
-// (partition → the next offset to read). An offset must lie within the
-// partition, start to end. Before the commit is written, the data up to
-// each committed offset is made durable, so that after a power loss no
-// group has committed past what the partition still holds.
+// (partition → the next offset to read). Any offset from -1 up is stored,
+// as Kafka stores it, also one below the partition's start or past its end
+// (Position and DescribeGroup show such a commit as out of range); one
+// below -1 is refused (seglog.ErrOffsetOutOfRange). Before the commit is
+// written, the data up to each committed offset (or the partition's end)
+// is made durable, so that after a power loss no group has committed into
+// data the partition lost.
 func (s *Store) Commit(group, topic string, offsets map[int32]int64) error {
 	if s.readOnly {
 		return s.errReadOnly("commit offsets")
@@ -305,38 +308,33 @@ func (s *Store) forgetTopicLocked(topic string) error {
 	return errors.Join(errs...)
 }
 
-// checkCommit refuses an offset outside the partition and makes the data
-// up to off durable, so that no commit points past what a power loss
-// leaves. A closed partition's data is durable already (its Log's Close
+// checkCommit refuses an offset below -1 and makes the data up to off (or
+// to the partition's end, for an offset past it) durable, so that a power
+// loss leaves no commit pointing into data the partition lost. Any offset
+// from -1 up is stored, past the end too, as Kafka stores it: a consumer's
+// auto.offset.reset deals with it when it fetches (kafkajs's setOffsets
+// commits the offset it was given, whatever the partition holds). -1 is
+// Kafka's "no offset": OffsetFetch answers it as if nothing were
+// committed. A closed partition's data is durable already (its Log's Close
 // flushed it, or the store's last clean shutdown did): it is not opened
-// for this, and its offsets are read as peek reads them. A store opened
-// only to commit (seglog consume --group) then writes the commit and
-// nothing else: opening an empty partition would create its first
-// segment.
+// for this, only peeked at. A store opened only to commit (seglog consume --group) then
+// writes the commit and nothing else: opening an empty partition would
+// create its first segment.
 func (p *partition) checkCommit(off int64) error {
+	if off < -1 {
+		return fmt.Errorf("%w: commit of offset %d to %s-%d (an offset is -1 or more)", seglog.ErrOffsetOutOfRange, off, p.topic, p.id)
+	}
 	p.mu.Lock()
 	durable := p.l == nil && p.gone == nil && !p.unclean && (p.opened || p.s.ckpt.clean)
 	p.mu.Unlock()
-	outside := func(start, end int64) error {
-		return fmt.Errorf("%w: commit of offset %d to %s-%d outside [%d, %d]", seglog.ErrOffsetOutOfRange, off, p.topic, p.id, start, end)
-	}
 	if durable {
-		// Opened since by another caller, its end only grew past what
-		// was durable here.
-		info, err := p.peek()
-		if err != nil {
-			return err
-		}
-		if off < 0 || off > info.end {
-			return outside(info.start, info.end)
-		}
-		return nil
+		// Read as peek reads it: a partition that does not open refuses
+		// the commit, as it would have opened.
+		_, err := p.peek()
+		return err
 	}
 	return p.with(func(l *seglog.Log) error {
-		if off < 0 || off > l.EndOffset() {
-			return outside(l.StartOffset(), l.EndOffset())
-		}
-		if off > l.RecoveryPoint() {
+		if min(off, l.EndOffset()) > l.RecoveryPoint() {
 			return l.Sync()
 		}
 		return nil

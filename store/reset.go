@@ -147,6 +147,8 @@ func (s *Store) Position(group, topic string, partition int32, reset AutoOffsetR
 	}
 	start, end := pi.start, pi.end
 	c, ok := s.CommittedOffset(group, topic, partition)
+	// -1 is Kafka's "no offset" (a commit of -1 is stored as given).
+	ok = ok && c.Offset >= 0
 	pos := Position{Offset: c.Offset, Committed: ok}
 	if ok && c.Offset >= start && c.Offset <= end {
 		return pos, nil
@@ -175,16 +177,22 @@ type PartitionLag struct {
 	Start     int64
 	End       int64
 	// Lag is End minus Committed, counted from Start when retention
-	// removed records below the commit.
+	// removed records below the commit; negative when the commit is past
+	// the end (Kafka stores any commit), which PastEnd reports.
 	Lag int64
 	// Err is why the partition could not be read (its Log does not
 	// open); Start, End and Lag are then zero and not in the total.
 	Err error
 }
 
+// PastEnd reports a commit past the partition's end: Lag is negative.
+func (r PartitionLag) PastEnd() bool { return r.Err == nil && r.Committed > r.End }
+
 // DescribeGroup returns a group's committed offsets and lag per
-// partition, sorted by topic and partition, and the total lag. A
-// partition that cannot be read has a row with its error.
+// partition, sorted by topic and partition, and the total lag: the sum of
+// the rows' positive lags (a commit past the end, a negative lag, does not
+// cancel another partition's records to read). A partition that cannot be
+// read has a row with its error.
 func (s *Store) DescribeGroup(group string) ([]PartitionLag, int64, error) {
 	s.groups.mu.Lock()
 	m, ok := s.groups.m[group]
@@ -218,7 +226,7 @@ func (s *Store) DescribeGroup(group string) ([]PartitionLag, int64, error) {
 		}
 		row := PartitionLag{Topic: k.topic, Partition: k.part, Committed: commits[i].Offset, Start: pi.start, End: pi.end}
 		row.Lag = lag(row.Start, row.End, row.Committed)
-		total += row.Lag
+		total += max(row.Lag, 0)
 		rows = append(rows, row)
 	}
 	slices.SortFunc(rows, func(a, b PartitionLag) int {

@@ -296,6 +296,12 @@ func Open(dir string, opts Options) (*Store, error) {
 // Dir returns the store's log.dir.
 func (s *Store) Dir() string { return s.dir }
 
+// DiskSpace returns the total and usable bytes of the file system holding
+// the log.dir (vfs.ErrNoDiskSpace when the store's FS cannot tell).
+func (s *Store) DiskSpace() (total, usable int64, err error) {
+	return vfs.DiskSpace(s.fs, s.dir)
+}
+
 func (s *Store) topicFile(name string) string {
 	return filepath.Join(s.dir, name+topicFileSuffix)
 }

@@ -131,23 +131,11 @@ func (s *Store) AddPartitions(name string, n int) error {
 	if s.readOnly {
 		return s.errReadOnly("add partitions")
 	}
-	if err := validatePartitions(n); err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	t, ok := s.topics[name]
-	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
-	}
-	if name == OffsetsTopic {
-		return fmt.Errorf("%w: %s", ErrInternalTopic, name)
-	}
-	if n <= len(t.parts) {
-		return fmt.Errorf("%w: %s has %d partitions; the count can only grow", ErrInvalidPartitions, name, len(t.parts))
+	t, err := s.checkAddPartitionsLocked(name, n)
+	if err != nil {
+		return err
 	}
 	for p := len(t.parts); p < n; p++ {
 		if err := s.fs.MkdirAll(filepath.Join(s.dir, partitionDir(name, int32(p)))); err != nil {
@@ -162,6 +150,37 @@ func (s *Store) AddPartitions(name string, n int) error {
 		return err
 	}
 	return s.newPartitions(t, len(t.parts), n)
+}
+
+// CheckAddPartitions returns the error AddPartitions(name, n) would
+// return before changing anything (unknown or internal topic, a count
+// that does not grow or is over MaxPartitions), changing nothing: a
+// CreatePartitions request with ValidateOnly.
+func (s *Store) CheckAddPartitions(name string, n int) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, err := s.checkAddPartitionsLocked(name, n)
+	return err
+}
+
+func (s *Store) checkAddPartitionsLocked(name string, n int) (*topic, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	t, ok := s.topics[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	if name == OffsetsTopic {
+		return nil, fmt.Errorf("%w: %s", ErrInternalTopic, name)
+	}
+	if n <= len(t.parts) {
+		return nil, fmt.Errorf("%w: %s has %d partitions; the count can only grow", ErrInvalidPartitions, name, len(t.parts))
+	}
+	if err := validatePartitions(n); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // Topics lists the user topics, sorted (the internal offsets topic is
@@ -306,9 +325,14 @@ func (s *Store) partLocked(name string, partition int32) (*partition, error) {
 }
 
 // lag is Kafka's consumer lag: end minus the committed offset, counted
-// from the start when retention removed records below the commit.
+// from the start when retention removed records below the commit, and
+// negative for a commit past the end (kafka-consumer-groups.sh prints it
+// so too).
 func lag(start, end, committed int64) int64 {
-	return end - max(min(committed, end), start)
+	if committed > end {
+		return end - committed // negative: the commit is past the log end
+	}
+	return end - max(committed, start)
 }
 
 // TopicPartitions returns the partition count of a topic of the store in

@@ -87,7 +87,7 @@ directory per partition named TOPIC-N (docs/store.md). Like kafka-topics.sh.
 
 list and describe open the store read-only: no lock, nothing written, so they
 work without write permission and beside the store's writer. create,
-add-partitions and delete take the store's lock: a store another process
+add-partitions (or alter, its other name) and delete take the store's lock: a store another process
 holds is refused, naming it (command, pid, and the listener of seglog serve,
 with the kafka-topics.sh command to run through it). Only create makes a
 store; the others refuse a directory that holds none.`,
@@ -168,9 +168,11 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 	}
 	var grow int
 	add := &cobra.Command{
-		Use:   "add-partitions DIR NAME",
-		Short: "Grow a topic to --partitions partitions (keys move, as in Kafka)",
-		Args:  cobra.ExactArgs(2),
+		Use: "add-partitions DIR NAME",
+		// kafka-topics.sh grows a topic with --alter --partitions.
+		Aliases: []string{"alter"},
+		Short:   "Grow a topic to --partitions partitions (keys move, as in Kafka); also named alter",
+		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			advice := func(addr string) string {
 				return fmt.Sprintf("grow it through the server: kafka-topics.sh --bootstrap-server %s --alter --topic %s --partitions %d", addr, args[1], grow)
@@ -282,7 +284,13 @@ serve holds it).`,
 						errs = append(errs, fmt.Errorf("%s-%d: %w", r.Topic, r.Partition, r.Err))
 						continue
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\n", args[1], r.Topic, r.Partition, r.Committed, r.Start, r.End, r.Lag)
+					note := ""
+					if r.PastEnd() {
+						// Kafka stores such a commit; the consumers'
+						// auto.offset.reset applies when they fetch.
+						note = " (committed past the log end)"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d%s\n", args[1], r.Topic, r.Partition, r.Committed, r.Start, r.End, r.Lag, note)
 				}
 				tw.Flush()
 				fmt.Fprintf(cmd.OutOrStdout(), "TOTAL LAG: %d\n", total)

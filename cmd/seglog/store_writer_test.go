@@ -120,6 +120,7 @@ func TestServeHoldsTheStoreNothingLost(t *testing.T) {
 		{[]string{"clean", part, "--retention-ms", "0"}, "seglog clean " + part + " --delete-records-before OFFSET"},
 		{[]string{"produce", part}, "kcat -P -b " + addr + " -t events -p 0"},
 		{[]string{"topics", "delete", dir, "events"}, "kafka-topics.sh --bootstrap-server " + addr + " --delete --topic events"},
+		{[]string{"topics", "alter", dir, "events", "--partitions", "3"}, "kafka-topics.sh --bootstrap-server " + addr + " --alter --topic events --partitions 3"},
 		{[]string{"fsck", part, "--repair"}, ""},
 	} {
 		r := invoke(t, "x\n", c.args...)

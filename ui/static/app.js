@@ -237,7 +237,8 @@ function renderPartition(topic, p, maxBytes) {
   for (const m of p.groups) {
     const behind = m.skipped > 0;
     const x = behind ? 0 : xOf(lay, m.committed);
-    const text = m.group + ' ' + m.committed + (behind ? ' (below start: next read skips ' + m.skipped + ')' : '') + ' · lag ' + m.lag;
+    const text = m.group + ' ' + m.committed + (behind ? ' (below start: next read skips ' + m.skipped + ')' : '') + ' · lag ' + m.lag +
+      (m.lag < 0 ? ' (committed past the log end)' : '');
     markers.append(el('div', { className: 'marker-row' },
       el('span', {
         className: 'marker' + (x > 60 ? ' flip' : '') + (behind ? ' behind' : ''),

@@ -1,0 +1,33 @@
+package server
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// describeCluster answers as Metadata does about the cluster: this one
+// broker, also the controller. v1's endpoint type 2 (controllers) is what
+// a Kafka broker refuses with UNSUPPORTED_ENDPOINT_TYPE (KIP-919: only a
+// controller lists controllers). Authorized operations are not reported
+// (there is no authorizer): the field keeps Kafka's "not provided".
+func (s *Server) describeCluster(req *kmsg.DescribeClusterRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if req.Version >= 1 {
+		resp.EndpointType = req.EndpointType
+		switch req.EndpointType {
+		case 1:
+		case 2:
+			resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+			resp.ErrorMessage = kmsg.StringPtr("this is a broker: it lists brokers (endpoint type 1), not controllers")
+			return resp
+		default:
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			resp.ErrorMessage = kmsg.StringPtr("endpoint type must be 1 (brokers) or 2 (controllers)")
+			return resp
+		}
+	}
+	resp.ClusterID = s.cfg.ClusterID
+	resp.ControllerID = s.cfg.NodeID
+	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port}}
+	return resp
+}
