@@ -326,6 +326,12 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.deleteTopics(r))
 	case *kmsg.DeleteRecordsRequest:
 		return c.writeKmsg(h.corr, c.s.deleteRecords(r))
+	case *kmsg.DescribeConfigsRequest:
+		return c.writeKmsg(h.corr, c.s.describeConfigs(r))
+	case *kmsg.AlterConfigsRequest:
+		return c.writeKmsg(h.corr, c.s.alterConfigs(r))
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return c.writeKmsg(h.corr, c.s.incrementalAlterConfigs(r))
 	}
 	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
 }

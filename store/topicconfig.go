@@ -8,25 +8,41 @@ import (
 )
 
 // SetTopicConfig replaces a topic's config, as Kafka's AlterConfigs and
-// IncrementalAlterConfigs do: cfg is checked (Validate) before anything is
-// written, then stored durably in the topic's config file (the commit
-// point), then applied to the live partitions. The cleaner's policy
-// (cleanup.policy, retention.ms, retention.bytes and the compaction
-// settings) applies from its next round; segment.bytes,
+// IncrementalAlterConfigs do: UpdateTopicConfig with cfg.
+func (s *Store) SetTopicConfig(name string, cfg TopicConfig) error {
+	return s.UpdateTopicConfig(name, false, func(TopicConfig) (TopicConfig, error) { return cfg, nil })
+}
+
+// TopicConfigOf returns a topic's config.
+func (s *Store) TopicConfigOf(name string) (TopicConfig, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return TopicConfig{}, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+	}
+	return t.cfg, nil
+}
+
+// UpdateTopicConfig alters a topic's config: f is given the current
+// config and returns the new one, with no other alter in between. The new
+// config is checked (Validate) before anything is written; with
+// validateOnly that is all. Otherwise it is stored durably in the topic's
+// config file (the commit point), then applied to the live partitions:
+// the cleaner's policy (cleanup.policy, retention.ms, retention.bytes and
+// the compaction settings) from its next round; segment.bytes,
 // max.message.bytes and compression.type from the partitions' next
 // append (segment.bytes at the next roll); flush.messages, flush.ms and
 // segment.index.bytes when a partition's Log is next opened (an idle one
-// closed by the budget of open Logs, or a restart). The offsets topic's
+// closed by the budget of open Logs, or a restart). An error from f, or
+// from Validate (ErrInvalidConfig), changes nothing. The offsets topic's
 // config is the store's own and is refused (ErrInternalTopic).
-func (s *Store) SetTopicConfig(name string, cfg TopicConfig) error {
+func (s *Store) UpdateTopicConfig(name string, validateOnly bool, f func(TopicConfig) (TopicConfig, error)) error {
 	if s.readOnly {
 		return s.errReadOnly("alter a topic's config")
 	}
 	if name == OffsetsTopic {
 		return fmt.Errorf("%w: %s: its config is the store's own", ErrInternalTopic, name)
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -37,8 +53,18 @@ func (s *Store) SetTopicConfig(name string, cfg TopicConfig) error {
 	if !ok {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
-	f := topicFile{state: stateReady, partitions: len(t.parts), config: cfg}
-	if err := vfs.WriteFileAtomic(s.fs, s.topicFile(name), f.format()); err != nil {
+	cfg, err := f(t.cfg)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if validateOnly {
+		return nil
+	}
+	file := topicFile{state: stateReady, partitions: len(t.parts), config: cfg}
+	if err := vfs.WriteFileAtomic(s.fs, s.topicFile(name), file.format()); err != nil {
 		return err
 	}
 	t.cfg = cfg
