@@ -21,15 +21,16 @@ const (
 	SourceTopic
 )
 
-// String names the source as `seglog topics describe` prints it.
+// String names the source as Kafka's DescribeConfigs does, which is how
+// `seglog topics describe` prints it.
 func (s ConfigSource) String() string {
 	switch s {
 	case SourceTopic:
-		return "topic"
+		return "DYNAMIC_TOPIC_CONFIG"
 	case SourceBroker:
-		return "broker"
+		return "STATIC_BROKER_CONFIG"
 	}
-	return "default"
+	return "DEFAULT_CONFIG"
 }
 
 // IsKey says whether key is a topic config a TopicConfig carries.
