@@ -138,17 +138,6 @@ func configEntry(req *kmsg.DescribeConfigsRequest, name, value string, readOnly 
 	return c
 }
 
-// topicSource is a topic config's source in Kafka's terms.
-func topicSource(src store.ConfigSource) kmsg.ConfigSource {
-	switch src {
-	case store.SourceTopic:
-		return kmsg.ConfigSourceDynamicTopicConfig
-	case store.SourceBroker:
-		return kmsg.ConfigSourceStaticBrokerConfig
-	}
-	return kmsg.ConfigSourceDefaultConfig
-}
-
 func (s *Server) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
 	if err := store.ValidateTopic(r.ResourceName); err != nil {
 		return nil, err
