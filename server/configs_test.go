@@ -268,11 +268,34 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 			{incReq(v, false, topic, store.OffsetsTopic, op(set, "retention.ms", kmsg.StringPtr("5"))), kerr.PolicyViolation.Code},
 			{incReq(v, false, kmsg.ConfigResourceTypeBroker, "0", op(set, "log.retention.ms", kmsg.StringPtr("5"))), kerr.InvalidRequest.Code},
 			{incReq(v, false, kmsg.ConfigResourceTypeBrokerLogger, "0", op(set, "kafka", kmsg.StringPtr("DEBUG"))), kerr.InvalidRequest.Code},
+			{incReq(v, false, topic, "bad/name", op(set, "retention.ms", kmsg.StringPtr("5"))), kerr.InvalidTopicException.Code},
 		} {
 			if code := incCode(t, c, tc.req); code != tc.want {
 				t.Errorf("v%d: %+v: error %d, want %d", v, tc.req.Resources[0], code, tc.want)
 			}
 		}
+	}
+}
+
+// TestAlterConfigsDuplicateResources: a topic named twice in one
+// request is refused in both places, and another resource of the same
+// request is still altered.
+func TestAlterConfigsDuplicateResources(t *testing.T) {
+	_, c := configsServer(t, "")
+	createTopic(t, c, "t", nil)
+	createTopic(t, c, "u", nil)
+	req := incReq(1, false, kmsg.ConfigResourceTypeTopic, "t", op(kmsg.IncrementalAlterConfigOpSet, "retention.ms", kmsg.StringPtr("5")))
+	req.Resources = append(req.Resources, req.Resources[0], req.Resources[0])
+	req.Resources[2].ResourceName = "u"
+	resp := c.do(req).(*kmsg.IncrementalAlterConfigsResponse)
+	if got := []int16{resp.Resources[0].ErrorCode, resp.Resources[1].ErrorCode, resp.Resources[2].ErrorCode}; !slices.Equal(got, []int16{kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, 0}) {
+		t.Fatalf("error codes %v", got)
+	}
+	if got := valueSource(topicConfigsOf(t, c, "t"), "retention.ms"); got != "604800000/DEFAULT_CONFIG" {
+		t.Errorf("t: retention.ms %s", got)
+	}
+	if got := valueSource(topicConfigsOf(t, c, "u"), "retention.ms"); got != "5/DYNAMIC_TOPIC_CONFIG" {
+		t.Errorf("u: retention.ms %s", got)
 	}
 }
 
