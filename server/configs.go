@@ -125,7 +125,10 @@ func configEntry(req *kmsg.DescribeConfigsRequest, name, value string, readOnly 
 	c.Name = name
 	c.Value = kmsg.StringPtr(value)
 	c.ReadOnly = readOnly
-	c.Source = syns[0].source
+	c.Source = kmsg.ConfigSourceDefaultConfig
+	if len(syns) > 0 {
+		c.Source = syns[0].source
+	}
 	c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig // v0's flag
 	c.ConfigType = typ
 	if req.IncludeSynonyms {
@@ -176,6 +179,8 @@ func (s *Server) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, r kmsg.D
 type brokerConfig struct {
 	name, value, kafkaDefault string
 	typ                       kmsg.ConfigType
+	// set: given by a flag (--config) even if equal to Kafka's default.
+	set bool
 }
 
 func (s *Server) brokerConfigs() []brokerConfig {
@@ -192,22 +197,22 @@ func (s *Server) brokerConfigs() []brokerConfig {
 	}
 	nodeID := strconv.Itoa(int(s.cfg.NodeID))
 	out := []brokerConfig{
-		{"node.id", nodeID, "", kmsg.ConfigTypeInt},
-		{"broker.id", nodeID, "-1", kmsg.ConfigTypeInt},
-		{"log.dirs", s.st.Dir(), "", kmsg.ConfigTypeString},
-		{"advertised.listeners", fmt.Sprintf("PLAINTEXT://%s:%d", s.host, s.port), "", kmsg.ConfigTypeString},
-		{"num.partitions", strconv.Itoa(s.cfg.NumPartitions), strconv.Itoa(DefaultNumPartitions), kmsg.ConfigTypeInt},
-		{"auto.create.topics.enable", strconv.FormatBool(s.autoCreate()), "true", kmsg.ConfigTypeBoolean},
-		{"default.replication.factor", "1", "1", kmsg.ConfigTypeInt},
-		{"offsets.topic.num.partitions", offsetsParts, strconv.Itoa(store.DefaultOffsetsPartitions), kmsg.ConfigTypeInt},
-		{"socket.request.max.bytes", strconv.Itoa(s.cfg.MaxRequestBytes), strconv.Itoa(DefaultMaxRequestBytes), kmsg.ConfigTypeInt},
-		{"connections.max.idle.ms", strconv.FormatInt(s.cfg.IdleTimeout.Milliseconds(), 10), strconv.FormatInt(DefaultIdleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong},
-		{"group.initial.rebalance.delay.ms", strconv.FormatInt(delay.Milliseconds(), 10), strconv.FormatInt(defaultInitialRebalanceDelay.Milliseconds(), 10), kmsg.ConfigTypeInt},
+		{"node.id", nodeID, "", kmsg.ConfigTypeInt, false},
+		{"broker.id", nodeID, "-1", kmsg.ConfigTypeInt, false},
+		{"log.dirs", s.st.Dir(), "", kmsg.ConfigTypeString, false},
+		{"advertised.listeners", fmt.Sprintf("PLAINTEXT://%s:%d", s.host, s.port), "", kmsg.ConfigTypeString, false},
+		{"num.partitions", strconv.Itoa(s.cfg.NumPartitions), strconv.Itoa(DefaultNumPartitions), kmsg.ConfigTypeInt, false},
+		{"auto.create.topics.enable", strconv.FormatBool(s.autoCreate()), "true", kmsg.ConfigTypeBoolean, false},
+		{"default.replication.factor", "1", "1", kmsg.ConfigTypeInt, false},
+		{"offsets.topic.num.partitions", offsetsParts, strconv.Itoa(store.DefaultOffsetsPartitions), kmsg.ConfigTypeInt, false},
+		{"socket.request.max.bytes", strconv.Itoa(s.cfg.MaxRequestBytes), strconv.Itoa(DefaultMaxRequestBytes), kmsg.ConfigTypeInt, false},
+		{"connections.max.idle.ms", strconv.FormatInt(s.cfg.IdleTimeout.Milliseconds(), 10), strconv.FormatInt(DefaultIdleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong, false},
+		{"group.initial.rebalance.delay.ms", strconv.FormatInt(delay.Milliseconds(), 10), strconv.FormatInt(defaultInitialRebalanceDelay.Milliseconds(), 10), kmsg.ConfigTypeInt, false},
 	}
 	def := store.DefaultTopicConfig()
 	for _, k := range store.Keys() {
 		m := metaOf(k)
-		out = append(out, brokerConfig{m.broker, s.cfg.TopicConfig.Get(k), def.Get(k), m.typ})
+		out = append(out, brokerConfig{m.broker, s.cfg.TopicConfig.Get(k), def.Get(k), m.typ, s.cfg.TopicConfig.IsSet(k)})
 	}
 	return out
 }
@@ -227,7 +232,7 @@ func (s *Server) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, r kmsg.
 			continue
 		}
 		var syns []synonym
-		if b.value != b.kafkaDefault {
+		if b.set || b.value != b.kafkaDefault {
 			syns = append(syns, synonym{b.name, b.value, kmsg.ConfigSourceStaticBrokerConfig})
 		}
 		if b.kafkaDefault != "" {
