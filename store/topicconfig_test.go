@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,41 @@ func TestTopicFileWithoutOverrides(t *testing.T) {
 	}
 	if err := c.Unset("nope", DefaultTopicConfig()); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("Unset of an unknown key: %v", err)
+	}
+}
+
+// TestSetTopicConfigWhileProducing alters a topic's limits while appends
+// and a compaction-free retention round run (go test -race checks the
+// Logs' limits and the partitions' configs are shared safely); every
+// append lands.
+func TestSetTopicConfigWhileProducing(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	s := openStore(t, fs, clock)
+	defer s.Close()
+	mustf(t, s.CreateTopic("t", 2, smallConfig()), "create")
+	done := make(chan error)
+	go func() {
+		for i := range 200 {
+			if _, err := s.ProduceTo("t", int32(i%2), kv("k", strings.Repeat("v", 100))); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range 20 {
+		cfg := smallConfig()
+		mustf(t, cfg.Set("segment.bytes", strconv.Itoa(2048+i*100)), "set")
+		mustf(t, cfg.Set("compression.type", []string{"none", "gzip"}[i%2]), "set")
+		mustf(t, s.SetTopicConfig("t", cfg), "alter %d", i)
+		mustf(t, s.RunRetention(context.Background()), "retention")
+	}
+	mustf(t, <-done, "produce")
+	var n int
+	for p := range int32(2) {
+		n += len(readAll(t, s, "t", p, 0))
+	}
+	if n != 200 {
+		t.Errorf("%d records, want 200", n)
 	}
 }
