@@ -65,7 +65,7 @@ func topicConfigsOf(t *testing.T, c *rawConn, topic string) map[string]kmsg.Desc
 	t.Helper()
 	resp := c.do(describeReq(4, true, resource(kmsg.ConfigResourceTypeTopic, topic))).(*kmsg.DescribeConfigsResponse)
 	if r := resp.Resources[0]; r.ErrorCode != 0 {
-		t.Fatalf("describe %s: error %d %v", topic, r.ErrorCode, kmsg.StringPtr(""))
+		t.Fatalf("describe %s: error %d: %v", topic, r.ErrorCode, r.ErrorMessage)
 	}
 	out := make(map[string]kmsg.DescribeConfigsResponseResourceConfig)
 	for _, cfg := range resp.Resources[0].Configs {
