@@ -43,7 +43,8 @@ func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
 	bld := builders.Get().(*record.Builder)
 	defer builders.Put(bld)
 	bld.Reset()
-	bld.SetCodec(l.opts.Compression)
+	lim := l.lim()
+	bld.SetCodec(lim.Compression)
 	bld.SetBaseOffset(0)
 	bld.SetPartitionLeaderEpoch(l.opts.LeaderEpoch)
 	now := l.opts.Now().UnixMilli()
@@ -72,8 +73,8 @@ func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
-	if len(b) > l.opts.MaxBatchBytes {
-		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.opts.MaxBatchBytes)
+	if len(b) > lim.MaxBatchBytes {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), lim.MaxBatchBytes)
 	}
 	return l.store(b, b.MaxTimestamp(), false)
 }
@@ -92,7 +93,7 @@ func (l *Log) AppendBatch(batch []byte) (AppendInfo, error) {
 		return AppendInfo{}, ErrReadOnly
 	}
 	b := record.Batch(batch)
-	if err := record.ValidateProducerBatch(b, l.opts.MaxBatchBytes); err != nil {
+	if err := record.ValidateProducerBatch(b, l.lim().MaxBatchBytes); err != nil {
 		return AppendInfo{}, err
 	}
 	// Walking the records checks their framing and count, and yields the
@@ -113,15 +114,15 @@ func (l *Log) AppendBatch(batch []byte) (AppendInfo, error) {
 // the same multiple of its own limit, so every batch the log accepts can be
 // read back.
 func (l *Log) maxDecompressed() int {
-	return max(record.DefaultMaxDecompressed, 8*l.opts.MaxBatchBytes)
+	return max(record.DefaultMaxDecompressed, 8*l.readBatchBytes())
 }
 
 // store assigns offsets to b and writes it to the active segment, rolling
 // first if needed; then it waits for durability as the Sync mode says.
 // stamp says whether b's max timestamp must be set (producer batches).
 func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error) {
-	if int64(len(b)) > l.opts.SegmentBytes {
-		return AppendInfo{}, fmt.Errorf("%w: %d bytes, segment size %d", ErrBatchTooLarge, len(b), l.opts.SegmentBytes)
+	if segBytes := l.lim().SegmentBytes; int64(len(b)) > segBytes {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes, segment size %d", ErrBatchTooLarge, len(b), segBytes)
 	}
 	l.mu.Lock()
 	if err := l.writable(); err != nil {
@@ -196,7 +197,7 @@ func (l *Log) maybeRoll(b record.Batch, now time.Time) error {
 		LastOffset:      b.LastOffset(),
 		MaxTimestamp:    b.MaxTimestamp(),
 		Now:             now,
-		MaxSegmentBytes: l.opts.SegmentBytes,
+		MaxSegmentBytes: l.lim().SegmentBytes,
 		MaxAge:          l.opts.SegmentAge,
 		Jitter:          l.activeJitter,
 	}

@@ -24,7 +24,8 @@ func (l *Log) AppendEpoch(epoch int32, recs ...record.Record) (AppendInfo, error
 	bld := builders.Get().(*record.Builder)
 	defer builders.Put(bld)
 	bld.Reset()
-	bld.SetCodec(l.opts.Compression)
+	lim := l.lim()
+	bld.SetCodec(lim.Compression)
 	bld.SetBaseOffset(0)
 	bld.SetPartitionLeaderEpoch(epoch)
 	if l.opts.TimestampType == record.LogAppendTime {
@@ -44,8 +45,8 @@ func (l *Log) AppendEpoch(epoch int32, recs ...record.Record) (AppendInfo, error
 	if err != nil {
 		return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
-	if len(b) > l.opts.MaxBatchBytes {
-		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), l.opts.MaxBatchBytes)
+	if len(b) > lim.MaxBatchBytes {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), lim.MaxBatchBytes)
 	}
 	return l.store(b, b.MaxTimestamp(), false)
 }

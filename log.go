@@ -70,6 +70,10 @@ type Log struct {
 	segMu sync.RWMutex
 	segs  *btree.BTreeG[segItem]
 
+	// limits, once SetLimits is called, replace Options' SegmentBytes,
+	// MaxBatchBytes and Compression (lim).
+	limits atomic.Pointer[Limits]
+
 	start atomic.Int64 // first offset that may be read
 	end   atomic.Int64 // next offset to assign; published after the bytes
 
@@ -142,12 +146,12 @@ func (l *Log) segmentOptions() segment.Options {
 	return segment.Options{
 		IndexIntervalBytes: l.opts.IndexIntervalBytes,
 		MaxIndexBytes:      l.opts.MaxIndexBytes,
-		MaxBatchBytes:      l.opts.MaxBatchBytes,
+		MaxBatchBytes:      l.readBatchBytes(),
 		IndexCache:         l.cache,
 		LogMapCache:        l.logMaps,
 		FileCache:          l.files,
 		Logger:             l.logger,
-		ReserveBytes:       min(l.opts.SegmentBytes, reserveChunk),
+		ReserveBytes:       min(l.lim().SegmentBytes, reserveChunk),
 		Preallocate:        l.preallocateBytes(),
 		Now:                l.opts.Now,
 	}
@@ -159,7 +163,7 @@ func (l *Log) preallocateBytes() int64 {
 	if !l.opts.Preallocate {
 		return 0
 	}
-	return l.opts.SegmentBytes
+	return l.lim().SegmentBytes
 }
 
 // reserveChunk is how far ahead of its appends the active segment reserves

@@ -30,7 +30,7 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 			rt.ErrorMessage = kmsg.StringPtr(msg)
 			rt.NumPartitions, rt.ReplicationFactor = -1, -1
 		}
-		cfg := *s.cfg.TopicConfig
+		cfg := s.cfg.TopicConfig.Inherited()
 		var cfgErr error
 		for _, c := range t.Configs {
 			if c.Value == nil {

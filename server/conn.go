@@ -349,6 +349,12 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.describeCluster(r))
 	case *kmsg.DescribeLogDirsRequest:
 		return c.writeKmsg(h.corr, c.s.describeLogDirs(r))
+	case *kmsg.DescribeConfigsRequest:
+		return c.writeKmsg(h.corr, c.s.describeConfigs(r))
+	case *kmsg.AlterConfigsRequest:
+		return c.writeKmsg(h.corr, c.s.alterConfigs(r))
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return c.writeKmsg(h.corr, c.s.incrementalAlterConfigs(r))
 	}
 	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
 }

@@ -67,7 +67,7 @@ func (s *Server) metadata(req *kmsg.MetadataRequest) kmsg.Response {
 // num.partitions partitions, and returns its partition count (another
 // request may have created it meanwhile).
 func (s *Server) createOnFirstUse(name string) (int, error) {
-	err := s.st.CreateTopic(name, s.cfg.NumPartitions, *s.cfg.TopicConfig)
+	err := s.st.CreateTopic(name, s.cfg.NumPartitions, s.cfg.TopicConfig.Inherited())
 	if err != nil && !errors.Is(err, store.ErrTopicExists) {
 		return 0, err
 	}

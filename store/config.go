@@ -59,6 +59,12 @@ type TopicConfig struct {
 	// MaxCompactionLagMs is max.compaction.lag.ms: a dirty segment older
 	// than this is compacted whatever the ratio.
 	MaxCompactionLagMs int64
+
+	// set marks the keys set on this config by name (Set, SetAll), one
+	// bit per configKeys entry: a topic's own settings, which Kafka calls
+	// its dynamic topic configs, as against the values it inherited from
+	// the default it was created with. See Source.
+	set uint32
 }
 
 // DefaultTopicConfig returns Kafka's defaults.
@@ -85,8 +91,26 @@ var configKeys = []string{"cleanup.policy", "retention.ms", "retention.bytes", "
 	"flush.messages", "flush.ms", "compression.type", "max.message.bytes", "segment.index.bytes",
 	"delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "max.compaction.lag.ms"}
 
-// Set changes one config by its Kafka name.
+// Set changes one config by its Kafka name and marks it as set on this
+// config (IsSet).
 func (c *TopicConfig) Set(key, value string) error {
+	if err := c.assign(key, value); err != nil {
+		return err
+	}
+	c.set |= keyBit(key)
+	return nil
+}
+
+// keyBit is key's bit in TopicConfig.set; 0 for an unknown key.
+func keyBit(key string) uint32 {
+	if i := slices.Index(configKeys, key); i >= 0 {
+		return 1 << i
+	}
+	return 0
+}
+
+// assign parses and stores one config without marking it.
+func (c *TopicConfig) assign(key, value string) error {
 	bad := func(reason string) error {
 		return fmt.Errorf("%w: %s=%q: %s", ErrInvalidConfig, key, value, reason)
 	}
@@ -361,11 +385,20 @@ func (f topicFile) format() []byte {
 	for _, k := range configKeys {
 		fmt.Fprintf(&b, "%s=%s\n", k, f.config.Get(k))
 	}
+	// Which of the values above were set on the topic; the others are
+	// what it inherited when created (TopicConfig.Source).
+	fmt.Fprintf(&b, "%s=%s\n", overridesKey, strings.Join(f.config.Overrides(), ","))
 	return b.Bytes()
 }
 
+// overridesKey is the topic file's line listing the configs set on the
+// topic. A file without it (written before seglog kept it) is taken to
+// have set the values that differ from Kafka's defaults.
+const overridesKey = "overrides"
+
 func parseTopicFile(path string, data []byte) (topicFile, error) {
 	f := topicFile{config: DefaultTopicConfig()}
+	var overrides *uint32
 	bad := func(line int, reason string) error {
 		return fmt.Errorf("%w: %s line %d: %s", ErrInvalidConfig, path, line, reason)
 	}
@@ -390,11 +423,28 @@ func parseTopicFile(path string, data []byte) (topicFile, error) {
 				return f, bad(i+1, "bad partition count "+strconv.Quote(v))
 			}
 			f.partitions = n
+		case overridesKey:
+			var set uint32
+			for _, k := range strings.Split(v, ",") {
+				if k == "" {
+					continue
+				}
+				if !IsKey(k) {
+					return f, bad(i+1, "unknown config in overrides: "+strconv.Quote(k))
+				}
+				set |= keyBit(k)
+			}
+			overrides = &set
 		default:
 			if err := f.config.Set(k, v); err != nil {
 				return f, bad(i+1, err.Error())
 			}
 		}
+	}
+	if overrides != nil {
+		f.config.set = *overrides
+	} else {
+		f.config.markDiffering()
 	}
 	if f.state == "" || f.partitions == 0 {
 		return f, fmt.Errorf("%w: %s: state or partitions missing", ErrInvalidConfig, path)

@@ -463,7 +463,7 @@ func (c cleanerPart) SetCleanerCheckpoint(offset int64) error {
 // Compact runs a round in segments of the topic's segment.bytes (the
 // cleaner's own setting is one for all logs).
 func (c cleanerPart) Compact(m *compaction.OffsetMap, firstDirty, upper int64, o compaction.Options) (res compaction.Result, err error) {
-	o.SegmentBytes = c.p.cfg.SegmentBytes
+	o.SegmentBytes = c.p.config().SegmentBytes
 	err = c.p.with(func(l *seglog.Log) error {
 		res, err = compaction.Clean(l, m, firstDirty, upper, o)
 		return err

@@ -119,6 +119,12 @@ func (s *Store) refreshLocked() error {
 		if t == nil {
 			t = &topic{name: name, cfg: f.config}
 			s.topics[name] = t
+		} else if t.cfg != f.config {
+			// The writer altered the topic's config.
+			t.cfg = f.config
+			for _, p := range t.parts {
+				p.setConfig(f.config)
+			}
 		}
 		s.refreshTopic(t)
 		if err := s.newPartitions(t, len(t.parts), f.partitions); err != nil {

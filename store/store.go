@@ -463,6 +463,9 @@ func offsetsTopicConfig() TopicConfig {
 	c.RetentionMs = -1
 	c.SegmentBytes = 100 << 20 // offsets.topic.segment.bytes
 	c.FlushMessages = 1        // a commit is acknowledged once durable
+	for _, k := range []string{"cleanup.policy", "retention.ms", "segment.bytes", "flush.messages"} {
+		c.set |= keyBit(k) // the topic's own, as Kafka creates it with them
+	}
 	return c
 }
 

@@ -213,12 +213,22 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 
 func printTopic(cmd *cobra.Command, info store.TopicInfo) {
 	out := cmd.OutOrStdout()
+	// Configs: lists what was set on the topic, as kafka-topics.sh
+	// --describe does; the table below gives every config, with where its
+	// value comes from in DescribeConfigs' terms (the server answers the
+	// same).
 	var cfgs []string
-	for _, k := range store.Keys() {
+	for _, k := range info.Config.Overrides() {
 		cfgs = append(cfgs, k+"="+info.Config.Get(k))
 	}
 	fmt.Fprintf(out, "Topic: %s\tPartitionCount: %d\tConfigs: %s\n", info.Name, len(info.Partitions), strings.Join(cfgs, ","))
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONFIG\tVALUE\tSOURCE")
+	for _, k := range store.Keys() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k, info.Config.Get(k), info.Config.Source(k))
+	}
+	tw.Flush()
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tSTART\tEND\tSIZE\tSEGMENTS\tLAG")
 	for _, p := range info.Partitions {
 		if p.Err != nil {

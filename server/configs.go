@@ -1,0 +1,420 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog/store"
+)
+
+// The config admin APIs (docs/serve.md, "Configs"): DescribeConfigs for
+// topics and this broker, AlterConfigs and IncrementalAlterConfigs for
+// topics. store.TopicConfig owns the topic configs, their parsing,
+// validation and where each value comes from; this file only speaks the
+// protocol.
+
+// topicConfigMeta is what the protocol says of a topic config beside its
+// value: its type (DescribeConfigs v3+) and the broker-level config it
+// defaults from (its synonym, as Kafka's TopicConfigSynonyms names it).
+type topicConfigMeta struct {
+	typ    kmsg.ConfigType
+	broker string
+}
+
+var topicConfigs = map[string]topicConfigMeta{
+	"cleanup.policy":            {kmsg.ConfigTypeList, "log.cleanup.policy"},
+	"retention.ms":              {kmsg.ConfigTypeLong, "log.retention.ms"},
+	"retention.bytes":           {kmsg.ConfigTypeLong, "log.retention.bytes"},
+	"segment.bytes":             {kmsg.ConfigTypeInt, "log.segment.bytes"},
+	"flush.messages":            {kmsg.ConfigTypeLong, "log.flush.interval.messages"},
+	"flush.ms":                  {kmsg.ConfigTypeLong, "log.flush.interval.ms"},
+	"compression.type":          {kmsg.ConfigTypeString, "compression.type"},
+	"max.message.bytes":         {kmsg.ConfigTypeInt, "message.max.bytes"},
+	"segment.index.bytes":       {kmsg.ConfigTypeInt, "log.index.size.max.bytes"},
+	"delete.retention.ms":       {kmsg.ConfigTypeLong, "log.cleaner.delete.retention.ms"},
+	"min.cleanable.dirty.ratio": {kmsg.ConfigTypeDouble, "log.cleaner.min.cleanable.ratio"},
+	"min.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.min.compaction.lag.ms"},
+	"max.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.max.compaction.lag.ms"},
+}
+
+// metaOf is a topic config's protocol facts; a key the table lacks (a
+// store key added later) is a string defaulting from itself.
+func metaOf(key string) topicConfigMeta {
+	if m, ok := topicConfigs[key]; ok {
+		return m
+	}
+	return topicConfigMeta{kmsg.ConfigTypeString, key}
+}
+
+// configError is a per-resource refusal with its Kafka error code.
+type configError struct {
+	code int16
+	msg  string
+}
+
+func (e *configError) Error() string { return e.msg }
+
+func invalidRequest(format string, args ...any) error {
+	return &configError{kerr.InvalidRequest.Code, fmt.Sprintf(format, args...)}
+}
+
+func invalidConfig(format string, args ...any) error {
+	return &configError{kerr.InvalidConfig.Code, fmt.Sprintf(format, args...)}
+}
+
+// configErrCode maps an error of a config resource to its code.
+func configErrCode(err error) int16 {
+	var ce *configError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.Is(err, store.ErrInternalTopic):
+		// Kafka would take it; seglog keeps the offsets topic's config
+		// its own (compacted, every commit synced), as a policy.
+		return kerr.PolicyViolation.Code
+	}
+	return errCode(err)
+}
+
+// wanted says whether a config is among those asked for (nil: all).
+func wanted(names []string, name string) bool {
+	return names == nil || slices.Contains(names, name)
+}
+
+// describeConfigs answers DescribeConfigs: every topic config the store
+// keeps, or this broker's configs, each with its source and, when asked,
+// its synonyms. A resource that cannot be described gets its own error.
+func (s *Server) describeConfigs(req *kmsg.DescribeConfigsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, r := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		var err error
+		switch r.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			rr.Configs, err = s.describeTopicConfigs(req, r)
+		case kmsg.ConfigResourceTypeBroker:
+			rr.Configs, err = s.describeBrokerConfigs(req, r)
+		default:
+			err = invalidRequest("resource type %v is not served: seglog describes TOPIC and BROKER configs", r.ResourceType)
+		}
+		if err != nil {
+			rr.ErrorCode = configErrCode(err)
+			rr.ErrorMessage = kmsg.StringPtr(err.Error())
+			rr.Configs = nil
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+// synonym is one entry of a config's synonyms, most specific first.
+type synonym struct {
+	name, value string
+	source      kmsg.ConfigSource
+}
+
+func configEntry(req *kmsg.DescribeConfigsRequest, name, value string, readOnly bool, typ kmsg.ConfigType, syns []synonym) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name = name
+	c.Value = kmsg.StringPtr(value)
+	c.ReadOnly = readOnly
+	c.Source = kmsg.ConfigSourceDefaultConfig
+	if len(syns) > 0 {
+		c.Source = syns[0].source
+	}
+	c.IsDefault = c.Source == kmsg.ConfigSourceDefaultConfig // v0's flag
+	c.ConfigType = typ
+	if req.IncludeSynonyms {
+		for _, s := range syns {
+			cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			cs.Name, cs.Value, cs.Source = s.name, kmsg.StringPtr(s.value), s.source
+			c.ConfigSynonyms = append(c.ConfigSynonyms, cs)
+		}
+	}
+	return c
+}
+
+func (s *Server) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	if err := store.ValidateTopic(r.ResourceName); err != nil {
+		return nil, err
+	}
+	cfg, err := s.st.TopicConfigOf(r.ResourceName)
+	if err != nil {
+		return nil, err
+	}
+	def, broker := store.DefaultTopicConfig(), s.cfg.TopicConfig
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, k := range store.Keys() {
+		if !wanted(r.ConfigNames, k) {
+			continue
+		}
+		m := metaOf(k)
+		src := cfg.Source(k)
+		var syns []synonym
+		switch src {
+		case store.SourceTopic:
+			syns = append(syns, synonym{k, cfg.Get(k), kmsg.ConfigSourceDynamicTopicConfig})
+			if broker.Source(k) != store.SourceDefault {
+				syns = append(syns, synonym{m.broker, broker.Get(k), kmsg.ConfigSourceStaticBrokerConfig})
+			}
+		case store.SourceBroker:
+			// The broker default the topic was created under.
+			syns = append(syns, synonym{m.broker, cfg.Get(k), kmsg.ConfigSourceStaticBrokerConfig})
+		}
+		syns = append(syns, synonym{m.broker, def.Get(k), kmsg.ConfigSourceDefaultConfig})
+		out = append(out, configEntry(req, k, cfg.Get(k), false, m.typ, syns))
+	}
+	return out, nil
+}
+
+// brokerConfig is one of this broker's configs: all are read-only, set by
+// seglog serve's flags at start.
+type brokerConfig struct {
+	name, value, kafkaDefault string
+	typ                       kmsg.ConfigType
+	// set: given by a flag (--config) even if equal to Kafka's default.
+	set bool
+}
+
+func (s *Server) brokerConfigs() []brokerConfig {
+	delay := s.cfg.GroupInitialRebalanceDelay
+	switch {
+	case delay == 0:
+		delay = defaultInitialRebalanceDelay
+	case delay < 0:
+		delay = 0
+	}
+	offsetsParts := strconv.Itoa(store.DefaultOffsetsPartitions)
+	if n, err := s.st.Partitions(store.OffsetsTopic); err == nil {
+		offsetsParts = strconv.Itoa(n)
+	}
+	nodeID := strconv.Itoa(int(s.cfg.NodeID))
+	out := []brokerConfig{
+		{"node.id", nodeID, "", kmsg.ConfigTypeInt, false},
+		{"broker.id", nodeID, "-1", kmsg.ConfigTypeInt, false},
+		{"log.dirs", s.st.Dir(), "", kmsg.ConfigTypeString, false},
+		{"advertised.listeners", fmt.Sprintf("PLAINTEXT://%s:%d", s.host, s.port), "", kmsg.ConfigTypeString, false},
+		{"num.partitions", strconv.Itoa(s.cfg.NumPartitions), strconv.Itoa(DefaultNumPartitions), kmsg.ConfigTypeInt, false},
+		{"auto.create.topics.enable", strconv.FormatBool(s.autoCreate()), "true", kmsg.ConfigTypeBoolean, false},
+		{"default.replication.factor", "1", "1", kmsg.ConfigTypeInt, false},
+		{"offsets.topic.num.partitions", offsetsParts, strconv.Itoa(store.DefaultOffsetsPartitions), kmsg.ConfigTypeInt, false},
+		{"socket.request.max.bytes", strconv.Itoa(s.cfg.MaxRequestBytes), strconv.Itoa(DefaultMaxRequestBytes), kmsg.ConfigTypeInt, false},
+		{"connections.max.idle.ms", strconv.FormatInt(s.cfg.IdleTimeout.Milliseconds(), 10), strconv.FormatInt(DefaultIdleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong, false},
+		{"group.initial.rebalance.delay.ms", strconv.FormatInt(delay.Milliseconds(), 10), strconv.FormatInt(defaultInitialRebalanceDelay.Milliseconds(), 10), kmsg.ConfigTypeInt, false},
+	}
+	def := store.DefaultTopicConfig()
+	for _, k := range store.Keys() {
+		m := metaOf(k)
+		out = append(out, brokerConfig{m.broker, s.cfg.TopicConfig.Get(k), def.Get(k), m.typ, s.cfg.TopicConfig.IsSet(k)})
+	}
+	return out
+}
+
+func (s *Server) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, r kmsg.DescribeConfigsRequestResource) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	if r.ResourceName == "" {
+		// The cluster-wide dynamic defaults, of which seglog keeps none:
+		// Kafka answers the same for a cluster that set none.
+		return []kmsg.DescribeConfigsResponseResourceConfig{}, nil
+	}
+	if err := s.checkBrokerName(r.ResourceName); err != nil {
+		return nil, err
+	}
+	out := []kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, b := range s.brokerConfigs() {
+		if !wanted(r.ConfigNames, b.name) {
+			continue
+		}
+		var syns []synonym
+		if b.set || b.value != b.kafkaDefault {
+			syns = append(syns, synonym{b.name, b.value, kmsg.ConfigSourceStaticBrokerConfig})
+		}
+		if b.kafkaDefault != "" {
+			syns = append(syns, synonym{b.name, b.kafkaDefault, kmsg.ConfigSourceDefaultConfig})
+		}
+		out = append(out, configEntry(req, b.name, b.value, true, b.typ, syns))
+	}
+	return out, nil
+}
+
+// checkBrokerName refuses a BROKER resource naming another broker, as
+// Kafka does.
+func (s *Server) checkBrokerName(name string) error {
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return invalidRequest("Broker id must be an integer, but it is: %s", name)
+	}
+	if int32(id) != s.cfg.NodeID {
+		return invalidRequest("Unexpected broker id, expected %d or empty string, but received %s", s.cfg.NodeID, name)
+	}
+	return nil
+}
+
+// alterTarget checks an alter's resource: a topic's name, or the error
+// for anything else. seglog alters topic configs only: the broker's come
+// from seglog serve's flags.
+func (s *Server) alterTarget(typ kmsg.ConfigResourceType, name string, dup bool) error {
+	switch {
+	case dup:
+		return invalidRequest("Error due to duplicate resources: %v %q appears more than once", typ, name)
+	case typ == kmsg.ConfigResourceTypeTopic:
+		return nil
+	case typ == kmsg.ConfigResourceTypeBroker:
+		if name != "" {
+			if err := s.checkBrokerName(name); err != nil {
+				return err
+			}
+		}
+		return invalidRequest("broker configs are not alterable: seglog serve takes them from its flags (--config, --num-partitions, …) when it starts")
+	}
+	return invalidRequest("resource type %v is not served: seglog alters TOPIC configs", typ)
+}
+
+// duplicates marks the resources named more than once in one request.
+func duplicates(n int, key func(i int) string) []bool {
+	count := make(map[string]int, n)
+	for i := range n {
+		count[key(i)]++
+	}
+	dup := make([]bool, n)
+	for i := range n {
+		dup[i] = count[key(i)] > 1
+	}
+	return dup
+}
+
+// alterTopic runs one topic's alter through the store, which validates
+// the result and stores and applies it (unless validateOnly).
+func (s *Server) alterTopic(name string, validateOnly bool, f func(store.TopicConfig) (store.TopicConfig, error)) error {
+	if err := store.ValidateTopic(name); err != nil {
+		return err
+	}
+	return s.st.UpdateTopicConfig(name, validateOnly, f)
+}
+
+// alterConfigs answers AlterConfigs: each topic's config becomes exactly
+// the configs listed, the others back to the broker default.
+func (s *Server) alterConfigs(req *kmsg.AlterConfigsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	dup := duplicates(len(req.Resources), func(i int) string {
+		return fmt.Sprint(req.Resources[i].ResourceType, "/", req.Resources[i].ResourceName)
+	})
+	for i, r := range req.Resources {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		err := s.alterTarget(r.ResourceType, r.ResourceName, dup[i])
+		if err == nil {
+			err = s.alterTopic(r.ResourceName, req.ValidateOnly, func(store.TopicConfig) (store.TopicConfig, error) {
+				cfg := s.cfg.TopicConfig.Inherited()
+				seen := make(map[string]bool)
+				for _, c := range r.Configs {
+					if seen[c.Name] {
+						return cfg, invalidRequest("Error due to duplicate config keys: %s", c.Name)
+					}
+					seen[c.Name] = true
+					if c.Value == nil {
+						continue // Kafka leaves a null value out: the default
+					}
+					if err := cfg.Set(c.Name, *c.Value); err != nil {
+						return cfg, err
+					}
+				}
+				return cfg, nil
+			})
+		}
+		if err != nil {
+			rr.ErrorCode = configErrCode(err)
+			rr.ErrorMessage = kmsg.StringPtr(err.Error())
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+// incrementalAlterConfigs answers IncrementalAlterConfigs: SET, DELETE
+// (back to the broker default), and APPEND and SUBTRACT on list configs.
+func (s *Server) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	dup := duplicates(len(req.Resources), func(i int) string {
+		return fmt.Sprint(req.Resources[i].ResourceType, "/", req.Resources[i].ResourceName)
+	})
+	for i, r := range req.Resources {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		err := s.alterTarget(r.ResourceType, r.ResourceName, dup[i])
+		if err == nil {
+			err = s.alterTopic(r.ResourceName, req.ValidateOnly, func(cfg store.TopicConfig) (store.TopicConfig, error) {
+				return s.applyOps(cfg, r.Configs)
+			})
+		}
+		if err != nil {
+			rr.ErrorCode = configErrCode(err)
+			rr.ErrorMessage = kmsg.StringPtr(err.Error())
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}
+
+// applyOps applies IncrementalAlterConfigs' operations to cfg in order.
+func (s *Server) applyOps(cfg store.TopicConfig, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (store.TopicConfig, error) {
+	seen := make(map[string]bool)
+	for _, c := range ops {
+		if seen[c.Name] {
+			return cfg, invalidRequest("Error due to duplicate config keys: %s", c.Name)
+		}
+		seen[c.Name] = true
+		if c.Op != kmsg.IncrementalAlterConfigOpDelete && c.Value == nil {
+			return cfg, invalidConfig("%s: operation %v needs a value", c.Name, c.Op)
+		}
+		var err error
+		switch c.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			err = cfg.Set(c.Name, *c.Value)
+		case kmsg.IncrementalAlterConfigOpDelete:
+			err = cfg.Unset(c.Name, *s.cfg.TopicConfig)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			if !store.IsKey(c.Name) {
+				return cfg, invalidConfig("unknown config %q", c.Name)
+			}
+			if metaOf(c.Name).typ != kmsg.ConfigTypeList {
+				return cfg, invalidConfig("Config value %s is not allowed for config key: %s (not a list)", strings.ToLower(c.Op.String()), c.Name)
+			}
+			err = cfg.Set(c.Name, editList(cfg.Get(c.Name), *c.Value, c.Op == kmsg.IncrementalAlterConfigOpAppend))
+		default:
+			return cfg, invalidRequest("%s: unknown operation %d", c.Name, c.Op)
+		}
+		if err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// editList appends to or subtracts from a comma-separated list config,
+// as Kafka does: an appended item already there is not repeated.
+func editList(cur, items string, add bool) string {
+	var list []string
+	for _, v := range strings.Split(cur, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			list = append(list, v)
+		}
+	}
+	for _, v := range strings.Split(items, ",") {
+		v = strings.TrimSpace(v)
+		switch {
+		case v == "":
+		case add && !slices.Contains(list, v):
+			list = append(list, v)
+		case !add:
+			list = slices.DeleteFunc(list, func(x string) bool { return x == v })
+		}
+	}
+	return strings.Join(list, ",")
+}

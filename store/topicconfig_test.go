@@ -1,0 +1,145 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seglog/seglog/vfs"
+)
+
+// TestSetTopicConfig alters a live topic's config: the file records the
+// values and which were set, a lowered retention.ms is applied by the
+// next retention round, a lowered segment.bytes by the next roll, and a
+// reopened store has the same config with the same sources.
+func TestSetTopicConfig(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	s := openStore(t, fs, clock)
+	cfg := smallConfig().Inherited()
+	mustf(t, cfg.Set("compression.type", "gzip"), "set")
+	mustf(t, s.CreateTopic("t", 1, cfg), "create")
+	for i := range 40 {
+		_, err := s.ProduceTo("t", 0, kv("k", strings.Repeat("v", 200+i)))
+		mustf(t, err, "produce")
+	}
+	info, err := s.DescribeTopic("t")
+	mustf(t, err, "describe")
+	if got := info.Config.Source("compression.type"); got != SourceTopic {
+		t.Errorf("compression.type set at creation: source %v", got)
+	}
+	if got := info.Config.Source("segment.bytes"); got != SourceBroker {
+		t.Errorf("segment.bytes inherited, not Kafka's default: source %v", got)
+	}
+	if got := info.Config.Source("retention.bytes"); got != SourceDefault {
+		t.Errorf("retention.bytes: source %v", got)
+	}
+	before := info.Partitions[0]
+
+	clock.Advance(time.Hour)
+	next := info.Config
+	mustf(t, next.Set("retention.ms", "60000"), "set retention")
+	mustf(t, next.Set("segment.bytes", "100000"), "set segment.bytes")
+	mustf(t, s.SetTopicConfig("t", next), "alter")
+	mustf(t, s.RunRetention(context.Background()), "retention")
+	info, err = s.DescribeTopic("t")
+	mustf(t, err, "describe")
+	after := info.Partitions[0]
+	// Retention deletes every sealed segment and keeps the active one.
+	if after.StartOffset <= before.StartOffset || after.Segments != 1 {
+		t.Errorf("a lowered retention.ms was not applied: %+v, before %+v", after, before)
+	}
+	for range 20 {
+		_, err := s.ProduceTo("t", 0, kv("k", strings.Repeat("w", 1000)))
+		mustf(t, err, "produce")
+	}
+	info, err = s.DescribeTopic("t")
+	mustf(t, err, "describe")
+	if n := info.Partitions[0].Segments; n > 2 {
+		t.Errorf("%d segments after 20 KB under segment.bytes=100000: the old 2 KB still rolls", n)
+	}
+
+	bad := next
+	bad.MaxMessageBytes = int(bad.SegmentBytes) + 100
+	if err := s.SetTopicConfig("t", bad); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("invalid config: %v", err)
+	}
+	if err := s.SetTopicConfig("nope", next); !errors.Is(err, ErrUnknownTopic) {
+		t.Errorf("unknown topic: %v", err)
+	}
+	if err := s.SetTopicConfig(OffsetsTopic, offsetsTopicConfig()); !errors.Is(err, ErrInternalTopic) {
+		t.Errorf("offsets topic: %v", err)
+	}
+	mustf(t, s.Close(), "close")
+
+	s = openStore(t, fs, clock)
+	defer s.Close()
+	info, err = s.DescribeTopic("t")
+	mustf(t, err, "describe after reopen")
+	if info.Config != next {
+		t.Errorf("after reopen: %+v, want %+v", info.Config, next)
+	}
+	for k, want := range map[string]ConfigSource{"retention.ms": SourceTopic, "compression.type": SourceTopic, "segment.index.bytes": SourceBroker, "cleanup.policy": SourceDefault} {
+		if got := info.Config.Source(k); got != want {
+			t.Errorf("after reopen, %s: source %v, want %v", k, got, want)
+		}
+	}
+}
+
+// TestTopicFileWithoutOverrides reads a config file written before seglog
+// recorded which configs were set: those differing from Kafka's defaults
+// are taken as set on the topic.
+func TestTopicFileWithoutOverrides(t *testing.T) {
+	f, err := parseTopicFile("x", []byte("state=ready\npartitions=1\nretention.ms=1000\nretention.bytes=-1\n"))
+	mustf(t, err, "parse")
+	if !f.config.IsSet("retention.ms") || f.config.IsSet("retention.bytes") || len(f.config.Overrides()) != 1 {
+		t.Errorf("overrides %v", f.config.Overrides())
+	}
+	var c TopicConfig = DefaultTopicConfig()
+	mustf(t, c.Set("retention.ms", "5"), "set")
+	mustf(t, c.Unset("retention.ms", DefaultTopicConfig()), "unset")
+	if c != DefaultTopicConfig() {
+		t.Errorf("Unset did not restore the default: %+v", c)
+	}
+	if err := c.Unset("nope", DefaultTopicConfig()); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Unset of an unknown key: %v", err)
+	}
+}
+
+// TestSetTopicConfigWhileProducing alters a topic's limits while appends
+// and a compaction-free retention round run (go test -race checks the
+// Logs' limits and the partitions' configs are shared safely); every
+// append lands.
+func TestSetTopicConfigWhileProducing(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	s := openStore(t, fs, clock)
+	defer s.Close()
+	mustf(t, s.CreateTopic("t", 2, smallConfig()), "create")
+	done := make(chan error)
+	go func() {
+		for i := range 200 {
+			if _, err := s.ProduceTo("t", int32(i%2), kv("k", strings.Repeat("v", 100))); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := range 20 {
+		cfg := smallConfig()
+		mustf(t, cfg.Set("segment.bytes", strconv.Itoa(2048+i*100)), "set")
+		mustf(t, cfg.Set("compression.type", []string{"none", "gzip"}[i%2]), "set")
+		mustf(t, s.SetTopicConfig("t", cfg), "alter %d", i)
+		mustf(t, s.RunRetention(context.Background()), "retention")
+	}
+	mustf(t, <-done, "produce")
+	var n int
+	for p := range int32(2) {
+		n += len(readAll(t, s, "t", p, 0))
+	}
+	if n != 200 {
+		t.Errorf("%d records, want 200", n)
+	}
+}
