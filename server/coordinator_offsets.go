@@ -96,10 +96,11 @@ func (c *coordinator) validateCommit(r *kmsg.OffsetCommitRequest) int16 {
 	return kerr.UnknownMemberID.Code
 }
 
-// checkCommit is a partition's own error: unknown, internal, metadata too
-// large, or an offset below -1. Any offset from -1 up is stored, past the
-// partition's end too, as Kafka stores it (kafkajs's setOffsets commits
-// the offset it was given before anything is produced there).
+// checkCommit is a partition's own error: unknown, internal or metadata
+// too large. Any offset is stored, past the partition's end too, as Kafka
+// stores it: kafkajs's setOffsets commits the offset it was given before
+// anything is produced there, and its resetOffsets commits -2 (its
+// "earliest"), which a consumer then resolves by its reset policy.
 func (c *coordinator) checkCommit(topic string, p kmsg.OffsetCommitRequestTopicPartition) int16 {
 	if p.Metadata != nil && len(*p.Metadata) > maxOffsetMetadata {
 		return kerr.OffsetMetadataTooLarge.Code
@@ -109,9 +110,6 @@ func (c *coordinator) checkCommit(topic string, p kmsg.OffsetCommitRequestTopicP
 	}
 	if _, err := c.st.Log(topic, p.Partition); err != nil {
 		return storeErrorCode(err)
-	}
-	if p.Offset < -1 {
-		return kerr.OffsetOutOfRange.Code
 	}
 	return 0
 }

@@ -105,7 +105,7 @@ func TestCoordinatorCommitValidation(t *testing.T) {
 		{Partition: 0, Offset: 5},
 		{Partition: 1, Offset: 11}, // past the end (10): stored, as Kafka does
 		{Partition: 2, Offset: 10, Metadata: &big},
-		{Partition: 3, Offset: -2}, // below -1: refused
+		{Partition: 3, Offset: -2}, // kafkajs's "earliest": stored, as Kafka does
 		{Partition: 9, Offset: 1},
 	}
 	nope := kmsg.NewOffsetCommitRequestTopic()
@@ -113,7 +113,7 @@ func TestCoordinatorCommitValidation(t *testing.T) {
 	nope.Partitions = []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}
 	r.Topics = []kmsg.OffsetCommitRequestTopic{orders, nope}
 	resp := h.do(r).(*kmsg.OffsetCommitResponse)
-	want := []int16{0, 0, kerr.OffsetMetadataTooLarge.Code, kerr.OffsetOutOfRange.Code, kerr.UnknownTopicOrPartition.Code}
+	want := []int16{0, 0, kerr.OffsetMetadataTooLarge.Code, 0, kerr.UnknownTopicOrPartition.Code}
 	for i, p := range resp.Topics[0].Partitions {
 		if p.ErrorCode != want[i] {
 			t.Errorf("partition %d: error %d, want %d", p.Partition, p.ErrorCode, want[i])
@@ -122,7 +122,7 @@ func TestCoordinatorCommitValidation(t *testing.T) {
 	if code := resp.Topics[1].Partitions[0].ErrorCode; code != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("unknown topic: %d", code)
 	}
-	if got := h.fetch("solo"); got != [4]int64{5, 11, -1, -1} {
+	if got := h.fetch("solo"); got != [4]int64{5, 11, -1, -2} {
 		t.Errorf("committed: %v", got)
 	}
 }

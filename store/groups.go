@@ -197,10 +197,10 @@ func (s *Store) writeCommitsLocked(group string, keys []tp, vals []*Committed) e
 }
 
 // Commit records a group's committed offsets for partitions of a topic
-// (partition → the next offset to read). Any offset from -1 up is stored,
-// as Kafka stores it, also one below the partition's start or past its end
-// (Position and DescribeGroup show such a commit as out of range); one
-// below -1 is refused (seglog.ErrOffsetOutOfRange). Before the commit is
+// (partition → the next offset to read). Any offset is stored, as Kafka
+// stores it, also one below the partition's start, past its end (Position
+// and DescribeGroup show such a commit as out of range) or negative (no
+// commit for Position: -1 is Kafka's "none", kafkajs commits -2). Before the commit is
 // written, the data up to each committed offset (or the partition's end)
 // is made durable, so that after a power loss no group has committed into
 // data the partition lost.
@@ -308,10 +308,10 @@ func (s *Store) forgetTopicLocked(topic string) error {
 	return errors.Join(errs...)
 }
 
-// checkCommit refuses an offset below -1 and makes the data up to off (or
+// checkCommit makes the data up to off (or
 // to the partition's end, for an offset past it) durable, so that a power
 // loss leaves no commit pointing into data the partition lost. Any offset
-// from -1 up is stored, past the end too, as Kafka stores it: a consumer's
+// is stored, past the end too, as Kafka stores it: a consumer's
 // auto.offset.reset deals with it when it fetches (kafkajs's setOffsets
 // commits the offset it was given, whatever the partition holds). -1 is
 // Kafka's "no offset": OffsetFetch answers it as if nothing were
@@ -321,9 +321,6 @@ func (s *Store) forgetTopicLocked(topic string) error {
 // writes the commit and nothing else: opening an empty partition would
 // create its first segment.
 func (p *partition) checkCommit(off int64) error {
-	if off < -1 {
-		return fmt.Errorf("%w: commit of offset %d to %s-%d (an offset is -1 or more)", seglog.ErrOffsetOutOfRange, off, p.topic, p.id)
-	}
 	p.mu.Lock()
 	durable := p.l == nil && p.gone == nil && !p.unclean && (p.opened || p.s.ckpt.clean)
 	p.mu.Unlock()

@@ -6,9 +6,10 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// Any offset from -1 up is committed as Kafka commits it, past the end too;
-// it survives a reopen, Position treats it as out of range (and -1 as no
-// commit), and DescribeGroup shows a negative lag it does not total.
+// Any offset is committed as Kafka commits it, past the end too and below
+// zero (kafkajs's resetOffsets commits -2); it survives a reopen, Position
+// treats a commit past the end as out of range and a negative one as no
+// commit, and DescribeGroup shows a negative lag it does not total.
 func TestCommitPastEndAndMinusOne(t *testing.T) {
 	fs, clock := vfs.NewMem(), newFakeClock()
 	s := openStore(t, fs, clock)
@@ -16,6 +17,7 @@ func TestCommitPastEndAndMinusOne(t *testing.T) {
 	_, err := s.ProduceTo("t", 0, kv("a", "1"), kv("b", "2"))
 	mustf(t, err, "produce")
 	mustf(t, s.Commit("g", "t", map[int32]int64{0: 7, 1: -1}), "commit")
+	mustf(t, s.Commit("h", "t", map[int32]int64{0: -2}), "commit -2")
 	mustf(t, s.Close(), "close")
 
 	s = openStore(t, fs, clock)
@@ -26,7 +28,15 @@ func TestCommitPastEndAndMinusOne(t *testing.T) {
 	if c, ok := s.CommittedOffset("g", "t", 1); !ok || c.Offset != -1 {
 		t.Errorf("partition 1 after reopen: %+v %v, want -1", c, ok)
 	}
-	pos, err := s.Position("g", "t", 0, Earliest)
+	if c, ok := s.CommittedOffset("h", "t", 0); !ok || c.Offset != -2 {
+		t.Errorf("-2 after reopen: %+v %v", c, ok)
+	}
+	pos, err := s.Position("h", "t", 0, Earliest)
+	mustf(t, err, "position of -2")
+	if pos != (Position{Offset: 0, Reset: true}) {
+		t.Errorf("position of -2: %+v", pos)
+	}
+	pos, err = s.Position("g", "t", 0, Earliest)
 	mustf(t, err, "position 0")
 	if pos != (Position{Offset: 0, Committed: true, Reset: true}) {
 		t.Errorf("position past the end: %+v", pos)

@@ -147,7 +147,8 @@ func (s *Store) Position(group, topic string, partition int32, reset AutoOffsetR
 	}
 	start, end := pi.start, pi.end
 	c, ok := s.CommittedOffset(group, topic, partition)
-	// -1 is Kafka's "no offset" (a commit of -1 is stored as given).
+	// A negative commit is no offset: -1 is Kafka's "none", and kafkajs's
+	// resetOffsets commits -2 for "earliest" (stored as given).
 	ok = ok && c.Offset >= 0
 	pos := Position{Offset: c.Offset, Committed: ok}
 	if ok && c.Offset >= start && c.Offset <= end {
