@@ -54,7 +54,14 @@ type coordinator struct {
 
 	mu     sync.Mutex
 	groups map[string]*group
-	closed bool
+	// emptied is the protocol type of each group dropped when its last
+	// member left: ListGroups and DescribeGroups show such a group, known
+	// from its offsets, as Kafka shows an Empty group that had members
+	// (protocol type "consumer"), not as one that only ever committed
+	// (protocol type ""), which sarama's ListConsumerGroups tells apart.
+	// It is not kept across a restart.
+	emptied map[string]string
+	closed  bool
 }
 
 func newCoordinator(st *store.Store, cfg coordinatorConfig) *coordinator {
@@ -72,7 +79,7 @@ func newCoordinator(st *store.Store, cfg coordinatorConfig) *coordinator {
 	if cfg.clock == nil {
 		cfg.clock = realClock{}
 	}
-	c := &coordinator{st: st, cfg: cfg, groups: make(map[string]*group)}
+	c := &coordinator{st: st, cfg: cfg, groups: make(map[string]*group), emptied: make(map[string]string)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.loadGroups()

@@ -16,8 +16,9 @@ import (
 const groupOperations = 1<<3 | 1<<6 | 1<<8
 
 // listGroups lists the groups with members or a rebalance in memory and
-// the groups that only have committed offsets in the store (Empty, with no
-// protocol type, as Kafka shows a group it knows only from its offsets).
+// the groups that only have committed offsets in the store: Empty, with
+// the protocol type they had when their last member left (emptied), none
+// for a group that only committed.
 func (c *coordinator) listGroups(r *kmsg.ListGroupsRequest) kmsg.Response {
 	resp := kmsg.NewPtrListGroupsResponse()
 	c.mu.Lock()
@@ -34,7 +35,10 @@ func (c *coordinator) listGroups(r *kmsg.ListGroupsRequest) kmsg.Response {
 	c.mu.Unlock()
 	for _, id := range c.st.Groups() {
 		if !seen[id] {
-			resp.Groups = append(resp.Groups, listed(id, "", stateEmpty))
+			c.mu.Lock()
+			pt := c.emptied[id]
+			c.mu.Unlock()
+			resp.Groups = append(resp.Groups, listed(id, pt, stateEmpty))
 		}
 	}
 	resp.Groups = slices.DeleteFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
@@ -89,7 +93,7 @@ func (c *coordinator) describeGroups(r *kmsg.DescribeGroupsRequest) kmsg.Respons
 				d.Members = append(d.Members, dm)
 			}
 		case slices.Contains(stored, id):
-			d.State = stateEmpty.String()
+			d.State, d.ProtocolType = stateEmpty.String(), c.emptied[id]
 		default:
 			d.State = stateDead.String()
 		}
@@ -126,6 +130,7 @@ func (c *coordinator) deleteGroup(id string) int16 {
 		c.mu.Unlock()
 		return kerr.NonEmptyGroup.Code
 	}
+	delete(c.emptied, id)
 	if g != nil {
 		// Ids handed out but never used are dropped with the group.
 		for _, p := range g.pending {

@@ -114,6 +114,9 @@ func (g *group) maybeDrop() {
 		g.stopTimers()
 		g.state = stateDead
 		delete(g.c.groups, g.id)
+		if g.protocolType != "" {
+			g.c.emptied[g.id] = g.protocolType
+		}
 	}
 }
 

@@ -234,6 +234,42 @@ func TestCoordinatorListAndDescribe(t *testing.T) {
 	}
 }
 
+// A group whose last member left is listed and described Empty with the
+// protocol type it had ("consumer"), as Kafka shows it, while a group that
+// only committed has none: sarama's ListConsumerGroups keeps only the
+// former. Deleting the group forgets it.
+func TestCoordinatorEmptiedGroupKeepsProtocolType(t *testing.T) {
+	h := newHarness(t)
+	ids, gen := h.stableGroup("left", 1)
+	h.commit("left", ids[0], gen, map[int32]int64{0: 1})
+	h.leave("left", ids[0])
+	h.commit("stored", "", -1, map[int32]int64{0: 1})
+	r := kmsg.NewPtrListGroupsRequest()
+	r.Version = 4
+	got := make(map[string]kmsg.ListGroupsResponseGroup)
+	for _, g := range h.do(r).(*kmsg.ListGroupsResponse).Groups {
+		got[g.Group] = g
+	}
+	if g := got["left"]; g.GroupState != "Empty" || g.ProtocolType != "consumer" {
+		t.Errorf("list, the group its member left: %+v", g)
+	}
+	if g := got["stored"]; g.GroupState != "Empty" || g.ProtocolType != "" {
+		t.Errorf("list, the group that only committed: %+v", g)
+	}
+	if d := h.describe("left"); d.State != "Empty" || d.ProtocolType != "consumer" || len(d.Members) != 0 {
+		t.Errorf("describe, the group its member left: %+v", d)
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"left"}
+	if code := h.do(del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != 0 {
+		t.Fatalf("delete: %d", code)
+	}
+	h.commit("left", "", -1, map[int32]int64{0: 1})
+	if d := h.describe("left"); d.State != "Empty" || d.ProtocolType != "" {
+		t.Errorf("describe, the group deleted and committed to again: %+v", d)
+	}
+}
+
 // OffsetDelete removes chosen partitions' offsets, unless members
 // subscribe to the topic.
 func TestCoordinatorOffsetDelete(t *testing.T) {
