@@ -179,4 +179,3 @@ func createTopic(t *testing.T, addr, topic string, partitions int32) {
 		t.Fatalf("CreateTopic %s: %v", topic, err)
 	}
 }
-
