@@ -87,19 +87,27 @@ function consume (dir, topic, partition) {
 }
 
 // describeTopic reads `seglog topics describe DIR TOPIC`: the partition
-// count, the configs and each partition's start offset.
+// count, the configs (with their sources when it prints a CONFIG VALUE
+// SOURCE table; a seglog without the table lists every config in its
+// Configs: field) and each partition's start offset.
 function describeTopic (dir, topic) {
   const out = seglog('topics', 'describe', dir, topic)
   const h = /^Topic: (\S+)\tPartitionCount: (\d+)\tConfigs: (.*)$/m.exec(out)
   if (!h || h[1] !== topic) throw new Error(`seglog topics describe ${dir} ${topic}:\n${out}`)
   const configs = {}
-  for (const kv of h[3].split(',')) {
-    const i = kv.indexOf('=')
-    configs[kv.slice(0, i)] = kv.slice(i + 1)
+  const sources = {}
+  const rows = [...out.matchAll(/^([a-z][a-z0-9.]*)\s+(\S+)\s+([A-Z_]+)$/mg)]
+  if (rows.length > 0) {
+    for (const m of rows) { configs[m[1]] = m[2]; sources[m[1]] = m[3] }
+  } else if (h[3] !== '') {
+    for (const kv of h[3].split(',')) {
+      const i = kv.indexOf('=')
+      configs[kv.slice(0, i)] = kv.slice(i + 1)
+    }
   }
   const start = {}
   for (const m of out.matchAll(/^(\d+)\s+(\d+)\s+(\d+)\s/mg)) start[Number(m[1])] = Number(m[2])
-  return { partitions: Number(h[2]), configs, start }
+  return { partitions: Number(h[2]), configs, sources, start }
 }
 
 // committed reads a group's committed offsets on topic with `seglog groups

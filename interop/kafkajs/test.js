@@ -260,24 +260,32 @@ adminCase('fetchTopicMetadata', async ({ admin, dir }) => {
   assert.equal(topics[0].partitions.length, describeTopic(dir, A.topic).partitions, 'partitions: fetchTopicMetadata vs seglog topics describe')
 })
 
+// The config sources of DescribeConfigs v1+, by number.
+const SOURCES = ['UNKNOWN', 'DYNAMIC_TOPIC_CONFIG', 'DYNAMIC_BROKER_CONFIG', 'DYNAMIC_DEFAULT_BROKER_CONFIG', 'STATIC_BROKER_CONFIG', 'DEFAULT_CONFIG', 'DYNAMIC_BROKER_LOGGER_CONFIG']
+
 adminCase('describeConfigs', async ({ admin, dir }) => {
   const res = await call('describeConfigs', admin.describeConfigs({ resources: [{ type: ConfigResourceTypes.TOPIC, name: A.topic }], includeSynonyms: false }))
   assert.equal(res.resources.length, 1)
   assert.equal(res.resources[0].errorCode, 0)
   const got = Object.fromEntries(res.resources[0].configEntries.map(e => [e.configName, e]))
-  // Every config seglog topics describe prints, with the same value; none
-  // was set on the topic, so none is a topic override.
-  for (const [k, v] of Object.entries(describeTopic(dir, A.topic).configs)) {
+  // Every config seglog topics describe prints, with the same value and
+  // source; none was set on the topic.
+  const cli = describeTopic(dir, A.topic)
+  assert.ok(Object.keys(cli.configs).length > 0, 'seglog topics describe lists no config')
+  for (const [k, v] of Object.entries(cli.configs)) {
     assert.ok(got[k], `describeConfigs has no ${k} (seglog topics describe: ${v})`)
     assert.equal(got[k].configValue, v, `describeConfigs ${k} vs seglog topics describe`)
-    assert.equal(got[k].isDefault, true, `describeConfigs: ${k} is not a default`)
+    if (cli.sources[k]) assert.equal(SOURCES[got[k].configSource], cli.sources[k], `describeConfigs: source of ${k} vs seglog topics describe`)
+    assert.notEqual(SOURCES[got[k].configSource], 'DYNAMIC_TOPIC_CONFIG', `describeConfigs: ${k} is set on the topic; nothing set it`)
   }
   assert.equal(got['retention.ms'].configValue, '604800000')
 })
 
 adminCase('alterConfigs', async ({ admin, dir }) => {
   await call('alterConfigs', admin.alterConfigs({ validateOnly: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: A.topic, configEntries: [{ name: 'retention.ms', value: '3600000' }] }] }))
-  assert.equal(describeTopic(dir, A.topic).configs['retention.ms'], '3600000', 'seglog topics describe after alterConfigs retention.ms=3600000')
+  const cli = describeTopic(dir, A.topic)
+  assert.equal(cli.configs['retention.ms'], '3600000', 'seglog topics describe after alterConfigs retention.ms=3600000')
+  if (cli.sources['retention.ms']) assert.equal(cli.sources['retention.ms'], 'DYNAMIC_TOPIC_CONFIG', 'seglog topics describe: source of retention.ms after alterConfigs')
 })
 
 adminCase('createPartitions', async ({ admin, dir }) => {

@@ -15,13 +15,23 @@ import (
 type topicDescription struct {
 	partitions int
 	configs    map[string]string
-	start      map[int32]int64 // per partition, the log start offset
+	sources    map[string]string // each config's source, when the CLI prints it
+	start      map[int32]int64   // per partition, the log start offset
 }
 
 var (
-	describeHead = regexp.MustCompile(`(?m)^Topic: (\S+)\tPartitionCount: (\d+)\tConfigs: (.*)$`)
-	describePart = regexp.MustCompile(`(?m)^(\d+)\s+(\d+)\s+(\d+)\s`)
+	describeHead   = regexp.MustCompile(`(?m)^Topic: (\S+)\tPartitionCount: (\d+)\tConfigs: (.*)$`)
+	describeConfig = regexp.MustCompile(`(?m)^([a-z][a-z0-9.]*)\s+(\S+)\s+([A-Z_]+)$`)
+	describePart   = regexp.MustCompile(`(?m)^(\d+)\s+(\d+)\s+(\d+)\s`)
 )
+
+// kafkaSources names sarama's config sources as Kafka (and seglog topics
+// describe) spell them.
+var kafkaSources = map[sarama.ConfigSource]string{
+	sarama.SourceUnknown: "UNKNOWN", sarama.SourceTopic: "DYNAMIC_TOPIC_CONFIG",
+	sarama.SourceDynamicBroker: "DYNAMIC_BROKER_CONFIG", sarama.SourceDynamicDefaultBroker: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+	sarama.SourceStaticBroker: "STATIC_BROKER_CONFIG", sarama.SourceDefault: "DEFAULT_CONFIG",
+}
 
 // describeTopic reads a topic's partition count, configs and start offsets
 // with `seglog topics describe`, read-only beside the running server.
@@ -32,11 +42,20 @@ func describeTopic(t *testing.T, dir, topic string) topicDescription {
 	if h == nil || h[1] != topic {
 		t.Fatalf("seglog topics describe %s %s:\n%s", dir, topic, out)
 	}
-	d := topicDescription{configs: map[string]string{}, start: map[int32]int64{}}
+	d := topicDescription{configs: map[string]string{}, sources: map[string]string{}, start: map[int32]int64{}}
 	d.partitions, _ = strconv.Atoi(h[2])
-	for kv := range strings.SplitSeq(h[3], ",") {
-		k, v, _ := strings.Cut(kv, "=")
-		d.configs[k] = v
+	// Every config with its source in a CONFIG VALUE SOURCE table, the
+	// Configs: field holding those set on the topic; or, from a seglog
+	// that prints no table, every config in the Configs: field.
+	if rows := describeConfig.FindAllStringSubmatch(out, -1); len(rows) > 0 {
+		for _, m := range rows {
+			d.configs[m[1]], d.sources[m[1]] = m[2], m[3]
+		}
+	} else if h[3] != "" {
+		for kv := range strings.SplitSeq(h[3], ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			d.configs[k] = v
+		}
 	}
 	for _, m := range describePart.FindAllStringSubmatch(out, -1) {
 		p, _ := strconv.ParseInt(m[1], 10, 32)
@@ -104,8 +123,11 @@ func TestClusterAdmin(t *testing.T) {
 			got[e.Name] = e
 		}
 		// Every config seglog topics describe prints is described with the
-		// same value; none is overridden, so each comes from a default.
+		// same value and source; none is set on the topic.
 		cli := describeTopic(t, dir, topic)
+		if len(cli.configs) == 0 {
+			t.Fatalf("seglog topics describe %s lists no config", topic)
+		}
 		for k, v := range cli.configs {
 			e, ok := got[k]
 			if !ok {
@@ -114,6 +136,9 @@ func TestClusterAdmin(t *testing.T) {
 			}
 			if e.Value != v {
 				t.Errorf("DescribeConfig: %s=%s; seglog topics describe: %s", k, e.Value, v)
+			}
+			if src, ok := cli.sources[k]; ok && kafkaSources[e.Source] != src {
+				t.Errorf("DescribeConfig: %s from %s; seglog topics describe: %s", k, kafkaSources[e.Source], src)
 			}
 			if e.Source == sarama.SourceTopic {
 				t.Errorf("DescribeConfig: %s is a topic override; nothing set it", k)
@@ -129,8 +154,12 @@ func TestClusterAdmin(t *testing.T) {
 		if err := admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{"retention.ms": &hour}, false); err != nil {
 			t.Fatalf("AlterConfig: %v", err)
 		}
-		if cli := describeTopic(t, dir, topic); cli.configs["retention.ms"] != hour {
+		cli := describeTopic(t, dir, topic)
+		if cli.configs["retention.ms"] != hour {
 			t.Fatalf("after AlterConfig retention.ms=%s, seglog topics describe: retention.ms=%s", hour, cli.configs["retention.ms"])
+		}
+		if src, ok := cli.sources["retention.ms"]; ok && src != "DYNAMIC_TOPIC_CONFIG" {
+			t.Fatalf("after AlterConfig, seglog topics describe: retention.ms from %s, want DYNAMIC_TOPIC_CONFIG", src)
 		}
 	})
 
