@@ -18,7 +18,6 @@ import (
 // from where the group's commit said, marks the first limit records and
 // then commits and stops the member.
 type groupReader struct {
-	t      *testing.T
 	limit  int
 	cancel context.CancelFunc
 
@@ -70,7 +69,7 @@ func consumeGroup(t *testing.T, addr, group, topic string, limit int, start map[
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	g := &groupReader{t: t, limit: limit, cancel: cancel, next: map[int32]int64{}, got: map[int32][]rec{}}
+	g := &groupReader{limit: limit, cancel: cancel, next: map[int32]int64{}, got: map[int32][]rec{}}
 	for p, o := range start {
 		g.next[p] = o
 	}
