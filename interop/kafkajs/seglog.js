@@ -10,6 +10,11 @@ const path = require('node:path')
 
 let bin = process.env.SEGLOG_BIN
 
+// The servers still running: the script's process.exit, which a hung
+// call's case needs to end the run, must not leave them behind.
+const running = new Set()
+process.on('exit', () => { for (const child of running) child.kill('SIGKILL') })
+
 // seglogBin returns the seglog binary: SEGLOG_BIN, or one built from the
 // repository (two directories up) with go build.
 function seglogBin () {
@@ -27,11 +32,13 @@ function seglogBin () {
 function startServer (dir) {
   return new Promise((resolve, reject) => {
     const child = spawn(seglogBin(), ['serve', dir, '--listen', '127.0.0.1:0', '--group-initial-rebalance-delay', '0'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    running.add(child)
     let out = ''
     let exited = null
     const exitWaiters = []
     child.on('exit', (code, signal) => {
       exited = { code, signal }
+      running.delete(child)
       exitWaiters.forEach(f => f())
       reject(new Error(`seglog serve ${dir} exited (${code ?? signal}) before listening:\n${out}`))
     })

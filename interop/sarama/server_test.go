@@ -74,6 +74,9 @@ func startServer(t *testing.T, dir string) *server {
 	t.Helper()
 	s := &server{t: t, dir: dir, done: make(chan error, 1), out: &lockedBuffer{}}
 	s.cmd = exec.Command(seglogBin, "serve", dir, "--listen", "127.0.0.1:0", "--group-initial-rebalance-delay", "0")
+	// A test binary that panics or is killed runs no cleanup: the server
+	// must not outlive it.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	s.cmd.Stdout, s.cmd.Stderr = pw, pw
 	if err := s.cmd.Start(); err != nil {
