@@ -314,6 +314,7 @@ func (x *base) release(excl bool) {
 	} else {
 		x.mu.RUnlock()
 	}
+	x.cache.settle()
 }
 
 // lastRaw returns a copy of the final entry's bytes, or nil if there are no

@@ -32,6 +32,10 @@ type Cache struct {
 	tick      atomic.Uint64
 	maps      atomic.Uint64
 	evictions atomic.Uint64
+	// over is set while more members are held than max because the ones
+	// an eviction pass met were in use; settle retries when a use ends, so
+	// an idle Cache returns to its bound without waiting for a new mapping.
+	over atomic.Bool
 }
 
 // CacheStats is a snapshot of a Cache's counters.
@@ -49,7 +53,7 @@ type CacheStats struct {
 //
 // The bound can be exceeded briefly when every mapped index is in use by a
 // concurrent lookup: an index is never unmapped under a reader, and the
-// excess is evicted by later mappings.
+// excess is evicted as soon as a use ends (settle) or by a later mapping.
 func NewCache(maxMapped int) *Cache {
 	return &Cache{max: maxMapped}
 }
@@ -95,21 +99,45 @@ func (c *Cache) admit(x member) {
 		c.lru.MoveToFront(l.elem)
 	}
 	l.stamp.Store(c.tick.Add(1))
-	if c.max <= 0 {
+	c.evictLocked(x)
+}
+
+// evictLocked evicts least recently used members, skipping keep and any in
+// use, until the bound holds, and records whether it still does not. The
+// caller holds mu.
+func (c *Cache) evictLocked(keep member) {
+	if c.max <= 0 || c.lru.Len() <= c.max {
+		c.over.Store(false)
 		return
 	}
+	// Raised before the pass, not only after: a member released after
+	// this pass found it in use then sees it and settles once mu is free.
+	c.over.Store(true)
 	for e := c.lru.Back(); e != nil && c.lru.Len() > c.max; {
 		prev := e.Prev()
 		y := e.Value.(member)
 		// tryEvict fails while a lookup holds y (or y is mid-operation);
 		// skipping it keeps mappings valid under readers.
-		if y != x && y.tryEvict() {
+		if y != keep && y.tryEvict() {
 			c.lru.Remove(e)
 			y.link().elem = nil
 			c.evictions.Add(1)
 		}
 		e = prev
 	}
+	c.over.Store(c.lru.Len() > c.max)
+}
+
+// settle evicts the excess an earlier pass had to leave because its
+// members were in use. Members call it after letting go of their own lock;
+// it costs one atomic load while the Cache is within its bound.
+func (c *Cache) settle() {
+	if c == nil || !c.over.Load() {
+		return
+	}
+	c.mu.Lock()
+	c.evictLocked(nil)
+	c.mu.Unlock()
 }
 
 // touch marks x as most recently used. The caller holds x's lock (shared).

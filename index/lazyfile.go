@@ -81,6 +81,7 @@ func (lf *LazyFile) release(excl bool) {
 	} else {
 		lf.mu.RUnlock()
 	}
+	lf.cache.settle()
 }
 
 // reopenLocked opens the file again if the Cache closed it. The caller
@@ -138,7 +139,12 @@ func (lf *LazyFile) Pin() (vfs.File, func(), error) {
 	lf.pins.Add(1)
 	lf.release(excl)
 	var once sync.Once
-	return f, func() { once.Do(func() { lf.pins.Add(-1) }) }, nil
+	return f, func() {
+		once.Do(func() {
+			lf.pins.Add(-1)
+			lf.cache.settle()
+		})
+	}, nil
 }
 
 // IsOpen reports whether the descriptor is open now (for tests and stats).

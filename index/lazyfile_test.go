@@ -219,3 +219,33 @@ func TestLazyFileConcurrent(t *testing.T) {
 		t.Fatalf("%d open when idle, bound 2", got)
 	}
 }
+
+// TestLazyFileExcessSettlesWhenReleased: files a pass could not close
+// because they were pinned are closed when the pins go, without waiting for
+// another file to be opened (CI saw 8 files open under a bound of 2 once
+// the readers of TestLazyFileConcurrent had stopped).
+func TestLazyFileExcessSettlesWhenReleased(t *testing.T) {
+	c := NewCache(1)
+	files := lazyFiles(t, vfs.Default, t.TempDir(), c, 4, true)
+	var releases []func()
+	for i, lf := range files {
+		_, release, err := lf.Pin()
+		if err != nil {
+			t.Fatalf("pin %d: %v", i, err)
+		}
+		releases = append(releases, release)
+	}
+	if got := openCount(files); got != len(files) {
+		t.Fatalf("%d open while all %d are pinned", got, len(files))
+	}
+	for _, release := range releases {
+		release()
+	}
+	if got := openCount(files); got > 1 {
+		t.Fatalf("%d open once every pin was released, bound 1", got)
+	}
+	readCheck(t, files[0], 0, 0)
+	if got := openCount(files); got > 1 {
+		t.Fatalf("%d open after a read, bound 1", got)
+	}
+}

@@ -62,6 +62,7 @@ func (lm *LogMap) ReadAt(f vfs.File, p []byte, off, size int64) bool {
 		ok := copyOut(p, lm.buf, off)
 		lm.cache.touch(lm)
 		lm.mu.RUnlock()
+		lm.cache.settle()
 		return ok
 	}
 	lm.mu.RUnlock()
