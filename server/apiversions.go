@@ -24,7 +24,7 @@ const (
 var advertised = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 0, MinVersion: 0, MaxVersion: 12}, // Produce
 	{ApiKey: 1, MinVersion: 4, MaxVersion: 12}, // Fetch
-	{ApiKey: 2, MinVersion: 0, MaxVersion: 8},  // ListOffsets
+	{ApiKey: 2, MinVersion: 0, MaxVersion: 11}, // ListOffsets
 	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
 	{ApiKey: 18, MinVersion: 0, MaxVersion: 3}, // ApiVersions
 	{ApiKey: 19, MinVersion: 0, MaxVersion: 7}, // CreateTopics

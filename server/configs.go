@@ -25,22 +25,27 @@ import (
 type topicConfigMeta struct {
 	typ    kmsg.ConfigType
 	broker string
+	// dflt, when set, is the broker config whose DEFAULT_CONFIG synonym
+	// Kafka lists, with its value in its own unit: the first synonym in
+	// TopicConfigSynonyms' list that has a default (log.retention.ms has
+	// none; log.retention.hours is 168).
+	dflt, dfltValue string
 }
 
 var topicConfigs = map[string]topicConfigMeta{
-	"cleanup.policy":            {kmsg.ConfigTypeList, "log.cleanup.policy"},
-	"retention.ms":              {kmsg.ConfigTypeLong, "log.retention.ms"},
-	"retention.bytes":           {kmsg.ConfigTypeLong, "log.retention.bytes"},
-	"segment.bytes":             {kmsg.ConfigTypeInt, "log.segment.bytes"},
-	"flush.messages":            {kmsg.ConfigTypeLong, "log.flush.interval.messages"},
-	"flush.ms":                  {kmsg.ConfigTypeLong, "log.flush.interval.ms"},
-	"compression.type":          {kmsg.ConfigTypeString, "compression.type"},
-	"max.message.bytes":         {kmsg.ConfigTypeInt, "message.max.bytes"},
-	"segment.index.bytes":       {kmsg.ConfigTypeInt, "log.index.size.max.bytes"},
-	"delete.retention.ms":       {kmsg.ConfigTypeLong, "log.cleaner.delete.retention.ms"},
-	"min.cleanable.dirty.ratio": {kmsg.ConfigTypeDouble, "log.cleaner.min.cleanable.ratio"},
-	"min.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.min.compaction.lag.ms"},
-	"max.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.max.compaction.lag.ms"},
+	"cleanup.policy":            {kmsg.ConfigTypeList, "log.cleanup.policy", "", ""},
+	"retention.ms":              {kmsg.ConfigTypeLong, "log.retention.ms", "log.retention.hours", "168"},
+	"retention.bytes":           {kmsg.ConfigTypeLong, "log.retention.bytes", "", ""},
+	"segment.bytes":             {kmsg.ConfigTypeInt, "log.segment.bytes", "", ""},
+	"flush.messages":            {kmsg.ConfigTypeLong, "log.flush.interval.messages", "", ""},
+	"flush.ms":                  {kmsg.ConfigTypeLong, "log.flush.interval.ms", "log.flush.scheduler.interval.ms", "9223372036854775807"},
+	"compression.type":          {kmsg.ConfigTypeString, "compression.type", "", ""},
+	"max.message.bytes":         {kmsg.ConfigTypeInt, "message.max.bytes", "", ""},
+	"segment.index.bytes":       {kmsg.ConfigTypeInt, "log.index.size.max.bytes", "", ""},
+	"delete.retention.ms":       {kmsg.ConfigTypeLong, "log.cleaner.delete.retention.ms", "", ""},
+	"min.cleanable.dirty.ratio": {kmsg.ConfigTypeDouble, "log.cleaner.min.cleanable.ratio", "", ""},
+	"min.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.min.compaction.lag.ms", "", ""},
+	"max.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.max.compaction.lag.ms", "", ""},
 }
 
 // metaOf is a topic config's protocol facts; a key the table lacks (a
@@ -49,7 +54,16 @@ func metaOf(key string) topicConfigMeta {
 	if m, ok := topicConfigs[key]; ok {
 		return m
 	}
-	return topicConfigMeta{kmsg.ConfigTypeString, key}
+	return topicConfigMeta{typ: kmsg.ConfigTypeString, broker: key}
+}
+
+// defaultSynonym is the DEFAULT_CONFIG synonym Kafka lists for topic
+// config key, whose seglog default is value.
+func (m topicConfigMeta) defaultSynonym(value string) synonym {
+	if m.dflt != "" {
+		return synonym{m.dflt, m.dfltValue, kmsg.ConfigSourceDefaultConfig}
+	}
+	return synonym{m.broker, value, kmsg.ConfigSourceDefaultConfig}
 }
 
 // configError is a per-resource refusal with its Kafka error code.
@@ -168,7 +182,7 @@ func (s *Server) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, r kmsg.D
 			// The broker default the topic was created under.
 			syns = append(syns, synonym{m.broker, cfg.Get(k), kmsg.ConfigSourceStaticBrokerConfig})
 		}
-		syns = append(syns, synonym{m.broker, def.Get(k), kmsg.ConfigSourceDefaultConfig})
+		syns = append(syns, m.defaultSynonym(def.Get(k)))
 		out = append(out, configEntry(req, k, cfg.Get(k), false, m.typ, syns))
 	}
 	return out, nil
@@ -181,6 +195,9 @@ type brokerConfig struct {
 	typ                       kmsg.ConfigType
 	// set: given by a flag (--config) even if equal to Kafka's default.
 	set bool
+	// dflt is the DEFAULT_CONFIG synonym when it is not the config itself
+	// (topicConfigMeta.dflt).
+	dflt *synonym
 }
 
 func (s *Server) brokerConfigs() []brokerConfig {
@@ -197,22 +214,27 @@ func (s *Server) brokerConfigs() []brokerConfig {
 	}
 	nodeID := strconv.Itoa(int(s.cfg.NodeID))
 	out := []brokerConfig{
-		{"node.id", nodeID, "", kmsg.ConfigTypeInt, false},
-		{"broker.id", nodeID, "-1", kmsg.ConfigTypeInt, false},
-		{"log.dirs", s.st.Dir(), "", kmsg.ConfigTypeString, false},
-		{"advertised.listeners", fmt.Sprintf("PLAINTEXT://%s:%d", s.host, s.port), "", kmsg.ConfigTypeString, false},
-		{"num.partitions", strconv.Itoa(s.cfg.NumPartitions), strconv.Itoa(DefaultNumPartitions), kmsg.ConfigTypeInt, false},
-		{"auto.create.topics.enable", strconv.FormatBool(s.autoCreate()), "true", kmsg.ConfigTypeBoolean, false},
-		{"default.replication.factor", "1", "1", kmsg.ConfigTypeInt, false},
-		{"offsets.topic.num.partitions", offsetsParts, strconv.Itoa(store.DefaultOffsetsPartitions), kmsg.ConfigTypeInt, false},
-		{"socket.request.max.bytes", strconv.Itoa(s.cfg.MaxRequestBytes), strconv.Itoa(DefaultMaxRequestBytes), kmsg.ConfigTypeInt, false},
-		{"connections.max.idle.ms", strconv.FormatInt(s.cfg.IdleTimeout.Milliseconds(), 10), strconv.FormatInt(DefaultIdleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong, false},
-		{"group.initial.rebalance.delay.ms", strconv.FormatInt(delay.Milliseconds(), 10), strconv.FormatInt(defaultInitialRebalanceDelay.Milliseconds(), 10), kmsg.ConfigTypeInt, false},
+		{"node.id", nodeID, "", kmsg.ConfigTypeInt, false, nil},
+		{"broker.id", nodeID, "-1", kmsg.ConfigTypeInt, false, nil},
+		{"log.dirs", s.st.Dir(), "", kmsg.ConfigTypeString, false, nil},
+		{"advertised.listeners", fmt.Sprintf("PLAINTEXT://%s:%d", s.host, s.port), "", kmsg.ConfigTypeString, false, nil},
+		{"num.partitions", strconv.Itoa(s.cfg.NumPartitions), strconv.Itoa(DefaultNumPartitions), kmsg.ConfigTypeInt, false, nil},
+		{"auto.create.topics.enable", strconv.FormatBool(s.autoCreate()), "true", kmsg.ConfigTypeBoolean, false, nil},
+		{"default.replication.factor", "1", "1", kmsg.ConfigTypeInt, false, nil},
+		{"offsets.topic.num.partitions", offsetsParts, strconv.Itoa(store.DefaultOffsetsPartitions), kmsg.ConfigTypeInt, false, nil},
+		{"socket.request.max.bytes", strconv.Itoa(s.cfg.MaxRequestBytes), strconv.Itoa(DefaultMaxRequestBytes), kmsg.ConfigTypeInt, false, nil},
+		{"connections.max.idle.ms", strconv.FormatInt(s.cfg.IdleTimeout.Milliseconds(), 10), strconv.FormatInt(DefaultIdleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong, false, nil},
+		{"group.initial.rebalance.delay.ms", strconv.FormatInt(delay.Milliseconds(), 10), strconv.FormatInt(defaultInitialRebalanceDelay.Milliseconds(), 10), kmsg.ConfigTypeInt, false, nil},
 	}
 	def := store.DefaultTopicConfig()
 	for _, k := range store.Keys() {
 		m := metaOf(k)
-		out = append(out, brokerConfig{m.broker, s.cfg.TopicConfig.Get(k), def.Get(k), m.typ, s.cfg.TopicConfig.IsSet(k)})
+		b := brokerConfig{m.broker, s.cfg.TopicConfig.Get(k), def.Get(k), m.typ, s.cfg.TopicConfig.IsSet(k), nil}
+		if m.dflt != "" {
+			syn := m.defaultSynonym("")
+			b.dflt = &syn
+		}
+		out = append(out, b)
 	}
 	return out
 }
@@ -235,7 +257,10 @@ func (s *Server) describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, r kmsg.
 		if b.set || b.value != b.kafkaDefault {
 			syns = append(syns, synonym{b.name, b.value, kmsg.ConfigSourceStaticBrokerConfig})
 		}
-		if b.kafkaDefault != "" {
+		switch {
+		case b.dflt != nil:
+			syns = append(syns, *b.dflt)
+		case b.kafkaDefault != "":
 			syns = append(syns, synonym{b.name, b.kafkaDefault, kmsg.ConfigSourceDefaultConfig})
 		}
 		out = append(out, configEntry(req, b.name, b.value, true, b.typ, syns))
@@ -312,15 +337,17 @@ func (s *Server) alterConfigs(req *kmsg.AlterConfigsRequest) kmsg.Response {
 		if err == nil {
 			err = s.alterTopic(r.ResourceName, req.ValidateOnly, func(store.TopicConfig) (store.TopicConfig, error) {
 				cfg := s.cfg.TopicConfig.Inherited()
+				if err := nullValues(len(r.Configs), func(i int) (string, bool) {
+					return r.Configs[i].Name, r.Configs[i].Value == nil
+				}); err != nil {
+					return cfg, err
+				}
 				seen := make(map[string]bool)
 				for _, c := range r.Configs {
 					if seen[c.Name] {
 						return cfg, invalidRequest("Error due to duplicate config keys: %s", c.Name)
 					}
 					seen[c.Name] = true
-					if c.Value == nil {
-						continue // Kafka leaves a null value out: the default
-					}
 					if err := cfg.Set(c.Name, *c.Value); err != nil {
 						return cfg, err
 					}
@@ -364,15 +391,17 @@ func (s *Server) incrementalAlterConfigs(req *kmsg.IncrementalAlterConfigsReques
 
 // applyOps applies IncrementalAlterConfigs' operations to cfg in order.
 func (s *Server) applyOps(cfg store.TopicConfig, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) (store.TopicConfig, error) {
+	if err := nullValues(len(ops), func(i int) (string, bool) {
+		return ops[i].Name, ops[i].Op != kmsg.IncrementalAlterConfigOpDelete && ops[i].Value == nil
+	}); err != nil {
+		return cfg, err
+	}
 	seen := make(map[string]bool)
 	for _, c := range ops {
 		if seen[c.Name] {
 			return cfg, invalidRequest("Error due to duplicate config keys: %s", c.Name)
 		}
 		seen[c.Name] = true
-		if c.Op != kmsg.IncrementalAlterConfigOpDelete && c.Value == nil {
-			return cfg, invalidConfig("%s: operation %v needs a value", c.Name, c.Op)
-		}
 		var err error
 		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
@@ -395,6 +424,24 @@ func (s *Server) applyOps(cfg store.TopicConfig, ops []kmsg.IncrementalAlterConf
 		}
 	}
 	return cfg, nil
+}
+
+// nullValues refuses a resource whose configs (n of them, named and
+// judged by at) include a value left null where one is needed, naming them
+// all: INVALID_REQUEST in Kafka's words, before anything else is checked
+// (its ConfigAdminManager.preprocess, for AlterConfigs and
+// IncrementalAlterConfigs alike).
+func nullValues(n int, at func(i int) (name string, null bool)) error {
+	var names []string
+	for i := range n {
+		if name, null := at(i); null {
+			names = append(names, name)
+		}
+	}
+	if names != nil {
+		return invalidRequest("Null value not supported for : %s", strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // editList appends to or subtracts from a comma-separated list config,

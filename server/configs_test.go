@@ -127,7 +127,9 @@ func TestDescribeConfigsEveryVersion(t *testing.T) {
 			for _, s := range byName["retention.ms"].ConfigSynonyms {
 				syns = append(syns, s.Name+"="+*s.Value+"/"+s.Source.String())
 			}
-			want := []string{"retention.ms=1000/DYNAMIC_TOPIC_CONFIG", "log.retention.ms=604800000/DEFAULT_CONFIG"}
+			// Kafka's default synonym for retention.ms is log.retention.hours
+			// (log.retention.ms and .minutes have no default).
+			want := []string{"retention.ms=1000/DYNAMIC_TOPIC_CONFIG", "log.retention.hours=168/DEFAULT_CONFIG"}
 			if !slices.Equal(syns, want) {
 				t.Errorf("v%d: retention.ms synonyms %v, want %v", v, syns, want)
 			}
@@ -202,6 +204,12 @@ func alterReq(version int16, validateOnly bool, typ kmsg.ConfigResourceType, nam
 		r.Configs = append(r.Configs, kmsg.AlterConfigsRequestResourceConfig{Name: kvs[i], Value: kmsg.StringPtr(kvs[i+1])})
 	}
 	req.Resources = append(req.Resources, r)
+	return req
+}
+
+// nullValueAlter leaves the value of req's config i null.
+func nullValueAlter(req *kmsg.AlterConfigsRequest, i int) *kmsg.AlterConfigsRequest {
+	req.Resources[0].Configs[i].Value = nil
 	return req
 }
 
@@ -367,7 +375,9 @@ func TestAlterConfigsChangeNothing(t *testing.T) {
 		{inc: incReq(1, false, topic, "t", op(set, "retention.bytes", kmsg.StringPtr("5")), op(set, "retention.ms", kmsg.StringPtr("-2"))), want: kerr.InvalidConfig.Code},
 		{inc: incReq(1, false, topic, "t", op(set, "max.message.bytes", kmsg.StringPtr("200000")), op(set, "segment.bytes", kmsg.StringPtr("150000"))), want: kerr.InvalidConfig.Code},
 		{inc: incReq(1, false, topic, "t", op(set, "flush.messages", kmsg.StringPtr("7"))), want: kerr.InvalidConfig.Code},
-		{inc: incReq(1, false, topic, "t", op(set, "cleanup.policy", nil)), want: kerr.InvalidConfig.Code},
+		{inc: incReq(1, false, topic, "t", op(set, "cleanup.policy", nil)), want: kerr.InvalidRequest.Code},
+		{inc: incReq(0, false, topic, "t", op(set, "retention.bytes", kmsg.StringPtr("5")), op(kmsg.IncrementalAlterConfigOpAppend, "cleanup.policy", nil)), want: kerr.InvalidRequest.Code},
+		{alter: nullValueAlter(alterReq(2, false, topic, "t", "retention.bytes", "5", "retention.ms", "6"), 1), want: kerr.InvalidRequest.Code},
 		{alter: alterReq(1, false, topic, "t", "retention.ms", "5", "min.cleanable.dirty.ratio", "2"), want: kerr.InvalidConfig.Code},
 		{alter: alterReq(1, false, topic, "t", "retention.ms", "5", "retention.ms", "6"), want: kerr.InvalidRequest.Code},
 	} {

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog"
@@ -18,12 +19,27 @@ const (
 	tsEarliestPending = -6
 )
 
+// specMinVersion is the first ListOffsets version that carries each
+// special timestamp (Kafka's ReplicaManager.timestampMinSupportedVersion;
+// seglog still serves v0, which knows -1 and -2).
+var specMinVersion = map[int64]int16{
+	tsLatest:          0,
+	tsEarliest:        0,
+	tsMaxTimestamp:    7,
+	tsEarliestLocal:   8,
+	tsLatestTiered:    9,
+	tsEarliestPending: 11,
+}
+
 // listOffsets answers the log start (-2, and -4, the earliest local
 // offset: everything is local), the high watermark (-1, which is also the
 // last stable offset: there are no transactions), the offset and
 // timestamp of the record with the largest timestamp (-3), -1 for the
-// latest tiered offset (-5: nothing is tiered, as Kafka answers without
-// tiered storage), and the first offset at or after a time.
+// latest tiered offset and the earliest offset pending upload (-5 and -6:
+// nothing is tiered, as Kafka answers without tiered storage), and the
+// first offset at or after a time. A special timestamp the request's
+// version does not carry, or a negative one that is none of these, is
+// UNSUPPORTED_VERSION for its partition, as Kafka answers.
 func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, t := range req.Topics {
@@ -33,9 +49,15 @@ func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LeaderEpoch = -1
-			off, ts, err := s.lookupOffset(t.Topic, p.Partition, p.Timestamp)
-			if err != nil {
+			var off, ts int64
+			var err error
+			if first, ok := specMinVersion[p.Timestamp]; p.Timestamp < 0 && (!ok || req.Version < first) {
+				err = kerr.UnsupportedVersion
+				rp.ErrorCode = kerr.UnsupportedVersion.Code
+			} else if off, ts, err = s.lookupOffset(t.Topic, p.Partition, p.Timestamp); err != nil {
 				rp.ErrorCode = errCode(err)
+			}
+			if err != nil {
 				off, ts = -1, -1
 			}
 			rp.Offset, rp.Timestamp = off, ts
@@ -60,16 +82,13 @@ func (s *Server) lookupOffset(topic string, partition int32, ts int64) (offset, 
 	switch ts {
 	case tsEarliest, tsEarliestLocal:
 		return l.StartOffset(), -1, nil
-	case tsLatest, tsEarliestPending:
+	case tsLatest:
 		return l.EndOffset(), -1, nil
-	case tsLatestTiered:
+	case tsLatestTiered, tsEarliestPending:
 		// Kafka without tiered storage: nothing is tiered, offset -1.
 		return -1, -1, nil
 	case tsMaxTimestamp:
 		return maxTimestampOffset(l)
-	}
-	if ts < 0 {
-		return -1, -1, nil
 	}
 	off, err := l.OffsetForTime(ts)
 	if errors.Is(err, seglog.ErrTimestampNotFound) {

@@ -99,7 +99,7 @@ func TestApiVersionsDowngrade(t *testing.T) {
 	if got.ErrorCode != 0 {
 		t.Fatalf("v3: error %d", got.ErrorCode)
 	}
-	want := map[int16][2]int16{0: {0, 12}, 1: {4, 12}, 2: {0, 8}, 3: {0, 12}, 18: {0, 3}, 19: {0, 7}, 20: {0, 5}, 21: {0, 2}, 22: {0, 4}}
+	want := map[int16][2]int16{0: {0, 12}, 1: {4, 12}, 2: {0, 11}, 3: {0, 12}, 18: {0, 3}, 19: {0, 7}, 20: {0, 5}, 21: {0, 2}, 22: {0, 4}}
 	for _, k := range got.ApiKeys {
 		if w, ok := want[k.ApiKey]; ok {
 			if k.MinVersion != w[0] || k.MaxVersion != w[1] {
