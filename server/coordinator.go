@@ -59,7 +59,8 @@ type coordinator struct {
 	// from its offsets, as Kafka shows an Empty group that had members
 	// (protocol type "consumer"), not as one that only ever committed
 	// (protocol type ""), which sarama's ListConsumerGroups tells apart.
-	// It is not kept across a restart.
+	// The group's Empty GroupMetadata record brings it back at a restart
+	// (loadGroups).
 	emptied map[string]string
 	closed  bool
 }

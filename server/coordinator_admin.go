@@ -130,6 +130,7 @@ func (c *coordinator) deleteGroup(id string) int16 {
 		c.mu.Unlock()
 		return kerr.NonEmptyGroup.Code
 	}
+	_, emptied := c.emptied[id]
 	delete(c.emptied, id)
 	if g != nil {
 		// Ids handed out but never used are dropped with the group.
@@ -141,10 +142,18 @@ func (c *coordinator) deleteGroup(id string) int16 {
 		delete(c.groups, id)
 	}
 	c.mu.Unlock()
+	known := g != nil || emptied
+	if known {
+		// A crash between this tombstone and the offsets' leaves a
+		// group that is still listed and that deleting again removes.
+		if err := c.forgetGroup(id); err != nil {
+			return storeErrorCode(err)
+		}
+	}
 	err := c.st.DeleteGroup(id)
 	switch {
 	case errors.Is(err, store.ErrUnknownGroup):
-		if g != nil {
+		if known {
 			return 0 // it had members once, never offsets
 		}
 		return kerr.GroupIDNotFound.Code

@@ -17,21 +17,34 @@ import (
 // across the restart go on heartbeating and committing in their
 // generation, as they do when a Kafka coordinator moves.
 
-// groupMetadataRecord is the group's membership as Kafka's record; a group
-// with no members is a tombstone.
-func (g *group) groupMetadataRecord() record.Record {
+// groupMetadataKey is the key of a group's GroupMetadata records.
+func groupMetadataKey(id string) []byte {
 	key := kmsg.NewGroupMetadataKey()
 	key.Version = 2
-	key.Group = g.id
-	r := record.Record{Key: key.AppendTo(nil), Timestamp: g.c.cfg.clock.Now().UnixMilli()}
-	if len(g.members) == 0 {
+	key.Group = id
+	return key.AppendTo(nil)
+}
+
+// groupMetadataRecord is the group's membership as Kafka's record. A group
+// its last member left is written as Kafka writes it, Empty: its protocol
+// type and generation with no protocol, leader or members, so that it is
+// still listed as a "consumer" group after a restart (sarama's
+// ListConsumerGroups keeps only those). A group with no protocol type has
+// nothing worth keeping: a tombstone.
+func (g *group) groupMetadataRecord() record.Record {
+	r := record.Record{Key: groupMetadataKey(g.id), Timestamp: g.c.cfg.clock.Now().UnixMilli()}
+	if len(g.members) == 0 && g.protocolType == "" {
 		return r
 	}
 	v := kmsg.NewGroupMetadataValue()
 	v.Version = 3
 	v.ProtocolType, v.Generation = g.protocolType, g.generation
-	v.Protocol, v.Leader = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.leader)
 	v.CurrentStateTimestamp = r.Timestamp
+	if len(g.members) == 0 {
+		r.Value = v.AppendTo(nil)
+		return r
+	}
+	v.Protocol, v.Leader = kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.leader)
 	for _, id := range g.order {
 		m := g.members[id]
 		vm := kmsg.NewGroupMetadataValueMember()
@@ -45,8 +58,8 @@ func (g *group) groupMetadataRecord() record.Record {
 	return r
 }
 
-// persist writes the group's membership (a tombstone once it has none
-// left) to the offsets topic, durably: the topic syncs every append.
+// persist writes the group's membership (Empty once it has none left) to
+// the offsets topic, durably: the topic syncs every append.
 func (g *group) persist() error {
 	if len(g.members) == 0 && !g.persisted {
 		return nil
@@ -66,9 +79,26 @@ func (g *group) persist() error {
 	return nil
 }
 
+// forgetGroup writes the tombstone of a deleted group's GroupMetadata
+// record, so that a restart does not list it Empty again.
+func (c *coordinator) forgetGroup(id string) error {
+	n, err := c.st.Partitions(store.OffsetsTopic)
+	if err != nil {
+		return err
+	}
+	l, err := c.st.Log(store.OffsetsTopic, store.OffsetsPartitionFor(id, n))
+	if err != nil {
+		return err
+	}
+	if _, err := l.Append(record.Record{Key: groupMetadataKey(id), Timestamp: c.cfg.clock.Now().UnixMilli()}); err != nil {
+		return fmt.Errorf("server: deleting the membership of group %q: %w", id, err)
+	}
+	return nil
+}
+
 // loadGroups rebuilds the groups whose last generation had members from
-// the offsets topic: the last record of each group wins, a tombstone
-// removes it. A record that does not decode is skipped, as the store skips
+// the offsets topic, and remembers the protocol type of those it left
+// Empty: the last record of each group wins, a tombstone removes it. A record that does not decode is skipped, as the store skips
 // what it does not know; the members of such a group rejoin.
 func (c *coordinator) loadGroups() {
 	n, err := c.st.Partitions(store.OffsetsTopic)
@@ -109,8 +139,11 @@ func (c *coordinator) loadGroups() {
 		}
 	}
 	for id, v := range last {
-		if len(v.Members) > 0 && v.Protocol != nil {
+		switch {
+		case len(v.Members) > 0 && v.Protocol != nil:
 			c.restoreGroup(id, v)
+		case len(v.Members) == 0 && v.ProtocolType != "":
+			c.emptied[id] = v.ProtocolType
 		}
 	}
 }

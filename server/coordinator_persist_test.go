@@ -5,6 +5,7 @@ import (
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -39,7 +40,8 @@ func (h *harness) groupRecords(group string) []*kmsg.GroupMetadataValue {
 }
 
 // Each stable generation is one GroupMetadata record in Kafka's schema;
-// the group emptying writes its tombstone.
+// the group emptying writes an Empty one (its protocol type, no protocol,
+// leader or members), as Kafka does; deleting it writes the tombstone.
 func TestCoordinatorGroupMetadataRecords(t *testing.T) {
 	h := newHarness(t)
 	ids, gen := h.stableGroup("g", 2)
@@ -58,8 +60,70 @@ func TestCoordinatorGroupMetadataRecords(t *testing.T) {
 	}
 	h.leave("g", ids...)
 	recs = h.groupRecords("g")
-	if len(recs) != 2 || recs[1] != nil {
+	if len(recs) != 2 || recs[1] == nil {
 		t.Fatalf("records after everybody left: %v", recs)
+	}
+	if v := recs[1]; v.ProtocolType != "consumer" || v.Protocol != nil || v.Leader != nil || len(v.Members) != 0 {
+		t.Fatalf("the Empty record: %+v", v)
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"g"}
+	if code := h.do(del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != 0 {
+		t.Fatalf("delete: %d", code)
+	}
+	if recs = h.groupRecords("g"); len(recs) != 3 || recs[2] != nil {
+		t.Fatalf("records after the delete: %v", recs)
+	}
+}
+
+// A group its members left is still listed Empty with protocol type
+// "consumer" after a restart (sarama's ListConsumerGroups keeps only
+// those), and a deleted one is not listed at all.
+func TestCoordinatorEmptiedGroupSurvivesRestart(t *testing.T) {
+	h := newHarness(t)
+	for _, id := range []string{"kept", "deleted", "never-committed"} {
+		ids, gen := h.stableGroup(id, 1)
+		if id != "never-committed" {
+			h.commit(id, ids[0], gen, map[int32]int64{0: 1})
+		}
+		h.leave(id, ids[0])
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"deleted"}
+	if code := h.do(del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != 0 {
+		t.Fatalf("delete: %d", code)
+	}
+	h.restart()
+	list := kmsg.NewPtrListGroupsRequest()
+	list.Version = 4
+	got := make(map[string]kmsg.ListGroupsResponseGroup)
+	for _, g := range h.do(list).(*kmsg.ListGroupsResponse).Groups {
+		got[g.Group] = g
+	}
+	if g, ok := got["kept"]; !ok || g.GroupState != "Empty" || g.ProtocolType != "consumer" {
+		t.Errorf("after a restart, kept: %+v (listed %v)", g, ok)
+	}
+	if d := h.describe("kept"); d.State != "Empty" || d.ProtocolType != "consumer" {
+		t.Errorf("after a restart, describe kept: %+v", d)
+	}
+	// A group with neither members nor offsets is not listed, before a
+	// restart as after it.
+	for _, id := range []string{"deleted", "never-committed"} {
+		if g, ok := got[id]; ok {
+			t.Errorf("after a restart, %s is listed: %+v", id, g)
+		}
+	}
+	// The one left Empty with no offsets can still be deleted, once: its
+	// Empty record is tombstoned.
+	del.Groups = []string{"never-committed"}
+	if code := h.do(del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != 0 {
+		t.Fatalf("delete never-committed: %d", code)
+	}
+	if recs := h.groupRecords("never-committed"); len(recs) == 0 || recs[len(recs)-1] != nil {
+		t.Fatalf("never-committed's records after its delete: %v", recs)
+	}
+	if code := h.do(del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("delete never-committed again: %d", code)
 	}
 }
 
