@@ -6,13 +6,13 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/crashtest"
 	"github.com/seglog/seglog/internal/soak"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -257,61 +257,6 @@ func pickKind(rng *rand.Rand) string {
 	return "append"
 }
 
-// clonePoint is the machine's state at one filesystem operation, and the
-// scenario op then in flight (0: Open).
-type clonePoint struct {
-	fs       *vfs.MemFS
-	inflight int
-	torn     bool
-	opn      int64
-	op       vfs.Op
-}
-
-// crashRecorder clones the in-memory FS, as a power loss leaves it, at
-// every filesystem operation once armed: half the clones keep only what
-// was synced, half also keep random unsynced bytes and directory entries.
-type crashRecorder struct {
-	mu       sync.Mutex
-	mem      *vfs.MemFS
-	armed    bool
-	current  int
-	n        int64
-	points   []clonePoint
-	rng      *rand.Rand
-	everyNth int64 // clone only every n-th operation (1: all)
-}
-
-func newCrashRecorder(mem *vfs.MemFS, seed uint64) *crashRecorder {
-	return &crashRecorder{mem: mem, rng: rand.New(rand.NewPCG(seed, 5)), everyNth: 1}
-}
-
-func (c *crashRecorder) Inject(op vfs.Op) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.armed {
-		return nil
-	}
-	c.n++
-	if c.n%c.everyNth != 0 {
-		return nil
-	}
-	torn := c.n%2 == 0
-	var fs *vfs.MemFS
-	if torn {
-		fs = c.mem.CrashCloneWith(vfs.CrashOptions{Rand: rand.New(rand.NewPCG(c.rng.Uint64(), 1)), KeepUnsynced: 0.7, KeepUnsyncedEntries: 0.5})
-	} else {
-		fs = c.mem.CrashClone()
-	}
-	c.points = append(c.points, clonePoint{fs: fs, inflight: c.current, torn: torn, opn: c.n, op: op})
-	return nil
-}
-
-func (c *crashRecorder) set(f func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f()
-}
-
 // TestLogCrashCampaign simulates a power loss at every filesystem
 // operation of random scenarios mixing appends, rolls, truncations,
 // DeleteBefore, retention passes, compaction swaps and cleaner-checkpoint
@@ -344,7 +289,9 @@ func runLogScenario(t *testing.T, seed uint64, nops int) int {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 3))
 	mem := vfs.NewMem()
-	rec := newCrashRecorder(mem, seed)
+	// The recorder's state is the number of the scenario op in flight
+	// (0: Open).
+	rec := crashtest.New(mem, 0, nil, crashtest.Options{Rand: rand.New(rand.NewPCG(seed, 5)), TornStream: 1, KeepUnsynced: 0.7})
 	fs := vfs.Inject(mem, rec)
 	l, err := seglog.Open("/c", campaignOptions(fs))
 	if err != nil {
@@ -365,9 +312,9 @@ func runLogScenario(t *testing.T, seed uint64, nops int) int {
 	}
 	states := []cstate{st}
 	var ops []cop
-	rec.set(func() { rec.armed = true })
+	rec.Arm(true)
 	for i := 1; i <= nops; i++ {
-		rec.set(func() { rec.current = i })
+		rec.Set(i)
 		op, err := run.apply(pickKind(rng))
 		if err != nil {
 			t.Fatalf("seed %d op %d %v: %v", seed, i, op, err)
@@ -379,21 +326,23 @@ func runLogScenario(t *testing.T, seed uint64, nops int) int {
 		}
 		states = append(states, st)
 	}
-	rec.set(func() { rec.current = nops + 1 })
+	rec.Set(nops + 1)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rec.set(func() { rec.armed = false })
+	rec.Arm(false)
 	ops = append(ops, cop{"close", 0})
 	states = append(states, states[len(states)-1])
 
-	for _, p := range rec.points {
+	points := rec.Take()
+	for _, p := range points {
+		inflight := p.State
 		before, after, op := states[0], states[0], cop{"open", 0}
-		if p.inflight > 0 {
-			before, after, op = states[p.inflight-1], states[p.inflight], ops[p.inflight-1]
+		if inflight > 0 {
+			before, after, op = states[inflight-1], states[inflight], ops[inflight-1]
 		}
-		label := fmt.Sprintf("seed %d: crash at fs op %d (%v %s, torn %v) during op %d %v", seed, p.opn, p.op.Kind, p.op.Path, p.torn, p.inflight, op)
-		r, err := seglog.Open("/c", campaignOptions(p.fs))
+		label := fmt.Sprintf("seed %d: crash at fs op %d (%v %s, torn %v) during op %d %v", seed, p.N, p.Op.Kind, p.Op.Path, p.Torn, inflight, op)
+		r, err := seglog.Open("/c", campaignOptions(p.FS))
 		if err != nil {
 			t.Fatalf("%s: reopen: %v", label, err)
 		}
@@ -410,10 +359,10 @@ func runLogScenario(t *testing.T, seed uint64, nops int) int {
 		if err := r.Close(); err != nil {
 			t.Fatalf("%s: close: %v", label, err)
 		}
-		fscktest.CheckCleanButQuarantines(t, p.fs, "/c") // a later segment behind a torn one is set aside
+		fscktest.CheckCleanButQuarantines(t, p.FS, "/c") // a later segment behind a torn one is set aside
 		if t.Failed() {
 			t.Fatalf("%s: fsck", label)
 		}
 	}
-	return len(rec.points)
+	return len(points)
 }

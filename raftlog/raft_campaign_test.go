@@ -8,11 +8,11 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/crashtest"
 	"github.com/seglog/seglog/internal/soak"
 	"github.com/seglog/seglog/raftlog"
 	"github.com/seglog/seglog/vfs"
@@ -120,54 +120,6 @@ func raftAcceptable(got, before, after raftState, op raftOp) bool {
 	return false
 }
 
-type raftPoint struct {
-	fs       *vfs.MemFS
-	inflight int
-	opn      int64
-	op       vfs.Op
-	torn     bool
-}
-
-type raftRecorder struct {
-	mu      sync.Mutex
-	mem     *vfs.MemFS
-	armed   bool
-	current int
-	n       int64
-	points  []raftPoint
-	rng     *rand.Rand
-	// every is the chance that an operation is cloned: a raft partition's
-	// preallocated indexes make each clone cost megabytes.
-	every float64
-}
-
-func (c *raftRecorder) Inject(op vfs.Op) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.armed {
-		return nil
-	}
-	c.n++
-	if c.rng.Float64() >= c.every {
-		return nil
-	}
-	torn := c.n%2 == 0
-	var fs *vfs.MemFS
-	if torn {
-		fs = c.mem.CrashCloneWith(vfs.CrashOptions{Rand: rand.New(rand.NewPCG(c.rng.Uint64(), 3)), KeepUnsynced: 0.7, KeepUnsyncedEntries: 0.5})
-	} else {
-		fs = c.mem.CrashClone()
-	}
-	c.points = append(c.points, raftPoint{fs: fs, inflight: c.current, opn: c.n, op: op, torn: torn})
-	return nil
-}
-
-func (c *raftRecorder) set(f func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f()
-}
-
 // TestRaftCrashCampaign takes a power loss at every filesystem operation
 // of random runs of StoreLogs (with rising terms and staged commit
 // indexes), prefix deletes (compaction after a snapshot), suffix deletes
@@ -205,7 +157,10 @@ func runRaftCampaign(t *testing.T, seed uint64, nops int) int {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 6))
 	mem := vfs.NewMem()
-	rec := &raftRecorder{mem: mem, rng: rand.New(rand.NewPCG(seed, 7)), every: 0.04}
+	// The recorder's state is the number of the op in flight (0: Open).
+	// It samples: a raft partition's preallocated indexes make each clone
+	// cost megabytes.
+	rec := crashtest.New(mem, 0, nil, crashtest.Options{Rand: rand.New(rand.NewPCG(seed, 7)), TornStream: 3, Chance: 0.04, KeepUnsynced: 0.7})
 	s, err := raftlog.Open("/raft", campaignRaftOptions(vfs.Inject(mem, rec)))
 	if err != nil {
 		t.Fatal(err)
@@ -218,9 +173,9 @@ func runRaftCampaign(t *testing.T, seed uint64, nops int) int {
 	states := []raftState{st}
 	var ops []raftOp
 	total := 0
-	rec.set(func() { rec.armed = true })
+	rec.Arm(true)
 	for i := 1; i <= nops; i++ {
-		rec.set(func() { rec.current = i })
+		rec.Set(i)
 		var op raftOp
 		cur := states[len(states)-1]
 		empty := cur.last == 0 || cur.last < cur.first
@@ -273,11 +228,11 @@ func runRaftCampaign(t *testing.T, seed uint64, nops int) int {
 		states = append(states, st)
 		total += checkRaftPoints(t, rec, seed, states, ops, term)
 	}
-	rec.set(func() { rec.current = nops + 1 })
+	rec.Set(nops + 1)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rec.set(func() { rec.armed = false })
+	rec.Arm(false)
 	ops = append(ops, raftOp{kind: "close"})
 	states = append(states, states[len(states)-1])
 	total += checkRaftPoints(t, rec, seed, states, ops, term)
@@ -285,17 +240,17 @@ func runRaftCampaign(t *testing.T, seed uint64, nops int) int {
 }
 
 // checkRaftPoints verifies the clones taken so far and drops them.
-func checkRaftPoints(t *testing.T, rec *raftRecorder, seed uint64, states []raftState, ops []raftOp, term uint64) int {
+func checkRaftPoints(t *testing.T, rec *crashtest.Recorder[int], seed uint64, states []raftState, ops []raftOp, term uint64) int {
 	t.Helper()
-	var points []raftPoint
-	rec.set(func() { points, rec.points = rec.points, nil })
+	points := rec.Take()
 	for _, p := range points {
+		inflight := p.State
 		before, after, op := states[0], states[0], raftOp{kind: "open"}
-		if p.inflight > 0 {
-			before, after, op = states[p.inflight-1], states[p.inflight], ops[p.inflight-1]
+		if inflight > 0 {
+			before, after, op = states[inflight-1], states[inflight], ops[inflight-1]
 		}
-		label := fmt.Sprintf("seed %d: crash at fs op %d (%v %s, torn %v) during op %d %v", seed, p.opn, p.op.Kind, p.op.Path, p.torn, p.inflight, op)
-		r, err := raftlog.Open("/raft", campaignRaftOptions(p.fs))
+		label := fmt.Sprintf("seed %d: crash at fs op %d (%v %s, torn %v) during op %d %v", seed, p.N, p.Op.Kind, p.Op.Path, p.Torn, inflight, op)
+		r, err := raftlog.Open("/raft", campaignRaftOptions(p.FS))
 		if err != nil {
 			t.Fatalf("%s: reopen: %v", label, err)
 		}
@@ -316,7 +271,7 @@ func checkRaftPoints(t *testing.T, rec *raftRecorder, seed uint64, states []raft
 		if err := r.Close(); err != nil {
 			t.Fatalf("%s: close: %v", label, err)
 		}
-		fscktest.CheckClean(t, p.fs, filepath.Join("/raft", raftlog.PartitionDir))
+		fscktest.CheckClean(t, p.FS, filepath.Join("/raft", raftlog.PartitionDir))
 		if t.Failed() {
 			t.Fatalf("%s: fsck", label)
 		}

@@ -9,11 +9,11 @@ import (
 	"math/rand/v2"
 	"path"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/crashtest"
 	"github.com/seglog/seglog/internal/soak"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
@@ -76,27 +76,25 @@ func (h storeHistory) copy() storeHistory {
 	return c
 }
 
-type storePoint struct {
-	fs   *vfs.MemFS
-	hist storeHistory
-	opn  int64
-	op   vfs.Op
-	torn bool
-}
+// storePoint is a crash image with the history acknowledged when it was
+// taken.
+type storePoint = crashtest.Point[storeHistory]
 
 // storeRecorder clones the FS at every filesystem operation with the
 // history acknowledged so far.
 type storeRecorder struct {
-	mu     sync.Mutex
-	mem    *vfs.MemFS
-	armed  bool
-	n      int64
-	h      storeHistory
-	points []storePoint
-	rng    *rand.Rand
+	*crashtest.Recorder[storeHistory]
 	// label, when set, is told what the workload does next (the fault
 	// matrix's faults.At.SetCurrent).
 	label func(string)
+}
+
+func newStoreRecorder(mem *vfs.MemFS, seed uint64, label func(string)) *storeRecorder {
+	return &storeRecorder{
+		Recorder: crashtest.New(mem, newStoreHistory(), storeHistory.copy,
+			crashtest.Options{Rand: rand.New(rand.NewPCG(seed, 9)), TornStream: 2, KeepUnsynced: 0.6}),
+		label: label,
+	}
 }
 
 // doing tells rec's label, if any, what the workload does next.
@@ -104,30 +102,6 @@ func (c *storeRecorder) doing(what string) {
 	if c.label != nil {
 		c.label(what)
 	}
-}
-
-func (c *storeRecorder) Inject(op vfs.Op) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.armed {
-		return nil
-	}
-	c.n++
-	torn := c.n%2 == 0
-	var fs *vfs.MemFS
-	if torn {
-		fs = c.mem.CrashCloneWith(vfs.CrashOptions{Rand: rand.New(rand.NewPCG(c.rng.Uint64(), 2)), KeepUnsynced: 0.6, KeepUnsyncedEntries: 0.5})
-	} else {
-		fs = c.mem.CrashClone()
-	}
-	c.points = append(c.points, storePoint{fs: fs, hist: c.h.copy(), opn: c.n, op: op, torn: torn})
-	return nil
-}
-
-func (c *storeRecorder) with(f func(h *storeHistory)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	f(&c.h)
 }
 
 // TestStoreCrashCampaign takes a power loss at every filesystem operation
@@ -160,14 +134,13 @@ func TestStoreCrashCampaign(t *testing.T) {
 func runStoreCampaign(t *testing.T, seed uint64, nops int) int {
 	t.Helper()
 	mem := vfs.NewMem()
-	rec := &storeRecorder{mem: mem, rng: rand.New(rand.NewPCG(seed, 9)),
-		h: storeHistory{topics: map[string]int{}, pending: map[string]int{}, commits: map[string][]int64{}, acked: map[string]int{}, synced: map[string]int64{}}}
+	rec := newStoreRecorder(mem, seed, nil)
 	fs := vfs.Inject(mem, rec)
 	s, err := store.Open(campaignDir, campaignStoreOptions(fs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.with(func(*storeHistory) { rec.armed = true })
+	rec.Arm(true)
 	if err := storeWorkload(s, rec, seed, nops); err != nil {
 		t.Fatal(err)
 	}
@@ -175,14 +148,15 @@ func runStoreCampaign(t *testing.T, seed uint64, nops int) int {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rec.with(func(*storeHistory) { rec.armed = false })
-	for _, p := range rec.points {
-		checkStorePoint(t, p, names, fmt.Sprintf("seed %d: crash at fs op %d (%v %s, torn %v)", seed, p.opn, p.op.Kind, p.op.Path, p.torn))
+	rec.Arm(false)
+	points := rec.Take()
+	for _, p := range points {
+		checkStorePoint(t, p, names, fmt.Sprintf("seed %d: crash at fs op %d (%v %s, torn %v)", seed, p.N, p.Op.Kind, p.Op.Path, p.Torn))
 		if t.Failed() {
 			break
 		}
 	}
-	return len(rec.points)
+	return len(points)
 }
 
 var campaignTopics = []string{"a", "b", "c"}
@@ -198,19 +172,19 @@ func storeWorkload(s *store.Store, rec *storeRecorder, seed uint64, nops int) er
 		name := names[rng.IntN(len(names))]
 		var n int
 		var exists bool
-		rec.with(func(h *storeHistory) { n, exists = h.topics[name] })
+		rec.With(func(h *storeHistory) { n, exists = h.topics[name] })
 		switch op := rng.IntN(12); {
 		case !exists && op < 4:
 			n := 1 + rng.IntN(3)
-			rec.with(func(h *storeHistory) { h.pending[name] = n })
+			rec.With(func(h *storeHistory) { h.pending[name] = n })
 			if err := s.CreateTopic(name, n, campaignTopicConfig(name == "a")); err != nil {
 				return fmt.Errorf("create %s: %w", name, err)
 			}
-			rec.with(func(h *storeHistory) { delete(h.pending, name); h.topics[name] = n })
+			rec.With(func(h *storeHistory) { delete(h.pending, name); h.topics[name] = n })
 		case !exists:
 			continue
 		case op == 0:
-			rec.with(func(h *storeHistory) {
+			rec.With(func(h *storeHistory) {
 				h.pending[name] = -1
 				delete(h.topics, name)
 				for _, m := range []map[string]int64{h.synced} {
@@ -233,13 +207,13 @@ func storeWorkload(s *store.Store, rec *storeRecorder, seed uint64, nops int) er
 			if err != nil {
 				return fmt.Errorf("delete %s: %w", name, err)
 			}
-			rec.with(func(h *storeHistory) { delete(h.pending, name) })
+			rec.With(func(h *storeHistory) { delete(h.pending, name) })
 		case op == 1 && n < 4:
-			rec.with(func(h *storeHistory) { h.pending[name] = n + 1 })
+			rec.With(func(h *storeHistory) { h.pending[name] = n + 1 })
 			if err := s.AddPartitions(name, n+1); err != nil {
 				return fmt.Errorf("add partitions %s: %w", name, err)
 			}
-			rec.with(func(h *storeHistory) { delete(h.pending, name); h.topics[name] = n + 1 })
+			rec.With(func(h *storeHistory) { delete(h.pending, name); h.topics[name] = n + 1 })
 		case op < 7:
 			recs := make([]record.Record, 1+rng.IntN(3))
 			for j := range recs {
@@ -252,7 +226,7 @@ func storeWorkload(s *store.Store, rec *storeRecorder, seed uint64, nops int) er
 				return fmt.Errorf("produce %s: %w", name, err)
 			}
 			if name == "a" {
-				rec.with(func(h *storeHistory) {
+				rec.With(func(h *storeHistory) {
 					for _, r := range res {
 						k := fmt.Sprintf("%s %d", name, r.Partition)
 						h.synced[k] = max(h.synced[k], r.Offset+1)
@@ -264,7 +238,7 @@ func storeWorkload(s *store.Store, rec *storeRecorder, seed uint64, nops int) er
 			// the offset must stay gone until a later commit.
 			g := fmt.Sprintf("g%d", rng.IntN(3))
 			var keys []string
-			rec.with(func(h *storeHistory) {
+			rec.With(func(h *storeHistory) {
 				for k := range h.commits {
 					if groupOf(k) == g {
 						h.commits[k] = append(h.commits[k], -1)
@@ -275,7 +249,7 @@ func storeWorkload(s *store.Store, rec *storeRecorder, seed uint64, nops int) er
 			if err := s.DeleteGroup(g); err != nil && !errors.Is(err, store.ErrUnknownGroup) {
 				return fmt.Errorf("delete group %s: %w", g, err)
 			}
-			rec.with(func(h *storeHistory) {
+			rec.With(func(h *storeHistory) {
 				for _, k := range keys {
 					h.acked[k] = len(h.commits[k]) - 1
 				}
@@ -289,11 +263,11 @@ func storeWorkload(s *store.Store, rec *storeRecorder, seed uint64, nops int) er
 			}
 			off := l.StartOffset() + rng.Int64N(l.EndOffset()-l.StartOffset()+1)
 			k := fmt.Sprintf("%s %s %d", g, name, p)
-			rec.with(func(h *storeHistory) { h.commits[k] = append(h.commits[k], off) })
+			rec.With(func(h *storeHistory) { h.commits[k] = append(h.commits[k], off) })
 			if err := s.Commit(g, name, map[int32]int64{p: off}); err != nil {
 				return fmt.Errorf("commit %s: %w", k, err)
 			}
-			rec.with(func(h *storeHistory) { h.acked[k] = len(h.commits[k]) - 1 })
+			rec.With(func(h *storeHistory) { h.acked[k] = len(h.commits[k]) - 1 })
 		}
 	}
 	return nil
@@ -310,7 +284,7 @@ func groupOf(k string) string { return topicOf(k, 0) }
 
 func checkStorePoint(t *testing.T, p storePoint, names []string, label string) {
 	t.Helper()
-	s, err := store.Open(campaignDir, campaignStoreOptions(p.fs))
+	s, err := store.Open(campaignDir, campaignStoreOptions(p.FS))
 	if err != nil {
 		t.Fatalf("%s: reopen: %v", label, err)
 	}
@@ -318,7 +292,7 @@ func checkStorePoint(t *testing.T, p storePoint, names []string, label string) {
 	for _, name := range s.Topics() {
 		got[name], _ = s.Partitions(name)
 	}
-	h := p.hist
+	h := p.State
 	for _, name := range names {
 		want, acked := h.topics[name]
 		pend, inFlight := h.pending[name]
@@ -402,7 +376,7 @@ func checkStorePoint(t *testing.T, p storePoint, names []string, label string) {
 	for name, n := range got {
 		for part := 0; part < n; part++ {
 			// A later segment behind a torn one is set aside, not deleted.
-			fscktest.CheckCleanButQuarantines(t, p.fs, path.Join(campaignDir, fmt.Sprintf("%s-%d", name, part)))
+			fscktest.CheckCleanButQuarantines(t, p.FS, path.Join(campaignDir, fmt.Sprintf("%s-%d", name, part)))
 		}
 	}
 	if t.Failed() {

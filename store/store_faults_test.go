@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"path"
 	"strings"
 	"syscall"
@@ -24,16 +23,16 @@ func newStoreHistory() storeHistory {
 // history it acknowledged and the first error (of Open, an operation or
 // Close).
 func runStoreFaulted(fs vfs.FS, mem *vfs.MemFS, seed uint64, nops int, label func(string)) (storeHistory, error) {
-	rec := &storeRecorder{mem: mem, rng: rand.New(rand.NewPCG(seed, 9)), h: newStoreHistory(), label: label}
+	rec := newStoreRecorder(mem, seed, label)
 	s, err := store.Open(campaignDir, campaignStoreOptions(fs))
 	if err != nil {
-		return rec.h, err
+		return rec.State(), err
 	}
 	err = storeWorkload(s, rec, seed, nops)
 	if cerr := s.Close(); err == nil {
 		err = cerr
 	}
-	return rec.h, err
+	return rec.State(), err
 }
 
 // TestStoreFaultMatrix fails the i-th filesystem operation of the store
@@ -77,9 +76,9 @@ func TestStoreFaultMatrix(t *testing.T) {
 			}
 			crashed := mem.CrashClone()
 			if op.Kind != vfs.OpUnlock && op.Kind != vfs.OpLock {
-				checkStorePoint(t, storePoint{fs: mem, hist: h, op: op}, campaignTopics, label)
+				checkStorePoint(t, storePoint{FS: mem, State: h, Op: op}, campaignTopics, label)
 			}
-			checkStorePoint(t, storePoint{fs: crashed, hist: h, op: op}, campaignTopics, label+", then a power loss")
+			checkStorePoint(t, storePoint{FS: crashed, State: h, Op: op}, campaignTopics, label+", then a power loss")
 			if t.Failed() {
 				t.FailNow()
 			}
@@ -160,7 +159,7 @@ func TestNoCleanMarkerAfterFailedSync(t *testing.T) {
 	}
 	h := newStoreHistory()
 	h.topics["b"] = 1
-	checkStorePoint(t, storePoint{fs: crashed, hist: h}, campaignTopics, "after a failed fsync and a power loss")
+	checkStorePoint(t, storePoint{FS: crashed, State: h}, campaignTopics, "after a failed fsync and a power loss")
 }
 
 // TestFailedAddPartitionsClosesWhatItOpened is TestStoreFaultMatrix's
@@ -199,6 +198,6 @@ func TestFailedAddPartitionsClosesWhatItOpened(t *testing.T) {
 		h := newStoreHistory()
 		h.topics["b"] = 1
 		h.pending["b"] = 3
-		checkStorePoint(t, storePoint{fs: mem, hist: h}, campaignTopics, fmt.Sprintf("sync %d failed", nth))
+		checkStorePoint(t, storePoint{FS: mem, State: h}, campaignTopics, fmt.Sprintf("sync %d failed", nth))
 	}
 }
