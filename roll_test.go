@@ -3,32 +3,14 @@ package seglog
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
-
-// testClock is a settable clock for Options.Now.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func TestRoll(t *testing.T) {
 	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
@@ -133,7 +115,7 @@ func deletedFiles(t *testing.T, fs vfs.FS, dir string) []string {
 
 func TestFileDeleteDelay(t *testing.T) {
 	fs := vfs.NewMem()
-	clock := &testClock{t: time.Unix(1_700_000_000, 0)}
+	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
 	// SyncAlways syncs a segment as it rolls, in this goroutine: no
 	// background flush then holds a segment while the test counts files.
 	l, err := Open("/log", Options{FS: fs, Now: clock.Now, Sync: SyncAlways})

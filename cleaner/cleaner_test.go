@@ -284,7 +284,7 @@ func TestStartRunsEveryIntervalAndStops(t *testing.T) {
 	if err := c.Start(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Fatalf("second Start = %v", err)
 	}
-	clock.waitForTimers(t, 1)
+	clock.WaitForTimers(t, 1)
 	clock.Advance(DefaultCheckInterval - time.Second)
 	select {
 	case e := <-cleaned:
@@ -295,12 +295,12 @@ func TestStartRunsEveryIntervalAndStops(t *testing.T) {
 	if e := <-cleaned; e.NewStartOffset != 100 {
 		t.Fatalf("first round: %+v", e)
 	}
-	clock.waitForTimers(t, 1)
+	clock.WaitForTimers(t, 1)
 	clock.Advance(DefaultCheckInterval)
 	if e := <-cleaned; e.Segments != 0 {
 		t.Fatalf("second round: %+v", e)
 	}
-	clock.waitForTimers(t, 1) // the round has ended
+	clock.WaitForTimers(t, 1) // the round has ended
 	c.Stop()
 	c.Stop() // idempotent
 	if got := c.Metrics().Passes; got != 2 {
@@ -326,7 +326,7 @@ func TestStopWhileBusyWaitsForPassesInFlight(t *testing.T) {
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	clock.waitForTimers(t, 1)
+	clock.WaitForTimers(t, 1)
 	clock.Advance(DefaultCheckInterval)
 	for range workers {
 		<-entered

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -18,7 +19,7 @@ import (
 
 // keyedSegments appends segs sealed segments of n records each over keys
 // distinct keys (record i gets key i mod keys).
-func keyedSegments(t *testing.T, l *seglog.Log, clock *fakeClock, segs, n, keys int) {
+func keyedSegments(t *testing.T, l *seglog.Log, clock *testutil.Clock, segs, n, keys int) {
 	t.Helper()
 	i := 0
 	for range segs {
@@ -250,7 +251,7 @@ func TestCleanerCompactionThrottled(t *testing.T) {
 		_, err := c.Compact(context.Background(), Wrap(l), p)
 		done <- err
 	}()
-	clock.waitForTimers(t, 1)
+	clock.WaitForTimers(t, 1)
 	select {
 	case err := <-done:
 		t.Fatalf("round finished without waiting for the throttle: %v", err)

@@ -136,7 +136,7 @@ func TestThousandLogs(t *testing.T) {
 	}
 	// The scheduler arms its next timer when a round ends.
 	for range 3 {
-		clock.waitForTimers(t, 1)
+		clock.WaitForTimers(t, 1)
 		clock.Advance(DefaultCheckInterval)
 	}
 	wg.Wait()
@@ -144,7 +144,7 @@ func TestThousandLogs(t *testing.T) {
 	// (in its SegmentDeleted event) when Start's context ends. Stop then
 	// returns once those passes end, and no other pass of the round runs:
 	// the remaining logs wait for the next round.
-	clock.waitForTimers(t, 1)
+	clock.WaitForTimers(t, 1)
 	passesBefore := c.Metrics().Passes
 	busy, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once

@@ -17,19 +17,14 @@ func TestThrottleHoldsTheRate(t *testing.T) {
 	if err := th.Wait(ctx, 300); err != nil {
 		t.Fatal(err)
 	}
-	clock.mu.Lock()
-	armed := len(clock.waiters)
-	clock.mu.Unlock()
-	if armed != 0 {
+	if armed := len(clock.Pending()); armed != 0 {
 		t.Fatal("a charge within the burst waited")
 	}
 	// 1,300 bytes at 1,000 B/s end 1.3 s from now: wait 1 s.
 	done := make(chan error, 1)
 	go func() { done <- th.Wait(ctx, 1000) }()
-	clock.waitForTimers(t, 1)
-	clock.mu.Lock()
-	due := clock.waiters[0].at
-	clock.mu.Unlock()
+	clock.WaitForTimers(t, 1)
+	due := clock.Pending()[0]
 	if want := now.Add(time.Second); !due.Equal(want) {
 		t.Fatalf("waits until %v, want %v", due, want)
 	}
@@ -40,7 +35,7 @@ func TestThrottleHoldsTheRate(t *testing.T) {
 	// Cancelling ends a wait.
 	cctx, cancel := context.WithCancel(ctx)
 	go func() { done <- th.Wait(cctx, 5000) }()
-	clock.waitForTimers(t, 1)
+	clock.WaitForTimers(t, 1)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait = %v", err)
@@ -77,13 +72,11 @@ func TestThrottleSharedByWorkers(t *testing.T) {
 	for range 2 {
 		go func() { done <- th.Wait(context.Background(), 1000) }()
 	}
-	clock.waitForTimers(t, 2)
-	clock.mu.Lock()
+	clock.WaitForTimers(t, 2)
 	var dues []time.Duration
-	for _, w := range clock.waiters {
-		dues = append(dues, w.at.Sub(now))
+	for _, at := range clock.Pending() {
+		dues = append(dues, at.Sub(now))
 	}
-	clock.mu.Unlock()
 	slices.Sort(dues)
 	if want := []time.Duration{time.Second - Window, 2*time.Second - Window}; !slices.Equal(dues, want) {
 		t.Fatalf("two workers wait %v, want %v", dues, want)

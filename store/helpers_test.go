@@ -6,38 +6,23 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
 
-// fakeClock moves only when a test advances it. After never fires: tests
-// run retention with RunRetention.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is the shared fake clock, but its After never fires: tests run
+// retention with RunRetention, so no background pass races them.
+type fakeClock struct{ *testutil.Clock }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
+	return &fakeClock{testutil.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
 }
 
 func (c *fakeClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) }
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 const testDir = "/data"
 
