@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -191,15 +192,6 @@ func TestSyncFailureStopsAppends(t *testing.T) {
 // TestSyncPeriodic: the byte trigger and the interval trigger each flush in
 // the background and advance the recovery point, without appends waiting.
 func TestSyncPeriodic(t *testing.T) {
-	waitFor := func(t *testing.T, what string, cond func() bool) {
-		t.Helper()
-		for i := 0; !cond(); i++ {
-			if i == 500 {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	t.Run("bytes", func(t *testing.T) {
 		mem := vfs.NewMem()
 		l, err := Open("/p", Options{FS: mem, Sync: SyncPeriodic, SyncBytes: 8 << 10, Logger: discardLogger()})
@@ -207,15 +199,23 @@ func TestSyncPeriodic(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		l.Append(recordsAt(0, 3)...) // well under the threshold
-		time.Sleep(50 * time.Millisecond)
-		if rp := l.RecoveryPoint(); rp != 0 {
-			t.Fatalf("recovery point %d before the byte threshold was reached", rp)
+		if _, err := l.Append(recordsAt(0, 3)...); err != nil { // well under the threshold
+			t.Fatal(err)
 		}
+		// Append decides the byte trigger and the flusher carries it out.
+		// Stopping the flusher waits out a flush it was asked for, so what
+		// is then done or still pending is final: no flush, and none asked.
+		l.stopFlusher()
+		if rp, target, kicks := l.RecoveryPoint(), l.flushTarget.Load(), len(l.flusher.kick); rp != 0 || target != 0 || kicks != 0 {
+			t.Fatalf("before the byte threshold was reached: recovery point %d, flush asked to %d, %d kicks pending", rp, target, kicks)
+		}
+		l.startFlusher()
 		for l.EndOffset() < 100 {
-			l.Append(recordsAt(l.EndOffset(), 4)...)
+			if _, err := l.Append(recordsAt(l.EndOffset(), 4)...); err != nil {
+				t.Fatal(err)
+			}
 		}
-		waitFor(t, "a flush after the byte threshold", func() bool { return l.RecoveryPoint() > 0 })
+		testutil.WaitFor(t, "a flush after the byte threshold", func() bool { return l.RecoveryPoint() > 0 })
 		// What the flush covered survives a power loss.
 		rp := l.RecoveryPoint()
 		l2, err := Open("/p", Options{FS: mem.CrashClone(), Logger: discardLogger()})
@@ -233,8 +233,10 @@ func TestSyncPeriodic(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		l.Append(recordsAt(0, 2)...)
-		waitFor(t, "the interval flush", func() bool { return l.RecoveryPoint() == l.EndOffset() })
+		if _, err := l.Append(recordsAt(0, 2)...); err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, "the interval flush", func() bool { return l.RecoveryPoint() == l.EndOffset() })
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
@@ -44,6 +45,29 @@ func snapshotDir(t *testing.T, fsys vfs.FS, dir string) map[string]fileState {
 		snap[n] = fileState{size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime(), sum: sha256.Sum256(vfstest.ReadFile(t, fsys, p))}
 	}
 	return snap
+}
+
+// awaitMtimeTick waits until a file written now gets a modification time
+// after every one in snap, so that a write the code under test should not
+// make shows in the mtimes even where they are coarse: a sleep could end
+// within the same tick.
+func awaitMtimeTick(t *testing.T, fsys vfs.FS, snap map[string]fileState) {
+	t.Helper()
+	var latest time.Time
+	for _, s := range snap {
+		if s.mtime.After(latest) {
+			latest = s.mtime
+		}
+	}
+	probe := filepath.Join(t.TempDir(), "mtime-probe")
+	testutil.WaitFor(t, "a write gets a later modification time than the snapshot's", func() bool {
+		vfstest.WriteFile(t, fsys, probe, nil)
+		fi, err := fsys.Stat(probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime().After(latest)
+	})
 }
 
 // sameDirState fails the test for every difference between two snapshots.
@@ -193,8 +217,7 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 			}
 			c.spoil(t, fsys, dir, bases)
 			before := snapshotDir(t, fsys, dir)
-			// Let a write, had there been one, get a later mtime.
-			time.Sleep(20 * time.Millisecond)
+			awaitMtimeTick(t, fsys, before)
 
 			l, err := Open(dir, roOptions(fsys))
 			if c.corrupt {

@@ -159,6 +159,7 @@ func TestReadOnlyOtherUser(t *testing.T) {
 	}
 	chmod(t, dir, 0o555)
 	before := snapshotDir(t, vfs.Default, dir)
+	awaitMtimeTick(t, vfs.Default, before)
 
 	spec := fmt.Sprintf("reader:%d:%s", n, dir)
 	if os.Geteuid() != 0 {

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -359,9 +359,10 @@ func TestReadersDuringTruncation(t *testing.T) {
 		}
 		results <- result{"Records", err}
 	}()
-	// Let the readers get under way (the outcome must be the same if
-	// they only start once the truncation is done).
-	time.Sleep(20 * time.Millisecond)
+	// Release the truncation only once all three readers wait on it
+	// inside their calls: had they started after it, the outcome would be
+	// the same, and the test would prove nothing about readers during one.
+	testutil.WaitBlocked(t, "the three readers wait on the truncation under way", "seglog.(*truncationLog).settle(", 3)
 	close(release)
 	if err := <-truncated; err != nil {
 		t.Fatal(err)

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/store"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // groupConsumer is one kgo group member that commits what it read after
@@ -174,19 +174,19 @@ func TestKgoGroupRebalanceAndRestart(t *testing.T) {
 	got := newConsumed()
 	waitCount := func(n int) {
 		t.Helper()
-		waitFor(t, func() bool { return got.count() >= n })
+		testutil.WaitFor(t, fmt.Sprintf("%d records consumed", n), func() bool { return got.count() >= n })
 	}
 
 	produce(prod, "one", 200)
 	a := startGroupConsumer(t, ts, "a", "g", "events", got)
 	b := startGroupConsumer(t, ts, "b", "g", "events", got)
-	waitFor(t, func() bool { return a.partitions() > 0 && b.partitions() > 0 && a.partitions()+b.partitions() == 4 })
+	testutil.WaitFor(t, "a and b share the 4 partitions", func() bool { return a.partitions() > 0 && b.partitions() > 0 && a.partitions()+b.partitions() == 4 })
 	waitCount(200)
 
 	// a leaves; b must take a's partitions over where a committed.
 	a.close()
 	produce(prod, "two", 200)
-	waitFor(t, func() bool { return b.partitions() == 4 })
+	testutil.WaitFor(t, "b holds all 4 partitions", func() bool { return b.partitions() == 4 })
 	waitCount(400)
 	b.close()
 	if got.by("b") == 0 || got.by("a") == 0 {
@@ -274,13 +274,13 @@ func TestKgoGroupMemberAcrossRestart(t *testing.T) {
 	got := newConsumed()
 	produce(ts.addr, "before")
 	m := startGroupMember(t, ts.addr, "m", "g", "events", got, true)
-	waitFor(t, func() bool { return got.count() == 100 && committed(ts.st, 50) })
+	testutil.WaitFor(t, "100 records consumed and offset 50 committed on both partitions", func() bool { return got.count() == 100 && committed(ts.st, 50) })
 
 	addr := ts.addr
 	ts.stop()
 	ts = startServerOn(t, dir, addr)
 	produce(addr, "after")
-	waitFor(t, func() bool { return got.count() == 200 && committed(ts.st, 100) })
+	testutil.WaitFor(t, "200 records consumed and offset 100 committed on both partitions", func() bool { return got.count() == 200 && committed(ts.st, 100) })
 	m.close()
 	got.mu.Lock()
 	defer got.mu.Unlock()

@@ -8,17 +8,16 @@ import (
 	"fmt"
 	"io"
 	"net"
-
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const corpusDir = "../testdata/kafka-client"
@@ -166,7 +165,7 @@ func TestShutdownAnswersParkedFetch(t *testing.T) {
 	corr := c.send(req)
 	idle := dialRaw(t, ts.addr)
 	// Make sure the fetch is being answered before shutting down.
-	waitFor(t, func() bool {
+	testutil.WaitFor(t, "a connection is answering the fetch", func() bool {
 		ts.srv.mu.Lock()
 		defer ts.srv.mu.Unlock()
 		for cn := range ts.srv.conns {

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/testutil"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/store"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/seglog/seglog/record"
-	"github.com/seglog/seglog/store"
 )
 
 func TestIdempotence(t *testing.T) {
@@ -75,7 +75,7 @@ func TestIdempotence(t *testing.T) {
 	}
 	c.nc.Close()
 	c = dialRaw(t, ts.addr)
-	waitFor(t, func() bool { return l.EndOffset() == 9 })
+	testutil.WaitFor(t, "the log holds 9 records", func() bool { return l.EndOffset() == 9 })
 	if rp := produceOne(t, c, 9, "i", append([]byte(nil), lost...)); rp.ErrorCode != 0 || rp.BaseOffset != 7 {
 		t.Fatalf("retry after a dropped connection: error %d offset %d", rp.ErrorCode, rp.BaseOffset)
 	}
@@ -104,16 +104,6 @@ func TestIdempotence(t *testing.T) {
 	init.TransactionalID = kmsg.StringPtr("tx")
 	if ip := c.do(init).(*kmsg.InitProducerIDResponse); ip.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Fatalf("transactional id: error %d", ip.ErrorCode)
-	}
-}
-
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 20s")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

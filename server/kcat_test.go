@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/seglog/seglog/internal/testenv"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // kcat runs kcat (librdkafka) against the server with stdin and returns
@@ -51,7 +51,7 @@ func kcatLines(n int, tag string) (string, []string) {
 // advertises key at version v.
 func advertisesKey(ts *testServer, key, v int16) bool {
 	var coord *coordinator
-	waitFor(ts.t, func() bool {
+	testutil.WaitFor(ts.t, "the server started its group coordinator", func() bool {
 		ts.srv.mu.Lock()
 		defer ts.srv.mu.Unlock()
 		coord = ts.srv.coord

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // makeBatch builds a producer batch of n records (values "<tag>-i").
@@ -214,9 +214,10 @@ func TestFetchLongPoll(t *testing.T) {
 	}
 	req := fetchReq(11, 60_000, "w", map[int32]int64{0: 0})
 	corr := consumer.send(req)
-	// The fetch is parked (nothing to read); a produce on another
-	// connection must wake it well before its minute is up.
-	time.Sleep(50 * time.Millisecond)
+	// Once the fetch is parked (it read nothing), a produce on another
+	// connection must wake it well before its minute is up. Producing
+	// before it parks would let it answer without ever being woken.
+	testutil.WaitBlocked(t, "the fetch parked", "server.(*conn).fetch(", 1)
 	producer := dialRaw(t, ts.addr)
 	if rp := produceOne(t, producer, 9, "w", makeBatch(t, record.None, -1, 0, 0, 3, "x")); rp.ErrorCode != 0 {
 		t.Fatal(rp.ErrorCode)

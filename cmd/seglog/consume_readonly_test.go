@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -119,7 +120,7 @@ func TestConsumeBesideWriter(t *testing.T) {
 		if _, err := io.WriteString(pw, numberedLines(1, 50)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "produce stored 50 lines", func() bool { return completeBatches(t, dir) == 50 })
+		testutil.WaitFor(t, "produce stored 50 lines", func() bool { return completeBatches(t, dir) == 50 })
 		checkLines(t, dir, 50)
 		pw.Close()
 		if code := exitCode(t, cmd.Wait(), &stderr); code != 0 {
@@ -289,7 +290,7 @@ func TestConsumeFollowEmptyLogStops(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	logFile := filepath.Join(dir, segment.FileName(0, segment.LogSuffix))
-	waitFor(t, "the follower opened the log", func() bool { return hasOpen(t, cmd.Process.Pid, logFile) })
+	testutil.WaitFor(t, "the follower opened the log", func() bool { return hasOpen(t, cmd.Process.Pid, logFile) })
 	// Let it poll for more a few times (every 10 ms): the stop must come
 	// while it waits, not only before it starts to. A correct follower
 	// passes whatever the delay; it only decides whether the waiting loop

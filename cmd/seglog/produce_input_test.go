@@ -9,11 +9,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
+	"golang.org/x/sys/unix"
 )
 
 // numberedLines returns lines "line-from" .. "line-to", each with its
@@ -76,17 +75,6 @@ func pipeHolds(t *testing.T, w *os.File) int {
 	return n
 }
 
-// waitFor polls cond until it holds; it fails the test after a minute
-// (the wait is for progress, not a measure of speed).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting until %s", what)
-		}
-	}
-}
-
 // completeBatches counts the records of the whole batches in dir's .log
 // files, ignoring a batch still being written (and a log not yet created).
 func completeBatches(t *testing.T, dir string) int {
@@ -127,7 +115,7 @@ func TestProduceSignalStoresWhatItRead(t *testing.T) {
 			if _, err := io.WriteString(pw, numberedLines(1, 100)); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the command read the first 100 lines", func() bool { return pipeHolds(t, pw) == 0 })
+			testutil.WaitFor(t, "the command read the first 100 lines", func() bool { return pipeHolds(t, pw) == 0 })
 			if n := completeBatches(t, dir); n != 0 {
 				t.Fatalf("%d records stored before the signal; the test needs them held back", n)
 			}
@@ -207,7 +195,7 @@ func TestProduceLingerStoresFromSlowStdin(t *testing.T) {
 	if _, err := io.WriteString(pw, "line-1\n"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "line 1 was stored with stdin still open", func() bool { return completeBatches(t, dir) == 1 })
+	testutil.WaitFor(t, "line 1 was stored with stdin still open", func() bool { return completeBatches(t, dir) == 1 })
 	if _, err := io.WriteString(pw, "line-2\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -236,12 +224,12 @@ func TestProduceBatchesSignal(t *testing.T) {
 	if _, err := pw.Write(append(append([]byte(nil), whole...), batches[3][:len(batches[3])/2]...)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the command read the input", func() bool { return pipeHolds(t, pw) == 0 })
+	testutil.WaitFor(t, "the command read the input", func() bool { return pipeHolds(t, pw) == 0 })
 	records := 0
 	for _, b := range batches[:3] {
 		records += int(b.NumRecords())
 	}
-	waitFor(t, "three batches stored", func() bool { return completeBatches(t, dir) == records })
+	testutil.WaitFor(t, "three batches stored", func() bool { return completeBatches(t, dir) == records })
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -32,7 +33,7 @@ func TestTrustBigBatchSurvivesKill(t *testing.T) {
 	if _, err := io.WriteString(pw, big+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the 10 MiB record was stored", func() bool { return completeBatches(t, dir) == 1 })
+	testutil.WaitFor(t, "the 10 MiB record was stored", func() bool { return completeBatches(t, dir) == 1 })
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

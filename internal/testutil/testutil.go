@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"fmt"
 	"iter"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,4 +76,41 @@ func CompareRecords(got, want []record.Record) error {
 		}
 	}
 	return nil
+}
+
+// WaitBlocked waits until at least n goroutines are blocked (on a lock, a
+// channel or a select: not running) with fn in their stack, and fails the
+// test, naming what it waited for, if that does not happen within
+// WaitTimeout. fn is matched against the goroutine dump's function names,
+// such as "seglog.(*Log).Read(". It stands where a test would sleep to
+// "let a goroutine get under way": it proves the goroutine has reached the
+// point the test means to catch it at.
+func WaitBlocked(tb testing.TB, what, fn string, n int) {
+	tb.Helper()
+	WaitFor(tb, what, func() bool { return Blocked(fn) >= n })
+}
+
+// Blocked counts the goroutines blocked with fn in their stack (see
+// WaitBlocked).
+func Blocked(fn string) int {
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, stack, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "[running]") || strings.Contains(header, "[runnable]") {
+			continue
+		}
+		if strings.Contains(stack, fn) {
+			count++
+		}
+	}
+	return count
 }
