@@ -264,17 +264,21 @@ func TestTruncateBeforeGroupCommit(t *testing.T) {
 		_, err := l.Append(recordsAt(0, 3)...)
 		done <- err
 	}()
-	// Wait until the append is inside its sync, then truncate it away.
-	for syncs.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	// Wait until the append is inside its sync, then truncate it away:
+	// TruncateTo's own sync is not blocked, so it finishes first, and only
+	// then is the append's sync released.
+	testutil.WaitFor(t, "the append is inside its sync", func() bool { return syncs.Load() > 0 })
 	truncated := make(chan error, 1)
 	go func() { truncated <- l.TruncateTo(0) }()
-	time.Sleep(20 * time.Millisecond) // TruncateTo's own sync is not blocked
-	close(release)
-	if err := <-truncated; err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-truncated:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testutil.WaitTimeout):
+		t.Fatal("TruncateTo waits for the sync of the append it removes")
 	}
+	close(release)
 	select {
 	case err := <-done:
 		if !errors.Is(err, ErrAppendTruncated) {
