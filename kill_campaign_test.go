@@ -23,9 +23,11 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// killCampaignEnv names the directory TestKillCampaignChild writes to when
+// killCampaignEnv names the directory killCampaignChild writes to when
 // the test binary runs as TestKillCampaign's child.
 const killCampaignEnv = "SEGLOG_KILL_CAMPAIGN_DIR"
+
+func init() { seglog.RegisterTestChild(killCampaignEnv, killCampaignChild) }
 
 func killOptions() seglog.Options {
 	return seglog.Options{
@@ -60,15 +62,12 @@ func checkKillValue(key string, v []byte) bool {
 	return err == nil && string(killValue(key, uniq)) == string(v)
 }
 
-// TestKillCampaignChild is the child process of TestKillCampaign; run
-// normally it returns at once. As the child it appends from four writers
-// with SyncAlways and prints "offset key" for each acknowledged record,
-// while other goroutines roll, run retention and compact, until killed.
-func TestKillCampaignChild(t *testing.T) {
-	dir := os.Getenv(killCampaignEnv)
-	if dir == "" {
-		return
-	}
+// killCampaignChild is the child process of TestKillCampaign, which
+// TestMain runs when killCampaignEnv names dir: it appends from four
+// writers with SyncAlways and prints "offset key" for each acknowledged
+// record, while other goroutines roll, run retention and compact, until
+// killed.
+func killCampaignChild(dir string) {
 	l, err := seglog.Open(dir, killOptions())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
@@ -144,7 +143,7 @@ func TestKillCampaign(t *testing.T) {
 	lastEnd := int64(0)
 	verified, replaced, retained := 0, 0, 0
 	for round := 0; round < rounds; round++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestKillCampaignChild$")
+		cmd := exec.Command(os.Args[0], "-test.run=^$") // TestMain runs the child, never a test
 		cmd.Env = append(os.Environ(), killCampaignEnv+"="+dir, fmt.Sprintf("%s_SEED=%d", killCampaignEnv, r.Uint64()))
 		var stderr strings.Builder
 		cmd.Stderr = &stderr

@@ -17,10 +17,27 @@ import (
 // prints each acknowledged end offset, until it is killed.
 const killChildEnv = "SEGLOG_KILL_CHILD_DIR"
 
+// testChildren maps an environment variable to the child process it
+// selects: when TestMain finds one set, the test binary runs that child
+// (which runs until killed or exits) with the variable's value instead of
+// the tests. A child is not a test, so a normal run neither runs nor
+// counts it. The external test package adds its children with
+// RegisterTestChild.
+var testChildren = map[string]func(value string){
+	killChildEnv: killChild,
+	roChildEnv:   func(spec string) { os.Exit(roChild(spec)) },
+}
+
+// RegisterTestChild makes TestMain run child when env is set (see
+// testChildren); for the external test package's init functions.
+func RegisterTestChild(env string, child func(value string)) { testChildren[env] = child }
+
 func TestMain(m *testing.M) {
-	if dir := os.Getenv(killChildEnv); dir != "" {
-		killChild(dir)
-		return
+	for env, child := range testChildren {
+		if v := os.Getenv(env); v != "" {
+			child(v)
+			os.Exit(0)
+		}
 	}
 	code := m.Run()
 	for _, f := range benchCleanups {

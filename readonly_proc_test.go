@@ -30,13 +30,6 @@ const roChildEnv = "SEGLOG_READONLY_CHILD"
 // batches.
 const followChildSegmentBytes = 16 << 10
 
-func init() {
-	if v := os.Getenv(roChildEnv); v != "" {
-		// Before TestMain: the child must not run the tests.
-		os.Exit(roChild(v))
-	}
-}
-
 func roChild(spec string) int {
 	parts := strings.SplitN(spec, ":", 3)
 	if len(parts) != 3 {
