@@ -60,7 +60,7 @@ func TestEngineOnCorruptionMatrix(t *testing.T) {
 				before := fscktest.TakeSnapshot(t, fsys, dir, "/data")
 
 				// Read-only.
-				n, err := readAll(t, fsys, dir, true, all)
+				n, err := readChecked(t, fsys, dir, true, all)
 				if diff := before.Diff(fscktest.TakeSnapshot(t, fsys, dir, "/data")); len(diff) > 0 {
 					t.Fatalf("a read-only open changed files: %v", diff)
 				}
@@ -86,7 +86,7 @@ func TestEngineOnCorruptionMatrix(t *testing.T) {
 				}
 
 				// Read-write.
-				n, err = readAll(t, fsys, dir, false, all)
+				n, err = readChecked(t, fsys, dir, false, all)
 				after := fscktest.TakeSnapshot(t, fsys, dir, "/data")
 				logsChanged := func() []string {
 					var changed []string
@@ -163,10 +163,10 @@ func TestEngineOnCorruptionMatrix(t *testing.T) {
 	}
 }
 
-// readAll opens the log (read-only or not), reads every record and closes
+// readChecked opens the log (read-only or not), reads every record and closes
 // it; it checks each record against the ones written and returns how many
 // came back and the first error, from Open or the iteration.
-func readAll(t *testing.T, fsys vfs.FS, dir string, readOnly bool, want []record.Record) (int, error) {
+func readChecked(t *testing.T, fsys vfs.FS, dir string, readOnly bool, want []record.Record) (int, error) {
 	t.Helper()
 	l, err := seglog.Open(dir, seglog.Options{FS: fsys, ReadOnly: readOnly, IndexIntervalBytes: fscktest.IndexIntervalBytes,
 		SegmentBytes: fscktest.SegmentBytes, MaxIndexBytes: fscktest.MaxIndexBytes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -59,9 +59,9 @@ func appendEach(t *testing.T, l *Log, n, epoch int) {
 	}
 }
 
-// readAll returns the keys of every record from the start, checking that
+// readKeys returns the keys of every record from the start, checking that
 // offsets run contiguously and values belong to their offsets.
-func readAll(t *testing.T, l *Log) []string {
+func readKeys(t *testing.T, l *Log) []string {
 	t.Helper()
 	var keys []string
 	next := l.StartOffset()
@@ -117,7 +117,7 @@ func TestTruncateBelowStartSurvivesCrash(t *testing.T) {
 	if l.StartOffset() != 300 || l.EndOffset() != 400 {
 		t.Fatalf("after the crash: [%d, %d), want the 100 acknowledged records [300, 400)", l.StartOffset(), l.EndOffset())
 	}
-	for i, k := range readAll(t, l) {
+	for i, k := range readKeys(t, l) {
 		if k != "e1" {
 			t.Fatalf("offset %d: key %q, want e1", 300+i, k)
 		}
@@ -160,7 +160,7 @@ func TestTruncateBelowStartRestartsExactly(t *testing.T) {
 		if l.StartOffset() != 33 || l.EndOffset() != 35 {
 			t.Fatalf("reopened: [%d, %d), want [33, 35)", l.StartOffset(), l.EndOffset())
 		}
-		if keys := readAll(t, l); len(keys) != 2 || keys[0] != "e1" {
+		if keys := readKeys(t, l); len(keys) != 2 || keys[0] != "e1" {
 			t.Fatalf("reopened: keys %v", keys)
 		}
 	})

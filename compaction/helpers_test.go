@@ -1,8 +1,6 @@
 package compaction
 
 import (
-	"bytes"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -78,39 +76,6 @@ func (m model) expect(start, end, logEnd int64) []record.Record {
 		out = append(out, r)
 	}
 	return out
-}
-
-// readAll reads every record of l.
-func readAll(t *testing.T, l *seglog.Log) []record.Record {
-	t.Helper()
-	var out []record.Record
-	for r, err := range l.Records(l.StartOffset()) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
-		r.Headers = nil
-		out = append(out, r)
-	}
-	return out
-}
-
-func sameRecords(got, want []record.Record) error {
-	for i := 0; i < len(got) || i < len(want); i++ {
-		if i >= len(got) {
-			return fmt.Errorf("missing record at offset %d (and %d more)", want[i].Offset, len(want)-i-1)
-		}
-		if i >= len(want) {
-			return fmt.Errorf("extra record at offset %d", got[i].Offset)
-		}
-		g, w := got[i], want[i]
-		if g.Offset != w.Offset || !bytes.Equal(g.Key, w.Key) || !bytes.Equal(g.Value, w.Value) ||
-			(g.Key == nil) != (w.Key == nil) || (g.Value == nil) != (w.Value == nil) {
-			return fmt.Errorf("record %d: got offset %d key %q value %q, want offset %d key %q value %q",
-				i, g.Offset, g.Key, g.Value, w.Offset, w.Key, w.Value)
-		}
-	}
-	return nil
 }
 
 func seglogOpen(o seglog.Options) (*seglog.Log, error) { return seglog.Open("/log", o) }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -64,7 +65,7 @@ func TestTombstoneHorizon(t *testing.T) {
 	}
 	keys := func() []string {
 		var out []string
-		for _, r := range readAll(t, l) {
+		for _, r := range testutil.ReadRecords(t, l, l.StartOffset()) {
 			v := "<nil>"
 			if r.Value != nil {
 				v = string(r.Value)
@@ -109,7 +110,7 @@ func TestTombstoneHorizon(t *testing.T) {
 		t.Fatalf("after the horizon: %v, %+v", got, res)
 	}
 	var offs []int64
-	for _, r := range readAll(t, l) {
+	for _, r := range testutil.ReadRecords(t, l, l.StartOffset()) {
 		offs = append(offs, r.Offset)
 	}
 	if offs[0] != 1 || offs[1] != 3 || offs[2] != 4 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -56,7 +57,7 @@ func TestTruncationDuringRound(t *testing.T) {
 		t.Fatalf("Clean: %v, want ErrSegmentsChanged", err)
 	}
 	found := false
-	for _, r := range readAll(t, l) {
+	for _, r := range testutil.ReadRecords(t, l, l.StartOffset()) {
 		if string(r.Key) == "a" {
 			found = r.Offset == 0
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -94,7 +95,7 @@ func TestTransactions(t *testing.T) {
 			want[off] = r
 		}
 	}
-	if err := sameRecords(readAll(t, l), want.expect(0, res.End, l.EndOffset())); err != nil {
+	if err := testutil.CompareRecords(testutil.ReadRecords(t, l, l.StartOffset()), want.expect(0, res.End, l.EndOffset())); err != nil {
 		t.Fatal(err)
 	}
 	first := markerCounts(t, l)
@@ -125,7 +126,7 @@ func TestTransactions(t *testing.T) {
 			noTombs = append(noTombs, r)
 		}
 	}
-	if err := sameRecords(readAll(t, l), noTombs); err != nil {
+	if err := testutil.CompareRecords(testutil.ReadRecords(t, l, l.StartOffset()), noTombs); err != nil {
 		t.Fatalf("after the horizon: %v", err)
 	}
 	if res2.TombstonesRemoved == 0 {

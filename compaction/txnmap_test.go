@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -54,7 +55,7 @@ func TestTransactionalDataMapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, r := range readAll(t, l) {
+	for _, r := range testutil.ReadRecords(t, l, l.StartOffset()) {
 		got = append(got, string(r.Value))
 	}
 	want := []string{"b0", "a1", "c2", "z0"}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestUnusableCheckpoints (issue 26 item 6): a checkpoint consume and
@@ -49,12 +50,12 @@ func TestUnusableCheckpoints(t *testing.T) {
 			fsys := vfs.NewMem()
 			writeLog(t, fsys, "/p", record.None, 60, 5)
 			path := filepath.Join("/p", c.file)
-			writeFile(t, fsys, path, []byte(c.contents))
+			vfstest.WriteFile(t, fsys, path, []byte(c.contents))
 			if c.damage {
 				first := "/p/" + logFiles(t, fsys, "/p")[0]
-				data := readAll(t, fsys, first)
+				data := vfstest.ReadFile(t, fsys, first)
 				data[batchStarts(t, data)[2]+30] ^= 0xff
-				writeFile(t, fsys, first, data)
+				vfstest.WriteFile(t, fsys, first, data)
 			}
 			r := mustCheck(t, fsys, "/p", Options{})
 			p := problemAt(r, c.file, problemPos(r, c.file), KindCheckpoint)
@@ -65,7 +66,7 @@ func TestUnusableCheckpoints(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := string(readAll(t, fsys, path))
+			got := string(vfstest.ReadFile(t, fsys, path))
 			rp := problemAt(rr, c.file, p.Position, KindCheckpoint)
 			if c.want == "" {
 				if got != c.contents || rp.Repaired {
@@ -105,7 +106,7 @@ func TestUnusableLogDirCheckpoint(t *testing.T) {
 	fsys := vfs.NewMem()
 	dir := kafkaDir(t, fsys, "none")
 	cp := "/kafka-logs/log-start-offset-checkpoint"
-	writeFile(t, fsys, cp, []byte("0\n3\nother 3 77\nevents 0 zz\n%%%\n"))
+	vfstest.WriteFile(t, fsys, cp, []byte("0\n3\nother 3 77\nevents 0 zz\n%%%\n"))
 	r := mustCheck(t, fsys, dir, Options{})
 	if p := problemAt(r, "../log-start-offset-checkpoint", int64(len("0\n3\nother 3 77\n")), KindCheckpoint); !strings.Contains(p.Detail, "unusable: line 4") {
 		t.Fatalf("want the unusable line 4 reported:%s", dumpProblems(r))
@@ -114,7 +115,7 @@ func TestUnusableLogDirCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(readAll(t, fsys, cp)), "0\n2\nother 3 77\nevents 0 0\n"; got != want {
+	if got, want := string(vfstest.ReadFile(t, fsys, cp)), "0\n2\nother 3 77\nevents 0 0\n"; got != want {
 		t.Fatalf("after repair %q, want %q", got, want)
 	}
 	var said string
@@ -137,7 +138,7 @@ func TestLogStartBeyondEnd(t *testing.T) {
 	t.Run("own checkpoint", func(t *testing.T) {
 		fsys := vfs.NewMem()
 		writeLog(t, fsys, "/p", record.None, 60, 5)
-		writeFile(t, fsys, "/p/log-start-offset-checkpoint", []byte("0\n1\np 0 5000\n"))
+		vfstest.WriteFile(t, fsys, "/p/log-start-offset-checkpoint", []byte("0\n1\np 0 5000\n"))
 		logs := logFiles(t, fsys, "/p")
 		r := mustCheck(t, fsys, "/p", Options{})
 		if p := problemAt(r, "log-start-offset-checkpoint", 4, KindCheckpoint); p.Severity != Error || !strings.Contains(p.Detail, "beyond the end of the log 300") {
@@ -147,7 +148,7 @@ func TestLogStartBeyondEnd(t *testing.T) {
 		if err != nil || rr.ExitCode() != ExitRepaired {
 			t.Fatalf("repair: %v, exit %d:%s", err, rr.ExitCode(), dumpProblems(rr))
 		}
-		if got := string(readAll(t, fsys, "/p/log-start-offset-checkpoint")); got != "0\n1\np 0 300\n" {
+		if got := string(vfstest.ReadFile(t, fsys, "/p/log-start-offset-checkpoint")); got != "0\n1\np 0 300\n" {
 			t.Fatalf("log start checkpoint %q, want the end, 300", got)
 		}
 		if after := logFiles(t, fsys, "/p"); !slices.Equal(after, logs) {
@@ -161,7 +162,7 @@ func TestLogStartBeyondEnd(t *testing.T) {
 		fsys := vfs.NewMem()
 		dir := kafkaDir(t, fsys, "none")
 		cp := "/kafka-logs/log-start-offset-checkpoint"
-		writeFile(t, fsys, cp, []byte("0\n2\nother 3 77\nevents 0 99999\n"))
+		vfstest.WriteFile(t, fsys, cp, []byte("0\n2\nother 3 77\nevents 0 99999\n"))
 		r := mustCheck(t, fsys, dir, Options{})
 		end := r.Stats.LastOffset + 1
 		rr, err := Repair(fsys, dir, RepairOptions{})
@@ -171,7 +172,7 @@ func TestLogStartBeyondEnd(t *testing.T) {
 		if p := problemAt(rr, "../log-start-offset-checkpoint", int64(len("0\n2\nother 3 77\n")), KindCheckpoint); !p.Repaired {
 			t.Fatalf("not repaired:%s", dumpProblems(rr))
 		}
-		if got, want := string(readAll(t, fsys, cp)), fmt.Sprintf("0\n2\nother 3 77\nevents 0 %d\n", end); got != want {
+		if got, want := string(vfstest.ReadFile(t, fsys, cp)), fmt.Sprintf("0\n2\nother 3 77\nevents 0 %d\n", end); got != want {
 			t.Fatalf("checkpoint %q, want %q", got, want)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestEngineRecoveryGuard checks how repair holds the engine's segment
@@ -19,11 +20,11 @@ func TestEngineRecoveryGuard(t *testing.T) {
 	writeLog(t, fsys, "/p", record.None, 30, 2)
 	logs := logFiles(t, fsys, "/p")
 	last := filepath.Join("/p", logs[len(logs)-1])
-	data := readAll(t, fsys, last)
+	data := vfstest.ReadFile(t, fsys, last)
 	starts := batchStarts(t, data)
 	cut := starts[len(starts)-1]
 	torn := data[:cut+20]
-	writeFile(t, fsys, last, torn)
+	vfstest.WriteFile(t, fsys, last, torn)
 
 	_, base, ok := FileKind(logs[len(logs)-1])
 	if !ok {
@@ -33,7 +34,7 @@ func TestEngineRecoveryGuard(t *testing.T) {
 	size := int64(len(torn))
 	before := map[string][]byte{}
 	for _, n := range mustList(t, fsys, "/p") {
-		before[n] = readAll(t, fsys, filepath.Join("/p", n))
+		before[n] = vfstest.ReadFile(t, fsys, filepath.Join("/p", n))
 	}
 	for _, tc := range []struct {
 		name          string
@@ -46,7 +47,7 @@ func TestEngineRecoveryGuard(t *testing.T) {
 			t.Fatalf("%s: %v, want ErrDisagree", tc.name, err)
 		}
 		for n, b := range before {
-			if got := readAll(t, fsys, filepath.Join("/p", n)); string(got) != string(b) {
+			if got := vfstest.ReadFile(t, fsys, filepath.Join("/p", n)); string(got) != string(b) {
 				t.Fatalf("%s: the refused recovery changed %s", tc.name, n)
 			}
 		}
@@ -55,7 +56,7 @@ func TestEngineRecoveryGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ValidBytes != cut || int64(len(readAll(t, fsys, last))) != cut {
+	if res.ValidBytes != cut || int64(len(vfstest.ReadFile(t, fsys, last))) != cut {
 		t.Fatalf("engine recovery kept %d bytes, want %d", res.ValidBytes, cut)
 	}
 }

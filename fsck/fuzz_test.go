@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // fuzzSeeds returns .log contents covering the bad inputs fsck must
 // survive: real batches, truncated, zero-filled, random, and length fields
 // far larger than the file.
 func fuzzSeeds(t testing.TB) [][]byte {
-	real := readAll(t, vfs.Default, filepath.Join(corpusDir, "zstd.broker-log"))
+	real := vfstest.ReadFile(t, vfs.Default, filepath.Join(corpusDir, "zstd.broker-log"))
 	first := real[:binary.BigEndian.Uint32(real[8:])+12]
 	rng := rand.New(rand.NewPCG(1, 2))
 	random := make([]byte, 3000)
@@ -50,7 +51,7 @@ func FuzzCheck(f *testing.F) {
 		if err := fsys.MkdirAll(dir); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, fsys, filepath.Join(dir, fileName(0, ".log")), data)
+		vfstest.WriteFile(t, fsys, filepath.Join(dir, fileName(0, ".log")), data)
 		for _, deep := range []bool{false, true} {
 			r, err := Check(fsys, dir, Options{Deep: deep})
 			if err != nil {
@@ -79,12 +80,12 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 		if !r.Clean() {
-			before := readAll(t, fsys, filepath.Join(dir, fileName(0, ".log")))
+			before := vfstest.ReadFile(t, fsys, filepath.Join(dir, fileName(0, ".log")))
 			rr, err := Repair(fsys, dir, RepairOptions{Options: Options{Deep: true}, TruncateDamaged: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rr.Unrepaired() != len(r.Problems) || !bytes.Equal(readAll(t, fsys, filepath.Join(dir, fileName(0, ".log"))), before) {
+			if rr.Unrepaired() != len(r.Problems) || !bytes.Equal(vfstest.ReadFile(t, fsys, filepath.Join(dir, fileName(0, ".log"))), before) {
 				t.Fatalf("a second repair changed what the first left:%s", dumpProblems(rr))
 			}
 		}
@@ -102,7 +103,7 @@ func TestHugeLengthAllocatesLittle(t *testing.T) {
 		data := make([]byte, 200)
 		binary.BigEndian.PutUint32(data[8:], n)
 		data[16] = 2
-		writeFile(t, fsys, "/p/"+fileName(0, ".log"), data)
+		vfstest.WriteFile(t, fsys, "/p/"+fileName(0, ".log"), data)
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)

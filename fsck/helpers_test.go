@@ -47,18 +47,6 @@ func writeLog(t testing.TB, fsys vfs.FS, dir string, codec record.Codec, nbatche
 	return all
 }
 
-// readAll returns a file's bytes.
-func readAll(t testing.TB, fsys vfs.FS, path string) []byte {
-	t.Helper()
-	return vfstest.ReadFile(t, fsys, path)
-}
-
-// writeFile replaces a file's contents.
-func writeFile(t testing.TB, fsys vfs.FS, path string, data []byte) {
-	t.Helper()
-	vfstest.WriteFile(t, fsys, path, data)
-}
-
 // logFiles lists the .log files of dir in order.
 func logFiles(t testing.TB, fsys vfs.FS, dir string) []string {
 	t.Helper()
@@ -145,5 +133,5 @@ func crash(t testing.TB, fsys vfs.FS, dir string, rp int64) {
 	if err := fsys.Remove(filepath.Join(dir, ".kafka_cleanshutdown")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, fsys, filepath.Join(dir, "recovery-point-offset-checkpoint"), []byte(fmt.Sprintf("0\n1\np 0 %d\n", rp)))
+	vfstest.WriteFile(t, fsys, filepath.Join(dir, "recovery-point-offset-checkpoint"), []byte(fmt.Sprintf("0\n1\np 0 %d\n", rp)))
 }

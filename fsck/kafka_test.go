@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 const corpusDir = "../testdata/kafka-client"
@@ -25,8 +26,8 @@ func kafkaDir(t testing.TB, fsys vfs.FS, codec string) string {
 	if err := fsys.MkdirAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	data := readAll(t, vfs.Default, filepath.Join(corpusDir, codec+".broker-log"))
-	writeFile(t, fsys, filepath.Join(dir, fileName(0, ".log")), data)
+	data := vfstest.ReadFile(t, vfs.Default, filepath.Join(corpusDir, codec+".broker-log"))
+	vfstest.WriteFile(t, fsys, filepath.Join(dir, fileName(0, ".log")), data)
 	return dir
 }
 
@@ -79,7 +80,7 @@ func TestKafkaBrokerLog(t *testing.T) {
 			}
 
 			var want []corpusRecord
-			for _, line := range strings.Split(strings.TrimSpace(string(readAll(t, vfs.Default, filepath.Join(corpusDir, codec+".records.jsonl")))), "\n") {
+			for _, line := range strings.Split(strings.TrimSpace(string(vfstest.ReadFile(t, vfs.Default, filepath.Join(corpusDir, codec+".records.jsonl")))), "\n") {
 				var c corpusRecord
 				if err := json.Unmarshal([]byte(line), &c); err != nil {
 					t.Fatal(err)
@@ -109,7 +110,7 @@ func TestTxnIndex(t *testing.T) {
 	}
 	// Find the aborts the way the checker does, then write a correct
 	// txnindex and check it is accepted, then break it.
-	data := readAll(t, fsys, filepath.Join(dir, fileName(0, ".log")))
+	data := vfstest.ReadFile(t, fsys, filepath.Join(dir, fileName(0, ".log")))
 	var aborts []abortRef
 	open := map[int64]int64{}
 	sc := NewScanner(bytes.NewReader(data), int64(len(data)), 0)
@@ -150,19 +151,19 @@ func TestTxnIndex(t *testing.T) {
 		idx = be64(idx, a.first)
 	}
 	name := fileName(0, ".txnindex")
-	writeFile(t, fsys, filepath.Join(dir, name), idx)
+	vfstest.WriteFile(t, fsys, filepath.Join(dir, name), idx)
 	if r := mustCheck(t, fsys, dir, Options{}); !r.Clean() {
 		t.Fatalf("correct txnindex rejected:%s", dumpProblems(r))
 	}
 	// Drop the last entry: its ABORT marker has no entry.
-	writeFile(t, fsys, filepath.Join(dir, name), idx[:len(idx)-34])
+	vfstest.WriteFile(t, fsys, filepath.Join(dir, name), idx[:len(idx)-34])
 	if r := mustCheck(t, fsys, dir, Options{}); !hasProblem(r, name, int64(len(idx)-34), KindTxnIndex) {
 		t.Fatalf("missing entry not found:%s", dumpProblems(r))
 	}
 	// Point the first entry at a commit or data offset.
 	bad := bytes.Clone(idx)
 	bad[25]++
-	writeFile(t, fsys, filepath.Join(dir, name), bad)
+	vfstest.WriteFile(t, fsys, filepath.Join(dir, name), bad)
 	if r := mustCheck(t, fsys, dir, Options{}); !hasProblem(r, name, 0, KindTxnIndex) {
 		t.Fatalf("wrong entry not found:%s", dumpProblems(r))
 	}
@@ -181,7 +182,7 @@ func TestKafkaParentCheckpoints(t *testing.T) {
 	dir := kafkaDir(t, fsys, "none")
 	cp := "/kafka-logs/recovery-point-offset-checkpoint"
 	const contents = "0\n2\nother 3 77\nevents 0 99999\n"
-	writeFile(t, fsys, cp, []byte(contents))
+	vfstest.WriteFile(t, fsys, cp, []byte(contents))
 	r := mustCheck(t, fsys, dir, Options{})
 	if r.Layout != "kafka" {
 		t.Errorf("layout %q, want kafka", r.Layout)
@@ -198,7 +199,7 @@ func TestKafkaParentCheckpoints(t *testing.T) {
 	if rr.ExitCode() != ExitUncorrected {
 		t.Fatalf("exit %d, want %d:%s", rr.ExitCode(), ExitUncorrected, dumpProblems(rr))
 	}
-	if got := string(readAll(t, fsys, cp)); got != contents {
+	if got := string(vfstest.ReadFile(t, fsys, cp)); got != contents {
 		t.Fatalf("checkpoint after repair %q, want it unchanged", got)
 	}
 	if after := mustCheck(t, fsys, dir, Options{}); !hasProblem(after, "../recovery-point-offset-checkpoint", int64(len("0\n2\nother 3 77\n")), KindMissingData) {

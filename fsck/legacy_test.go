@@ -7,6 +7,7 @@ import (
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // legacyV1 encodes a Kafka v1 message entry at offset off with a null key.
@@ -42,7 +43,7 @@ func TestLegacyEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := fileName(0, ".log")
-	writeFile(t, fsys, "/k/t-0/"+name, data)
+	vfstest.WriteFile(t, fsys, "/k/t-0/"+name, data)
 	if _, err := Repair(fsys, "/k/t-0", RepairOptions{}); err != nil { // build the indexes
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestLegacyEntries(t *testing.T) {
 	}
 	second := int64(len(legacyV1(0, "old")))
 	data[second+30] ^= 1 // inside the second entry's value
-	writeFile(t, fsys, "/k/t-0/"+name, data)
+	vfstest.WriteFile(t, fsys, "/k/t-0/"+name, data)
 	r = mustCheck(t, fsys, "/k/t-0", Options{})
 	if !hasProblem(r, name, second, KindCRC) {
 		t.Fatalf("legacy CRC damage not found at %d:%s", second, dumpProblems(r))

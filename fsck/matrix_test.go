@@ -10,6 +10,7 @@ import (
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -28,10 +29,14 @@ func writeMatrixLog(t testing.TB, fsys vfs.FS, dir string) []record.Record {
 	}
 	var all []record.Record
 	for _, recs := range fscktest.Batches() {
-		if _, err := l.Append(recs...); err != nil {
+		info, err := l.Append(recs...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, recs...)
+		for i, r := range recs {
+			r.Offset = info.FirstOffset + int64(i)
+			all = append(all, r)
+		}
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -76,26 +81,7 @@ func logRecords(t testing.TB, fsys vfs.FS, dir string) []record.Record {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	var out []record.Record
-	for rec, err := range l.Records(l.StartOffset()) {
-		if err != nil {
-			t.Fatalf("reading records: %v", err)
-		}
-		out = append(out, rec.Clone()) // rec's bytes are reused after the loop body
-	}
-	return out
-}
-
-func sameRecords(t testing.TB, got, want []record.Record) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("read back %d records, want %d", len(got), len(want))
-	}
-	for i := range got {
-		if got[i].Offset != int64(i) || !bytes.Equal(got[i].Value, want[i].Value) {
-			t.Fatalf("record %d: offset %d value %q, want %q", i, got[i].Offset, got[i].Value, want[i].Value)
-		}
-	}
+	return testutil.ReadRecords(t, l, l.StartOffset())
 }
 
 // TestCorruptionMatrix damages a log in each of fscktest's ways, for damage
@@ -183,7 +169,9 @@ func TestCorruptionMatrix(t *testing.T) {
 						t.Fatalf("TruncateDamaged did not cut the damage:%s", listProblems(rr))
 					}
 					checkCut(t, fsys, dir, before, d, dmg)
-					sameRecords(t, logRecords(t, fsys, dir), all[:dmg.Keep])
+					if err := testutil.CompareRecords(logRecords(t, fsys, dir), all[:dmg.Keep]); err != nil {
+						t.Fatal(err)
+					}
 				case tc.Data:
 					rr := repair(false)
 					if !allRepaired(rr) {
@@ -191,7 +179,9 @@ func TestCorruptionMatrix(t *testing.T) {
 					}
 					fscktest.CheckQuarantined(t, fsys, dir, before, nil)
 					checkCut(t, fsys, dir, before, d, dmg)
-					sameRecords(t, logRecords(t, fsys, dir), all[:dmg.Keep])
+					if err := testutil.CompareRecords(logRecords(t, fsys, dir), all[:dmg.Keep]); err != nil {
+						t.Fatal(err)
+					}
 				case tc.Unfixable:
 					rr := repair(false)
 					after, err := fsck.Check(fsys, dir, opts)
@@ -213,7 +203,9 @@ func TestCorruptionMatrix(t *testing.T) {
 							t.Errorf("%s changed by a repair that must not touch batches", l)
 						}
 					}
-					sameRecords(t, logRecords(t, fsys, dir), all)
+					if err := testutil.CompareRecords(logRecords(t, fsys, dir), all); err != nil {
+						t.Fatal(err)
+					}
 				}
 				if tc.Unfixable {
 					return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // missingLog writes a log of several segments in /p and returns the .log
@@ -60,18 +61,18 @@ func TestMissingMiddleSegment(t *testing.T) {
 			file, pos := logs[1], int64(0)
 			switch how {
 			case "emptied":
-				writeFile(t, fsys, "/p/"+logs[1], nil)
+				vfstest.WriteFile(t, fsys, "/p/"+logs[1], nil)
 			case "deleted":
 				for _, suf := range []string{".log", ".index", ".timeindex"} {
 					if err := fsys.Remove("/p/" + fileName(bases[1], suf)); err != nil {
 						t.Fatal(err)
 					}
 				}
-				file, pos = logs[0], int64(len(readAll(t, fsys, "/p/"+logs[0])))
+				file, pos = logs[0], int64(len(vfstest.ReadFile(t, fsys, "/p/"+logs[0])))
 			}
 			var index []byte
 			if how == "emptied" {
-				index = readAll(t, fsys, "/p/"+fileName(bases[1], ".index"))
+				index = vfstest.ReadFile(t, fsys, "/p/"+fileName(bases[1], ".index"))
 			}
 			r := mustCheck(t, fsys, "/p", Options{})
 			p := missingProblem(t, r, file, pos, bases[1], bases[2]-1)
@@ -88,7 +89,7 @@ func TestMissingMiddleSegment(t *testing.T) {
 			if got := missingProblem(t, rr, file, pos, bases[1], bases[2]-1); got.Repaired || rr.ExitCode() != ExitUncorrected {
 				t.Fatalf("repair: exit %d, missing data marked repaired %v:%s", rr.ExitCode(), got.Repaired, dumpProblems(rr))
 			}
-			if how == "emptied" && !bytes.Equal(readAll(t, fsys, "/p/"+fileName(bases[1], ".index")), index) {
+			if how == "emptied" && !bytes.Equal(vfstest.ReadFile(t, fsys, "/p/"+fileName(bases[1], ".index")), index) {
 				t.Fatal("repair rebuilt the index that is the evidence of the missing data")
 			}
 			after := mustCheck(t, fsys, "/p", Options{})
@@ -107,17 +108,17 @@ func TestMissingDataCompacted(t *testing.T) {
 		for _, suf := range []string{".log", ".index", ".timeindex"} {
 			fsys.Remove("/p/" + fileName(bases[1], suf))
 		}
-		writeFile(t, fsys, "/p/cleaner-offset-checkpoint", []byte("0\n1\np 0 0\n"))
+		vfstest.WriteFile(t, fsys, "/p/cleaner-offset-checkpoint", []byte("0\n1\np 0 0\n"))
 		if r := mustCheck(t, fsys, "/p", Options{}); !r.Clean() {
 			t.Fatalf("a compacted log's gap reported:%s", dumpProblems(r))
 		}
 	})
 	t.Run("own checkpoint, emptied", func(t *testing.T) {
 		fsys, logs, bases := missingLog(t)
-		writeFile(t, fsys, "/p/"+logs[1], nil)
-		writeFile(t, fsys, "/p/cleaner-offset-checkpoint", []byte("0\n1\np 0 0\n"))
+		vfstest.WriteFile(t, fsys, "/p/"+logs[1], nil)
+		vfstest.WriteFile(t, fsys, "/p/cleaner-offset-checkpoint", []byte("0\n1\np 0 0\n"))
 		r := mustCheck(t, fsys, "/p", Options{})
-		ents, _, _ := DecodeIndex(readAll(t, fsys, "/p/"+fileName(bases[1], ".index")), bases[1], false)
+		ents, _, _ := DecodeIndex(vfstest.ReadFile(t, fsys, "/p/"+fileName(bases[1], ".index")), bases[1], false)
 		p := missingProblem(t, r, logs[1], 0, bases[1], ents[len(ents)-1].Offset)
 		if strings.Contains(p.Detail, "never compacted") {
 			t.Errorf("index evidence argued from compaction: %s", p.Detail)
@@ -132,11 +133,11 @@ func TestMissingDataCompacted(t *testing.T) {
 		for _, suf := range []string{".log", ".index", ".timeindex"} {
 			fsys.Remove(filepath.Join(dir, fileName(base1, suf)))
 		}
-		writeFile(t, fsys, "/kafka/cleaner-offset-checkpoint", []byte("0\n1\nt 1 5\n")) // another partition's
+		vfstest.WriteFile(t, fsys, "/kafka/cleaner-offset-checkpoint", []byte("0\n1\nt 1 5\n")) // another partition's
 		if r := mustCheck(t, fsys, dir, Options{}); !hasKind(r, KindMissingData) {
 			t.Fatalf("another partition's cleaner line made the gap legitimate:%s", dumpProblems(r))
 		}
-		writeFile(t, fsys, "/kafka/cleaner-offset-checkpoint", []byte("0\n2\nt 1 5\nt 0 0\n"))
+		vfstest.WriteFile(t, fsys, "/kafka/cleaner-offset-checkpoint", []byte("0\n2\nt 1 5\nt 0 0\n"))
 		if r := mustCheck(t, fsys, dir, Options{}); hasKind(r, KindMissingData) {
 			t.Fatalf("a compacted partition's gap reported:%s", dumpProblems(r))
 		}
@@ -160,14 +161,14 @@ func TestMissingDataBelowLogStart(t *testing.T) {
 	for _, suf := range []string{".log", ".index", ".timeindex"} {
 		fsys.Remove("/p/" + fileName(bases[1], suf))
 	}
-	writeFile(t, fsys, "/p/log-start-offset-checkpoint", []byte(fmt.Sprintf("0\n1\np 0 %d\n", bases[2])))
+	vfstest.WriteFile(t, fsys, "/p/log-start-offset-checkpoint", []byte(fmt.Sprintf("0\n1\np 0 %d\n", bases[2])))
 	if r := mustCheck(t, fsys, "/p", Options{}); hasKind(r, KindMissingData) {
 		t.Fatalf("a gap below the log start reported:%s", dumpProblems(r))
 	}
 	start := bases[1] + 3
-	writeFile(t, fsys, "/p/log-start-offset-checkpoint", []byte(fmt.Sprintf("0\n1\np 0 %d\n", start)))
+	vfstest.WriteFile(t, fsys, "/p/log-start-offset-checkpoint", []byte(fmt.Sprintf("0\n1\np 0 %d\n", start)))
 	r := mustCheck(t, fsys, "/p", Options{})
-	missingProblem(t, r, logs[0], int64(len(readAll(t, fsys, "/p/"+logs[0]))), start, bases[2]-1)
+	missingProblem(t, r, logs[0], int64(len(vfstest.ReadFile(t, fsys, "/p/"+logs[0]))), start, bases[2]-1)
 }
 
 // TestMissingDataTruncatedLastSegment: the last .log cut at a batch
@@ -180,17 +181,17 @@ func TestMissingDataTruncatedLastSegment(t *testing.T) {
 	cut := func(t *testing.T) (vfs.FS, string, int64, int64) {
 		fsys, logs, _ := missingLog(t)
 		last := logs[len(logs)-1]
-		data := readAll(t, fsys, "/p/"+last)
+		data := vfstest.ReadFile(t, fsys, "/p/"+last)
 		starts := batchStarts(t, data)
 		keep := starts[len(starts)/2]
-		writeFile(t, fsys, "/p/"+last, data[:keep])
+		vfstest.WriteFile(t, fsys, "/p/"+last, data[:keep])
 		first := record.Batch(data[keep:]).BaseOffset()
 		return fsys, last, keep, first
 	}
 	t.Run("synced", func(t *testing.T) {
 		fsys, last, keep, first := cut(t)
 		idx := "/p/" + strings.TrimSuffix(last, ".log") + ".index"
-		before := readAll(t, fsys, idx)
+		before := vfstest.ReadFile(t, fsys, idx)
 		r := mustCheck(t, fsys, "/p", Options{})
 		if p := problemAt(r, last, keep, KindMissingData); !strings.HasPrefix(p.Detail, fmt.Sprintf("data missing: offsets %d–", first)) {
 			t.Fatalf("want missing data from offset %d at %s byte %d:%s", first, last, keep, dumpProblems(r))
@@ -198,7 +199,7 @@ func TestMissingDataTruncatedLastSegment(t *testing.T) {
 		if rr, err := Repair(fsys, "/p", RepairOptions{}); err != nil || rr.ExitCode() != ExitUncorrected {
 			t.Fatalf("repair: %v, exit %d:%s", err, rr.ExitCode(), dumpProblems(rr))
 		}
-		if !bytes.Equal(readAll(t, fsys, idx), before) {
+		if !bytes.Equal(vfstest.ReadFile(t, fsys, idx), before) {
 			t.Fatal("repair rebuilt the index that is the evidence")
 		}
 		if after := mustCheck(t, fsys, "/p", Options{}); !hasKind(after, KindMissingData) {
@@ -222,11 +223,11 @@ func TestMissingDataTruncatedLastSegment(t *testing.T) {
 // (a file edit) leaves a gap between two valid batches of one segment.
 func TestMissingDataInsideSegment(t *testing.T) {
 	fsys, logs, _ := missingLog(t)
-	data := readAll(t, fsys, "/p/"+logs[0])
+	data := vfstest.ReadFile(t, fsys, "/p/"+logs[0])
 	starts := batchStarts(t, data)
 	a, b := starts[3], starts[4]
 	gone := record.Batch(data[a:])
-	writeFile(t, fsys, "/p/"+logs[0], append(bytes.Clone(data[:a]), data[b:]...))
+	vfstest.WriteFile(t, fsys, "/p/"+logs[0], append(bytes.Clone(data[:a]), data[b:]...))
 	r := mustCheck(t, fsys, "/p", Options{})
 	var p Problem
 	for _, q := range r.Problems {

@@ -9,6 +9,7 @@ import (
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestEntryAboveReadLimit checks that an entry the file holds but that is
@@ -36,12 +37,12 @@ func TestEntryAboveReadLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := logFiles(t, fsys, dir)
-	data := readAll(t, fsys, filepath.Join(dir, logs[0]))
+	data := vfstest.ReadFile(t, fsys, filepath.Join(dir, logs[0]))
 	starts := batchStarts(t, data)
 	big := starts[1]
 	// The entry after the big one is damaged, to show the scan goes on.
 	data[starts[2]+record.HeaderSize] ^= 1
-	writeFile(t, fsys, filepath.Join(dir, logs[0]), data)
+	vfstest.WriteFile(t, fsys, filepath.Join(dir, logs[0]), data)
 	crash(t, fsys, dir, 0) // nothing synced: a cut would be allowed anywhere
 
 	opts := Options{MaxEntryBytes: 64 << 10}
@@ -70,7 +71,7 @@ func TestEntryAboveReadLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := readAll(t, fsys, filepath.Join(dir, logs[0])); !bytes.Equal(got, data[:starts[2]]) {
+	if got := vfstest.ReadFile(t, fsys, filepath.Join(dir, logs[0])); !bytes.Equal(got, data[:starts[2]]) {
 		t.Fatalf("repair left %d bytes, want the %d before the damage", len(got), starts[2])
 	}
 	if q := problemAt(rr, logs[0], big, KindReadLimit); q.Kind == "" || q.Repaired {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestCheckIsReadOnly runs checks of damaged directories on a filesystem
@@ -17,10 +18,10 @@ func TestCheckIsReadOnly(t *testing.T) {
 	mem := vfs.NewMem()
 	writeLog(t, mem, "/p", record.Gzip, 60, 3)
 	logs := logFiles(t, mem, "/p")
-	data := readAll(t, mem, filepath.Join("/p", logs[0]))
+	data := vfstest.ReadFile(t, mem, filepath.Join("/p", logs[0]))
 	data[100] ^= 0xff
-	writeFile(t, mem, filepath.Join("/p", logs[0]), data)
-	writeFile(t, mem, "/p/"+logs[0]+".swap", data)
+	vfstest.WriteFile(t, mem, filepath.Join("/p", logs[0]), data)
+	vfstest.WriteFile(t, mem, "/p/"+logs[0]+".swap", data)
 
 	allowed := map[vfs.OpKind]bool{vfs.OpOpen: true, vfs.OpList: true, vfs.OpStat: true, vfs.OpRead: true, vfs.OpSize: true, vfs.OpClose: true}
 	var forbidden []vfs.Op
@@ -54,8 +55,8 @@ func TestRepairRefusesLockedDir(t *testing.T) {
 	crash(t, fsys, "/p", 50) // the last batches were not synced: a torn tail there is cut
 	logs := logFiles(t, fsys, "/p")
 	last := filepath.Join("/p", logs[len(logs)-1])
-	data := readAll(t, fsys, last)
-	writeFile(t, fsys, last, data[:len(data)-7])
+	data := vfstest.ReadFile(t, fsys, last)
+	vfstest.WriteFile(t, fsys, last, data[:len(data)-7])
 
 	lk, err := fsys.Lock("/p/.lock")
 	if err != nil {
@@ -64,7 +65,7 @@ func TestRepairRefusesLockedDir(t *testing.T) {
 	if _, err := Repair(fsys, "/p", RepairOptions{}); !errors.Is(err, ErrLocked) {
 		t.Fatalf("repair of a locked directory: %v, want ErrLocked", err)
 	}
-	if got := readAll(t, fsys, last); len(got) != len(data)-7 {
+	if got := vfstest.ReadFile(t, fsys, last); len(got) != len(data)-7 {
 		t.Fatalf("the locked directory was modified")
 	}
 	lk.Close()
@@ -84,7 +85,7 @@ func TestRepairLeavesNonLogDirAlone(t *testing.T) {
 	if err := fsys.MkdirAll("/empty"); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, fsys, "/photos/notes.txt", []byte("not a log\n"))
+	vfstest.WriteFile(t, fsys, "/photos/notes.txt", []byte("not a log\n"))
 	if r, err := Repair(fsys, "/empty", RepairOptions{}); err != nil || r.ExitCode() != ExitClean {
 		t.Fatalf("repair of an empty directory: %v", err)
 	}

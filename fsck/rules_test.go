@@ -13,6 +13,7 @@ import (
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestKafkaRecoveryPoint checks that repair of a Kafka partition directory
@@ -40,23 +41,23 @@ func TestKafkaRecoveryPoint(t *testing.T) {
 			fsys := vfs.NewMem()
 			dir := kafkaDir(t, fsys, "none")
 			name := fileName(0, ".log")
-			data := readAll(t, fsys, filepath.Join(dir, name))
+			data := vfstest.ReadFile(t, fsys, filepath.Join(dir, name))
 			starts := batchStarts(t, data)
 			torn := starts[len(starts)-1]
-			writeFile(t, fsys, filepath.Join(dir, name), data[:torn+40])
+			vfstest.WriteFile(t, fsys, filepath.Join(dir, name), data[:torn+40])
 			cp := fmt.Sprintf("0\n3\nother 0 7\nevents 0 %s\nevents 1 9\n", tc.rp)
-			writeFile(t, fsys, "/kafka-logs/recovery-point-offset-checkpoint", []byte(cp))
+			vfstest.WriteFile(t, fsys, "/kafka-logs/recovery-point-offset-checkpoint", []byte(cp))
 			if tc.marker {
-				writeFile(t, fsys, "/kafka-logs/.kafka_cleanshutdown", nil)
+				vfstest.WriteFile(t, fsys, "/kafka-logs/.kafka_cleanshutdown", nil)
 			}
 			if tc.own != "" {
-				writeFile(t, fsys, filepath.Join(dir, "recovery-point-offset-checkpoint"), []byte(tc.own))
+				vfstest.WriteFile(t, fsys, filepath.Join(dir, "recovery-point-offset-checkpoint"), []byte(tc.own))
 			}
 			r, err := Repair(fsys, dir, RepairOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := readAll(t, fsys, filepath.Join(dir, name))
+			got := vfstest.ReadFile(t, fsys, filepath.Join(dir, name))
 			if tc.cut {
 				if !bytes.Equal(got, data[:torn]) {
 					t.Fatalf("torn tail past the recovery point: %d bytes left, want %d:%s", len(got), torn, dumpProblems(r))
@@ -72,7 +73,7 @@ func TestKafkaRecoveryPoint(t *testing.T) {
 			}
 			// Repair may lower this partition's line (only when no damage
 			// remains), never another's.
-			after := string(readAll(t, fsys, "/kafka-logs/recovery-point-offset-checkpoint"))
+			after := string(vfstest.ReadFile(t, fsys, "/kafka-logs/recovery-point-offset-checkpoint"))
 			if !strings.Contains(after, "other 0 7\n") || !strings.Contains(after, "events 1 9\n") {
 				t.Fatalf("other partitions' lines rewritten:\n%s", after)
 			}
@@ -107,11 +108,11 @@ func TestDamagePositionMatchesEngine(t *testing.T) {
 			logs := logFiles(t, fsys, "/p")
 			name := logs[len(logs)-1]
 			path := filepath.Join("/p", name)
-			data := readAll(t, fsys, path)
+			data := vfstest.ReadFile(t, fsys, path)
 			starts := batchStarts(t, data)
 			p := starts[2]
 			tc.hurt(data[p:])
-			writeFile(t, fsys, path, data)
+			vfstest.WriteFile(t, fsys, path, data)
 			crash(t, fsys, "/p", 60) // every batch synced: Open must report, not cut
 
 			r := mustCheck(t, fsys, "/p", Options{})
@@ -131,7 +132,7 @@ func TestDamagePositionMatchesEngine(t *testing.T) {
 			if ce.Pos != prob.Position && ce.Pos != p+tc.field {
 				t.Fatalf("Open reports byte %d, fsck byte %d (field at byte %d)", ce.Pos, prob.Position, p+tc.field)
 			}
-			if got := readAll(t, fsys, path); !bytes.Equal(got, data) {
+			if got := vfstest.ReadFile(t, fsys, path); !bytes.Equal(got, data) {
 				t.Fatalf("Open changed the damaged .log")
 			}
 
@@ -163,9 +164,9 @@ func TestTailFragmentKind(t *testing.T) {
 		logs := logFiles(t, fsys, "/p")
 		name := logs[len(logs)-1]
 		path := filepath.Join("/p", name)
-		data := readAll(t, fsys, path)
+		data := vfstest.ReadFile(t, fsys, path)
 		frag := append(append([]byte(nil), data...), 0, 0, 0, 0, 0, 0, 0, 9, 0, 0)
-		writeFile(t, fsys, path, frag)
+		vfstest.WriteFile(t, fsys, path, frag)
 		rp := int64(60) // the end: the fragment lies past it
 		if synced {
 			rp = 1 << 40
@@ -183,7 +184,7 @@ func TestTailFragmentKind(t *testing.T) {
 		if p.Kind == "" || p.Severity != sev || p.Repaired == synced {
 			t.Fatalf("synced %v: want %s (%s, repaired %v) at byte %d:%s", synced, want, sev, !synced, len(data), dumpProblems(r))
 		}
-		if got := readAll(t, fsys, path); (synced && !bytes.Equal(got, frag)) || (!synced && !bytes.Equal(got, data)) {
+		if got := vfstest.ReadFile(t, fsys, path); (synced && !bytes.Equal(got, frag)) || (!synced && !bytes.Equal(got, data)) {
 			t.Fatalf("synced %v: %d bytes after repair", synced, len(got))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestPartitionDirsFindsNoneInAHome (issue 26 item 6): a directory holding
@@ -24,9 +25,9 @@ func TestPartitionDirsFindsNoneInAHome(t *testing.T) {
 	home := filepath.Join(root, "home")
 	elsewhere := filepath.Join(root, "elsewhere", "orders-0")
 	writeLog(t, vfs.Default, elsewhere, record.None, 4, 2)
-	writeFile(t, vfs.Default, filepath.Join(home, ".ssh", fileName(0, ".log")), []byte("not read"))
-	writeFile(t, vfs.Default, filepath.Join(home, "notes.txt"), []byte("hello"))
-	writeFile(t, vfs.Default, filepath.Join(home, "src", "testdata", "kafka-client", "none.broker-log"), []byte("x"))
+	vfstest.WriteFile(t, vfs.Default, filepath.Join(home, ".ssh", fileName(0, ".log")), []byte("not read"))
+	vfstest.WriteFile(t, vfs.Default, filepath.Join(home, "notes.txt"), []byte("hello"))
+	vfstest.WriteFile(t, vfs.Default, filepath.Join(home, "src", "testdata", "kafka-client", "none.broker-log"), []byte("x"))
 	if err := os.Symlink(elsewhere, filepath.Join(home, "logs")); err != nil { //vfs:allow a symbolic link, which vfs cannot make
 		t.Fatal(err)
 	}
@@ -62,12 +63,12 @@ func TestPartitionDirsFindsNoneInAHome(t *testing.T) {
 func TestStrayFileInALog(t *testing.T) {
 	fsys := vfs.NewMem()
 	writeLog(t, fsys, "/p", record.None, 20, 5)
-	writeFile(t, fsys, "/p/notes.txt", []byte("hello"))
+	vfstest.WriteFile(t, fsys, "/p/notes.txt", []byte("hello"))
 	r := mustCheck(t, fsys, "/p", Options{Deep: true})
 	if !r.Clean() || !slices.Equal(r.Stats.Strays, []string{"notes.txt"}) {
 		t.Fatalf("stray file: clean %v, strays %v:%s", r.Clean(), r.Stats.Strays, dumpProblems(r))
 	}
-	writeFile(t, fsys, "/p/server.log", []byte("app"))
+	vfstest.WriteFile(t, fsys, "/p/server.log", []byte("app"))
 	r = mustCheck(t, fsys, "/p", Options{})
 	if p := problemAt(r, "server.log", 0, KindSegmentName); p.Severity != Error {
 		t.Fatalf("misnamed segment file not an error:%s", dumpProblems(r))
@@ -92,7 +93,7 @@ func TestPartitionDirsEmptyPartitions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, fsys, "/store/recovery-point-offset-checkpoint", []byte("0\n0\n"))
+	vfstest.WriteFile(t, fsys, "/store/recovery-point-offset-checkpoint", []byte("0\n0\n"))
 	dirs, err := PartitionDirs(fsys, "/store")
 	if err != nil || !slices.Equal(dirs, []string{"/store/t-0", "/store/t-1"}) {
 		t.Fatalf("PartitionDirs(store) = %v, %v", dirs, err)

@@ -28,7 +28,7 @@ func TestCorpusBatches(t *testing.T) {
 				if err := ValidateProducerBatch(b, DefaultMaxBatchSize); err != nil {
 					t.Errorf("batch %d: producer batch refused: %v", bi, err)
 				}
-				recs, err := readAll(b)
+				recs, err := decodeAll(b)
 				if err != nil {
 					t.Fatalf("batch %d: %v", bi, err)
 				}

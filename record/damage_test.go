@@ -53,7 +53,7 @@ func rec(body ...byte) []byte { return append(appendVarint(nil, int64(len(body))
 
 // parse runs the whole read path (Validate, then every record).
 func parse(b Batch) error {
-	_, err := readAll(b)
+	_, err := decodeAll(b)
 	return err
 }
 

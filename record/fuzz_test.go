@@ -76,7 +76,7 @@ func FuzzParseBatch(f *testing.F) {
 			return // e.g. offsets not increasing: valid to read, not buildable
 		}
 		first = append(Batch(nil), first...)
-		again, err := readAll(first)
+		again, err := decodeAll(first)
 		if err != nil {
 			t.Fatalf("rebuilt batch does not parse: %v", err)
 		}
@@ -151,7 +151,7 @@ func FuzzBuild(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := readAll(b)
+		got, err := decodeAll(b)
 		if err != nil {
 			t.Fatal(err)
 		}

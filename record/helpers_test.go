@@ -101,8 +101,8 @@ func splitEntries(t testing.TB, data []byte) []Batch {
 	return out
 }
 
-// readAll validates b and returns copies of its records.
-func readAll(b Batch) ([]Record, error) {
+// decodeAll validates b and returns copies of its records.
+func decodeAll(b Batch) ([]Record, error) {
 	var out []Record
 	for r, err := range b.Records() {
 		if err != nil {

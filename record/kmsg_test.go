@@ -97,7 +97,7 @@ func TestOursReadsKmsg(t *testing.T) {
 	if b.BaseOffset() != 500 || b.PartitionLeaderEpoch() != 3 || !b.IsTransactional() || b.NextOffset() != 505 {
 		t.Fatalf("header: base %d epoch %d txn %v next %d", b.BaseOffset(), b.PartitionLeaderEpoch(), b.IsTransactional(), b.NextOffset())
 	}
-	got, err := readAll(b)
+	got, err := decodeAll(b)
 	if err != nil {
 		t.Fatal(err)
 	}

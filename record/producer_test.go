@@ -21,7 +21,7 @@ func TestAssignOffsets(t *testing.T) {
 	if b.BaseOffset() != 1000 || b.PartitionLeaderEpoch() != 7 || b.LastOffset() != 1002 || b.NextOffset() != 1003 {
 		t.Fatalf("base %d epoch %d last %d next %d", b.BaseOffset(), b.PartitionLeaderEpoch(), b.LastOffset(), b.NextOffset())
 	}
-	recs, err := readAll(b)
+	recs, err := decodeAll(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestSetMaxTimestamp(t *testing.T) {
 	if b.CRC() == Batch(orig).CRC() || b.TimestampType() != LogAppendTime || b.MaxTimestamp() != 5000 {
 		t.Fatalf("crc %x type %v max %d", b.CRC(), b.TimestampType(), b.MaxTimestamp())
 	}
-	recs, _ := readAll(b)
+	recs, _ := decodeAll(b)
 	for _, r := range recs {
 		if r.Timestamp != 5000 {
 			t.Fatalf("LogAppendTime record timestamp %d, want 5000", r.Timestamp)
@@ -182,7 +182,7 @@ func TestDeleteHorizon(t *testing.T) {
 	if !b.HasDeleteHorizon() || b.BaseTimestamp() != 9_000 || b.MaxTimestamp() != 2_000 || b.LastOffsetDelta() != 5 || b.NumRecords() != 2 {
 		t.Fatalf("horizon %v base %d max %d", b.HasDeleteHorizon(), b.BaseTimestamp(), b.MaxTimestamp())
 	}
-	recs, err := readAll(b)
+	recs, err := decodeAll(b)
 	if err != nil || recs[0].Timestamp != 1_000 || recs[1].Timestamp != 2_000 || recs[1].Offset != 5 {
 		t.Fatalf("%v %+v", err, recs)
 	}

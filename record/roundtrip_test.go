@@ -42,7 +42,7 @@ func TestRebuildCorpus(t *testing.T) {
 							b.Codec(), b.NumRecords(), b.LastOffsetDelta(), b.BaseTimestamp(), b.MaxTimestamp(),
 							b.ProducerID(), b.ProducerEpoch(), b.BaseSequence())
 					}
-					got, err := readAll(b)
+					got, err := decodeAll(b)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -84,7 +84,7 @@ func TestNullVersusEmpty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := readAll(b)
+		got, err := decodeAll(b)
 		if err != nil {
 			t.Fatalf("%v: %v", c, err)
 		}
@@ -114,7 +114,7 @@ func TestEmptyBatch(t *testing.T) {
 		if len(b) != HeaderSize || b.NumRecords() != 0 || b.BaseTimestamp() != -1 || b.MaxTimestamp() != -1 || b.LastOffsetDelta() != 9 {
 			t.Fatalf("%v: len %d count %d ts %d/%d lod %d", c, len(b), b.NumRecords(), b.BaseTimestamp(), b.MaxTimestamp(), b.LastOffsetDelta())
 		}
-		got, err := readAll(b)
+		got, err := decodeAll(b)
 		if err != nil || len(got) != 0 {
 			t.Fatalf("%v: %d records, %v", c, len(got), err)
 		}

@@ -92,7 +92,7 @@ func TestGolden(t *testing.T) {
 		t.Fatalf("built batch differs from %s (run with -update if intended)\ngot  % x\nwant % x", path, []byte(got), want)
 	}
 	// The golden file must also mean what it should.
-	recs, err := readAll(Batch(want))
+	recs, err := decodeAll(Batch(want))
 	if err != nil {
 		t.Fatal(err)
 	}

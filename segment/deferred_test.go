@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestAppendDeferred: deferred batches are invisible until WriteDeferred,
@@ -71,8 +72,8 @@ func TestAppendDeferred(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, suffix := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
-			a := readAll(t, e.fs, filepath.Join(dirA, FileName(0, suffix)))
-			b := readAll(t, e.fs, filepath.Join(dirB, FileName(0, suffix)))
+			a := vfstest.ReadFile(t, e.fs, filepath.Join(dirA, FileName(0, suffix)))
+			b := vfstest.ReadFile(t, e.fs, filepath.Join(dirB, FileName(0, suffix)))
 			if !bytes.Equal(a, b) {
 				t.Fatalf("%s differs between deferred and direct appends (%d vs %d bytes)", suffix, len(b), len(a))
 			}

@@ -73,14 +73,14 @@ func FuzzRecover(f *testing.F) {
 				t.Fatalf("FindPosition(%d) = %+v, %v, %v", b.LastOffset, bp, ok, err)
 			}
 		}
-		if !bytes.Equal(readAll(t, fs, s.LogPath()), data[:res.ValidBytes]) {
+		if !bytes.Equal(vfstest.ReadFile(t, fs, s.LogPath()), data[:res.ValidBytes]) {
 			t.Fatal("recovery changed bytes it kept")
 		}
 		// What it cut is either a torn tail (no valid entry in it) or kept
 		// byte for byte in a quarantine file.
 		if keep := res.Reason != nil && res.AfterDamage.HoldsValid(); keep != (res.Quarantine != nil) {
 			t.Fatalf("after damage %+v, quarantine %+v", res.AfterDamage, res.Quarantine)
-		} else if keep && !bytes.Equal(readAll(t, fs, res.Quarantine.File), data[res.ValidBytes:]) {
+		} else if keep && !bytes.Equal(vfstest.ReadFile(t, fs, res.Quarantine.File), data[res.ValidBytes:]) {
 			t.Fatal("the quarantine file does not hold the cut bytes")
 		}
 		if res.Reason != nil && (res.AfterDamage.Pos != res.ValidBytes || res.AfterDamage.Bytes != res.TruncatedBytes) {
@@ -94,10 +94,5 @@ func FuzzRecover(f *testing.F) {
 }
 
 func readCorpus(tb testing.TB, path string) []byte {
-	return readAll(tb, vfs.Default, path)
-}
-
-func readAll(tb testing.TB, fs vfs.FS, path string) []byte {
-	tb.Helper()
-	return vfstest.ReadFile(tb, fs, path)
+	return vfstest.ReadFile(tb, vfs.Default, path)
 }

@@ -72,14 +72,14 @@ func TestOpenLogBudget(t *testing.T) {
 		want[p] = 6
 	}
 	for p, n := range want {
-		if got := len(readAll(t, s, "t", p, 0)); got != n {
+		if got := len(partitionRecords(t, s, "t", p, 0)); got != n {
 			t.Errorf("partition %d holds %d records, want %d", p, got, n)
 		}
 	}
 	mustf(t, s.Close(), "close")
 	s = openStore(t, fs, clock)
 	for p, n := range want {
-		if got := len(readAll(t, s, "t", p, 0)); got != n {
+		if got := len(partitionRecords(t, s, "t", p, 0)); got != n {
 			t.Errorf("after reopen partition %d holds %d records, want %d", p, got, n)
 		}
 	}

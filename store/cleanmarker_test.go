@@ -34,14 +34,14 @@ func TestCleanMarkerAfterCrashNeedsRecovery(t *testing.T) {
 		return (op.Kind == vfs.OpOpen || op.Kind == vfs.OpOpenReadWrite || op.Kind == vfs.OpCreate) && strings.Contains(op.Path, "/t-1/")
 	}, syscall.EIO))
 	s = openStore(t, broken, clock)
-	readAll(t, s, "t", 0, 0)
+	partitionRecords(t, s, "t", 0, 0)
 	mustf(t, s.Close(), "close")
 	if _, err := crashed.Stat(marker); err == nil {
 		t.Fatal("the clean-shutdown marker was written with partition 1 never recovered")
 	}
 
 	s = openStore(t, crashed, clock)
-	readAll(t, s, "t", 0, 0) // only partition 0: Close recovers 1
+	partitionRecords(t, s, "t", 0, 0) // only partition 0: Close recovers 1
 	mustf(t, s.Close(), "close")
 	if _, err := crashed.Stat(marker); err != nil {
 		t.Fatalf("Close recovered every partition, but wrote no marker: %v", err)
@@ -54,7 +54,7 @@ func TestCleanMarkerAfterCrashNeedsRecovery(t *testing.T) {
 		if got := info.Partitions[p].EndOffset; got != want {
 			t.Errorf("partition %d ends at %d, want %d", p, got, want)
 		}
-		if got := len(readAll(t, s, "t", int32(p), 0)); int64(got) != want {
+		if got := len(partitionRecords(t, s, "t", int32(p), 0)); int64(got) != want {
 			t.Errorf("partition %d holds %d records, want %d", p, got, want)
 		}
 	}

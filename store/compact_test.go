@@ -65,10 +65,10 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 	want := committedOf(s, "g", 4)
 
 	ol, _ := s.Log(OffsetsTopic, 0)
-	before, recsBefore := ol.Size(), len(readAll(t, s, OffsetsTopic, 0, 0))
+	before, recsBefore := ol.Size(), len(partitionRecords(t, s, OffsetsTopic, 0, 0))
 	mustf(t, s.RunRetention(context.Background()), "cleaner round")
 	after := ol.Size()
-	recs := readAll(t, s, OffsetsTopic, 0, 0)
+	recs := partitionRecords(t, s, OffsetsTopic, 0, 0)
 	if after*4 > before || len(recs)*4 > recsBefore {
 		t.Fatalf("compaction left %d of %d bytes, %d of %d records", after, before, len(recs), recsBefore)
 	}
@@ -100,7 +100,7 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 	}
 	want = committedOf(s, "g", 4)
 	mustf(t, s.RunRetention(context.Background()), "cleaner round")
-	if n := tombstones(readAll(t, s, OffsetsTopic, 0, 0)); n != 0 {
+	if n := tombstones(partitionRecords(t, s, OffsetsTopic, 0, 0)); n != 0 {
 		t.Errorf("%d tombstones left past their horizon", n)
 	}
 	mustf(t, s.Close(), "close")

@@ -27,7 +27,7 @@ func consume(t testing.TB, s *Store, group, topic string, reset AutoOffsetReset)
 		pos, err := s.Position(group, topic, p, reset)
 		mustf(t, err, "position")
 		skipped += pos.Skipped
-		recs := readAll(t, s, topic, p, pos.Offset)
+		recs := partitionRecords(t, s, topic, p, pos.Offset)
 		out[p] = recs
 		next := pos.Offset
 		if len(recs) > 0 {
@@ -73,7 +73,7 @@ func TestBookingsLesson(t *testing.T) {
 	// Kafka's partitioner picks.
 	seen := make(map[string]int)
 	for p := range int32(12) {
-		for _, r := range readAll(t, s, "bookings", p, 0) {
+		for _, r := range partitionRecords(t, s, "bookings", p, 0) {
 			id := string(r.Key)
 			if PartitionForKey(r.Key, 12) != p {
 				t.Fatalf("%s in partition %d", id, p)
@@ -118,7 +118,7 @@ func TestBookingsLesson(t *testing.T) {
 	again, _ := consume(t, s, "billing", "bookings", Earliest)
 	var want []string
 	for p := range int32(12) {
-		for _, r := range readAll(t, s, "bookings", p, 0) {
+		for _, r := range partitionRecords(t, s, "bookings", p, 0) {
 			if r.Timestamp >= since {
 				want = append(want, fmt.Sprintf("%d/%d/%s", p, r.Offset, r.Key))
 			}

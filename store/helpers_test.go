@@ -1,11 +1,8 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -68,27 +65,14 @@ func kv(key, value string) record.Record {
 	return record.Record{Key: k, Value: []byte(value)}
 }
 
-// readAll returns a partition's records from offset from.
-func readAll(t testing.TB, s *Store, topic string, p int32, from int64) []record.Record {
+// partitionRecords returns a partition's records from offset from.
+func partitionRecords(t testing.TB, s *Store, topic string, p int32, from int64) []record.Record {
 	t.Helper()
 	l, err := s.Log(topic, p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []record.Record
-	for r, err := range l.Records(from) {
-		if err != nil {
-			t.Fatalf("%s-%d from %d: %v", topic, p, from, err)
-		}
-		// Records lends its bytes only until the loop body returns.
-		r.Key, r.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
-		r.Headers = slices.Clone(r.Headers)
-		for i, h := range r.Headers {
-			r.Headers[i].Key, r.Headers[i].Value = strings.Clone(h.Key), bytes.Clone(h.Value)
-		}
-		out = append(out, r)
-	}
-	return out
+	return testutil.ReadRecords(t, l, from)
 }
 
 func mustf(t testing.TB, err error, format string, args ...any) {

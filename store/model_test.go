@@ -101,7 +101,7 @@ func TestStoreAgainstModel(t *testing.T) {
 	last := make(map[string]int)
 	for p := range int32(parts) {
 		l, _ := s.Log("m", p)
-		for _, r := range readAll(t, s, "m", p, l.StartOffset()) {
+		for _, r := range partitionRecords(t, s, "m", p, l.StartOffset()) {
 			var v int
 			fmt.Sscan(string(r.Value), &v)
 			if r.Key == nil {

@@ -53,7 +53,7 @@ func TestOnQuarantineNamesThePartition(t *testing.T) {
 	if len(got) != 0 {
 		t.Fatalf("quarantines reported before the partition was used: %+v", got)
 	}
-	if n := len(readAll(t, s, "events", 1, 0)); n != 0 {
+	if n := len(partitionRecords(t, s, "events", 1, 0)); n != 0 {
 		t.Fatalf("events-1 serves %d records after its first batch was damaged, want 0", n)
 	}
 	mustf(t, s.Close(), "close")

@@ -131,7 +131,7 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	}
 	read := 0
 	for p := range int32(4) {
-		read += len(readAll(t, ro, "bookings", p, 0))
+		read += len(partitionRecords(t, ro, "bookings", p, 0))
 	}
 	if read != 200 {
 		t.Errorf("read %d records, want 200", read)
@@ -186,12 +186,12 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	}
 	read = 0
 	for p := range int32(6) {
-		read += len(readAll(t, ro, "bookings", p, 0))
+		read += len(partitionRecords(t, ro, "bookings", p, 0))
 	}
 	if read != 300 {
 		t.Errorf("after Refresh read %d records, want 300", read)
 	}
-	if got := readAll(t, ro, "later", PartitionForKey([]byte("x"), 3), 0); len(got) != 1 {
+	if got := partitionRecords(t, ro, "later", PartitionForKey([]byte("x"), 3), 0); len(got) != 1 {
 		t.Errorf("later: %d records", len(got))
 	}
 	if g := ro.Groups(); !slices.Equal(g, []string{"billing", "email"}) {
@@ -208,7 +208,7 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 		t.Errorf("after a group's deletion Groups = %v", g)
 	}
 	for p := range int32(6) {
-		readAll(t, ro, "bookings", p, 0)
+		partitionRecords(t, ro, "bookings", p, 0)
 	}
 	sameTree(t, "Refresh and reads", before, treeHash(t, vfs.Default, dir))
 	mustf(t, ro.Close(), "close read-only")

@@ -94,7 +94,7 @@ func checkStore(t *testing.T, s *Store, want map[int32][]string) {
 	t.Helper()
 	for p, vals := range want {
 		var got []string
-		for _, r := range readAll(t, s, "events", p, 0) {
+		for _, r := range partitionRecords(t, s, "events", p, 0) {
 			got = append(got, string(r.Value))
 		}
 		if !slices.Equal(got, vals) {

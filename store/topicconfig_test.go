@@ -137,7 +137,7 @@ func TestSetTopicConfigWhileProducing(t *testing.T) {
 	mustf(t, <-done, "produce")
 	var n int
 	for p := range int32(2) {
-		n += len(readAll(t, s, "t", p, 0))
+		n += len(partitionRecords(t, s, "t", p, 0))
 	}
 	if n != 200 {
 		t.Errorf("%d records, want 200", n)

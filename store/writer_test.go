@@ -102,7 +102,7 @@ func TestDeleteRecordsEveryReaderAgrees(t *testing.T) {
 	}
 	check := func(label string, s *Store) {
 		t.Helper()
-		if got := readAll(t, s, "bookings", 2, 2); len(got) != 3 {
+		if got := partitionRecords(t, s, "bookings", 2, 2); len(got) != 3 {
 			t.Fatalf("%s: %d records from the start, want 3", label, len(got))
 		}
 		ps, err := s.Position("fresh", "bookings", 2, Earliest)

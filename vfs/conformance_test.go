@@ -93,12 +93,12 @@ func testAppendPosition(t *testing.T, fsys FS, dir string) {
 		t.Fatalf("ReadAt = %q, %v", buf, err)
 	}
 	mustWrite(t, f, []byte("ab"))
-	if got, want := readAll(t, f), []byte("helloab\x00\x00Z"); !bytes.Equal(got, want) {
+	if got, want := readWhole(t, f), []byte("helloab\x00\x00Z"); !bytes.Equal(got, want) {
 		t.Fatalf("contents %q, want %q", got, want)
 	}
 	// The write position does not follow WriteAt past it.
 	mustWrite(t, f, []byte("c"))
-	if got, want := readAll(t, f), []byte("helloabc\x00Z"); !bytes.Equal(got, want) {
+	if got, want := readWhole(t, f), []byte("helloabc\x00Z"); !bytes.Equal(got, want) {
 		t.Fatalf("contents %q, want %q", got, want)
 	}
 	if _, err := f.WriteAt(nil, 100); err != nil {
@@ -126,7 +126,7 @@ func testOpenModes(t *testing.T, fsys FS, dir string) {
 	}
 	defer rw.Close()
 	mustWrite(t, rw, []byte("de"))
-	if got := readAll(t, rw); string(got) != "abcde" {
+	if got := readWhole(t, rw); string(got) != "abcde" {
 		t.Fatalf("after reopen and append: %q", got)
 	}
 
@@ -135,7 +135,7 @@ func testOpenModes(t *testing.T, fsys FS, dir string) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if got := readAll(t, ro); string(got) != "abcde" {
+	if got := readWhole(t, ro); string(got) != "abcde" {
 		t.Fatalf("read-only view: %q", got)
 	}
 	if _, err := ro.Write([]byte("x")); err == nil {
@@ -201,7 +201,7 @@ func testTruncateAndPreallocate(t *testing.T, fsys FS, dir string) {
 	if err := f.Truncate(6); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := readAll(t, f), []byte("abX\x00\x00\x00"); !bytes.Equal(got, want) {
+	if got, want := readWhole(t, f), []byte("abX\x00\x00\x00"); !bytes.Equal(got, want) {
 		t.Fatalf("after shrink, write, grow: %q, want %q", got, want)
 	}
 	if err := f.Preallocate(4, 100); err != nil {
@@ -214,7 +214,7 @@ func testTruncateAndPreallocate(t *testing.T, fsys FS, dir string) {
 	if err := f.Preallocate(0, 10); err != nil {
 		t.Fatal(err)
 	}
-	got := readAll(t, f)
+	got := readWhole(t, f)
 	if len(got) != 104 || !bytes.Equal(got[:3], []byte("abX")) || bytes.ContainsFunc(got[3:], func(r rune) bool { return r != 0 }) {
 		t.Fatalf("after Preallocate inside: len %d, %q", len(got), got[:8])
 	}
@@ -224,7 +224,7 @@ func testTruncateAndPreallocate(t *testing.T, fsys FS, dir string) {
 	}
 	// The append position stays where Write left it.
 	mustWrite(t, f, []byte("Y"))
-	if got := readAll(t, f); got[3] != 'Y' {
+	if got := readWhole(t, f); got[3] != 'Y' {
 		t.Fatalf("append after preallocate landed elsewhere: %q", got[:8])
 	}
 	if err := f.Truncate(-1); err == nil {
@@ -253,13 +253,13 @@ func testReserve(t *testing.T, fsys FS, dir string) {
 		t.Fatalf("Stat after Reserve = %v, %v", fi, err)
 	}
 	mustWrite(t, f, []byte("de"))
-	if got := readAll(t, f); string(got) != "abcde" {
+	if got := readWhole(t, f); string(got) != "abcde" {
 		t.Fatalf("after Reserve and append: %q", got)
 	}
 	if err := f.Truncate(5); err != nil {
 		t.Fatal(err)
 	}
-	if got := readAll(t, f); string(got) != "abcde" {
+	if got := readWhole(t, f); string(got) != "abcde" {
 		t.Fatalf("after Truncate to the size: %q", got)
 	}
 	if err := f.Reserve(-1, 10); err == nil {
@@ -452,12 +452,12 @@ func testRename(t *testing.T, fsys FS, dir string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if got := readAll(t, f); string(got) != "new" {
+	if got := readWhole(t, f); string(got) != "new" {
 		t.Fatalf("renamed file holds %q", got)
 	}
 	// An open file follows its inode.
 	mustWrite(t, fa, []byte("er"))
-	if got := readAll(t, f); string(got) != "newer" {
+	if got := readWhole(t, f); string(got) != "newer" {
 		t.Fatalf("write through the old handle: %q", got)
 	}
 	if err := fsys.Rename(path.Join(dir, "missing"), a); !errors.Is(err, fs.ErrNotExist) {

@@ -35,7 +35,7 @@ func contents(t *testing.T, fsys FS, name string) (string, bool) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	return string(readAll(t, f)), true
+	return string(readWhole(t, f)), true
 }
 
 func TestMemCrashDropsUnsyncedEntry(t *testing.T) {

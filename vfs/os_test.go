@@ -30,7 +30,7 @@ func TestOSWritePositionIgnoresPositionalIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite(t, f, []byte("ab"))
-	got := readAll(t, f)
+	got := readWhole(t, f)
 	want := []byte("helloab\x00\x00Z")
 	if !bytes.Equal(got, want) {
 		t.Fatalf("contents %q, want %q", got, want)
@@ -53,7 +53,7 @@ func TestOSOpenReadWriteAppendsAtEnd(t *testing.T) {
 	}
 	defer f.Close()
 	mustWrite(t, f, []byte("de"))
-	if got := readAll(t, f); string(got) != "abcde" {
+	if got := readWhole(t, f); string(got) != "abcde" {
 		t.Fatalf("contents %q, want abcde", got)
 	}
 }
@@ -70,7 +70,7 @@ func TestOSTruncateMovesWritePosition(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite(t, f, []byte("X"))
-	if got := readAll(t, f); string(got) != "abX" {
+	if got := readWhole(t, f); string(got) != "abX" {
 		t.Fatalf("contents %q, want abX", got)
 	}
 }
@@ -183,7 +183,7 @@ func mustWrite(t *testing.T, f File, p []byte) {
 	}
 }
 
-func readAll(t *testing.T, f File) []byte {
+func readWhole(t *testing.T, f File) []byte {
 	t.Helper()
 	size, err := f.Size()
 	if err != nil {

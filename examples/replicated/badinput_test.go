@@ -191,7 +191,7 @@ func TestAppendTooLarge(t *testing.T) {
 	if code := post("small"); code != http.StatusOK {
 		t.Fatalf("a small value: %d", code)
 	}
-	if got := readAll(t, self, 1); !slices.Equal(got, []string{"small"}) {
+	if got := readPeer(t, self, 1); !slices.Equal(got, []string{"small"}) {
 		t.Fatalf("the node holds %q", got)
 	}
 }

@@ -197,7 +197,7 @@ func TestKillLeader(t *testing.T) {
 	for _, p := range peers {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			err := l.check(readAll(t, p, 0))
+			err := l.check(readPeer(t, p, 0))
 			if err == nil {
 				break
 			}

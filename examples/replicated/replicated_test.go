@@ -48,9 +48,9 @@ func appendValue(t *testing.T, peers []Peer, up map[string]bool, v string) {
 	t.Fatalf("%q was not acknowledged within 30s", v)
 }
 
-// readAll reads every command a node has applied, waiting until it has
+// readPeer reads every command a node has applied, waiting until it has
 // at least want of them.
-func readAll(t *testing.T, p Peer, want int) []string {
+func readPeer(t *testing.T, p Peer, want int) []string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -138,7 +138,7 @@ func TestFailover(t *testing.T) {
 	}
 	nodes[leader.ID], up[leader.ID] = n, true
 	for _, p := range peers {
-		got := readAll(t, p, len(acked))
+		got := readPeer(t, p, len(acked))
 		if strings.Join(got, ",") != strings.Join(acked, ",") {
 			t.Fatalf("%s holds %d values %v, want the %d acknowledged ones in order", p.ID, len(got), got, len(acked))
 		}
