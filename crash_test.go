@@ -372,7 +372,9 @@ func TestCrashAfterRecoveryDeletedSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		l.Append(small(l.EndOffset()))
+		if _, err := l.Append(small(l.EndOffset())); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)

@@ -103,7 +103,10 @@ func TestFetchOverLoopback(t *testing.T) {
 			}
 			switch {
 			case i%97 == 96:
-				l.TruncateTo(l.EndOffset() - 4)
+				if err := l.TruncateTo(l.EndOffset() - 4); err != nil {
+					t.Error(err)
+					return
+				}
 			case i%151 == 150 && l.NumSegments() > 4:
 				l.DeleteBefore(l.EndOffset() - 200)
 			}

@@ -155,7 +155,9 @@ func TestDamage(t *testing.T) {
 		// The second batch of the first segment.
 		f, _ := fs.Open(first)
 		hdr := make([]byte, record.HeaderSize)
-		f.ReadAt(hdr, 0)
+		if n, err := f.ReadAt(hdr, 0); n != len(hdr) {
+			t.Fatalf("ReadAt: %d of %d bytes: %v", n, len(hdr), err)
+		}
 		f.Close()
 		return first, int64(record.Batch(hdr).Size())
 	}
@@ -167,15 +169,23 @@ func TestDamage(t *testing.T) {
 			end := l.EndOffset()
 			active := l.active.LogPath()
 			size := l.active.Size()
-			l.Append(recordsAt(end, 5)...)
+			if _, err := l.Append(recordsAt(end, 5)...); err != nil {
+				t.Fatal(err)
+			}
 			l.Close()
 			// Cut the last batch in half and forget the clean shutdown.
 			f, _ := fs.OpenReadWrite(active)
 			full, _ := f.Size()
-			f.Truncate(size + (full-size)/2)
+			if err := f.Truncate(size + (full-size)/2); err != nil {
+				t.Fatal(err)
+			}
 			f.Close()
-			fs.Remove(filepath.Join(dir, CleanShutdownFile))
-			fs.Remove(filepath.Join(dir, RecoveryPointFile))
+			if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Remove(filepath.Join(dir, RecoveryPointFile)); err != nil {
+				t.Fatal(err)
+			}
 			l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
 			if err != nil {
 				t.Fatalf("open with a torn tail: %v", err)
@@ -192,7 +202,9 @@ func TestDamage(t *testing.T) {
 			dir := filepath.Join(dir, "sealed")
 			path, pos := build(t, fs, dir)
 			before := flipBytes(t, fs, path, pos+record.HeaderSize+3)
-			fs.Remove(filepath.Join(dir, CleanShutdownFile)) // unclean: recovery runs
+			if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil { // unclean: recovery runs
+				t.Fatal(err)
+			}
 			l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
 			if err != nil {
 				t.Fatal(err)
@@ -215,13 +227,19 @@ func TestDamage(t *testing.T) {
 			build(t, fs, dir)
 			l, _ := Open(dir, Options{FS: fs, Logger: discardLogger()})
 			active := l.active.LogPath()
-			l.Append(recordsAt(l.EndOffset(), 2)...)
-			l.Append(recordsAt(l.EndOffset(), 2)...)
+			if _, err := l.Append(recordsAt(l.EndOffset(), 2)...); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Append(recordsAt(l.EndOffset(), 2)...); err != nil {
+				t.Fatal(err)
+			}
 			l.Close()
 			// The recovery point (the end at close) lies in the active
 			// segment, so an unclean open scans it up to there.
 			before := flipBytes(t, fs, active, record.HeaderSize+5)
-			fs.Remove(filepath.Join(dir, CleanShutdownFile))
+			if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
+				t.Fatal(err)
+			}
 			_, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
 			wantCorruption(t, err, active, 0)
 			if after := fileSize(t, fs, active); after != before {
@@ -239,7 +257,9 @@ func flipBytes(t *testing.T, fs vfs.FS, path string, at int64) int64 {
 	}
 	defer f.Close()
 	b := make([]byte, 2)
-	f.ReadAt(b, at)
+	if n, err := f.ReadAt(b, at); n != len(b) {
+		t.Fatalf("ReadAt: %d of %d bytes: %v", n, len(b), err)
+	}
 	b[0], b[1] = ^b[0], ^b[1]
 	if _, err := f.WriteAt(b, at); err != nil {
 		t.Fatal(err)

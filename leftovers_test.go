@@ -44,7 +44,9 @@ func copyFile(t *testing.T, fs vfs.FS, from, to string) {
 	defer src.Close()
 	size, _ := src.Size()
 	buf := make([]byte, size)
-	src.ReadAt(buf, 0)
+	if n, err := src.ReadAt(buf, 0); n != len(buf) {
+		t.Fatalf("ReadAt: %d of %d bytes: %v", n, len(buf), err)
+	}
 	dst, err := fs.Create(to)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +132,9 @@ func appendFile(t *testing.T, fs vfs.FS, from, to string) {
 	src, _ := fs.Open(from)
 	size, _ := src.Size()
 	buf := make([]byte, size)
-	src.ReadAt(buf, 0)
+	if n, err := src.ReadAt(buf, 0); n != len(buf) {
+		t.Fatalf("ReadAt: %d of %d bytes: %v", n, len(buf), err)
+	}
 	src.Close()
 	dst, err := fs.OpenReadWrite(to)
 	if err != nil {

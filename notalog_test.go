@@ -37,7 +37,9 @@ func TestOpenRefusesNotALog(t *testing.T) {
 	})
 	t.Run("other files", func(t *testing.T) {
 		fs := vfs.NewMem()
-		fs.MkdirAll("/home/me")
+		if err := fs.MkdirAll("/home/me"); err != nil {
+			t.Fatal(err)
+		}
 		vfstest.WriteFile(t, fs, "/home/me/notes.txt", []byte("hello"))
 		before := dirSnapshot(t, fs, "/home/me")
 		_, err := Open("/home/me", Options{FS: fs, Logger: discardLogger()})
@@ -52,13 +54,17 @@ func TestOpenRefusesNotALog(t *testing.T) {
 	})
 	t.Run("absent, empty and existing logs open", func(t *testing.T) {
 		fs := vfs.NewMem()
-		fs.MkdirAll("/empty")
+		if err := fs.MkdirAll("/empty"); err != nil {
+			t.Fatal(err)
+		}
 		for _, dir := range []string{"/absent/log", "/empty"} {
 			l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
 			if err != nil {
 				t.Fatalf("%s: %v", dir, err)
 			}
-			l.Append(recordsAt(0, 2)...)
+			if _, err := l.Append(recordsAt(0, 2)...); err != nil {
+				t.Fatal(err)
+			}
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +89,9 @@ func TestOpenRefusesNotALog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.Append(recordsAt(0, 2)...)
+		if _, err := l.Append(recordsAt(0, 2)...); err != nil {
+			t.Fatal(err)
+		}
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +130,9 @@ func TestOpenIgnoresStrayFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Append(recordsAt(0, 3)...)
+	if _, err := l.Append(recordsAt(0, 3)...); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -132,14 +132,18 @@ func TestSliceOutlivesRemoval(t *testing.T) {
 		}
 		defer l.Close()
 		for l.NumSegments() < 3 {
-			l.Append(recordsAt(l.EndOffset(), 3)...)
+			if _, err := l.Append(recordsAt(l.EndOffset(), 3)...); err != nil {
+				t.Fatal(err)
+			}
 		}
 		s, err := l.Read(0, 1<<20, ReadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var before bytes.Buffer
-		s.WriteTo(&before)
+		if _, err := s.WriteTo(&before); err != nil {
+			t.Fatal(err)
+		}
 		path := s.File()
 		if _, err := l.DeleteBefore(l.EndOffset() - 1); err != nil {
 			t.Fatal(err)
@@ -172,7 +176,9 @@ func TestSliceOutlivesRemoval(t *testing.T) {
 
 		// Truncation below a slice in flight.
 		for l.NumSegments() < 2 {
-			l.Append(recordsAt(l.EndOffset(), 3)...)
+			if _, err := l.Append(recordsAt(l.EndOffset(), 3)...); err != nil {
+				t.Fatal(err)
+			}
 		}
 		s, err = l.Read(l.EndOffset()-1, 1<<20, ReadOptions{})
 		if err != nil {
@@ -198,13 +204,17 @@ func TestSliceOutlivesClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Append(recordsAt(0, 5)...)
+	if _, err := l.Append(recordsAt(0, 5)...); err != nil {
+		t.Fatal(err)
+	}
 	s, err := l.Read(0, 1<<20, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var before bytes.Buffer
-	s.WriteTo(&before)
+	if _, err := s.WriteTo(&before); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

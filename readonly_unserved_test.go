@@ -84,7 +84,9 @@ func TestUnservedTail(t *testing.T) {
 		// Issue 26 item 6: a .log of random bytes printed nothing and
 		// said nothing.
 		fsys := vfs.NewMem()
-		fsys.MkdirAll("/log")
+		if err := fsys.MkdirAll("/log"); err != nil {
+			t.Fatal(err)
+		}
 		junk := make([]byte, 10_000)
 		r := rand.New(rand.NewPCG(1, 2))
 		for i := range junk {

@@ -71,8 +71,12 @@ func TestDamageBelowRecoveryPointChangesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		active := l.active.LogPath()
-		l.Append(recordsAt(l.EndOffset(), 2)...)
-		l.Append(recordsAt(l.EndOffset(), 2)...)
+		if _, err := l.Append(recordsAt(l.EndOffset(), 2)...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(recordsAt(l.EndOffset(), 2)...); err != nil {
+			t.Fatal(err)
+		}
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -81,8 +85,12 @@ func TestDamageBelowRecoveryPointChangesNothing(t *testing.T) {
 		vfstest.WriteFile(t, fs, filepath.Join(dir, RecoveryPointFile+".tmp"), []byte("junk"))
 		vfstest.WriteFile(t, fs, filepath.Join(dir, segment.FileName(bases[1], segment.LogSuffix+segment.DeletedSuffix)), []byte("old"))
 		vfstest.WriteFile(t, fs, filepath.Join(dir, segment.FileName(1<<40, segment.IndexSuffix)), nil)
-		fs.Remove(filepath.Join(dir, segment.FileName(bases[1], segment.IndexSuffix)))
-		fs.Remove(filepath.Join(dir, CleanShutdownFile))
+		if err := fs.Remove(filepath.Join(dir, segment.FileName(bases[1], segment.IndexSuffix))); err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
+			t.Fatal(err)
+		}
 
 		t.Run("in the segment holding the recovery point", func(t *testing.T) {
 			flipBytes(t, fs, active, record.HeaderSize+5)
@@ -150,7 +158,9 @@ func TestLegacyDamageBelowRecoveryPoint(t *testing.T) {
 	for _, rp := range []int64{3, 0} {
 		fs := vfs.NewMem()
 		dir := "/log"
-		fs.MkdirAll(dir)
+		if err := fs.MkdirAll(dir); err != nil {
+			t.Fatal(err)
+		}
 		var file []byte
 		file = append(file, legacyEntry(0, []byte("legacy-zero"))...)
 		legacyAt := int64(len(file))
@@ -323,16 +333,24 @@ func TestTornTailPastRecoveryPointCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Append(recordsAt(0, 5)...)
+	if _, err := l.Append(recordsAt(0, 5)...); err != nil {
+		t.Fatal(err)
+	}
 	active := l.active.LogPath()
 	l.Close()
 	size := fileSize(t, fs, active)
 	f, _ := fs.OpenReadWrite(active)
 	garbage := bytes.Repeat([]byte{0x42}, 100)
-	f.WriteAt(batchOfSize(t, 5, 200)[:150], size)
-	f.WriteAt(garbage, size+150)
+	if _, err := f.WriteAt(batchOfSize(t, 5, 200)[:150], size); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(garbage, size+150); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
-	fs.Remove(filepath.Join(dir, CleanShutdownFile))
+	if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
+		t.Fatal(err)
+	}
 	var logged bytes.Buffer
 	l, err = Open(dir, Options{FS: fs, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
@@ -372,7 +390,9 @@ func batchOf(t testing.TB, base int64, n int) []byte {
 func TestBatchesPastNextSegmentBase(t *testing.T) {
 	setup := func(batches [][]byte, rp int64) (vfs.FS, string) {
 		fs := vfs.NewMem()
-		fs.MkdirAll("/log")
+		if err := fs.MkdirAll("/log"); err != nil {
+			t.Fatal(err)
+		}
 		vfstest.WriteFile(t, fs, "/log/"+segment.FileName(0, segment.LogSuffix), bytes.Join(batches, nil))
 		vfstest.WriteFile(t, fs, "/log/"+segment.FileName(5, segment.LogSuffix), nil)
 		if err := WriteCheckpoint(fs, "/log/"+RecoveryPointFile, []CheckpointEntry{{Topic: "log", Offset: rp}}); err != nil {

@@ -142,7 +142,9 @@ func TestIssue26FlippedByteKeepsEveryValidBatch(t *testing.T) {
 			files := quarantineFiles(t, fs, dir)
 			for _, clean := range []bool{true, false} {
 				if !clean {
-					fs.Remove(filepath.Join(dir, CleanShutdownFile))
+					if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
+						t.Fatal(err)
+					}
 				}
 				events = nil
 				l, err = Open(dir, opts)
@@ -195,7 +197,9 @@ func TestIssue26LogStartBeyondEndDeletesNothing(t *testing.T) {
 	}
 	for _, clean := range []bool{true, false} {
 		if !clean {
-			fs.Remove(filepath.Join(dir, CleanShutdownFile))
+			if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for _, readOnly := range []bool{false, true} {
 			before := dirSnapshot(t, fs, dir)

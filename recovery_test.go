@@ -285,7 +285,9 @@ func TestRecoveryReadsSyncedBytesOnce(t *testing.T) {
 	l.Close()
 	// Unclean, with the recovery point near the end: nearly every byte is
 	// synced and must be checked.
-	mem.Remove("/log/" + CleanShutdownFile)
+	if err := mem.Remove("/log/" + CleanShutdownFile); err != nil {
+		t.Fatal(err)
+	}
 	size := fileSize(t, mem, active)
 	var read atomic.Int64
 	inj := vfs.InjectorFunc(func(op vfs.Op) error {

@@ -95,7 +95,9 @@ func TestTruncateBelowStartSurvivesCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	for l.EndOffset() < 600 {
-		l.Append(epochRecords(l.EndOffset(), 5, 0)...)
+		if _, err := l.Append(epochRecords(l.EndOffset(), 5, 0)...); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := l.DeleteBefore(500); err != nil {
 		t.Fatal(err)
@@ -137,7 +139,9 @@ func TestTruncateBelowStartRestartsExactly(t *testing.T) {
 		}
 		defer l.Close()
 		for l.EndOffset() < 100 {
-			l.Append(epochRecords(l.EndOffset(), 10, 0)...) // batches [0,9], [10,19], ...
+			if _, err := l.Append(epochRecords(l.EndOffset(), 10, 0)...); err != nil { // batches [0,9], [10,19], ...
+				t.Fatal(err)
+			}
 		}
 		if _, err := l.DeleteBefore(55); err != nil {
 			t.Fatal(err)

@@ -66,7 +66,9 @@ func testCompress(t *testing.T, c record.Codec, src []byte) []byte {
 	switch c {
 	case record.Gzip:
 		w := gzip.NewWriter(&buf)
-		w.Write(src)
+		if _, err := w.Write(src); err != nil {
+			t.Fatal(err)
+		}
 		w.Close()
 	case record.Snappy:
 		buf.Write(xerialHeader)
@@ -75,7 +77,9 @@ func testCompress(t *testing.T, c record.Codec, src []byte) []byte {
 		buf.Write(enc)
 	case record.LZ4:
 		w := lz4.NewWriter(&buf)
-		w.Write(src)
+		if _, err := w.Write(src); err != nil {
+			t.Fatal(err)
+		}
 		w.Close()
 	default:
 		t.Fatalf("codec %v", c)

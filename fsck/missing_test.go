@@ -106,7 +106,9 @@ func TestMissingDataCompacted(t *testing.T) {
 	t.Run("own checkpoint, deleted", func(t *testing.T) {
 		fsys, _, bases := missingLog(t)
 		for _, suf := range []string{".log", ".index", ".timeindex"} {
-			fsys.Remove("/p/" + fileName(bases[1], suf))
+			if err := fsys.Remove("/p/" + fileName(bases[1], suf)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		vfstest.WriteFile(t, fsys, "/p/cleaner-offset-checkpoint", []byte("0\n1\np 0 0\n"))
 		if r := mustCheck(t, fsys, "/p", Options{}); !r.Clean() {
@@ -131,7 +133,9 @@ func TestMissingDataCompacted(t *testing.T) {
 		logs := logFiles(t, fsys, dir)
 		_, base1, _ := FileKind(logs[1])
 		for _, suf := range []string{".log", ".index", ".timeindex"} {
-			fsys.Remove(filepath.Join(dir, fileName(base1, suf)))
+			if err := fsys.Remove(filepath.Join(dir, fileName(base1, suf))); err != nil {
+				t.Fatal(err)
+			}
 		}
 		vfstest.WriteFile(t, fsys, "/kafka/cleaner-offset-checkpoint", []byte("0\n1\nt 1 5\n")) // another partition's
 		if r := mustCheck(t, fsys, dir, Options{}); !hasKind(r, KindMissingData) {
@@ -159,7 +163,9 @@ func hasKind(r *Report, k Kind) bool {
 func TestMissingDataBelowLogStart(t *testing.T) {
 	fsys, logs, bases := missingLog(t)
 	for _, suf := range []string{".log", ".index", ".timeindex"} {
-		fsys.Remove("/p/" + fileName(bases[1], suf))
+		if err := fsys.Remove("/p/" + fileName(bases[1], suf)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	vfstest.WriteFile(t, fsys, "/p/log-start-offset-checkpoint", []byte(fmt.Sprintf("0\n1\np 0 %d\n", bases[2])))
 	if r := mustCheck(t, fsys, "/p", Options{}); hasKind(r, KindMissingData) {

@@ -424,7 +424,9 @@ func TestLastEntryAfterRewrite(t *testing.T) {
 // the entries, for every target around them.
 func TestLookupBounds(t *testing.T) {
 	fs := vfs.NewMem()
-	fs.MkdirAll("/b")
+	if err := fs.MkdirAll("/b"); err != nil {
+		t.Fatal(err)
+	}
 	x, err := OpenOffset(fs, "/b/0.index", 100, Options{MaxBytes: 4096, Writable: true})
 	if err != nil {
 		t.Fatal(err)

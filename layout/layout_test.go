@@ -94,7 +94,9 @@ func TestResolve(t *testing.T) {
 
 func TestCheckpoints(t *testing.T) {
 	fs := vfs.NewMem()
-	fs.MkdirAll("/kafka")
+	if err := fs.MkdirAll("/kafka"); err != nil {
+		t.Fatal(err)
+	}
 	entries := []CheckpointEntry{{Topic: "a", Partition: 0, Offset: 5}, {Topic: "t-x", Partition: 3, Offset: 42}}
 	if err := WriteCheckpoint(fs, "/kafka/"+RecoveryPointFile, entries); err != nil {
 		t.Fatal(err)
@@ -128,7 +130,9 @@ func TestCheckpoints(t *testing.T) {
 func TestSwapProtocol(t *testing.T) {
 	setup := func() *vfs.MemFS {
 		fs := vfs.NewMem()
-		fs.MkdirAll("/p")
+		if err := fs.MkdirAll("/p"); err != nil {
+			t.Fatal(err)
+		}
 		for _, n := range []string{FileName(0, LogSuffix), FileName(10, LogSuffix)} {
 			writeSynced(t, fs, "/p/"+n, "old "+n)
 		}

@@ -46,7 +46,9 @@ func TestPartitionLogDir(t *testing.T) {
 		})
 	}
 	fsys := vfs.NewMem()
-	fsys.MkdirAll("/d/events-7")
+	if err := fsys.MkdirAll("/d/events-7"); err != nil {
+		t.Fatal(err)
+	}
 	vfstest.WriteFile(t, fsys, "/d/"+MetaPropertiesFile, nil)
 	if _, topic, part, ok, err := PartitionLogDir(fsys, "/d/events-7/"); !ok || err != nil || topic != "events" || part != 7 {
 		t.Fatalf("PartitionLogDir with a trailing slash: %q %d %v %v", topic, part, ok, err)

@@ -55,11 +55,15 @@ func TestOneBatchPerStoreLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.StageCommitIndex(7)
+	if err := s.StageCommitIndex(7); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.StoreLogs(entries(1, 64, 1)); err != nil {
 		t.Fatal(err)
 	}
-	s.StageCommitIndex(64)
+	if err := s.StageCommitIndex(64); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.StoreLogs(concat(entries(65, 66, 1), entries(67, 69, 2), entries(70, 70, 3))); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +81,9 @@ func TestOneBatchPerStoreLogs(t *testing.T) {
 	for _, l := range big {
 		l.Data = make([]byte, 3000)
 	}
-	s.StageCommitIndex(80)
+	if err := s.StageCommitIndex(80); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.StoreLogs(big); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +127,9 @@ func TestOneBatchPerStoreLogs(t *testing.T) {
 	edge := entries(92, 93, 5)
 	edge[0].Type, edge[0].Extensions = raft.LogConfiguration, []byte("e")
 	edge[0].Data = make([]byte, 16384-169-len(edge[0].Extensions))
-	s.StageCommitIndex(92)
+	if err := s.StageCommitIndex(92); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.StoreLogs(edge[:1]); err != nil {
 		t.Fatalf("the largest entry: %v", err)
 	}

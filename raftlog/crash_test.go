@@ -204,7 +204,9 @@ func TestEpochCheckpointRebuilt(t *testing.T) {
 func TestCommitIndexCapped(t *testing.T) {
 	fs := vfs.NewMem()
 	s := openT(t, fs, "/raft")
-	s.StageCommitIndex(100)
+	if err := s.StageCommitIndex(100); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.StoreLogs(entries(1, 10, 1)); err != nil {
 		t.Fatal(err)
 	}

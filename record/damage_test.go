@@ -143,7 +143,9 @@ func TestTruncated(t *testing.T) {
 	for _, c := range Codecs {
 		bld := NewBuilder(c)
 		for i := range 5 {
-			bld.Add(Record{Offset: int64(i), Value: bytes.Repeat([]byte{'a' + byte(i)}, 50)})
+			if err := bld.Add(Record{Offset: int64(i), Value: bytes.Repeat([]byte{'a' + byte(i)}, 50)}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		full, err := bld.Build()
 		if err != nil {
@@ -250,7 +252,9 @@ func TestDecompressionBomb(t *testing.T) {
 		small, _ := compress(nil, c, zeros[:1<<17])
 		wantErr(t, c.String()+" small limit", it.Reset(withSection(c, 1, small)), ErrDecompressLimit, -1)
 		bld := NewBuilder(c)
-		bld.Add(Record{Value: zeros[:1000]})
+		if err := bld.Add(Record{Value: zeros[:1000]}); err != nil {
+			t.Fatal(err)
+		}
 		ok, _ := bld.Build()
 		if err := it.Reset(ok); err != nil || !it.Next() || len(it.Record().Value) != 1000 {
 			t.Errorf("%v: batch under the limit: %v %v", c, err, it.Err())
@@ -267,7 +271,9 @@ func TestDamagedCompressed(t *testing.T) {
 	for _, c := range Codecs[1:] {
 		bld := NewBuilder(c)
 		for i := range 20 {
-			bld.Add(Record{Offset: int64(i), Value: bytes.Repeat([]byte("payload "), 20)})
+			if err := bld.Add(Record{Offset: int64(i), Value: bytes.Repeat([]byte("payload "), 20)}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		good, _ := bld.Build()
 		section := append([]byte{}, good[HeaderSize:]...)

@@ -71,7 +71,9 @@ func TestMaxRecordTimestampCompressed(t *testing.T) {
 	for _, c := range Codecs {
 		bld := NewBuilder(c)
 		for i, ts := range []int64{50, 900, -3, 899} {
-			bld.Add(Record{Offset: int64(i), Timestamp: ts, Value: []byte("v")})
+			if err := bld.Add(Record{Offset: int64(i), Timestamp: ts, Value: []byte("v")}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		b, _ := bld.Build()
 		var it Iterator
@@ -155,7 +157,9 @@ func TestLastSequenceWraps(t *testing.T) {
 	bld := NewBuilder(None)
 	bld.SetProducer(1, 0, 1<<31-2)
 	for i := range 4 {
-		bld.Add(Record{Offset: int64(i)})
+		if err := bld.Add(Record{Offset: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	b, _ := bld.Build()
 	if b.LastSequence() != 1 {
@@ -163,7 +167,9 @@ func TestLastSequenceWraps(t *testing.T) {
 	}
 	bld.SetProducer(-1, -1, -1)
 	bld.Reset()
-	bld.Add(Record{})
+	if err := bld.Add(Record{}); err != nil {
+		t.Fatal(err)
+	}
 	b, _ = bld.Build()
 	if b.LastSequence() != -1 {
 		t.Fatalf("no producer: last sequence %d", b.LastSequence())
@@ -176,8 +182,12 @@ func TestDeleteHorizon(t *testing.T) {
 	bld := NewBuilder(Zstd)
 	bld.SetDeleteHorizon(9_000)
 	bld.Reset()
-	bld.Add(Record{Offset: 0, Timestamp: 1_000, Key: []byte("k")})
-	bld.Add(Record{Offset: 5, Timestamp: 2_000, Key: []byte("k2")})
+	if err := bld.Add(Record{Offset: 0, Timestamp: 1_000, Key: []byte("k")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bld.Add(Record{Offset: 5, Timestamp: 2_000, Key: []byte("k2")}); err != nil {
+		t.Fatal(err)
+	}
 	b, _ := bld.Build()
 	if !b.HasDeleteHorizon() || b.BaseTimestamp() != 9_000 || b.MaxTimestamp() != 2_000 || b.LastOffsetDelta() != 5 || b.NumRecords() != 2 {
 		t.Fatalf("horizon %v base %d max %d", b.HasDeleteHorizon(), b.BaseTimestamp(), b.MaxTimestamp())

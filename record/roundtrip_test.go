@@ -129,11 +129,15 @@ func TestEmptyBatch(t *testing.T) {
 func TestBuilderReuse(t *testing.T) {
 	bld := NewBuilder(None)
 	bld.SetTransactional(true)
-	bld.Add(Record{Offset: 0, Timestamp: 5, Value: bytes.Repeat([]byte("a"), 100)})
+	if err := bld.Add(Record{Offset: 0, Timestamp: 5, Value: bytes.Repeat([]byte("a"), 100)}); err != nil {
+		t.Fatal(err)
+	}
 	first, _ := bld.Build()
 	firstLen := len(first)
 	bld.Reset()
-	bld.Add(Record{Offset: 0, Timestamp: 9, Value: []byte("b")})
+	if err := bld.Add(Record{Offset: 0, Timestamp: 9, Value: []byte("b")}); err != nil {
+		t.Fatal(err)
+	}
 	b, err := bld.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +162,9 @@ func TestBuilderWarmAllocs(t *testing.T) {
 	run := func() {
 		bld.Reset()
 		for i := range 100 {
-			bld.Add(Record{Offset: int64(i), Timestamp: int64(i), Key: val[:8], Value: val, Headers: hdrs})
+			if err := bld.Add(Record{Offset: int64(i), Timestamp: int64(i), Key: val[:8], Value: val, Headers: hdrs}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if _, err := bld.Build(); err != nil {
 			t.Fatal(err)

@@ -37,7 +37,9 @@ func TestKafkaClientCorpus(t *testing.T) {
 				pos += len(b)
 			}
 			e := env{"mem", vfs.NewMem(), "/seg"}
-			e.fs.MkdirAll(e.dir)
+			if err := e.fs.MkdirAll(e.dir); err != nil {
+				t.Fatal(err)
+			}
 			opts := Options{IndexIntervalBytes: 1024, MaxIndexBytes: smallIdx}
 			s, res := recoverFrom(t, e, 0, opts, raw)
 			defer s.Close()

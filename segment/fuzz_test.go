@@ -33,8 +33,12 @@ func FuzzRecover(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write(data)
-		w.Close()
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
 		opts := Options{IndexIntervalBytes: 256, MaxIndexBytes: 4096, MaxBatchBytes: 1 << 20}
 		s, err := Open(fs, "/s", 0, false, opts)
 		if err != nil {

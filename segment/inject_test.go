@@ -92,7 +92,9 @@ func TestInjectedFailures(t *testing.T) {
 
 	count := func() int64 {
 		m := vfs.NewMem()
-		m.MkdirAll("/seg")
+		if err := m.MkdirAll("/seg"); err != nil {
+			t.Fatal(err)
+		}
 		c := &vfs.Counter{}
 		if _, err := workload(vfs.Inject(m, c)); err != nil {
 			t.Fatal(err)
@@ -104,7 +106,9 @@ func TestInjectedFailures(t *testing.T) {
 	}
 	for i := int64(1); i <= count; i++ {
 		m := vfs.NewMem()
-		m.MkdirAll("/seg")
+		if err := m.MkdirAll("/seg"); err != nil {
+			t.Fatal(err)
+		}
 		inj := vfs.OnIndex(i, nil)
 		acked, err := workload(vfs.Inject(m, inj))
 		op, fired := inj.Fired()

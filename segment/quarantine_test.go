@@ -60,7 +60,9 @@ func TestRecoverQuarantinesValidBatchesAfterDamage(t *testing.T) {
 				b := bytes.Clone(ref.log)
 				c.damage(b)
 				for _, q := range quarantines(t, e) {
-					e.fs.Remove(filepath.Join(e.dir, q))
+					if err := e.fs.Remove(filepath.Join(e.dir, q)); err != nil {
+						t.Fatal(err)
+					}
 				}
 				s, res := recoverFrom(t, e, base, opts, b)
 				defer s.Close()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	iofs "io/fs"
 	"testing"
 
 	"github.com/seglog/seglog/record"
@@ -43,7 +44,9 @@ func recoverFrom(t *testing.T, e env, base int64, opts Options, logBytes []byte)
 	t.Helper()
 	writeFile(t, e.fs, e.path(base, LogSuffix), logBytes)
 	for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
-		e.fs.Remove(e.path(base, suf))
+		if err := e.fs.Remove(e.path(base, suf)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			t.Fatal(err)
+		}
 	}
 	s, err := Open(e.fs, e.dir, base, true, opts)
 	if err != nil {

@@ -98,7 +98,9 @@ func TestCrashDuringTopicsAndCommits(t *testing.T) {
 			for k := range h.commits {
 				var g, tp string
 				var p int
-				fmt.Sscanf(k, "%s %s %d", &g, &tp, &p)
+				if _, err := fmt.Sscanf(k, "%s %s %d", &g, &tp, &p); err != nil {
+					t.Fatal(err)
+				}
 				if tp == name {
 					delete(h.commits, k)
 					delete(h.acked, k)
@@ -107,7 +109,9 @@ func TestCrashDuringTopicsAndCommits(t *testing.T) {
 			for k := range h.synced {
 				var tp string
 				var p int
-				fmt.Sscanf(k, "%s %d", &tp, &p)
+				if _, err := fmt.Sscanf(k, "%s %d", &tp, &p); err != nil {
+					t.Fatal(err)
+				}
 				if tp == name {
 					delete(h.synced, k)
 				}
@@ -182,7 +186,9 @@ func TestCrashDuringTopicsAndCommits(t *testing.T) {
 		for k, end := range cp.synced {
 			var name string
 			var p int32
-			fmt.Sscanf(k, "%s %d", &name, &p)
+			if _, err := fmt.Sscanf(k, "%s %d", &name, &p); err != nil {
+				t.Fatal(err)
+			}
 			if _, ok := got[name]; !ok {
 				continue
 			}
@@ -195,7 +201,9 @@ func TestCrashDuringTopicsAndCommits(t *testing.T) {
 		for k, hist := range cp.commits {
 			var g, name string
 			var p int32
-			fmt.Sscanf(k, "%s %s %d", &g, &name, &p)
+			if _, err := fmt.Sscanf(k, "%s %s %d", &g, &name, &p); err != nil {
+				t.Fatal(err)
+			}
 			if _, ok := got[name]; !ok {
 				continue
 			}

@@ -347,7 +347,9 @@ func checkStorePoint(t *testing.T, p storePoint, names []string, label string) {
 	for k, hist := range h.commits {
 		g, name := groupOf(k), topicOf(k, 1)
 		var part int32
-		fmt.Sscanf(topicOf(k, 2), "%d", &part)
+		if _, err := fmt.Sscanf(topicOf(k, 2), "%d", &part); err != nil {
+			t.Fatal(err)
+		}
 		if _, ok := got[name]; !ok {
 			continue
 		}

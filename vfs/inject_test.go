@@ -80,7 +80,9 @@ func TestInjectOnIndexOfKind(t *testing.T) {
 	m := NewMem()
 	inj := OnIndex(2, nil, OpWrite, OpSync)
 	fsys := Inject(m, inj)
-	fsys.MkdirAll("/d")
+	if err := fsys.MkdirAll("/d"); err != nil {
+		t.Fatal(err)
+	}
 	f, err := fsys.Create("/d/a")
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +100,9 @@ func TestInjectOnIndexOfKind(t *testing.T) {
 		t.Fatalf("Fired = %+v, %v", op, ok)
 	}
 	// The failed operation did not happen: nothing was synced.
-	m.SyncDir("/d")
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
 	if got, _ := contents(t, m.CrashClone(), "/d/a"); got != "" {
 		t.Fatalf("failed Sync made %q durable", got)
 	}
@@ -109,7 +113,9 @@ func TestInjectOnIndexOfKind(t *testing.T) {
 
 func TestInjectIfAndSticky(t *testing.T) {
 	m := NewMem()
-	m.MkdirAll("/d")
+	if err := m.MkdirAll("/d"); err != nil {
+		t.Fatal(err)
+	}
 	fsys := Inject(m, Sticky(If(func(op Op) bool { return op.Kind == OpRename && op.NewPath == "/d/b" }, nil)))
 	f, err := fsys.Create("/d/a")
 	if err != nil {

@@ -92,7 +92,9 @@ func TestMemCrashDropsUnsyncedData(t *testing.T) {
 // reach the synced contents.
 func TestMemSyncTracksChanges(t *testing.T) {
 	m, f := memWith(t, "a", "0123456789")
-	m.SyncDir("/d")
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
 	steps := []func() error{
 		f.Sync,
 		func() error { _, err := f.WriteAt([]byte("AB"), 3); return err },
@@ -155,15 +157,21 @@ func TestMemCrashRevertsRename(t *testing.T) {
 
 func TestMemCrashRestoresUnsyncedRemove(t *testing.T) {
 	m, f := memWith(t, "a", "keep")
-	f.Sync()
-	m.SyncDir("/d")
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
 	if err := m.Remove("/d/a"); err != nil {
 		t.Fatal(err)
 	}
 	if got, ok := contents(t, m.CrashClone(), "/d/a"); !ok || got != "keep" {
 		t.Fatalf("remove not dir-synced: %q, %v", got, ok)
 	}
-	m.SyncDir("/d")
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
 	if _, ok := contents(t, m.CrashClone(), "/d/a"); ok {
 		t.Fatal("dir-synced remove undone by crash")
 	}
@@ -172,8 +180,12 @@ func TestMemCrashRestoresUnsyncedRemove(t *testing.T) {
 func TestMemCrashTornTail(t *testing.T) {
 	const synced, tail = "synced|", "0123456789abcdefghijklmnopqrstuvwxyz"
 	m, f := memWith(t, "a", synced)
-	f.Sync()
-	m.SyncDir("/d")
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
 	mustWrite(t, f, []byte(tail))
 	lengths := map[int]bool{}
 	for seed := range uint64(64) {
@@ -201,7 +213,9 @@ func TestMemCrashTornTail(t *testing.T) {
 
 func TestMemCrashKeepUnsyncedEntries(t *testing.T) {
 	m, f := memWith(t, "a", "x")
-	f.Sync()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	kept := 0
 	for seed := range uint64(32) {
 		c := m.CrashCloneWith(CrashOptions{Rand: rand.New(rand.NewPCG(seed, 2)), KeepUnsyncedEntries: 0.5})
@@ -222,8 +236,12 @@ func TestMemMappingDurableAfterFlush(t *testing.T) {
 	if err := f.Preallocate(0, 4096); err != nil {
 		t.Fatal(err)
 	}
-	f.Sync()
-	m.SyncDir("/d")
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
 	mp, err := f.Map(4096, true)
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +259,9 @@ func TestMemMappingDurableAfterFlush(t *testing.T) {
 	// File.Sync also writes back stores made through a mapping, as
 	// fdatasync does with dirty shared pages.
 	copy(mp.Bytes()[200:], "entry2")
-	f.Sync()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	if got, _ := contents(t, m.CrashClone(), "/d/idx"); got[200:206] != "entry2" {
 		t.Fatalf("mapped store lost after File.Sync: %q", got[200:206])
 	}
@@ -250,7 +270,9 @@ func TestMemMappingDurableAfterFlush(t *testing.T) {
 
 func TestMemMappingFlushCoversOnlyItsRange(t *testing.T) {
 	m, f := memWith(t, "a", "")
-	m.SyncDir("/d")
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
 	mustWrite(t, f, bytes.Repeat([]byte("m"), 100))
 	mp, err := f.Map(40, true)
 	if err != nil {
@@ -286,7 +308,9 @@ func TestMemMappingStaysAliased(t *testing.T) {
 	}
 	mp.Bytes()[0] = 'Z'
 	buf := make([]byte, 1)
-	f.ReadAt(buf, 0)
+	if n, err := f.ReadAt(buf, 0); n != len(buf) {
+		t.Fatalf("ReadAt: %d of %d bytes: %v", n, len(buf), err)
+	}
 	if buf[0] != 'Z' {
 		t.Fatalf("store through mapping not seen after growth: %q", buf)
 	}
@@ -322,13 +346,17 @@ func TestMemLimitsAndNoFd(t *testing.T) {
 
 func TestMemCrashReleasesLocks(t *testing.T) {
 	m := NewMem()
-	m.MkdirAll("/d")
+	if err := m.MkdirAll("/d"); err != nil {
+		t.Fatal(err)
+	}
 	l, err := m.Lock("/d/LOCK")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	m.SyncDir("/d")
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
 	c := m.CrashClone()
 	l2, err := c.Lock("/d/LOCK")
 	if err != nil {
@@ -363,7 +391,9 @@ func TestMemPathsNormalised(t *testing.T) {
 // began and never more than was written.
 func TestMemCrashCloneDuringWrites(t *testing.T) {
 	m, f := memWith(t, "a", "")
-	m.SyncDir("/d")
+	if err := m.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
 	var synced atomic.Int64
 	done := make(chan struct{})
 	go func() {

@@ -56,7 +56,9 @@ func listing(t *testing.T, dir string) []string {
 // unclean makes dir look like a crash left it with recovery point 0.
 func unclean(t *testing.T, dir string) {
 	t.Helper()
-	vfs.Default.Remove(filepath.Join(dir, seglog.CleanShutdownFile))
+	if err := vfs.Default.Remove(filepath.Join(dir, seglog.CleanShutdownFile)); err != nil {
+		t.Fatal(err)
+	}
 	if err := seglog.WriteCheckpoint(vfs.Default, filepath.Join(dir, seglog.RecoveryPointFile), []seglog.CheckpointEntry{{Topic: "log", Offset: 0}}); err != nil {
 		t.Fatal(err)
 	}
