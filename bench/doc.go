@@ -9,6 +9,8 @@
 //	read     Log.Read + Slice.WriteTo to a loopback TCP peer — RunRead
 //	lookup   Log.Read of random offsets (the offset-index path) — RunLookup
 //	durable  Sync=always with 1, 2, 4 … N writers (group commit) — RunDurable
+//	store    a store's keyed produce against plain Logs, its open with many
+//	         partitions, and commits for many groups — RunStore
 //
 // # Method
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -223,6 +224,9 @@ func runRestartBench(ctx context.Context, progress io.Writer, dir string, cfg re
 	}
 	return res, nil
 }
+
+// quietLogger keeps the store's recovery messages out of the output.
+var quietLogger = slog.New(slog.DiscardHandler)
 
 func stopName(crash bool) string {
 	if crash {
