@@ -150,7 +150,9 @@ func TestGroupCommit(t *testing.T) {
 	if found != len(acked) {
 		t.Fatalf("%d of %d acknowledged records survived", found, len(acked))
 	}
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestSyncFailureStopsAppends: after a failed fdatasync the log refuses

@@ -89,7 +89,9 @@ func TestCrashHolesQuarantine(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: second reopen: %v", label, err)
 				}
-				l.Close()
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
 				if len(events) != 0 || !slices.Equal(fscktest.CheckCleanButQuarantines(t, again, "/log"), names) {
 					t.Fatalf("%s: the second recovery quarantined again: %v", label, events)
 				}

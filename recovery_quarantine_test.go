@@ -155,7 +155,9 @@ func TestIssue26FlippedByteKeepsEveryValidBatch(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkIssueRecords(t, l, 0, l.EndOffset())
-				l.Close()
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
 				if len(events) != 0 || !slices.Equal(quarantineFiles(t, fs, dir), files) {
 					t.Fatalf("reopen (clean %v): quarantined again: %v", clean, events)
 				}

@@ -262,8 +262,12 @@ func TestStableStore(t *testing.T) {
 		check(fmt.Sprintf("set %d", i), s)
 		c := openT(t, fs.CrashClone(), "/raft")
 		check(fmt.Sprintf("set %d, power loss", i), c)
-		c.Close()
-		s.Close()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 		s = openT(t, fs, "/raft")
 		check(fmt.Sprintf("set %d, reopen", i), s)
 	}

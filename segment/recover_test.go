@@ -98,7 +98,9 @@ func TestRecoverClean(t *testing.T) {
 		if got := readFile(t, e.fs, e.path(base, LogSuffix)); string(got) != string(ref.log) {
 			t.Fatal("clean recovery changed the .log")
 		}
-		s.Close()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 
 		// Recovering a sealed segment rebuilds and re-seals it.
 		s, err := Open(e.fs, e.dir, base, false, opts)

@@ -100,7 +100,9 @@ func TestOpenAcceptsStoreDirs(t *testing.T) {
 	if err := s.CreateTopic("t", 1, DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if s, err = Open(dir, Options{}); err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
