@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Errors returned by the Log. Each is a sentinel for errors.Is; the errors
@@ -22,8 +23,11 @@ var (
 	ErrBatchTooLarge = record.ErrTooLarge
 	// ErrInvalidRecord: a record given to Append cannot be encoded.
 	ErrInvalidRecord = errors.New("seglog: invalid record")
-	// ErrClosed: the Log was closed.
-	ErrClosed = errors.New("seglog: log closed")
+	// ErrClosed: the Log was closed. It is vfs.ErrClosed, the one value
+	// every layer returns (store.ErrClosed, segment.ErrClosed and
+	// index.ErrClosed are it too), so a segment or index closed under a
+	// call matches it as well.
+	ErrClosed = vfs.ErrClosed
 	// ErrLocked: another Log, in this process or another, has the directory.
 	ErrLocked = errors.New("seglog: directory is locked by another log")
 	// ErrSyncFailed: an fdatasync failed; the Log refuses appends until it is

@@ -142,9 +142,10 @@ func logErrorCode(err error) int16 {
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, seglog.ErrBatchTooLarge):
 		return kerr.MessageTooLarge.Code
-	case errors.Is(err, seglog.ErrClosed), errors.Is(err, store.ErrClosed):
-		// The topic was deleted or the server is stopping: a client
-		// refreshes its metadata on this and retries.
+	case errors.Is(err, seglog.ErrClosed):
+		// The topic was deleted or the server is stopping (the Log, the
+		// Store or a segment under a read was closed: one ErrClosed for
+		// all): a client refreshes its metadata on this and retries.
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, seglog.ErrCorrupt):
 		// Damage in the partition's files (a *CorruptionError naming file

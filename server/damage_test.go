@@ -11,8 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
 )
@@ -132,7 +134,8 @@ func TestProduceBadBatchIsClientError(t *testing.T) {
 }
 
 // TestErrorCodes pins the mapping of the log's errors to Kafka's codes:
-// the client's bad batch and damage on disk are told apart.
+// the client's bad batch and damage on disk are told apart, and "closed"
+// is one error whichever layer (Log, Store, segment, index) says it.
 func TestErrorCodes(t *testing.T) {
 	l, err := seglog.Open(t.TempDir(), seglog.Options{FS: vfs.NewMem()})
 	if err != nil {
@@ -151,7 +154,10 @@ func TestErrorCodes(t *testing.T) {
 		{"bad batch, produce", appendErr, appendErrorCode, kerr.CorruptMessage.Code},
 		{"damage, produce", &seglog.CorruptionError{File: "/d/00000000000000000000.log", Pos: 141, Reason: record.ErrShortHeader}, appendErrorCode, kerr.KafkaStorageError.Code},
 		{"damage, read", &seglog.CorruptionError{File: "/d/00000000000000000000.log", Pos: 141, Reason: record.ErrShortHeader}, logErrorCode, kerr.KafkaStorageError.Code},
-		{"closed", seglog.ErrClosed, logErrorCode, kerr.NotLeaderForPartition.Code},
+		{"log closed", seglog.ErrClosed, logErrorCode, kerr.NotLeaderForPartition.Code},
+		{"store closed", store.ErrClosed, logErrorCode, kerr.NotLeaderForPartition.Code},
+		{"segment closed under a read", fmt.Errorf("segment: /d/00000000000000000000.log: %w", segment.ErrClosed), logErrorCode, kerr.NotLeaderForPartition.Code},
+		{"index closed under a read", &index.Error{Op: "read", Path: "/d/00000000000000000000.index", Pos: -1, Err: index.ErrClosed}, logErrorCode, kerr.NotLeaderForPartition.Code},
 	} {
 		if got := tc.code(tc.err); got != tc.want {
 			t.Errorf("%s: %v is code %d, want %d", tc.name, tc.err, got, tc.want)
