@@ -28,8 +28,11 @@ var (
 	// index.ErrClosed are it too), so a segment or index closed under a
 	// call matches it as well.
 	ErrClosed = vfs.ErrClosed
-	// ErrLocked: another Log, in this process or another, has the directory.
-	ErrLocked = errors.New("seglog: directory is locked by another log")
+	// ErrLocked: another Log, in this process or another, has the
+	// directory. It is vfs.ErrLocked, the one value for a held lock
+	// (store.ErrLocked and fsck.ErrLocked are it too); Open's error
+	// names the holder when the lock file records one.
+	ErrLocked = vfs.ErrLocked
 	// ErrSyncFailed: an fdatasync failed; the Log refuses appends until it is
 	// reopened, because the kernel may have dropped the unsynced pages and a
 	// retried fsync could report success for data that is gone.

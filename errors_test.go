@@ -3,8 +3,10 @@ package seglog
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -55,5 +57,36 @@ func TestAppendBatchRefusalIsNotDamage(t *testing.T) {
 	}
 	if l.EndOffset() != 0 {
 		t.Fatalf("refused batches stored %d records", l.EndOffset())
+	}
+}
+
+// TestOpenLockedNamesHolder: a directory whose lock another holds (here
+// fsck --repair, which records itself in the lock file) is refused with
+// the one ErrLocked (vfs.ErrLocked, which fsck and store match too),
+// naming the holder; with a lock file that names nobody, the message is
+// the plain refusal.
+func TestOpenLockedNamesHolder(t *testing.T) {
+	fsys := vfs.NewMem()
+	const dir = "/l"
+	if err := fsys.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := fsys.Lock(dir + "/" + LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	_, err = Open(dir, Options{FS: fsys, Logger: discardLogger()})
+	const plain = "seglog: directory is locked by another log: /l: "
+	if !errors.Is(err, ErrLocked) || !errors.Is(err, vfs.ErrLocked) || !strings.HasPrefix(err.Error(), plain) {
+		t.Fatalf("Open of a held directory: %v, want ErrLocked starting %q", err, plain)
+	}
+	h := layout.Holder{Command: "seglog fsck --repair", PID: 4242}
+	if err := lk.SetOwner(h.Format()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir, Options{FS: fsys, Logger: discardLogger()})
+	if want := "seglog: directory is locked by another log: /l is held by `seglog fsck --repair` (pid 4242"; !errors.Is(err, ErrLocked) || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("Open of a directory fsck holds: %v, want ErrLocked starting %q", err, want)
 	}
 }

@@ -69,7 +69,10 @@ var ErrNoFd = errors.New("vfs: file has no OS descriptor")
 var ErrClosed = errors.New("seglog: closed")
 
 // ErrLocked is returned by FS.Lock when another process or another Lock call
-// in this process holds the lock.
+// in this process holds the lock. It is the one "locked" error of seglog:
+// a Log's Open (seglog.ErrLocked), a Store's (store.ErrLocked) and fsck's
+// Repair (fsck.ErrLocked) refuse a held directory with an error wrapping
+// it, each naming the holder its lock file records (layout.HolderOf).
 var ErrLocked = errors.New("vfs: lock held by another owner")
 
 // HeldError is the error inside FS.Lock's *os.PathError when the lock is
