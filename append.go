@@ -86,15 +86,18 @@ func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
 // base offset, partition leader epoch, and the max timestamp (recomputed
 // from the records under CreateTime, the append time under LogAppendTime;
 // the CRC is recomputed only when it changed). A refused batch leaves the
-// log untouched; the error matches ErrCorruptBatch, ErrBatchTooLarge or
-// record.ErrInvalidProducerBatch.
+// log untouched; the error matches ErrBatchTooLarge, or is a *BatchError
+// (ErrCorruptBatch; record.ErrInvalidProducerBatch for a producer rule).
 func (l *Log) AppendBatch(batch []byte) (AppendInfo, error) {
 	if l.ro != nil {
 		return AppendInfo{}, ErrReadOnly
 	}
 	b := record.Batch(batch)
 	if err := record.ValidateProducerBatch(b, l.lim().MaxBatchBytes); err != nil {
-		return AppendInfo{}, err
+		if errors.Is(err, ErrBatchTooLarge) {
+			return AppendInfo{}, err
+		}
+		return AppendInfo{}, badBatch(err)
 	}
 	// Walking the records checks their framing and count, and yields the
 	// max timestamp a CreateTime batch must carry.
@@ -103,7 +106,7 @@ func (l *Log) AppendBatch(batch []byte) (AppendInfo, error) {
 	maxTS, err := record.MaxRecordTimestamp(b, it)
 	iterators.Put(it)
 	if err != nil {
-		return AppendInfo{}, err
+		return AppendInfo{}, badBatch(err)
 	}
 	b.SetPartitionLeaderEpoch(l.opts.LeaderEpoch)
 	return l.store(b, maxTS, true)

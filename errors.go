@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Errors returned by the Log. Each is a sentinel for errors.Is; the errors
@@ -12,19 +13,26 @@ import (
 var (
 	// ErrInvalidOptions: Options.Validate refused a setting.
 	ErrInvalidOptions = errors.New("seglog: invalid options")
-	// ErrCorruptBatch: a batch handed to AppendBatch is damaged or breaks a
-	// producer-batch rule (wrong CRC, magic, lengths, counts, base offset).
-	// It is the record package's corruption sentinel, so errors from either
-	// layer match it.
-	ErrCorruptBatch = record.ErrCorrupt
+	// ErrCorruptBatch: a batch handed to AppendBatch was refused for its
+	// contents: it is malformed (CRC, magic, lengths, framing, a record) or
+	// breaks a producer-batch rule (base offset, counts, a control batch).
+	// The error is a *BatchError. It is the caller's data that is bad, not
+	// the log's: it does not match ErrCorrupt, which is damage on disk.
+	ErrCorruptBatch = errors.New("seglog: corrupt batch")
 	// ErrBatchTooLarge: the batch exceeds MaxBatchBytes or SegmentBytes.
 	ErrBatchTooLarge = record.ErrTooLarge
 	// ErrInvalidRecord: a record given to Append cannot be encoded.
 	ErrInvalidRecord = errors.New("seglog: invalid record")
-	// ErrClosed: the Log was closed.
-	ErrClosed = errors.New("seglog: log closed")
-	// ErrLocked: another Log, in this process or another, has the directory.
-	ErrLocked = errors.New("seglog: directory is locked by another log")
+	// ErrClosed: the Log was closed. It is vfs.ErrClosed, the one value
+	// every layer returns (store.ErrClosed, segment.ErrClosed and
+	// index.ErrClosed are it too), so a segment or index closed under a
+	// call matches it as well.
+	ErrClosed = vfs.ErrClosed
+	// ErrLocked: another Log, in this process or another, has the
+	// directory. It is vfs.ErrLocked, the one value for a held lock
+	// (store.ErrLocked and fsck.ErrLocked are it too); Open's error
+	// names the holder when the lock file records one.
+	ErrLocked = vfs.ErrLocked
 	// ErrSyncFailed: an fdatasync failed; the Log refuses appends until it is
 	// reopened, because the kernel may have dropped the unsynced pages and a
 	// retried fsync could report success for data that is gone.
@@ -32,7 +40,8 @@ var (
 	// ErrOffsetOutOfRange: an offset is below the log start or past its end.
 	ErrOffsetOutOfRange = errors.New("seglog: offset out of range")
 	// ErrCorrupt: stored data is damaged: a batch, an index or what an
-	// iteration read; errors.Is(err, ErrCorrupt) holds for all three.
+	// iteration read; errors.Is(err, ErrCorrupt) holds for all three. It
+	// never means the caller's input (that is ErrCorruptBatch).
 	// Damage in a .log (found by recovery, a read-only open, a read or an
 	// iteration) is a *CorruptionError naming the file and the damaged
 	// entry's byte position, the one fsck reports; recovery returns one
@@ -94,3 +103,42 @@ func (e *MissingDataError) Error() string {
 
 // Is makes errors.Is(err, ErrMissingData) hold.
 func (e *MissingDataError) Is(target error) bool { return target == ErrMissingData }
+
+// BatchError is AppendBatch's refusal of a batch for its contents; nothing
+// was stored. errors.Is(err, ErrCorruptBatch) holds for it, and
+// errors.Is(err, ErrCorrupt) does not: the batch is the caller's, and
+// nothing on disk is damaged. errors.Is still sees record's sentinels
+// through it (record.ErrInvalidProducerBatch for a producer rule,
+// record.ErrUnknownCodec, record.ErrUnsupportedMagic,
+// record.ErrDecompressLimit). The message is record's, unchanged.
+type BatchError struct {
+	// Pos is the byte in the batch where the problem was found, -1 when
+	// the batch breaks a rule as a whole (a producer rule).
+	Pos int64
+	err error // what the record package said
+}
+
+func badBatch(err error) error {
+	e := &BatchError{Pos: -1, err: err}
+	var ce *record.CorruptionError
+	if errors.As(err, &ce) {
+		e.Pos = ce.Pos
+	}
+	return e
+}
+
+// Error is the record package's message for the batch.
+func (e *BatchError) Error() string { return e.err.Error() }
+
+// Is makes the error match ErrCorruptBatch.
+func (e *BatchError) Is(target error) bool { return target == ErrCorruptBatch }
+
+// Unwrap returns the reason behind record's error: a *CorruptionError
+// itself is left out, since it would match ErrCorrupt.
+func (e *BatchError) Unwrap() error {
+	var ce *record.CorruptionError
+	if errors.As(e.err, &ce) {
+		return ce.Reason
+	}
+	return e.err
+}

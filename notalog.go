@@ -21,7 +21,10 @@ import (
 // saying what was found.
 var ErrNotALog = errors.New("seglog: not a log directory")
 
-// NotALogError describes a directory Open refused to adopt.
+// NotALogError describes a directory Open refused to adopt: Dir, and
+// what it holds instead. It matches ErrNotALog. store.NotAStoreError and
+// raftlog.NotAStoreError follow the same pattern (the path, what was
+// found, a sentinel for errors.Is).
 type NotALogError struct {
 	Dir string
 	// Subdirs are the directories found inside (partition directories when

@@ -70,8 +70,10 @@ func Open(dir string, opts Options) (*Log, error) {
 	madeLock := statErr != nil && !opts.LockHeld
 	lock, err := lockDir(fs, dir, opts.LockHeld)
 	if err != nil {
-		if errors.Is(err, vfs.ErrLocked) {
-			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, dir, err)
+		if h, named, held := layout.HolderOf(err); named {
+			return nil, fmt.Errorf("seglog: directory is locked by another log: %s is held by %s: %w", dir, h, err)
+		} else if held {
+			return nil, fmt.Errorf("seglog: directory is locked by another log: %s: %w", dir, err)
 		}
 		return nil, err
 	}

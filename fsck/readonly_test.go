@@ -4,8 +4,11 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
@@ -64,6 +67,15 @@ func TestRepairRefusesLockedDir(t *testing.T) {
 	}
 	if _, err := Repair(fsys, "/p", RepairOptions{}); !errors.Is(err, ErrLocked) {
 		t.Fatalf("repair of a locked directory: %v, want ErrLocked", err)
+	}
+	// One ErrLocked: a Log's and a store's refusal match the same value,
+	// and the holder the lock file records is named.
+	if err := lk.SetOwner(layout.Holder{Command: "seglog serve", PID: 4242, Listener: "127.0.0.1:9092"}.Format()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Repair(fsys, "/p", RepairOptions{})
+	if want := "fsck: directory is locked by a running log; stop it before repairing: /p/.lock is held by `seglog serve` (pid 4242, listening on 127.0.0.1:9092)"; !errors.Is(err, seglog.ErrLocked) || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("repair of a directory a server holds: %v, want seglog.ErrLocked starting %q", err, want)
 	}
 	if got := vfstest.ReadFile(t, fsys, last); len(got) != len(data)-7 {
 		t.Fatalf("the locked directory was modified")

@@ -171,6 +171,9 @@ func problemKey(p Problem) string {
 	return fmt.Sprintf("%s\x00%d\x00%s", p.File, p.Position, p.Kind)
 }
 
+// lockedMsg begins Repair's refusal of a held directory (ErrLocked).
+const lockedMsg = "fsck: directory is locked by a running log; stop it before repairing"
+
 // lockDir takes the directory's lock or, for a partition directory of a
 // store or Kafka log.dir (layout.PartitionLogDir), the log.dir's lock
 // alone: a store's partition is written only by the log.dir's holder and
@@ -188,12 +191,10 @@ func lockDir(fsys vfs.FS, dir string) (func(), error) {
 	}
 	l, err := fsys.Lock(p)
 	if err != nil {
-		var held *vfs.HeldError
-		if errors.As(err, &held) {
-			if h, ok := layout.ParseHolder(held.Owner); ok {
-				return nil, fmt.Errorf("%w: %s is held by %s: %w", ErrLocked, p, h, err)
-			}
-			return nil, fmt.Errorf("%w: %s: %w", ErrLocked, p, err)
+		if h, named, held := layout.HolderOf(err); named {
+			return nil, fmt.Errorf("%s: %s is held by %s: %w", lockedMsg, p, h, err)
+		} else if held {
+			return nil, fmt.Errorf("%s: %s: %w", lockedMsg, p, err)
 		}
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package fsck
 import (
 	"errors"
 	"fmt"
+
+	"github.com/seglog/seglog/vfs"
 )
 
 // Severity says how bad a problem is.
@@ -221,9 +223,11 @@ func (r *Report) ExitCode() int {
 	return ExitUncorrected
 }
 
-// ErrLocked is returned by Repair when a live Log (or Kafka broker) holds the
-// directory's lock.
-var ErrLocked = errors.New("fsck: directory is locked by a running log; stop it before repairing")
+// ErrLocked is matched by Repair's error when a live Log, store (or Kafka
+// broker) holds the directory's lock; the error names the holder its lock
+// file records. It is vfs.ErrLocked, the one value for a held lock
+// (seglog.ErrLocked and store.ErrLocked are it too).
+var ErrLocked = vfs.ErrLocked
 
 // ErrNotDir is returned when the path to check is not a directory.
 var ErrNotDir = errors.New("fsck: not a directory")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Sentinel errors. Every error returned by this package about a specific
@@ -34,8 +35,9 @@ var (
 	ErrReadOnly = errors.New("index: sealed (read-only)")
 	// ErrOutOfRange means an entry number outside [0, Entries()).
 	ErrOutOfRange = errors.New("index: entry number out of range")
-	// ErrClosed means the index was closed or deleted.
-	ErrClosed = errors.New("index: closed")
+	// ErrClosed means the index was closed or deleted. It is
+	// vfs.ErrClosed, the one "closed" error of every layer.
+	ErrClosed = vfs.ErrClosed
 )
 
 // corruptIndex is ErrCorrupt's type: a sentinel that also answers to

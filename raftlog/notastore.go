@@ -18,7 +18,9 @@ import (
 // without writing anything; the error is a *NotAStoreError.
 var ErrNotAStore = errors.New("raftlog: not a Store directory")
 
-// NotAStoreError describes a directory Open refused.
+// NotAStoreError describes a directory Open refused: Dir, and the log
+// partition it is or is inside. It matches ErrNotAStore, the pattern of
+// seglog.NotALogError and store.NotAStoreError.
 type NotAStoreError struct {
 	// Dir is the directory given to Open.
 	Dir string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // Sentinel errors. Match them with errors.Is.
@@ -25,8 +26,9 @@ var (
 	ErrBadAppend = errors.New("segment: batch cannot be appended")
 	// ErrSealed means a mutation was attempted on a sealed segment.
 	ErrSealed = errors.New("segment: sealed")
-	// ErrClosed means the segment was closed or removed.
-	ErrClosed = errors.New("segment: closed")
+	// ErrClosed means the segment was closed or removed. It is
+	// vfs.ErrClosed, the one "closed" error of every layer.
+	ErrClosed = vfs.ErrClosed
 	// ErrExists means Create found files of the segment already present.
 	ErrExists = errors.New("segment: files already exist")
 	// ErrPreallocate means extending the .log to Options.Preallocate failed

@@ -142,12 +142,18 @@ func logErrorCode(err error) int16 {
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, seglog.ErrBatchTooLarge):
 		return kerr.MessageTooLarge.Code
-	case errors.Is(err, seglog.ErrCorruptBatch):
-		return kerr.CorruptMessage.Code
-	case errors.Is(err, seglog.ErrClosed), errors.Is(err, store.ErrClosed):
-		// The topic was deleted or the server is stopping: a client
-		// refreshes its metadata on this and retries.
+	case errors.Is(err, seglog.ErrClosed):
+		// The topic was deleted or the server is stopping (the Log, the
+		// Store or a segment under a read was closed: one ErrClosed for
+		// all): a client refreshes its metadata on this and retries.
 		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, seglog.ErrCorrupt):
+		// Damage in the partition's files (a *CorruptionError naming file
+		// and byte, or a damaged index): the broker's storage is at fault,
+		// not the client's data, as Kafka answers a log directory it
+		// cannot read. A client's bad batch is ErrCorruptBatch, which only
+		// a Produce meets (appendErrorCode).
+		return kerr.KafkaStorageError.Code
 	}
 	return kerr.KafkaStorageError.Code
 }

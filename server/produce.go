@@ -156,13 +156,19 @@ func checkProduceBatch(version int16, recs []byte) int16 {
 	return 0
 }
 
+// appendErrorCode maps AppendBatch's error to Kafka's code. A batch the
+// log refused for its contents (seglog.ErrCorruptBatch) is the client's
+// fault: INVALID_RECORD for a producer rule, as Kafka's
+// InvalidRecordException, else CORRUPT_MESSAGE; anything else is the
+// log's, as for every other request (logErrorCode), so damage on disk is
+// never blamed on the client.
 func appendErrorCode(err error) int16 {
 	switch {
 	case errors.Is(err, record.ErrInvalidProducerBatch):
 		return kerr.InvalidRecord.Code
 	case errors.Is(err, record.ErrTooLarge), errors.Is(err, record.ErrDecompressLimit):
 		return kerr.MessageTooLarge.Code
-	case errors.Is(err, record.ErrCorrupt), errors.Is(err, record.ErrUnknownCodec), errors.Is(err, record.ErrUnsupportedMagic):
+	case errors.Is(err, seglog.ErrCorruptBatch):
 		return kerr.CorruptMessage.Code
 	}
 	return logErrorCode(err)

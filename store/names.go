@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/seglog/seglog"
 )
 
 // Kafka's limits on topic names (org.apache.kafka.common.internals.Topic).
@@ -36,8 +38,9 @@ var (
 	ErrUnknownPartition = errors.New("store: unknown partition")
 	// ErrInternalTopic refuses user operations on __consumer_offsets.
 	ErrInternalTopic = errors.New("store: internal topic")
-	// ErrClosed is returned by a closed Store.
-	ErrClosed = errors.New("store: closed")
+	// ErrClosed is returned by a closed Store. It is seglog.ErrClosed
+	// (vfs.ErrClosed), the one "closed" error of every layer.
+	ErrClosed = seglog.ErrClosed
 	// ErrUnknownGroup is returned for a group with no committed offsets.
 	ErrUnknownGroup = errors.New("store: unknown group")
 	// ErrInvalidGroup reports an empty group id, or one longer than a

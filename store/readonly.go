@@ -44,7 +44,7 @@ func (s *Store) errReadOnly(op string) error {
 func openReadOnly(dir string, opts Options) (*Store, error) {
 	st, err := opts.FS.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %w", ErrNotAStore, err)
+		return nil, &NotAStoreError{Dir: dir, Reason: err}
 	}
 	if err != nil {
 		return nil, err

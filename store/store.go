@@ -23,7 +23,8 @@ import (
 
 // ErrLocked is matched by Open's error when another Store, in this
 // process or another, holds the log.dir: a *HeldError, which names the
-// holder.
+// holder. It is vfs.ErrLocked (seglog.ErrLocked), the one value for a
+// held lock.
 var ErrLocked = seglog.ErrLocked
 
 // DefaultRecoveryWorkers is Options.RecoveryWorkers' default. Recovering a
@@ -156,11 +157,8 @@ func (e *HeldError) Unwrap() []error { return []error{ErrLocked, e.Err} }
 func lockStore(fsys vfs.FS, dir string, h Holder) (vfs.Lock, error) {
 	lock, err := fsys.Lock(filepath.Join(dir, layout.LockFile))
 	if err != nil {
-		var held *vfs.HeldError
-		if errors.As(err, &held) {
-			he := &HeldError{Dir: dir, Err: err}
-			he.Holder, he.HolderKnown = layout.ParseHolder(held.Owner)
-			return nil, he
+		if h, named, held := layout.HolderOf(err); held {
+			return nil, &HeldError{Dir: dir, Holder: h, HolderKnown: named, Err: err}
 		}
 		return nil, err
 	}

@@ -11,11 +11,37 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// ErrNotAStore is returned by Open for a directory that holds something
-// other than a store: a partition directory (a single log), a directory
-// Kafka would not start on, or a directory with files but nothing of a
-// store. Nothing is written to it.
+// ErrNotAStore is matched by Open's error for a directory that holds
+// something other than a store: a partition directory (a single log), a
+// directory Kafka would not start on, or a directory with files but
+// nothing of a store. The error is a *NotAStoreError. Nothing is written
+// to it.
 var ErrNotAStore = errors.New("store: not a store directory")
+
+// NotAStoreError is Open's refusal of Dir, a directory that is not a
+// store (ErrNotAStore), the pattern seglog.NotALogError and
+// raftlog.NotAStoreError follow too. Reason says what Dir is instead, or
+// the error that showed it (fs.ErrNotExist for an absent directory a
+// reader needed, which errors.Is sees).
+type NotAStoreError struct {
+	Dir    string
+	Reason error
+}
+
+// Error reads "store: not a store directory: " and the reason, which
+// names Dir.
+func (e *NotAStoreError) Error() string { return ErrNotAStore.Error() + ": " + e.Reason.Error() }
+
+// Is makes the error match ErrNotAStore.
+func (e *NotAStoreError) Is(target error) bool { return target == ErrNotAStore }
+
+// Unwrap returns the reason.
+func (e *NotAStoreError) Unwrap() error { return e.Reason }
+
+// notAStore returns a *NotAStoreError for dir, its reason formatted.
+func notAStore(dir, format string, args ...any) error {
+	return &NotAStoreError{Dir: dir, Reason: fmt.Errorf(format, args...)}
+}
 
 // checkStoreDir refuses, before Open writes anything (the lock, the
 // offsets topic's fifty directories, checkpoints), a directory that is
@@ -29,7 +55,7 @@ func checkStoreDir(fsys vfs.FS, dir string, existing bool) error {
 	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if existing {
-			return fmt.Errorf("%w: %s: %w", ErrNotAStore, dir, err)
+			return notAStore(dir, "%s: %w", dir, err)
 		}
 		return nil
 	}
@@ -40,7 +66,7 @@ func checkStoreDir(fsys vfs.FS, dir string, existing bool) error {
 	var other string
 	for _, n := range names {
 		if _, _, ok := layout.ParseFileName(n); ok {
-			return fmt.Errorf("%w: %s holds segment files (%s): it is a partition directory, a single log; a store is the directory above its partitions", ErrNotAStore, dir, n)
+			return notAStore(dir, "%s holds segment files (%s): it is a partition directory, a single log; a store is the directory above its partitions", dir, n)
 		}
 		st, err := fsys.Stat(filepath.Join(dir, n))
 		if err != nil {
@@ -55,7 +81,7 @@ func checkStoreDir(fsys vfs.FS, dir string, existing bool) error {
 			if strings.HasPrefix(n, ".") || n == "lost+found" {
 				continue // hidden, or the filesystem's own: not a sign of the wrong directory
 			}
-			return fmt.Errorf("%w: %s: %q is not a topic-partition directory (topic-N), and Kafka would not start on such a log.dir either", ErrNotAStore, dir, n)
+			return notAStore(dir, "%s: %q is not a topic-partition directory (topic-N), and Kafka would not start on such a log.dir either", dir, n)
 		case isStoreFile(n):
 			storeLike = true
 		case other == "":
@@ -63,10 +89,10 @@ func checkStoreDir(fsys vfs.FS, dir string, existing bool) error {
 		}
 	}
 	if !storeLike && other != "" {
-		return fmt.Errorf("%w: %s holds %s and nothing of a store: give an empty or new directory", ErrNotAStore, dir, other)
+		return notAStore(dir, "%s holds %s and nothing of a store: give an empty or new directory", dir, other)
 	}
 	if !storeLike && existing {
-		return fmt.Errorf("%w: %s holds no store (no topic, checkpoint or partition directory); create one with seglog topics create, or give the store's directory", ErrNotAStore, dir)
+		return notAStore(dir, "%s holds no store (no topic, checkpoint or partition directory); create one with seglog topics create, or give the store's directory", dir)
 	}
 	return nil
 }

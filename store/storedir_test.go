@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/seglog/seglog"
@@ -51,8 +52,9 @@ func TestOpenRefusesNonStoreDirs(t *testing.T) {
 			t.Errorf("%s: opened as a store", name)
 			continue
 		}
-		if !errors.Is(err, ErrNotAStore) {
-			t.Errorf("%s: %v, want ErrNotAStore", name, err)
+		var ns *NotAStoreError
+		if !errors.Is(err, ErrNotAStore) || !errors.As(err, &ns) || ns.Dir != dir || !strings.HasPrefix(err.Error(), "store: not a store directory: "+dir) {
+			t.Errorf("%s: %v, want a *NotAStoreError for %s (ErrNotAStore)", name, err, dir)
 		}
 		if after := vfstest.Snapshot(t, vfs.Default, dir); !maps.Equal(before, after) {
 			t.Errorf("%s: the refused Open changed the directory:\nbefore %v\nafter  %v", name, before, after)

@@ -59,8 +59,20 @@ import (
 // descriptor for mmap or sendfile fall back to ReadAt/WriteAt.
 var ErrNoFd = errors.New("vfs: file has no OS descriptor")
 
+// ErrClosed is the one "closed" error of seglog: whatever was used after
+// its Close (a Log, a Store, a segment, an index, a read-only view)
+// returns an error matching it. It lives here, in the package every layer
+// imports, so that one errors.Is finds it whichever layer noticed;
+// seglog, store, segment and index re-export it under their own name
+// (seglog.ErrClosed, …), the same value. A closed File of this package
+// says os.ErrClosed, as the os package does.
+var ErrClosed = errors.New("seglog: closed")
+
 // ErrLocked is returned by FS.Lock when another process or another Lock call
-// in this process holds the lock.
+// in this process holds the lock. It is the one "locked" error of seglog:
+// a Log's Open (seglog.ErrLocked), a Store's (store.ErrLocked) and fsck's
+// Repair (fsck.ErrLocked) refuse a held directory with an error wrapping
+// it, each naming the holder its lock file records (layout.HolderOf).
 var ErrLocked = errors.New("vfs: lock held by another owner")
 
 // HeldError is the error inside FS.Lock's *os.PathError when the lock is
