@@ -99,18 +99,15 @@ func (r *repairer) fixCheckpointFile(c *checker, p Problem) (bool, error) {
 }
 
 // entryName is the topic and partition a log's checkpoint entry names,
-// as the Log names it: Kafka's "topic-N" when the directory is so named,
-// else the directory's name and partition 0 ("log" for a name a
-// checkpoint line cannot hold).
+// as the Log names it (layout.CheckpointName), "." naming the working
+// directory.
 func entryName(dir string) (string, int32) {
-	topic, part, ok := topicPartition(dir)
-	if ok {
-		return topic, int32(part)
+	if b := filepath.Base(filepath.Clean(dir)); b == "." || b == ".." || b == "/" {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
 	}
-	if topic == "" || strings.ContainsAny(topic, " \t\n") {
-		return "log", 0
-	}
-	return topic, 0
+	return layout.CheckpointName(dir)
 }
 
 // salvageCheckpoint reads what it can of a damaged offset checkpoint: every

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -82,24 +83,20 @@ func parseCheckpoint(data []byte, nfields int) ([]cpLine, int64, error) {
 	return out, 0, nil
 }
 
-// topicPartition derives Kafka's topic and partition from a partition
-// directory name "topic-N".
+// topicPartition is Kafka's topic and partition of a partition directory
+// "topic-N" (layout.KafkaPartition), "." naming the working directory;
+// for another name, the name and partition 0, ok false.
 func topicPartition(dir string) (string, int64, bool) {
 	name := filepath.Base(filepath.Clean(dir))
 	if name == "." || name == ".." || name == "/" {
 		if abs, err := filepath.Abs(dir); err == nil {
-			name = filepath.Base(abs)
+			dir, name = abs, filepath.Base(abs)
 		}
 	}
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 {
-		return name, 0, false
+	if topic, part, ok := layout.KafkaPartition(dir); ok {
+		return topic, int64(part), true
 	}
-	p, err := strconv.ParseInt(name[i+1:], 10, 32)
-	if err != nil || p < 0 {
-		return name, 0, false
-	}
-	return name[:i], p, true
+	return name, 0, false
 }
 
 // logEnd is the offset after the last valid batch: the log end offset a

@@ -177,20 +177,6 @@ func WriteCheckpoint(fs vfs.FS, path string, entries []CheckpointEntry) error {
 	return vfs.WriteFileAtomic(fs, path, FormatCheckpoint(entries))
 }
 
-// KafkaPartition parses a Kafka partition directory's name, "topic-N".
-func KafkaPartition(dir string) (topic string, partition int32, ok bool) {
-	name := filepath.Base(filepath.Clean(dir))
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 {
-		return "", 0, false
-	}
-	p, err := strconv.ParseInt(name[i+1:], 10, 32)
-	if err != nil || p < 0 {
-		return "", 0, false
-	}
-	return name[:i], int32(p), true
-}
-
 // PartitionOffset returns the offset on the line for topic and partition
 // of a multi-partition checkpoint file (a Kafka log.dir's), ok=false when
 // the file is missing or has no such line.

@@ -75,7 +75,9 @@ type partInfo struct {
 	segments         int
 }
 
-func (p *partition) dir() string { return filepath.Join(p.s.dir, partitionDir(p.topic, p.id)) }
+func (p *partition) dir() string {
+	return filepath.Join(p.s.dir, layout.PartitionDirName(p.topic, p.id))
+}
 
 // lru is the store's budget of open Logs: the open ones that may be
 // closed, least recently used at the back.
