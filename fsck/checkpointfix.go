@@ -38,7 +38,7 @@ func (r *repairer) fixCheckpointFile(c *checker, p Problem) (bool, error) {
 		return false, nil
 	}
 	base := filepath.Base(p.File)
-	if p.fix.op == fixUnusable && base == recoveryPointFile && len(c.damages) > 0 {
+	if p.fix.op == fixUnusable && base == layout.RecoveryPointFile && len(c.damages) > 0 {
 		return false, nil
 	}
 	path := filepath.Join(r.dir, p.File)
@@ -71,9 +71,9 @@ func (r *repairer) fixCheckpointFile(c *checker, p Problem) (bool, error) {
 		// The file is damaged elsewhere (another partition's line, the
 		// count): this log's line still says what it said.
 		value, why = entries[mine].Offset, "the log's own line, which still parses"
-	case base == recoveryPointFile:
+	case base == layout.RecoveryPointFile:
 		value, why = 0, "nothing is known to be synced: the next open scans every segment"
-	case base == logStartOffsetFile:
+	case base == layout.LogStartOffsetFile:
 		value, why = firstBase, "the lowest offset present, the first segment's base offset; records a DeleteRecords had deleted, if the file was the only record of it, are readable again"
 	default: // cleaner-offset-checkpoint
 		value, why = max(c.logStart, firstBase), "the log start: a lower cleaner offset only makes more of the log dirty"

@@ -116,16 +116,16 @@ func (c *checker) logEnd() int64 {
 func (c *checker) checkFiles() {
 	leo := c.logEnd()
 	topic, part, tpOK := topicPartition(c.dir)
-	for _, name := range []string{recoveryPointFile, logStartOffsetFile, cleanerOffsetFile} {
+	for _, name := range []string{layout.RecoveryPointFile, layout.LogStartOffsetFile, layout.CleanerOffsetFile} {
 		if c.present[name] {
-			if name != cleanerOffsetFile {
+			if name != layout.CleanerOffsetFile {
 				c.r.Layout = "seglog"
 			}
 			c.checkOffsetCheckpoint(name, c.path(name), topic, part, true, leo)
 		}
 	}
 	if tpOK {
-		for _, name := range []string{recoveryPointFile, logStartOffsetFile, cleanerOffsetFile, replicationFile} {
+		for _, name := range []string{layout.RecoveryPointFile, layout.LogStartOffsetFile, layout.CleanerOffsetFile, layout.ReplicationOffsetFile} {
 			p := filepath.Join(c.dir, "..", name)
 			if _, err := c.fs.Stat(p); err != nil {
 				continue
@@ -136,14 +136,14 @@ func (c *checker) checkFiles() {
 			c.checkOffsetCheckpoint("../"+name, p, topic, part, false, leo)
 		}
 	}
-	if c.present[leaderEpochFile] {
+	if c.present[layout.LeaderEpochFile] {
 		c.checkLeaderEpochs(leo)
 	}
-	if c.present[partitionMetaFile] {
+	if c.present[layout.PartitionMetadataFile] {
 		c.checkPartitionMetadata()
 	}
 	for _, n := range c.names {
-		if f, ok, _ := parseSegFile(n); ok && f.kind == sufSnapshot && f.temp == "" {
+		if f, ok, _ := layout.ParseSegmentFile(n); ok && f.Kind == layout.SnapshotSuffix && f.Temp == "" {
 			c.checkSnapshot(n)
 		}
 	}
@@ -163,11 +163,11 @@ func lineAt(data []byte, pos int64) int {
 // watermarks seglog neither reads nor writes.
 func unusable(base string) (Severity, fixAction, string) {
 	switch base {
-	case recoveryPointFile:
+	case layout.RecoveryPointFile:
 		return Error, fixAction{op: fixUnusable}, "consume, produce and clean refuse the log until it is rewritten; repair rewrites the entry as 0, so that the next open scans every segment, or keeps a line for the log that still parses (once no damage remains: until then every batch counts as synced, and nothing is cut)"
-	case logStartOffsetFile:
+	case layout.LogStartOffsetFile:
 		return Error, fixAction{op: fixUnusable}, "consume, produce and clean refuse the log until it is rewritten; repair rewrites the entry as the lowest offset present (the first segment's base offset, where the log starts when it has no checkpoint), or keeps a line for the log that still parses"
-	case cleanerOffsetFile:
+	case layout.CleanerOffsetFile:
 		return Warning, fixAction{op: fixUnusable}, "the cleaner replaces it with the log start at its next round; repair does the same now (a lower cleaner offset only makes more of the log dirty), or keeps a line for the log that still parses"
 	}
 	return Error, fixAction{}, "Kafka's replica high watermarks, which seglog neither reads nor writes: repair leaves it"
@@ -210,20 +210,20 @@ func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, in
 	case off < 0:
 		sev, fix, what := unusable(base)
 		c.addf(file, line.at, KindCheckpoint, sev, fix, "unusable: line %d (byte %d): negative offset %d; %s", lineAt(data, line.at), line.at, off, what)
-	case base == recoveryPointFile && off > leo && c.damageSince:
+	case base == layout.RecoveryPointFile && off > leo && c.damageSince:
 		// Damage after the last valid batch: the recovery point is the
 		// evidence that it was synced (see classifyDamage).
 		c.addf(file, line.at, KindCheckpoint, Error, fixAction{op: fixCheckpoint},
 			"recovery point %d is beyond the end of the log %d: data below the recovery point had been flushed and is damaged or missing", off, leo)
-	case base == recoveryPointFile && off > leo:
+	case base == layout.RecoveryPointFile && off > leo:
 		c.addf(file, line.at, KindMissingData, Error, fixAction{op: fixCheckpoint},
 			"data missing: offsets %d–%d: the recovery point %d on line %d says the log had synced them, but the log ends at offset %d; repair cannot bring them back and leaves this evidence as it is",
 			leo, off-1, off, lineAt(data, line.at), leo)
-	case base == logStartOffsetFile && off > leo:
+	case base == layout.LogStartOffsetFile && off > leo:
 		c.addf(file, line.at, KindCheckpoint, Error, fixAction{op: fixLogStart},
 			"log start offset %d (line %d) is beyond the end of the log %d: every record present lies below it, so a DeleteRecords or retention deleted them all, or the checkpoint is wrong; seglog refuses to open the log and Kafka's loader deletes every segment; repair sets the log start to the end of the log, %d, deleting no segment and bringing back no deleted record",
 			off, lineAt(data, line.at), leo, leo)
-	case base == replicationFile && off > leo:
+	case base == layout.ReplicationOffsetFile && off > leo:
 		c.addf(file, line.at, KindCheckpoint, Warning, fixAction{},
 			"high watermark %d is beyond the end of the log %d", off, leo)
 	}
@@ -232,14 +232,14 @@ func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, in
 // checkLeaderEpochs checks leader-epoch-checkpoint ("epoch startOffset"
 // lines) for order and against the epochs stamped in the batches.
 func (c *checker) checkLeaderEpochs(leo int64) {
-	data, err := vfs.ReadFileLimit(c.fs, c.path(leaderEpochFile), maxCheckpointFile)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(layout.LeaderEpochFile), maxCheckpointFile)
 	if err != nil {
-		c.addf(leaderEpochFile, 0, KindLeaderEpoch, Error, fixAction{}, "cannot read: %v", err)
+		c.addf(layout.LeaderEpochFile, 0, KindLeaderEpoch, Error, fixAction{}, "cannot read: %v", err)
 		return
 	}
 	lines, at, err := parseCheckpoint(data, 2)
 	if err != nil {
-		c.addf(leaderEpochFile, at, KindLeaderEpoch, Error, fixAction{}, "malformed checkpoint: %v", err)
+		c.addf(layout.LeaderEpochFile, at, KindLeaderEpoch, Error, fixAction{}, "malformed checkpoint: %v", err)
 		return
 	}
 	prevEpoch, prevStart := int64(-1), int64(-1)
@@ -250,11 +250,11 @@ func (c *checker) checkLeaderEpochs(leo int64) {
 		listed[ep] = true
 		switch {
 		case ep <= prevEpoch:
-			c.addf(leaderEpochFile, l.at, KindLeaderEpoch, Error, fixAction{}, "epoch %d does not follow epoch %d", ep, prevEpoch)
+			c.addf(layout.LeaderEpochFile, l.at, KindLeaderEpoch, Error, fixAction{}, "epoch %d does not follow epoch %d", ep, prevEpoch)
 		case start < prevStart:
-			c.addf(leaderEpochFile, l.at, KindLeaderEpoch, Error, fixAction{}, "epoch %d starts at offset %d, before epoch %d's start %d", ep, start, prevEpoch, prevStart)
+			c.addf(layout.LeaderEpochFile, l.at, KindLeaderEpoch, Error, fixAction{}, "epoch %d starts at offset %d, before epoch %d's start %d", ep, start, prevEpoch, prevStart)
 		case start > leo:
-			c.addf(leaderEpochFile, l.at, KindLeaderEpoch, Warning, fixAction{}, "epoch %d starts at offset %d, beyond the end of the log %d", ep, start, leo)
+			c.addf(layout.LeaderEpochFile, l.at, KindLeaderEpoch, Warning, fixAction{}, "epoch %d starts at offset %d, beyond the end of the log %d", ep, start, leo)
 		}
 		prevEpoch, prevStart = max(prevEpoch, ep), max(prevStart, start)
 	}
@@ -264,7 +264,7 @@ func (c *checker) checkLeaderEpochs(leo int64) {
 		// reader's business: Kafka's cache drops it, and so does a
 		// raft store whose prefix delete could not remove the files.
 		if int64(ep) > prevEpoch && c.epochEnd[ep] >= start {
-			c.addf(leaderEpochFile, int64(len(data)), KindLeaderEpoch, Warning, fixAction{},
+			c.addf(layout.LeaderEpochFile, int64(len(data)), KindLeaderEpoch, Warning, fixAction{},
 				"batches from offset %d carry leader epoch %d, which the checkpoint does not list", first, ep)
 		}
 	}
@@ -273,10 +273,10 @@ func (c *checker) checkLeaderEpochs(leo int64) {
 // dirLogStart is the log start offset of the directory's own
 // log-start-offset-checkpoint (a single entry), or 0.
 func (c *checker) dirLogStart() int64 {
-	if !c.present[logStartOffsetFile] {
+	if !c.present[layout.LogStartOffsetFile] {
 		return 0
 	}
-	data, err := vfs.ReadFileLimit(c.fs, c.path(logStartOffsetFile), maxCheckpointFile)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(layout.LogStartOffsetFile), maxCheckpointFile)
 	if err != nil {
 		return 0
 	}
@@ -294,9 +294,9 @@ func (c *checker) dirLogStart() int64 {
 // checkPartitionMetadata parses partition.metadata: "version: 0" and
 // "topic_id: <base64 Kafka Uuid>".
 func (c *checker) checkPartitionMetadata() {
-	data, err := vfs.ReadFileLimit(c.fs, c.path(partitionMetaFile), 1<<16)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(layout.PartitionMetadataFile), 1<<16)
 	if err != nil {
-		c.addf(partitionMetaFile, 0, KindMetadata, Error, fixAction{}, "cannot read: %v", err)
+		c.addf(layout.PartitionMetadataFile, 0, KindMetadata, Error, fixAction{}, "cannot read: %v", err)
 		return
 	}
 	fields := map[string]string{}
@@ -304,18 +304,18 @@ func (c *checker) checkPartitionMetadata() {
 	for _, line := range strings.SplitAfter(string(data), "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if strings.TrimSpace(line) != "" && !ok {
-			c.addf(partitionMetaFile, at, KindMetadata, Error, fixAction{}, "line %q is not \"key: value\"", strings.TrimSpace(line))
+			c.addf(layout.PartitionMetadataFile, at, KindMetadata, Error, fixAction{}, "line %q is not \"key: value\"", strings.TrimSpace(line))
 			return
 		}
 		fields[strings.TrimSpace(k)] = strings.TrimSpace(v)
 		at += int64(len(line))
 	}
 	if fields["version"] != "0" {
-		c.addf(partitionMetaFile, 0, KindMetadata, Error, fixAction{}, "version %q, want 0", fields["version"])
+		c.addf(layout.PartitionMetadataFile, 0, KindMetadata, Error, fixAction{}, "version %q, want 0", fields["version"])
 	}
 	id, err := base64.RawURLEncoding.DecodeString(fields["topic_id"])
 	if err != nil || len(id) != 16 {
-		c.addf(partitionMetaFile, 0, KindMetadata, Error, fixAction{}, "topic_id %q is not a base64 16-byte Kafka Uuid", fields["topic_id"])
+		c.addf(layout.PartitionMetadataFile, 0, KindMetadata, Error, fixAction{}, "topic_id %q is not a base64 16-byte Kafka Uuid", fields["topic_id"])
 	}
 }
 

@@ -30,34 +30,34 @@ const allSynced = math.MaxInt64
 // recovery point is unknown, and unknown counts as everything synced: the
 // rule repair follows is "never cut what may have been synced".
 func (c *checker) recoveryPoint() (rp int64, source string) {
-	if c.present[cleanShutdownFile] {
+	if c.present[layout.CleanShutdownFile] {
 		return allSynced, "(a clean-shutdown marker: every batch was synced)"
 	}
 	unknown := func(name string) (int64, string) {
 		return allSynced, "(" + name + " cannot be read: every batch counts as synced)"
 	}
 	topic, part, tpOK := topicPartition(c.dir)
-	if c.present[recoveryPointFile] {
-		off, ok, err := c.checkpointEntry(c.path(recoveryPointFile), topic, part, true, true)
+	if c.present[layout.RecoveryPointFile] {
+		off, ok, err := c.checkpointEntry(c.path(layout.RecoveryPointFile), topic, part, true, true)
 		if err != nil {
-			return unknown(recoveryPointFile)
+			return unknown(layout.RecoveryPointFile)
 		}
 		if ok {
-			return off, fmt.Sprintf("%d (%s)", off, recoveryPointFile)
+			return off, fmt.Sprintf("%d (%s)", off, layout.RecoveryPointFile)
 		}
 	}
 	if tpOK {
-		parent := filepath.Join(c.dir, "..", recoveryPointFile)
+		parent := filepath.Join(c.dir, "..", layout.RecoveryPointFile)
 		if _, err := c.fs.Stat(parent); err == nil {
 			off, ok, err := c.checkpointEntry(parent, topic, part, true, false)
 			if err != nil {
-				return unknown("../" + recoveryPointFile)
+				return unknown("../" + layout.RecoveryPointFile)
 			}
 			if ok {
-				if _, err := c.fs.Stat(filepath.Join(c.dir, "..", cleanShutdownFile)); err == nil {
+				if _, err := c.fs.Stat(filepath.Join(c.dir, "..", layout.CleanShutdownFile)); err == nil {
 					return allSynced, "(the log.dir's clean-shutdown marker: every batch was synced)"
 				}
-				return off, fmt.Sprintf("%d (../%s)", off, recoveryPointFile)
+				return off, fmt.Sprintf("%d (../%s)", off, layout.RecoveryPointFile)
 			}
 		}
 	}
@@ -100,14 +100,14 @@ func (c *checker) belowRecoveryPoint(d damageRef) bool { return d.nextBefore < c
 // retention), so a gap there is not missing data.
 func (c *checker) checkpointedLogStart() int64 {
 	topic, part, tpOK := topicPartition(c.dir)
-	if c.present[logStartOffsetFile] {
-		if off, ok, err := c.checkpointEntry(c.path(logStartOffsetFile), topic, part, true, true); err == nil && ok {
+	if c.present[layout.LogStartOffsetFile] {
+		if off, ok, err := c.checkpointEntry(c.path(layout.LogStartOffsetFile), topic, part, true, true); err == nil && ok {
 			return max(off, 0)
 		}
 		return 0
 	}
 	if tpOK {
-		if off, ok, err := c.checkpointEntry(filepath.Join(c.dir, "..", logStartOffsetFile), topic, part, true, false); err == nil && ok {
+		if off, ok, err := c.checkpointEntry(filepath.Join(c.dir, "..", layout.LogStartOffsetFile), topic, part, true, false); err == nil && ok {
 			return max(off, 0)
 		}
 	}
