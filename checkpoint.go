@@ -63,14 +63,8 @@ func readOffsetCheckpoint(fs vfs.FS, dir, name string) (off int64, ok bool, err 
 		return 0, false, err
 	}
 	topic, part := layout.CheckpointName(dir)
-	for _, e := range entries {
-		if e.Topic == topic && e.Partition == part {
-			return e.Offset, true, nil
-		}
-	}
-	if len(entries) == 1 {
-		// A directory that was renamed keeps its single entry meaningful.
-		return entries[0].Offset, true, nil
+	if i := layout.Lookup(entries, topic, part, true); i >= 0 {
+		return entries[i].Offset, true, nil
 	}
 	return 0, false, nil
 }

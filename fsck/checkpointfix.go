@@ -49,15 +49,7 @@ func (r *repairer) fixCheckpointFile(c *checker, p Problem) (bool, error) {
 	entries, dropped := salvageCheckpoint(data)
 	inDir := !strings.HasPrefix(p.File, "../")
 	topic, part := entryName(r.dir)
-	mine := -1
-	for i, e := range entries {
-		if e.Topic == topic && e.Partition == part {
-			mine = i
-		}
-	}
-	if mine < 0 && inDir && len(entries) == 1 {
-		mine = 0 // a log's own file has one entry, whatever its name
-	}
+	mine := layout.Lookup(entries, topic, part, inDir)
 	firstBase := int64(0)
 	if len(c.logs) > 0 {
 		firstBase = c.logs[0]

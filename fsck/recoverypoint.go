@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"strconv"
 
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
@@ -72,19 +71,15 @@ func (c *checker) checkpointEntry(path, topic string, part int64, tpOK, inDir bo
 	if err != nil {
 		return 0, false, err
 	}
-	lines, _, err := parseCheckpoint(data, 3)
+	es, err := layout.ParseCheckpoint(path, data)
 	if err != nil {
 		return 0, false, err
 	}
-	for _, l := range lines {
-		if tpOK && l.fields[0] == topic && l.fields[1] == strconv.FormatInt(part, 10) {
-			off, _ := strconv.ParseInt(l.fields[2], 10, 64)
-			return off, true, nil
-		}
+	if !tpOK {
+		topic = "" // no line names a directory that is not Kafka's topic-N
 	}
-	if inDir && len(lines) == 1 {
-		off, _ := strconv.ParseInt(lines[0].fields[2], 10, 64)
-		return off, true, nil
+	if i := layout.Lookup(es, topic, int32(part), inDir); i >= 0 {
+		return es[i].Offset, true, nil
 	}
 	return 0, false, nil
 }

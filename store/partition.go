@@ -454,12 +454,12 @@ func (c cleanerPart) ExpireDeleted() int {
 }
 
 func (c cleanerPart) CleanerCheckpoint() (int64, bool, error) {
-	off, ok := c.p.s.ckpt.get(CleanerOffsetFile, tp{c.p.topic, c.p.id})
+	off, ok := c.p.s.ckpt.get(layout.CleanerOffsetFile, tp{c.p.topic, c.p.id})
 	return off, ok, nil
 }
 
 func (c cleanerPart) SetCleanerCheckpoint(offset int64) error {
-	return c.p.s.ckpt.set(CleanerOffsetFile, tp{c.p.topic, c.p.id}, offset)
+	return c.p.s.ckpt.set(layout.CleanerOffsetFile, tp{c.p.topic, c.p.id}, offset)
 }
 
 // Compact runs a round in segments of the topic's segment.bytes (the
