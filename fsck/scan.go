@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 
 	"github.com/seglog/seglog/record"
@@ -233,15 +232,13 @@ func (s *Scanner) overLimit(p int64, size int, magic int8, h []byte) (Entry, boo
 // position of the field at fault as well.
 func validate(b []byte, magic int8, p int64) (Kind, error) {
 	if magic != record.CurrentMagic {
-		// Legacy: offset(8) size(4) crc(4) magic(1) attributes(1)
-		// [timestamp(8) for v1] key length(4) ...; CRC-32 (IEEE) covers
-		// magic to the end.
-		if magic == 1 && len(b) < record.LogOverhead+22 {
-			return KindBadLength, fmt.Errorf("v1 entry of %d bytes (length field at byte %d), below the minimum %d", len(b), p+8, record.LogOverhead+22)
-		}
-		want := binary.BigEndian.Uint32(b[record.LogOverhead:])
-		if got := crc32.ChecksumIEEE(b[record.MagicOffset:]); got != want {
-			return KindCRC, fmt.Errorf("legacy v%d entry: stored CRC-32 0x%08x (at byte %d), computed 0x%08x", magic, want, p+record.LogOverhead, got)
+		err := record.CheckLegacy(b)
+		var crc *record.LegacyCRCError
+		switch {
+		case errors.As(err, &crc):
+			return KindCRC, fmt.Errorf("legacy v%d entry: stored CRC-32 0x%08x (at byte %d), computed 0x%08x", magic, crc.Stored, p+record.LegacyCRCOffset, crc.Computed)
+		case err != nil:
+			return KindBadLength, fmt.Errorf("v1 entry of %d bytes (length field at byte %d), below the minimum %d", len(b), p+8, record.LegacyV1MinSize)
 		}
 		return "", nil
 	}
