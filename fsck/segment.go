@@ -8,6 +8,7 @@ import (
 
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 )
 
 // abortRef is an ABORT marker seen in a segment, for the .txnindex check.
@@ -52,7 +53,7 @@ func (c *checker) checkSegment(i int) {
 		nextBase = c.logs[i+1]
 	}
 	expected := max(c.next, base)
-	sc := NewScanner(f, size, c.opts.MaxEntryBytes)
+	sc := segment.NewScanner(f, size, c.opts.MaxEntryBytes)
 	sc.SetMinOffset(expected)
 	var it record.Iterator
 	var aborts []abortRef

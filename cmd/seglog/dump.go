@@ -15,6 +15,7 @@ import (
 	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -217,10 +218,10 @@ func dumpFile(w io.Writer, path string, nextBase int64, records bool, maxBatch i
 	return nil
 }
 
-// dumpLog prints a .log batch by batch with the scanner fsck uses, so the
-// positions are the ones fsck reports.
+// dumpLog prints a .log batch by batch with segment.Scanner, the scanner
+// fsck uses, so the positions are the ones fsck reports.
 func dumpLog(w io.Writer, f io.ReaderAt, size, base, nextBase int64, records bool, maxBatch int) error {
-	sc := fsck.NewScanner(f, size, maxBatch)
+	sc := segment.NewScanner(f, size, maxBatch)
 	sc.SetMinOffset(base)
 	var it record.Iterator
 	for {
