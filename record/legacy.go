@@ -25,6 +25,7 @@ type LegacyCRCError struct {
 	Stored, Computed uint32
 }
 
+// Error gives the stored and the computed CRC.
 func (e *LegacyCRCError) Error() string {
 	return fmt.Sprintf("legacy v%d entry: stored CRC-32 0x%08x, computed 0x%08x", e.Magic, e.Stored, e.Computed)
 }
