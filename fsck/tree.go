@@ -120,7 +120,7 @@ func isPartition(c layout.Contents) bool {
 // empty "topic-N" subdirectories are partitions that have no segment yet
 // (a store creates a new topic's partition directories empty).
 func logDirLike(c layout.Contents) bool {
-	return len(c.Shared) > 0 || slices.Contains(c.Strays, "meta.properties")
+	return len(c.Shared) > 0 || slices.Contains(c.Strays, layout.MetaPropertiesFile)
 }
 
 // walk searches dir; inLogDir says its parent is a log.dir (logDirLike).

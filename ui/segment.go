@@ -59,7 +59,7 @@ func (c *firstTimestamps) get(fsys vfs.FS, dir string, sg cleaner.Segment) int64
 	if ok {
 		return ts
 	}
-	ts, ok = readFirstTimestamp(fsys, filepath.Join(dir, layout.FileName(sg.BaseOffset, ".log")))
+	ts, ok = readFirstTimestamp(fsys, filepath.Join(dir, layout.FileName(sg.BaseOffset, layout.LogSuffix)))
 	if !ok {
 		return -1
 	}
@@ -274,7 +274,7 @@ func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
 }
 
 func readSegment(fsys vfs.FS, dir string, base, from int64, limit int) (Batches, error) {
-	path := filepath.Join(dir, layout.FileName(base, ".log"))
+	path := filepath.Join(dir, layout.FileName(base, layout.LogSuffix))
 	f, err := fsys.Open(path)
 	if err != nil {
 		return Batches{}, fmt.Errorf("%w: %s: %w", errNoSegment, path, err)
