@@ -116,14 +116,9 @@ func salvageCheckpoint(data []byte) (entries []layout.CheckpointEntry, dropped [
 				continue // the version and the count
 			}
 		}
-		f := strings.Fields(text)
-		if len(f) == 3 {
-			part, err1 := strconv.ParseInt(f[1], 10, 32)
-			off, err2 := strconv.ParseInt(f[2], 10, 64)
-			if err1 == nil && err2 == nil && part >= 0 {
-				entries = append(entries, layout.CheckpointEntry{Topic: f[0], Partition: int32(part), Offset: off})
-				continue
-			}
+		if e, ok := layout.ParseCheckpointEntry(text); ok && e.Partition >= 0 {
+			entries = append(entries, e)
+			continue
 		}
 		if len(text) > 40 {
 			text = text[:40] + "..."

@@ -117,18 +117,40 @@ type CheckpointLine struct {
 func ParseCheckpointLines(path string, data []byte) ([]CheckpointLine, error) {
 	var out []CheckpointLine
 	err := parseCheckpointText(path, data, 3, func(n int) { out = make([]CheckpointLine, 0, n) }, func(line string, f []string, pos int) string {
-		part, err := strconv.ParseInt(f[1], 10, 32)
-		if err != nil {
-			return fmt.Sprintf("entry %q: %q is not a 32-bit number", line, f[1])
+		e, why := parseEntry(line, f)
+		if why == "" {
+			out = append(out, CheckpointLine{e, pos})
 		}
-		off, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			return fmt.Sprintf("entry %q: %q is not a number", line, f[2])
-		}
-		out = append(out, CheckpointLine{CheckpointEntry{Topic: f[0], Partition: int32(part), Offset: off}, pos})
-		return ""
+		return why
 	})
 	return out, err
+}
+
+// ParseCheckpointEntry parses one entry line of an offset checkpoint,
+// "topic partition offset", as ParseCheckpoint does; ok is false when it is
+// not one. Repair uses it to salvage the lines of a damaged file.
+func ParseCheckpointEntry(line string) (e CheckpointEntry, ok bool) {
+	f := strings.Fields(line)
+	if len(f) != 3 {
+		return CheckpointEntry{}, false
+	}
+	e, why := parseEntry(line, f)
+	return e, why == ""
+}
+
+// parseEntry parses the three fields f of line: the partition a 32-bit
+// number, the offset a 64-bit one, as Kafka's OffsetCheckpointFile reads
+// them. It returns why they are not an entry, "" when they are.
+func parseEntry(line string, f []string) (CheckpointEntry, string) {
+	part, err := strconv.ParseInt(f[1], 10, 32)
+	if err != nil {
+		return CheckpointEntry{}, fmt.Sprintf("entry %q: %q is not a 32-bit number", line, f[1])
+	}
+	off, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return CheckpointEntry{}, fmt.Sprintf("entry %q: %q is not a number", line, f[2])
+	}
+	return CheckpointEntry{Topic: f[0], Partition: int32(part), Offset: off}, ""
 }
 
 // EpochLine is an entry of a leader-epoch-checkpoint (LeaderEpochFile):
