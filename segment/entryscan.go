@@ -109,18 +109,16 @@ func (e *Entry) BaseOffset() int64 { return e.Batch.BaseOffset() }
 // damage hold any valid entry at all, whatever its offsets, to decide
 // between cutting and quarantining them.)
 type Scanner struct {
-	r        io.ReaderAt
-	size     int64
+	// sc reads the file, as recovery's scans do, through a window of
+	// readChunk bytes (or of the entry, if larger), letting the file
+	// shrink under it (scanner.upTo): sc.end is the file's size.
+	sc       scanner
 	maxBatch int
 	minOff   int64
 	pos      int64
 
 	zeroTail int64 // bytes of the zero tail found at the end (ZeroTail)
-
-	store  []byte // backing array, reused
-	buf    []byte // file bytes [bufPos, bufPos+len(buf))
-	bufPos int64
-	budget int64 // bytes a resynchronization may still checksum
+	budget   int64 // bytes a resynchronization may still checksum
 }
 
 // NewScanner returns a scanner over the first size bytes of r. maxEntry
@@ -130,7 +128,10 @@ func NewScanner(r io.ReaderAt, size int64, maxEntry int) *Scanner {
 	if maxEntry <= 0 {
 		maxEntry = DefaultMaxEntryBytes
 	}
-	return &Scanner{r: r, size: size, maxBatch: maxEntry}
+	s := &Scanner{maxBatch: maxEntry}
+	s.sc.chunk = readChunk
+	s.sc.reset(r, "", 0, size, MaxStoredEntry)
+	return s
 }
 
 // SetMinOffset sets the smallest base offset a batch must have to end a
@@ -143,49 +144,16 @@ func (s *Scanner) Pos() int64 { return s.pos }
 
 // Size returns the size of the file being scanned (it shrinks if the file
 // is found shorter than announced, as when a live log truncates it).
-func (s *Scanner) Size() int64 { return s.size }
-
-// window returns the file bytes [p, p+n), reading if they are not buffered.
-// It returns fewer bytes only if the file turned out shorter, in which case
-// s.size is lowered to the real end.
-func (s *Scanner) window(p int64, n int) ([]byte, error) {
-	if p >= s.bufPos && p+int64(n) <= s.bufPos+int64(len(s.buf)) {
-		off := p - s.bufPos
-		return s.buf[off : off+int64(n)], nil
-	}
-	want := int64(max(n, readChunk))
-	if rem := s.size - p; want > rem {
-		want = rem
-	}
-	if want < int64(n) {
-		n = int(want)
-	}
-	if int64(cap(s.store)) < want {
-		s.store = make([]byte, want)
-	}
-	k, err := s.r.ReadAt(s.store[:want], p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		s.buf = nil
-		return nil, err
-	}
-	if int64(k) < want {
-		s.size = p + int64(k) // the file shrank under us
-		if k < n {
-			n = k
-		}
-	}
-	s.buf, s.bufPos = s.store[:k], p
-	return s.buf[:n], nil
-}
+func (s *Scanner) Size() int64 { return s.sc.end }
 
 // Next returns the next entry, ok = false at the end of the file. err is
 // only for I/O failures; damage comes back as an Entry with Err set.
 func (s *Scanner) Next() (e Entry, ok bool, err error) {
-	if s.pos >= s.size {
+	if s.pos >= s.sc.end {
 		return Entry{}, false, nil
 	}
 	p := s.pos
-	rem := s.size - p
+	rem := s.sc.end - p
 	if zero, err := s.zeroTailAt(p, rem); err != nil || zero {
 		return Entry{}, false, err
 	}
@@ -193,7 +161,7 @@ func (s *Scanner) Next() (e Entry, ok bool, err error) {
 		e, err := s.damage(p, 0, KindTornTail, fmt.Errorf("%d bytes at the end of the file, too few for an entry header", rem), true)
 		return e, err == nil, err
 	}
-	h, err := s.window(p, int(min(rem, record.HeaderSize)))
+	h, err := s.sc.upTo(p, int(min(rem, record.HeaderSize)))
 	if err != nil {
 		return Entry{}, false, err
 	}
@@ -215,7 +183,7 @@ func (s *Scanner) Next() (e Entry, ok bool, err error) {
 	case size > s.maxBatch:
 		return s.overLimit(p, size, magic, h)
 	}
-	b, err := s.window(p, size)
+	b, err := s.sc.upTo(p, size)
 	if err != nil {
 		return Entry{}, false, err
 	}
@@ -280,7 +248,7 @@ func (s *Scanner) damage(p, hint int64, kind Kind, cause error, maybeTorn bool) 
 	if err != nil {
 		return Entry{}, err
 	}
-	e := Entry{Pos: p, Size: next - p, Err: cause, Kind: kind, ToEnd: next >= s.size}
+	e := Entry{Pos: p, Size: next - p, Err: cause, Kind: kind, ToEnd: next >= s.sc.end}
 	if e.ToEnd {
 		zero, err := s.zeroFrom(p)
 		if err != nil {
@@ -288,7 +256,7 @@ func (s *Scanner) damage(p, hint int64, kind Kind, cause error, maybeTorn bool) 
 		}
 		e.Torn = maybeTorn || zero
 		if zero {
-			e.Err = fmt.Errorf("%d zero bytes to the end of the file", s.size-p)
+			e.Err = fmt.Errorf("%d zero bytes to the end of the file", s.sc.end-p)
 		}
 	}
 	if kind == KindTornTail && !e.ToEnd {
@@ -304,16 +272,16 @@ func (s *Scanner) resync(p, hint int64) (int64, error) {
 	// Checksumming candidates is bounded so that a file crafted to look
 	// like a batch at every byte costs a few passes over it, not one per
 	// byte; past the budget the rest of the file counts as damaged.
-	s.budget = 8*(s.size-p) + 64<<20
-	if hint > 0 && p+hint < s.size {
+	s.budget = 8*(s.sc.end-p) + 64<<20
+	if hint > 0 && p+hint < s.sc.end {
 		ok, err := s.validAt(p + hint)
 		if err != nil || ok {
 			return p + hint, err
 		}
 	}
-	for q := p + 1; q+record.HeaderSize <= s.size; {
+	for q := p + 1; q+record.HeaderSize <= s.sc.end; {
 		// Look for the magic byte, 16 bytes into a candidate.
-		w, err := s.window(q+record.MagicOffset, int(min(readChunk, s.size-q-record.MagicOffset)))
+		w, err := s.sc.upTo(q+record.MagicOffset, int(min(readChunk, s.sc.end-q-record.MagicOffset)))
 		if err != nil {
 			return 0, err
 		}
@@ -323,7 +291,7 @@ func (s *Scanner) resync(p, hint int64) (int64, error) {
 			continue
 		}
 		q += int64(i)
-		if q+record.HeaderSize > s.size {
+		if q+record.HeaderSize > s.sc.end {
 			break
 		}
 		ok, err := s.validAt(q)
@@ -335,31 +303,31 @@ func (s *Scanner) resync(p, hint int64) (int64, error) {
 		}
 		q++
 	}
-	return s.size, nil
+	return s.sc.end, nil
 }
 
 // validAt reports whether a v2 batch with a valid CRC and plausible offsets
 // starts at q. The cheap header tests run first so that a resync through
 // garbage computes few checksums.
 func (s *Scanner) validAt(q int64) (bool, error) {
-	if q+record.HeaderSize > s.size {
+	if q+record.HeaderSize > s.sc.end {
 		return false, nil
 	}
-	h, err := s.window(q, record.HeaderSize)
+	h, err := s.sc.upTo(q, record.HeaderSize)
 	if err != nil || len(h) < record.HeaderSize {
 		return false, err
 	}
 	b := record.Batch(h)
 	n := int64(b.BatchLength())
 	if b.Magic() != record.CurrentMagic || n < record.HeaderSize-record.LogOverhead ||
-		q+n+record.LogOverhead > s.size || n+record.LogOverhead > int64(s.maxBatch) ||
+		q+n+record.LogOverhead > s.sc.end || n+record.LogOverhead > int64(s.maxBatch) ||
 		b.BaseOffset() < s.minOff || b.LastOffsetDelta() < 0 || !b.Codec().Valid() || b.NumRecords() < 0 {
 		return false, nil
 	}
 	if s.budget -= n; s.budget < 0 {
 		return false, nil
 	}
-	full, err := s.window(q, int(n+record.LogOverhead))
+	full, err := s.sc.upTo(q, int(n+record.LogOverhead))
 	if err != nil || int64(len(full)) < n+record.LogOverhead {
 		return false, err
 	}
@@ -378,7 +346,7 @@ func (s *Scanner) ZeroTail() int64 { return s.zeroTail }
 // are a zero tail, and if so ends the scan there. Only a zero length
 // field starts one, so a batch costs no extra read.
 func (s *Scanner) zeroTailAt(p, rem int64) (bool, error) {
-	h, err := s.window(p, int(min(rem, record.LogOverhead)))
+	h, err := s.sc.upTo(p, int(min(rem, record.LogOverhead)))
 	if err != nil || int64(len(h)) < min(rem, record.LogOverhead) {
 		return false, err
 	}
@@ -392,15 +360,15 @@ func (s *Scanner) zeroTailAt(p, rem int64) (bool, error) {
 		return false, err
 	}
 	s.zeroTail = rem
-	s.pos = s.size
+	s.pos = s.sc.end
 	return true, nil
 }
 
 // zeroFrom reports whether every byte from p to the end of the file is
 // zero: the trace of a preallocated or zero-filled tail.
 func (s *Scanner) zeroFrom(p int64) (bool, error) {
-	for p < s.size {
-		w, err := s.window(p, int(min(readChunk, s.size-p)))
+	for p < s.sc.end {
+		w, err := s.sc.upTo(p, int(min(readChunk, s.sc.end-p)))
 		if err != nil {
 			return false, err
 		}
