@@ -401,9 +401,9 @@ func (r *repairer) rebuildIndexes(c *checker, seg int) error {
 
 // lowerRecoveryPoint rewrites the recovery-point entry for this directory
 // in the checkpoint at path to end, keeping every other line. It reads and
-// writes the file with package layout, the Log's own checkpoint code, so
-// repair and Open agree on the format (the checker's parser stays an
-// independent second opinion).
+// writes the file with package layout, the Log's own checkpoint code (the
+// checker reads it with the same parser), so repair and Open agree on the
+// format.
 func (r *repairer) lowerRecoveryPoint(path string, end int64) error {
 	entries, err := layout.ReadCheckpoint(r.fs, path)
 	if err != nil {
