@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
@@ -53,22 +51,6 @@ func WriteCheckpoint(fs vfs.FS, path string, entries []CheckpointEntry) error {
 	return layout.WriteCheckpoint(fs, path, entries)
 }
 
-// topicPartition derives the checkpoint's topic and partition from a
-// partition directory name: Kafka's "topic-N" when it has that shape,
-// otherwise the whole name as the topic and partition 0.
-func topicPartition(dir string) (string, int32) {
-	name := filepath.Base(filepath.Clean(dir))
-	if i := strings.LastIndexByte(name, '-'); i > 0 {
-		if p, err := strconv.ParseInt(name[i+1:], 10, 32); err == nil && p >= 0 {
-			return name[:i], int32(p)
-		}
-	}
-	if name == "" || strings.ContainsAny(name, " \t\n") {
-		return "log", 0
-	}
-	return name, 0
-}
-
 // readOffsetCheckpoint returns the offset recorded for this log's partition
 // in a checkpoint file, or ok=false when the file is missing or has no entry
 // for it.
@@ -80,21 +62,15 @@ func readOffsetCheckpoint(fs vfs.FS, dir, name string) (off int64, ok bool, err 
 		}
 		return 0, false, err
 	}
-	topic, part := topicPartition(dir)
-	for _, e := range entries {
-		if e.Topic == topic && e.Partition == part {
-			return e.Offset, true, nil
-		}
-	}
-	if len(entries) == 1 {
-		// A directory that was renamed keeps its single entry meaningful.
-		return entries[0].Offset, true, nil
+	topic, part := layout.CheckpointName(dir)
+	if i := layout.Lookup(entries, topic, part, true); i >= 0 {
+		return entries[i].Offset, true, nil
 	}
 	return 0, false, nil
 }
 
 func writeOffsetCheckpoint(fs vfs.FS, dir, name string, off int64) error {
-	topic, part := topicPartition(dir)
+	topic, part := layout.CheckpointName(dir)
 	return WriteCheckpoint(fs, filepath.Join(dir, name), []CheckpointEntry{{Topic: topic, Partition: part, Offset: off}})
 }
 

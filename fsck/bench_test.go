@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -56,7 +57,7 @@ func writeBenchDir(fsys vfs.FS, dir string, total int64) error {
 		}
 		off, tim := ib.finish()
 		for name, data := range map[string][]byte{
-			fileName(base, ".log"): buf, fileName(base, ".index"): off, fileName(base, ".timeindex"): tim,
+			layout.FileName(base, ".log"): buf, layout.FileName(base, ".index"): off, layout.FileName(base, ".timeindex"): tim,
 		} {
 			f, err := fsys.Create(filepath.Join(dir, name))
 			if err != nil {
@@ -97,7 +98,7 @@ func BenchmarkCheck(b *testing.B) {
 	b.Run("baseline-read-crc32c", func(b *testing.B) {
 		b.SetBytes(size)
 		b.ReportAllocs()
-		buf := make([]byte, readChunk)
+		buf := make([]byte, 4<<20) // the segment scanner's read size
 		tab := crc32.MakeTable(crc32.Castagnoli)
 		for b.Loop() {
 			names, _ := vfs.Default.List(dir)

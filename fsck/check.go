@@ -247,33 +247,33 @@ func (c *checker) run() {
 func (c *checker) scanNames() {
 	logs := map[int64]bool{}
 	for _, n := range c.names {
-		if f, ok, _ := parseSegFile(n); ok && f.temp == "" && f.kind == sufLog {
-			logs[f.base] = true
+		if f, ok, _ := layout.ParseSegmentFile(n); ok && f.Temp == "" && f.Kind == layout.LogSuffix {
+			logs[f.Base] = true
 		}
 	}
 	for _, n := range c.names {
-		f, ok, bad := parseSegFile(n)
+		f, ok, bad := layout.ParseSegmentFile(n)
 		switch {
 		case bad || slices.Contains(c.contents.Misnamed, n):
 			c.addf(n, 0, KindSegmentName, Error, fixAction{}, "named like a segment file, but a segment file's name is its base offset in exactly 20 decimal digits: Kafka's loader misreads (or deletes) it, and seglog refuses to open the log while it is here; rename or move it")
-		case ok && f.temp != "":
-			c.addf(n, 0, KindLeftover, Warning, fixAction{op: fixLeftover}, "%s", leftoverDetail(f.temp))
-		case ok && f.kind == sufLog:
-			c.logs = append(c.logs, f.base)
-		case ok && (f.kind == sufIndex || f.kind == sufTimeIndex || f.kind == sufTxnIndex):
-			if !logs[f.base] {
-				c.addf(n, 0, KindOrphanIndex, Warning, fixAction{op: fixRemove}, "index file without %s; recovery deletes it", fileName(f.base, sufLog))
+		case ok && f.Temp != "":
+			c.addf(n, 0, KindLeftover, Warning, fixAction{op: fixLeftover}, "%s", leftoverDetail(f.Temp))
+		case ok && f.Kind == layout.LogSuffix:
+			c.logs = append(c.logs, f.Base)
+		case ok && (f.Kind == layout.IndexSuffix || f.Kind == layout.TimeIndexSuffix || f.Kind == layout.TxnIndexSuffix):
+			if !logs[f.Base] {
+				c.addf(n, 0, KindOrphanIndex, Warning, fixAction{op: fixRemove}, "index file without %s; recovery deletes it", layout.FileName(f.Base, layout.LogSuffix))
 			}
-		case ok && f.kind == sufSnapshot:
+		case ok && f.Kind == layout.SnapshotSuffix:
 			// checked in checkFiles
-		case strings.HasSuffix(n, sufTmp):
+		case strings.HasSuffix(n, layout.CheckpointTmpSuffix):
 			c.addf(n, 0, KindLeftover, Warning, fixAction{op: fixLeftover}, "temporary file of an interrupted checkpoint write; recovery deletes it")
 		case layout.IsQuarantine(n):
 			c.checkQuarantine(n)
-		case n == cleanShutdownFile:
+		case n == layout.CleanShutdownFile:
 			c.clean = true
 			c.r.Stats.OtherFiles = append(c.r.Stats.OtherFiles, n)
-		case n == recoveryPointFile || n == logStartOffsetFile || n == cleanerOffsetFile || n == leaderEpochFile || n == partitionMetaFile:
+		case n == layout.RecoveryPointFile || n == layout.LogStartOffsetFile || n == layout.CleanerOffsetFile || n == layout.LeaderEpochFile || n == layout.PartitionMetadataFile:
 			// checked in checkFiles
 		case slices.Contains(c.contents.Subdirs, n):
 			c.addf(n, 0, KindDirectory, Error, fixAction{}, "a directory inside a log's directory: seglog refuses to open the log while it is here (Kafka's loader ignores it); move it out")
@@ -286,7 +286,7 @@ func (c *checker) scanNames() {
 	}
 	slices.Sort(c.logs)
 	if !c.clean {
-		if _, err := c.fs.Stat(filepath.Join(c.dir, "..", cleanShutdownFile)); err == nil {
+		if _, err := c.fs.Stat(filepath.Join(c.dir, "..", layout.CleanShutdownFile)); err == nil {
 			c.clean = true
 		}
 	}
@@ -294,9 +294,9 @@ func (c *checker) scanNames() {
 
 func leftoverDetail(temp string) string {
 	switch temp {
-	case sufDeleted:
+	case layout.DeletedSuffix:
 		return "file scheduled for deletion; recovery deletes it"
-	case sufCleaned:
+	case layout.CleanedSuffix:
 		return "output of an interrupted compaction; recovery deletes it"
 	default:
 		return "segment of an interrupted compaction swap; recovery completes or undoes the swap"

@@ -38,7 +38,7 @@ func (r *repairer) fixCheckpointFile(c *checker, p Problem) (bool, error) {
 		return false, nil
 	}
 	base := filepath.Base(p.File)
-	if p.fix.op == fixUnusable && base == recoveryPointFile && len(c.damages) > 0 {
+	if p.fix.op == fixUnusable && base == layout.RecoveryPointFile && len(c.damages) > 0 {
 		return false, nil
 	}
 	path := filepath.Join(r.dir, p.File)
@@ -49,15 +49,7 @@ func (r *repairer) fixCheckpointFile(c *checker, p Problem) (bool, error) {
 	entries, dropped := salvageCheckpoint(data)
 	inDir := !strings.HasPrefix(p.File, "../")
 	topic, part := entryName(r.dir)
-	mine := -1
-	for i, e := range entries {
-		if e.Topic == topic && e.Partition == part {
-			mine = i
-		}
-	}
-	if mine < 0 && inDir && len(entries) == 1 {
-		mine = 0 // a log's own file has one entry, whatever its name
-	}
+	mine := layout.Lookup(entries, topic, part, inDir)
 	firstBase := int64(0)
 	if len(c.logs) > 0 {
 		firstBase = c.logs[0]
@@ -71,9 +63,9 @@ func (r *repairer) fixCheckpointFile(c *checker, p Problem) (bool, error) {
 		// The file is damaged elsewhere (another partition's line, the
 		// count): this log's line still says what it said.
 		value, why = entries[mine].Offset, "the log's own line, which still parses"
-	case base == recoveryPointFile:
+	case base == layout.RecoveryPointFile:
 		value, why = 0, "nothing is known to be synced: the next open scans every segment"
-	case base == logStartOffsetFile:
+	case base == layout.LogStartOffsetFile:
 		value, why = firstBase, "the lowest offset present, the first segment's base offset; records a DeleteRecords had deleted, if the file was the only record of it, are readable again"
 	default: // cleaner-offset-checkpoint
 		value, why = max(c.logStart, firstBase), "the log start: a lower cleaner offset only makes more of the log dirty"
@@ -99,18 +91,15 @@ func (r *repairer) fixCheckpointFile(c *checker, p Problem) (bool, error) {
 }
 
 // entryName is the topic and partition a log's checkpoint entry names,
-// as the Log names it: Kafka's "topic-N" when the directory is so named,
-// else the directory's name and partition 0 ("log" for a name a
-// checkpoint line cannot hold).
+// as the Log names it (layout.CheckpointName), "." naming the working
+// directory.
 func entryName(dir string) (string, int32) {
-	topic, part, ok := topicPartition(dir)
-	if ok {
-		return topic, int32(part)
+	if b := filepath.Base(filepath.Clean(dir)); b == "." || b == ".." || b == "/" {
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
 	}
-	if topic == "" || strings.ContainsAny(topic, " \t\n") {
-		return "log", 0
-	}
-	return topic, 0
+	return layout.CheckpointName(dir)
 }
 
 // salvageCheckpoint reads what it can of a damaged offset checkpoint: every
@@ -127,14 +116,9 @@ func salvageCheckpoint(data []byte) (entries []layout.CheckpointEntry, dropped [
 				continue // the version and the count
 			}
 		}
-		f := strings.Fields(text)
-		if len(f) == 3 {
-			part, err1 := strconv.ParseInt(f[1], 10, 32)
-			off, err2 := strconv.ParseInt(f[2], 10, 64)
-			if err1 == nil && err2 == nil && part >= 0 {
-				entries = append(entries, layout.CheckpointEntry{Topic: f[0], Partition: int32(part), Offset: off})
-				continue
-			}
+		if e, ok := layout.ParseCheckpointEntry(text); ok && e.Partition >= 0 {
+			entries = append(entries, e)
+			continue
 		}
 		if len(text) > 40 {
 			text = text[:40] + "..."

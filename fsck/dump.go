@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+
+	"github.com/seglog/seglog/layout"
 )
 
 // IndexEntry is one decoded entry of an index file.
@@ -23,8 +25,8 @@ type IndexEntry struct {
 // .swap suffix) with the base offset in its name; ok is false for other
 // names.
 func FileKind(name string) (kind string, base int64, ok bool) {
-	f, ok, _ := parseSegFile(filepath.Base(name))
-	return f.kind, f.base, ok
+	f, ok, _ := layout.ParseSegmentFile(filepath.Base(name))
+	return f.Kind, f.Base, ok
 }
 
 // Leftover says whether name is the leftover of an interrupted deletion,
@@ -32,11 +34,11 @@ func FileKind(name string) (kind string, base int64, ok bool) {
 // suffix), and what the log's recovery does with it: the words fsck
 // reports it with.
 func Leftover(name string) (detail string, ok bool) {
-	f, ok, _ := parseSegFile(filepath.Base(name))
-	if !ok || f.temp == "" {
+	f, ok, _ := layout.ParseSegmentFile(filepath.Base(name))
+	if !ok || f.Temp == "" {
 		return "", false
 	}
-	return leftoverDetail(f.temp), true
+	return leftoverDetail(f.Temp), true
 }
 
 // DecodeIndex decodes the bytes of an .index (timeIndex false) or

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -53,7 +54,7 @@ func (r *repairer) recoverSegment(base, floor, logSize, synced, nextBase int64) 
 	}
 	if v := plan.Result().ValidBytes; v < floor {
 		return segment.RecoverResult{}, fmt.Errorf("%w: it would cut %s at byte %d (%v), before byte %d where fsck's cut is",
-			ErrDisagree, r.path(fileName(base, sufLog)), v, plan.Result().Reason, floor)
+			ErrDisagree, r.path(layout.FileName(base, layout.LogSuffix)), v, plan.Result().Reason, floor)
 	}
 	// Valid batches after the damage are kept, as the Log's recovery
 	// keeps them: copied to a quarantine file before the cut.

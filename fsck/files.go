@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
-	"strconv"
 	"strings"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -17,89 +18,20 @@ import (
 // one short line per partition.
 const maxCheckpointFile = 64 << 20
 
-// cpLine is one entry line of a checkpoint file.
-type cpLine struct {
-	fields []string
-	at     int64
-}
-
-// parseCheckpoint parses Kafka's text checkpoint format: a version line
-// (0), a count line, then count entry lines of nfields fields. Errors carry
-// the byte position of the offending line.
-func parseCheckpoint(data []byte, nfields int) ([]cpLine, int64, error) {
-	if len(data) == 0 {
-		return nil, 0, nil // Kafka reads an empty file as no entries
-	}
-	pos := 0
-	next := func() (string, int64, bool) {
-		if pos >= len(data) {
-			return "", int64(pos), false
-		}
-		start := pos
-		i := bytes.IndexByte(data[pos:], '\n')
-		if i < 0 {
-			pos = len(data)
-			return string(data[start:]), int64(start), true
-		}
-		pos += i + 1
-		return string(data[start : start+i]), int64(start), true
-	}
-	line, at, ok := next()
-	if v, err := strconv.Atoi(strings.TrimSpace(line)); !ok || err != nil || v != 0 {
-		return nil, at, fmt.Errorf("version line %q, want 0", line)
-	}
-	line, at, ok = next()
-	n, err := strconv.Atoi(strings.TrimSpace(line))
-	if !ok || err != nil || n < 0 {
-		return nil, at, fmt.Errorf("entry count line %q is not a count", line)
-	}
-	if n > len(data)-pos { // every entry needs at least one byte
-		return nil, at, fmt.Errorf("entry count %d does not fit in the file", n)
-	}
-	out := make([]cpLine, 0, n)
-	for i := 0; i < n; i++ {
-		line, at, ok = next()
-		if !ok {
-			return nil, at, fmt.Errorf("%d entries declared, %d present", n, i)
-		}
-		f := strings.Fields(line)
-		if len(f) != nfields {
-			return nil, at, fmt.Errorf("entry %q has %d fields, want %d", line, len(f), nfields)
-		}
-		for _, num := range f[nfields-2:] {
-			if _, err := strconv.ParseInt(num, 10, 64); err != nil {
-				return nil, at, fmt.Errorf("entry %q: %q is not a number", line, num)
-			}
-		}
-		out = append(out, cpLine{fields: f, at: at})
-	}
-	for pos < len(data) {
-		line, at, _ = next()
-		if strings.TrimSpace(line) != "" {
-			return nil, at, fmt.Errorf("%d entries declared, more present", n)
-		}
-	}
-	return out, 0, nil
-}
-
-// topicPartition derives Kafka's topic and partition from a partition
-// directory name "topic-N".
+// topicPartition is Kafka's topic and partition of a partition directory
+// "topic-N" (layout.KafkaPartition), "." naming the working directory;
+// for another name, the name and partition 0, ok false.
 func topicPartition(dir string) (string, int64, bool) {
 	name := filepath.Base(filepath.Clean(dir))
 	if name == "." || name == ".." || name == "/" {
 		if abs, err := filepath.Abs(dir); err == nil {
-			name = filepath.Base(abs)
+			dir, name = abs, filepath.Base(abs)
 		}
 	}
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 {
-		return name, 0, false
+	if topic, part, ok := layout.KafkaPartition(dir); ok {
+		return topic, int64(part), true
 	}
-	p, err := strconv.ParseInt(name[i+1:], 10, 32)
-	if err != nil || p < 0 {
-		return name, 0, false
-	}
-	return name[:i], p, true
+	return name, 0, false
 }
 
 // logEnd is the offset after the last valid batch: the log end offset a
@@ -119,16 +51,16 @@ func (c *checker) logEnd() int64 {
 func (c *checker) checkFiles() {
 	leo := c.logEnd()
 	topic, part, tpOK := topicPartition(c.dir)
-	for _, name := range []string{recoveryPointFile, logStartOffsetFile, cleanerOffsetFile} {
+	for _, name := range []string{layout.RecoveryPointFile, layout.LogStartOffsetFile, layout.CleanerOffsetFile} {
 		if c.present[name] {
-			if name != cleanerOffsetFile {
+			if name != layout.CleanerOffsetFile {
 				c.r.Layout = "seglog"
 			}
 			c.checkOffsetCheckpoint(name, c.path(name), topic, part, true, leo)
 		}
 	}
 	if tpOK {
-		for _, name := range []string{recoveryPointFile, logStartOffsetFile, cleanerOffsetFile, replicationFile} {
+		for _, name := range []string{layout.RecoveryPointFile, layout.LogStartOffsetFile, layout.CleanerOffsetFile, layout.ReplicationOffsetFile} {
 			p := filepath.Join(c.dir, "..", name)
 			if _, err := c.fs.Stat(p); err != nil {
 				continue
@@ -139,14 +71,14 @@ func (c *checker) checkFiles() {
 			c.checkOffsetCheckpoint("../"+name, p, topic, part, false, leo)
 		}
 	}
-	if c.present[leaderEpochFile] {
+	if c.present[layout.LeaderEpochFile] {
 		c.checkLeaderEpochs(leo)
 	}
-	if c.present[partitionMetaFile] {
+	if c.present[layout.PartitionMetadataFile] {
 		c.checkPartitionMetadata()
 	}
 	for _, n := range c.names {
-		if f, ok, _ := parseSegFile(n); ok && f.kind == sufSnapshot && f.temp == "" {
+		if f, ok, _ := layout.ParseSegmentFile(n); ok && f.Kind == layout.SnapshotSuffix && f.Temp == "" {
 			c.checkSnapshot(n)
 		}
 	}
@@ -166,11 +98,11 @@ func lineAt(data []byte, pos int64) int {
 // watermarks seglog neither reads nor writes.
 func unusable(base string) (Severity, fixAction, string) {
 	switch base {
-	case recoveryPointFile:
+	case layout.RecoveryPointFile:
 		return Error, fixAction{op: fixUnusable}, "consume, produce and clean refuse the log until it is rewritten; repair rewrites the entry as 0, so that the next open scans every segment, or keeps a line for the log that still parses (once no damage remains: until then every batch counts as synced, and nothing is cut)"
-	case logStartOffsetFile:
+	case layout.LogStartOffsetFile:
 		return Error, fixAction{op: fixUnusable}, "consume, produce and clean refuse the log until it is rewritten; repair rewrites the entry as the lowest offset present (the first segment's base offset, where the log starts when it has no checkpoint), or keeps a line for the log that still parses"
-	case cleanerOffsetFile:
+	case layout.CleanerOffsetFile:
 		return Warning, fixAction{op: fixUnusable}, "the cleaner replaces it with the log start at its next round; repair does the same now (a lower cleaner offset only makes more of the log dirty), or keeps a line for the log that still parses"
 	}
 	return Error, fixAction{}, "Kafka's replica high watermarks, which seglog neither reads nor writes: repair leaves it"
@@ -189,45 +121,37 @@ func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, in
 		c.addf(file, 0, KindCheckpoint, Error, fixAction{}, "cannot read: %v", err)
 		return
 	}
-	lines, at, err := parseCheckpoint(data, 3)
-	if err != nil {
+	lines, err := layout.ParseCheckpointLines(path, data)
+	if ce := (*layout.CheckpointError)(nil); errors.As(err, &ce) {
 		sev, fix, what := unusable(base)
-		c.addf(file, at, KindCheckpoint, sev, fix, "unusable: line %d (byte %d): %v; %s", lineAt(data, at), at, err, what)
+		c.addf(file, int64(ce.Pos), KindCheckpoint, sev, fix, "unusable: line %d (byte %d): %s; %s", ce.Line, ce.Pos, ce.Reason, what)
 		return
 	}
-	var line *cpLine
-	for i := range lines {
-		l := &lines[i]
-		if l.fields[0] == topic && l.fields[1] == strconv.FormatInt(part, 10) {
-			line = l
-		}
-	}
-	if line == nil && inDir && len(lines) == 1 {
-		line = &lines[0]
-	}
-	if line == nil {
+	i := layout.Lookup(entries(lines), topic, int32(part), inDir)
+	if i < 0 {
 		return
 	}
-	off, _ := strconv.ParseInt(line.fields[2], 10, 64)
+	line := &lines[i]
+	off := line.Offset
 	switch {
 	case off < 0:
 		sev, fix, what := unusable(base)
-		c.addf(file, line.at, KindCheckpoint, sev, fix, "unusable: line %d (byte %d): negative offset %d; %s", lineAt(data, line.at), line.at, off, what)
-	case base == recoveryPointFile && off > leo && c.damageSince:
+		c.addf(file, int64(line.Pos), KindCheckpoint, sev, fix, "unusable: line %d (byte %d): negative offset %d; %s", lineAt(data, int64(line.Pos)), line.Pos, off, what)
+	case base == layout.RecoveryPointFile && off > leo && c.damageSince:
 		// Damage after the last valid batch: the recovery point is the
 		// evidence that it was synced (see classifyDamage).
-		c.addf(file, line.at, KindCheckpoint, Error, fixAction{op: fixCheckpoint},
+		c.addf(file, int64(line.Pos), KindCheckpoint, Error, fixAction{op: fixCheckpoint},
 			"recovery point %d is beyond the end of the log %d: data below the recovery point had been flushed and is damaged or missing", off, leo)
-	case base == recoveryPointFile && off > leo:
-		c.addf(file, line.at, KindMissingData, Error, fixAction{op: fixCheckpoint},
+	case base == layout.RecoveryPointFile && off > leo:
+		c.addf(file, int64(line.Pos), KindMissingData, Error, fixAction{op: fixCheckpoint},
 			"data missing: offsets %d–%d: the recovery point %d on line %d says the log had synced them, but the log ends at offset %d; repair cannot bring them back and leaves this evidence as it is",
-			leo, off-1, off, lineAt(data, line.at), leo)
-	case base == logStartOffsetFile && off > leo:
-		c.addf(file, line.at, KindCheckpoint, Error, fixAction{op: fixLogStart},
+			leo, off-1, off, lineAt(data, int64(line.Pos)), leo)
+	case base == layout.LogStartOffsetFile && off > leo:
+		c.addf(file, int64(line.Pos), KindCheckpoint, Error, fixAction{op: fixLogStart},
 			"log start offset %d (line %d) is beyond the end of the log %d: every record present lies below it, so a DeleteRecords or retention deleted them all, or the checkpoint is wrong; seglog refuses to open the log and Kafka's loader deletes every segment; repair sets the log start to the end of the log, %d, deleting no segment and bringing back no deleted record",
-			off, lineAt(data, line.at), leo, leo)
-	case base == replicationFile && off > leo:
-		c.addf(file, line.at, KindCheckpoint, Warning, fixAction{},
+			off, lineAt(data, int64(line.Pos)), leo, leo)
+	case base == layout.ReplicationOffsetFile && off > leo:
+		c.addf(file, int64(line.Pos), KindCheckpoint, Warning, fixAction{},
 			"high watermark %d is beyond the end of the log %d", off, leo)
 	}
 }
@@ -235,29 +159,26 @@ func (c *checker) checkOffsetCheckpoint(file, path, topic string, part int64, in
 // checkLeaderEpochs checks leader-epoch-checkpoint ("epoch startOffset"
 // lines) for order and against the epochs stamped in the batches.
 func (c *checker) checkLeaderEpochs(leo int64) {
-	data, err := vfs.ReadFileLimit(c.fs, c.path(leaderEpochFile), maxCheckpointFile)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(layout.LeaderEpochFile), maxCheckpointFile)
 	if err != nil {
-		c.addf(leaderEpochFile, 0, KindLeaderEpoch, Error, fixAction{}, "cannot read: %v", err)
+		c.addf(layout.LeaderEpochFile, 0, KindLeaderEpoch, Error, fixAction{}, "cannot read: %v", err)
 		return
 	}
-	lines, at, err := parseCheckpoint(data, 2)
-	if err != nil {
-		c.addf(leaderEpochFile, at, KindLeaderEpoch, Error, fixAction{}, "malformed checkpoint: %v", err)
+	lines, err := layout.ParseLeaderEpochs(c.path(layout.LeaderEpochFile), data)
+	if ce := (*layout.CheckpointError)(nil); errors.As(err, &ce) {
+		c.addf(layout.LeaderEpochFile, int64(ce.Pos), KindLeaderEpoch, Error, fixAction{}, "malformed checkpoint: %s", ce.Reason)
 		return
 	}
 	prevEpoch, prevStart := int64(-1), int64(-1)
-	listed := map[int64]bool{}
 	for _, l := range lines {
-		ep, _ := strconv.ParseInt(l.fields[0], 10, 32)
-		start, _ := strconv.ParseInt(l.fields[1], 10, 64)
-		listed[ep] = true
+		ep, start, at := int64(l.Epoch), l.StartOffset, int64(l.Pos)
 		switch {
 		case ep <= prevEpoch:
-			c.addf(leaderEpochFile, l.at, KindLeaderEpoch, Error, fixAction{}, "epoch %d does not follow epoch %d", ep, prevEpoch)
+			c.addf(layout.LeaderEpochFile, at, KindLeaderEpoch, Error, fixAction{}, "epoch %d does not follow epoch %d", ep, prevEpoch)
 		case start < prevStart:
-			c.addf(leaderEpochFile, l.at, KindLeaderEpoch, Error, fixAction{}, "epoch %d starts at offset %d, before epoch %d's start %d", ep, start, prevEpoch, prevStart)
+			c.addf(layout.LeaderEpochFile, at, KindLeaderEpoch, Error, fixAction{}, "epoch %d starts at offset %d, before epoch %d's start %d", ep, start, prevEpoch, prevStart)
 		case start > leo:
-			c.addf(leaderEpochFile, l.at, KindLeaderEpoch, Warning, fixAction{}, "epoch %d starts at offset %d, beyond the end of the log %d", ep, start, leo)
+			c.addf(layout.LeaderEpochFile, at, KindLeaderEpoch, Warning, fixAction{}, "epoch %d starts at offset %d, beyond the end of the log %d", ep, start, leo)
 		}
 		prevEpoch, prevStart = max(prevEpoch, ep), max(prevStart, start)
 	}
@@ -267,7 +188,7 @@ func (c *checker) checkLeaderEpochs(leo int64) {
 		// reader's business: Kafka's cache drops it, and so does a
 		// raft store whose prefix delete could not remove the files.
 		if int64(ep) > prevEpoch && c.epochEnd[ep] >= start {
-			c.addf(leaderEpochFile, int64(len(data)), KindLeaderEpoch, Warning, fixAction{},
+			c.addf(layout.LeaderEpochFile, int64(len(data)), KindLeaderEpoch, Warning, fixAction{},
 				"batches from offset %d carry leader epoch %d, which the checkpoint does not list", first, ep)
 		}
 	}
@@ -276,30 +197,35 @@ func (c *checker) checkLeaderEpochs(leo int64) {
 // dirLogStart is the log start offset of the directory's own
 // log-start-offset-checkpoint (a single entry), or 0.
 func (c *checker) dirLogStart() int64 {
-	if !c.present[logStartOffsetFile] {
+	if !c.present[layout.LogStartOffsetFile] {
 		return 0
 	}
-	data, err := vfs.ReadFileLimit(c.fs, c.path(logStartOffsetFile), maxCheckpointFile)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(layout.LogStartOffsetFile), maxCheckpointFile)
 	if err != nil {
 		return 0
 	}
-	lines, _, err := parseCheckpoint(data, 3)
-	if err != nil || len(lines) != 1 {
+	entries, err := layout.ParseCheckpoint(c.path(layout.LogStartOffsetFile), data)
+	if err != nil || len(entries) != 1 {
 		return 0
 	}
-	off, err := strconv.ParseInt(lines[0].fields[2], 10, 64)
-	if err != nil {
-		return 0
+	return entries[0].Offset
+}
+
+// entries are the checkpoint entries of lines.
+func entries(lines []layout.CheckpointLine) []layout.CheckpointEntry {
+	es := make([]layout.CheckpointEntry, len(lines))
+	for i, l := range lines {
+		es[i] = l.CheckpointEntry
 	}
-	return off
+	return es
 }
 
 // checkPartitionMetadata parses partition.metadata: "version: 0" and
 // "topic_id: <base64 Kafka Uuid>".
 func (c *checker) checkPartitionMetadata() {
-	data, err := vfs.ReadFileLimit(c.fs, c.path(partitionMetaFile), 1<<16)
+	data, err := vfs.ReadFileLimit(c.fs, c.path(layout.PartitionMetadataFile), 1<<16)
 	if err != nil {
-		c.addf(partitionMetaFile, 0, KindMetadata, Error, fixAction{}, "cannot read: %v", err)
+		c.addf(layout.PartitionMetadataFile, 0, KindMetadata, Error, fixAction{}, "cannot read: %v", err)
 		return
 	}
 	fields := map[string]string{}
@@ -307,18 +233,18 @@ func (c *checker) checkPartitionMetadata() {
 	for _, line := range strings.SplitAfter(string(data), "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if strings.TrimSpace(line) != "" && !ok {
-			c.addf(partitionMetaFile, at, KindMetadata, Error, fixAction{}, "line %q is not \"key: value\"", strings.TrimSpace(line))
+			c.addf(layout.PartitionMetadataFile, at, KindMetadata, Error, fixAction{}, "line %q is not \"key: value\"", strings.TrimSpace(line))
 			return
 		}
 		fields[strings.TrimSpace(k)] = strings.TrimSpace(v)
 		at += int64(len(line))
 	}
 	if fields["version"] != "0" {
-		c.addf(partitionMetaFile, 0, KindMetadata, Error, fixAction{}, "version %q, want 0", fields["version"])
+		c.addf(layout.PartitionMetadataFile, 0, KindMetadata, Error, fixAction{}, "version %q, want 0", fields["version"])
 	}
 	id, err := base64.RawURLEncoding.DecodeString(fields["topic_id"])
 	if err != nil || len(id) != 16 {
-		c.addf(partitionMetaFile, 0, KindMetadata, Error, fixAction{}, "topic_id %q is not a base64 16-byte Kafka Uuid", fields["topic_id"])
+		c.addf(layout.PartitionMetadataFile, 0, KindMetadata, Error, fixAction{}, "topic_id %q is not a base64 16-byte Kafka Uuid", fields["topic_id"])
 	}
 }
 

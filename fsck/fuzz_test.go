@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
 )
@@ -51,7 +52,7 @@ func FuzzCheck(f *testing.F) {
 		if err := fsys.MkdirAll(dir); err != nil {
 			t.Fatal(err)
 		}
-		vfstest.WriteFile(t, fsys, filepath.Join(dir, fileName(0, ".log")), data)
+		vfstest.WriteFile(t, fsys, filepath.Join(dir, layout.FileName(0, ".log")), data)
 		for _, deep := range []bool{false, true} {
 			r, err := Check(fsys, dir, Options{Deep: deep})
 			if err != nil {
@@ -80,12 +81,12 @@ func FuzzCheck(f *testing.F) {
 			}
 		}
 		if !r.Clean() {
-			before := vfstest.ReadFile(t, fsys, filepath.Join(dir, fileName(0, ".log")))
+			before := vfstest.ReadFile(t, fsys, filepath.Join(dir, layout.FileName(0, ".log")))
 			rr, err := Repair(fsys, dir, RepairOptions{Options: Options{Deep: true}, TruncateDamaged: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rr.Unrepaired() != len(r.Problems) || !bytes.Equal(vfstest.ReadFile(t, fsys, filepath.Join(dir, fileName(0, ".log"))), before) {
+			if rr.Unrepaired() != len(r.Problems) || !bytes.Equal(vfstest.ReadFile(t, fsys, filepath.Join(dir, layout.FileName(0, ".log"))), before) {
 				t.Fatalf("a second repair changed what the first left:%s", dumpProblems(rr))
 			}
 		}
@@ -103,7 +104,7 @@ func TestHugeLengthAllocatesLittle(t *testing.T) {
 		data := make([]byte, 200)
 		binary.BigEndian.PutUint32(data[8:], n)
 		data[16] = 2
-		vfstest.WriteFile(t, fsys, "/p/"+fileName(0, ".log"), data)
+		vfstest.WriteFile(t, fsys, "/p/"+layout.FileName(0, ".log"), data)
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -112,7 +113,7 @@ func TestHugeLengthAllocatesLittle(t *testing.T) {
 		if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
 			t.Errorf("length %#x: check allocated %d bytes for a 200-byte file", n, got)
 		}
-		if !hasProblem(r, fileName(0, ".log"), 0, KindTornTail) && !hasProblem(r, fileName(0, ".log"), 0, KindBadLength) {
+		if !hasProblem(r, layout.FileName(0, ".log"), 0, KindTornTail) && !hasProblem(r, layout.FileName(0, ".log"), 0, KindBadLength) {
 			t.Errorf("length %#x: damage not reported at byte 0:%s", n, dumpProblems(r))
 		}
 	}

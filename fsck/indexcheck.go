@@ -3,6 +3,7 @@ package fsck
 import (
 	"encoding/binary"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -60,15 +61,15 @@ func (x *idxCheck) problem(pos int64, kind Kind, sev Severity, format string, ar
 // loadIndex reads and structurally checks the segment's .index or
 // .timeindex.
 func (c *checker) loadIndex(sr *segResult, suffix string, active bool) *idxCheck {
-	x := &idxCheck{c: c, sr: sr, name: fileName(sr.base, suffix), time: suffix == sufTimeIndex}
+	x := &idxCheck{c: c, sr: sr, name: layout.FileName(sr.base, suffix), time: suffix == layout.TimeIndexSuffix}
 	if !c.present[x.name] {
-		x.problem(0, KindIndexMissing, Error, "missing; repair rebuilds it from %s", fileName(sr.base, sufLog))
+		x.problem(0, KindIndexMissing, Error, "missing; repair rebuilds it from %s", layout.FileName(sr.base, layout.LogSuffix))
 		return x
 	}
 	data, err := vfs.ReadFileLimit(c.fs, c.path(x.name), maxIndexFile)
 	if err != nil {
 		if isNotExist(err) {
-			x.problem(0, KindIndexMissing, Error, "missing; repair rebuilds it from %s", fileName(sr.base, sufLog))
+			x.problem(0, KindIndexMissing, Error, "missing; repair rebuilds it from %s", layout.FileName(sr.base, layout.LogSuffix))
 		} else {
 			x.problem(0, KindIndexSize, Error, "cannot read: %v", err)
 		}
@@ -269,7 +270,7 @@ func (x *idxCheck) finishTime(end, segMax int64, sealed, missing bool) {
 // checkTxnIndex compares the segment's .txnindex, if there is one, with the
 // ABORT markers found in the segment.
 func (c *checker) checkTxnIndex(sr *segResult, aborts []abortRef) {
-	name := fileName(sr.base, sufTxnIndex)
+	name := layout.FileName(sr.base, layout.TxnIndexSuffix)
 	if !c.present[name] {
 		return
 	}

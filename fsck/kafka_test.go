@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
 )
@@ -27,7 +28,7 @@ func kafkaDir(t testing.TB, fsys vfs.FS, codec string) string {
 		t.Fatal(err)
 	}
 	data := vfstest.ReadFile(t, vfs.Default, filepath.Join(corpusDir, codec+".broker-log"))
-	vfstest.WriteFile(t, fsys, filepath.Join(dir, fileName(0, ".log")), data)
+	vfstest.WriteFile(t, fsys, filepath.Join(dir, layout.FileName(0, ".log")), data)
 	return dir
 }
 
@@ -61,8 +62,8 @@ func TestKafkaBrokerLog(t *testing.T) {
 			r := mustCheck(t, fsys, dir, Options{Deep: true})
 			// Exactly the two missing indexes: the batches are a real
 			// broker's and must pass every check.
-			if len(r.Problems) != 2 || !hasProblem(r, fileName(0, ".index"), 0, KindIndexMissing) ||
-				!hasProblem(r, fileName(0, ".timeindex"), 0, KindIndexMissing) {
+			if len(r.Problems) != 2 || !hasProblem(r, layout.FileName(0, ".index"), 0, KindIndexMissing) ||
+				!hasProblem(r, layout.FileName(0, ".timeindex"), 0, KindIndexMissing) {
 				t.Fatalf("want the two missing indexes, got:%s", dumpProblems(r))
 			}
 			if r.Stats.Codecs[codec] == 0 {
@@ -110,7 +111,7 @@ func TestTxnIndex(t *testing.T) {
 	}
 	// Find the aborts the way the checker does, then write a correct
 	// txnindex and check it is accepted, then break it.
-	data := vfstest.ReadFile(t, fsys, filepath.Join(dir, fileName(0, ".log")))
+	data := vfstest.ReadFile(t, fsys, filepath.Join(dir, layout.FileName(0, ".log")))
 	var aborts []abortRef
 	open := map[int64]int64{}
 	sc := NewScanner(bytes.NewReader(data), int64(len(data)), 0)
@@ -150,7 +151,7 @@ func TestTxnIndex(t *testing.T) {
 		idx = be64(idx, a.last)
 		idx = be64(idx, a.first)
 	}
-	name := fileName(0, ".txnindex")
+	name := layout.FileName(0, ".txnindex")
 	vfstest.WriteFile(t, fsys, filepath.Join(dir, name), idx)
 	if r := mustCheck(t, fsys, dir, Options{}); !r.Clean() {
 		t.Fatalf("correct txnindex rejected:%s", dumpProblems(r))

@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"testing"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
@@ -42,7 +43,7 @@ func TestLegacyEntries(t *testing.T) {
 	if err := fsys.MkdirAll("/k/t-0"); err != nil {
 		t.Fatal(err)
 	}
-	name := fileName(0, ".log")
+	name := layout.FileName(0, ".log")
 	vfstest.WriteFile(t, fsys, "/k/t-0/"+name, data)
 	if _, err := Repair(fsys, "/k/t-0", RepairOptions{}); err != nil { // build the indexes
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
@@ -64,7 +65,7 @@ func TestMissingMiddleSegment(t *testing.T) {
 				vfstest.WriteFile(t, fsys, "/p/"+logs[1], nil)
 			case "deleted":
 				for _, suf := range []string{".log", ".index", ".timeindex"} {
-					if err := fsys.Remove("/p/" + fileName(bases[1], suf)); err != nil {
+					if err := fsys.Remove("/p/" + layout.FileName(bases[1], suf)); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -72,7 +73,7 @@ func TestMissingMiddleSegment(t *testing.T) {
 			}
 			var index []byte
 			if how == "emptied" {
-				index = vfstest.ReadFile(t, fsys, "/p/"+fileName(bases[1], ".index"))
+				index = vfstest.ReadFile(t, fsys, "/p/"+layout.FileName(bases[1], ".index"))
 			}
 			r := mustCheck(t, fsys, "/p", Options{})
 			p := missingProblem(t, r, file, pos, bases[1], bases[2]-1)
@@ -89,7 +90,7 @@ func TestMissingMiddleSegment(t *testing.T) {
 			if got := missingProblem(t, rr, file, pos, bases[1], bases[2]-1); got.Repaired || rr.ExitCode() != ExitUncorrected {
 				t.Fatalf("repair: exit %d, missing data marked repaired %v:%s", rr.ExitCode(), got.Repaired, dumpProblems(rr))
 			}
-			if how == "emptied" && !bytes.Equal(vfstest.ReadFile(t, fsys, "/p/"+fileName(bases[1], ".index")), index) {
+			if how == "emptied" && !bytes.Equal(vfstest.ReadFile(t, fsys, "/p/"+layout.FileName(bases[1], ".index")), index) {
 				t.Fatal("repair rebuilt the index that is the evidence of the missing data")
 			}
 			after := mustCheck(t, fsys, "/p", Options{})
@@ -106,7 +107,7 @@ func TestMissingDataCompacted(t *testing.T) {
 	t.Run("own checkpoint, deleted", func(t *testing.T) {
 		fsys, _, bases := missingLog(t)
 		for _, suf := range []string{".log", ".index", ".timeindex"} {
-			if err := fsys.Remove("/p/" + fileName(bases[1], suf)); err != nil {
+			if err := fsys.Remove("/p/" + layout.FileName(bases[1], suf)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -120,7 +121,7 @@ func TestMissingDataCompacted(t *testing.T) {
 		vfstest.WriteFile(t, fsys, "/p/"+logs[1], nil)
 		vfstest.WriteFile(t, fsys, "/p/cleaner-offset-checkpoint", []byte("0\n1\np 0 0\n"))
 		r := mustCheck(t, fsys, "/p", Options{})
-		ents, _, _ := DecodeIndex(vfstest.ReadFile(t, fsys, "/p/"+fileName(bases[1], ".index")), bases[1], false)
+		ents, _, _ := DecodeIndex(vfstest.ReadFile(t, fsys, "/p/"+layout.FileName(bases[1], ".index")), bases[1], false)
 		p := missingProblem(t, r, logs[1], 0, bases[1], ents[len(ents)-1].Offset)
 		if strings.Contains(p.Detail, "never compacted") {
 			t.Errorf("index evidence argued from compaction: %s", p.Detail)
@@ -133,7 +134,7 @@ func TestMissingDataCompacted(t *testing.T) {
 		logs := logFiles(t, fsys, dir)
 		_, base1, _ := FileKind(logs[1])
 		for _, suf := range []string{".log", ".index", ".timeindex"} {
-			if err := fsys.Remove(filepath.Join(dir, fileName(base1, suf))); err != nil {
+			if err := fsys.Remove(filepath.Join(dir, layout.FileName(base1, suf))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -163,7 +164,7 @@ func hasKind(r *Report, k Kind) bool {
 func TestMissingDataBelowLogStart(t *testing.T) {
 	fsys, logs, bases := missingLog(t)
 	for _, suf := range []string{".log", ".index", ".timeindex"} {
-		if err := fsys.Remove("/p/" + fileName(bases[1], suf)); err != nil {
+		if err := fsys.Remove("/p/" + layout.FileName(bases[1], suf)); err != nil {
 			t.Fatal(err)
 		}
 	}

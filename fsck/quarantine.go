@@ -61,11 +61,11 @@ func (c *checker) checkQuarantine(name string) {
 		}
 		last = e.LastOffset()
 	}
-	from := fmt.Sprintf("%s from byte %d (where damage began)", fileName(base, sufLog), pos)
+	from := fmt.Sprintf("%s from byte %d (where damage began)", layout.FileName(base, layout.LogSuffix), pos)
 	if pos == 0 {
 		// Damage at the first byte, or a later segment set aside whole:
 		// the name cannot tell, the first bytes can (seglog dump).
-		from = fmt.Sprintf("%s from its first byte (damage there, or the whole segment after a cut before it)", fileName(base, sufLog))
+		from = fmt.Sprintf("%s from its first byte (damage there, or the whole segment after a cut before it)", layout.FileName(base, layout.LogSuffix))
 	}
 	held := "no batch fsck can read"
 	if batches > 0 {

@@ -51,7 +51,7 @@ func TestQuarantineListed(t *testing.T) {
 	}
 	data := append([]byte("damaged bytes first"), bytes.Join(batches, nil)...)
 	name := layout.QuarantineName(0, 4242, 0)
-	vfstest.WriteFile(t, fsys, filepath.Join(dir, fileName(0, sufLog)), nil)
+	vfstest.WriteFile(t, fsys, filepath.Join(dir, layout.FileName(0, layout.LogSuffix)), nil)
 	vfstest.WriteFile(t, fsys, filepath.Join(dir, name), data)
 	r := mustCheck(t, fsys, dir, Options{})
 	var found *Problem

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"strconv"
 
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
@@ -30,34 +29,34 @@ const allSynced = math.MaxInt64
 // recovery point is unknown, and unknown counts as everything synced: the
 // rule repair follows is "never cut what may have been synced".
 func (c *checker) recoveryPoint() (rp int64, source string) {
-	if c.present[cleanShutdownFile] {
+	if c.present[layout.CleanShutdownFile] {
 		return allSynced, "(a clean-shutdown marker: every batch was synced)"
 	}
 	unknown := func(name string) (int64, string) {
 		return allSynced, "(" + name + " cannot be read: every batch counts as synced)"
 	}
 	topic, part, tpOK := topicPartition(c.dir)
-	if c.present[recoveryPointFile] {
-		off, ok, err := c.checkpointEntry(c.path(recoveryPointFile), topic, part, true, true)
+	if c.present[layout.RecoveryPointFile] {
+		off, ok, err := c.checkpointEntry(c.path(layout.RecoveryPointFile), topic, part, true, true)
 		if err != nil {
-			return unknown(recoveryPointFile)
+			return unknown(layout.RecoveryPointFile)
 		}
 		if ok {
-			return off, fmt.Sprintf("%d (%s)", off, recoveryPointFile)
+			return off, fmt.Sprintf("%d (%s)", off, layout.RecoveryPointFile)
 		}
 	}
 	if tpOK {
-		parent := filepath.Join(c.dir, "..", recoveryPointFile)
+		parent := filepath.Join(c.dir, "..", layout.RecoveryPointFile)
 		if _, err := c.fs.Stat(parent); err == nil {
 			off, ok, err := c.checkpointEntry(parent, topic, part, true, false)
 			if err != nil {
-				return unknown("../" + recoveryPointFile)
+				return unknown("../" + layout.RecoveryPointFile)
 			}
 			if ok {
-				if _, err := c.fs.Stat(filepath.Join(c.dir, "..", cleanShutdownFile)); err == nil {
+				if _, err := c.fs.Stat(filepath.Join(c.dir, "..", layout.CleanShutdownFile)); err == nil {
 					return allSynced, "(the log.dir's clean-shutdown marker: every batch was synced)"
 				}
-				return off, fmt.Sprintf("%d (../%s)", off, recoveryPointFile)
+				return off, fmt.Sprintf("%d (../%s)", off, layout.RecoveryPointFile)
 			}
 		}
 	}
@@ -72,19 +71,15 @@ func (c *checker) checkpointEntry(path, topic string, part int64, tpOK, inDir bo
 	if err != nil {
 		return 0, false, err
 	}
-	lines, _, err := parseCheckpoint(data, 3)
+	es, err := layout.ParseCheckpoint(path, data)
 	if err != nil {
 		return 0, false, err
 	}
-	for _, l := range lines {
-		if tpOK && l.fields[0] == topic && l.fields[1] == strconv.FormatInt(part, 10) {
-			off, _ := strconv.ParseInt(l.fields[2], 10, 64)
-			return off, true, nil
-		}
+	if !tpOK {
+		topic = "" // no line names a directory that is not Kafka's topic-N
 	}
-	if inDir && len(lines) == 1 {
-		off, _ := strconv.ParseInt(lines[0].fields[2], 10, 64)
-		return off, true, nil
+	if i := layout.Lookup(es, topic, int32(part), inDir); i >= 0 {
+		return es[i].Offset, true, nil
 	}
 	return 0, false, nil
 }
@@ -100,14 +95,14 @@ func (c *checker) belowRecoveryPoint(d damageRef) bool { return d.nextBefore < c
 // retention), so a gap there is not missing data.
 func (c *checker) checkpointedLogStart() int64 {
 	topic, part, tpOK := topicPartition(c.dir)
-	if c.present[logStartOffsetFile] {
-		if off, ok, err := c.checkpointEntry(c.path(logStartOffsetFile), topic, part, true, true); err == nil && ok {
+	if c.present[layout.LogStartOffsetFile] {
+		if off, ok, err := c.checkpointEntry(c.path(layout.LogStartOffsetFile), topic, part, true, true); err == nil && ok {
 			return max(off, 0)
 		}
 		return 0
 	}
 	if tpOK {
-		if off, ok, err := c.checkpointEntry(filepath.Join(c.dir, "..", logStartOffsetFile), topic, part, true, false); err == nil && ok {
+		if off, ok, err := c.checkpointEntry(filepath.Join(c.dir, "..", layout.LogStartOffsetFile), topic, part, true, false); err == nil && ok {
 			return max(off, 0)
 		}
 	}

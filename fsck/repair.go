@@ -183,11 +183,11 @@ func lockDir(fsys vfs.FS, dir string) (func(), error) {
 	if _, err := fsys.Stat(dir); err != nil {
 		return nil, err
 	}
-	p := filepath.Join(dir, lockFile)
+	p := filepath.Join(dir, layout.LockFile)
 	if logDir, _, _, ok, err := layout.PartitionLogDir(fsys, dir); err != nil {
 		return nil, err
 	} else if ok {
-		p = filepath.Join(logDir, lockFile)
+		p = filepath.Join(logDir, layout.LockFile)
 	}
 	l, err := fsys.Lock(p)
 	if err != nil {
@@ -364,7 +364,7 @@ func (r *repairer) truncate(c *checker, d damageRef) error {
 
 // cutLog truncates the segment's .log at pos and syncs it.
 func (r *repairer) cutLog(base, pos int64) error {
-	f, err := r.fs.OpenReadWrite(r.path(fileName(base, sufLog)))
+	f, err := r.fs.OpenReadWrite(r.path(layout.FileName(base, layout.LogSuffix)))
 	if err != nil {
 		return err
 	}
@@ -378,7 +378,7 @@ func (r *repairer) cutLog(base, pos int64) error {
 // trimTxnIndex drops the .txnindex entries whose marker is at or after
 // end.
 func (r *repairer) trimTxnIndex(base, end int64) error {
-	name := fileName(base, sufTxnIndex)
+	name := layout.FileName(base, layout.TxnIndexSuffix)
 	data, err := vfs.ReadFileLimit(r.fs, r.path(name), maxIndexFile)
 	if err != nil {
 		return err
@@ -402,9 +402,9 @@ func (r *repairer) rebuildIndexes(c *checker, seg int) error {
 
 // lowerRecoveryPoint rewrites the recovery-point entry for this directory
 // in the checkpoint at path to end, keeping every other line. It reads and
-// writes the file with package layout, the Log's own checkpoint code, so
-// repair and Open agree on the format (the checker's parser stays an
-// independent second opinion).
+// writes the file with package layout, the Log's own checkpoint code (the
+// checker reads it with the same parser), so repair and Open agree on the
+// format.
 func (r *repairer) lowerRecoveryPoint(path string, end int64) error {
 	entries, err := layout.ReadCheckpoint(r.fs, path)
 	if err != nil {

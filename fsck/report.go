@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -31,39 +32,40 @@ func (s Severity) String() string {
 // MarshalText renders the severity as its name, for JSON.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// Kind names a class of problem. docs/fsck.md describes each.
-type Kind string
+// Kind names a class of problem. docs/fsck.md describes each. It is
+// segment.Kind, whose Scanner reports the damage kinds of a .log.
+type Kind = segment.Kind
 
 // Problem kinds.
 const (
-	KindTornTail      Kind = "torn-tail"       // partial entry at the end of the last segment
-	KindBadLength     Kind = "bad-length"      // length field too small, too large, or past the end of the file
-	KindBadMagic      Kind = "bad-magic"       // magic byte other than 0, 1 or 2
-	KindCRC           Kind = "crc"             // checksum mismatch
-	KindBadHeader     Kind = "bad-header"      // other header damage: unknown codec, negative count
-	KindBadRecords    Kind = "bad-records"     // (deep) decompression or record framing failed
-	KindOffsetOrder   Kind = "offset-order"    // offsets not increasing, or below the file's base offset
-	KindOffsetRange   Kind = "offset-range"    // offsets reach the next file's base offset or overflow 32 bits
-	KindSegmentName   Kind = "segment-name"    // a segment-like file whose name is not 20 digits
-	KindOrphanIndex   Kind = "orphan-index"    // index file without its .log
-	KindLeftover      Kind = "leftover"        // .deleted, .cleaned, .swap or .tmp file
-	KindIndexMissing  Kind = "index-missing"   // .index or .timeindex file absent
-	KindIndexSize     Kind = "index-size"      // size not a multiple of the entry size, or absurd
-	KindIndexOrder    Kind = "index-order"     // entries not increasing
-	KindIndexEntry    Kind = "index-entry"     // entry not matching the batch it points at
-	KindIndexContains Kind = "index-contains"  // entry names an offset inside its batch (older Kafka rule)
-	KindIndexTrim     Kind = "index-untrimmed" // sealed segment's index still preallocated
-	KindIndexLast     Kind = "index-last"      // last time-index entry is not the segment's max timestamp
-	KindCheckpoint    Kind = "checkpoint"      // offset checkpoint malformed or inconsistent with the segments
-	KindLeaderEpoch   Kind = "leader-epoch"    // leader-epoch-checkpoint malformed or inconsistent
-	KindTxnIndex      Kind = "txnindex"        // .txnindex malformed or not matching the ABORT markers
-	KindSnapshot      Kind = "snapshot"        // producer snapshot malformed
+	KindTornTail           = segment.KindTornTail  // partial entry at the end of the last segment
+	KindBadLength          = segment.KindBadLength // length field too small, too large, or past the end of the file
+	KindBadMagic           = segment.KindBadMagic  // magic byte other than 0, 1 or 2
+	KindCRC                = segment.KindCRC       // checksum mismatch
+	KindBadHeader          = segment.KindBadHeader // other header damage: unknown codec, negative count
+	KindBadRecords    Kind = "bad-records"         // (deep) decompression or record framing failed
+	KindOffsetOrder   Kind = "offset-order"        // offsets not increasing, or below the file's base offset
+	KindOffsetRange   Kind = "offset-range"        // offsets reach the next file's base offset or overflow 32 bits
+	KindSegmentName   Kind = "segment-name"        // a segment-like file whose name is not 20 digits
+	KindOrphanIndex   Kind = "orphan-index"        // index file without its .log
+	KindLeftover      Kind = "leftover"            // .deleted, .cleaned, .swap or .tmp file
+	KindIndexMissing  Kind = "index-missing"       // .index or .timeindex file absent
+	KindIndexSize     Kind = "index-size"          // size not a multiple of the entry size, or absurd
+	KindIndexOrder    Kind = "index-order"         // entries not increasing
+	KindIndexEntry    Kind = "index-entry"         // entry not matching the batch it points at
+	KindIndexContains Kind = "index-contains"      // entry names an offset inside its batch (older Kafka rule)
+	KindIndexTrim     Kind = "index-untrimmed"     // sealed segment's index still preallocated
+	KindIndexLast     Kind = "index-last"          // last time-index entry is not the segment's max timestamp
+	KindCheckpoint    Kind = "checkpoint"          // offset checkpoint malformed or inconsistent with the segments
+	KindLeaderEpoch   Kind = "leader-epoch"        // leader-epoch-checkpoint malformed or inconsistent
+	KindTxnIndex      Kind = "txnindex"            // .txnindex malformed or not matching the ABORT markers
+	KindSnapshot      Kind = "snapshot"            // producer snapshot malformed
 	KindMetadata      Kind = "partition-metadata"
 	KindIO            Kind = "io" // a file could not be read
 	// KindReadLimit is an entry the file holds whole but that is larger
 	// than the read limit (Options.MaxEntryBytes), so it was not verified.
 	// It is not damage: repair never cuts there.
-	KindReadLimit Kind = "read-limit"
+	KindReadLimit = segment.KindReadLimit
 	// KindMissingData is data the log had that is gone: an offset gap in a
 	// log that was never compacted, index entries pointing past the end
 	// of their .log, a recovery point beyond the end of the log. The

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -40,7 +41,7 @@ func TestKafkaRecoveryPoint(t *testing.T) {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			fsys := vfs.NewMem()
 			dir := kafkaDir(t, fsys, "none")
-			name := fileName(0, ".log")
+			name := layout.FileName(0, ".log")
 			data := vfstest.ReadFile(t, fsys, filepath.Join(dir, name))
 			starts := batchStarts(t, data)
 			torn := starts[len(starts)-1]

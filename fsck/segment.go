@@ -6,7 +6,9 @@ import (
 	"math"
 	"strings"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 )
 
 // abortRef is an ABORT marker seen in a segment, for the .txnindex check.
@@ -18,7 +20,7 @@ type abortRef struct {
 // checkSegment scans one segment's .log and checks its indexes against it.
 func (c *checker) checkSegment(i int) {
 	base := c.logs[i]
-	logName := fileName(base, sufLog)
+	logName := layout.FileName(base, layout.LogSuffix)
 	last := i == len(c.logs)-1
 	// The active segment of a running (or crashed) log keeps preallocated
 	// indexes and gets its final time-index entry only at close.
@@ -29,8 +31,8 @@ func (c *checker) checkSegment(i int) {
 
 	// Indexes are read before the .log: a live Log writes a batch before
 	// indexing it, so every entry read here refers to bytes read below.
-	oi := c.loadIndex(sr, sufIndex, active)
-	ti := c.loadIndex(sr, sufTimeIndex, active)
+	oi := c.loadIndex(sr, layout.IndexSuffix, active)
+	ti := c.loadIndex(sr, layout.TimeIndexSuffix, active)
 
 	f, err := c.fs.Open(c.path(logName))
 	if err != nil {
@@ -51,7 +53,7 @@ func (c *checker) checkSegment(i int) {
 		nextBase = c.logs[i+1]
 	}
 	expected := max(c.next, base)
-	sc := NewScanner(f, size, c.opts.MaxEntryBytes)
+	sc := segment.NewScanner(f, size, c.opts.MaxEntryBytes)
 	sc.SetMinOffset(expected)
 	var it record.Iterator
 	var aborts []abortRef
@@ -191,9 +193,9 @@ func (c *checker) checkMissing(sr *segResult, oi *idxCheck, logName string, last
 	if !last && c.gap(segEnd, nextBase-1) {
 		to = max(to, nextBase-1)
 		if sr.batches == 0 {
-			why = append(why, fmt.Sprintf("this segment holds no batch, and the next one, %s, starts at offset %d", fileName(nextBase, sufLog), nextBase))
+			why = append(why, fmt.Sprintf("this segment holds no batch, and the next one, %s, starts at offset %d", layout.FileName(nextBase, layout.LogSuffix), nextBase))
 		} else {
-			why = append(why, fmt.Sprintf("this segment's last batch ends at offset %d, and the next segment, %s, starts at offset %d", segEnd-1, fileName(nextBase, sufLog), nextBase))
+			why = append(why, fmt.Sprintf("this segment's last batch ends at offset %d, and the next segment, %s, starts at offset %d", segEnd-1, layout.FileName(nextBase, layout.LogSuffix), nextBase))
 		}
 	}
 	if to < from {

@@ -108,7 +108,7 @@ func isPartition(c layout.Contents) bool {
 		return true
 	}
 	for _, n := range c.Strays {
-		if _, _, bad := parseSegFile(n); bad {
+		if _, _, bad := layout.ParseSegmentFile(n); bad {
 			return true // 123.log: a segment badly named, reported as such
 		}
 	}
@@ -120,7 +120,7 @@ func isPartition(c layout.Contents) bool {
 // empty "topic-N" subdirectories are partitions that have no segment yet
 // (a store creates a new topic's partition directories empty).
 func logDirLike(c layout.Contents) bool {
-	return len(c.Shared) > 0 || slices.Contains(c.Strays, "meta.properties")
+	return len(c.Shared) > 0 || slices.Contains(c.Strays, layout.MetaPropertiesFile)
 }
 
 // walk searches dir; inLogDir says its parent is a log.dir (logDirLike).
@@ -172,7 +172,7 @@ func LogBytes(fsys vfs.FS, dirs []string) int64 {
 			continue
 		}
 		for _, n := range names {
-			if f, ok, _ := parseSegFile(n); ok && f.temp == "" && f.kind == sufLog {
+			if f, ok, _ := layout.ParseSegmentFile(n); ok && f.Temp == "" && f.Kind == layout.LogSuffix {
 				if fi, err := fsys.Stat(filepath.Join(d, n)); err == nil {
 					total += fi.Size()
 				}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
@@ -25,7 +26,7 @@ func TestPartitionDirsFindsNoneInAHome(t *testing.T) {
 	home := filepath.Join(root, "home")
 	elsewhere := filepath.Join(root, "elsewhere", "orders-0")
 	writeLog(t, vfs.Default, elsewhere, record.None, 4, 2)
-	vfstest.WriteFile(t, vfs.Default, filepath.Join(home, ".ssh", fileName(0, ".log")), []byte("not read"))
+	vfstest.WriteFile(t, vfs.Default, filepath.Join(home, ".ssh", layout.FileName(0, ".log")), []byte("not read"))
 	vfstest.WriteFile(t, vfs.Default, filepath.Join(home, "notes.txt"), []byte("hello"))
 	vfstest.WriteFile(t, vfs.Default, filepath.Join(home, "src", "testdata", "kafka-client", "none.broker-log"), []byte("x"))
 	if err := os.Symlink(elsewhere, filepath.Join(home, "logs")); err != nil { //vfs:allow a symbolic link, which vfs cannot make

@@ -93,8 +93,117 @@ func ReadCheckpoint(fs vfs.FS, path string) ([]CheckpointEntry, error) {
 // ParseCheckpoint parses the contents of an offset checkpoint file; path is
 // used only in errors, which carry the byte position of the bad line.
 func ParseCheckpoint(path string, data []byte) ([]CheckpointEntry, error) {
+	lines, err := ParseCheckpointLines(path, data)
+	if err != nil || lines == nil {
+		return nil, err
+	}
+	entries := make([]CheckpointEntry, len(lines))
+	for i, l := range lines {
+		entries[i] = l.CheckpointEntry
+	}
+	return entries, nil
+}
+
+// CheckpointLine is an entry of an offset checkpoint file and the byte
+// position of its line, for a report on it.
+type CheckpointLine struct {
+	CheckpointEntry
+	Pos int
+}
+
+// ParseCheckpointLines is ParseCheckpoint with each entry's position: the
+// lines "topic partition offset", the partition a 32-bit number and the
+// offset a 64-bit one, as Kafka's OffsetCheckpointFile reads them.
+func ParseCheckpointLines(path string, data []byte) ([]CheckpointLine, error) {
+	var out []CheckpointLine
+	err := parseCheckpointText(path, data, 3, func(n int) { out = make([]CheckpointLine, 0, n) }, func(line string, f []string, pos int) string {
+		e, why := parseEntry(line, f)
+		if why == "" {
+			out = append(out, CheckpointLine{e, pos})
+		}
+		return why
+	})
+	return out, err
+}
+
+// ParseCheckpointEntry parses one entry line of an offset checkpoint,
+// "topic partition offset", as ParseCheckpoint does; ok is false when it is
+// not one. Repair uses it to salvage the lines of a damaged file.
+func ParseCheckpointEntry(line string) (e CheckpointEntry, ok bool) {
+	f := strings.Fields(line)
+	if len(f) != 3 {
+		return CheckpointEntry{}, false
+	}
+	e, why := parseEntry(line, f)
+	return e, why == ""
+}
+
+// parseEntry parses the three fields f of line: the partition a 32-bit
+// number, the offset a 64-bit one, as Kafka's OffsetCheckpointFile reads
+// them. It returns why they are not an entry, "" when they are.
+func parseEntry(line string, f []string) (CheckpointEntry, string) {
+	part, err := strconv.ParseInt(f[1], 10, 32)
+	if err != nil {
+		return CheckpointEntry{}, fmt.Sprintf("entry %q: %q is not a 32-bit number", line, f[1])
+	}
+	off, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return CheckpointEntry{}, fmt.Sprintf("entry %q: %q is not a number", line, f[2])
+	}
+	return CheckpointEntry{Topic: f[0], Partition: int32(part), Offset: off}, ""
+}
+
+// EpochLine is an entry of a leader-epoch-checkpoint (LeaderEpochFile):
+// the first offset written in a leader epoch (a raft term), and the byte
+// position of its line.
+type EpochLine struct {
+	Epoch       int32
+	StartOffset int64
+	Pos         int
+}
+
+// ParseLeaderEpochs parses the contents of a leader-epoch-checkpoint:
+// Kafka's checkpoint text with lines "epoch startOffset", a 32-bit and a
+// 64-bit number (LeaderEpochCheckpointFile). It checks the text only: the
+// order of the epochs is the caller's to judge. Errors are
+// *CheckpointError; path is used only in them.
+func ParseLeaderEpochs(path string, data []byte) ([]EpochLine, error) {
+	var out []EpochLine
+	err := parseCheckpointText(path, data, 2, func(n int) { out = make([]EpochLine, 0, n) }, func(line string, f []string, pos int) string {
+		ep, err := strconv.ParseInt(f[0], 10, 32)
+		if err != nil {
+			return fmt.Sprintf("entry %q: %q is not a 32-bit number", line, f[0])
+		}
+		start, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return fmt.Sprintf("entry %q: %q is not a number", line, f[1])
+		}
+		out = append(out, EpochLine{Epoch: int32(ep), StartOffset: start, Pos: pos})
+		return ""
+	})
+	return out, err
+}
+
+// FormatLeaderEpochs renders a leader-epoch-checkpoint's lines.
+func FormatLeaderEpochs(entries []EpochLine) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%d\n%d\n", checkpointVersion, len(entries))
+	for _, e := range entries {
+		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.StartOffset)
+	}
+	return b.Bytes()
+}
+
+// parseCheckpointText parses Kafka's checkpoint text format (CheckpointFile):
+// a version line (0), a count line, then count entry lines of nfields
+// fields separated by white space, each passed to entry, which returns why
+// it is wrong ("" when it is not), and nothing but blank lines after them.
+// start is called with the number of entries the data can hold, at most
+// the count. An empty file
+// has no entries. Errors are *CheckpointError naming the line at fault.
+func parseCheckpointText(path string, data []byte, nfields int, start func(n int), entry func(line string, fields []string, pos int) string) error {
 	if len(data) == 0 {
-		return nil, nil
+		return nil // Kafka reads an empty file as no entries
 	}
 	bad := func(pos int, format string, args ...any) error {
 		pos = min(pos, len(data))
@@ -114,50 +223,44 @@ func ParseCheckpoint(path string, data []byte) ([]CheckpointEntry, error) {
 		pos += i + 1
 		return string(data[start : start+i]), start, true
 	}
-	line, at, ok := next()
-	if !ok {
-		return nil, bad(0, "missing version line")
-	}
+	line, at, _ := next()
 	if v, err := strconv.Atoi(strings.TrimSpace(line)); err != nil || v != checkpointVersion {
-		return nil, bad(at, "version %q, want %d", line, checkpointVersion)
+		return bad(at, "version line %q, want %d", line, checkpointVersion)
 	}
-	line, at, ok = next()
-	if !ok {
-		return nil, bad(pos, "missing entry count line")
-	}
+	line, at, ok := next()
 	n, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil || n < 0 {
-		return nil, bad(at, "entry count %q", line)
+	if !ok || err != nil || n < 0 {
+		return bad(at, "entry count line %q is not a count", line)
 	}
-	// Every entry takes at least 6 bytes ("t 0 0\n"), so a count the data
-	// cannot hold is refused before anything is allocated for it.
-	if n > (len(data)-pos)/6+1 {
-		return nil, bad(at, "entry count %d does not fit in the file", n)
+	// A count of more entries than bytes left is refused at once. Below
+	// that, the entries present are read and a shortfall is reported where
+	// the data ends; every entry takes at least two bytes a field ("t 0
+	// 0\n"), so room is made for no more than the data can hold, whatever
+	// the count says.
+	if n > len(data)-pos {
+		return bad(at, "entry count %d does not fit in the file", n)
 	}
-	entries := make([]CheckpointEntry, 0, n)
+	start(min(n, (len(data)-pos)/(2*nfields)+1))
 	for i := 0; i < n; i++ {
 		line, at, ok = next()
 		if !ok {
-			return nil, bad(pos, "%d entries declared, %d present", n, i)
+			return bad(at, "%d entries declared, %d present", n, i)
 		}
-		fields := strings.Fields(line)
-		if len(fields) != 3 {
-			return nil, bad(at, "entry %q: want \"topic partition offset\"", line)
+		f := strings.Fields(line)
+		if len(f) != nfields {
+			return bad(at, "entry %q has %d fields, want %d", line, len(f), nfields)
 		}
-		part, err1 := strconv.ParseInt(fields[1], 10, 32)
-		off, err2 := strconv.ParseInt(fields[2], 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, bad(at, "entry %q: partition or offset is not a number", line)
+		if why := entry(line, f, at); why != "" {
+			return bad(at, "%s", why)
 		}
-		entries = append(entries, CheckpointEntry{Topic: fields[0], Partition: int32(part), Offset: off})
 	}
 	for pos < len(data) {
 		line, at, _ = next()
 		if strings.TrimSpace(line) != "" {
-			return nil, bad(at, "%d entries declared, more present", n)
+			return bad(at, "%d entries declared, more present", n)
 		}
 	}
-	return entries, nil
+	return nil
 }
 
 // FormatCheckpoint renders entries in Kafka's checkpoint text format.
@@ -177,20 +280,6 @@ func WriteCheckpoint(fs vfs.FS, path string, entries []CheckpointEntry) error {
 	return vfs.WriteFileAtomic(fs, path, FormatCheckpoint(entries))
 }
 
-// KafkaPartition parses a Kafka partition directory's name, "topic-N".
-func KafkaPartition(dir string) (topic string, partition int32, ok bool) {
-	name := filepath.Base(filepath.Clean(dir))
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 {
-		return "", 0, false
-	}
-	p, err := strconv.ParseInt(name[i+1:], 10, 32)
-	if err != nil || p < 0 {
-		return "", 0, false
-	}
-	return name[:i], int32(p), true
-}
-
 // PartitionOffset returns the offset on the line for topic and partition
 // of a multi-partition checkpoint file (a Kafka log.dir's), ok=false when
 // the file is missing or has no such line.
@@ -202,12 +291,27 @@ func PartitionOffset(fs vfs.FS, path, topic string, partition int32) (int64, boo
 		}
 		return 0, false, err
 	}
-	for _, e := range entries {
-		if e.Topic == topic && e.Partition == partition {
-			return e.Offset, true, nil
-		}
+	if i := Lookup(entries, topic, partition, false); i >= 0 {
+		return entries[i].Offset, true, nil
 	}
 	return 0, false, nil
+}
+
+// Lookup returns the index in entries of the line for topic and
+// partition, -1 if there is none. Of several, it is the last, as Kafka
+// reads a checkpoint into a map. In a log's own directory (own), a file of
+// a single entry is the log's whatever it names: a directory that was
+// renamed keeps it meaningful.
+func Lookup(entries []CheckpointEntry, topic string, partition int32, own bool) int {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Topic == topic && entries[i].Partition == partition {
+			return i
+		}
+	}
+	if own && len(entries) == 1 {
+		return 0
+	}
+	return -1
 }
 
 // CleanerOffsetFile is Kafka's cleaner-offset-checkpoint, where compaction

@@ -9,10 +9,14 @@
 //   - leftovers: what a crash in the middle of a deletion, a compaction or
 //     a checkpoint write leaves behind, and how Kafka's loader resolves it
 //     (PlanLeftovers, Resolve, Orphans);
+//   - partition directories: Kafka's "topic-N" rule, with the -delete,
+//     -future and -stray renamed directories (ParsePartitionDir,
+//     PartitionDirName, KafkaPartition), and the entry a log's own
+//     checkpoints hold (CheckpointName);
 //   - checkpoints: Kafka's offset-checkpoint text format (ReadCheckpoint,
 //     ParseCheckpoint, FormatCheckpoint, WriteCheckpoint), and the lines of
 //     a Kafka log.dir's checkpoints that belong to one partition
-//     (KafkaPartition, PartitionOffset);
+//     (PartitionOffset);
 //   - the swap protocol's commit point, for a compaction layer
 //     (CommitCleaned);
 //   - the log.dir around partition directories: the files a broker or a

@@ -60,29 +60,58 @@ func FileName(base int64, suffix string) string {
 // else (checkpoint files, partition.metadata, stray names) yields ok =
 // false, so a directory listing can be filtered with it.
 func ParseFileName(name string) (base int64, suffix string, ok bool) {
-	if len(name) <= offsetDigits {
+	f, ok, _ := ParseSegmentFile(name)
+	if !ok {
 		return 0, "", false
 	}
-	digits, rest := name[:offsetDigits], name[offsetDigits:]
-	for i := 0; i < len(digits); i++ {
-		if digits[i] < '0' || digits[i] > '9' {
-			return 0, "", false
-		}
-	}
-	base, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil { // beyond MaxInt64
-		return 0, "", false
-	}
-	kind := rest
-	for _, tmp := range []string{DeletedSuffix, CleanedSuffix, SwapSuffix} {
-		if strings.HasSuffix(rest, tmp) {
-			kind = strings.TrimSuffix(rest, tmp)
+	return f.Base, f.Kind + f.Temp, true
+}
+
+// SegmentFile is a segment-directory file name split into its parts
+// (ParseSegmentFile).
+type SegmentFile struct {
+	// Base is the number in the name: the segment's base offset (for a
+	// snapshot, the end offset it covers).
+	Base int64
+	// Kind is LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix or
+	// SnapshotSuffix.
+	Kind string
+	// Temp is "", DeletedSuffix, CleanedSuffix or SwapSuffix.
+	Temp string
+}
+
+// ParseSegmentFile is ParseFileName with the suffix split into its kind
+// and its temporary suffix. badDigits reports a name ParseFileName refuses
+// only for its number: a segment file's suffixes after a number that is
+// not 20 digits, or beyond MaxInt64 ("42.log", "000…0042.index.swap"), which
+// Kafka's loader would misread, so that fsck can name it.
+func ParseSegmentFile(name string) (f SegmentFile, ok, badDigits bool) {
+	rest := name
+	for _, t := range []string{DeletedSuffix, CleanedSuffix, SwapSuffix} {
+		if strings.HasSuffix(rest, t) {
+			f.Temp = t
+			rest = strings.TrimSuffix(rest, t)
 			break
 		}
 	}
+	dot := strings.IndexByte(rest, '.')
+	if dot < 0 {
+		return SegmentFile{}, false, false
+	}
+	num, kind := rest[:dot], rest[dot:]
 	switch kind {
 	case LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix, SnapshotSuffix:
-		return base, rest, true
+	default:
+		return SegmentFile{}, false, false
 	}
-	return 0, "", false
+	digits := num != "" && strings.Trim(num, "0123456789") == ""
+	if len(num) != offsetDigits || !digits {
+		return SegmentFile{}, false, digits
+	}
+	base, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return SegmentFile{}, false, true
+	}
+	f.Base, f.Kind = base, kind
+	return f, true, false
 }

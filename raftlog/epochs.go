@@ -1,14 +1,11 @@
 package raftlog
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
@@ -70,78 +67,40 @@ func (e *epochFileError) Error() string {
 
 func (e *epochFileError) Unwrap() error { return layout.ErrBadCheckpoint }
 
-// parseEpochs parses Kafka's leader-epoch-checkpoint: a version line (0),
-// a count line, then count lines "epoch startOffset" with epochs
-// increasing and offsets never decreasing, both non-negative. A trailing
-// newline is optional; nothing but blank lines may follow the entries.
-// Errors are *epochFileError.
+// parseEpochs parses Kafka's leader-epoch-checkpoint (the text is
+// layout.ParseLeaderEpochs') and accepts what the cache may hold: epochs
+// increasing and offsets never decreasing, both non-negative. An empty
+// file, which Kafka reads as no epochs, is refused too: the cache always
+// writes its version and count, so an empty one is rebuilt from the
+// batches. Errors are *epochFileError.
 func parseEpochs(data []byte) ([]epochEntry, error) {
-	pos := 0
-	next := func() (line string, at int, ok bool) {
-		if pos >= len(data) {
-			return "", pos, false
-		}
-		at = pos
-		if i := bytes.IndexByte(data[pos:], '\n'); i >= 0 {
-			pos += i + 1
-			return string(data[at : at+i]), at, true
-		}
-		pos = len(data)
-		return string(data[at:]), at, true
+	if len(data) == 0 {
+		return nil, &epochFileError{at: 0, reason: `version line "", want 0`}
 	}
-	bad := func(at int, format string, args ...any) error {
-		return &epochFileError{at: at, reason: fmt.Sprintf(format, args...)}
+	lines, err := layout.ParseLeaderEpochs(layout.LeaderEpochFile, data)
+	if ce := (*layout.CheckpointError)(nil); errors.As(err, &ce) {
+		return nil, &epochFileError{at: ce.Pos, reason: ce.Reason}
 	}
-	line, at, ok := next()
-	if !ok || strings.TrimSpace(line) != "0" {
-		return nil, bad(at, "version line %q, want 0", line)
-	}
-	line, at, ok = next()
-	n, err := strconv.Atoi(strings.TrimSpace(line))
-	if !ok || err != nil || n < 0 {
-		return nil, bad(at, "entry count line %q is not a count", line)
-	}
-	// Every entry takes at least 4 bytes ("0 0\n"): a count the rest of
-	// the file cannot hold is refused before anything is allocated.
-	if n > (len(data)-pos)/4+1 {
-		return nil, bad(at, "entry count %d does not fit in the file", n)
-	}
-	out := make([]epochEntry, 0, n)
-	for i := 0; i < n; i++ {
-		line, at, ok = next()
-		if !ok {
-			return nil, bad(at, "%d entries declared, %d present", n, i)
+	out := make([]epochEntry, 0, len(lines))
+	for _, l := range lines {
+		if l.Epoch < 0 || l.StartOffset < 0 {
+			return nil, &epochFileError{at: l.Pos, reason: fmt.Sprintf("epoch %d at offset %d: epoch or offset is negative", l.Epoch, l.StartOffset)}
 		}
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			return nil, bad(at, "entry %q: want \"epoch startOffset\"", line)
+		if k := len(out); k > 0 && (l.Epoch <= out[k-1].epoch || l.StartOffset < out[k-1].start) {
+			return nil, &epochFileError{at: l.Pos, reason: fmt.Sprintf("epoch %d at offset %d does not follow epoch %d at offset %d", l.Epoch, l.StartOffset, out[k-1].epoch, out[k-1].start)}
 		}
-		ep, err1 := strconv.ParseInt(f[0], 10, 32)
-		st, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil || ep < 0 || st < 0 {
-			return nil, bad(at, "entry %q: epoch or offset is not a non-negative number", line)
-		}
-		if k := len(out); k > 0 && (int32(ep) <= out[k-1].epoch || st < out[k-1].start) {
-			return nil, bad(at, "entry %q does not follow epoch %d at offset %d", line, out[k-1].epoch, out[k-1].start)
-		}
-		out = append(out, epochEntry{int32(ep), st})
-	}
-	for pos < len(data) {
-		if line, at, _ = next(); strings.TrimSpace(line) != "" {
-			return nil, bad(at, "%d entries declared, more present", n)
-		}
+		out = append(out, epochEntry{l.Epoch, l.StartOffset})
 	}
 	return out, nil
 }
 
 // formatEpochs renders entries in Kafka's leader-epoch-checkpoint format.
 func formatEpochs(entries []epochEntry) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "0\n%d\n", len(entries))
-	for _, e := range entries {
-		fmt.Fprintf(&b, "%d %d\n", e.epoch, e.start)
+	lines := make([]layout.EpochLine, len(entries))
+	for i, e := range entries {
+		lines[i] = layout.EpochLine{Epoch: e.epoch, StartOffset: e.start}
 	}
-	return b.Bytes()
+	return layout.FormatLeaderEpochs(lines)
 }
 
 // save writes the cache with the same atomic replace as every checkpoint.

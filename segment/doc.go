@@ -44,4 +44,8 @@
 // batch is a *record.CorruptionError (errors.Is(err, record.ErrCorrupt))
 // with File and Pos set to the .log path and the file position; a torn tail
 // is a *PositionError wrapping ErrTornTail.
+//
+// A Scanner reads a .log without a Segment, reporting damage as regions
+// and resynchronizing after it, as fsck and seglog dump do; ScanRemnant
+// is recovery's resynchronizing scan of the bytes after damage.
 package segment

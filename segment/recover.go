@@ -1,10 +1,8 @@
 package segment
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"path/filepath"
 
@@ -430,17 +428,7 @@ func checkEntry(h header, entry []byte) error {
 	if h.magic == record.CurrentMagic {
 		return record.Batch(entry).Validate()
 	}
-	// Legacy: offset(8) size(4) crc(4) magic(1) attributes(1) [timestamp(8)
-	// for v1] key length(4) ... ; the CRC-32 (IEEE) covers magic to the end.
-	const v1Min = record.LogOverhead + 22
-	if h.magic == 1 && len(entry) < v1Min {
-		return &record.CorruptionError{Pos: 8, Reason: fmt.Errorf("v1 entry of %d bytes, below the minimum %d", len(entry), v1Min)}
-	}
-	want := binary.BigEndian.Uint32(entry[record.LogOverhead:])
-	if got := crc32.ChecksumIEEE(entry[record.MagicOffset:]); got != want {
-		return &record.CorruptionError{Pos: record.LogOverhead, Reason: fmt.Errorf("legacy crc 0x%08x, computed 0x%08x", want, got)}
-	}
-	return nil
+	return record.CheckLegacy(entry)
 }
 
 // TruncateTo removes every batch from the first one whose last offset is >=

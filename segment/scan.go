@@ -139,12 +139,51 @@ func (sc *scanner) need(p int64, n int) ([]byte, error) {
 		off := p - sc.winPos
 		return sc.win[off : off+int64(n) : off+int64(n)], nil
 	}
+	got, err := sc.fill(p, n)
+	if got < n {
+		if err == nil || errors.Is(err, io.EOF) {
+			// The file is shorter than the size we were told: it shrank
+			// under us (truncation) or was damaged outside our control.
+			err = io.ErrUnexpectedEOF
+		}
+		sc.win = nil
+		return nil, fmt.Errorf("segment: read %s at byte %d: %w", sc.path, p, err)
+	}
+	return sc.win[:n:n], nil
+}
+
+// upTo is need for a reader that lets the file shrink under it (a live
+// log truncated while fsck or the ui reads it): it returns the n bytes at
+// p, or fewer when the file turns out to end before p+n, and lowers end to
+// where it ends. Errors other than the end of the file come back as the
+// file gave them.
+func (sc *scanner) upTo(p int64, n int) ([]byte, error) {
+	if p >= sc.winPos && p+int64(n) <= sc.winPos+int64(len(sc.win)) {
+		off := p - sc.winPos
+		return sc.win[off : off+int64(n) : off+int64(n)], nil
+	}
+	want := min(int64(max(n, sc.chunk)), sc.end-p)
+	n = min(n, int(want))
+	got, err := sc.fill(p, n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		sc.win = nil
+		return nil, err
+	}
+	if int64(got) < want {
+		sc.end = p + int64(got)
+		n = min(n, got)
+	}
+	return sc.win[:n:n], nil
+}
+
+// fill reads the window [p, p+max(n, chunk)), clipped to end, and returns
+// how many of its bytes the file gave. The part the window already holds
+// (the start of a batch cut by its end) moves to the front instead of
+// being read again: with 100 KiB batches in 256 KiB windows that was a
+// fifth of every byte read.
+func (sc *scanner) fill(p int64, n int) (int, error) {
 	want := int64(max(n, sc.chunk))
 	want = min(want, sc.end-p)
-	// The part of [p, p+want) the window already holds (the start of a
-	// batch cut by its end) moves to the front instead of being read
-	// again: with 100 KiB batches in 256 KiB windows that was a fifth of
-	// every byte read.
 	keep := 0
 	if p >= sc.winPos && p < sc.winPos+int64(len(sc.win)) {
 		keep = int(min(sc.winPos+int64(len(sc.win))-p, want))
@@ -160,17 +199,8 @@ func (sc *scanner) need(p int64, n int) ([]byte, error) {
 	}
 	got, err := sc.f.ReadAt(sc.buf[keep:want], p+int64(keep))
 	got += keep
-	if got < n {
-		if err == nil || errors.Is(err, io.EOF) {
-			// The file is shorter than the size we were told: it shrank
-			// under us (truncation) or was damaged outside our control.
-			err = io.ErrUnexpectedEOF
-		}
-		sc.win = nil
-		return nil, fmt.Errorf("segment: read %s at byte %d: %w", sc.path, p, err)
-	}
 	sc.win, sc.winPos = sc.buf[:got], p
-	return sc.win[:n:n], nil
+	return got, err
 }
 
 // next reads the header of the entry at sc.pos and advances past the entry.

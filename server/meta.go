@@ -10,13 +10,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
 // metaFile is Kafka's meta.properties, which a broker keeps in every log
 // dir: the node and cluster ids survive restarts, so clients that cached
 // them see the same cluster.
-const metaFile = "meta.properties"
+const metaFile = layout.MetaPropertiesFile
 
 type meta struct {
 	nodeID    int32

@@ -14,15 +14,11 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// CleanerOffsetFile is Kafka's log.dir-level checkpoint of how far the
-// compaction cleaner has cleaned each compacted partition: the store's
-// cleaner writes it through each Log's Checkpointer, one line per
-// partition, as a broker does.
-const CleanerOffsetFile = "cleaner-offset-checkpoint"
-
 // checkpointFiles are the log.dir-level checkpoints, one line per
-// partition, as a broker keeps them.
-var checkpointFiles = []string{layout.RecoveryPointFile, layout.LogStartOffsetFile, CleanerOffsetFile}
+// partition, as a broker keeps them. The store's cleaner writes
+// layout.CleanerOffsetFile, how far it has cleaned each compacted
+// partition, through each Log's Checkpointer.
+var checkpointFiles = []string{layout.RecoveryPointFile, layout.LogStartOffsetFile, layout.CleanerOffsetFile}
 
 type tp struct {
 	topic string

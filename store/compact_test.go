@@ -75,11 +75,11 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 	if tombstones(recs) == 0 {
 		t.Error("group h's tombstones went before delete.retention.ms")
 	}
-	cp, ok, err := layout.PartitionOffset(fs, filepath.Join(testDir, CleanerOffsetFile), OffsetsTopic, 0)
+	cp, ok, err := layout.PartitionOffset(fs, filepath.Join(testDir, layout.CleanerOffsetFile), OffsetsTopic, 0)
 	if err != nil || !ok || cp == 0 {
 		t.Errorf("log.dir cleaner-offset-checkpoint for %s-0: %d, %v", OffsetsTopic, cp, err)
 	}
-	if _, err := fs.Stat(filepath.Join(testDir, OffsetsTopic+"-0", CleanerOffsetFile)); err == nil {
+	if _, err := fs.Stat(filepath.Join(testDir, OffsetsTopic+"-0", layout.CleanerOffsetFile)); err == nil {
 		t.Error("a cleaner-offset-checkpoint inside the partition directory")
 	}
 

@@ -255,14 +255,14 @@ func TestReplayViewsMatchRecovery(t *testing.T) {
 		views := make([][]string, 3)
 		viewErr := make([]error, 3)
 		for p := range 3 {
-			views[p], viewErr[p] = viewRecords(img, filepath.Join(testDir, partitionDir(OffsetsTopic, int32(p))))
+			views[p], viewErr[p] = viewRecords(img, filepath.Join(testDir, layout.PartitionDirName(OffsetsTopic, int32(p))))
 			if viewErr[p] != nil {
 				writableOnly++
 			}
 		}
 		o := opts(img)
 		o.OnQuarantine = func(topic string, p int32, q seglog.Quarantine) {
-			if topic != OffsetsTopic && topic != "events" || !strings.Contains(q.File, partitionDir(topic, p)) {
+			if topic != OffsetsTopic && topic != "events" || !strings.Contains(q.File, layout.PartitionDirName(topic, p)) {
 				t.Errorf("%s: quarantine reported for %s-%d: %s", label, topic, p, q.File)
 			}
 			quarantines++

@@ -3,10 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 )
 
 // Kafka's limits on topic names (org.apache.kafka.common.internals.Topic).
@@ -80,29 +80,22 @@ func validatePartitions(n int) error {
 	return nil
 }
 
-// partitionDir is the directory name Kafka gives a partition.
-func partitionDir(topic string, p int32) string {
-	return topic + "-" + strconv.Itoa(int(p))
-}
-
-// parsePartitionDir splits "topic-N"; ok is false for other names.
+// parsePartitionDir parses a directory name of a store's log.dir with
+// Kafka's rule (layout.ParsePartitionDir) and accepts it as one of the
+// store's partitions only when it is a live partition of a valid topic
+// named as the store names it: "t-07" is partition 7 to Kafka's parser,
+// but the store would open (and create) "t-7" for it.
 func parsePartitionDir(name string) (topic string, p int32, ok bool) {
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 {
+	d, ok := layout.ParsePartitionDir(name)
+	if !ok || d.Suffix != "" || layout.PartitionDirName(d.Topic, d.Partition) != name || ValidateTopic(d.Topic) != nil {
 		return "", 0, false
 	}
-	n, err := strconv.ParseInt(name[i+1:], 10, 32)
-	if err != nil || n < 0 || strconv.Itoa(int(n)) != name[i+1:] {
-		return "", 0, false
-	}
-	if ValidateTopic(name[:i]) != nil {
-		return "", 0, false
-	}
-	return name[:i], int32(n), true
+	return d.Topic, d.Partition, true
 }
 
-// deleteSuffix ends a partition directory renamed for deletion, as Kafka's
-// LocalLog.logDeleteDirName names it: topic-N.<uuid>-delete.
-const deleteSuffix = "-delete"
-
-func isDeleteDir(name string) bool { return strings.HasSuffix(name, deleteSuffix) }
+// isDeleteDir reports a partition directory renamed for deletion, as
+// Kafka's LocalLog.logDeleteDirName names it: topic-N.<uuid>-delete.
+func isDeleteDir(name string) bool {
+	d, ok := layout.ParsePartitionDir(name)
+	return ok && d.Suffix == layout.DeleteDirSuffix
+}

@@ -75,7 +75,9 @@ type partInfo struct {
 	segments         int
 }
 
-func (p *partition) dir() string { return filepath.Join(p.s.dir, partitionDir(p.topic, p.id)) }
+func (p *partition) dir() string {
+	return filepath.Join(p.s.dir, layout.PartitionDirName(p.topic, p.id))
+}
 
 // lru is the store's budget of open Logs: the open ones that may be
 // closed, least recently used at the back.
@@ -452,12 +454,12 @@ func (c cleanerPart) ExpireDeleted() int {
 }
 
 func (c cleanerPart) CleanerCheckpoint() (int64, bool, error) {
-	off, ok := c.p.s.ckpt.get(CleanerOffsetFile, tp{c.p.topic, c.p.id})
+	off, ok := c.p.s.ckpt.get(layout.CleanerOffsetFile, tp{c.p.topic, c.p.id})
 	return off, ok, nil
 }
 
 func (c cleanerPart) SetCleanerCheckpoint(offset int64) error {
-	return c.p.s.ckpt.set(CleanerOffsetFile, tp{c.p.topic, c.p.id}, offset)
+	return c.p.s.ckpt.set(layout.CleanerOffsetFile, tp{c.p.topic, c.p.id}, offset)
 }
 
 // Compact runs a round in segments of the topic's segment.bytes (the

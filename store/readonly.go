@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 )
 
 // ErrReadOnly is matched by the error of every method that would write to
@@ -181,7 +182,7 @@ func (s *Store) openReadOnlyPartition(t string, p int32, cfg TopicConfig, indexB
 		MaxMappedIndexes:    mappedIndexesPerLog,
 		MaxOpenSegmentFiles: openSegmentFilesPerLog,
 	}
-	l, err := seglog.Open(filepath.Join(s.dir, partitionDir(t, p)), o)
+	l, err := seglog.Open(filepath.Join(s.dir, layout.PartitionDirName(t, p)), o)
 	if err != nil {
 		return nil, fmt.Errorf("store: partition %s-%d: %w", t, p, err)
 	}

@@ -473,8 +473,8 @@ func (s *Store) renameForDelete(t string, parts []int32) error {
 	for _, p := range parts {
 		var id [16]byte
 		rand.Read(id[:])
-		from := partitionDir(t, p)
-		to := from + "." + hex.EncodeToString(id[:]) + deleteSuffix
+		from := layout.PartitionDirName(t, p)
+		to := from + "." + hex.EncodeToString(id[:]) + layout.DeleteDirSuffix
 		if err := s.fs.Rename(filepath.Join(s.dir, from), filepath.Join(s.dir, to)); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue

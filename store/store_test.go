@@ -60,7 +60,7 @@ func TestLogDirLayout(t *testing.T) {
 	names, err := fs.List(testDir)
 	mustf(t, err, "list")
 	for _, want := range []string{"bookings-0", "bookings-1", "bookings-2", "__consumer_offsets-4",
-		layout.RecoveryPointFile, layout.LogStartOffsetFile, CleanerOffsetFile, layout.CleanShutdownFile, "bookings.seglog-topic"} {
+		layout.RecoveryPointFile, layout.LogStartOffsetFile, layout.CleanerOffsetFile, layout.CleanShutdownFile, "bookings.seglog-topic"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("log.dir lacks %s: %v", want, names)
 		}

@@ -101,7 +101,8 @@ func checkStoreDir(fsys vfs.FS, dir string, existing bool) error {
 // deletion (topic-N.<uuid>-delete), a future replica being moved
 // (-future) or a stray one (-stray): a broker's log.dir may hold them.
 func isKafkaLeftoverDir(name string) bool {
-	return isDeleteDir(name) || strings.HasSuffix(name, "-future") || strings.HasSuffix(name, "-stray")
+	d, ok := layout.ParsePartitionDir(name)
+	return ok && d.Suffix != ""
 }
 
 // isStoreFile reports a file a store or a Kafka broker keeps in its

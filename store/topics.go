@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -67,7 +68,7 @@ func (s *Store) createTopic(name string, n int, cfg TopicConfig) error {
 	// An empty directory is an empty partition: its Log opens on first
 	// use, so creating many partitions opens no file.
 	for p := 0; p < n; p++ {
-		if err := s.fs.MkdirAll(filepath.Join(s.dir, partitionDir(name, int32(p)))); err != nil {
+		if err := s.fs.MkdirAll(filepath.Join(s.dir, layout.PartitionDirName(name, int32(p)))); err != nil {
 			return fail(err)
 		}
 	}
@@ -138,7 +139,7 @@ func (s *Store) AddPartitions(name string, n int) error {
 		return err
 	}
 	for p := len(t.parts); p < n; p++ {
-		if err := s.fs.MkdirAll(filepath.Join(s.dir, partitionDir(name, int32(p)))); err != nil {
+		if err := s.fs.MkdirAll(filepath.Join(s.dir, layout.PartitionDirName(name, int32(p)))); err != nil {
 			return err
 		}
 	}

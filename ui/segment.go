@@ -11,9 +11,9 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
-	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -59,7 +59,7 @@ func (c *firstTimestamps) get(fsys vfs.FS, dir string, sg cleaner.Segment) int64
 	if ok {
 		return ts
 	}
-	ts, ok = readFirstTimestamp(fsys, filepath.Join(dir, layout.FileName(sg.BaseOffset, ".log")))
+	ts, ok = readFirstTimestamp(fsys, filepath.Join(dir, layout.FileName(sg.BaseOffset, layout.LogSuffix)))
 	if !ok {
 		return -1
 	}
@@ -274,7 +274,7 @@ func (s *Server) handleSegment(w http.ResponseWriter, r *http.Request) {
 }
 
 func readSegment(fsys vfs.FS, dir string, base, from int64, limit int) (Batches, error) {
-	path := filepath.Join(dir, layout.FileName(base, ".log"))
+	path := filepath.Join(dir, layout.FileName(base, layout.LogSuffix))
 	f, err := fsys.Open(path)
 	if err != nil {
 		return Batches{}, fmt.Errorf("%w: %s: %w", errNoSegment, path, err)
@@ -290,7 +290,7 @@ func readSegment(fsys vfs.FS, dir string, base, from int64, limit int) (Batches,
 	}
 	// The scanner reads from the start of the file; from is a position it
 	// reported earlier, so entries before it are skipped, not shown.
-	sc := fsck.NewScanner(f, size, maxBatchRead)
+	sc := segment.NewScanner(f, size, maxBatchRead)
 	sc.SetMinOffset(base)
 	var it record.Iterator
 	for {
@@ -315,7 +315,7 @@ func readSegment(fsys vfs.FS, dir string, base, from int64, limit int) (Batches,
 	}
 }
 
-func showBatch(e *fsck.Entry, it *record.Iterator) Batch {
+func showBatch(e *segment.Entry, it *record.Iterator) Batch {
 	if e.Damaged() {
 		return Batch{Position: e.Pos, Size: e.Size, BaseOffset: -1, LastOffset: -1, Damaged: fmt.Sprintf("%s: %v", e.Kind, e.Err), Records: []Record{}}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -85,11 +86,11 @@ func runDump(w io.Writer, path string, records bool, maxBatch int) error {
 	// lists them; then the leftovers of interrupted operations (.deleted,
 	// .cleaned, .swap), which are not part of the log: each is dumped on
 	// its own, as the leftover it is.
-	order := map[string]int{".log": 0, ".index": 1, ".timeindex": 2, ".txnindex": 3}
+	order := map[string]int{layout.LogSuffix: 0, layout.IndexSuffix: 1, layout.TimeIndexSuffix: 2, layout.TxnIndexSuffix: 3}
 	var files, leftovers []string
 	for _, name := range contents.Partition {
 		kind, _, ok := fsck.FileKind(name)
-		if !ok || kind == ".snapshot" {
+		if !ok || kind == layout.SnapshotSuffix {
 			continue
 		}
 		if _, left := fsck.Leftover(name); left {
@@ -113,7 +114,7 @@ func runDump(w io.Writer, path string, records bool, maxBatch int) error {
 	next := map[string]int64{}
 	prev := ""
 	for _, name := range files {
-		if kind, base, _ := fsck.FileKind(name); kind == ".log" {
+		if kind, base, _ := fsck.FileKind(name); kind == layout.LogSuffix {
 			if prev != "" {
 				next[prev] = base
 			}
@@ -169,7 +170,7 @@ func dumpFile(w io.Writer, path string, nextBase int64, records bool, maxBatch i
 		return fmt.Errorf("dump: %s: not a .log, .index, .timeindex or .txnindex file (name must be a 20-digit base offset) nor a quarantine file", path)
 	}
 	fmt.Fprintf(w, "Dumping %s\n", path)
-	if kind == ".log" {
+	if kind == layout.LogSuffix {
 		f, err := fsckFS.Open(path)
 		if err != nil {
 			return err
@@ -187,10 +188,10 @@ func dumpFile(w io.Writer, path string, nextBase int64, records bool, maxBatch i
 		return fmt.Errorf("dump: %w", err)
 	}
 	switch kind {
-	case ".index", ".timeindex":
-		ents, zeros, partial := fsck.DecodeIndex(data, base, kind == ".timeindex")
+	case layout.IndexSuffix, layout.TimeIndexSuffix:
+		ents, zeros, partial := fsck.DecodeIndex(data, base, kind == layout.TimeIndexSuffix)
 		for _, e := range ents {
-			if kind == ".index" {
+			if kind == layout.IndexSuffix {
 				fmt.Fprintf(w, "offset: %d position: %d\n", e.Offset, e.Position)
 			} else {
 				fmt.Fprintf(w, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
@@ -202,7 +203,7 @@ func dumpFile(w io.Writer, path string, nextBase int64, records bool, maxBatch i
 		if partial > 0 {
 			fmt.Fprintf(w, "(%d bytes of a partial entry at byte %d)\n", partial, int64(len(data)-partial))
 		}
-	case ".txnindex":
+	case layout.TxnIndexSuffix:
 		ents, partial := fsck.DecodeTxnIndex(data)
 		for _, e := range ents {
 			fmt.Fprintf(w, "version: %d producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
@@ -217,10 +218,10 @@ func dumpFile(w io.Writer, path string, nextBase int64, records bool, maxBatch i
 	return nil
 }
 
-// dumpLog prints a .log batch by batch with the scanner fsck uses, so the
-// positions are the ones fsck reports.
+// dumpLog prints a .log batch by batch with segment.Scanner, the scanner
+// fsck uses, so the positions are the ones fsck reports.
 func dumpLog(w io.Writer, f io.ReaderAt, size, base, nextBase int64, records bool, maxBatch int) error {
-	sc := fsck.NewScanner(f, size, maxBatch)
+	sc := segment.NewScanner(f, size, maxBatch)
 	sc.SetMinOffset(base)
 	var it record.Iterator
 	for {
