@@ -44,7 +44,7 @@ type Log struct {
 	// mu serializes writers and every change to the segment set; readers
 	// never take it.
 	mu sync.Mutex
-	// swapMu serializes ReplaceSegments with the other changes to sealed
+	// swapMu serializes replaceSegments with the other changes to sealed
 	// segments (DeleteBefore, TruncateTo, RestartAt, Close), not with
 	// appends; taken before ckptMu and mu, never after them.
 	swapMu sync.Mutex

@@ -23,7 +23,7 @@ import (
 // rule lives (seglog fsck applies the same one to the files): the log has
 // a cleaner-offset checkpoint — the line its Options.Checkpoints keeps, or
 // its own cleaner-offset-checkpoint file, or for a partition of a Kafka
-// log.dir the log.dir's line for it. ReplaceSegments records one before
+// log.dir the log.dir's line for it. replaceSegments records one before
 // it first publishes cleaned segments (markCompacted), so the rule holds
 // from the moment a gap can be seen, in this process and in any other.
 // A checkpoint, once there, is lowered by truncation but never removed, so
@@ -67,7 +67,7 @@ func (l *Log) hasCleanerCheckpoint() (bool, error) {
 // crash) in between would find gaps in a log with none. With no checkpoint
 // yet it records the log start, which makes the next round's plan what it
 // would be without one (a checkpoint below the start counts from the
-// start). Called by ReplaceSegments, with swapMu, before the commit point.
+// start). Called by replaceSegments, with swapMu, before the commit point.
 func (l *Log) markCompacted() error {
 	if l.everCompacted.Load() {
 		return nil

@@ -3,6 +3,7 @@ package compaction
 import (
 	"bytes"
 	"fmt"
+	"github.com/seglog/seglog/internal/sealed"
 	"strings"
 	"testing"
 	"time"
@@ -114,3 +115,6 @@ func sameRecords(got, want []record.Record) error {
 }
 
 func seglogOpen(o seglog.Options) (*seglog.Log, error) { return seglog.Open("/log", o) }
+
+// logView is compaction's view of l, as Clean gets it.
+func logView(l *seglog.Log) log { return sealed.LogOf(l).(log) }
