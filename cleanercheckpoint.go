@@ -15,10 +15,10 @@ const CleanerOffsetFile = layout.CleanerOffsetFile
 
 // CleanerCheckpoint returns the cleaner-offset checkpoint: the offset up
 // to which the log has been compacted. ok is false when there is none.
-// A Log opened with Options.Checkpoints keeps it there (a store's one
-// log.dir-level file), like its other checkpoints.
+// A Log that package store opened keeps it in the store's one
+// log.dir-level file, like its other checkpoints.
 func (l *Log) CleanerCheckpoint() (offset int64, ok bool, err error) {
-	if c := l.opts.Checkpoints; c != nil && l.ro == nil {
+	if c := l.opts.checkpoints; c != nil && l.ro == nil {
 		return c.Checkpoint(CleanerOffsetFile)
 	}
 	return readOffsetCheckpoint(l.fs, l.dir, CleanerOffsetFile)
@@ -35,7 +35,7 @@ func (l *Log) SetCleanerCheckpoint(offset int64) error {
 	}
 	l.swapMu.Lock() // serialized with TruncateTo
 	defer l.swapMu.Unlock()
-	// Through Options.Checkpoints when set (a store's one log.dir file).
+	// Through the store's checkpoints when set (one log.dir file).
 	return l.writeOffsetCheckpoint(CleanerOffsetFile, min(offset, l.end.Load()))
 }
 

@@ -3,11 +3,11 @@ package seglog
 import (
 	"errors"
 	"fmt"
-	"github.com/seglog/seglog/segment"
 	"math/rand/v2"
 	"sync"
 	"testing"
 
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
 )

@@ -21,7 +21,7 @@ import (
 // compacted reports whether the log has been compacted, so that a gap
 // between its batches is compaction's doing. This is the one place the
 // rule lives (seglog fsck applies the same one to the files): the log has
-// a cleaner-offset checkpoint — the line its Options.Checkpoints keeps, or
+// a cleaner-offset checkpoint — the line a store's checkpoints keep, or
 // its own cleaner-offset-checkpoint file, or for a partition of a Kafka
 // log.dir the log.dir's line for it. replaceSegments records one before
 // it first publishes cleaned segments (markCompacted), so the rule holds
@@ -54,7 +54,7 @@ func (l *Log) gapsAllowed() bool {
 // hasCleanerCheckpoint reads, without caching, whether the log has a
 // cleaner-offset checkpoint (compacted).
 func (l *Log) hasCleanerCheckpoint() (bool, error) {
-	if c := l.opts.Checkpoints; c != nil && l.ro == nil {
+	if c := l.opts.checkpoints; c != nil && l.ro == nil {
 		_, ok, err := c.Checkpoint(CleanerOffsetFile)
 		return ok, err
 	}

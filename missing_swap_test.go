@@ -2,15 +2,15 @@ package seglog
 
 import (
 	"errors"
-	"github.com/seglog/seglog/internal/sealed"
-	"github.com/seglog/seglog/segment"
 	"iter"
 	"math/rand/v2"
 	"sync"
 	"testing"
 
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/sealed"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 

@@ -2,12 +2,12 @@ package seglog_test
 
 import (
 	"errors"
-	"github.com/seglog/seglog/segment"
 	"testing"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/compaction"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 

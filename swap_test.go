@@ -3,7 +3,6 @@ package seglog
 import (
 	"errors"
 	"fmt"
-	"github.com/seglog/seglog/internal/sealed"
 	"iter"
 	"math/rand/v2"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/sealed"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"

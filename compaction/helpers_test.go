@@ -3,12 +3,12 @@ package compaction
 import (
 	"bytes"
 	"fmt"
-	"github.com/seglog/seglog/internal/sealed"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/sealed"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
