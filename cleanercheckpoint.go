@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/seglog/seglog/internal/sealed"
 	"github.com/seglog/seglog/layout"
 )
 
@@ -14,10 +15,10 @@ const CleanerOffsetFile = layout.CleanerOffsetFile
 
 // CleanerCheckpoint returns the cleaner-offset checkpoint: the offset up
 // to which the log has been compacted. ok is false when there is none.
-// A Log opened with Options.Checkpoints keeps it there (a store's one
-// log.dir-level file), like its other checkpoints.
+// A Log that package store opened keeps it in the store's one
+// log.dir-level file, like its other checkpoints.
 func (l *Log) CleanerCheckpoint() (offset int64, ok bool, err error) {
-	if c := l.opts.Checkpoints; c != nil && l.ro == nil {
+	if c := l.opts.checkpoints; c != nil && l.ro == nil {
 		return c.Checkpoint(CleanerOffsetFile)
 	}
 	return readOffsetCheckpoint(l.fs, l.dir, CleanerOffsetFile)
@@ -34,28 +35,18 @@ func (l *Log) SetCleanerCheckpoint(offset int64) error {
 	}
 	l.swapMu.Lock() // serialized with TruncateTo
 	defer l.swapMu.Unlock()
-	// Through Options.Checkpoints when set (a store's one log.dir file).
+	// Through the store's checkpoints when set (one log.dir file).
 	return l.writeOffsetCheckpoint(CleanerOffsetFile, min(offset, l.end.Load()))
 }
 
-// TruncatedBelow reports whether a truncation done since the run was
-// acquired removed any offset below upTo (or may have: the history of
-// truncations is bounded). A compaction round asks it with the end of what
-// it mapped: its offset map may name, as a key's latest, a record that
-// truncation removed, and rewriting older segments with that map would
-// drop the record that is now the key's latest.
-func (r *SealedRun) TruncatedBelow(upTo int64) bool {
-	return r.l.truncations.affects(r.gen, upTo-1)
-}
-
-// DependsThrough tells ReplaceSegments that the rewrite was decided from
-// the records below upTo, not only the run's own (a compaction round maps
-// keys beyond the segments it rewrites): it refuses the swap with
-// ErrSegmentsChanged if a truncation since the run was acquired cut any
-// of them. The check is made under the lock truncation takes, which a
-// caller's own TruncatedBelow cannot be.
-func (r *SealedRun) DependsThrough(upTo int64) {
-	r.through = upTo
+// truncatedBelow reports whether a truncation done since run was acquired
+// removed any offset below upTo (or may have: the history of truncations
+// is bounded). A compaction round asks it with the end of what it mapped:
+// its offset map may name, as a key's latest, a record that truncation
+// removed, and rewriting older segments with that map would drop the
+// record that is now the key's latest.
+func (l *Log) truncatedBelow(run *sealed.Run, upTo int64) bool {
+	return l.truncations.affects(run.Gen, upTo-1)
 }
 
 // lowerCleanerCheckpoint makes the cleaner-offset checkpoint at most

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
 )
@@ -122,23 +123,23 @@ func TestSetCleanerCheckpointClampsToEnd(t *testing.T) {
 	}
 }
 
-// TestTruncatedBelow: a run learns of a truncation under what it mapped,
+// TestTruncatedBelow: a compaction learns of a truncation under what it mapped,
 // and only of one.
 func TestTruncatedBelow(t *testing.T) {
 	l := swapTestLog(t, vfs.NewMem(), 120)
 	defer l.Close()
-	run := l.AcquireSealed(0, 60)
+	run := l.acquireSealed(0, 60)
 	defer run.Release()
-	if run.TruncatedBelow(100) {
+	if l.truncatedBelow(run, 100) {
 		t.Fatal("truncated before any truncation")
 	}
 	if err := l.TruncateTo(100); err != nil {
 		t.Fatal(err)
 	}
-	if run.TruncatedBelow(100) {
+	if l.truncatedBelow(run, 100) {
 		t.Fatal("a truncation at 100 reported below 100")
 	}
-	if !run.TruncatedBelow(101) {
+	if !l.truncatedBelow(run, 101) {
 		t.Fatal("a truncation at 100 not reported below 101")
 	}
 }
@@ -152,7 +153,7 @@ func TestDependsThrough(t *testing.T) {
 		t.Run(fmt.Sprint("depends=", depends), func(t *testing.T) {
 			l := swapTestLog(t, vfs.NewMem(), 200)
 			defer l.Close()
-			run := l.AcquireSealed(0, l.EndOffset())
+			run := l.acquireSealed(0, l.EndOffset())
 			defer run.Release()
 			if run.Len() < 3 {
 				t.Fatalf("run of %d segments, want several", run.Len())
@@ -165,7 +166,7 @@ func TestDependsThrough(t *testing.T) {
 			if err := l.TruncateTo(190); err != nil {
 				t.Fatal(err)
 			}
-			err := l.ReplaceSegments(sub, []*CleanedSegment{w})
+			err := l.replaceSegments(sub, []*segment.Cleaned{w})
 			if depends && !errors.Is(err, ErrSegmentsChanged) {
 				t.Fatalf("swap after a truncation below the depended-on end: %v, want ErrSegmentsChanged", err)
 			}

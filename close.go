@@ -65,7 +65,7 @@ func (l *Log) Close() error {
 		if err := l.writeOffsetCheckpoint(LogStartOffsetFile, l.start.Load()); err != nil {
 			errs = append(errs, err)
 		}
-		if len(errs) == 0 && l.opts.Checkpoints == nil {
+		if len(errs) == 0 && l.opts.checkpoints == nil {
 			if err := vfs.WriteFileAtomic(l.fs, l.path(CleanShutdownFile), []byte(`{"version":0,"brokerEpoch":-1}`)); err != nil {
 				errs = append(errs, err)
 			}

@@ -157,7 +157,7 @@ type flusher struct {
 }
 
 func (l *Log) startFlusher() {
-	if p := l.opts.FlushPool; p != nil {
+	if p := l.opts.flushPool; p != nil {
 		p.add(l)
 		return
 	}
@@ -202,7 +202,7 @@ func (l *Log) kickFlusher(upTo int64) {
 			break
 		}
 	}
-	if p := l.opts.FlushPool; p != nil {
+	if p := l.opts.flushPool; p != nil {
 		p.kick(l)
 		return
 	}
@@ -213,7 +213,7 @@ func (l *Log) kickFlusher(upTo int64) {
 }
 
 func (l *Log) stopFlusher() {
-	if p := l.opts.FlushPool; p != nil {
+	if p := l.opts.flushPool; p != nil {
 		p.remove(l)
 		return
 	}

@@ -58,6 +58,10 @@ func (l *Log) AppendEpoch(epoch int32, recs ...record.Record) (AppendInfo, error
 // is removed and the log-start-offset and recovery-point checkpoints name
 // offset. Readers it overtakes learn it as they learn of a TruncateTo.
 func (l *Log) RestartAt(offset int64) error {
+	// It removes sealed segments, as TruncateTo does: a swap's renames
+	// and its change of the segment set must not straddle it.
+	l.swapMu.Lock()
+	defer l.swapMu.Unlock()
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
 	l.mu.Lock()

@@ -80,7 +80,7 @@ type CorruptionError = record.CorruptionError
 // A gap between batches is missing data unless the log was compacted:
 // compaction removes records and leaves their offsets unused. A log counts
 // as compacted once it has a cleaner-offset checkpoint (its own
-// cleaner-offset-checkpoint file, the line an Options.Checkpoints keeps
+// cleaner-offset-checkpoint file, the line a store's checkpoints keep
 // for it, or for a partition of a Kafka log.dir the log.dir's line), which
 // seglog fsck decides the same way. An offset index naming offsets past
 // the end of its .log is missing data in any log.

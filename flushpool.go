@@ -8,12 +8,12 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// FlushPool runs the background flushes of many Logs on a fixed number of
+// flushPool runs the background flushes of many Logs on a fixed number of
 // goroutines, instead of one flusher goroutine per Log: an embedder with
-// thousands of partitions (package store) shares one. Logs use it through
-// Options.FlushPool; it must outlive them. Its methods are safe for
-// concurrent use.
-type FlushPool struct {
+// thousands of partitions (package store) shares one. It is
+// embed.FlushPool: Logs use it through embed.Hooks; it must outlive them.
+// Its methods are safe for concurrent use.
+type flushPool struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	queue   []*pooled
@@ -30,23 +30,23 @@ type FlushPool struct {
 type pooled struct {
 	l        *Log
 	run      sync.Mutex
-	queued   bool // guarded by FlushPool.mu
+	queued   bool // guarded by flushPool.mu
 	stopped  bool // guarded by run
 	interval time.Duration
-	lastTick time.Time // guarded by FlushPool.tickMu
+	lastTick time.Time // guarded by flushPool.tickMu
 }
 
-// NewFlushPool starts a pool of workers goroutines (at least 1) and one
+// newFlushPool starts a pool of workers goroutines (at least 1) and one
 // goroutine for SyncPeriodic's intervals, which checks every tick
 // (default 100 ms when tick <= 0).
-func NewFlushPool(workers int, tick time.Duration) *FlushPool {
+func newFlushPool(workers int, tick time.Duration) *flushPool {
 	if workers < 1 {
 		workers = 1
 	}
 	if tick <= 0 {
 		tick = 100 * time.Millisecond
 	}
-	p := &FlushPool{logs: make(map[*Log]*pooled), tickers: make(map[*pooled]bool), quit: make(chan struct{})}
+	p := &flushPool{logs: make(map[*Log]*pooled), tickers: make(map[*pooled]bool), quit: make(chan struct{})}
 	p.cond = sync.NewCond(&p.mu)
 	for range workers {
 		p.workers.Add(1)
@@ -59,7 +59,7 @@ func NewFlushPool(workers int, tick time.Duration) *FlushPool {
 
 // Close stops the pool's goroutines. Logs still using it flush only on
 // Sync, roll's synchronous paths and Close afterwards.
-func (p *FlushPool) Close() {
+func (p *flushPool) Close() {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -72,7 +72,7 @@ func (p *FlushPool) Close() {
 	p.workers.Wait()
 }
 
-func (p *FlushPool) add(l *Log) {
+func (p *flushPool) add(l *Log) {
 	e := &pooled{l: l}
 	if l.opts.Sync == SyncPeriodic && l.opts.SyncInterval > 0 {
 		e.interval = l.opts.SyncInterval
@@ -87,7 +87,7 @@ func (p *FlushPool) add(l *Log) {
 }
 
 // remove takes l out of the pool, waiting for a flush of it in flight.
-func (p *FlushPool) remove(l *Log) {
+func (p *flushPool) remove(l *Log) {
 	p.mu.Lock()
 	e := p.logs[l]
 	delete(p.logs, l)
@@ -104,7 +104,7 @@ func (p *FlushPool) remove(l *Log) {
 }
 
 // kick queues l for a flush unless it is queued already.
-func (p *FlushPool) kick(l *Log) {
+func (p *flushPool) kick(l *Log) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if e := p.logs[l]; e != nil && !e.queued && !p.closed {
@@ -114,7 +114,7 @@ func (p *FlushPool) kick(l *Log) {
 	}
 }
 
-func (p *FlushPool) work() {
+func (p *flushPool) work() {
 	defer p.workers.Done()
 	for {
 		p.mu.Lock()
@@ -149,7 +149,7 @@ func (p *FlushPool) work() {
 
 // ticks queues the SyncPeriodic logs whose interval has passed; a queued
 // flush with no target flushes everything, as the interval does.
-func (p *FlushPool) ticks(tick time.Duration) {
+func (p *flushPool) ticks(tick time.Duration) {
 	defer p.workers.Done()
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -177,7 +177,7 @@ func (p *FlushPool) ticks(tick time.Duration) {
 }
 
 // lockDir takes the directory's lock, or stands in for it when the
-// embedder holds one (Options.LockHeld).
+// embedder holds one (embed.Hooks.LockHeld).
 func lockDir(fs vfs.FS, dir string, held bool) (io.Closer, error) {
 	if held {
 		return nopCloser{}, nil

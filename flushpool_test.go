@@ -15,12 +15,12 @@ import (
 // happen.
 func TestFlushPoolShared(t *testing.T) {
 	fs := vfs.NewMem()
-	pool := NewFlushPool(2, time.Millisecond)
+	pool := newFlushPool(2, time.Millisecond)
 	defer pool.Close()
 	before := runtime.NumGoroutine()
 	var logs []*Log
 	for i := range 50 {
-		o := Options{FS: fs, FlushPool: pool, LockHeld: true, SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10}
+		o := Options{FS: fs, flushPool: pool, lockHeld: true, SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10}
 		if i%2 == 1 {
 			o.Sync, o.SyncInterval = SyncPeriodic, time.Millisecond
 		}

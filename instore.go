@@ -11,16 +11,16 @@ import (
 
 // ErrInLogDir is matched by the error of a writable Open given a
 // partition directory of a log.dir (a seglog store or a Kafka broker's
-// data directory) without Options.Checkpoints: see InLogDirError.
+// data directory) by any caller but package store: see InLogDirError.
 var ErrInLogDir = errors.New("seglog: a partition of a store is written only through the store")
 
 // InLogDirError is a writable Open's refusal, before anything is changed,
 // of a partition directory whose parent is a log.dir
 // (layout.PartitionLogDir) when the caller is not the log.dir's holder
-// (Options.Checkpoints, as package store opens its partitions). Such a
-// partition's recovery point, log start and clean-shutdown marker are the
-// log.dir's lines and marker, and only the holder of the log.dir's lock
-// writes it: a Log of its own would write checkpoints, a marker and a
+// (package store, which opens its partitions with the log.dir's
+// checkpoints). Such a partition's recovery point, log start and
+// clean-shutdown marker are the log.dir's lines and marker, and only the
+// holder of the log.dir's lock writes it: a Log of its own would write checkpoints, a marker and a
 // lock into the partition directory that the store and a broker never
 // read, and could append or delete under a running server. Open the
 // store instead (package store), or read the partition with
@@ -54,10 +54,10 @@ func (e *InLogDirError) Error() string {
 func (e *InLogDirError) Unwrap() error { return ErrInLogDir }
 
 // refuseInLogDir refuses a writable Open of a partition directory of a
-// log.dir unless the caller holds the log.dir (Options.Checkpoints). It
+// log.dir unless the caller holds the log.dir (the store's checkpoints). It
 // only looks: the log.dir's lock file is read, never taken.
 func refuseInLogDir(fs vfs.FS, dir string, opts Options) error {
-	if opts.Checkpoints != nil {
+	if opts.checkpoints != nil {
 		return nil
 	}
 	logDir, topic, part, ok, err := layout.PartitionLogDir(fs, dir)

@@ -44,9 +44,9 @@ type Log struct {
 	// mu serializes writers and every change to the segment set; readers
 	// never take it.
 	mu sync.Mutex
-	// swapMu serializes ReplaceSegments with the other changes to sealed
-	// segments (DeleteBefore, TruncateTo, Close), not with appends; taken
-	// before ckptMu and mu, never after them.
+	// swapMu serializes replaceSegments with the other changes to sealed
+	// segments (DeleteBefore, TruncateTo, RestartAt, Close), not with
+	// appends; taken before ckptMu and mu, never after them.
 	swapMu sync.Mutex
 	// ckptMu serializes writes of the recovery-point checkpoint; taken
 	// before mu, never after it.

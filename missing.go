@@ -21,9 +21,9 @@ import (
 // compacted reports whether the log has been compacted, so that a gap
 // between its batches is compaction's doing. This is the one place the
 // rule lives (seglog fsck applies the same one to the files): the log has
-// a cleaner-offset checkpoint — the line its Options.Checkpoints keeps, or
+// a cleaner-offset checkpoint — the line a store's checkpoints keep, or
 // its own cleaner-offset-checkpoint file, or for a partition of a Kafka
-// log.dir the log.dir's line for it. ReplaceSegments records one before
+// log.dir the log.dir's line for it. replaceSegments records one before
 // it first publishes cleaned segments (markCompacted), so the rule holds
 // from the moment a gap can be seen, in this process and in any other.
 // A checkpoint, once there, is lowered by truncation but never removed, so
@@ -54,7 +54,7 @@ func (l *Log) gapsAllowed() bool {
 // hasCleanerCheckpoint reads, without caching, whether the log has a
 // cleaner-offset checkpoint (compacted).
 func (l *Log) hasCleanerCheckpoint() (bool, error) {
-	if c := l.opts.Checkpoints; c != nil && l.ro == nil {
+	if c := l.opts.checkpoints; c != nil && l.ro == nil {
 		_, ok, err := c.Checkpoint(CleanerOffsetFile)
 		return ok, err
 	}
@@ -67,7 +67,7 @@ func (l *Log) hasCleanerCheckpoint() (bool, error) {
 // crash) in between would find gaps in a log with none. With no checkpoint
 // yet it records the log start, which makes the next round's plan what it
 // would be without one (a checkpoint below the start counts from the
-// start). Called by ReplaceSegments, with swapMu, before the commit point.
+// start). Called by replaceSegments, with swapMu, before the commit point.
 func (l *Log) markCompacted() error {
 	if l.everCompacted.Load() {
 		return nil

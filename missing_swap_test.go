@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/sealed"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -17,12 +19,12 @@ import (
 // last batch, so the news end where the run does): a stand-in for a
 // compaction that leaves gaps between segments, the way a first round
 // does. It returns the news and the offsets they keep.
-func rewriteGaps(t *testing.T, l *Log, run *SealedRun) ([]*CleanedSegment, map[int64]bool) {
+func rewriteGaps(t *testing.T, l *Log, run *sealed.Run) ([]*segment.Cleaned, map[int64]bool) {
 	t.Helper()
 	kept := map[int64]bool{}
-	var news []*CleanedSegment
+	var news []*segment.Cleaned
 	for i := range run.Len() {
-		w, err := l.NewCleaned(run.Info(i).BaseOffset)
+		w, err := l.newCleaned(run.Info(i).BaseOffset)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +97,7 @@ func TestFirstCompactionIsNeverMissingData(t *testing.T) {
 	if _, ok, err := l.CleanerCheckpoint(); err != nil || ok {
 		t.Fatalf("a checkpoint before any compaction: %v, %v", ok, err)
 	}
-	run := l.AcquireSealed(0, l.EndOffset())
+	run := l.acquireSealed(0, l.EndOffset())
 	defer run.Release()
 	sub := run.Sub(0, 3)
 	swapEnd := sub.Info(2).NextOffset
@@ -108,7 +110,7 @@ func TestFirstCompactionIsNeverMissingData(t *testing.T) {
 	}
 
 	news, kept := rewriteGaps(t, l, sub)
-	if err := l.ReplaceSegments(sub, news); err != nil {
+	if err := l.replaceSegments(sub, news); err != nil {
 		t.Fatal(err)
 	}
 	if cp, ok, err := l.CleanerCheckpoint(); err != nil || !ok || cp != l.StartOffset() {
@@ -163,14 +165,14 @@ func TestFirstCompactionCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := l.AcquireSealed(0, l.EndOffset())
+	run := l.acquireSealed(0, l.EndOffset())
 	sub := run.Sub(0, min(3, run.Len()))
 	swapEnd := sub.Info(sub.Len() - 1).NextOffset
 	news, kept := rewriteGaps(t, l, sub)
 	mu.Lock()
 	recording = true
 	mu.Unlock()
-	if err := l.ReplaceSegments(sub, news); err != nil {
+	if err := l.replaceSegments(sub, news); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

@@ -268,10 +268,10 @@ func TestCompactedGapsAreNotMissing(t *testing.T) {
 			return Options{}
 		}, false, true},
 		{"checkpointer", func(t *testing.T, fsys vfs.FS, dir string) Options {
-			return Options{Checkpoints: &mapCheckpointer{m: map[string]int64{RecoveryPointFile: 1 << 40, CleanerOffsetFile: 3}, clean: true}}
+			return Options{checkpoints: &mapCheckpointer{m: map[string]int64{RecoveryPointFile: 1 << 40, CleanerOffsetFile: 3}, clean: true}}
 		}, true, false},
 		{"checkpointer without one", func(t *testing.T, fsys vfs.FS, dir string) Options {
-			return Options{Checkpoints: &mapCheckpointer{m: map[string]int64{RecoveryPointFile: 1 << 40}, clean: true}}
+			return Options{checkpoints: &mapCheckpointer{m: map[string]int64{RecoveryPointFile: 1 << 40}, clean: true}}
 		}, false, false},
 	}
 	for _, gm := range gapMakers {
@@ -284,7 +284,7 @@ func TestCompactedGapsAreNotMissing(t *testing.T) {
 				o := mk.mark(t, fsys, dir)
 				o.FS, o.Logger = fsys, discardLogger()
 				for _, ro := range []bool{false, true} {
-					if ro && o.Checkpoints != nil {
+					if ro && o.checkpoints != nil {
 						continue // a read-only open ignores a Checkpointer
 					}
 					o.ReadOnly = ro

@@ -67,8 +67,8 @@ func Open(dir string, opts Options) (*Log, error) {
 	if statErr != nil && !isNotExist(statErr) {
 		return nil, statErr
 	}
-	madeLock := statErr != nil && !opts.LockHeld
-	lock, err := lockDir(fs, dir, opts.LockHeld)
+	madeLock := statErr != nil && !opts.lockHeld
+	lock, err := lockDir(fs, dir, opts.lockHeld)
 	if err != nil {
 		if h, named, held := layout.HolderOf(err); named {
 			return nil, fmt.Errorf("seglog: directory is locked by another log: %s is held by %s: %w", dir, h, err)

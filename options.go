@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/defaults"
+	"github.com/seglog/seglog/internal/embed"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -158,19 +159,16 @@ type Options struct {
 	// options that only shape writes (segment size, sync policy, codec)
 	// are ignored, except that Sync must stay SyncNone.
 	ReadOnly bool
-	// Checkpoints, when set, keeps the recovery point, the log start
-	// offset and the clean-shutdown state instead of files in the log's
-	// directory (Checkpointer); package store sets it to write one
-	// log.dir-level file for all its partitions, as Kafka does. A
-	// read-only open ignores it.
-	Checkpoints Checkpointer
-	// FlushPool, when set, runs this log's background flushes on a pool
-	// shared with other logs instead of a goroutine of its own.
-	FlushPool *FlushPool
-	// LockHeld says the embedder holds a lock covering this directory
-	// (package store holds the log.dir's): Open takes no lock of its own,
-	// so the directory has no .lock file and costs no descriptor.
-	LockHeld bool
+
+	// checkpoints, flushPool and lockHeld are package store's hooks
+	// (internal/embed.Hooks, set with embed.WithHooks): the log.dir's
+	// checkpoints and clean-shutdown marker instead of the directory's own
+	// files, a flush pool shared with its other logs instead of a goroutine
+	// of the log's own, and the log.dir lock it holds instead of one of the
+	// directory's own.
+	checkpoints embed.Checkpointer
+	flushPool   *flushPool
+	lockHeld    bool
 }
 
 // withDefaults returns a copy of o with zero fields replaced by defaults.

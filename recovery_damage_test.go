@@ -228,7 +228,7 @@ func kafkaLogDir(t *testing.T, clean bool, start int64) (fs *vfs.MemFS, part str
 	return fs, part, end
 }
 
-// TestKafkaLogDirCheckpoints: a partition directory inside a Kafka log.dir
+// TestKafkaLogDircheckpoints: a partition directory inside a Kafka log.dir
 // is read with its recovery point, log start and clean marker from the
 // log.dir's files (its own line only; files of its own, left by an older
 // seglog that opened it alone, are ignored), and damage below the
@@ -316,7 +316,7 @@ func TestKafkaLogDirCheckpoints(t *testing.T) {
 			t.Fatal(err)
 		}
 		before = dirSnapshot(t, fs, "/kafka")
-		_, err = Open(part, Options{FS: fs, LockHeld: true, Logger: discardLogger()})
+		_, err = Open(part, Options{FS: fs, lockHeld: true, Logger: discardLogger()})
 		if !errors.As(err, &ie) || !ie.HolderKnown || ie.Holder != h || !strings.Contains(err.Error(), "held by `seglog serve` (pid 4242, listening on 127.0.0.1:9092)") {
 			t.Fatalf("writable open beside a server: %v, want it named", err)
 		}

@@ -366,8 +366,8 @@ func TestKafkaPartitionKeepsBigBatch(t *testing.T) {
 				if !readOnly {
 					// Written only as a store writes its partitions: as
 					// the log.dir's holder, with its lines.
-					o.LockHeld = true
-					o.Checkpoints = &mapCheckpointer{m: map[string]int64{RecoveryPointFile: c.recoveryPoint, LogStartOffsetFile: 0}, clean: c.clean}
+					o.lockHeld = true
+					o.checkpoints = &mapCheckpointer{m: map[string]int64{RecoveryPointFile: c.recoveryPoint, LogStartOffsetFile: 0}, clean: c.clean}
 				}
 				l, err := Open(part, o)
 				if err != nil {

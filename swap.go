@@ -4,50 +4,33 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"iter"
 	"math"
 	"slices"
 	"strings"
 
+	"github.com/seglog/seglog/internal/sealed"
 	"github.com/seglog/seglog/layout"
-	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 )
 
-// ErrSegmentsChanged: ReplaceSegments found that the segments it was to
-// replace were removed or replaced since AcquireSealed (retention,
+// ErrSegmentsChanged: a compaction's swap found that the segments it was to
+// replace were removed or replaced since it read them (retention,
 // truncation, another compaction). Nothing was changed; the rewrite is
 // discarded and may be retried on the new segments.
 var ErrSegmentsChanged = errors.New("seglog: segments changed during the rewrite")
 
-// ErrSegmentsBusy: ReplaceSegments found the .deleted files of an earlier
+// ErrSegmentsBusy: a compaction's swap found the .deleted files of an earlier
 // segment at the base offset of one it replaces, still held by a reader
 // or by file.delete.delay.ms. Renaming over them would take them from
 // under that reader, so nothing was changed; retry once they are gone.
 var ErrSegmentsBusy = errors.New("seglog: an earlier segment at the same offset is still being deleted")
 
-// SealedRun is a run of consecutive sealed segments, each held by a
-// reference so that they can be read while retention or truncation
-// change the log. It is what a compaction reads and what ReplaceSegments
-// replaces.
-type SealedRun struct {
-	l    *Log
-	segs []*segment.Segment
-	next []int64 // each segment's next offset when the run was acquired
-	own  bool    // Release drops the references (false for a Sub view)
-	gen  uint64  // truncations done when the run was acquired
-	// through is the end of the offsets the rewrite depends on beyond the
-	// run itself (a compaction round's mapped end): ReplaceSegments checks
-	// it under the lock truncation takes, so no truncation slips between
-	// the caller's check and the swap.
-	through int64
-}
-
-// AcquireSealed returns the sealed segments from the one holding from
-// (or the first) whose records all lie below to, in offset order. The
-// active segment is never part of a run. Release the run when done.
-func (l *Log) AcquireSealed(from, to int64) *SealedRun {
-	r := &SealedRun{l: l, own: true, gen: l.truncations.current()}
+// acquireSealed returns the sealed segments from the one holding from
+// (or the first) whose records all lie below to, in offset order, each
+// held by a reference. The active segment is never part of a run. Release
+// the run when done.
+func (l *Log) acquireSealed(from, to int64) *sealed.Run {
+	r := &sealed.Run{FS: l.fs, Own: true, Gen: l.truncations.current()}
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
 	start := probe(from)
@@ -58,58 +41,23 @@ func (l *Log) AcquireSealed(from, to int64) *SealedRun {
 		if it.seg == l.active || it.seg.NextOffset() > to || !it.seg.Acquire() {
 			return false
 		}
-		r.segs = append(r.segs, it.seg)
-		r.next = append(r.next, it.seg.NextOffset())
+		r.Segs = append(r.Segs, it.seg)
+		r.Next = append(r.Next, it.seg.NextOffset())
 		return true
 	})
 	return r
 }
 
-// Len is the number of segments in the run.
-func (r *SealedRun) Len() int { return len(r.segs) }
-
-// Sub is the view of segments [i, j) of the run, sharing its references:
-// release only the run it came from.
-func (r *SealedRun) Sub(i, j int) *SealedRun {
-	return &SealedRun{l: r.l, segs: r.segs[i:j], next: r.next[i:j], gen: r.gen}
+// newCleaned creates the .cleaned files of a segment at base in the log's
+// directory (segment.NewCleaned), for replaceSegments.
+func (l *Log) newCleaned(base int64) (*segment.Cleaned, error) {
+	if l.ro != nil {
+		return nil, ErrReadOnly
+	}
+	return segment.NewCleaned(l.fs, l.dir, base, l.segmentOptions())
 }
 
-// Info describes segment i.
-func (r *SealedRun) Info(i int) SegmentInfo {
-	s := r.segs[i]
-	info := SegmentInfo{
-		BaseOffset:       s.BaseOffset(),
-		NextOffset:       s.NextOffset(),
-		Size:             s.Size(),
-		LargestTimestamp: s.MaxTimestamp(),
-	}
-	if fi, err := r.l.fs.Stat(s.LogPath()); err == nil {
-		info.Modified = fi.ModTime()
-	}
-	return info
-}
-
-// Batches yields the v2 batches of segment i, CRC-checked, from its start
-// (segment.Segment.Batches: a batch is valid only inside the loop body).
-// Legacy v0/v1 entries are skipped: a caller that rewrites the segment
-// compares the bytes yielded with its size to notice them.
-func (r *SealedRun) Batches(i int) iter.Seq2[record.Batch, error] {
-	s := r.segs[i]
-	return s.Batches(0, s.Size())
-}
-
-// Release drops the run's references.
-func (r *SealedRun) Release() {
-	if !r.own {
-		return
-	}
-	for _, s := range r.segs {
-		s.Release()
-	}
-	r.segs = nil
-}
-
-// ReplaceSegments swaps the finished cleaned segments news in for the
+// replaceSegments swaps the finished cleaned segments news in for the
 // segments of run, Kafka's replaceSegments (§9.5 of the format notes),
 // through layout's .cleaned/.swap protocol: the .cleaned files are renamed
 // to .swap in descending base order and the directory synced (the commit
@@ -125,7 +73,7 @@ func (r *SealedRun) Release() {
 // news must cover the run's offsets: the first starts at the run's base
 // offset and the last ends at the run's next offset, so that loading,
 // which deletes every old file in the range the .swap files cover, never
-// keeps an old segment beside a new one. ReplaceSegments consumes news:
+// keeps an old segment beside a new one. replaceSegments consumes news:
 // on any failure their files are deleted. If the run changed since it was
 // acquired, it returns ErrSegmentsChanged and changes nothing; if an
 // earlier segment at one of its base offsets is still being deleted,
@@ -138,7 +86,7 @@ func (r *SealedRun) Release() {
 // segments leave are never taken for missing data (MissingDataError), even
 // by a reader in another process or after a crash before the cleaner
 // writes its own checkpoint.
-func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error) {
+func (l *Log) replaceSegments(run *sealed.Run, news []*segment.Cleaned) (err error) {
 	committed := false
 	defer func() {
 		if err != nil && !committed {
@@ -153,10 +101,10 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 	if run.Len() == 0 || len(news) == 0 {
 		return fmt.Errorf("seglog: replace segments: nothing to replace")
 	}
-	first, runEnd := run.segs[0], run.next[run.Len()-1]
+	first, runEnd := run.Segs[0], run.Next[run.Len()-1]
 	for i, w := range news {
-		if !w.finished || (i > 0 && w.base < news[i-1].next) || w.base < first.BaseOffset() {
-			return fmt.Errorf("seglog: replace segments: cleaned segment %d is unfinished or out of order", w.base)
+		if !w.Finished() || (i > 0 && w.BaseOffset() < news[i-1].NextOffset()) || w.BaseOffset() < first.BaseOffset() {
+			return fmt.Errorf("seglog: replace segments: cleaned segment %d is unfinished or out of order", w.BaseOffset())
 		}
 	}
 
@@ -175,19 +123,19 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 	// A truncation since the run was acquired may have cut one of its
 	// segments and appended anew, leaving the same segment object with
 	// other contents: the rewrite would bring back what it removed.
-	if !l.holdsRun(run) || l.truncations.affects(run.gen, max(runEnd, run.through)-1) {
+	if !l.holdsRun(run) || l.truncations.affects(run.Gen, max(runEnd, run.Through)-1) {
 		return ErrSegmentsChanged
 	}
 	// Checked only now: a rewrite a truncation overtook read the cut
 	// segment and ends short of the run, and that is ErrSegmentsChanged
 	// (retried), not a caller's mistake.
-	if news[0].base != first.BaseOffset() || news[len(news)-1].next != runEnd {
+	if news[0].BaseOffset() != first.BaseOffset() || news[len(news)-1].NextOffset() != runEnd {
 		return fmt.Errorf("seglog: replace segments: cleaned segments cover [%d, %d), the run [%d, %d)",
-			news[0].base, news[len(news)-1].next, first.BaseOffset(), runEnd)
+			news[0].BaseOffset(), news[len(news)-1].NextOffset(), first.BaseOffset(), runEnd)
 	}
 	// Compaction replaces the segment at a group's base offset again and
 	// again: the previous one's .deleted files may still be there.
-	for _, s := range run.segs {
+	for _, s := range run.Segs {
 		for _, suf := range []string{layout.LogSuffix, layout.IndexSuffix, layout.TimeIndexSuffix} {
 			if _, err := l.fs.Stat(l.path(layout.FileName(s.BaseOffset(), suf) + layout.DeletedSuffix)); err == nil {
 				return ErrSegmentsBusy
@@ -207,10 +155,10 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 	// Descending order: if renaming stops half-way, the .swap files made
 	// lie above the .cleaned files left, so loading abandons them all.
 	order := slices.Clone(news)
-	slices.SortFunc(order, func(a, b *CleanedSegment) int { return cmp.Compare(b.base, a.base) })
+	slices.SortFunc(order, func(a, b *segment.Cleaned) int { return cmp.Compare(b.BaseOffset(), a.BaseOffset()) })
 	var cleaned []string
 	for _, w := range order {
-		cleaned = append(cleaned, w.names...)
+		cleaned = append(cleaned, w.Names()...)
 	}
 	swaps, err := layout.CommitCleaned(l.fs, l.dir, cleaned)
 	if err != nil {
@@ -228,7 +176,7 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 	}
 	committed = true
 
-	for _, s := range run.segs {
+	for _, s := range run.Segs {
 		if err := s.Remove(); err != nil {
 			return l.fail(fmt.Errorf("seglog: swap: removing %s: %w", s.LogPath(), err))
 		}
@@ -243,7 +191,7 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 	}
 	opened := make([]*segment.Segment, 0, len(news))
 	for _, w := range news {
-		s, err := segment.Open(l.fs, l.dir, w.base, false, l.segmentOptions())
+		s, err := segment.Open(l.fs, l.dir, w.BaseOffset(), false, l.segmentOptions())
 		if err != nil {
 			for _, o := range opened {
 				o.Close()
@@ -253,14 +201,14 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 		opened = append(opened, s)
 	}
 	l.segMu.Lock()
-	for _, s := range run.segs {
+	for _, s := range run.Segs {
 		l.segs.Delete(probe(s.BaseOffset()))
 	}
 	for _, s := range opened {
 		l.segs.ReplaceOrInsert(segItem{base: s.BaseOffset(), seg: s})
 	}
 	l.segMu.Unlock()
-	for _, s := range run.segs {
+	for _, s := range run.Segs {
 		l.retire(s)
 	}
 	return nil
@@ -268,13 +216,13 @@ func (l *Log) ReplaceSegments(run *SealedRun, news []*CleanedSegment) (err error
 
 // holdsRun reports whether every segment of run is still in the log, in
 // its place and not active, with no other segment among them.
-func (l *Log) holdsRun(run *SealedRun) bool {
+func (l *Log) holdsRun(run *sealed.Run) bool {
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
-	lo, hi := run.segs[0].BaseOffset(), run.segs[run.Len()-1].BaseOffset()
+	lo, hi := run.Segs[0].BaseOffset(), run.Segs[run.Len()-1].BaseOffset()
 	i, ok := 0, true
 	l.segs.AscendRange(probe(lo), probe(hi+1), func(it segItem) bool {
-		if i >= run.Len() || it.seg != run.segs[i] || it.seg == l.active {
+		if i >= run.Len() || it.seg != run.Segs[i] || it.seg == l.active {
 			ok = false
 			return false
 		}

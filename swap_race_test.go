@@ -7,6 +7,7 @@ import (
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/compaction"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -27,7 +28,8 @@ func TestReplaceAfterTruncationIsSegmentsChanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := l.AcquireSealed(0, l.EndOffset())
+	v := seglog.CompactionView(l)
+	run := v.AcquireSealed(0, l.EndOffset())
 	defer run.Release()
 	if run.Len() < 2 {
 		t.Fatalf("run of %d segments", run.Len())
@@ -36,7 +38,7 @@ func TestReplaceAfterTruncationIsSegmentsChanged(t *testing.T) {
 	if err := l.TruncateTo(last.BaseOffset + 1); err != nil {
 		t.Fatal(err)
 	}
-	w, err := l.NewCleaned(run.Info(0).BaseOffset)
+	w, err := v.NewCleaned(run.Info(0).BaseOffset)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +55,8 @@ func TestReplaceAfterTruncationIsSegmentsChanged(t *testing.T) {
 	if err := w.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReplaceSegments(run, []*seglog.CleanedSegment{w}); !errors.Is(err, seglog.ErrSegmentsChanged) {
-		t.Fatalf("ReplaceSegments after a truncation overtook the rewrite: %v, want ErrSegmentsChanged", err)
+	if err := v.ReplaceSegments(run, []*segment.Cleaned{w}); !errors.Is(err, seglog.ErrSegmentsChanged) {
+		t.Fatalf("the swap after a truncation overtook the rewrite: %v, want ErrSegmentsChanged", err)
 	}
 }
 

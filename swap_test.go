@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/sealed"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -43,9 +44,9 @@ func swapTestLog(t *testing.T, fsys vfs.FS, n int) *Log {
 // keeps only its records at even offsets (its base offset and last offset
 // delta unchanged, an empty header where none is left): a stand-in for
 // compaction whose result is told from the original by the odd offsets.
-func rewriteEvens(t *testing.T, l *Log, run *SealedRun) *CleanedSegment {
+func rewriteEvens(t *testing.T, l *Log, run *sealed.Run) *segment.Cleaned {
 	t.Helper()
-	w, err := l.NewCleaned(run.Info(0).BaseOffset)
+	w, err := l.newCleaned(run.Info(0).BaseOffset)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,14 +124,14 @@ func TestReplaceSegments(t *testing.T) {
 	fsys := vfs.NewMem()
 	l := swapTestLog(t, fsys, 200)
 	before := l.NumSegments()
-	run := l.AcquireSealed(0, l.EndOffset())
+	run := l.acquireSealed(0, l.EndOffset())
 	if run.Len() < 3 {
 		t.Fatalf("run of %d segments, want several", run.Len())
 	}
 	sub := run.Sub(0, 3)
 	swapEnd := sub.Info(2).NextOffset
 	w := rewriteEvens(t, l, sub)
-	if err := l.ReplaceSegments(sub, []*CleanedSegment{w}); err != nil {
+	if err := l.replaceSegments(sub, []*segment.Cleaned{w}); err != nil {
 		t.Fatal(err)
 	}
 	if got := l.NumSegments(); got != before-2 {
@@ -144,7 +145,7 @@ func TestReplaceSegments(t *testing.T) {
 	if _, err := l.Append(recordsAt(200, 4)...); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReplaceSegments(sub, []*CleanedSegment{w2}); !errors.Is(err, ErrSegmentsChanged) {
+	if err := l.replaceSegments(sub, []*segment.Cleaned{w2}); !errors.Is(err, ErrSegmentsChanged) {
 		t.Fatalf("replacing replaced segments: %v", err)
 	}
 	run.Release()
@@ -198,14 +199,14 @@ func TestReplaceSegmentsCrash(t *testing.T) {
 		return nil
 	}))
 	l := swapTestLog(t, fsys, 120)
-	run := l.AcquireSealed(0, l.EndOffset())
+	run := l.acquireSealed(0, l.EndOffset())
 	sub := run.Sub(0, min(3, run.Len()))
 	swapEnd := sub.Info(sub.Len() - 1).NextOffset
 	mu.Lock()
 	recording = true
 	mu.Unlock()
 	w := rewriteEvens(t, l, sub)
-	if err := l.ReplaceSegments(sub, []*CleanedSegment{w}); err != nil {
+	if err := l.replaceSegments(sub, []*segment.Cleaned{w}); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -249,7 +250,7 @@ func TestReplaceSegmentsUnderReaders(t *testing.T) {
 	fsys := vfs.NewMem()
 	l := swapTestLog(t, fsys, 200)
 	defer l.Close()
-	run := l.AcquireSealed(0, l.EndOffset())
+	run := l.acquireSealed(0, l.EndOffset())
 	defer run.Release()
 	sub := run.Sub(0, 3)
 	swapEnd := sub.Info(2).NextOffset
@@ -267,7 +268,7 @@ func TestReplaceSegmentsUnderReaders(t *testing.T) {
 	}
 	defer sl.Close()
 
-	if err := l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)}); err != nil {
+	if err := l.replaceSegments(sub, []*segment.Cleaned{rewriteEvens(t, l, sub)}); err != nil {
 		t.Fatal(err)
 	}
 	// The slice still reads the old second segment: every offset there.
@@ -314,7 +315,7 @@ func TestReplaceSegmentsAfterTruncation(t *testing.T) {
 	fsys := vfs.NewMem()
 	l := swapTestLog(t, fsys, 200)
 	defer l.Close()
-	run := l.AcquireSealed(0, l.EndOffset())
+	run := l.acquireSealed(0, l.EndOffset())
 	defer run.Release()
 	sub := run.Sub(0, 2)
 	cut := sub.Info(1).BaseOffset + 2
@@ -329,7 +330,7 @@ func TestReplaceSegmentsAfterTruncation(t *testing.T) {
 	if err := l.Roll(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.ReplaceSegments(sub, []*CleanedSegment{w}); !errors.Is(err, ErrSegmentsChanged) {
+	if err := l.replaceSegments(sub, []*segment.Cleaned{w}); !errors.Is(err, ErrSegmentsChanged) {
 		t.Fatalf("swap after a truncation: %v", err)
 	}
 	n := int64(0)
@@ -364,13 +365,13 @@ func TestReplaceSegmentsBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := l.AcquireSealed(0, l.EndOffset())
+	run := l.acquireSealed(0, l.EndOffset())
 	first := run.Sub(0, 2)
-	if err := l.ReplaceSegments(first, []*CleanedSegment{rewriteEvens(t, l, first)}); err != nil {
+	if err := l.replaceSegments(first, []*segment.Cleaned{rewriteEvens(t, l, first)}); err != nil {
 		t.Fatal(err)
 	}
 	run.Release()
-	again := l.AcquireSealed(0, l.EndOffset())
+	again := l.acquireSealed(0, l.EndOffset())
 	defer again.Release()
 	sub := again.Sub(0, 1)
 	// The flusher the rolls kicked may be rewriting a checkpoint (its .tmp
@@ -391,7 +392,7 @@ func TestReplaceSegmentsBusy(t *testing.T) {
 		}
 	}
 	before := list()
-	if err := l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)}); !errors.Is(err, ErrSegmentsBusy) {
+	if err := l.replaceSegments(sub, []*segment.Cleaned{rewriteEvens(t, l, sub)}); !errors.Is(err, ErrSegmentsBusy) {
 		t.Fatalf("swap while the earlier segment is held: %v", err)
 	}
 	if after := list(); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -400,10 +401,10 @@ func TestReplaceSegmentsBusy(t *testing.T) {
 	sl.Close()
 	// The flusher may hold the earlier segment a little longer than the
 	// reader did.
-	err = l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)})
+	err = l.replaceSegments(sub, []*segment.Cleaned{rewriteEvens(t, l, sub)})
 	for deadline := time.Now().Add(10 * time.Second); errors.Is(err, ErrSegmentsBusy) && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
-		err = l.ReplaceSegments(sub, []*CleanedSegment{rewriteEvens(t, l, sub)})
+		err = l.replaceSegments(sub, []*segment.Cleaned{rewriteEvens(t, l, sub)})
 	}
 	if err != nil {
 		t.Fatalf("swap once the reader is done: %v", err)

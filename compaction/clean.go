@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/sealed"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 )
 
 // Result describes a round.
@@ -46,7 +48,7 @@ type Result struct {
 
 // round is one compaction round's state.
 type round struct {
-	l         *seglog.Log
+	l         log
 	o         Options
 	m         *OffsetMap
 	now       int64 // ms
@@ -60,7 +62,7 @@ type round struct {
 	hdrs      []record.Header // their headers
 	hs        []keyHash       // map lookups or puts waiting to be made
 	offs      []int64         // the offsets of the puts
-	readBuf   []byte          // SealedRun.Entries' window
+	readBuf   []byte          // segment.Segment.Entries' window
 	res       Result
 	// legacyHorizon is Kafka's rule for legacy tombstones: they stay in
 	// segments modified after it (ms).
@@ -68,18 +70,8 @@ type round struct {
 	lg            legacyBufs
 }
 
-// Clean runs one compaction round on l: it maps the keys of the dirty part
-// [firstDirty, upper) into m (as far as m holds them), then rewrites the
-// sealed segments from the log's start up to the mapped end, group by
-// group, each swapped in with l.ReplaceSegments. upper is the first offset
-// that must not be cleaned (the last stable offset, or the end of the
-// log); the active segment is never touched. A group whose segment is
-// unchanged is left alone. A group's swap runs while the next group is
-// rewritten; Clean returns once every swap it started is done. A round
-// that a truncation overtakes (it removed records the round mapped) stops
-// with seglog.ErrSegmentsChanged. The returned Result.End is the new
-// cleaner-offset checkpoint. Offsets never change.
-func Clean(l *seglog.Log, m *OffsetMap, firstDirty, upper int64, o Options) (Result, error) {
+// clean is Clean on compaction's view of the log.
+func clean(l log, m *OffsetMap, firstDirty, upper int64, o Options) (Result, error) {
 	began := time.Now()
 	o = o.withDefaults()
 	r := &round{l: l, o: o, m: m, txn: newTxnState(), bld: record.NewBuilder(record.None)}
@@ -161,8 +153,8 @@ func Clean(l *seglog.Log, m *OffsetMap, firstDirty, upper int64, o Options) (Res
 
 // entries reads segment i, charging the throttle: v2 batches go to batch,
 // legacy messages to legacy (skipped if nil).
-func (r *round) entries(run *seglog.SealedRun, i int, batch func(record.Batch) error, legacy func([]byte) error) error {
-	for e, err := range run.Entries(i, &r.readBuf) {
+func (r *round) entries(run *sealed.Run, i int, batch func(record.Batch) error, legacy func([]byte) error) error {
+	for e, err := range run.Segs[i].Entries(&r.readBuf) {
 		if err != nil {
 			return err
 		}
@@ -193,7 +185,7 @@ var errStop = errors.New("stop")
 // stopped. Transactional data is mapped by mapTransactional once every
 // marker is known, only if the run has some: a log without transactions is
 // read once before the rewrite, not twice.
-func (r *round) scanAndMap(run *seglog.SealedRun, firstDirty, runEnd int64) error {
+func (r *round) scanAndMap(run *sealed.Run, firstDirty, runEnd int64) error {
 	r.m.Clear()
 	r.mappedEnd = runEnd
 	full, txnData := false, false
@@ -258,7 +250,7 @@ func (r *round) scanAndMap(run *seglog.SealedRun, firstDirty, runEnd int64) erro
 // fills up, mappedEnd comes down to the record it refused: what the map
 // holds beyond it names records that exist and, being past mappedEnd, are
 // kept, so nothing is dropped for them.
-func (r *round) mapTransactional(run *seglog.SealedRun, firstDirty int64) error {
+func (r *round) mapTransactional(run *sealed.Run, firstDirty int64) error {
 	for i := range run.Len() {
 		if info := run.Info(i); info.NextOffset <= firstDirty || info.BaseOffset >= r.mappedEnd {
 			continue
@@ -327,8 +319,8 @@ func (r *round) flushPuts() error {
 // [i, j) that fit one new segment: sizes summing to at most segment.bytes
 // and an offset span within the 32-bit relative range. A group never ends
 // with an empty segment, so the new segments end where the old ones did.
-func (r *round) groups(run *seglog.SealedRun) [][2]int {
-	infos := make([]seglog.SegmentInfo, run.Len())
+func (r *round) groups(run *sealed.Run) [][2]int {
+	infos := make([]sealed.Info, run.Len())
 	for i := range infos {
 		infos[i] = run.Info(i)
 	}
@@ -360,13 +352,13 @@ func (r *round) groups(run *seglog.SealedRun) [][2]int {
 
 // rewriteGroup writes the segments of g into new ones, the last not yet
 // finished. It returns nil if nothing would change.
-func (r *round) rewriteGroup(g *seglog.SealedRun) (news []*seglog.CleanedSegment, err error) {
+func (r *round) rewriteGroup(g *sealed.Run) (news []*segment.Cleaned, err error) {
 	groupEnd := g.Info(g.Len() - 1).NextOffset
 	w, err := r.l.NewCleaned(g.Info(0).BaseOffset)
 	if err != nil {
 		return nil, err
 	}
-	news = []*seglog.CleanedSegment{w}
+	news = []*segment.Cleaned{w}
 	defer func() {
 		if err != nil {
 			abortAll(news)
@@ -456,8 +448,8 @@ func (r *round) rewriteGroup(g *seglog.SealedRun) (news []*seglog.CleanedSegment
 // commit is a group's commit running: the last new segment finished, then
 // the swap.
 type commit struct {
-	g       *seglog.SealedRun
-	news    []*seglog.CleanedSegment
+	g       *sealed.Run
+	news    []*segment.Cleaned
 	written int64
 	done    chan error
 }
@@ -465,7 +457,7 @@ type commit struct {
 // startCommit finishes the last of news and swaps news in for g, in its
 // own goroutine, which touches nothing of the round but what it is given
 // and mappedEnd (fixed by then).
-func (r *round) startCommit(g *seglog.SealedRun, news []*seglog.CleanedSegment) *commit {
+func (r *round) startCommit(g *sealed.Run, news []*segment.Cleaned) *commit {
 	c := &commit{g: g, news: news, done: make(chan error, 1)}
 	mappedEnd := r.mappedEnd
 	go func() {
@@ -474,7 +466,7 @@ func (r *round) startCommit(g *seglog.SealedRun, news []*seglog.CleanedSegment) 
 				abortAll(news)
 				return err
 			}
-			if g.TruncatedBelow(mappedEnd) {
+			if r.l.TruncatedBelow(g, mappedEnd) {
 				// The map may name as a key's latest a record the
 				// truncation removed: the record now latest would go.
 				abortAll(news)
@@ -490,7 +482,7 @@ func (r *round) startCommit(g *seglog.SealedRun, news []*seglog.CleanedSegment) 
 	return c
 }
 
-func abortAll(news []*seglog.CleanedSegment) {
+func abortAll(news []*segment.Cleaned) {
 	for _, n := range news {
 		n.Abort()
 	}

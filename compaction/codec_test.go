@@ -172,7 +172,7 @@ func TestEveryCodec(t *testing.T) {
 			}
 			// Every stored batch: its own codec, and kmsg reads what we do.
 			var viaKmsg []record.Record
-			run := l.AcquireSealed(0, l.EndOffset())
+			run := logView(l).AcquireSealed(0, l.EndOffset())
 			rewritten, ownCodec := 0, 0
 			for i := range run.Len() {
 				for b, err := range run.Batches(i) {

@@ -5,6 +5,8 @@
 // every key, with Kafka's rules for keyless records, tombstones and their
 // delete horizon (KIP-534), aborted transactions and transaction markers.
 // Legacy (v0/v1) messages are compacted too, in their own magic and codec.
-// The new segments are swapped in with the Log's crash-safe
-// ReplaceSegments. See docs/compaction.md.
+// The new segments are written by segment.Cleaned and swapped in by the
+// Log's crash-safe swap, which the package reaches through its own narrow
+// interface (log.go), not through the Log's exported API. See
+// docs/compaction.md.
 package compaction

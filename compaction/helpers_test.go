@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/sealed"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -79,3 +80,6 @@ func (m model) expect(start, end, logEnd int64) []record.Record {
 }
 
 func seglogOpen(o seglog.Options) (*seglog.Log, error) { return seglog.Open("/log", o) }
+
+// logView is compaction's view of l, as Clean gets it.
+func logView(l *seglog.Log) log { return sealed.LogOf(l).(log) }

@@ -14,7 +14,7 @@ import (
 // horizons returns the delete horizon of every sealed batch (-1: none).
 func horizons(t *testing.T, l *seglog.Log) []int64 {
 	t.Helper()
-	run := l.AcquireSealed(0, l.EndOffset())
+	run := logView(l).AcquireSealed(0, l.EndOffset())
 	defer run.Release()
 	var out []int64
 	for i := range run.Len() {

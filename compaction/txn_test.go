@@ -15,7 +15,7 @@ import (
 // segments.
 func markerCounts(t *testing.T, l *seglog.Log) map[record.ControlType]int {
 	t.Helper()
-	run := l.AcquireSealed(0, l.EndOffset())
+	run := logView(l).AcquireSealed(0, l.EndOffset())
 	defer run.Release()
 	out := map[record.ControlType]int{}
 	for i := range run.Len() {

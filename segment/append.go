@@ -106,8 +106,16 @@ func (s *Segment) append(b record.Batch, deferred bool) error {
 	if err := s.checkAppend(b, pos); err != nil {
 		return err
 	}
-	last, batchTS := b.LastOffset(), b.MaxTimestamp()
-	n := int64(len(b))
+	return s.write(b, b.LastOffset(), b.MaxTimestamp(), pos, deferred)
+}
+
+// write puts entry, whose checks passed, at pos (the writer's size), ending
+// at offset last with max timestamp batchTS: the index rule (an offset- and
+// a time-index entry when more than IndexIntervalBytes were appended since
+// the last one) and the running max timestamp are applied here, for
+// appends and for Writer alike.
+func (s *Segment) write(entry []byte, last, batchTS, pos int64, deferred bool) error {
+	n := int64(len(entry))
 	indexIt := s.sinceLastEntry > int64(s.opts.IndexIntervalBytes)
 	if indexIt {
 		if s.offIdx.IsFull() {
@@ -128,10 +136,10 @@ func (s *Segment) append(b record.Batch, deferred bool) error {
 		if pendingBefore == 0 {
 			s.pend.maxTS = s.maxTS.Load()
 		}
-		s.pend.buf = append(s.pend.buf, b...)
+		s.pend.buf = append(s.pend.buf, entry...)
 	} else {
 		s.reserveFor(pos, pos+n)
-		if _, err := s.log.Write(b); err != nil {
+		if _, err := s.log.Write(entry); err != nil {
 			return s.undoAppend(pos, fmt.Errorf("segment: append to %s at byte %d: %w", s.LogPath(), pos, err))
 		}
 	}
@@ -203,7 +211,16 @@ func (s *Segment) checkAppend(b record.Batch, pos int64) error {
 		return fmt.Errorf("segment: append to %s: %w: %w: %d bytes, limit %d",
 			s.LogPath(), ErrBadAppend, record.ErrTooLarge, len(b), s.opts.MaxBatchBytes)
 	}
-	base, last := b.BaseOffset(), b.LastOffset()
+	return s.checkPlace(b.BaseOffset(), b.LastOffset(), pos, len(b))
+}
+
+// checkPlace validates where an entry of n bytes spanning offsets
+// [base, last] would go: after the offsets written, within the segment's
+// relative offset range, and within the 32-bit positions of the file.
+func (s *Segment) checkPlace(base, last, pos int64, n int) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("segment: append to %s: %w: %s", s.LogPath(), ErrBadAppend, fmt.Sprintf(format, args...))
+	}
 	next := s.next.Load()
 	if len(s.pend.buf) > 0 {
 		next = s.pend.next
@@ -217,7 +234,7 @@ func (s *Segment) checkAppend(b record.Batch, pos int64) error {
 	if last-s.base > math.MaxInt32 {
 		return bad("last offset %d more than 2^31-1 past base offset %d", last, s.base)
 	}
-	if pos+int64(len(b)) > math.MaxInt32 {
+	if pos+int64(n) > math.MaxInt32 {
 		return bad("file would grow past 2^31-1 bytes")
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/embed"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -176,7 +176,7 @@ func (d *dirCheckpoints) drop(keep func(tp) bool) error {
 	return nil
 }
 
-// partitionCheckpoints is one partition's view, the seglog.Checkpointer
+// partitionCheckpoints is one partition's view, the embed.Checkpointer
 // its Log is opened with.
 type partitionCheckpoints struct {
 	d *dirCheckpoints
@@ -186,7 +186,7 @@ type partitionCheckpoints struct {
 	unclean bool
 }
 
-var _ seglog.Checkpointer = partitionCheckpoints{}
+var _ embed.Checkpointer = partitionCheckpoints{}
 
 func (p partitionCheckpoints) Checkpoint(name string) (int64, bool, error) {
 	off, ok := p.d.get(name, p.k)

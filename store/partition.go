@@ -10,6 +10,7 @@ import (
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/compaction"
+	"github.com/seglog/seglog/internal/embed"
 	"github.com/seglog/seglog/layout"
 )
 
@@ -328,9 +329,11 @@ func (s *Store) openLog(p *partition) (*seglog.Log, error) {
 	o.FS = s.fs
 	o.Logger = s.logger
 	o.Now = s.opts.Now
-	o.Checkpoints = partitionCheckpoints{d: s.ckpt, k: tp{p.topic, p.id}, unclean: p.unclean}
-	o.FlushPool = s.pool
-	o.LockHeld = true // the store holds the log.dir's
+	o = embed.WithHooks(o, embed.Hooks{
+		Checkpoints: partitionCheckpoints{d: s.ckpt, k: tp{p.topic, p.id}, unclean: p.unclean},
+		FlushPool:   s.pool,
+		LockHeld:    true, // the store holds the log.dir's
+	}).(seglog.Options)
 	o.MaxMappedIndexes = mappedIndexesPerLog
 	o.MaxOpenSegmentFiles = openSegmentFilesPerLog
 	if f := s.opts.OnQuarantine; f != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/internal/embed"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -184,7 +185,7 @@ type Store struct {
 	lock   vfs.Lock // a read-only store's stands in (nopLock)
 	ckpt   *dirCheckpoints
 	clean  *cleaner.Cleaner
-	pool   *seglog.FlushPool
+	pool   embed.FlushPool
 
 	// mu guards topics and closed; topic changes take it for writing,
 	// produce and commit for reading.
@@ -279,7 +280,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.FlushWorkers <= 0 {
 		opts.FlushWorkers = 2
 	}
-	s.pool = seglog.NewFlushPool(opts.FlushWorkers, 0)
+	s.pool = embed.NewFlushPool(opts.FlushWorkers, 0)
 	s.clean = cleaner.New(cleaner.Options{Workers: opts.CleanerWorkers, Clock: opts.Clock, Logger: opts.Logger})
 	s.clean.SetCompaction(cleaner.CompactionOptions{DedupeBufferBytes: opts.DedupeBufferBytes})
 	if err := s.load(); err != nil {

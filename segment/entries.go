@@ -1,4 +1,4 @@
-package seglog
+package segment
 
 import (
 	"encoding/binary"
@@ -11,19 +11,19 @@ import (
 	"github.com/seglog/seglog/record"
 )
 
-// Entries yields every entry of segment i from its start, in file order,
+// Entries yields every entry of the segment from its start, in file order,
 // whatever its magic: v2 batches CRC-checked as Batches yields them, and
-// legacy (v0/v1) messages, which Batches skips, framed but not otherwise
-// checked (their CRC-32 is the caller's to verify). Compaction rewrites
-// legacy messages too, as Kafka's cleaner does. An entry is valid only
-// inside the loop body. Damage is a *record.CorruptionError carrying the
-// file and position; no buffer is sized beyond the bytes the segment holds.
+// legacy (v0/v1) messages, which Batches skips, framed and checked against
+// their CRC-32 (IEEE, from the magic byte on, as Kafka checks it).
+// Compaction rewrites legacy messages too, as Kafka's cleaner does. An
+// entry is valid only inside the loop body. Damage is a
+// *record.CorruptionError carrying the file and position; no buffer is
+// sized beyond the bytes the segment holds.
 //
 // The file is read through a window of 1 MiB, or of the largest entry if
 // larger, kept in *buf: passing the same buf to every call keeps a
 // compaction round to one such buffer.
-func (r *SealedRun) Entries(i int, buf *[]byte) iter.Seq2[[]byte, error] {
-	s := r.segs[i]
+func (s *Segment) Entries(buf *[]byte) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
 		size := s.Size()
 		// One read per window rather than two per entry.
@@ -36,7 +36,7 @@ func (r *SealedRun) Entries(i int, buf *[]byte) iter.Seq2[[]byte, error] {
 				}
 				w := (*buf)[:want]
 				if _, err := s.ReadAt(w, pos); err != nil {
-					return nil, readErr(s.LogPath(), pos, err)
+					return nil, entryReadErr(s.LogPath(), pos, err)
 				}
 				lo, hi = pos, pos+want
 			}
@@ -66,7 +66,6 @@ func (r *SealedRun) Entries(i int, buf *[]byte) iter.Seq2[[]byte, error] {
 				return
 			}
 			if magic != record.CurrentMagic {
-				// CRC-32 (IEEE) from the magic byte on, as Kafka checks.
 				const crcAt = record.LogOverhead
 				if want, got := binary.BigEndian.Uint32(e[crcAt:]), crc32.ChecksumIEEE(e[record.MagicOffset:]); want != got {
 					yield(nil, &record.CorruptionError{File: s.LogPath(), Pos: pos + crcAt,
@@ -92,25 +91,11 @@ func (r *SealedRun) Entries(i int, buf *[]byte) iter.Seq2[[]byte, error] {
 	}
 }
 
-func readErr(file string, pos int64, err error) error {
+// entryReadErr is a read error of Entries: the end of the file inside the
+// segment's size is damage, anything else an I/O error.
+func entryReadErr(file string, pos int64, err error) error {
 	if errors.Is(err, io.EOF) {
 		return &record.CorruptionError{File: file, Pos: pos, Reason: io.ErrUnexpectedEOF}
 	}
-	return fmt.Errorf("seglog: reading %s at %d: %w", file, pos, err)
-}
-
-// AppendLegacy writes a legacy (v0/v1) message entry after what was
-// written so far. Its header says nothing of the offsets it spans or its
-// timestamp in the places a v2 batch does, so the caller gives them:
-// first and last offsets (a compressed wrapper's inner messages, or the
-// entry's own offset) and its timestamp (-1 for v0).
-func (w *CleanedSegment) AppendLegacy(entry []byte, first, last, maxTimestamp int64) error {
-	if w.done {
-		return fmt.Errorf("seglog: cleaned segment %d: %w", w.base, ErrClosed)
-	}
-	if len(entry) < record.PeekSize || int64(binary.BigEndian.Uint64(entry)) != last ||
-		first < w.next || last < first || last-w.base > int64(^uint32(0)>>1) {
-		return fmt.Errorf("seglog: cleaned segment %d: legacy entry at %d..%d does not follow %d", w.base, first, last, w.next)
-	}
-	return w.write(entry, last, maxTimestamp)
+	return fmt.Errorf("segment: reading %s at %d: %w", file, pos, err)
 }
