@@ -1,10 +1,8 @@
 package segment
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"iter"
 
@@ -65,23 +63,20 @@ func (s *Segment) Entries(buf *[]byte) iter.Seq2[[]byte, error] {
 				yield(nil, err)
 				return
 			}
+			// The one legacy check recovery and fsck make, or the v2 batch's.
 			if magic != record.CurrentMagic {
-				const crcAt = record.LogOverhead
-				if want, got := binary.BigEndian.Uint32(e[crcAt:]), crc32.ChecksumIEEE(e[record.MagicOffset:]); want != got {
-					yield(nil, &record.CorruptionError{File: s.LogPath(), Pos: pos + crcAt,
-						Reason: fmt.Errorf("legacy v%d entry: stored CRC-32 0x%08x, computed 0x%08x", magic, want, got)})
-					return
-				}
+				err = record.CheckLegacy(e)
 			} else {
-				if err := record.Batch(e).Validate(); err != nil {
-					var ce *record.CorruptionError
-					if errors.As(err, &ce) {
-						err = ce.Reason
-						pos += ce.Pos
-					}
-					yield(nil, &record.CorruptionError{File: s.LogPath(), Pos: pos, Reason: err})
-					return
+				err = record.Batch(e).Validate()
+			}
+			if err != nil {
+				var ce *record.CorruptionError
+				if errors.As(err, &ce) {
+					err = ce.Reason
+					pos += ce.Pos
 				}
+				yield(nil, &record.CorruptionError{File: s.LogPath(), Pos: pos, Reason: err})
+				return
 			}
 			if !yield(e, nil) {
 				return
