@@ -18,6 +18,12 @@
 // with "//vfs:allow" followed by the reason, e.g.
 //
 //	fd, err := unix.Open(dev, unix.O_RDONLY, 0) //vfs:allow probing a block device for its sector size
+//
+// TestPublicAPI pins the public surface: every exported name of the public
+// packages is listed in testdata/api.txt, with a count per package in its
+// header. A change to the surface changes that file in the same commit:
+//
+//	go test ./internal/lint -run TestPublicAPI -update
 package lint
 
 import (
