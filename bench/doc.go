@@ -11,6 +11,14 @@
 //	durable  Sync=always with 1, 2, 4 … N writers (group commit) — RunDurable
 //	store    a store's keyed produce against plain Logs, its open with many
 //	         partitions, and commits for many groups — RunStore
+//	restart  seglog serve's restart after a SIGKILL against its restart
+//	         after a clean stop, the server a child process (StartServe) —
+//	         RunRestart
+//
+// The server workload with a real Kafka client, bench serve, is package
+// bench/benchserve, apart so that only a seglog built with the benchextras
+// tag links franz-go's kgo and kfake; the plots are bench/benchplot, for
+// gonum.
 //
 // # Method
 //

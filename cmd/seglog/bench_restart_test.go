@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/seglog/seglog/bench"
 )
 
 // TestBenchRestartSmall runs seglog bench restart on a tiny store: every
@@ -12,7 +14,7 @@ import (
 func TestBenchRestartSmall(t *testing.T) {
 	res := mustInvoke(t, "", "bench", "restart", "--partitions", "2", "--store-bytes", "20000",
 		"--produce-bytes", "3000", "--rounds", "1", "--dir", t.TempDir(), "--json")
-	var r restartBenchResult
+	var r bench.RestartResult
 	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
 		t.Fatalf("%v: %s", err, res.stdout)
 	}

@@ -5,6 +5,8 @@ package main
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/seglog/seglog/bench/benchserve"
 )
 
 // TestBenchServeSmall runs seglog bench serve on a tiny workload: every
@@ -12,16 +14,16 @@ import (
 func TestBenchServeSmall(t *testing.T) {
 	res := mustInvoke(t, "", "bench", "serve", "--records", "600", "--partitions", "3",
 		"--latency-records", "5", "--consume-rounds", "2", "--dir", t.TempDir(), "--json")
-	var r serveBenchResult
+	var r benchserve.Result
 	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
 		t.Fatalf("%v: %s", err, res.stdout)
 	}
-	for _, s := range []serveBenchSide{r.Direct, r.Seglog, r.Kfake} {
+	for _, s := range []benchserve.Side{r.Direct, r.Seglog, r.Kfake} {
 		if s.ProduceRecsSec <= 0 {
 			t.Errorf("%s: no produce rate", s.Name)
 		}
 	}
-	for _, s := range []serveBenchSide{r.Seglog, r.Copy, r.Kfake} {
+	for _, s := range []benchserve.Side{r.Seglog, r.Copy, r.Kfake} {
 		if s.ConsumeMBs <= 0 {
 			t.Errorf("%s: no consume rate", s.Name)
 		}

@@ -1,6 +1,4 @@
-//go:build benchextras
-
-package main
+package benchserve
 
 import (
 	"context"
@@ -21,7 +19,7 @@ import (
 // decoding them: what the server can deliver when the client is not the
 // bottleneck. It returns MB/s of batch bytes and, with cpu, the server's
 // CPU seconds per GB.
-func benchRawFetch(ctx context.Context, addr string, cfg serveBenchConfig, cpu func() (time.Duration, error)) (mbs, cpuPerGB float64, err error) {
+func benchRawFetch(ctx context.Context, addr string, cfg Config, cpu func() (time.Duration, error)) (mbs, cpuPerGB float64, err error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {

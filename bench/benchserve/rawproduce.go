@@ -1,6 +1,4 @@
-//go:build benchextras
-
-package main
+package benchserve
 
 import (
 	"bufio"
@@ -16,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seglog/seglog/bench"
 	"github.com/seglog/seglog/record"
 )
 
@@ -39,7 +38,7 @@ const (
 // is the server's produce path (read the request, decode it, check each
 // batch's CRC and records, assign offsets, append). It returns the records
 // per second and, with cpu, the server's CPU seconds per GB, and its own.
-func benchRawProduce(ctx context.Context, addr string, cfg serveBenchConfig, value []byte, cpu func() (time.Duration, error)) (recsSec, cpuPerGB, clientPerGB float64, err error) {
+func benchRawProduce(ctx context.Context, addr string, cfg Config, value []byte, cpu func() (time.Duration, error)) (recsSec, cpuPerGB, clientPerGB float64, err error) {
 	b := record.NewBuilder(record.None)
 	for i := range cfg.Batch {
 		if err := b.Add(record.Record{Offset: int64(i), Value: value}); err != nil {
@@ -83,7 +82,7 @@ func benchRawProduce(ctx context.Context, addr string, cfg serveBenchConfig, val
 			return 0, 0, 0, err
 		}
 	}
-	self0 := selfCPU()
+	self0 := bench.CPUTime()
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make([]error, conns)
@@ -96,7 +95,7 @@ func benchRawProduce(ctx context.Context, addr string, cfg serveBenchConfig, val
 	}
 	wg.Wait()
 	el := time.Since(start).Seconds()
-	self := selfCPU() - self0
+	self := bench.CPUTime() - self0
 	if err := errors.Join(errs...); err != nil {
 		return 0, 0, 0, err
 	}
