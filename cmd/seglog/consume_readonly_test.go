@@ -285,17 +285,19 @@ func TestConsumeFollowEmptyLogStops(t *testing.T) {
 	mustInvoke(t, "", "produce", dir)
 	var stderr lockedBuffer
 	cmd := seglogProcess(t, &stderr, "consume", dir, "--follow")
+	// The stop must come while the follower waits for more, not before it
+	// starts to: the child says when it is blocked in the poll's wait.
+	const wait = "seglog.(*Log).followWait("
+	cmd.Env = append(cmd.Env, announceBlockedEnv+"="+wait)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
 	logFile := filepath.Join(dir, segment.FileName(0, segment.LogSuffix))
 	testutil.WaitFor(t, "the follower opened the log", func() bool { return hasOpen(t, cmd.Process.Pid, logFile) })
-	// Let it poll for more a few times (every 10 ms): the stop must come
-	// while it waits, not only before it starts to. A correct follower
-	// passes whatever the delay; it only decides whether the waiting loop
-	// is reached.
-	time.Sleep(300 * time.Millisecond)
+	testutil.WaitFor(t, "the follower waits for more records", func() bool {
+		return strings.Contains(stderr.String(), announceBlocked+wait)
+	})
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

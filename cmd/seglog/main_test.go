@@ -3,16 +3,31 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/seglog/seglog/internal/testutil"
 )
 
 // runAsSeglog, set in a process's environment, makes the test binary run
 // the command instead of the tests: tests that need a real process (signals,
-// a kill, standard input as a pipe) re-execute themselves.
-const runAsSeglog = "SEGLOG_TEST_RUN_MAIN"
+// a kill, standard input as a pipe) re-execute themselves. It is the
+// variable the bench's server children are started with (serveCommand).
+const runAsSeglog = runAsSeglogEnv
+
+// announceBlockedEnv, set beside runAsSeglog to a function name as a
+// goroutine dump spells it (testutil.Blocked), makes the command's process
+// print announceBlocked and that name on stderr once a goroutine is blocked
+// in it: how a test learns that a child process has reached a wait, where
+// it would otherwise sleep and hope.
+const announceBlockedEnv = "SEGLOG_TEST_ANNOUNCE_BLOCKED"
+
+// announceBlocked starts the line announceBlockedEnv prints.
+const announceBlocked = "seglog test: blocked in "
 
 // peakRSSFile, set beside runAsSeglog, names a file the command writes
 // its peak resident memory to (VmHWM, in KiB) when it returns. The
@@ -22,6 +37,14 @@ const peakRSSFile = "SEGLOG_TEST_PEAK_RSS_FILE"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(runAsSeglog) == "1" {
+		if fn := os.Getenv(announceBlockedEnv); fn != "" {
+			go func() {
+				for testutil.Blocked(fn) == 0 {
+					time.Sleep(2 * time.Millisecond)
+				}
+				fmt.Fprintf(os.Stderr, "%s%s\n", announceBlocked, fn)
+			}()
+		}
 		code := run(os.Args[1:])
 		if name := os.Getenv(peakRSSFile); name != "" {
 			status, _ := os.ReadFile("/proc/self/status") //vfs:allow this process's own memory figures in /proc
