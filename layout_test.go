@@ -172,14 +172,21 @@ func TestDamage(t *testing.T) {
 			if _, err := l.Append(recordsAt(end, 5)...); err != nil {
 				t.Fatal(err)
 			}
-			l.Close()
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
 			// Cut the last batch in half and forget the clean shutdown.
-			f, _ := fs.OpenReadWrite(active)
+			f, openErr := fs.OpenReadWrite(active)
+			if openErr != nil {
+				t.Fatal(openErr)
+			}
 			full, _ := f.Size()
 			if err := f.Truncate(size + (full-size)/2); err != nil {
 				t.Fatal(err)
 			}
-			f.Close()
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
 			if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +240,9 @@ func TestDamage(t *testing.T) {
 			if _, err := l.Append(recordsAt(l.EndOffset(), 2)...); err != nil {
 				t.Fatal(err)
 			}
-			l.Close()
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
 			// The recovery point (the end at close) lies in the active
 			// segment, so an unclean open scans it up to there.
 			before := flipBytes(t, fs, active, record.HeaderSize+5)

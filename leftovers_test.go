@@ -51,8 +51,12 @@ func copyFile(t *testing.T, fs vfs.FS, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst.Write(buf)
-	dst.Close()
+	if _, err := dst.Write(buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestLeftoversResolved: files a crash left in the middle of a deletion or
@@ -129,7 +133,10 @@ func TestLeftoversResolved(t *testing.T) {
 
 func appendFile(t *testing.T, fs vfs.FS, from, to string) {
 	t.Helper()
-	src, _ := fs.Open(from)
+	src, err := fs.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
 	size, _ := src.Size()
 	buf := make([]byte, size)
 	if n, err := src.ReadAt(buf, 0); n != len(buf) {
@@ -140,8 +147,12 @@ func appendFile(t *testing.T, fs vfs.FS, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst.Write(buf)
-	dst.Close()
+	if _, err := dst.Write(buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func checkContiguous(t *testing.T, fs vfs.FS, dir string, end int64) {

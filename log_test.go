@@ -82,7 +82,9 @@ func TestSecondOpenIsRefused(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Open after Close: %v", err)
 		}
-		l2.Close()
+		if err := l2.Close(); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := l.Append(record.Record{Value: []byte("x")}); !errors.Is(err, ErrClosed) {
 			t.Fatalf("Append after Close: %v, want ErrClosed", err)
 		}

@@ -79,7 +79,9 @@ func TestOpenRefusesNotALog(t *testing.T) {
 		if l.EndOffset() != 2 {
 			t.Fatalf("end %d, want 2", l.EndOffset())
 		}
-		l.Close()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
 	})
 	t.Run("absent inside a log", func(t *testing.T) {
 		// produce LOG/sub would make LOG hold a directory, and so make it
@@ -107,7 +109,9 @@ func TestOpenRefusesNotALog(t *testing.T) {
 		if l, err = Open("/log", Options{FS: fs, Logger: discardLogger()}); err != nil || l.EndOffset() != 2 {
 			t.Fatalf("the log after the refusals: %v", err)
 		}
-		l.Close()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
 		// A Kafka log.dir holds no segment files, but a new partition
 		// directory in it is the store's to create: refused too.
 		kfs, _, _ := kafkaLogDir(t, true, 0)

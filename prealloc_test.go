@@ -283,7 +283,9 @@ func TestPreallocFullDisk(t *testing.T) {
 		if err := appendOne(); err != nil {
 			t.Fatalf("%v: append once there is space: %v", mode, err)
 		}
-		l.Close()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
 		verifyCrashStateWith(t, mem, acked, fmt.Sprintf("%v: full disk", mode), crashWorkload{prealloc: true})
 	}
 }

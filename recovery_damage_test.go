@@ -204,7 +204,9 @@ func kafkaLogDir(t *testing.T, clean bool, start int64) (fs *vfs.MemFS, part str
 		t.Fatal(err)
 	}
 	end = l.EndOffset()
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range []string{RecoveryPointFile, LogStartOffsetFile, CleanShutdownFile} {
 		if err := fs.Remove(filepath.Join(part, n)); err != nil {
 			t.Fatal(err)
@@ -337,9 +339,14 @@ func TestTornTailPastRecoveryPointCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	active := l.active.LogPath()
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	size := fileSize(t, fs, active)
-	f, _ := fs.OpenReadWrite(active)
+	f, err := fs.OpenReadWrite(active)
+	if err != nil {
+		t.Fatal(err)
+	}
 	garbage := bytes.Repeat([]byte{0x42}, 100)
 	if _, err := f.WriteAt(batchOfSize(t, 5, 200)[:150], size); err != nil {
 		t.Fatal(err)
@@ -347,7 +354,9 @@ func TestTornTailPastRecoveryPointCut(t *testing.T) {
 	if _, err := f.WriteAt(garbage, size+150); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +452,9 @@ func TestIndexDamageIsErrCorrupt(t *testing.T) {
 	if err := f.Truncate(size / 4); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	l, err := Open("/log", Options{FS: fs, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)

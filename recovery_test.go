@@ -282,7 +282,9 @@ func TestRecoveryReadsSyncedBytesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	active := l.active.LogPath()
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	// Unclean, with the recovery point near the end: nearly every byte is
 	// synced and must be checked.
 	if err := mem.Remove("/log/" + CleanShutdownFile); err != nil {

@@ -80,7 +80,9 @@ func TestRepairRefusesLockedDir(t *testing.T) {
 	if got := vfstest.ReadFile(t, fsys, last); len(got) != len(data)-7 {
 		t.Fatalf("the locked directory was modified")
 	}
-	lk.Close()
+	if err := lk.Close(); err != nil {
+		t.Fatal(err)
+	}
 	r, err := Repair(fsys, "/p", RepairOptions{})
 	if err != nil || r.ExitCode() != ExitRepaired {
 		t.Fatalf("repair after unlock: %v, exit %d", err, r.ExitCode())

@@ -110,7 +110,9 @@ func TestSuffixDeleteCrash(t *testing.T) {
 			t.Fatalf("%s: append after recovery: %v", label, err)
 		}
 		wantEntries(t, label+", then appended", s, concat(all[:14], repl), 1, 16)
-		s.Close()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 		checkFsck(t, c, "/raft")
 		if _, err := c.Stat("/raft/" + tailFile); err == nil {
 			t.Fatalf("%s: %s left behind", label, tailFile)
@@ -155,7 +157,9 @@ func TestCommitIndexCrash(t *testing.T) {
 			t.Fatalf("%s: last index %d with commit index %d; want 8 with 3 or 12 with 8", label, last, commit)
 		}
 		wantEntries(t, label, s, concat(first, more), 1, last)
-		s.Close()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 		checkFsck(t, c, "/raft")
 	}
 }
@@ -178,7 +182,9 @@ func TestEpochCheckpointRebuilt(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s.Close()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
 			path := epochPath("/raft/" + PartitionDir)
 			if content == "" {
 				if err := fs.Remove(path); err != nil {
@@ -189,7 +195,9 @@ func TestEpochCheckpointRebuilt(t *testing.T) {
 			}
 			s = openT(t, fs, "/raft")
 			wantEntries(t, name, s, all, 1, 12)
-			s.Close()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
 			data, err := vfs.ReadFileLimit(fs, path, 1<<10)
 			if err != nil || string(data) != "0\n3\n1 0\n3 5\n7 9\n" {
 				t.Fatalf("leader-epoch-checkpoint %q, %v", data, err)
@@ -213,7 +221,9 @@ func TestCommitIndexCapped(t *testing.T) {
 	if err := s.DeleteRange(6, 10); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	s = openT(t, fs, "/raft")
 	defer s.Close()
 	if c, _ := s.GetCommitIndex(); c > 5 {

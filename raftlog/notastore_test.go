@@ -65,7 +65,9 @@ func TestOpenRefusesAPartition(t *testing.T) {
 	if err := s.StoreLogs(entries(1, 5, 1)); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct{ dir, partition, hint string }{
 		{"/data/mylog", "/data/mylog", "not a Store directory"},
@@ -91,15 +93,21 @@ func TestOpenRefusesAPartition(t *testing.T) {
 	if l.EndOffset() != 1 {
 		t.Fatalf("the log ends at %d, want 1", l.EndOffset())
 	}
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	s = openT(t, fs, "/data/store")
 	wantEntries(t, "the Store", s, entries(1, 5, 1), 1, 5)
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	// Unrelated files beside the partition stay as they were.
 	vfstest.WriteFile(t, fs, "/photos/cat.jpg", []byte("jpeg"))
 	s = openT(t, fs, "/photos")
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if got := string(vfstest.ReadFile(t, fs, "/photos/cat.jpg")); got != "jpeg" {
 		t.Fatalf("cat.jpg holds %q", got)
 	}

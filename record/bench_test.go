@@ -35,7 +35,9 @@ func BenchmarkCRC32C(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			bld := NewBuilder(None)
 			for _, r := range benchRecords(100, s.size) {
-				bld.Add(r)
+				if err := bld.Add(r); err != nil {
+					b.Fatal(err)
+				}
 			}
 			batch, _ := bld.Build()
 			tab := crc32.MakeTable(crc32.Castagnoli)
@@ -89,7 +91,9 @@ func BenchmarkParse(b *testing.B) {
 			b.Run(c.String()+"/"+s.name, func(b *testing.B) {
 				bld := NewBuilder(c)
 				for _, r := range benchRecords(100, s.size) {
-					bld.Add(r)
+					if err := bld.Add(r); err != nil {
+						b.Fatal(err)
+					}
 				}
 				raw := bld.UncompressedSize()
 				built, _ := bld.Build()
@@ -129,7 +133,9 @@ func BenchmarkParseVsCRC(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			bld := NewBuilder(None)
 			for _, r := range benchRecords(100, s.size) {
-				bld.Add(r)
+				if err := bld.Add(r); err != nil {
+					b.Fatal(err)
+				}
 			}
 			built, _ := bld.Build()
 			batch := append(Batch(nil), built...)

@@ -191,7 +191,9 @@ func TestShouldRoll(t *testing.T) {
 				t.Fatal("did not roll past MaxAge-Jitter in record time")
 			}
 			// The first batch's timestamp survives a reopen.
-			s.Close()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
 			s2, err := Open(e.fs, e.dir, 100, true, Options{MaxIndexBytes: smallIdx, Now: now})
 			if err != nil {
 				t.Fatal(err)

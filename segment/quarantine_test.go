@@ -118,7 +118,9 @@ func TestRecoverTornTailMakesNoQuarantine(t *testing.T) {
 			if res.Reason == nil || res.AfterDamage.HoldsValid() || res.Quarantine != nil {
 				t.Fatalf("%s: Recover = %+v", name, res)
 			}
-			s.Close()
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
 			if qs := quarantines(t, e); len(qs) != 0 {
 				t.Fatalf("%s: quarantine files %v", name, qs)
 			}

@@ -110,7 +110,9 @@ func TestRebuildViewNeedsReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := mustCreate(t, env{"mem", fsys, "/seg"}, 0, Options{})
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	s, err := Open(fsys, "/seg", 0, false, Options{})
 	if err != nil {
 		t.Fatal(err)

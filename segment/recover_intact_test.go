@@ -113,7 +113,9 @@ func TestRecoverIntactSealedChangesNothing(t *testing.T) {
 		if ops := rec.since(from, vfs.OpSync); len(ops) != 1 {
 			t.Fatalf("a second Flush synced %v, want the .log only", ops)
 		}
-		s.Close()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 
 		// One entry off: rebuilt, sealed, made durable.
 		idx := append([]byte(nil), ref.idx...)
@@ -130,7 +132,9 @@ func TestRecoverIntactSealedChangesNothing(t *testing.T) {
 		if ops := rec.since(from, vfs.OpSync); len(ops) != 2 {
 			t.Fatalf("rebuilding the indexes synced %v, want both index files", ops)
 		}
-		s.Close()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 		if !sameFiles(segmentFiles(t, e, base), before) {
 			t.Fatal("rebuilt segment differs from the one appended")
 		}
@@ -274,7 +278,9 @@ func TestRecoverKeepsCloseTimeEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 		sealed := segmentFiles(t, e, base)
-		r.Close()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
 
 		// Sealed, with the close's entry among the others: left alone too.
 		from := rec.count()
@@ -292,7 +298,9 @@ func TestRecoverKeepsCloseTimeEntries(t *testing.T) {
 		if ops := rec.since(from, changing...); len(ops) > 0 {
 			t.Fatalf("recovery of a sealed segment with a close's time entry made %v", ops)
 		}
-		r.Close()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
 		if !sameFiles(segmentFiles(t, e, base), sealed) {
 			t.Fatal("recovery changed the sealed files")
 		}
@@ -308,7 +316,9 @@ func TestRecoverKeepsCloseTimeEntries(t *testing.T) {
 		if _, err := r.Recover(RecoverOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		r.Close()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
 		got := decodeTimeIndex(t, readFile(t, e.fs, e.path(base, TimeIndexSuffix)), base)
 		if !slices.Equal(got, rule) {
 			t.Fatalf("time index after recovering a wrong entry: %v, want the rule's %v", got, rule)

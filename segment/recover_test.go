@@ -113,7 +113,9 @@ func TestRecoverClean(t *testing.T) {
 		if !s.IsSealed() {
 			t.Fatal("sealed segment not sealed after Recover")
 		}
-		s.Close()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 		if idx := readFile(t, e.fs, e.path(base, IndexSuffix)); string(idx) != string(ref.idx) {
 			t.Fatal("sealed recovery: .index differs")
 		}

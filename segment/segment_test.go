@@ -296,7 +296,9 @@ func TestAppendRefusesBadBatches(t *testing.T) {
 			"too large": func() []byte {
 				big := record.NewBuilder(record.None)
 				big.SetBaseOffset(m.next())
-				big.Add(record.Record{Offset: m.next(), Value: make([]byte, 5000)})
+				if err := big.Add(record.Record{Offset: m.next(), Value: make([]byte, 5000)}); err != nil {
+					t.Fatal(err)
+				}
 				b, _ := big.Build()
 				return b
 			},

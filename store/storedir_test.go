@@ -108,5 +108,7 @@ func TestOpenAcceptsStoreDirs(t *testing.T) {
 	if s, err = Open(dir, Options{}); err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -118,7 +118,9 @@ func testOpenModes(t *testing.T, fsys FS, dir string) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	rw, err := fsys.OpenReadWrite(name)
 	if err != nil {
@@ -369,7 +371,9 @@ func testLock(t *testing.T, fsys FS, dir string) {
 	if err != nil {
 		t.Fatalf("Lock of another file: %v", err)
 	}
-	other.Close()
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := l1.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -381,12 +385,16 @@ func testLock(t *testing.T, fsys FS, dir string) {
 	if err != nil {
 		t.Fatalf("Lock after release: %v", err)
 	}
-	l2.Close()
+	if err := l2.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func testNamespace(t *testing.T, fsys FS, dir string) {
 	for _, n := range []string{"c", "a", "b"} {
-		create(t, fsys, path.Join(dir, n), n).Close()
+		if err := create(t, fsys, path.Join(dir, n), n).Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := fsys.MkdirAll(path.Join(dir, "sub", "deep")); err != nil {
 		t.Fatal(err)
@@ -440,7 +448,9 @@ func testNamespace(t *testing.T, fsys FS, dir string) {
 func testRename(t *testing.T, fsys FS, dir string) {
 	a, b := path.Join(dir, "a"), path.Join(dir, "b")
 	fa := create(t, fsys, a, "new")
-	create(t, fsys, b, "old contents").Close()
+	if err := create(t, fsys, b, "old contents").Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := fsys.Rename(a, b); err != nil {
 		t.Fatal(err)
 	}

@@ -377,7 +377,9 @@ func TestMemPathsNormalised(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := m.Stat("a/b/f"); err != nil {
 		t.Fatalf("relative and absolute names differ: %v", err)
 	}

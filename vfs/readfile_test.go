@@ -14,7 +14,9 @@ func TestReadFileLimit(t *testing.T) {
 			fsys, dir := c.new(t)
 			name := path.Join(dir, "f")
 			f := create(t, fsys, name, "0123456789")
-			f.Close()
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
 			got, err := ReadFileLimit(fsys, name, 10)
 			if err != nil || string(got) != "0123456789" {
 				t.Fatalf("ReadFileLimit(10) = %q, %v", got, err)

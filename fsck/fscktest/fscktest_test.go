@@ -45,7 +45,9 @@ func TestCheckClean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	CheckClean(ft, fsys, "/log")
 	if ft.errors != 1 {
 		t.Fatalf("leftover file: %d failures reported, want 1", ft.errors)
@@ -64,8 +66,12 @@ func TestSnapshotDiff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Write([]byte("0123456789"))
-		f.Close()
+		if _, err := f.Write([]byte("0123456789")); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	before := TakeSnapshot(t, fsys, "/d")
 	if d := before.Diff(TakeSnapshot(t, fsys, "/d")); len(d) != 0 {
@@ -74,14 +80,33 @@ func TestSnapshotDiff(t *testing.T) {
 	if err := fsys.Remove("/d/a"); err != nil {
 		t.Fatal(err)
 	}
-	f, _ := fsys.OpenReadWrite("/d/b")
-	f.Truncate(4)
-	f.Close()
-	f, _ = fsys.OpenReadWrite("/d/c")
-	f.WriteAt([]byte("x"), 7)
-	f.Close()
-	f, _ = fsys.Create("/d/new")
-	f.Close()
+	f, err := fsys.OpenReadWrite("/d/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(4); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err = fsys.OpenReadWrite("/d/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("x"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err = fsys.Create("/d/new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	got := strings.Join(before.Diff(TakeSnapshot(t, fsys, "/d")), "\n")
 	want := "/d/a: removed (10 bytes)\n/d/b: size 10 -> 4\n/d/c: contents differ from byte 7\n/d/new: added (0 bytes)"
 	if got != want {
@@ -107,7 +132,9 @@ func TestCheckQuarantinedSecondOfSameName(t *testing.T) {
 		if _, err := f.Write(b); err != nil {
 			t.Fatal(err)
 		}
-		f.Close()
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	const seg = "00000000000000000021.log"
 	write(seg, []byte("second segment 21"))
