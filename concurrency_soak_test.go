@@ -267,7 +267,7 @@ func TestConcurrencySoak(t *testing.T) {
 				return
 			}
 			passes.Add(1)
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // pacing between compaction passes, not a wait for anything
 		}
 	}()
 	wg.Wait()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -50,18 +51,12 @@ func TestFlushPoolShared(t *testing.T) {
 	}
 	// Every log's recovery point advances: the rolled segments (all) and
 	// the periodic ones' tails (odd) are flushed by the pool.
-	deadline := time.Now().Add(20 * time.Second)
 	for i, l := range logs {
 		want := l.Segments()[len(l.Segments())-1].BaseOffset
 		if i%2 == 1 {
 			want = l.EndOffset()
 		}
-		for l.RecoveryPoint() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("log %d: recovery point %d, want %d: the pool never flushed it", i, l.RecoveryPoint(), want)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testutil.WaitFor(t, fmt.Sprintf("the pool flushed log %d to %d", i, want), func() bool { return l.RecoveryPoint() >= want })
 	}
 	for _, l := range logs {
 		if err := l.Close(); err != nil {

@@ -111,7 +111,7 @@ func killCampaignChild(dir string) {
 	}
 	go func() { // rolls, by hand too
 		for {
-			time.Sleep(7 * time.Millisecond)
+			time.Sleep(7 * time.Millisecond) // pacing: a roll every few appends, not a wait for anything
 			l.Roll()
 		}
 	}()
@@ -120,7 +120,7 @@ func killCampaignChild(dir string) {
 	for { // retention and compaction, one after the other
 		c.RunOnce(context.Background())
 		c.Compact(context.Background(), cleaner.Wrap(l), cp)
-		time.Sleep(3 * time.Millisecond)
+		time.Sleep(3 * time.Millisecond) // pacing between rounds, not a wait for anything
 	}
 }
 
@@ -167,6 +167,8 @@ func TestKillCampaign(t *testing.T) {
 			}
 			done <- got
 		}()
+		// The kill comes at a random moment of the child's work: the
+		// moment is the test's subject, not a condition to wait for.
 		time.Sleep(time.Duration(30+r.IntN(250)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		got := <-done

@@ -95,6 +95,8 @@ func TestKillDuringAppends(t *testing.T) {
 			}
 			acked <- last
 		}()
+		// The kill comes at a random moment of the appends: the moment is
+		// the test's subject, not a condition to wait for.
 		time.Sleep(time.Duration(20+r.IntN(120)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		last := <-acked

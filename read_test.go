@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -164,15 +164,10 @@ func TestSliceOutlivesRemoval(t *testing.T) {
 		deleted := s.File()
 		s.Close()
 		// The background flusher may hold the last reference for a moment.
-		for i := 0; ; i++ {
-			if _, err := fs.Stat(deleted); err != nil {
-				break
-			}
-			if i == 200 {
-				t.Fatalf("%s not unlinked after the last slice closed", deleted)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testutil.WaitFor(t, deleted+" is unlinked after the last slice closed", func() bool {
+			_, err := fs.Stat(deleted)
+			return err != nil
+		})
 
 		// Truncation below a slice in flight.
 		for l.NumSegments() < 2 {

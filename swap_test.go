@@ -9,10 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/sealed"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -386,11 +386,7 @@ func TestReplaceSegmentsBusy(t *testing.T) {
 			return strings.HasSuffix(n, segment.DeletedSuffix) && !strings.HasPrefix(n, segment.FileName(0, ""))
 		})
 	}
-	for deadline := time.Now().Add(10 * time.Second); !retiredGone(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first swap's segment was never deleted: %v", list())
-		}
-	}
+	testutil.WaitFor(t, "the first swap's segment is deleted", retiredGone)
 	before := list()
 	if err := l.replaceSegments(sub, []*segment.Cleaned{rewriteEvens(t, l, sub)}); !errors.Is(err, ErrSegmentsBusy) {
 		t.Fatalf("swap while the earlier segment is held: %v", err)
@@ -401,11 +397,10 @@ func TestReplaceSegmentsBusy(t *testing.T) {
 	sl.Close()
 	// The flusher may hold the earlier segment a little longer than the
 	// reader did.
-	err = l.replaceSegments(sub, []*segment.Cleaned{rewriteEvens(t, l, sub)})
-	for deadline := time.Now().Add(10 * time.Second); errors.Is(err, ErrSegmentsBusy) && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+	testutil.WaitFor(t, "a swap is no longer refused as busy", func() bool {
 		err = l.replaceSegments(sub, []*segment.Cleaned{rewriteEvens(t, l, sub)})
-	}
+		return !errors.Is(err, ErrSegmentsBusy)
+	})
 	if err != nil {
 		t.Fatalf("swap once the reader is done: %v", err)
 	}

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
 )
@@ -28,11 +28,7 @@ func TestSpareFile(t *testing.T) {
 	}
 	waitReady := func() {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !sf.ready.Load(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the spare was never zeroed")
-			}
-		}
+		testutil.WaitFor(t, "the spare is zeroed", sf.ready.Load)
 	}
 	chunk := func(i int) []byte { return bytes.Repeat([]byte{byte(i + 1)}, 10<<10) }
 	var want []byte // the current segment's bytes

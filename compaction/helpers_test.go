@@ -1,12 +1,13 @@
 package compaction
 
 import (
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/sealed"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -32,23 +33,13 @@ func openTestLog(t *testing.T, fsys vfs.FS) *seglog.Log {
 // refused (seglog.ErrSegmentsBusy, a deferred round) until it lets go.
 func waitRetired(t *testing.T, fsys vfs.FS, dir string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	testutil.WaitFor(t, "no retired segment is held", func() bool {
 		names, err := fsys.List(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		held := false
-		for _, n := range names {
-			held = held || strings.HasSuffix(n, layout.DeletedSuffix)
-		}
-		if !held {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("retired segments still held after 10 s: %v", names)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return !slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, layout.DeletedSuffix) })
+	})
 }
 
 // model is what was appended: offset → record.

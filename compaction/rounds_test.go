@@ -150,7 +150,7 @@ func heapPeak(fn func()) (base, peak uint64) {
 			default:
 			}
 			p = max(p, live())
-			time.Sleep(50 * time.Microsecond)
+			time.Sleep(50 * time.Microsecond) // the sampling interval, not a wait for anything
 		}
 	}()
 	fn()

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/ui"
@@ -133,20 +133,13 @@ func TestUIBesideWriter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.WaitFor(t, "the UI shows the writer's 3 records", func() bool {
 		var topic ui.Topic
 		if err := json.Unmarshal(httpGet(t, url+"/api/topics/bookings"), &topic); err != nil {
 			t.Fatal(err)
 		}
-		if topic.Partitions[0].End == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the UI still shows end %d after the writer appended 3 records", topic.Partitions[0].End)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return topic.Partitions[0].End == 3
+	})
 }
 
 func TestUIArgs(t *testing.T) {
