@@ -97,7 +97,7 @@ func (l *Log) followWait(ctx context.Context, timer *time.Timer, list bool) erro
 	}
 	if l.ro == nil {
 		l.mu.Lock()
-		closed := l.closed
+		closed := l.mu.closed
 		l.mu.Unlock()
 		if closed {
 			return ErrClosed

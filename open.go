@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -77,17 +76,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		}
 		return nil, err
 	}
-	l := &Log{
-		dir:     dir,
-		fs:      fs,
-		opts:    opts,
-		logger:  opts.Logger,
-		lock:    lock,
-		cache:   index.NewCache(opts.MaxMappedIndexes),
-		logMaps: index.NewCache(opts.MaxMappedIndexes),
-		files:   index.NewCache(opts.MaxOpenSegmentFiles),
-		segs:    newSegmentTree(),
-	}
+	l := newLog(dir, fs, opts, lock)
 	if err := l.load(); err != nil {
 		l.closeSegments()
 		if madeLock {
@@ -99,8 +88,8 @@ func Open(dir string, opts Options) (*Log, error) {
 		lock.Close()
 		return nil, err
 	}
-	l.commit.init(l.recoveryPoint)
-	l.activeJitter = l.drawJitter()
+	l.commit.init(l.mu.recoveryPoint)
+	l.mu.activeJitter = l.drawJitter()
 	l.startFlusher()
 	return l, nil
 }
@@ -210,16 +199,16 @@ func (l *Log) load() error {
 			if err != nil {
 				return err
 			}
-			l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
-			l.active = seg
+			l.segs.tree.ReplaceOrInsert(segItem{base: base, seg: seg})
+			l.segs.active = seg
 			continue
 		}
 		seg, truncated, err := l.recoverSegment(base, p, recoverOpts(i), last)
 		if err != nil {
 			return err
 		}
-		l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
-		l.active = seg
+		l.segs.tree.ReplaceOrInsert(segItem{base: base, seg: seg})
+		l.segs.active = seg
 		// A recovered segment that ends before the next one begins lost
 		// its unsynced tail whole (no torn bytes to truncate): the same
 		// loss as a truncation, so the same rule applies. Not in a
@@ -266,13 +255,13 @@ func (l *Log) load() error {
 	}
 
 	logStart, haveLogStart := st.logStart, st.haveLogStart
-	if l.active != nil {
+	if l.segs.active != nil {
 		// checkLogStart refused a start beyond what the segments hold
 		// before anything changed; recovery's cut of a torn tail, or a
 		// later segment set aside, can still leave the end below it.
 		// Kafka deletes every segment then; the segments stay, and the
 		// inconsistency is reported.
-		if err := st.logStartBeyond(l.dir, l.active.NextOffset()); err != nil {
+		if err := st.logStartBeyond(l.dir, l.segs.active.NextOffset()); err != nil {
 			if dirChanged {
 				if serr := l.fs.SyncDir(l.dir); serr != nil {
 					return errors.Join(err, serr)
@@ -281,7 +270,7 @@ func (l *Log) load() error {
 			return err
 		}
 	}
-	if l.active == nil {
+	if l.segs.active == nil {
 		// No segments: start empty at the log start.
 		start := int64(0)
 		if haveLogStart {
@@ -291,22 +280,22 @@ func (l *Log) load() error {
 		if err != nil {
 			return err
 		}
-		l.segs.ReplaceOrInsert(segItem{base: start, seg: seg})
-		l.active = seg
+		l.segs.tree.ReplaceOrInsert(segItem{base: start, seg: seg})
+		l.segs.active = seg
 		dirChanged = true
 	}
-	first, _ := l.segs.Min()
+	first, _ := l.segs.tree.Min()
 	start := first.base
 	if haveLogStart && logStart > start {
 		start = logStart
 	}
 	l.start.Store(start)
-	l.end.Store(l.active.NextOffset())
+	l.end.Store(l.segs.active.NextOffset())
 	end := l.end.Load()
-	l.next = end
+	l.mu.next = end
 
 	if st.clean {
-		l.recoveryPoint = end
+		l.mu.recoveryPoint = end
 		if st.ownMarker {
 			// The marker must be gone, durably, before anything is
 			// appended: otherwise a crash later would skip the recovery
@@ -317,7 +306,7 @@ func (l *Log) load() error {
 			dirChanged = true
 		}
 	} else {
-		l.recoveryPoint = min(rp, end)
+		l.mu.recoveryPoint = min(rp, end)
 	}
 	if dirChanged {
 		if err := l.fs.SyncDir(l.dir); err != nil {
@@ -431,7 +420,7 @@ func logEnd(fs vfs.FS, path string, base int64) (int64, error) {
 // send in flight never meets a closed (or reused) descriptor.
 func (l *Log) closeSegments() error {
 	var errs []error
-	l.segs.Ascend(func(it segItem) bool {
+	l.segs.tree.Ascend(func(it segItem) bool {
 		if !it.seg.IsSealed() {
 			if err := it.seg.Seal(); err != nil {
 				errs = append(errs, err)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/layout"
@@ -28,7 +27,7 @@ var ErrStaleView = errors.New("seglog: the log was truncated under a read-only v
 // directory.
 type readOnlyState struct {
 	// mu serializes refreshes (the view's only writer) and Close.
-	mu     sync.Mutex
+	mu     mutex[rankViewT]
 	closed bool
 	// rp is the recovery point the view was opened with (MaxInt64 after a
 	// clean shutdown: every byte was synced): damage below it is
@@ -69,22 +68,12 @@ func openReadOnly(dir string, opts Options) (*Log, error) {
 	if _, err := checkLogDir(opts.FS, dir); err != nil {
 		return nil, err
 	}
-	l := &Log{
-		dir:     dir,
-		fs:      newReadOnlyFS(opts.FS),
-		opts:    opts,
-		logger:  opts.Logger,
-		lock:    nopCloser{},
-		cache:   index.NewCache(opts.MaxMappedIndexes),
-		logMaps: index.NewCache(opts.MaxMappedIndexes),
-		files:   index.NewCache(opts.MaxOpenSegmentFiles),
-		segs:    newSegmentTree(),
-		ro:      &readOnlyState{},
-	}
+	l := newLog(dir, newReadOnlyFS(opts.FS), opts, nopCloser{})
+	l.ro = &readOnlyState{}
 	if err := l.loadView(); err != nil {
-		l.segMu.Lock()
+		l.segs.Lock()
 		l.closeSegments()
-		l.segMu.Unlock()
+		l.segs.Unlock()
 		return nil, err
 	}
 	return l, nil
@@ -177,7 +166,7 @@ func (l *Log) loadView() error {
 		if err != nil {
 			return err
 		}
-		l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
+		l.segs.tree.ReplaceOrInsert(segItem{base: base, seg: seg})
 		if trusted {
 			continue
 		}
@@ -212,11 +201,11 @@ func (l *Log) loadView() error {
 	if st.haveLogStart {
 		start = st.logStart
 	}
-	if first, ok := l.segs.Min(); ok {
-		lastSeg, _ := l.segs.Max()
+	if first, ok := l.segs.tree.Min(); ok {
+		lastSeg, _ := l.segs.tree.Max()
 		// Nothing appends to a view; its last segment is the one that
 		// grows (Segments reports it as active).
-		l.active = lastSeg.seg
+		l.segs.active = lastSeg.seg
 		start = max(start, first.base)
 		end = lastSeg.seg.NextOffset()
 		if err := st.logStartBeyond(l.dir, end); err != nil {
@@ -229,8 +218,8 @@ func (l *Log) loadView() error {
 	}
 	l.start.Store(start)
 	l.end.Store(end)
-	l.next = end
-	l.recoveryPoint = min(rp, end)
+	l.mu.next = end
+	l.mu.recoveryPoint = min(rp, end)
 	return nil
 }
 
@@ -420,7 +409,7 @@ func (l *Log) refreshLocked(full bool) error {
 // and adds the segments found after it, reporting whether it added any (a
 // writer may have rolled again meanwhile).
 func (l *Log) refreshStep(list bool) (bool, error) {
-	lastItem, ok := l.segs.Max()
+	lastItem, ok := l.segs.tree.Max()
 	if ok {
 		if _, err := l.extendLast(lastItem.seg); err != nil {
 			return false, err
@@ -490,10 +479,10 @@ func (l *Log) refreshStep(list bool) (bool, error) {
 			seg.Release()
 			return false, err
 		}
-		l.segMu.Lock()
-		l.segs.ReplaceOrInsert(segItem{base: b, seg: seg})
-		l.active = seg
-		l.segMu.Unlock()
+		l.segs.Lock()
+		l.segs.tree.ReplaceOrInsert(segItem{base: b, seg: seg})
+		l.segs.active = seg
+		l.segs.Unlock()
 		lastItem, ok = segItem{base: b, seg: seg}, true
 	}
 	if ok {
@@ -595,7 +584,7 @@ func (l *Log) closeReadOnly() error {
 		return ErrClosed
 	}
 	l.ro.closed = true
-	l.segMu.Lock()
-	defer l.segMu.Unlock()
+	l.segs.Lock()
+	defer l.segs.Unlock()
 	return l.closeSegments()
 }
