@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"slices"
 	"strings"
 
@@ -125,43 +124,39 @@ func (l *Log) logBases(names []string) ([]int64, error) {
 	return bases, nil
 }
 
-// loadView builds the view: the segments, the start and end offsets. The
-// directory's state (clean marker, recovery point, log start, a Kafka
-// log.dir's lines for this partition) is read as Open reads it. Segments
-// at and after the one holding the recovery point (all of them after a
-// crash that left no recovery point), the last segment, and any whose
-// indexes are missing or torn are scanned by recovery's plan and indexed
-// in memory; the others are trusted as a writable Open trusts them.
+// loadView builds the view from the directory's load plan (planLoad, the
+// plan a writable Open applies) without applying any of it: the segments,
+// the start and end offsets. The directory's state (clean marker, recovery
+// point, log start, a Kafka log.dir's lines for this partition) is read as
+// Open reads it. The segments the plan scans, the last segment, and any
+// whose indexes are missing or torn are scanned by recovery's rules and
+// indexed in memory; the others are trusted as a writable Open trusts them.
+// Where a writable Open would change the directory to go on, the view
+// cannot: a swap to complete is refused (logBases), a cut followed by
+// segments holding data is a *CorruptionError (notLast), and leftovers,
+// orphans and the marker are left where they are.
 func (l *Log) loadView() error {
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return err
 	}
-	bases, err := l.logBases(names)
-	if err != nil {
+	if _, err := l.logBases(names); err != nil {
 		return err
 	}
 	st, err := readDirState(l.fs, l.dir, names)
 	if err != nil {
 		return err
 	}
-	rp := st.rp
-	if st.clean {
-		rp = math.MaxInt64 // everything was synced
-	}
-	l.ro.rp = rp
-	scanFrom := len(bases) - 1
-	if !st.clean {
-		scanFrom = 0
-		for i, b := range bases {
-			if b <= rp {
-				scanFrom = i
-			}
-		}
-	}
+	p := planLoad(names, st)
+	bases := p.bases
+	l.ro.rp = p.synced
 	for i, base := range bases {
 		last := i == len(bases)-1
-		trusted := i < scanFrom && !last && l.indexesIntact(base)
+		// A trusted segment's indexes must also hold whole entries: the
+		// view cannot rebuild a torn one on disk, so it rebuilds it in
+		// memory. The last segment is always scanned: it is the one that
+		// grows.
+		trusted := p.trusted(i) && !last && l.indexesIntact(base)
 		seg, err := l.openViewSegment(base, !trusted && !last)
 		if err != nil {
 			return err
@@ -170,17 +165,11 @@ func (l *Log) loadView() error {
 		if trusted {
 			continue
 		}
-		o := segment.RecoverOptions{Synced: rp}
-		if !last {
-			o.NextBase = bases[i+1]
-		}
-		complete, err := l.scanSegment(seg, last, o)
+		complete, err := l.scanSegment(seg, last, p.recoverOptions(i))
 		if err != nil {
 			return err
 		}
-		if !last && !(st.haveLogStart && bases[i+1] <= st.logStart) {
-			// (A loss wholly below the log start is of deleted records, as
-			// for a writable open.)
+		if !last && !p.lostBelowStart(i) {
 			if err := l.notLast(seg, complete, bases[i+1], len(bases)-i-1); err != nil {
 				empty, serr := l.holdNothing(bases[i+1:])
 				if serr != nil {
@@ -219,7 +208,7 @@ func (l *Log) loadView() error {
 	l.start.Store(start)
 	l.end.Store(end)
 	l.mu.next = end
-	l.mu.recoveryPoint = min(rp, end)
+	l.mu.recoveryPoint = min(p.synced, end)
 	return nil
 }
 
@@ -279,7 +268,7 @@ func (l *Log) judgeView(seg *segment.Segment, res segment.ViewResult) (bool, err
 func (l *Log) notLast(seg *segment.Segment, complete bool, nextBase int64, later int) error {
 	var what string
 	if complete {
-		if seg.NextOffset() >= nextBase || l.gapsAllowed() {
+		if !l.endsShort(seg, nextBase) {
 			return nil
 		}
 		what = fmt.Sprintf("the segment ends at offset %d and the next begins at %d: offsets %d-%d are missing",
