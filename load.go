@@ -346,10 +346,10 @@ func (p *loadPlan) setsAside(i int, lost bool) bool {
 
 // recoverSegment opens the segment at base and runs recovery on it: the
 // plan made by the check when there is one, else a scan now (the segment
-// holds no synced data). Valid batches after damage are first copied to a
-// quarantine file (segment.QuarantineTail), durably, and reported; then the
-// plan is applied. The last segment is left active. It reports whether
-// bytes were cut.
+// holds no synced data), carried out by segment.OpenRecovered (valid
+// batches after damage are first copied to a quarantine file, durably, and
+// reported here; then the plan is applied). The last segment is left
+// active. It reports whether bytes were cut.
 func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.RecoverOptions, last bool) (*segment.Segment, bool, error) {
 	if p == nil {
 		var err error
@@ -357,42 +357,23 @@ func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.Reco
 			return nil, false, err
 		}
 	}
-	q, err := segment.QuarantineTail(l.fs, l.dir, p)
-	if err != nil {
-		return nil, false, err
-	}
-	if q != nil {
+	// Recovery changes only what the scan finds wrong
+	// (segment.ApplyRecovery): an intact segment costs no write and no
+	// sync.
+	seg, res, err := segment.OpenRecovered(l.fs, l.dir, p, l.segmentOptions(), last)
+	if q := res.Quarantine; q != nil {
+		// Reported once the bytes are safe in it, even when the cut that
+		// follows failed: the next recovery reuses the file.
 		l.reportQuarantine(q)
 	}
-	// Opened as sealed: an active open would trust the old index and scan
-	// the tail, which is what recovery is about to distrust. Recovery
-	// changes only what the scan finds wrong (segment.ApplyRecovery): an
-	// intact segment costs no write and no sync.
-	seg, err := segment.Open(l.fs, l.dir, base, false, l.segmentOptions())
 	if err != nil {
-		return nil, false, err
-	}
-	var res segment.RecoverResult
-	if last {
-		res, err = seg.ApplyRecoveryActive(p)
-	} else {
-		res, err = seg.ApplyRecovery(p)
-	}
-	if err == nil && q != nil {
-		// The cut is made durable at once: a crash before some later sync
-		// would otherwise bring the damage back, and the next recovery
-		// would report the same quarantine again.
-		err = seg.File().Sync()
-	}
-	if err != nil {
-		seg.Close()
 		return nil, false, err
 	}
 	// A zero tail (a preallocated file a crash left untrimmed) is cut
 	// too, but it is the end of the file, not lost data: only a cut with
 	// a reason drops what later segments follow.
 	damaged := res.Reason != nil
-	if damaged && q == nil {
+	if damaged && res.Quarantine == nil {
 		l.logger.Warn("seglog: truncated a torn tail during recovery: no valid batch followed the damage",
 			"file", seg.LogPath(), "valid_bytes", res.ValidBytes, "truncated_bytes", res.TruncatedBytes, "reason", res.Reason)
 	}
