@@ -13,7 +13,7 @@ import (
 // fsync or write, Close leaves no marker, so the next Open recovers.
 func (l *Log) Close() error {
 	if l.ro != nil {
-		return l.closeReadOnly()
+		return l.ro.close()
 	}
 	l.swapMu.Lock() // a swap under way finishes first
 	defer l.swapMu.Unlock()

@@ -104,10 +104,5 @@ func (l *Log) followWait(ctx context.Context, timer *time.Timer, list bool) erro
 		}
 		return nil
 	}
-	l.ro.mu.Lock()
-	defer l.ro.mu.Unlock()
-	if l.ro.closed {
-		return ErrClosed
-	}
-	return l.refreshLocked(list)
+	return l.ro.refreshUnlocked(list)
 }

@@ -18,7 +18,7 @@ import (
 //     nothing) and then applies it (applyLoad): leftovers resolved, orphan
 //     indexes deleted, segments recovered, later segments set aside after
 //     a cut, the clean-shutdown marker removed;
-//   - a read-only open (loadView) builds its view from it and applies
+//   - a read-only open (readOnly.load) builds its view from it and applies
 //     nothing: reading never writes. What it cannot see without a change
 //     (a swap to complete) it refuses;
 //   - fsck --repair applies the same rules with the same functions

@@ -23,7 +23,7 @@ const (
 	rankCkpt                      // Log.ckptMu
 	rankMu                        // Log.mu
 	rankFlush                     // Log.flushMu
-	rankView                      // readOnlyState.mu
+	rankView                      // readOnly.mu
 	rankSegs                      // Log.segs
 )
 

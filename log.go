@@ -114,7 +114,7 @@ type Log struct {
 	// batches are then compaction's, not missing data.
 	everCompacted atomic.Bool
 
-	ro *readOnlyState // nil unless opened with Options.ReadOnly (readonly.go)
+	ro *readOnly // nil unless opened with Options.ReadOnly (readonly.go)
 }
 
 // newLog returns a Log of dir with no segments yet, for Open to load.
