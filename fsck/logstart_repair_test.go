@@ -56,7 +56,11 @@ func TestRepairLossBelowLogStartKeepsLaterSegments(t *testing.T) {
 
 	// What Open makes of it.
 	opened, logs := build()
-	l, err := seglog.Open(dir, seglog.Options{FS: opened, SegmentBytes: 16 << 10, MaxIndexBytes: 16 << 10})
+	// Set field by field: the same code whether the sizes are Options'
+	// own fields or an embedded config's.
+	opts := seglog.Options{FS: opened}
+	opts.SegmentBytes, opts.MaxIndexBytes = 16<<10, 16<<10
+	l, err := seglog.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
