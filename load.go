@@ -21,9 +21,11 @@ import (
 //   - a read-only open (readOnly.load) builds its view from it and applies
 //     nothing: reading never writes. What it cannot see without a change
 //     (a swap to complete) it refuses;
-//   - fsck --repair applies the same rules with the same functions
-//     (layout.Resolve, segment.PlanRecovery, QuarantineTail,
-//     SetAsideSegment), driven by its own deeper check of the directory.
+//   - fsck --repair is driven by its own deeper check of the directory
+//     (fsck cannot import this package) and applies the same rules with
+//     the same functions: layout.Resolve, segment.PlanRecovery and
+//     OpenRecovered, SetAsideSegment, and lostBelowStart's exception
+//     (fsck's repairer.truncate).
 //
 // The recovery of segments that hold no synced data is decided as it is
 // applied: a segment's recovery plan holds its rebuilt index entries, and
