@@ -140,7 +140,7 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 			b.SetMaxTimestamp(maxTS, record.CreateTime)
 		}
 	}
-	b.SetBaseOffset(l.next)
+	b.SetBaseOffset(l.mu.next)
 	if err := l.maybeRoll(b, now); err != nil {
 		l.mu.Unlock()
 		return AppendInfo{}, err
@@ -151,11 +151,11 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 	// and published now.
 	var err error
 	if l.opts.Sync == SyncAlways {
-		if err = l.active.AppendDeferred(b); err == nil {
+		if err = l.segs.active.AppendDeferred(b); err == nil {
 			l.commit.appends.Add(1)
 		}
 	} else {
-		err = l.active.Append(b)
+		err = l.segs.active.Append(b)
 	}
 	if err != nil {
 		l.mu.Unlock()
@@ -168,15 +168,15 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 		return AppendInfo{}, *l.failure.Load()
 	}
 	info := AppendInfo{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(), Bytes: len(b)}
-	l.next = b.NextOffset()
+	l.mu.next = b.NextOffset()
 	if l.opts.Sync != SyncAlways {
-		l.end.Store(l.next)
+		l.end.Store(l.mu.next)
 	}
 	gen := l.truncations.current()
 	kick := false
 	if l.opts.Sync == SyncPeriodic && l.opts.SyncBytes > 0 {
-		l.dirtyBytes += int64(len(b))
-		kick = l.dirtyBytes >= l.opts.SyncBytes
+		l.mu.dirtyBytes += int64(len(b))
+		kick = l.mu.dirtyBytes >= l.opts.SyncBytes
 	}
 	l.mu.Unlock()
 
@@ -202,9 +202,9 @@ func (l *Log) maybeRoll(b record.Batch, now time.Time) error {
 		Now:             now,
 		MaxSegmentBytes: l.lim().SegmentBytes,
 		MaxAge:          l.opts.SegmentAge,
-		Jitter:          l.activeJitter,
+		Jitter:          l.mu.activeJitter,
 	}
-	if !l.active.ShouldRoll(check) {
+	if !l.segs.active.ShouldRoll(check) {
 		return nil
 	}
 	return l.roll(b.BaseOffset())
@@ -218,7 +218,7 @@ func (l *Log) roll(base int64) error {
 	if err := l.publishLocked(); err != nil {
 		return err
 	}
-	old := l.active
+	old := l.segs.active
 	if old.Size() == 0 && old.BaseOffset() == base {
 		return nil
 	}
@@ -234,22 +234,22 @@ func (l *Log) roll(base int64) error {
 	if err != nil {
 		return err
 	}
-	l.segMu.Lock()
+	l.segs.Lock()
 	if old.Size() == 0 {
 		// An empty segment (left by truncation or retention) has nothing to
 		// keep; replacing it avoids a gap-less pair of segments.
-		l.segs.Delete(probe(old.BaseOffset()))
+		l.segs.tree.Delete(probe(old.BaseOffset()))
 	}
-	l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
-	l.active = seg
-	l.segMu.Unlock()
+	l.segs.tree.ReplaceOrInsert(segItem{base: base, seg: seg})
+	l.segs.active = seg
+	l.segs.Unlock()
 	if old.Size() == 0 {
 		l.retire(old)
 	}
-	l.activeJitter = l.drawJitter()
+	l.mu.activeJitter = l.drawJitter()
 	if l.opts.Sync == SyncAlways {
-		if base > l.recoveryPoint {
-			l.recoveryPoint = base
+		if base > l.mu.recoveryPoint {
+			l.mu.recoveryPoint = base
 		}
 	} else {
 		l.kickFlusher(base)
@@ -261,12 +261,12 @@ func (l *Log) roll(base int64) error {
 // publishes them. A failed write leaves the log refusing appends, as any
 // failed write does. Called with mu.
 func (l *Log) publishLocked() error {
-	if err := l.active.WriteDeferred(); err != nil {
+	if err := l.segs.active.WriteDeferred(); err != nil {
 		err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
 		l.failure.CompareAndSwap(nil, &err)
 		return *l.failure.Load()
 	}
-	l.end.Store(l.next)
+	l.end.Store(l.mu.next)
 	return nil
 }
 

@@ -13,16 +13,16 @@ import (
 // fsync or write, Close leaves no marker, so the next Open recovers.
 func (l *Log) Close() error {
 	if l.ro != nil {
-		return l.closeReadOnly()
+		return l.ro.close()
 	}
 	l.swapMu.Lock() // a swap under way finishes first
 	defer l.swapMu.Unlock()
 	l.mu.Lock()
-	if l.closed {
+	if l.mu.closed {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	l.closed = true
+	l.mu.closed = true
 	l.mu.Unlock()
 	l.stopFlusher()
 	l.delayed.releaseAll()
@@ -52,11 +52,11 @@ func (l *Log) Close() error {
 	defer l.ckptMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.segMu.Lock()
+	l.segs.Lock()
 	if err := l.closeSegments(); err != nil {
 		errs = append(errs, err)
 	}
-	l.segMu.Unlock()
+	l.segs.Unlock()
 	if l.failure.Load() == nil && len(errs) == 0 {
 		end := l.end.Load()
 		if err := l.writeOffsetCheckpoint(RecoveryPointFile, end); err != nil {

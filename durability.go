@@ -114,7 +114,7 @@ func (l *Log) syncActive() error {
 		l.mu.Unlock()
 		return err
 	}
-	seg := l.active
+	seg := l.segs.active
 	upTo := l.end.Load()
 	gen := l.truncations.current()
 	ok := seg.Acquire()
@@ -136,8 +136,8 @@ func (l *Log) syncActive() error {
 	if l.truncations.current() != gen {
 		return nil
 	}
-	if upTo > l.recoveryPoint {
-		l.recoveryPoint = upTo
+	if upTo > l.mu.recoveryPoint {
+		l.mu.recoveryPoint = upTo
 	}
 	l.commit.mu.Lock() // lock order: mu, then commit.mu
 	if upTo > l.commit.durable {
@@ -232,13 +232,13 @@ func (l *Log) flushAll(upTo int64, checkpoint bool) error {
 		l.mu.Unlock()
 		return err
 	}
-	from := l.recoveryPoint
+	from := l.mu.recoveryPoint
 	gen := l.truncations.current()
 	if end := l.end.Load(); upTo > end {
 		upTo = end
 	}
 	if upTo == l.end.Load() {
-		l.dirtyBytes = 0
+		l.mu.dirtyBytes = 0
 	}
 	l.mu.Unlock()
 	if upTo <= from {
@@ -278,8 +278,8 @@ func (l *Log) flushAll(upTo int64, checkpoint bool) error {
 	}
 	// After a truncation the offsets below upTo may hold newer batches
 	// than the ones just synced: then the point stays where it is.
-	if upTo > l.recoveryPoint && upTo <= l.end.Load() && l.truncations.current() == gen {
-		l.recoveryPoint = upTo
+	if upTo > l.mu.recoveryPoint && upTo <= l.end.Load() && l.truncations.current() == gen {
+		l.mu.recoveryPoint = upTo
 		advanced = true
 	}
 	l.mu.Unlock()
@@ -298,7 +298,7 @@ func (l *Log) checkpointRecoveryPoint() error {
 	l.ckptMu.Lock()
 	defer l.ckptMu.Unlock()
 	l.mu.Lock()
-	rp, closed := l.recoveryPoint, l.closed
+	rp, closed := l.mu.recoveryPoint, l.mu.closed
 	l.mu.Unlock()
 	if closed {
 		return nil
@@ -333,15 +333,15 @@ func (l *Log) flushSegments(segs []*segment.Segment) error {
 // acquireRange returns, with references taken, the segments holding any
 // offset in [from, upTo).
 func (l *Log) acquireRange(from, upTo int64) []*segment.Segment {
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
+	l.segs.RLock()
+	defer l.segs.RUnlock()
 	var out []*segment.Segment
 	first := l.floorSegment(from)
 	startKey := int64(-1 << 63)
 	if first != nil {
 		startKey = first.BaseOffset()
 	}
-	l.segs.AscendGreaterOrEqual(probe(startKey), func(it segItem) bool {
+	l.segs.tree.AscendGreaterOrEqual(probe(startKey), func(it segItem) bool {
 		if it.base >= upTo && len(out) > 0 {
 			return false
 		}
@@ -359,7 +359,7 @@ func (l *Log) Sync() error {
 		return ErrReadOnly
 	}
 	l.mu.Lock()
-	if l.closed {
+	if l.mu.closed {
 		l.mu.Unlock()
 		return ErrClosed
 	}

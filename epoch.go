@@ -86,14 +86,14 @@ func (l *Log) RestartAt(offset int64) error {
 		l.failure.CompareAndSwap(nil, &err)
 		return *l.failure.Load()
 	}
-	end := l.active.NextOffset()
+	end := l.segs.active.NextOffset()
 	l.end.Store(end)
-	l.next = end
-	l.activeJitter = l.drawJitter()
+	l.mu.next = end
+	l.mu.activeJitter = l.drawJitter()
 	l.commit.lower(end)
-	if l.recoveryPoint != end {
+	if l.mu.recoveryPoint != end {
 		// Nothing is left below end, and nothing above it exists yet.
-		l.recoveryPoint = end
+		l.mu.recoveryPoint = end
 		if err := l.writeOffsetCheckpoint(RecoveryPointFile, end); err != nil {
 			err = fmt.Errorf("%w: checkpointing the recovery point %d: %w", ErrWriteFailed, end, err)
 			l.failure.CompareAndSwap(nil, &err)

@@ -97,17 +97,12 @@ func (l *Log) followWait(ctx context.Context, timer *time.Timer, list bool) erro
 	}
 	if l.ro == nil {
 		l.mu.Lock()
-		closed := l.closed
+		closed := l.mu.closed
 		l.mu.Unlock()
 		if closed {
 			return ErrClosed
 		}
 		return nil
 	}
-	l.ro.mu.Lock()
-	defer l.ro.mu.Unlock()
-	if l.ro.closed {
-		return ErrClosed
-	}
-	return l.refreshLocked(list)
+	return l.ro.refreshUnlocked(list)
 }

@@ -24,9 +24,9 @@ func recordsAt(base int64, n int) []record.Record {
 // debugSegments describes the segment set, for failure messages.
 func (l *Log) debugSegments() string {
 	out := ""
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
-	l.segs.Ascend(func(it segItem) bool {
+	l.segs.RLock()
+	defer l.segs.RUnlock()
+	l.segs.tree.Ascend(func(it segItem) bool {
 		out += fmt.Sprintf("[base %d size %d next %d sealed %v] ", it.base, it.seg.Size(), it.seg.NextOffset(), it.seg.IsSealed())
 		return true
 	})

@@ -167,8 +167,8 @@ func TestDamage(t *testing.T) {
 			build(t, fs, dir)
 			l, _ := Open(dir, Options{FS: fs, Logger: discardLogger()})
 			end := l.EndOffset()
-			active := l.active.LogPath()
-			size := l.active.Size()
+			active := l.segs.active.LogPath()
+			size := l.segs.active.Size()
 			if _, err := l.Append(recordsAt(end, 5)...); err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +233,7 @@ func TestDamage(t *testing.T) {
 			dir := filepath.Join(dir, "rp")
 			build(t, fs, dir)
 			l, _ := Open(dir, Options{FS: fs, Logger: discardLogger()})
-			active := l.active.LogPath()
+			active := l.segs.active.LogPath()
 			if _, err := l.Append(recordsAt(l.EndOffset(), 2)...); err != nil {
 				t.Fatal(err)
 			}

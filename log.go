@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +28,29 @@ import (
 )
 
 // Log is an open partition log. Its methods are safe for concurrent use.
+//
+// # Locks
+//
+// The Log's locks, in the order they are taken (a goroutine holding one
+// takes only locks further down the list; lockrank.go gives each its rank,
+// and a build with the seglog_lockrank tag checks the order at run time):
+//
+//  1. swapMu: serializes replaceSegments with the other changes to sealed
+//     segments (DeleteBefore, TruncateTo, RestartAt, Close), not with
+//     appends.
+//  2. ckptMu: serializes writes of the recovery-point checkpoint.
+//  3. mu: serializes writers and every change to the segment set; guards
+//     the writer's state grouped under it. Readers never take it.
+//  4. flushMu: held while segments are flushed, and by TruncateTo, which
+//     may unseal one.
+//  5. ro.mu (a read-only Log only): serializes the view's refreshes and
+//     Close.
+//  6. segs: the segment set. Writers hold mu and then segs exclusively for
+//     the short moment they change the set; readers take it shared to pick
+//     a segment and a reference on it.
+//
+// After them come the leaf locks of the Log's parts (commit.mu after mu,
+// truncations, delayed), which take no Log lock while held.
 type Log struct {
 	dir    string
 	fs     vfs.FS
@@ -41,34 +63,37 @@ type Log struct {
 	// files bounds the sealed segments' open .log descriptors.
 	files *index.Cache
 
-	// mu serializes writers and every change to the segment set; readers
-	// never take it.
-	mu sync.Mutex
-	// swapMu serializes replaceSegments with the other changes to sealed
-	// segments (DeleteBefore, TruncateTo, RestartAt, Close), not with
-	// appends; taken before ckptMu and mu, never after them.
-	swapMu sync.Mutex
-	// ckptMu serializes writes of the recovery-point checkpoint; taken
-	// before mu, never after it.
-	ckptMu sync.Mutex
-	// flushMu is held while segments are flushed and by TruncateTo, which
-	// may unseal one; taken after mu, never before it.
-	flushMu       sync.Mutex
-	closed        bool
-	active        *segment.Segment
-	recoveryPoint int64 // offsets below it are known to be on disk
-	// next is the offset the next batch gets. It runs ahead of the
-	// published end while SyncAlways batches wait, deferred, for the
-	// group commit that writes them (see publishLocked).
-	next         int64
-	dirtyBytes   int64 // appended since the last flush, for SyncPeriodic
-	activeJitter time.Duration
+	// swapMu and ckptMu serialize operations; they guard no field of
+	// their own.
+	swapMu mutex[rankSwapT]
+	ckptMu mutex[rankCkptT]
 
-	// segMu guards segs. Writers hold mu and then segMu exclusively for the
-	// short moment they change the set; readers take segMu shared to pick a
-	// segment and a reference on it.
-	segMu sync.RWMutex
-	segs  *btree.BTreeG[segItem]
+	// mu guards the writer's state.
+	mu struct {
+		mutex[rankMuT]
+		closed        bool
+		recoveryPoint int64 // offsets below it are known to be on disk
+		// next is the offset the next batch gets. It runs ahead of the
+		// published end while SyncAlways batches wait, deferred, for the
+		// group commit that writes them (see publishLocked).
+		next         int64
+		dirtyBytes   int64 // appended since the last flush, for SyncPeriodic
+		activeJitter time.Duration
+	}
+
+	// flushMu keeps a segment's sealed state still while it is flushed
+	// (TruncateTo unseals one); it guards no field of its own.
+	flushMu mutex[rankFlushT]
+
+	// segs guards the segment set.
+	segs struct {
+		rwMutex[rankSegsT]
+		tree *btree.BTreeG[segItem]
+		// active is the segment appends go to (a read-only view's last
+		// segment). It is changed with mu and segs both held, so either
+		// one is enough to read it.
+		active *segment.Segment
+	}
 
 	// limits, once SetLimits is called, replace Options' SegmentBytes,
 	// MaxBatchBytes and Compression (lim).
@@ -89,7 +114,23 @@ type Log struct {
 	// batches are then compaction's, not missing data.
 	everCompacted atomic.Bool
 
-	ro *readOnlyState // nil unless opened with Options.ReadOnly (readonly.go)
+	ro *readOnly // nil unless opened with Options.ReadOnly (readonly.go)
+}
+
+// newLog returns a Log of dir with no segments yet, for Open to load.
+func newLog(dir string, fs vfs.FS, opts Options, lock io.Closer) *Log {
+	l := &Log{
+		dir:     dir,
+		fs:      fs,
+		opts:    opts,
+		logger:  opts.Logger,
+		lock:    lock,
+		cache:   index.NewCache(opts.MaxMappedIndexes),
+		logMaps: index.NewCache(opts.MaxMappedIndexes),
+		files:   index.NewCache(opts.MaxOpenSegmentFiles),
+	}
+	l.segs.tree = newSegmentTree()
+	return l
 }
 
 // AppendInfo describes a stored batch.
@@ -117,10 +158,10 @@ func (l *Log) EndOffset() int64 { return l.end.Load() }
 
 // Size returns the total bytes of the log's segment files.
 func (l *Log) Size() int64 {
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
+	l.segs.RLock()
+	defer l.segs.RUnlock()
 	var n int64
-	l.segs.Ascend(func(it segItem) bool {
+	l.segs.tree.Ascend(func(it segItem) bool {
 		n += it.seg.Size()
 		return true
 	})
@@ -129,9 +170,9 @@ func (l *Log) Size() int64 {
 
 // NumSegments returns how many segments the log has.
 func (l *Log) NumSegments() int {
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
-	return l.segs.Len()
+	l.segs.RLock()
+	defer l.segs.RUnlock()
+	return l.segs.tree.Len()
 }
 
 // RecoveryPoint returns the offset below which every record is known to be
@@ -139,7 +180,7 @@ func (l *Log) NumSegments() int {
 func (l *Log) RecoveryPoint() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.recoveryPoint
+	return l.mu.recoveryPoint
 }
 
 func (l *Log) segmentOptions() segment.Options {
@@ -186,10 +227,10 @@ func newSegmentTree() *btree.BTreeG[segItem] {
 }
 
 // floorSegment returns the segment holding offset: the one with the largest
-// base offset <= offset. The caller holds segMu.
+// base offset <= offset. The caller holds segs.
 func (l *Log) floorSegment(offset int64) *segment.Segment {
 	var found *segment.Segment
-	l.segs.DescendLessOrEqual(probe(offset), func(it segItem) bool {
+	l.segs.tree.DescendLessOrEqual(probe(offset), func(it segItem) bool {
 		found = it.seg
 		return false
 	})
@@ -197,10 +238,10 @@ func (l *Log) floorSegment(offset int64) *segment.Segment {
 }
 
 // nextSegment returns the segment after the one based at base, or nil. The
-// caller holds segMu.
+// caller holds segs.
 func (l *Log) nextSegment(base int64) *segment.Segment {
 	var found *segment.Segment
-	l.segs.AscendGreaterOrEqual(probe(base+1), func(it segItem) bool {
+	l.segs.tree.AscendGreaterOrEqual(probe(base+1), func(it segItem) bool {
 		found = it.seg
 		return false
 	})
@@ -211,11 +252,11 @@ func (l *Log) nextSegment(base int64) *segment.Segment {
 // nil. The reference keeps its files open even if the segment is removed
 // from the log meanwhile.
 func (l *Log) acquireFloor(offset int64) *segment.Segment {
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
+	l.segs.RLock()
+	defer l.segs.RUnlock()
 	s := l.floorSegment(offset)
 	if s == nil {
-		if it, ok := l.segs.Min(); ok {
+		if it, ok := l.segs.tree.Min(); ok {
 			s = it.seg
 		}
 	}
@@ -230,7 +271,7 @@ func (l *Log) writable() error {
 	if l.ro != nil {
 		return ErrReadOnly
 	}
-	if l.closed {
+	if l.mu.closed {
 		return ErrClosed
 	}
 	if p := l.failure.Load(); p != nil {

@@ -50,7 +50,7 @@ func TestLookupsThroughHeaderMapping(t *testing.T) {
 	// Into the middle of the last sealed segment: it becomes active again
 	// and is cut under its mapping.
 	l.mu.Lock()
-	activeBase := l.active.BaseOffset()
+	activeBase := l.segs.active.BaseOffset()
 	l.mu.Unlock()
 	segs := l.NumSegments()
 	if err := l.TruncateTo(activeBase - 8*20); err != nil {

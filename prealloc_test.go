@@ -85,8 +85,8 @@ func TestPreallocLayout(t *testing.T) {
 		path := "/log/" + segment.FileName(s.BaseOffset, segment.LogSuffix)
 		pos, size := entriesEnd(t, mem, path)
 		if s.Active {
-			if size != w.options(mem).SegmentBytes || pos != l.active.Size() {
-				t.Errorf("active %s: %d bytes, entries end at %d (size %d); want %d bytes", path, size, pos, l.active.Size(), w.options(mem).SegmentBytes)
+			if size != w.options(mem).SegmentBytes || pos != l.segs.active.Size() {
+				t.Errorf("active %s: %d bytes, entries end at %d (size %d); want %d bytes", path, size, pos, l.segs.active.Size(), w.options(mem).SegmentBytes)
 			}
 			continue
 		}
@@ -344,13 +344,13 @@ func TestPreallocRecoveryPointWaitsForTrim(t *testing.T) {
 		t.Fatalf("recovery point %d after Sync, want %d: inside the preallocated active segment", rp, end-1)
 	}
 	// Hold the background flusher off while the roll trims the segment.
-	l.flushMu.Lock()
-	old := l.active
+	l.flushMu.lockUnchecked()
+	old := l.segs.active
 	for l.NumSegments() < 2 {
 		appendOne()
 	}
 	pending := old.TrimPending()
-	l.flushMu.Unlock()
+	l.flushMu.unlockUnchecked()
 	if !pending {
 		t.Fatal("the roll's trim of the preallocated segment is not pending a sync")
 	}

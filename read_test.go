@@ -54,7 +54,7 @@ func TestReadBoundaries(t *testing.T) {
 		}
 		start, end := l.StartOffset(), l.EndOffset()
 		bases := map[int64]bool{}
-		l.segs.Ascend(func(it segItem) bool { bases[it.base] = true; return true })
+		l.segs.tree.Ascend(func(it segItem) bool { bases[it.base] = true; return true })
 
 		for off := start; off < end; off++ {
 			// maxBytes below any batch: exactly the batch holding off.

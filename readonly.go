@@ -4,10 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
-	"slices"
 	"strings"
-	"sync"
 
 	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/layout"
@@ -24,11 +21,17 @@ var ErrReadOnly = errors.New("seglog: log opened read-only")
 // published). Reopen the log to see it as it is now.
 var ErrStaleView = errors.New("seglog: the log was truncated under a read-only view; reopen it")
 
-// readOnlyState is what a read-only Log keeps about its view of the
-// directory.
-type readOnlyState struct {
+// readOnly is a Log opened with Options.ReadOnly: its view of the
+// directory, built from the load plan without applying it (load) and
+// brought up to date by refreshes. It writes nothing, ever. The Log's
+// methods that would change the log refuse with ErrReadOnly when l.ro is
+// set; those a view does its own way (Close, Refresh, UnservedTail,
+// Follow's wait, a read at or past the end) hand over to it. Reads are the
+// Log's own: the view fills the same segment tree.
+type readOnly struct {
+	l *Log
 	// mu serializes refreshes (the view's only writer) and Close.
-	mu     sync.Mutex
+	mu     mutex[rankViewT]
 	closed bool
 	// rp is the recovery point the view was opened with (MaxInt64 after a
 	// clean shutdown: every byte was synced): damage below it is
@@ -69,22 +72,12 @@ func openReadOnly(dir string, opts Options) (*Log, error) {
 	if _, err := checkLogDir(opts.FS, dir); err != nil {
 		return nil, err
 	}
-	l := &Log{
-		dir:     dir,
-		fs:      newReadOnlyFS(opts.FS),
-		opts:    opts,
-		logger:  opts.Logger,
-		lock:    nopCloser{},
-		cache:   index.NewCache(opts.MaxMappedIndexes),
-		logMaps: index.NewCache(opts.MaxMappedIndexes),
-		files:   index.NewCache(opts.MaxOpenSegmentFiles),
-		segs:    newSegmentTree(),
-		ro:      &readOnlyState{},
-	}
-	if err := l.loadView(); err != nil {
-		l.segMu.Lock()
+	l := newLog(dir, newReadOnlyFS(opts.FS), opts, nopCloser{})
+	l.ro = &readOnly{l: l}
+	if err := l.ro.load(); err != nil {
+		l.segs.Lock()
 		l.closeSegments()
-		l.segMu.Unlock()
+		l.segs.Unlock()
 		return nil, err
 	}
 	return l, nil
@@ -94,7 +87,8 @@ func openReadOnly(dir string, opts Options) (*Log, error) {
 // files opened read-only, and entries bounded by the file (and the 32-bit
 // positions of a segment), never by MaxBatchBytes, which limits appends,
 // not what a log may hold.
-func (l *Log) viewSegmentOptions() segment.Options {
+func (v *readOnly) viewSegmentOptions() segment.Options {
+	l := v.l
 	o := l.segmentOptions()
 	o.ReadOnly = true
 	o.ReserveBytes = 0
@@ -109,8 +103,9 @@ func (l *Log) viewSegmentOptions() segment.Options {
 // smallest legacy one), so the file's size bounds the entries, and a log
 // with many segments to rebuild does not hold MaxIndexBytes of memory for
 // each while it does.
-func (l *Log) openViewSegment(base int64, sealedRebuild bool) (*segment.Segment, error) {
-	o := l.viewSegmentOptions()
+func (v *readOnly) openViewSegment(base int64, sealedRebuild bool) (*segment.Segment, error) {
+	l := v.l
+	o := v.viewSegmentOptions()
 	if sealedRebuild {
 		fi, err := l.fs.Stat(l.path(segment.FileName(base, segment.LogSuffix)))
 		if err != nil {
@@ -127,7 +122,8 @@ func (l *Log) openViewSegment(base int64, sealedRebuild bool) (*segment.Segment,
 // are not segments and are ignored, and so is a .swap that a writable Open
 // deletes (layout.PlanLeftovers). A .swap a writable Open would complete is
 // refused: the view it leads to cannot be had without renaming files.
-func (l *Log) logBases(names []string) ([]int64, error) {
+func (v *readOnly) logBases(names []string) ([]int64, error) {
+	l := v.l
 	if swaps := layout.PlanLeftovers(names).Swaps; len(swaps) > 0 {
 		return nil, fmt.Errorf("%w: %s holds an interrupted segment swap (%s); open it writable once, or run seglog fsck --repair, to complete it",
 			ErrReadOnly, l.dir, strings.Join(swaps, ", "))
@@ -136,64 +132,55 @@ func (l *Log) logBases(names []string) ([]int64, error) {
 	return bases, nil
 }
 
-// loadView builds the view: the segments, the start and end offsets. The
-// directory's state (clean marker, recovery point, log start, a Kafka
-// log.dir's lines for this partition) is read as Open reads it. Segments
-// at and after the one holding the recovery point (all of them after a
-// crash that left no recovery point), the last segment, and any whose
-// indexes are missing or torn are scanned by recovery's plan and indexed
-// in memory; the others are trusted as a writable Open trusts them.
-func (l *Log) loadView() error {
+// load builds the view from the directory's load plan (planLoad, the
+// plan a writable Open applies) without applying any of it: the segments,
+// the start and end offsets. The directory's state (clean marker, recovery
+// point, log start, a Kafka log.dir's lines for this partition) is read as
+// Open reads it. The segments the plan scans, the last segment, and any
+// whose indexes are missing or torn are scanned by recovery's rules and
+// indexed in memory; the others are trusted as a writable Open trusts them.
+// Where a writable Open would change the directory to go on, the view
+// cannot: a swap to complete is refused (logBases), a cut followed by
+// segments holding data is a *CorruptionError (notLast), and leftovers,
+// orphans and the marker are left where they are.
+func (v *readOnly) load() error {
+	l := v.l
 	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return err
 	}
-	bases, err := l.logBases(names)
-	if err != nil {
+	if _, err := v.logBases(names); err != nil {
 		return err
 	}
 	st, err := readDirState(l.fs, l.dir, names)
 	if err != nil {
 		return err
 	}
-	rp := st.rp
-	if st.clean {
-		rp = math.MaxInt64 // everything was synced
-	}
-	l.ro.rp = rp
-	scanFrom := len(bases) - 1
-	if !st.clean {
-		scanFrom = 0
-		for i, b := range bases {
-			if b <= rp {
-				scanFrom = i
-			}
-		}
-	}
+	p := planLoad(names, st)
+	bases := p.bases
+	v.rp = p.synced
 	for i, base := range bases {
 		last := i == len(bases)-1
-		trusted := i < scanFrom && !last && l.indexesIntact(base)
-		seg, err := l.openViewSegment(base, !trusted && !last)
+		// A trusted segment's indexes must also hold whole entries: the
+		// view cannot rebuild a torn one on disk, so it rebuilds it in
+		// memory. The last segment is always scanned: it is the one that
+		// grows.
+		trusted := p.trusted(i) && !last && v.indexesIntact(base)
+		seg, err := v.openViewSegment(base, !trusted && !last)
 		if err != nil {
 			return err
 		}
-		l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
+		l.segs.tree.ReplaceOrInsert(segItem{base: base, seg: seg})
 		if trusted {
 			continue
 		}
-		o := segment.RecoverOptions{Synced: rp}
-		if !last {
-			o.NextBase = bases[i+1]
-		}
-		complete, err := l.scanSegment(seg, last, o)
+		complete, err := v.scanSegment(seg, last, p.recoverOptions(i))
 		if err != nil {
 			return err
 		}
-		if !last && !(st.haveLogStart && bases[i+1] <= st.logStart) {
-			// (A loss wholly below the log start is of deleted records, as
-			// for a writable open.)
-			if err := l.notLast(seg, complete, bases[i+1], len(bases)-i-1); err != nil {
-				empty, serr := l.holdNothing(bases[i+1:])
+		if !last && !p.lostBelowStart(i) {
+			if err := v.notLast(seg, complete, bases[i+1], len(bases)-i-1); err != nil {
+				empty, serr := v.holdNothing(bases[i+1:])
 				if serr != nil {
 					return serr
 				}
@@ -203,7 +190,7 @@ func (l *Log) loadView() error {
 				// The later segments hold no valid byte (an empty segment
 				// a crash left after a roll or a restart): a writable open
 				// deletes them, losing nothing, and the view ends here.
-				l.ro.tailSeg, l.ro.tailReason = nil, nil
+				v.tailSeg, v.tailReason = nil, nil
 				break
 			}
 		}
@@ -212,11 +199,11 @@ func (l *Log) loadView() error {
 	if st.haveLogStart {
 		start = st.logStart
 	}
-	if first, ok := l.segs.Min(); ok {
-		lastSeg, _ := l.segs.Max()
+	if first, ok := l.segs.tree.Min(); ok {
+		lastSeg, _ := l.segs.tree.Max()
 		// Nothing appends to a view; its last segment is the one that
 		// grows (Segments reports it as active).
-		l.active = lastSeg.seg
+		l.segs.active = lastSeg.seg
 		start = max(start, first.base)
 		end = lastSeg.seg.NextOffset()
 		if err := st.logStartBeyond(l.dir, end); err != nil {
@@ -229,14 +216,15 @@ func (l *Log) loadView() error {
 	}
 	l.start.Store(start)
 	l.end.Store(end)
-	l.next = end
-	l.recoveryPoint = min(rp, end)
+	l.mu.next = end
+	l.mu.recoveryPoint = min(p.synced, end)
 	return nil
 }
 
 // indexesIntact reports whether both index files of the segment at base are
 // there with a whole number of entries; otherwise the view rebuilds them.
-func (l *Log) indexesIntact(base int64) bool {
+func (v *readOnly) indexesIntact(base int64) bool {
+	l := v.l
 	for _, s := range []struct {
 		suffix string
 		size   int64
@@ -254,7 +242,8 @@ func (l *Log) indexesIntact(base int64) bool {
 // It reports whether the whole file was valid. Damage below the recovery
 // point is a *CorruptionError; past it, the rest of the file is a torn tail
 // (or a batch a writer is still writing) and is just not served.
-func (l *Log) scanSegment(seg *segment.Segment, extendable bool, o segment.RecoverOptions) (bool, error) {
+func (v *readOnly) scanSegment(seg *segment.Segment, extendable bool, o segment.RecoverOptions) (bool, error) {
+	l := v.l
 	res, err := seg.RebuildView(o, extendable)
 	if errors.Is(err, ErrCorrupt) {
 		return false, fmt.Errorf("seglog: read-only open of %s (run seglog fsck): %w", l.dir, err)
@@ -262,20 +251,21 @@ func (l *Log) scanSegment(seg *segment.Segment, extendable bool, o segment.Recov
 	if err != nil {
 		return false, err
 	}
-	return l.judgeView(seg, res)
+	return v.judge(seg, res)
 }
 
-// judgeView tells corruption from a tail that is merely not served yet,
+// judge tells corruption from a tail that is merely not served yet,
 // and remembers, for UnservedTail, why seg's scan stopped (seg is the
 // view's last segment whenever the scan is not an error).
-func (l *Log) judgeView(seg *segment.Segment, res segment.ViewResult) (bool, error) {
-	l.ro.tailSeg, l.ro.tailReason = seg, res.Reason
+func (v *readOnly) judge(seg *segment.Segment, res segment.ViewResult) (bool, error) {
+	l := v.l
+	v.tailSeg, v.tailReason = seg, res.Reason
 	if res.Reason == nil {
 		return true, nil
 	}
-	if res.NextOffset < l.ro.rp {
+	if res.NextOffset < v.rp {
 		return false, &CorruptionError{File: seg.LogPath(), Pos: res.ValidBytes,
-			Reason: fmt.Errorf("damage below the recovery point %d (run seglog fsck): %w", l.ro.rp, res.Reason)}
+			Reason: fmt.Errorf("damage below the recovery point %d (run seglog fsck): %w", v.rp, res.Reason)}
 	}
 	l.logger.Debug("seglog: read-only view ends before the end of a segment file",
 		"file", seg.LogPath(), "valid_bytes", res.ValidBytes, "ignored_bytes", res.IgnoredBytes, "reason", res.Reason)
@@ -287,18 +277,19 @@ func (l *Log) judgeView(seg *segment.Segment, res segment.ViewResult) (bool, err
 // next segment's base: a writable Open would cut the log there and set the
 // later segments aside (quarantine), so the view cannot serve them as part
 // of the log, and hiding them without a word would be silent loss.
-func (l *Log) notLast(seg *segment.Segment, complete bool, nextBase int64, later int) error {
+func (v *readOnly) notLast(seg *segment.Segment, complete bool, nextBase int64, later int) error {
+	l := v.l
 	var what string
 	if complete {
-		if seg.NextOffset() >= nextBase || l.gapsAllowed() {
+		if !l.endsShort(seg, nextBase) {
 			return nil
 		}
 		what = fmt.Sprintf("the segment ends at offset %d and the next begins at %d: offsets %d-%d are missing",
 			seg.NextOffset(), nextBase, seg.NextOffset(), nextBase-1)
 	} else {
-		what = damageText(l.ro.tailReason)
+		what = damageText(v.tailReason)
 	}
-	l.ro.tailSeg, l.ro.tailReason = nil, nil
+	v.tailSeg, v.tailReason = nil, nil
 	return &CorruptionError{File: seg.LogPath(), Pos: seg.Size(), Reason: fmt.Errorf(
 		"%s; %d later segment(s) follow: a writable open cuts the log here and keeps their valid batches in quarantine files (read-only open of %s; run seglog fsck %s)",
 		what, later, l.dir, l.dir)}
@@ -306,7 +297,8 @@ func (l *Log) notLast(seg *segment.Segment, complete bool, nextBase int64, later
 
 // holdNothing reports whether none of the segments at bases holds a valid
 // entry (segment.ScanRemnant of each .log).
-func (l *Log) holdNothing(bases []int64) (bool, error) {
+func (v *readOnly) holdNothing(bases []int64) (bool, error) {
+	l := v.l
 	for _, b := range bases {
 		rem, err := segment.ScanRemnant(l.fs, l.path(segment.FileName(b, segment.LogSuffix)), 0)
 		if err != nil || rem.HoldsValid() {
@@ -355,12 +347,17 @@ func (l *Log) UnservedTail() (t UnservedTail, ok bool, err error) {
 	if l.ro == nil {
 		return t, false, nil
 	}
-	l.ro.mu.Lock()
-	defer l.ro.mu.Unlock()
-	if l.ro.closed {
+	return l.ro.unservedTail()
+}
+
+func (v *readOnly) unservedTail() (t UnservedTail, ok bool, err error) {
+	l := v.l
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
 		return t, false, ErrClosed
 	}
-	seg, reason := l.ro.tailSeg, l.ro.tailReason
+	seg, reason := v.tailSeg, v.tailReason
 	if seg == nil || reason == nil {
 		return t, false, nil
 	}
@@ -369,233 +366,4 @@ func (l *Log) UnservedTail() (t UnservedTail, ok bool, err error) {
 		return t, false, err
 	}
 	return UnservedTail{File: seg.LogPath(), Reason: reason, Remnant: rem}, true, nil
-}
-
-// Refresh brings a read-only Log's view up to date with its directory:
-// batches appended to the last segment since the view last looked, new
-// segments rolled by a writer, and a log start raised by retention (the
-// log-start-offset checkpoint). Only complete batches with valid checksums
-// are published. It returns ErrStaleView when the log was truncated below
-// what the view had published. On a writable Log it does nothing: its view
-// is always current.
-//
-// Records and Read refresh by themselves when asked for an offset at or
-// past the view's end, and Follow refreshes while it waits; otherwise a read-only
-// Log shows the log as of its last refresh.
-func (l *Log) Refresh() error {
-	if l.ro == nil {
-		return nil
-	}
-	l.ro.mu.Lock()
-	defer l.ro.mu.Unlock()
-	if l.ro.closed {
-		return ErrClosed
-	}
-	return l.refreshLocked(true)
-}
-
-// refreshLocked is Refresh with ro.mu held. With full, the directory is
-// listed for new segments and the log start is read again; otherwise only
-// the name of the segment a roll would create next is looked for, which is
-// cheap enough for every poll.
-func (l *Log) refreshLocked(full bool) error {
-	list := full
-	for {
-		grew, err := l.refreshStep(list)
-		if err != nil {
-			return err
-		}
-		if !grew {
-			break
-		}
-		list = false
-	}
-	if !full {
-		return nil
-	}
-	return l.refreshStart()
-}
-
-// refreshStep is one round of refreshLocked: it extends the last segment
-// and adds the segments found after it, reporting whether it added any (a
-// writer may have rolled again meanwhile).
-func (l *Log) refreshStep(list bool) (bool, error) {
-	lastItem, ok := l.segs.Max()
-	if ok {
-		if _, err := l.extendLast(lastItem.seg); err != nil {
-			return false, err
-		}
-	}
-	var newer []int64
-	if list || !ok {
-		names, err := l.fs.List(l.dir)
-		if err != nil {
-			return false, err
-		}
-		bases, err := l.logBases(names)
-		if err != nil {
-			return false, err
-		}
-		if ok && !slices.Contains(bases, lastItem.base) {
-			return false, fmt.Errorf("%w: %s is gone", ErrStaleView, lastItem.seg.LogPath())
-		}
-		for _, b := range bases {
-			if !ok || b > lastItem.base {
-				newer = append(newer, b)
-			}
-		}
-	} else {
-		next := lastItem.seg.NextOffset()
-		// An empty last segment's next offset is its own base: its own
-		// file is not a newer segment (taking it for one spun forever).
-		err := fs.ErrNotExist
-		if next > lastItem.base {
-			_, err = l.fs.Stat(l.path(segment.FileName(next, segment.LogSuffix)))
-		}
-		if err == nil {
-			newer = append(newer, next)
-		} else if !isNotExist(err) {
-			return false, err
-		} else {
-			// A roll at an offset the view has not seen the end of yet
-			// (the last batch still being written) shows up in a listing.
-			if err := l.maybeListNewer(lastItem.base, &newer); err != nil {
-				return false, err
-			}
-		}
-	}
-	for _, b := range newer {
-		if ok {
-			// A writer seals a segment before it creates the next one, so
-			// the older segment is complete now: publish its end, then
-			// seal it in the view.
-			complete, err := l.extendLast(lastItem.seg)
-			if err != nil {
-				return false, err
-			}
-			if b > l.start.Load() {
-				if err := l.notLast(lastItem.seg, complete, b, len(newer)); err != nil {
-					return false, err
-				}
-			}
-			if err := lastItem.seg.Seal(); err != nil {
-				return false, err
-			}
-		}
-		seg, err := l.openViewSegment(b, false)
-		if err != nil {
-			return false, err
-		}
-		if _, err := l.scanSegment(seg, true, segment.RecoverOptions{Synced: l.ro.rp}); err != nil {
-			seg.Release()
-			return false, err
-		}
-		l.segMu.Lock()
-		l.segs.ReplaceOrInsert(segItem{base: b, seg: seg})
-		l.active = seg
-		l.segMu.Unlock()
-		lastItem, ok = segItem{base: b, seg: seg}, true
-	}
-	if ok {
-		l.end.Store(max(l.end.Load(), lastItem.seg.NextOffset()))
-	}
-	return len(newer) > 0, nil
-}
-
-// maybeListNewer lists the directory only when the last segment's file
-// holds bytes the view has not published: a roll can then have happened at
-// an offset the view does not know yet. The last segment's file gone means
-// a writer truncated the log below it (retention never removes the active
-// segment), which the view cannot follow.
-func (l *Log) maybeListNewer(lastBase int64, newer *[]int64) error {
-	seg := l.floorSegment(lastBase)
-	fi, err := l.fs.Stat(seg.LogPath())
-	if isNotExist(err) {
-		return fmt.Errorf("%w: %s is gone", ErrStaleView, seg.LogPath())
-	}
-	if err != nil || fi.Size() == seg.Size() {
-		return err
-	}
-	names, err := l.fs.List(l.dir)
-	if err != nil {
-		return err
-	}
-	bases, err := l.logBases(names)
-	if err != nil {
-		return err
-	}
-	for _, b := range bases {
-		if b > lastBase {
-			*newer = append(*newer, b)
-		}
-	}
-	return nil
-}
-
-// extendLast publishes what was appended to the view's last segment and
-// reports whether the segment's file now ends in a whole valid batch.
-func (l *Log) extendLast(seg *segment.Segment) (bool, error) {
-	if seg.IsSealed() {
-		return true, nil
-	}
-	res, err := seg.ExtendView(0)
-	if errors.Is(err, segment.ErrChanged) {
-		return false, fmt.Errorf("%w: %w", ErrStaleView, err)
-	}
-	if err != nil {
-		return false, err
-	}
-	complete, err := l.judgeView(seg, res)
-	if err != nil {
-		return false, err
-	}
-	l.end.Store(max(l.end.Load(), seg.NextOffset()))
-	return complete, nil
-}
-
-// refreshStart raises the view's start to the log-start-offset checkpoint a
-// writer keeps (retention, DeleteBefore), read as Open reads it.
-func (l *Log) refreshStart() error {
-	st, err := readDirState(l.fs, l.dir, nil)
-	if err != nil || !st.haveLogStart {
-		return err
-	}
-	logStart := st.logStart
-	for {
-		cur := l.start.Load()
-		if logStart <= cur || l.start.CompareAndSwap(cur, min(logStart, l.end.Load())) {
-			return nil
-		}
-	}
-}
-
-// refreshIfBehind refreshes a read-only Log's view when offset lies at or
-// past its end, for Records and Read: a reader asking there wants what a
-// writer may have appended since. It takes the cheap path (no listing, no
-// checkpoint read) so that a reader polling at the end costs a few stat
-// calls; an error is left for Refresh or Follow to report.
-func (l *Log) refreshIfBehind(offset int64) {
-	if l.ro == nil || offset < l.end.Load() {
-		return
-	}
-	l.ro.mu.Lock()
-	defer l.ro.mu.Unlock()
-	if !l.ro.closed {
-		if err := l.refreshLocked(false); err != nil {
-			l.logger.Debug("seglog: refreshing a read-only view", "dir", l.dir, "err", err)
-		}
-	}
-}
-
-// closeReadOnly releases a read-only Log's segments. It writes nothing.
-func (l *Log) closeReadOnly() error {
-	l.ro.mu.Lock()
-	defer l.ro.mu.Unlock()
-	if l.ro.closed {
-		return ErrClosed
-	}
-	l.ro.closed = true
-	l.segMu.Lock()
-	defer l.segMu.Unlock()
-	return l.closeSegments()
 }

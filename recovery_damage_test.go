@@ -70,7 +70,7 @@ func TestDamageBelowRecoveryPointChangesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		active := l.active.LogPath()
+		active := l.segs.active.LogPath()
 		if _, err := l.Append(recordsAt(l.EndOffset(), 2)...); err != nil {
 			t.Fatal(err)
 		}
@@ -338,7 +338,7 @@ func TestTornTailPastRecoveryPointCut(t *testing.T) {
 	if _, err := l.Append(recordsAt(0, 5)...); err != nil {
 		t.Fatal(err)
 	}
-	active := l.active.LogPath()
+	active := l.segs.active.LogPath()
 	l.Close()
 	size := fileSize(t, fs, active)
 	f, err := fs.OpenReadWrite(active)

@@ -281,7 +281,7 @@ func TestRecoveryReadsSyncedBytesOnce(t *testing.T) {
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	active := l.active.LogPath()
+	active := l.segs.active.LogPath()
 	l.Close()
 	// Unclean, with the recovery point near the end: nearly every byte is
 	// synced and must be checked.

@@ -59,7 +59,7 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 		}
 		l.start.Store(offset)
 	}
-	if offset == end && l.active.Size() > 0 {
+	if offset == end && l.segs.active.Size() > 0 {
 		// Everything goes: start an empty active segment at the end so the
 		// old one can be removed like any other.
 		if err := l.roll(end); err != nil {
@@ -68,18 +68,18 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 	}
 	removed := 0
 	for {
-		l.segMu.Lock()
-		first, ok := l.segs.Min()
+		l.segs.Lock()
+		first, ok := l.segs.tree.Min()
 		var upper int64
 		if next := l.nextSegment(first.base); ok && next != nil {
 			upper = next.BaseOffset()
 		}
-		if !ok || first.seg == l.active || upper > offset {
-			l.segMu.Unlock()
+		if !ok || first.seg == l.segs.active || upper > offset {
+			l.segs.Unlock()
 			break
 		}
-		l.segs.Delete(first)
-		l.segMu.Unlock()
+		l.segs.tree.Delete(first)
+		l.segs.Unlock()
 		l.retire(first.seg)
 		removed++
 	}
@@ -91,10 +91,10 @@ func (l *Log) DeleteBefore(offset int64) (int, error) {
 // offset-1. The recovery point is left for the flusher to advance (it
 // knows the rules of preallocated and rolled segments). Called with mu.
 func (l *Log) syncBelow(offset int64) error {
-	if offset <= l.recoveryPoint {
+	if offset <= l.mu.recoveryPoint {
 		return nil
 	}
-	segs := l.acquireRange(l.recoveryPoint, offset)
+	segs := l.acquireRange(l.mu.recoveryPoint, offset)
 	defer func() {
 		for _, s := range segs {
 			s.Release()

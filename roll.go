@@ -16,8 +16,8 @@ func (l *Log) Roll() error {
 	if err := l.publishLocked(); err != nil {
 		return err
 	}
-	if l.active.Size() == 0 {
+	if l.segs.active.Size() == 0 {
 		return nil
 	}
-	return l.roll(l.next)
+	return l.roll(l.mu.next)
 }

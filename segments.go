@@ -40,15 +40,15 @@ func (l *Log) Segments() []SegmentInfo {
 		seg    *segment.Segment
 		active bool
 	}
-	l.segMu.RLock()
-	refs := make([]ref, 0, l.segs.Len())
-	l.segs.Ascend(func(it segItem) bool {
+	l.segs.RLock()
+	refs := make([]ref, 0, l.segs.tree.Len())
+	l.segs.tree.Ascend(func(it segItem) bool {
 		if it.seg.Acquire() {
-			refs = append(refs, ref{it.seg, it.seg == l.active})
+			refs = append(refs, ref{it.seg, it.seg == l.segs.active})
 		}
 		return true
 	})
-	l.segMu.RUnlock()
+	l.segs.RUnlock()
 	out := make([]SegmentInfo, 0, len(refs))
 	for _, r := range refs {
 		info := SegmentInfo{

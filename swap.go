@@ -31,14 +31,14 @@ var ErrSegmentsBusy = errors.New("seglog: an earlier segment at the same offset 
 // the run when done.
 func (l *Log) acquireSealed(from, to int64) *sealed.Run {
 	r := &sealed.Run{FS: l.fs, Own: true, Gen: l.truncations.current()}
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
+	l.segs.RLock()
+	defer l.segs.RUnlock()
 	start := probe(from)
 	if s := l.floorSegment(from); s != nil {
 		start = probe(s.BaseOffset())
 	}
-	l.segs.AscendGreaterOrEqual(start, func(it segItem) bool {
-		if it.seg == l.active || it.seg.NextOffset() > to || !it.seg.Acquire() {
+	l.segs.tree.AscendGreaterOrEqual(start, func(it segItem) bool {
+		if it.seg == l.segs.active || it.seg.NextOffset() > to || !it.seg.Acquire() {
 			return false
 		}
 		r.Segs = append(r.Segs, it.seg)
@@ -111,7 +111,7 @@ func (l *Log) replaceSegments(run *sealed.Run, news []*segment.Cleaned) (err err
 	l.swapMu.Lock()
 	defer l.swapMu.Unlock()
 	l.mu.Lock()
-	closed := l.closed
+	closed := l.mu.closed
 	werr := l.writable()
 	l.mu.Unlock()
 	if closed {
@@ -200,14 +200,14 @@ func (l *Log) replaceSegments(run *sealed.Run, news []*segment.Cleaned) (err err
 		}
 		opened = append(opened, s)
 	}
-	l.segMu.Lock()
+	l.segs.Lock()
 	for _, s := range run.Segs {
-		l.segs.Delete(probe(s.BaseOffset()))
+		l.segs.tree.Delete(probe(s.BaseOffset()))
 	}
 	for _, s := range opened {
-		l.segs.ReplaceOrInsert(segItem{base: s.BaseOffset(), seg: s})
+		l.segs.tree.ReplaceOrInsert(segItem{base: s.BaseOffset(), seg: s})
 	}
-	l.segMu.Unlock()
+	l.segs.Unlock()
 	for _, s := range run.Segs {
 		l.retire(s)
 	}
@@ -217,12 +217,12 @@ func (l *Log) replaceSegments(run *sealed.Run, news []*segment.Cleaned) (err err
 // holdsRun reports whether every segment of run is still in the log, in
 // its place and not active, with no other segment among them.
 func (l *Log) holdsRun(run *sealed.Run) bool {
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
+	l.segs.RLock()
+	defer l.segs.RUnlock()
 	lo, hi := run.Segs[0].BaseOffset(), run.Segs[run.Len()-1].BaseOffset()
 	i, ok := 0, true
-	l.segs.AscendRange(probe(lo), probe(hi+1), func(it segItem) bool {
-		if i >= run.Len() || it.seg != run.Segs[i] || it.seg == l.active {
+	l.segs.tree.AscendRange(probe(lo), probe(hi+1), func(it segItem) bool {
+		if i >= run.Len() || it.seg != run.Segs[i] || it.seg == l.segs.active {
 			ok = false
 			return false
 		}
@@ -239,10 +239,10 @@ func (l *Log) holdsRun(run *sealed.Run) bool {
 // skip what a merged segment kept of seg's successors, so the reader is
 // sent to the segment now holding seg's next offset.
 func (l *Log) acquireAfter(seg *segment.Segment) *segment.Segment {
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
+	l.segs.RLock()
+	defer l.segs.RUnlock()
 	var s *segment.Segment
-	if it, ok := l.segs.Get(probe(seg.BaseOffset())); ok && it.seg == seg {
+	if it, ok := l.segs.tree.Get(probe(seg.BaseOffset())); ok && it.seg == seg {
 		s = l.nextSegment(seg.BaseOffset())
 	} else if s = l.floorSegment(seg.NextOffset()); s == nil {
 		s = l.nextSegment(seg.BaseOffset())
@@ -256,8 +256,8 @@ func (l *Log) acquireAfter(seg *segment.Segment) *segment.Segment {
 // baseAfter returns the base offset of the segment that follows seg's base
 // in the log, or MaxInt64 when there is none: no batch of seg may reach it.
 func (l *Log) baseAfter(seg *segment.Segment) int64 {
-	l.segMu.RLock()
-	defer l.segMu.RUnlock()
+	l.segs.RLock()
+	defer l.segs.RUnlock()
 	if s := l.nextSegment(seg.BaseOffset()); s != nil {
 		return s.BaseOffset()
 	}

@@ -76,11 +76,11 @@ func (l *Log) TruncateTo(offset int64) error {
 	// the most that may have gone, to be safe.
 	cut := offset
 	if offset >= l.start.Load() {
-		l.segMu.RLock()
+		l.segs.RLock()
 		if s := l.floorSegment(offset); s != nil {
 			cut = min(cut, s.BaseOffset())
 		}
-		l.segMu.RUnlock()
+		l.segs.RUnlock()
 	}
 	l.truncations.begin()
 	defer func() { l.truncations.finish(cut) }()
@@ -103,22 +103,22 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.failure.CompareAndSwap(nil, &err)
 		return *l.failure.Load()
 	}
-	end := l.active.NextOffset()
+	end := l.segs.active.NextOffset()
 	cut = end
 	l.end.Store(end)
-	l.next = end
-	l.activeJitter = l.drawJitter()
+	l.mu.next = end
+	l.mu.activeJitter = l.drawJitter()
 	l.commit.lower(end)
 	if err := l.lowerCleanerCheckpoint(end); err != nil {
 		err = fmt.Errorf("%w: truncating to %d: %w", ErrWriteFailed, offset, err)
 		l.failure.CompareAndSwap(nil, &err)
 		return *l.failure.Load()
 	}
-	if l.recoveryPoint > end {
+	if l.mu.recoveryPoint > end {
 		// A recovery point above the new end would make the next recovery
 		// take whatever is appended there for synced data, and report a
 		// torn tail of it as corruption.
-		l.recoveryPoint = end
+		l.mu.recoveryPoint = end
 		if err := l.writeOffsetCheckpoint(RecoveryPointFile, end); err != nil {
 			err = fmt.Errorf("%w: checkpointing the recovery point %d: %w", ErrWriteFailed, end, err)
 			l.failure.CompareAndSwap(nil, &err)
@@ -134,10 +134,10 @@ func (l *Log) cutAt(offset int64) error {
 	// Remove whole segments from the newest down, so a failure part-way
 	// leaves a log that lost a suffix, as a truncation does.
 	for {
-		l.segMu.RLock()
-		it, ok := l.segs.Max()
-		n := l.segs.Len()
-		l.segMu.RUnlock()
+		l.segs.RLock()
+		it, ok := l.segs.tree.Max()
+		n := l.segs.tree.Len()
+		l.segs.RUnlock()
 		if !ok || it.base < offset || (it.base == offset && n == 1) {
 			break
 		}
@@ -145,7 +145,7 @@ func (l *Log) cutAt(offset int64) error {
 			return err
 		}
 	}
-	if it, ok := l.segs.Max(); ok {
+	if it, ok := l.segs.tree.Max(); ok {
 		seg := it.seg
 		// A cut at the batch holding offset that also holds records
 		// below the log start would leave the log ending below its
@@ -162,20 +162,20 @@ func (l *Log) cutAt(offset int64) error {
 		if _, err := seg.TruncateTo(offset); err != nil {
 			return err
 		}
-		l.segMu.Lock()
-		l.active = seg
-		l.segMu.Unlock()
+		l.segs.Lock()
+		l.segs.active = seg
+		l.segs.Unlock()
 	} else {
 		seg, err := l.createSegment(offset)
 		if err != nil {
 			return err
 		}
-		l.segMu.Lock()
-		l.segs.ReplaceOrInsert(segItem{base: offset, seg: seg})
-		l.active = seg
-		l.segMu.Unlock()
+		l.segs.Lock()
+		l.segs.tree.ReplaceOrInsert(segItem{base: offset, seg: seg})
+		l.segs.active = seg
+		l.segs.Unlock()
 	}
-	if start := l.start.Load(); l.active.NextOffset() < start {
+	if start := l.start.Load(); l.segs.active.NextOffset() < start {
 		// The batch holding offset also held records below the log start
 		// (retention moved the start into it): nothing readable is left,
 		// and the next offset must not fall below the start. Start over,
@@ -185,7 +185,7 @@ func (l *Log) cutAt(offset int64) error {
 	// The cut must be durable before anything else is written: otherwise
 	// a power loss could bring back the truncated batches (they were
 	// synced earlier) in place of what is appended next.
-	return l.active.File().Sync()
+	return l.segs.active.File().Sync()
 }
 
 // restartAt replaces every segment with one empty segment at base, which
@@ -221,7 +221,7 @@ func (l *Log) cutAt(offset int64) error {
 // segment below the old start, or the old start below the new segment.
 func (l *Log) restartAt(base int64) error {
 	start := l.start.Load()
-	end := l.active.NextOffset()
+	end := l.segs.active.NextOffset()
 	if base > start && base >= end {
 		return l.restartPastEnd(base, end)
 	}
@@ -238,10 +238,10 @@ func (l *Log) restartAt(base int64) error {
 	// newest down, one could be all that a crash part-way leaves, ending
 	// below the start.
 	for {
-		l.segMu.RLock()
-		first, ok := l.segs.Min()
-		n := l.segs.Len()
-		l.segMu.RUnlock()
+		l.segs.RLock()
+		first, ok := l.segs.tree.Min()
+		n := l.segs.tree.Len()
+		l.segs.RUnlock()
 		if !ok || n == 1 || first.seg.NextOffset() > l.start.Load() {
 			break
 		}
@@ -250,9 +250,9 @@ func (l *Log) restartAt(base int64) error {
 		}
 	}
 	for {
-		l.segMu.RLock()
-		it, ok := l.segs.Max()
-		l.segMu.RUnlock()
+		l.segs.RLock()
+		it, ok := l.segs.tree.Max()
+		l.segs.RUnlock()
 		if !ok {
 			break
 		}
@@ -275,10 +275,10 @@ func (l *Log) restartAt(base int64) error {
 			return err
 		}
 	}
-	l.segMu.Lock()
-	l.segs.ReplaceOrInsert(segItem{base: base, seg: seg})
-	l.active = seg
-	l.segMu.Unlock()
+	l.segs.Lock()
+	l.segs.tree.ReplaceOrInsert(segItem{base: base, seg: seg})
+	l.segs.active = seg
+	l.segs.Unlock()
 	l.start.Store(base)
 	return nil
 }
@@ -292,7 +292,7 @@ func (l *Log) restartPastEnd(base, end int64) error {
 	if err := l.syncBelow(end); err != nil {
 		return err
 	}
-	keep := l.active
+	keep := l.segs.active
 	if keep.BaseOffset() != base || keep.Size() != 0 {
 		seg, err := l.createSegment(base) // syncs the directory
 		if err != nil {
@@ -301,26 +301,26 @@ func (l *Log) restartPastEnd(base, end int64) error {
 		keep = seg
 	}
 	if err := l.writeOffsetCheckpoint(LogStartOffsetFile, base); err != nil {
-		if keep != l.active {
+		if keep != l.segs.active {
 			keep.Close()
 		}
 		return err
 	}
-	if keep != l.active {
-		if err := l.active.Seal(); err != nil {
+	if keep != l.segs.active {
+		if err := l.segs.active.Seal(); err != nil {
 			keep.Close()
 			return err
 		}
-		l.segMu.Lock()
-		l.segs.ReplaceOrInsert(segItem{base: base, seg: keep})
-		l.active = keep
-		l.segMu.Unlock()
+		l.segs.Lock()
+		l.segs.tree.ReplaceOrInsert(segItem{base: base, seg: keep})
+		l.segs.active = keep
+		l.segs.Unlock()
 	}
 	l.start.Store(base)
 	for {
-		l.segMu.RLock()
-		first, ok := l.segs.Min()
-		l.segMu.RUnlock()
+		l.segs.RLock()
+		first, ok := l.segs.tree.Min()
+		l.segs.RUnlock()
 		if !ok || first.seg == keep {
 			break
 		}
@@ -340,9 +340,9 @@ func (l *Log) dropSegment(it segItem) error {
 	if err != nil && !strings.HasSuffix(it.seg.LogPath(), segment.DeletedSuffix) {
 		return err // nothing was renamed: the segment stays whole and live
 	}
-	l.segMu.Lock()
-	l.segs.Delete(it)
-	l.segMu.Unlock()
+	l.segs.Lock()
+	l.segs.tree.Delete(it)
+	l.segs.Unlock()
 	it.seg.Release()
 	return err
 }

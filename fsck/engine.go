@@ -21,7 +21,7 @@ import (
 var ErrDisagree = errors.New("fsck: the engine's recovery and fsck's check disagree")
 
 // recoverSegment runs the engine's own recovery (segment.PlanRecovery and
-// Segment.ApplyRecovery, what the Log's Open runs) on the segment at base:
+// segment.OpenRecovered, what the Log's Open runs) on the segment at base:
 // it rebuilds both indexes from the .log and truncates the .log at the
 // first entry it finds invalid. synced and nextBase are the engine's
 // RecoverOptions: damage leaving offsets below synced out is refused by
@@ -57,22 +57,16 @@ func (r *repairer) recoverSegment(base, floor, logSize, synced, nextBase int64) 
 			ErrDisagree, r.path(layout.FileName(base, layout.LogSuffix)), v, plan.Result().Reason, floor)
 	}
 	// Valid batches after the damage are kept, as the Log's recovery
-	// keeps them: copied to a quarantine file before the cut.
-	q, err := segment.QuarantineTail(r.fs, r.dir, plan)
+	// keeps them: copied to a quarantine file before the cut, by the same
+	// function the Log's Open recovers its segments with.
+	seg, res, err := segment.OpenRecovered(r.fs, r.dir, plan, opts, false)
 	if err != nil {
-		return segment.RecoverResult{}, err
+		return res, err
 	}
-	seg, err := segment.Open(r.fs, r.dir, base, false, opts)
-	if err != nil {
-		return segment.RecoverResult{}, err
-	}
-	res, err := seg.ApplyRecovery(plan)
-	res.Quarantine = q
-	if err == nil {
-		// The truncation is not synced by the recovery; the rebuilt
-		// indexes were made durable when it sealed them.
-		err = seg.Flush()
-	}
+	// The truncation is synced only when a quarantine was made; the
+	// rebuilt indexes were made durable when recovery sealed them. Flush
+	// makes both durable in every case.
+	err = seg.Flush()
 	return res, errors.Join(err, seg.Close())
 }
 

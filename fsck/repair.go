@@ -313,8 +313,8 @@ func (r *repairer) resolveLeftovers(c *checker) error {
 // truncate cuts the log at damage d, as the Log's recovery cuts it: the
 // engine's segment recovery truncates the .log (and rebuilds its indexes),
 // every later segment is removed (bytes lost in one segment make the later
-// ones unreachable, Kafka's rule) and the .txnindex loses the entries
-// beyond the new end. Cut bytes and later segments holding a valid batch
+// ones unreachable, Kafka's rule) unless the next one begins at or below
+// the log start, and the .txnindex loses the entries beyond the new end. Cut bytes and later segments holding a valid batch
 // are kept in quarantine files, never deleted.
 //
 // Where fsck's check is stricter than the engine's recovery (records that
@@ -348,8 +348,16 @@ func (r *repairer) truncate(c *checker, d damageRef) error {
 		}
 	}
 	// Later segments leave the log as the Log's recovery removes them:
-	// renamed to quarantine files when they hold a valid batch.
-	for _, later := range c.segs[d.seg+1:] {
+	// renamed to quarantine files when they hold a valid batch. Not when
+	// the next segment begins at or below the log start: what the cut lost
+	// was deleted already, and the Log's Open keeps the later segments
+	// then too (a crash in the middle of RestartAt past the end leaves
+	// the old segments below the new start).
+	rest := c.segs[d.seg+1:]
+	if len(rest) > 0 && rest[0].base <= c.logStart {
+		rest = nil
+	}
+	for _, later := range rest {
 		if _, err := segment.SetAsideSegment(r.fs, r.dir, later.base); err != nil {
 			return err
 		}

@@ -243,6 +243,43 @@ func (s *Segment) Recover(o RecoverOptions) (RecoverResult, error) {
 	return res, err
 }
 
+// OpenRecovered opens the segment a recovery plan is of, sealed, and
+// carries the plan out as a log's recovery does: the valid batches after
+// the damage are first copied to a quarantine file (QuarantineTail,
+// reported in RecoverResult.Quarantine), then the plan is applied
+// (ApplyRecovery; ApplyRecoveryActive with active), and when a quarantine
+// was made the cut .log is synced at once: a crash before some later sync
+// would bring the damage back, and the next recovery would report the same
+// quarantine again. A quarantine made is in RecoverResult.Quarantine even
+// when an error follows. Opened sealed, because an active open would trust the
+// old index and scan the tail, which is what recovery distrusts. The
+// log's Open and fsck's repair both recover segments through it. On an
+// error the segment is closed and nil returned.
+func OpenRecovered(fsys vfs.FS, dir string, p *RecoveryPlan, opts Options, active bool) (*Segment, RecoverResult, error) {
+	q, err := QuarantineTail(fsys, dir, p)
+	if err != nil {
+		return nil, RecoverResult{}, err
+	}
+	s, err := Open(fsys, dir, p.base, false, opts)
+	if err != nil {
+		return nil, RecoverResult{Quarantine: q}, err
+	}
+	var res RecoverResult
+	if active {
+		res, err = s.ApplyRecoveryActive(p)
+	} else {
+		res, err = s.ApplyRecovery(p)
+	}
+	res.Quarantine = q
+	if err == nil && q != nil {
+		err = s.File().Sync()
+	}
+	if err != nil {
+		return nil, res, errors.Join(err, s.Close())
+	}
+	return s, res, nil
+}
+
 // ApplyRecovery carries out a plan from PlanRecovery of this segment: both
 // indexes get the plan's entries (the same rule as Append), the .log is
 // truncated at the end of the last valid entry, a sealed segment's time
