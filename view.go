@@ -5,7 +5,6 @@ import (
 	"iter"
 
 	"github.com/seglog/seglog/record"
-	"github.com/seglog/seglog/sendfile"
 )
 
 // View is a read-only handle on a Log: its bounds, its segments and its
@@ -48,18 +47,9 @@ func (v View) Size() int64 { return v.l.Size() }
 // NumSegments returns how many segments the log has.
 func (v View) NumSegments() int { return v.l.NumSegments() }
 
-// RecoveryPoint returns the offset below which every record is known to
-// be on disk (Log.RecoveryPoint).
-func (v View) RecoveryPoint() int64 { return v.l.RecoveryPoint() }
-
 // Segments returns a snapshot of the log's segments in offset order
 // (Log.Segments); it is empty once the Log is closed.
 func (v View) Segments() []SegmentInfo { return v.l.Segments() }
-
-// ReadOnly reports whether the Log was opened read-only
-// (Options.ReadOnly): its View shows a directory another process may be
-// writing, as of the last refresh.
-func (v View) ReadOnly() bool { return v.l.ro != nil }
 
 // Read returns up to maxBytes of whole batches from offset on, for
 // sending without copying (Log.Read). It answers ErrClosed once the Log
@@ -123,9 +113,6 @@ func (v View) OffsetForTime(ts int64) (int64, error) {
 // UnservedTail reports the bytes a read-only Log does not serve at the
 // end of its last segment (Log.UnservedTail).
 func (v View) UnservedTail() (UnservedTail, bool, error) { return v.l.UnservedTail() }
-
-// SendStats returns how the log's slices were sent (Log.SendStats).
-func (v View) SendStats() sendfile.Stats { return v.l.SendStats() }
 
 // isClosed reports whether Close has begun. A View asks only when a read
 // came back empty or failed, so the reads that find records take no lock

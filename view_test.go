@@ -63,9 +63,6 @@ func TestViewClosedUnder(t *testing.T) {
 			if got := len(v.Segments()); got != 2 {
 				t.Fatalf("%d segments, want 2", got)
 			}
-			if v.ReadOnly() != ro {
-				t.Fatalf("ReadOnly %v, want %v", v.ReadOnly(), ro)
-			}
 			size := v.Size()
 			if err := l.Close(); err != nil {
 				t.Fatal(err)

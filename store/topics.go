@@ -265,8 +265,9 @@ func (s *Store) Partitions(name string) (int, error) {
 // Follow, OffsetForTime); Writer appends to it, DeleteRecords deletes
 // its oldest records, and nothing else a caller holds changes it. The
 // partition stays open until the topic is deleted or the store closed (in
-// a read-only store: until a Refresh finds the topic deleted), and the
-// view's reads answer seglog.ErrClosed from then on. Such a partition is
+// a read-only store: until a Refresh finds the topic deleted, or the
+// partition truncated under its view), and the view's reads answer
+// seglog.ErrClosed from then on: ask Log again. Such a partition is
 // never closed by the budget of open Logs (Options.MaxOpenLogs): callers
 // that visit many partitions use AcquireLog instead.
 func (s *Store) Log(name string, partition int32) (seglog.View, error) {
