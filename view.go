@@ -18,10 +18,10 @@ import (
 // A View answers for the Log it was taken from, and the Log's owner may
 // close it under the View: a store closes an idle partition, a deleted
 // topic's, or all of them when it closes. Reading a closed Log never
-// reads freed state: Read, Records, Follow, OffsetForTime and
-// UnservedTail answer ErrClosed once the Log is closed (a read that a
-// Close overtakes returns ErrClosed too, or the records it had already
-// read). The bounds (StartOffset, EndOffset, Size, NumSegments) keep
+// reads freed state: Read, Records, Follow and OffsetForTime answer
+// ErrClosed once the Log is closed (a read that a Close overtakes returns
+// ErrClosed too, or the records it had already read), and so does
+// UnservedTail of a read-only Log (a writable one has no unserved tail). The bounds (StartOffset, EndOffset, Size, NumSegments) keep
 // answering the values they had when the Log closed, and Segments is
 // empty. A View holds nothing that needs releasing; the owner's own
 // handle (store.Store.AcquireLog's release) says how long the Log stays
