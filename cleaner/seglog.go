@@ -3,15 +3,20 @@ package cleaner
 import "github.com/seglog/seglog"
 
 // Wrap adapts an open *seglog.Log to the cleaner's Log. This file is the
-// only one that knows *seglog.Log: the rest of the package works on the
-// Log interface, which tests fake.
+// only one that knows seglog's types: the rest of the package works on
+// the Log interface, which tests fake.
 func Wrap(l *seglog.Log) Log { return seglogLog{l} }
 
 type seglogLog struct{ *seglog.Log }
 
 // Segments converts the Log's own view.
-func (a seglogLog) Segments() []Segment {
-	infos := a.Log.Segments()
+func (a seglogLog) Segments() []Segment { return SegmentsOf(a.Log.View()) }
+
+// SegmentsOf returns the segments of a log as the cleaner sees them, from
+// a read-only view of it: what Decide plans with, for a caller that
+// previews a pass without running one.
+func SegmentsOf(v seglog.View) []Segment {
+	infos := v.Segments()
 	out := make([]Segment, len(infos))
 	for i, s := range infos {
 		out[i] = Segment{

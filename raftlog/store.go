@@ -148,9 +148,11 @@ func Open(dir string, opts Options) (*Store, error) {
 // Close closes the partition. The Store must not be used afterwards.
 func (s *Store) Close() error { return s.log.Close() }
 
-// Log returns the partition, for reading it as a Kafka log (Read,
-// Records). Writing to it directly breaks the Store.
-func (s *Store) Log() *seglog.Log { return s.log }
+// Log returns a read-only view of the partition, for reading it as a
+// Kafka log (Read, Records, OffsetForTime): raft owns every write, so the
+// view offers none. Once the Store is closed, the view's reads answer
+// seglog.ErrClosed.
+func (s *Store) Log() seglog.View { return s.log.View() }
 
 // Dir returns the Store's directory.
 func (s *Store) Dir() string { return s.dir }

@@ -120,10 +120,12 @@ func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
 			case off < 0 || off > l.EndOffset():
 				rp.ErrorCode = kerr.OffsetOutOfRange.Code
 			default:
-				if _, err := l.DeleteBefore(off); err != nil {
+				// The store deletes: it owns the partition's start (and
+				// its checkpoint); a view cannot move it.
+				if start, err := s.st.DeleteRecords(t.Topic, p.Partition, off); err != nil {
 					rp.ErrorCode = logErrorCode(err)
 				} else {
-					rp.LowWatermark = l.StartOffset()
+					rp.LowWatermark = start
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)

@@ -68,11 +68,11 @@ func (g *group) persist() error {
 	if err != nil {
 		return err
 	}
-	l, err := g.c.st.Log(store.OffsetsTopic, store.OffsetsPartitionFor(g.id, n))
+	w, err := g.c.st.Writer(store.OffsetsTopic, store.OffsetsPartitionFor(g.id, n))
 	if err != nil {
 		return err
 	}
-	if _, err := l.Append(g.groupMetadataRecord()); err != nil {
+	if _, err := w.Append(g.groupMetadataRecord()); err != nil {
 		return fmt.Errorf("server: writing the membership of group %q: %w", g.id, err)
 	}
 	g.persisted = len(g.members) > 0
@@ -86,11 +86,11 @@ func (c *coordinator) forgetGroup(id string) error {
 	if err != nil {
 		return err
 	}
-	l, err := c.st.Log(store.OffsetsTopic, store.OffsetsPartitionFor(id, n))
+	w, err := c.st.Writer(store.OffsetsTopic, store.OffsetsPartitionFor(id, n))
 	if err != nil {
 		return err
 	}
-	if _, err := l.Append(record.Record{Key: groupMetadataKey(id), Timestamp: c.cfg.clock.Now().UnixMilli()}); err != nil {
+	if _, err := w.Append(record.Record{Key: groupMetadataKey(id), Timestamp: c.cfg.clock.Now().UnixMilli()}); err != nil {
 		return fmt.Errorf("server: deleting the membership of group %q: %w", id, err)
 	}
 	return nil

@@ -139,7 +139,7 @@ func TestCoordinatorDamagedGroupMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := h.st.Log(store.OffsetsTopic, store.OffsetsPartitionFor("bad", n))
+	l, err := h.st.Writer(store.OffsetsTopic, store.OffsetsPartitionFor("bad", n))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/storelog"
 	"github.com/seglog/seglog/store"
 )
 
@@ -90,3 +91,17 @@ func testCtx(t *testing.T) context.Context {
 }
 
 var seglogReadAll = seglog.ReadOptions{}
+
+// ownedLog returns the store's own Log of a partition, which its users
+// (the server among them) only see through a seglog.View: for tests that
+// must roll or truncate it under the server. It is reached the way seglog
+// clean reaches it, and pinned open until the test ends.
+func ownedLog(t testing.TB, st *store.Store, topic string, partition int32) *seglog.Log {
+	t.Helper()
+	l, release, err := storelog.Acquire(st, topic, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	return l
+}

@@ -215,8 +215,7 @@ func TestFetchOfTruncatedSliceFails(t *testing.T) {
 	if a.bytes == 0 {
 		t.Fatal("nothing read")
 	}
-	l, _ := ts.st.Log("t", 0)
-	if err := l.TruncateTo(5); err != nil {
+	if err := ownedLog(t, ts.st, "t", 0).TruncateTo(5); err != nil {
 		t.Fatal(err)
 	}
 	err := encodeFetch(1, 12, 0, a.topics).writeTo(io.Discard)

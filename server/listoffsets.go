@@ -109,7 +109,7 @@ func (s *Server) lookupOffset(topic string, partition int32, ts int64) (offset, 
 // maxTimestampOffset finds the first record carrying the log's largest
 // timestamp: the segment whose largest timestamp is the log's is scanned.
 // An empty log answers -1, -1, as Kafka does.
-func maxTimestampOffset(l *seglog.Log) (int64, int64, error) {
+func maxTimestampOffset(l seglog.View) (int64, int64, error) {
 	segs := l.Segments()
 	best := -1
 	for i, sg := range segs {

@@ -60,18 +60,19 @@ func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRe
 		rp.ErrorCode = kerr.InvalidTopicException.Code
 		return
 	}
-	l, err := s.partitionLog(topic, p.Partition)
+	w, err := s.partitionWriter(topic, p.Partition)
 	if err != nil {
 		rp.ErrorCode = errCode(err)
 		return
 	}
+	l := w.View()
 	rp.ErrorCode = checkProduceBatch(version, p.Records)
 	if rp.ErrorCode != 0 {
 		return
 	}
 	b := record.Batch(p.Records)
 	if b.ProducerID() < 0 {
-		info, err := l.AppendBatch(b)
+		info, err := w.AppendBatch(b)
 		s.answerAppend(l, info, err, rp)
 		return
 	}
@@ -93,7 +94,7 @@ func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRe
 		return
 	}
 	pid, epoch, first, last := b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), b.LastSequence()
-	info, err := l.AppendBatch(b)
+	info, err := w.AppendBatch(b)
 	if err == nil {
 		pp.record(pid, epoch, first, last, info.FirstOffset, info.LastOffset)
 		s.snapshotOnRoll(l, pp)
@@ -105,7 +106,7 @@ func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRe
 // the last look (pp.mu held). It is named by the log end, which is at or
 // after the batch just recorded: idempotent appends are serialized by
 // pp.mu, so the state holds every idempotent batch below that offset.
-func (s *Server) snapshotOnRoll(l *seglog.Log, pp *partProducers) {
+func (s *Server) snapshotOnRoll(l seglog.View, pp *partProducers) {
 	n := l.NumSegments()
 	rolled := n > pp.segments
 	pp.segments = n
@@ -117,7 +118,7 @@ func (s *Server) snapshotOnRoll(l *seglog.Log, pp *partProducers) {
 	}
 }
 
-func (s *Server) answerAppend(l *seglog.Log, info seglog.AppendInfo, err error, rp *kmsg.ProduceResponseTopicPartition) {
+func (s *Server) answerAppend(l seglog.View, info seglog.AppendInfo, err error, rp *kmsg.ProduceResponseTopicPartition) {
 	if err != nil {
 		rp.ErrorCode = appendErrorCode(err)
 		if rp.ErrorCode == kerr.KafkaStorageError.Code {

@@ -173,7 +173,7 @@ func (pp *partProducers) record(pid int64, epoch int16, first, last int32, first
 // would be left with a stale last sequence. Reading stops quietly at
 // anything it cannot read: the state is then partial, which only means a
 // producer is treated as new.
-func (pp *partProducers) load(l *seglog.Log) {
+func (pp *partProducers) load(l seglog.View) {
 	if pp.loaded {
 		return
 	}

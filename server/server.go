@@ -337,11 +337,16 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// partitionLog returns a partition's log. Every path of the server gets a
-// log through here, so how logs are reached (an open-file budget, say) is
-// one place to change.
-func (s *Server) partitionLog(topic string, partition int32) (*seglog.Log, error) {
+// partitionLog returns a read-only view of a partition, and
+// partitionWriter the handle produce appends with. Every path of the
+// server reaches a partition through these, so how partitions are reached
+// (an open-file budget, say) is one place to change.
+func (s *Server) partitionLog(topic string, partition int32) (seglog.View, error) {
 	return s.st.Log(topic, partition)
+}
+
+func (s *Server) partitionWriter(topic string, partition int32) (store.Writer, error) {
+	return s.st.Writer(topic, partition)
 }
 
 // autoCreate says whether a topic may be created on first use.

@@ -123,7 +123,7 @@ func snapshots(dir string) ([]int64, error) {
 // and at or above notBefore, and its offset; ok is false when there is
 // none. Damaged snapshots are skipped (an older one is tried, as Kafka
 // does); they are left for fsck to report.
-func loadSnapshot(l *seglog.Log, notBefore int64) (map[int64]*producerEntry, int64, bool) {
+func loadSnapshot(l seglog.View, notBefore int64) (map[int64]*producerEntry, int64, bool) {
 	offs, err := snapshots(l.Dir())
 	if err != nil {
 		return nil, 0, false
@@ -152,7 +152,7 @@ func loadSnapshot(l *seglog.Log, notBefore int64) (map[int64]*producerEntry, int
 
 // writeSnapshot writes pp's state as of the log's end and removes the
 // partition's older snapshots.
-func writeSnapshot(l *seglog.Log, pp *partProducers) error {
+func writeSnapshot(l seglog.View, pp *partProducers) error {
 	end := l.EndOffset()
 	path := filepath.Join(l.Dir(), layout.FileName(end, layout.SnapshotSuffix))
 	if err := vfs.WriteFileAtomic(vfs.Default, path, encodeSnapshot(pp)); err != nil {

@@ -61,7 +61,7 @@ func TestSnapshotKeepsOlderProducers(t *testing.T) {
 	if rp := produceOne(t, c, 9, "s", append([]byte(nil), old...)); rp.ErrorCode != 0 || rp.BaseOffset != 0 {
 		t.Fatalf("first: %d at %d", rp.ErrorCode, rp.BaseOffset)
 	}
-	l, _ := ts.st.Log("s", 0)
+	l := ownedLog(t, ts.st, "s", 0)
 	for i := range 3 {
 		if err := l.Roll(); err != nil {
 			t.Fatal(err)
@@ -94,9 +94,9 @@ func TestSnapshotKeepsOlderProducers(t *testing.T) {
 	if rp := produceOne(t, c, 9, "s", makeBatch(t, record.None, 100, 0, 9, 1, "gap")); rp.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
 		t.Fatalf("gap: error %d", rp.ErrorCode)
 	}
-	l, _ = ts.st.Log("s", 0)
-	if l.EndOffset() != 6 {
-		t.Fatalf("log end %d, want 6", l.EndOffset())
+	v, _ := ts.st.Log("s", 0)
+	if v.EndOffset() != 6 {
+		t.Fatalf("log end %d, want 6", v.EndOffset())
 	}
 
 	// Without the snapshot (or with a damaged one) the producer is

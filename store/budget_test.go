@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -43,12 +44,19 @@ func TestOpenLogBudget(t *testing.T) {
 		}
 	}
 	// Neither was closed under its holder.
-	for name, l := range map[string]*seglog.Log{"Log": kept, "AcquireLog": held} {
-		if l.EndOffset() != 5 {
-			t.Errorf("%s's Log ends at %d, want 5", name, l.EndOffset())
+	for name, v := range map[string]seglog.View{"Log": kept, "AcquireLog": held} {
+		if v.EndOffset() != 5 {
+			t.Errorf("%s's view ends at %d, want 5", name, v.EndOffset())
 		}
-		if _, err := l.Append(kv("k", "more")); err != nil {
-			t.Errorf("%s's Log was closed under its holder: %v", name, err)
+		if n := len(testutil.ReadRecords(t, v, 0)); n != 5 {
+			t.Errorf("%s's view read %d records, want 5", name, n)
+		}
+	}
+	for p, v := range []seglog.View{kept, held} {
+		_, err := s.ProduceTo("t", int32(p), kv("k", "more"))
+		mustf(t, err, "produce more")
+		if v.EndOffset() != 6 {
+			t.Errorf("partition %d's view ends at %d after an append, want 6", p, v.EndOffset())
 		}
 	}
 	release()
@@ -57,12 +65,33 @@ func TestOpenLogBudget(t *testing.T) {
 		_, err := s.ProduceTo("t", p, kv("k", "x"))
 		mustf(t, err, "produce")
 	}
-	if _, err := held.Append(kv("k", "late")); !errors.Is(err, seglog.ErrClosed) {
-		t.Errorf("a released idle Log past the budget is still open: %v", err)
+	// The released view's partition was closed past the budget: its
+	// reads say so instead of reading the closed Log as empty.
+	if sl, err := held.Read(0, 1<<20, seglog.ReadOptions{}); !errors.Is(err, seglog.ErrClosed) {
+		t.Errorf("a released idle partition past the budget is still open: %v, %v", sl, err)
 	}
-	if _, err := kept.Append(kv("k", "still")); err != nil {
-		t.Errorf("Store.Log's Log was closed: %v", err)
+	var last error
+	for _, err := range held.Records(0) {
+		last = err
 	}
+	if !errors.Is(last, seglog.ErrClosed) {
+		t.Errorf("Records of a released view ended with %v, want ErrClosed", last)
+	}
+	if held.EndOffset() != 6 {
+		t.Errorf("a closed view ends at %d, want 6, its last end", held.EndOffset())
+	}
+	_, err = s.ProduceTo("t", 0, kv("k", "still"))
+	mustf(t, err, "produce to 0")
+	if kept.EndOffset() != 7 {
+		t.Errorf("Store.Log's partition was closed: its view ends at %d after an append, want 7", kept.EndOffset())
+	}
+	// AcquireLog again: the partition reopened, with everything written.
+	again, release, err := s.AcquireLog("t", 1)
+	mustf(t, err, "acquire again")
+	if n := len(testutil.ReadRecords(t, again, 0)); n != 6 {
+		t.Errorf("partition 1 reopened holds %d records, want 6", n)
+	}
+	release()
 	if n := openLogs(s); n > testMaxOpenLogs+1 {
 		t.Errorf("%d Logs open, budget %d plus the one from Log", n, testMaxOpenLogs)
 	}

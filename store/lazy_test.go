@@ -233,7 +233,7 @@ func TestReplayViewsMatchRecovery(t *testing.T) {
 		}
 		if i%40 == 17 {
 			gate.hold(false)
-			l, release, err := s.AcquireLog(OffsetsTopic, int32(i%3))
+			l, release, err := s.acquireLog(OffsetsTopic, int32(i%3))
 			mustf(t, err, "acquire")
 			mustf(t, l.Sync(), "sync")
 			release()

@@ -418,7 +418,7 @@ func (c cleanerPart) peek() partInfo {
 func (c cleanerPart) Segments() []cleaner.Segment {
 	var out []cleaner.Segment
 	c.p.with(func(l *seglog.Log) error {
-		out = cleaner.Wrap(l).Segments()
+		out = cleaner.SegmentsOf(l.View())
 		return nil
 	})
 	return out

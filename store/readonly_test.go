@@ -138,8 +138,11 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	}
 
 	// Every write is refused, and changes nothing.
-	l, _ := ro.Log("bookings", 0)
+	l, release, err := ro.acquireLog("bookings", 0)
+	mustf(t, err, "acquire")
 	_, logErr := l.Append(kv("k", "v"))
+	release()
+	_, writerErr := ro.Writer("bookings", 0)
 	_, prodErr := ro.Produce("bookings", kv("k", "v"))
 	_, toErr := ro.ProduceTo("bookings", 0, kv("k", "v"))
 	_, resetErr := ro.ResetOffsets("billing", "bookings", Reset{Kind: ToEarliest})
@@ -156,6 +159,7 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 		"RunRetention":  ro.RunRetention(context.Background()),
 		"Start":         ro.Start(context.Background()),
 		"Log.Append":    logErr,
+		"Writer":        writerErr,
 	} {
 		if !errors.Is(err, ErrReadOnly) {
 			t.Errorf("%s on a read-only store: %v, want ErrReadOnly", what, err)

@@ -157,7 +157,7 @@ func TestLongReadsWithinDescriptorBudget(t *testing.T) {
 	held, release, err := s.AcquireLog("t", 0)
 	mustf(t, err, "acquire 0")
 	defer release()
-	readAll := func(l *seglog.Log, p int32) {
+	readAll := func(l seglog.View, p int32) {
 		t.Helper()
 		n := 0
 		for _, err := range l.Records(l.StartOffset()) {

@@ -84,7 +84,7 @@ type Options struct {
 	// .log descriptors, however much of the partition was read: the
 	// store's descriptors stay under about 15 × MaxOpenLogs (near 3 ×
 	// MaxOpenLogs while reads stay at the partitions' ends), whatever the
-	// number of partitions and segments. Logs handed out by Log (not
+	// number of partitions and segments. Partitions handed out by Log or Writer (not
 	// AcquireLog) stay open until Close and count against the budget
 	// without being closable.
 	MaxOpenLogs int

@@ -143,11 +143,11 @@ func TestNoCleanMarkerAfterFailedSync(t *testing.T) {
 	if _, err := s.ProduceTo("b", 0, record.Record{Key: []byte("1"), Value: campaignValueFor("1")}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.Log("b", 0)
+	w, err := s.Writer("b", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Sync(); err == nil {
+	if err := w.Sync(); err == nil {
 		t.Fatal("the injected fsync failure did not surface")
 	}
 	if err := s.Close(); err == nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/storelog"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -260,13 +261,25 @@ func (s *Store) Partitions(name string) (int, error) {
 	return len(t.parts), nil
 }
 
-// Log returns a partition's Log for reading (Records, Read, Follow,
-// OffsetForTime). It stays open and valid until the topic is deleted or
-// the store closed (in a read-only store: until a Refresh finds the topic
-// deleted); do not Close it. Such a Log is never closed by the budget of
-// open Logs (Options.MaxOpenLogs): callers that visit many partitions use
-// AcquireLog instead.
-func (s *Store) Log(name string, partition int32) (*seglog.Log, error) {
+// Log returns a read-only view of a partition (bounds, Records, Read,
+// Follow, OffsetForTime); Writer appends to it, DeleteRecords deletes
+// its oldest records, and nothing else a caller holds changes it. The
+// partition stays open until the topic is deleted or the store closed (in
+// a read-only store: until a Refresh finds the topic deleted, or the
+// partition truncated under its view), and the view's reads answer
+// seglog.ErrClosed from then on: ask Log again. Such a partition is
+// never closed by the budget of open Logs (Options.MaxOpenLogs): callers
+// that visit many partitions use AcquireLog instead.
+func (s *Store) Log(name string, partition int32) (seglog.View, error) {
+	l, err := s.foreverLog(name, partition)
+	if err != nil {
+		return seglog.View{}, err
+	}
+	return l.View(), nil
+}
+
+// foreverLog opens a partition for good: Log and Writer.
+func (s *Store) foreverLog(name string, partition int32) (*seglog.Log, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	p, err := s.partLocked(name, partition)
@@ -284,12 +297,23 @@ func (s *Store) Log(name string, partition int32) (*seglog.Log, error) {
 	return l, nil
 }
 
-// AcquireLog returns a partition's Log, opened if it was closed, and a
-// release function. Until release is called the Log stays open; after,
-// the store may close it when more than Options.MaxOpenLogs are open (a
-// later AcquireLog reopens it). Do not Close the Log, nor use it after
+// AcquireLog returns a read-only view of a partition, opened if it was
+// closed, and a release function. Until release is called the partition
+// stays open; after, the store may close it when more than
+// Options.MaxOpenLogs are open (a later AcquireLog reopens it), and the
+// view's reads then answer seglog.ErrClosed: do not use it after
 // release. release may be called more than once.
-func (s *Store) AcquireLog(name string, partition int32) (*seglog.Log, func(), error) {
+func (s *Store) AcquireLog(name string, partition int32) (seglog.View, func(), error) {
+	l, release, err := s.acquireLog(name, partition)
+	if err != nil {
+		return seglog.View{}, nil, err
+	}
+	return l.View(), release, nil
+}
+
+// acquireLog is AcquireLog with the Log itself: the store's own uses, and
+// seglog clean's through internal/storelog.
+func (s *Store) acquireLog(name string, partition int32) (*seglog.Log, func(), error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	p, err := s.partLocked(name, partition)
@@ -302,6 +326,12 @@ func (s *Store) AcquireLog(name string, partition int32) (*seglog.Log, func(), e
 	}
 	var once sync.Once
 	return l, func() { once.Do(p.release) }, nil
+}
+
+func init() {
+	storelog.Acquire = func(st any, topic string, partition int32) (*seglog.Log, func(), error) {
+		return st.(*Store).acquireLog(topic, partition)
+	}
 }
 
 // part returns a partition.

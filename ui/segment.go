@@ -217,19 +217,19 @@ func pageParams(r *http.Request, def, most int64) (from, limit int64, err error)
 }
 
 // partitionParams reads topic and partition and returns the partition's
-// Log; the caller holds the view.
-func (s *Server) partitionParams(r *http.Request) (topic string, partition int32, l *seglog.Log, err error) {
+// view.
+func (s *Server) partitionParams(r *http.Request) (topic string, partition int32, l seglog.View, err error) {
 	topic = r.URL.Query().Get("topic")
 	p, err := intParam(r, "partition", -1)
 	if err != nil {
-		return "", 0, nil, err
+		return "", 0, seglog.View{}, err
 	}
 	if p < 0 || p > 1<<31-1 {
-		return "", 0, nil, fmt.Errorf("%w: partition missing or out of range", errBadRequest)
+		return "", 0, seglog.View{}, fmt.Errorf("%w: partition missing or out of range", errBadRequest)
 	}
 	l, err = s.st.Log(topic, int32(p))
 	if err != nil {
-		return "", 0, nil, err
+		return "", 0, seglog.View{}, err
 	}
 	return topic, int32(p), l, nil
 }

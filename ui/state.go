@@ -248,9 +248,9 @@ func (s *Server) markers() (map[topicPartition][]Marker, []Group) {
 
 // partition describes one log with the retention plan cleaner.Decide
 // makes for it now: the same function the store's cleaner applies.
-func (s *Server) partition(l *seglog.Log, n int32, policy cleaner.Policy, now time.Time) Partition {
+func (s *Server) partition(l seglog.View, n int32, policy cleaner.Policy, now time.Time) Partition {
 	start := l.StartOffset()
-	segs := live(cleaner.Wrap(l).Segments(), start)
+	segs := live(cleaner.SegmentsOf(l), start)
 	p := Partition{Partition: n, Start: start, End: l.EndOffset(), Segments: make([]Segment, 0, len(segs)), Groups: []Marker{}}
 	plan := cleaner.Decide(cleaner.Input{Segments: segs, Policy: policy, Now: now, StartOffset: start, UpperBound: -1})
 	p.Retention = Retention{

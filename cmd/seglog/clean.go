@@ -266,7 +266,7 @@ func cleanDryRun(w io.Writer, dir string, opts seglog.Options, policy cleaner.Po
 		return err
 	}
 	defer l.Close()
-	_, _, err = previewLog(w, dir, l, policy, requested, true)
+	_, _, err = previewLog(w, dir, l.View(), policy, requested, true)
 	return err
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/internal/storelog"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -198,13 +199,13 @@ func (c storeClean) preview(cmd *cobra.Command) error {
 // requested, if not negative) would delete from l now, as cleaner.Decide
 // plans it: the pass itself decides the same way. A log with nothing to
 // delete gets a line only if always.
-func previewLog(w io.Writer, name string, l *seglog.Log, policy cleaner.Policy, requested int64, always bool) (cleaner.Plan, int64, error) {
+func previewLog(w io.Writer, name string, l seglog.View, policy cleaner.Policy, requested int64, always bool) (cleaner.Plan, int64, error) {
 	start, end := l.StartOffset(), l.EndOffset()
 	if requested > end {
 		return cleaner.Plan{}, start, fmt.Errorf("invalid --delete-records-before %d: past the log end %d", requested, end)
 	}
 	plan := cleaner.Decide(cleaner.Input{
-		Segments:    cleaner.Wrap(l).Segments(),
+		Segments:    cleaner.SegmentsOf(l),
 		Policy:      policy,
 		Now:         time.Now(),
 		StartOffset: max(start, requested),
@@ -235,8 +236,11 @@ var errDoneThroughServer = errors.New("done through the server")
 // openCleanLog opens the log clean works on. A partition directory of a
 // store is cleaned through the store: the store is opened with its lock
 // (refused, naming the holder, when another holds it) and the partition's
-// Log is the store's, so its checkpoints are the log.dir's and no file
-// of its own appears in the partition. When a server holds the store and
+// Log is the store's (reached through internal/storelog: the store's
+// users get a read-only view, but this one-off pass runs the cleaner with
+// the flags' policy over the Log, as over a standalone one), so its
+// checkpoints are the log.dir's and no file of its own appears in the
+// partition. When a server holds the store and
 // the work is only --delete-records-before, it is done through the server
 // (DeleteRecords) and errDoneThroughServer returned.
 func openCleanLog(cmd *cobra.Command, dir string, opts seglog.Options, onlyDeleteRecords bool, before int64) (*seglog.Log, func() error, error) {
@@ -270,7 +274,7 @@ func openCleanLog(cmd *cobra.Command, dir string, opts seglog.Options, onlyDelet
 				topic, cleaner.DefaultCheckInterval, dir)
 		})
 	}
-	l, release, err := s.AcquireLog(topic, part)
+	l, release, err := storelog.Acquire(s, topic, part)
 	if err != nil {
 		return nil, nil, errors.Join(err, s.Close())
 	}

@@ -105,7 +105,7 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 			return err
 		}
 		var st produceStats
-		st.first = l.EndOffset()
+		st.first = l.View().EndOffset()
 		if cmd.Flags().Changed("batches") {
 			err = produceBatches(l, inName, in, opts.MaxBatchBytes, &st)
 		} else {
@@ -114,7 +114,7 @@ A one-line summary (records, batches, offsets) goes to standard error.`,
 		if cerr := closeLog(); err == nil {
 			err = cerr
 		}
-		fmt.Fprintln(cmd.ErrOrStderr(), st.summary(l))
+		fmt.Fprintln(cmd.ErrOrStderr(), st.summary(l.View()))
 		return err
 	}
 	return withStoreTopic(cmd)
@@ -134,7 +134,7 @@ func (s *produceStats) add(info seglog.AppendInfo) {
 	s.last = info.LastOffset
 }
 
-func (s *produceStats) summary(l *seglog.Log) string {
+func (s *produceStats) summary(l seglog.View) string {
 	if s.batches == 0 {
 		return fmt.Sprintf("produced 0 records; log holds offsets [%d, %d)", l.StartOffset(), l.EndOffset())
 	}
@@ -149,7 +149,7 @@ func (s *produceStats) summary(l *seglog.Log) string {
 // linger.ms does. Every
 // way out stores every complete line read before it, and the error says
 // which lines are stored.
-func produceLines(l *seglog.Log, in *input, perBatch, maxBatch int, linger time.Duration, st *produceStats) error {
+func produceLines(l appender, in *input, perBatch, maxBatch int, linger time.Duration, st *produceStats) error {
 	lp := lineProducer{l: l, perBatch: perBatch, maxBatch: maxBatch, st: st,
 		maxLine: maxBatch - record.HeaderSize - recordOverhead, size: record.HeaderSize}
 	timer := time.NewTimer(time.Hour)
@@ -217,7 +217,7 @@ func produceLines(l *seglog.Log, in *input, perBatch, maxBatch int, linger time.
 
 // lineProducer splits the input into lines and appends them as batches.
 type lineProducer struct {
-	l                  *seglog.Log
+	l                  appender
 	perBatch, maxBatch int
 	maxLine            int // the longest line a batch of maxBatch holds
 	st                 *produceStats
@@ -378,7 +378,7 @@ func (p *pending) reset() { p.arena, p.lines = p.arena[:0], p.lines[:0] }
 
 // produceBatches appends the producer batches read from r (named name in
 // errors) through AppendBatch.
-func produceBatches(l *seglog.Log, name string, r *input, maxBatch int, st *produceStats) error {
+func produceBatches(l appender, name string, r *input, maxBatch int, st *produceStats) error {
 	fr := batchReader{r: bufio.NewReaderSize(r, 1<<16), max: maxBatch}
 	for i := 0; ; i++ {
 		pos := fr.pos

@@ -363,13 +363,22 @@ func produceTopicLines(cmd *cobra.Command, topic string, verbose bool, perBatch 
 	return nil
 }
 
+// appender is what produce appends with: a standalone *seglog.Log, or the
+// store.Writer of a partition directory of a store.
+type appender interface {
+	Append(recs ...record.Record) (seglog.AppendInfo, error)
+	AppendBatch(batch []byte) (seglog.AppendInfo, error)
+	View() seglog.View
+}
+
 // openProduceLog opens the log produce appends to. A partition directory
 // of a store is written through the store: the store is opened with its
 // lock (refused, naming the holder, when another holds it) and the
-// partition's Log is the store's, so its checkpoints are the log.dir's
-// and no file of its own appears in the partition. opts' batch limit
-// becomes the topic's. close releases the Log (and the store).
-func openProduceLog(cmd *cobra.Command, dir string, opts *seglog.Options) (l *seglog.Log, close func() error, err error) {
+// partition is appended to with the store's Writer, so its checkpoints
+// are the log.dir's and no file of its own appears in the partition.
+// opts' batch limit becomes the topic's. close closes the Log (or the
+// store).
+func openProduceLog(cmd *cobra.Command, dir string, opts *seglog.Options) (l appender, close func() error, err error) {
 	logDir, topic, part, ok, err := partitionOfStore(dir)
 	if err != nil {
 		return nil, nil, err
@@ -391,7 +400,7 @@ func openProduceLog(cmd *cobra.Command, dir string, opts *seglog.Options) (l *se
 				logDir, topic, addr, topic, part)
 		})
 	}
-	l, release, err := s.AcquireLog(topic, part)
+	w, err := s.Writer(topic, part)
 	if err == nil {
 		var info store.TopicInfo
 		if info, err = s.DescribeTopic(topic); err == nil {
@@ -399,10 +408,7 @@ func openProduceLog(cmd *cobra.Command, dir string, opts *seglog.Options) (l *se
 		}
 	}
 	if err != nil {
-		if release != nil {
-			release()
-		}
 		return nil, nil, errors.Join(err, s.Close())
 	}
-	return l, func() error { release(); return s.Close() }, nil
+	return w, s.Close, nil
 }

@@ -1,0 +1,50 @@
+package store
+
+import (
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+)
+
+// Writer appends to one partition of a store: with its View, it is all a
+// store's user may do to a partition directly. Records are stored as
+// given (no timestamp is stamped, no partitioner runs: Produce and
+// ProduceTo do that), and the offsets topic is not refused, for a broker
+// that writes its group coordinator's own records there. Deleting records
+// is Store.DeleteRecords; retention, compaction, truncation and closing
+// are the store's alone. A Writer stays usable until the topic is deleted
+// or the store closed; its appends then fail with seglog.ErrClosed. It is
+// safe for concurrent use.
+type Writer struct{ l *seglog.Log }
+
+// Writer returns a Writer for a partition, opening the partition if it
+// was closed. Like Log's, the partition stays open until Close, outside
+// the budget of open Logs (Options.MaxOpenLogs). A read-only store
+// refuses it (ErrReadOnly).
+func (s *Store) Writer(name string, partition int32) (Writer, error) {
+	if s.readOnly {
+		return Writer{}, s.errReadOnly("append to " + name)
+	}
+	l, err := s.foreverLog(name, partition)
+	if err != nil {
+		return Writer{}, err
+	}
+	return Writer{l}, nil
+}
+
+// Append appends records as one batch (seglog.Log.Append).
+func (w Writer) Append(recs ...record.Record) (seglog.AppendInfo, error) {
+	return w.l.Append(recs...)
+}
+
+// AppendBatch appends a batch a producer encoded (seglog.Log.AppendBatch):
+// it is checked, given its offsets and stored as sent.
+func (w Writer) AppendBatch(batch []byte) (seglog.AppendInfo, error) {
+	return w.l.AppendBatch(batch)
+}
+
+// View returns a read-only view of the partition.
+func (w Writer) View() seglog.View { return w.l.View() }
+
+// Sync makes every record appended so far durable, whatever the topic's
+// flush settings (seglog.Log.Sync).
+func (w Writer) Sync() error { return w.l.Sync() }
