@@ -125,5 +125,5 @@ func (l *Log) isClosed() bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.closed
+	return l.mu.closed
 }
