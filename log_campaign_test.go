@@ -14,6 +14,7 @@ import (
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/crashtest"
 	"github.com/seglog/seglog/internal/soak"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -158,7 +159,7 @@ func campaignOptions(fs vfs.FS) seglog.Options {
 		MaxIndexBytes:      240,
 		Sync:               seglog.SyncAlways,
 		Logger:             discard(),
-		Now:                func() time.Time { return time.UnixMilli(1_700_000_000_000) },
+		Clock:              testutil.NowFunc(func() time.Time { return time.UnixMilli(1_700_000_000_000) }),
 	}
 }
 

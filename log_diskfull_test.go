@@ -13,6 +13,7 @@ import (
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/soak"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -71,7 +72,7 @@ func diskFullOptions() seglog.Options {
 		MaxIndexBytes:      8 << 10,
 		Sync:               seglog.SyncAlways,
 		Logger:             discard(),
-		Now:                func() time.Time { return time.UnixMilli(1_700_000_000_000) },
+		Clock:              testutil.NowFunc(func() time.Time { return time.UnixMilli(1_700_000_000_000) }),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -196,7 +197,7 @@ func writeCaseLog(t *testing.T, fsys vfs.FS, dir string) []record.Record {
 	l, err := seglog.Open(dir, seglog.Options{
 		FS: fsys, SegmentBytes: fscktest.SegmentBytes, IndexIntervalBytes: fscktest.IndexIntervalBytes,
 		MaxIndexBytes: fscktest.MaxIndexBytes,
-		Now:           func() time.Time { clock = clock.Add(time.Millisecond); return clock },
+		Clock:         testutil.NowFunc(func() time.Time { clock = clock.Add(time.Millisecond); return clock }),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -143,8 +143,9 @@ type Options struct {
 	// must not call back into the Log; a function shared by the Options
 	// of several logs may be called by their Opens at the same time.
 	OnQuarantine func(Quarantine)
-	// Now is the clock; nil means time.Now. Tests set it.
-	Now func() time.Time
+	// Clock is the time source of append, roll and delete-delay times;
+	// nil means RealClock. Tests set a fake one.
+	Clock Clock
 	// ReadOnly opens an existing log without writing anything: no
 	// directory is created (a missing one is an error matching
 	// fs.ErrNotExist), no lock is taken, no index, checkpoint or marker is
@@ -200,8 +201,8 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = RealClock
 	}
 	return o
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
@@ -21,7 +22,7 @@ func writeLog(t testing.TB, fsys vfs.FS, dir string, codec record.Codec, nbatche
 	clock := time.UnixMilli(1_700_000_000_000)
 	l, err := seglog.Open(dir, seglog.Options{
 		FS: fsys, SegmentBytes: 16 << 10, IndexIntervalBytes: 512, MaxIndexBytes: 16 << 10, Compression: codec,
-		Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock },
+		Clock: testutil.NowFunc(func() time.Time { clock = clock.Add(time.Millisecond); return clock }),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ func writeMatrixLog(t testing.TB, fsys vfs.FS, dir string) []record.Record {
 	l, err := seglog.Open(dir, seglog.Options{
 		FS: fsys, SegmentBytes: fscktest.SegmentBytes, IndexIntervalBytes: fscktest.IndexIntervalBytes,
 		MaxIndexBytes: fscktest.MaxIndexBytes,
-		Now:           func() time.Time { clock = clock.Add(time.Millisecond); return clock },
+		Clock:         testutil.NowFunc(func() time.Time { clock = clock.Add(time.Millisecond); return clock }),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -175,7 +175,7 @@ func (s *Store) openReadOnlyPartition(t string, p int32, cfg TopicConfig, indexB
 	o := seglog.Options{
 		FS:            s.fs,
 		Logger:        s.logger,
-		Now:           s.opts.Now,
+		Clock:         s.opts.Clock,
 		ReadOnly:      true,
 		MaxIndexBytes: min(cfg.SegmentIndexBytes, indexBytes),
 
