@@ -27,7 +27,7 @@ func configsServer(t *testing.T, dir string) (*testServer, *rawConn) {
 	if err := def.SetAll([]string{"retention.bytes=1000000"}); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, dir, Config{TopicConfig: &def})
+	ts := startServer(t, dir, Options{TopicConfig: &def})
 	return ts, dialRaw(t, ts.addr)
 }
 
