@@ -3,7 +3,6 @@ package seglog
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/seglog/seglog/defaults"
@@ -216,16 +215,16 @@ func (o Options) Validate() error {
 	switch {
 	case o.SegmentBytes < 0 || (o.SegmentBytes > 0 && o.SegmentBytes < minSegmentBytes):
 		return bad("SegmentBytes %d: must be at least %d", o.SegmentBytes, minSegmentBytes)
-	case o.SegmentBytes > math.MaxInt32:
-		return bad("SegmentBytes %d: must be at most %d (index positions are 32-bit)", o.SegmentBytes, math.MaxInt32)
+	case o.SegmentBytes > defaults.MaxSegmentBytes:
+		return bad("SegmentBytes %d: must be at most %d (index positions are 32-bit)", o.SegmentBytes, defaults.MaxSegmentBytes)
 	case o.SegmentAge < 0:
 		return bad("SegmentAge %v: must not be negative", o.SegmentAge)
 	case o.SegmentJitter < 0:
 		return bad("SegmentJitter %v: must not be negative", o.SegmentJitter)
 	case o.IndexIntervalBytes < 0:
 		return bad("IndexIntervalBytes %d: must not be negative", o.IndexIntervalBytes)
-	case o.MaxIndexBytes < 0 || (o.MaxIndexBytes > 0 && o.MaxIndexBytes < 24):
-		return bad("MaxIndexBytes %d: must hold at least two time-index entries (24 bytes)", o.MaxIndexBytes)
+	case o.MaxIndexBytes < 0 || (o.MaxIndexBytes > 0 && o.MaxIndexBytes < defaults.MinIndexBytes):
+		return bad("MaxIndexBytes %d: must hold at least two time-index entries (%d bytes)", o.MaxIndexBytes, defaults.MinIndexBytes)
 	case o.MaxBatchBytes < 0 || (o.MaxBatchBytes > 0 && o.MaxBatchBytes < record.HeaderSize):
 		return bad("MaxBatchBytes %d: must be at least %d", o.MaxBatchBytes, record.HeaderSize)
 	case o.MaxMappedIndexes < 0:
