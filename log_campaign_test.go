@@ -153,13 +153,15 @@ func acceptableAfterCrash(got, before, after cstate, op cop) bool {
 // fills indexes and spans many segments.
 func campaignOptions(fs vfs.FS) seglog.Options {
 	return seglog.Options{
-		FS:                 fs,
-		SegmentBytes:       1024,
-		IndexIntervalBytes: 128,
-		MaxIndexBytes:      240,
-		Sync:               seglog.SyncAlways,
-		Logger:             discard(),
-		Clock:              testutil.NowFunc(func() time.Time { return time.UnixMilli(1_700_000_000_000) }),
+		FS: fs,
+		LogConfig: seglog.LogConfig{
+			SegmentBytes:       1024,
+			IndexIntervalBytes: 128,
+			MaxIndexBytes:      240,
+			Sync:               seglog.SyncAlways,
+		},
+		Logger: discard(),
+		Clock:  testutil.NowFunc(func() time.Time { return time.UnixMilli(1_700_000_000_000) }),
 	}
 }
 

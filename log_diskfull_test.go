@@ -67,12 +67,14 @@ func fill(t *testing.T, dir string, headroom int64) string {
 
 func diskFullOptions() seglog.Options {
 	return seglog.Options{
-		SegmentBytes:       16 << 10,
-		IndexIntervalBytes: 512,
-		MaxIndexBytes:      8 << 10,
-		Sync:               seglog.SyncAlways,
-		Logger:             discard(),
-		Clock:              testutil.NowFunc(func() time.Time { return time.UnixMilli(1_700_000_000_000) }),
+		LogConfig: seglog.LogConfig{
+			SegmentBytes:       16 << 10,
+			IndexIntervalBytes: 512,
+			MaxIndexBytes:      8 << 10,
+			Sync:               seglog.SyncAlways,
+		},
+		Logger: discard(),
+		Clock:  testutil.NowFunc(func() time.Time { return time.UnixMilli(1_700_000_000_000) }),
 	}
 }
 

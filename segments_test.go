@@ -20,7 +20,7 @@ func TestSegments(t *testing.T) {
 	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	mem.SetClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
 	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
-	l, err := Open("/log", Options{FS: mem, SegmentBytes: 1024, Logger: discardLogger(), Clock: testutil.NowFunc(now)})
+	l, err := Open("/log", Options{FS: mem, LogConfig: LogConfig{SegmentBytes: 1024}, Logger: discardLogger(), Clock: testutil.NowFunc(now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Add(int64(time.Hour))
-	if l, err = Open("/log", Options{FS: mem, SegmentBytes: 1024, Logger: discardLogger(), Clock: testutil.NowFunc(now)}); err != nil {
+	if l, err = Open("/log", Options{FS: mem, LogConfig: LogConfig{SegmentBytes: 1024}, Logger: discardLogger(), Clock: testutil.NowFunc(now)}); err != nil {
 		t.Fatal(err)
 	}
 	check("after reopen", now())

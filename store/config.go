@@ -155,7 +155,7 @@ func (c TopicConfig) logOptions() seglog.Options {
 	var o seglog.Options
 	for _, d := range configTable {
 		if d.options != nil {
-			d.options(c, &o)
+			d.options(c, &o.LogConfig)
 		}
 	}
 	return o

@@ -15,8 +15,8 @@ import (
 
 // configDef is one of Kafka's topic configs, as the store keeps it: the
 // one place that knows its name, how a value is parsed, checked and
-// printed, its default, what it sets on a partition's seglog.Options or
-// its cleaner.Policy, and what DescribeConfigs says of it. TopicConfig's
+// printed, its default, what it sets on a partition's seglog.LogConfig
+// or its cleaner.Policy, and what DescribeConfigs says of it. TopicConfig's
 // Set, Get and Validate, the topic file, `seglog topics describe`, the
 // server's DescribeConfigs and alters, and the conversion to the Options
 // a partition opens with all read configTable.
@@ -28,11 +28,11 @@ type configDef struct {
 	parse func(c *TopicConfig, value string) (reason string)
 	// get prints c's value as Kafka spells it; parse takes it back.
 	get func(c TopicConfig) string
-	// field names the seglog.Options field the config sets, and options
-	// sets it from c; the cleaner's configs have neither, and policy
-	// instead.
+	// field names the seglog.LogConfig field the config sets, and
+	// options sets it from c; the cleaner's configs have neither, and
+	// policy instead.
 	field   string
-	options func(c TopicConfig, o *seglog.Options)
+	options func(c TopicConfig, o *seglog.LogConfig)
 	policy  func(c TopicConfig, p *cleaner.Policy)
 }
 
@@ -115,7 +115,7 @@ var configTable = []configDef{
 		}),
 		get:     func(c TopicConfig) string { return strconv.FormatInt(c.SegmentBytes, 10) },
 		field:   "SegmentBytes",
-		options: func(c TopicConfig, o *seglog.Options) { o.SegmentBytes = c.SegmentBytes },
+		options: func(c TopicConfig, o *seglog.LogConfig) { o.SegmentBytes = c.SegmentBytes },
 	},
 	{
 		name: "flush.messages",
@@ -138,7 +138,7 @@ var configTable = []configDef{
 			return strconv.FormatInt(maxLong, 10)
 		},
 		field: "Sync",
-		options: func(c TopicConfig, o *seglog.Options) {
+		options: func(c TopicConfig, o *seglog.LogConfig) {
 			if c.FlushMessages == 1 {
 				o.Sync = seglog.SyncAlways
 			}
@@ -167,7 +167,7 @@ var configTable = []configDef{
 		// flush.messages=1 syncs every append and wins over a period,
 		// as Kafka flushes on whichever comes first.
 		field: "SyncInterval",
-		options: func(c TopicConfig, o *seglog.Options) {
+		options: func(c TopicConfig, o *seglog.LogConfig) {
 			if c.FlushMessages != 1 && c.FlushMs > 0 {
 				o.Sync = seglog.SyncPeriodic
 				o.SyncInterval = time.Duration(c.FlushMs) * time.Millisecond
@@ -191,7 +191,7 @@ var configTable = []configDef{
 		},
 		get:     func(c TopicConfig) string { return c.Compression.String() },
 		field:   "Compression",
-		options: func(c TopicConfig, o *seglog.Options) { o.Compression = c.Compression },
+		options: func(c TopicConfig, o *seglog.LogConfig) { o.Compression = c.Compression },
 	},
 	{
 		name: "max.message.bytes",
@@ -205,7 +205,7 @@ var configTable = []configDef{
 		}),
 		get:     func(c TopicConfig) string { return strconv.Itoa(c.MaxMessageBytes - logOverhead) },
 		field:   "MaxBatchBytes",
-		options: func(c TopicConfig, o *seglog.Options) { o.MaxBatchBytes = c.MaxMessageBytes },
+		options: func(c TopicConfig, o *seglog.LogConfig) { o.MaxBatchBytes = c.MaxMessageBytes },
 	},
 	{
 		name: "segment.index.bytes",
@@ -219,7 +219,7 @@ var configTable = []configDef{
 		}),
 		get:     func(c TopicConfig) string { return strconv.Itoa(c.SegmentIndexBytes) },
 		field:   "MaxIndexBytes",
-		options: func(c TopicConfig, o *seglog.Options) { o.MaxIndexBytes = c.SegmentIndexBytes },
+		options: func(c TopicConfig, o *seglog.LogConfig) { o.MaxIndexBytes = c.SegmentIndexBytes },
 	},
 	{
 		name:   "delete.retention.ms",

@@ -3,9 +3,12 @@ package store
 import (
 	"fmt"
 	"math"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/record"
@@ -130,6 +133,75 @@ func TestConfigTableRoundTrip(t *testing.T) {
 		}
 		if again.Get(k) != c.Get(k) || again.Overrides()[0] != k || len(again.Overrides()) != 1 {
 			t.Errorf("%s: printed %q, parsed back %q, overrides %v", k, c.Get(k), again.Get(k), again.Overrides())
+		}
+	}
+}
+
+// unmappedLogConfig are the seglog.LogConfig fields no store topic config
+// sets, with the Kafka config that would: a partition keeps seglog's
+// default for them. SyncBytes has no Kafka config.
+var unmappedLogConfig = map[string]string{
+	"SegmentAge":         "segment.ms",
+	"SegmentJitter":      "segment.jitter.ms",
+	"IndexIntervalBytes": "index.interval.bytes",
+	"Preallocate":        "preallocate",
+	"TimestampType":      "message.timestamp.type",
+	"SyncBytes":          "",
+}
+
+// TestConfigTableFields: each table entry sets either one seglog.LogConfig
+// field or the cleaner's policy; every LogConfig field has exactly one
+// entry or is listed as unmapped; and an entry's conversion changes its
+// own field and no other (flush.ms also selects SyncPeriodic).
+func TestConfigTableFields(t *testing.T) {
+	typ := reflect.TypeOf(seglog.LogConfig{})
+	claimed := map[string]string{}
+	for _, d := range configTable {
+		switch {
+		case d.options != nil && d.policy == nil && d.field != "":
+			if prev, dup := claimed[d.field]; dup {
+				t.Errorf("LogConfig.%s is set by both %s and %s", d.field, prev, d.name)
+			}
+			claimed[d.field] = d.name
+			if _, ok := typ.FieldByName(d.field); !ok {
+				t.Errorf("%s: LogConfig has no field %s", d.name, d.field)
+			}
+		case d.options == nil && d.policy != nil && d.field == "":
+		default:
+			t.Errorf("%s: sets neither exactly one LogConfig field nor the policy", d.name)
+		}
+	}
+	for _, f := range reflect.VisibleFields(typ) {
+		_, c := claimed[f.Name]
+		_, u := unmappedLogConfig[f.Name]
+		if c == u {
+			t.Errorf("LogConfig.%s: set by %q, listed as unmapped %v: want exactly one", f.Name, claimed[f.Name], u)
+		}
+	}
+	nonDefault := map[string]string{"segment.bytes": "4096", "flush.messages": "1", "flush.ms": "250",
+		"compression.type": "zstd", "max.message.bytes": "1000", "segment.index.bytes": "48"}
+	base := reflect.ValueOf(DefaultTopicConfig().logOptions().LogConfig)
+	for _, d := range configTable {
+		if d.options == nil {
+			continue
+		}
+		c := DefaultTopicConfig()
+		if err := c.Set(d.name, nonDefault[d.name]); err != nil {
+			t.Fatalf("%s: %v", d.name, err)
+		}
+		got := reflect.ValueOf(c.logOptions().LogConfig)
+		var changed []string
+		for i := range got.NumField() {
+			if got.Field(i).Interface() != base.Field(i).Interface() {
+				changed = append(changed, typ.Field(i).Name)
+			}
+		}
+		want := []string{d.field}
+		if d.name == "flush.ms" {
+			want = []string{"Sync", "SyncInterval"}
+		}
+		if !slices.Equal(changed, want) {
+			t.Errorf("%s=%s changes LogConfig's %v, want %v", d.name, nonDefault[d.name], changed, want)
 		}
 	}
 }
