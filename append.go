@@ -47,7 +47,7 @@ func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
 	bld.SetCodec(lim.Compression)
 	bld.SetBaseOffset(0)
 	bld.SetPartitionLeaderEpoch(l.opts.LeaderEpoch)
-	now := l.opts.Now().UnixMilli()
+	now := l.opts.Clock.Now().UnixMilli()
 	if l.opts.TimestampType == record.LogAppendTime {
 		bld.SetLogAppendTime(now)
 	} else {
@@ -132,7 +132,7 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
-	now := l.opts.Now()
+	now := l.opts.Clock.Now()
 	if stamp {
 		if l.opts.TimestampType == record.LogAppendTime {
 			b.SetMaxTimestamp(now.UnixMilli(), record.LogAppendTime)

@@ -321,7 +321,7 @@ func BenchmarkSyncAlways(b *testing.B) {
 	})
 	for _, appenders := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("appenders=%d", appenders), func(b *testing.B) {
-			l := openBenchLog(b, Options{Sync: SyncAlways})
+			l := openBenchLog(b, Options{LogConfig: LogConfig{Sync: SyncAlways}})
 			b.SetBytes(int64(len(batch)))
 			b.ReportAllocs()
 			var next atomic.Int64
@@ -351,7 +351,7 @@ func BenchmarkSyncAlways(b *testing.B) {
 	// both see the same disk; speedup is the 64-appender rate over the
 	// 1-appender rate (target >= 20).
 	b.Run("paired-1-vs-64", func(b *testing.B) {
-		l := openBenchLog(b, Options{Sync: SyncAlways})
+		l := openBenchLog(b, Options{LogConfig: LogConfig{Sync: SyncAlways}})
 		b.ReportAllocs()
 		var t1, t64 time.Duration
 		for b.Loop() {

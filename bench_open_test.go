@@ -14,7 +14,7 @@ const openBenchSegments = 10_000
 
 // openBenchOptions make every batch of one small record fill a segment, so
 // each Append rolls; small index files keep the 10,000 preallocations cheap.
-var openBenchOptions = Options{SegmentBytes: 128, MaxBatchBytes: 128, MaxIndexBytes: 1024}
+var openBenchOptions = Options{LogConfig: LogConfig{SegmentBytes: 128, MaxBatchBytes: 128, MaxIndexBytes: 1024}}
 
 // buildManySegments writes a log of n one-batch segments into dir and
 // closes it cleanly.

@@ -21,7 +21,7 @@ var recoverBytes = flag.Int64("recover.bytes", 256<<20, "size of the active segm
 // of the two ns/op.
 func BenchmarkRecoverActive(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "log")
-	opts := Options{SegmentBytes: math.MaxInt32, Logger: discardLogger()}
+	opts := Options{LogConfig: LogConfig{SegmentBytes: math.MaxInt32}, Logger: discardLogger()}
 	l, err := Open(dir, opts)
 	if err != nil {
 		b.Fatal(err)

@@ -37,7 +37,7 @@ func (c *mapCheckpointer) CleanShutdown() bool { return c.clean }
 func TestCheckpointerReplacesFiles(t *testing.T) {
 	fs := vfs.NewMem()
 	c := &mapCheckpointer{m: map[string]int64{}}
-	o := Options{FS: fs, checkpoints: c, SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10}
+	o := Options{FS: fs, checkpoints: c, LogConfig: LogConfig{SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10}}
 	l, err := Open("/d/t-0", o)
 	if err != nil {
 		t.Fatal(err)

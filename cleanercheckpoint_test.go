@@ -77,7 +77,7 @@ func TestTruncateLowersCleanerCheckpoint(t *testing.T) {
 			}
 			truncated := 0
 			for i, img := range images {
-				l, err := Open("/log", Options{FS: img, MaxIndexBytes: 4 << 10})
+				l, err := Open("/log", Options{FS: img, LogConfig: LogConfig{MaxIndexBytes: 4 << 10}})
 				if err != nil {
 					t.Fatalf("image %d: open: %v", i, err)
 				}

@@ -95,7 +95,7 @@ func openFDs(t *testing.T) int {
 func TestConcurrencySoak(t *testing.T) {
 	fdsBefore, gBefore := openFDs(t), runtime.NumGoroutine()
 	dir := t.TempDir()
-	l, err := seglog.Open(dir, seglog.Options{SegmentBytes: 16 << 10, IndexIntervalBytes: 512, MaxIndexBytes: 4096, MaxOpenSegmentFiles: 3, Logger: discard()})
+	l, err := seglog.Open(dir, seglog.Options{LogConfig: seglog.LogConfig{SegmentBytes: 16 << 10, IndexIntervalBytes: 512, MaxIndexBytes: 4096}, MaxOpenSegmentFiles: 3, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

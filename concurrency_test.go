@@ -19,7 +19,7 @@ import (
 // partial batch, and never reads past the end offset it observed.
 func TestReadersDuringAppends(t *testing.T) {
 	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
-		l, err := Open(dir, Options{FS: fs, SegmentBytes: 32 << 10, IndexIntervalBytes: 1024, MaxIndexBytes: 4096, MaxOpenSegmentFiles: 2, Logger: discardLogger()})
+		l, err := Open(dir, Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 32 << 10, IndexIntervalBytes: 1024, MaxIndexBytes: 4096}, MaxOpenSegmentFiles: 2, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func countSyncs(fs vfs.FS) (vfs.FS, *atomic.Int64) {
 func TestGroupCommit(t *testing.T) {
 	mem := vfs.NewMem()
 	fs, syncs := countSyncs(mem)
-	l, err := Open("/gc", Options{FS: fs, Sync: SyncAlways, Logger: discardLogger()})
+	l, err := Open("/gc", Options{FS: fs, LogConfig: LogConfig{Sync: SyncAlways}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestSyncFailureStopsAppends(t *testing.T) {
 	mem := vfs.NewMem()
 	var fail atomic.Bool
 	fs := vfs.Inject(mem, vfs.If(func(op vfs.Op) bool { return fail.Load() && op.Kind == vfs.OpSync }, nil))
-	l, err := Open("/sf", Options{FS: fs, Sync: SyncAlways, Logger: discardLogger()})
+	l, err := Open("/sf", Options{FS: fs, LogConfig: LogConfig{Sync: SyncAlways}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestSyncFailureStopsAppends(t *testing.T) {
 func TestSyncPeriodic(t *testing.T) {
 	t.Run("bytes", func(t *testing.T) {
 		mem := vfs.NewMem()
-		l, err := Open("/p", Options{FS: mem, Sync: SyncPeriodic, SyncBytes: 8 << 10, Logger: discardLogger()})
+		l, err := Open("/p", Options{FS: mem, LogConfig: LogConfig{Sync: SyncPeriodic, SyncBytes: 8 << 10}, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func TestSyncPeriodic(t *testing.T) {
 		}
 	})
 	t.Run("interval", func(t *testing.T) {
-		l, err := Open("/q", Options{FS: vfs.NewMem(), Sync: SyncPeriodic, SyncInterval: 20 * time.Millisecond, Logger: discardLogger()})
+		l, err := Open("/q", Options{FS: vfs.NewMem(), LogConfig: LogConfig{Sync: SyncPeriodic, SyncInterval: 20 * time.Millisecond}, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestTruncateBeforeGroupCommit(t *testing.T) {
 		}
 		return nil
 	})
-	l, err := Open("/tg", Options{FS: vfs.Inject(mem, blockFirst), Sync: SyncAlways, Logger: discardLogger()})
+	l, err := Open("/tg", Options{FS: vfs.Inject(mem, blockFirst), LogConfig: LogConfig{Sync: SyncAlways}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,13 +48,15 @@ type crashWorkload struct {
 
 func (w crashWorkload) options(fs vfs.FS) Options {
 	return Options{
-		FS:                 fs,
-		SegmentBytes:       cmp.Or(w.segmentBytes, 4096),
-		IndexIntervalBytes: 256,
-		MaxIndexBytes:      1024,
-		Sync:               w.sync,
-		Preallocate:        w.prealloc,
-		Logger:             discardLogger(),
+		FS: fs,
+		LogConfig: LogConfig{
+			SegmentBytes:       cmp.Or(w.segmentBytes, 4096),
+			IndexIntervalBytes: 256,
+			MaxIndexBytes:      1024,
+			Sync:               w.sync,
+			Preallocate:        w.prealloc,
+		},
+		Logger: discardLogger(),
 	}
 }
 
@@ -363,7 +365,7 @@ func TestDoubleCrash(t *testing.T) {
 // front of the synced records.
 func TestCrashAfterRecoveryDeletedSegment(t *testing.T) {
 	opts := func(fs vfs.FS) Options {
-		return Options{FS: fs, SegmentBytes: 2048, IndexIntervalBytes: 128, Logger: discardLogger()}
+		return Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 2048, IndexIntervalBytes: 128}, Logger: discardLogger()}
 	}
 	small := func(off int64) record.Record { return record.Record{Value: crashValue(off, 8)} }
 	mem := vfs.NewMem()

@@ -26,7 +26,7 @@ func (l *Log) SetFileDeleteDelay(d time.Duration) {
 // when that reader lets go. A timer calls it when a delay ends; a caller
 // with its own clock (a cleaner under test) may call it at any time.
 func (l *Log) ExpireDeleted() int {
-	return l.delayed.expire(l.opts.Now(), false)
+	return l.delayed.expire(l.opts.Clock.Now(), false)
 }
 
 // delayedDeletes holds a reference on each removed segment until its
@@ -53,7 +53,7 @@ func (d *delayedDeletes) hold(l *Log, s *segment.Segment) {
 	if d.delay <= 0 || d.closed || !s.Acquire() {
 		return
 	}
-	d.pending = append(d.pending, delayedSegment{seg: s, due: l.opts.Now().Add(d.delay)})
+	d.pending = append(d.pending, delayedSegment{seg: s, due: l.opts.Clock.Now().Add(d.delay)})
 	// The timer runs on real time; under a test clock it may find nothing
 	// due, and the test calls ExpireDeleted after advancing its clock.
 	time.AfterFunc(d.delay, func() { l.ExpireDeleted() })

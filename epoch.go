@@ -29,7 +29,7 @@ func (l *Log) AppendEpoch(epoch int32, recs ...record.Record) (AppendInfo, error
 	bld.SetBaseOffset(0)
 	bld.SetPartitionLeaderEpoch(epoch)
 	if l.opts.TimestampType == record.LogAppendTime {
-		bld.SetLogAppendTime(l.opts.Now().UnixMilli())
+		bld.SetLogAppendTime(l.opts.Clock.Now().UnixMilli())
 	} else {
 		bld.SetLogAppendTime(-1)
 	}

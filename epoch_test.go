@@ -11,7 +11,7 @@ import (
 // TestAppendEpoch: each batch carries the epoch it was appended with, and
 // timestamps are stored as given (0 stays 0).
 func TestAppendEpoch(t *testing.T) {
-	l, err := Open("/p", Options{FS: vfs.NewMem(), Sync: SyncAlways})
+	l, err := Open("/p", Options{FS: vfs.NewMem(), LogConfig: LogConfig{Sync: SyncAlways}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestAppendEpoch(t *testing.T) {
 // the restarted log, and appends continue from the offset.
 func TestRestartAt(t *testing.T) {
 	fs := vfs.NewMem()
-	l, err := Open("/p", Options{FS: fs, Sync: SyncAlways, SegmentBytes: 200})
+	l, err := Open("/p", Options{FS: fs, LogConfig: LogConfig{Sync: SyncAlways, SegmentBytes: 200}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestRestartAt(t *testing.T) {
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if l, err = Open("/p", Options{FS: fs, Sync: SyncAlways, SegmentBytes: 200}); err != nil {
+		if l, err = Open("/p", Options{FS: fs, LogConfig: LogConfig{Sync: SyncAlways, SegmentBytes: 200}}); err != nil {
 			t.Fatal(err)
 		}
 		if l.StartOffset() != at || l.EndOffset() != at+2 {

@@ -22,7 +22,7 @@ func Example() {
 	defer os.RemoveAll(dir) //vfs:allow the example cleans up after itself
 
 	l, err := seglog.Open(dir, seglog.Options{
-		Sync: seglog.SyncAlways, // Append returns once the batch is on disk
+		LogConfig: seglog.LogConfig{Sync: seglog.SyncAlways}, // Append returns once the batch is on disk
 	})
 	if err != nil {
 		log.Fatal(err)

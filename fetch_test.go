@@ -33,7 +33,7 @@ func TestFetchOverLoopback(t *testing.T) {
 	fdsBefore := openFds(t)
 	dir := t.TempDir()
 	fscktest.CheckCleanAtEnd(t, vfs.Default, dir)
-	l, err := Open(dir, Options{SegmentBytes: 16 << 10, IndexIntervalBytes: 1024, Logger: discardLogger()})
+	l, err := Open(dir, Options{LogConfig: LogConfig{SegmentBytes: 16 << 10, IndexIntervalBytes: 1024}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

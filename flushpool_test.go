@@ -21,7 +21,7 @@ func TestFlushPoolShared(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var logs []*Log
 	for i := range 50 {
-		o := Options{FS: fs, flushPool: pool, lockHeld: true, SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10}
+		o := Options{FS: fs, flushPool: pool, lockHeld: true, LogConfig: LogConfig{SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10}}
 		if i%2 == 1 {
 			o.Sync, o.SyncInterval = SyncPeriodic, time.Millisecond
 		}

@@ -162,7 +162,7 @@ func TestFollowEmptyDirectory(t *testing.T) {
 	// must arrive once, in order.
 	done := make(chan error, 1)
 	go func() {
-		w, err := Open("/log", Options{FS: fsys, SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 4 << 10})
+		w, err := Open("/log", Options{FS: fsys, LogConfig: LogConfig{SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 4 << 10}})
 		if err != nil {
 			done <- err
 			return

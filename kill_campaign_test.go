@@ -31,11 +31,13 @@ func init() { seglog.RegisterTestChild(killCampaignEnv, killCampaignChild) }
 
 func killOptions() seglog.Options {
 	return seglog.Options{
-		SegmentBytes:       32 << 10,
-		IndexIntervalBytes: 1024,
-		MaxIndexBytes:      4096,
-		Sync:               seglog.SyncAlways,
-		Logger:             discard(),
+		LogConfig: seglog.LogConfig{
+			SegmentBytes:       32 << 10,
+			IndexIntervalBytes: 1024,
+			MaxIndexBytes:      4096,
+			Sync:               seglog.SyncAlways,
+		},
+		Logger: discard(),
 	}
 }
 

@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 }
 
 func killChild(dir string) {
-	l, err := Open(dir, Options{Sync: SyncAlways, SegmentBytes: 64 << 10, Logger: discardLogger()})
+	l, err := Open(dir, Options{LogConfig: LogConfig{Sync: SyncAlways, SegmentBytes: 64 << 10}, Logger: discardLogger()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child open:", err)
 		os.Exit(3)

@@ -21,7 +21,7 @@ import (
 func TestKafkaLayout(t *testing.T) {
 	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
 		const interval = 700
-		l, err := Open(dir, Options{FS: fs, SegmentBytes: 20 << 10, IndexIntervalBytes: interval, MaxIndexBytes: 4096, Logger: discardLogger()})
+		l, err := Open(dir, Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 20 << 10, IndexIntervalBytes: interval, MaxIndexBytes: 4096}, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +139,7 @@ func checkSegmentFiles(t *testing.T, fs vfs.FS, dir string, base int64, interval
 // reported with the file and byte position, and nothing is truncated.
 func TestDamage(t *testing.T) {
 	build := func(t *testing.T, fs vfs.FS, dir string) (sealed string, batchPos int64) {
-		l, err := Open(dir, Options{FS: fs, SegmentBytes: 8 << 10, MaxIndexBytes: 4096, Logger: discardLogger()})
+		l, err := Open(dir, Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 8 << 10, MaxIndexBytes: 4096}, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

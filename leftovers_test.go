@@ -13,7 +13,7 @@ import (
 // returns their base offsets.
 func writeSegments(t *testing.T, fs vfs.FS, dir string, n int) []int64 {
 	t.Helper()
-	l, err := Open(dir, Options{FS: fs, SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 1200, Logger: discardLogger()})
+	l, err := Open(dir, Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 1200}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestOpenHoldsNoSealedDescriptors(t *testing.T) {
 	dir := t.TempDir()
 	bases := writeSegments(t, vfs.Default, dir, 40)
 	before := openFds(t)
-	l, err := Open(dir, Options{MaxIndexBytes: 4096, Logger: discardLogger()})
+	l, err := Open(dir, Options{LogConfig: LogConfig{MaxIndexBytes: 4096}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // batches stored under the old ones stay readable.
 func TestSetLimits(t *testing.T) {
 	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
-		l, err := Open(dir, Options{FS: fs, SegmentBytes: 1 << 20})
+		l, err := Open(dir, Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 1 << 20}})
 		if err != nil {
 			t.Fatal(err)
 		}

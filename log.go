@@ -194,7 +194,7 @@ func (l *Log) segmentOptions() segment.Options {
 		Logger:             l.logger,
 		ReserveBytes:       min(l.lim().SegmentBytes, reserveChunk),
 		Preallocate:        l.preallocateBytes(),
-		Now:                l.opts.Now,
+		Now:                l.opts.Clock.Now,
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/crashtest"
 	"github.com/seglog/seglog/internal/soak"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -152,13 +153,15 @@ func acceptableAfterCrash(got, before, after cstate, op cop) bool {
 // fills indexes and spans many segments.
 func campaignOptions(fs vfs.FS) seglog.Options {
 	return seglog.Options{
-		FS:                 fs,
-		SegmentBytes:       1024,
-		IndexIntervalBytes: 128,
-		MaxIndexBytes:      240,
-		Sync:               seglog.SyncAlways,
-		Logger:             discard(),
-		Now:                func() time.Time { return time.UnixMilli(1_700_000_000_000) },
+		FS: fs,
+		LogConfig: seglog.LogConfig{
+			SegmentBytes:       1024,
+			IndexIntervalBytes: 128,
+			MaxIndexBytes:      240,
+			Sync:               seglog.SyncAlways,
+		},
+		Logger: discard(),
+		Clock:  testutil.NowFunc(func() time.Time { return time.UnixMilli(1_700_000_000_000) }),
 	}
 }
 

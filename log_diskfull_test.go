@@ -13,6 +13,7 @@ import (
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/soak"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -66,12 +67,14 @@ func fill(t *testing.T, dir string, headroom int64) string {
 
 func diskFullOptions() seglog.Options {
 	return seglog.Options{
-		SegmentBytes:       16 << 10,
-		IndexIntervalBytes: 512,
-		MaxIndexBytes:      8 << 10,
-		Sync:               seglog.SyncAlways,
-		Logger:             discard(),
-		Now:                func() time.Time { return time.UnixMilli(1_700_000_000_000) },
+		LogConfig: seglog.LogConfig{
+			SegmentBytes:       16 << 10,
+			IndexIntervalBytes: 512,
+			MaxIndexBytes:      8 << 10,
+			Sync:               seglog.SyncAlways,
+		},
+		Logger: discard(),
+		Clock:  testutil.NowFunc(func() time.Time { return time.UnixMilli(1_700_000_000_000) }),
 	}
 }
 

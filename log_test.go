@@ -38,19 +38,19 @@ func damagedFilesystems(t *testing.T, f func(t *testing.T, fs vfs.FS, dir string
 
 func TestOptionsValidate(t *testing.T) {
 	bad := []Options{
-		{SegmentBytes: -1},
-		{SegmentBytes: 10},
-		{SegmentBytes: 1 << 31},
-		{SegmentAge: -time.Second},
-		{IndexIntervalBytes: -1},
-		{MaxIndexBytes: 12},
-		{MaxBatchBytes: 20},
-		{Compression: 9},
-		{Sync: 7},
-		{Sync: SyncPeriodic},
-		{TimestampType: 3},
+		{LogConfig: LogConfig{SegmentBytes: -1}},
+		{LogConfig: LogConfig{SegmentBytes: 10}},
+		{LogConfig: LogConfig{SegmentBytes: 1 << 31}},
+		{LogConfig: LogConfig{SegmentAge: -time.Second}},
+		{LogConfig: LogConfig{IndexIntervalBytes: -1}},
+		{LogConfig: LogConfig{MaxIndexBytes: 12}},
+		{LogConfig: LogConfig{MaxBatchBytes: 20}},
+		{LogConfig: LogConfig{Compression: 9}},
+		{LogConfig: LogConfig{Sync: 7}},
+		{LogConfig: LogConfig{Sync: SyncPeriodic}},
+		{LogConfig: LogConfig{TimestampType: 3}},
 		{LeaderEpoch: -2},
-		{SegmentBytes: 1 << 20, MaxBatchBytes: 2 << 20},
+		{LogConfig: LogConfig{SegmentBytes: 1 << 20, MaxBatchBytes: 2 << 20}},
 	}
 	for _, o := range bad {
 		if err := o.Validate(); !errors.Is(err, ErrInvalidOptions) {
@@ -105,7 +105,7 @@ func (m *model) end() int64 { return m.start + int64(len(m.recs)) }
 func TestLogAgainstModel(t *testing.T) {
 	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
 		r := rand.New(rand.NewPCG(1, 2))
-		opts := Options{FS: fs, SegmentBytes: 8 << 10, IndexIntervalBytes: 512, MaxIndexBytes: 240, Logger: discardLogger()}
+		opts := Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 8 << 10, IndexIntervalBytes: 512, MaxIndexBytes: 240}, Logger: discardLogger()}
 		l, err := Open(dir, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -256,7 +256,7 @@ func producerBatch(t testing.TB, codec record.Codec, recs []record.Record) []byt
 // batches in (the segment layer honours the Log's limit), and a batch over
 // the limit is refused without failing the log.
 func TestLargeBatchLimit(t *testing.T) {
-	l, err := Open("/big", Options{FS: vfs.NewMem(), MaxBatchBytes: 3 << 20, SegmentBytes: 8 << 20, MaxIndexBytes: 4096, Logger: discardLogger()})
+	l, err := Open("/big", Options{FS: vfs.NewMem(), LogConfig: LogConfig{MaxBatchBytes: 3 << 20, SegmentBytes: 8 << 20, MaxIndexBytes: 4096}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestLargeBatchLimit(t *testing.T) {
 // MaxBatchBytes but expand past what readers may decompress are refused,
 // not stored unreadable.
 func TestAppendRefusesUndecompressible(t *testing.T) {
-	l, err := Open("/z", Options{FS: vfs.NewMem(), Compression: record.Zstd, MaxIndexBytes: 4096, Logger: discardLogger()})
+	l, err := Open("/z", Options{FS: vfs.NewMem(), LogConfig: LogConfig{Compression: record.Zstd, MaxIndexBytes: 4096}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

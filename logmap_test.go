@@ -10,7 +10,7 @@ import (
 // really taken), and the answers stay right across rolls, a truncation
 // into a mapped segment, and appends after it.
 func TestLookupsThroughHeaderMapping(t *testing.T) {
-	l, err := Open(t.TempDir(), Options{SegmentBytes: 256 << 10, IndexIntervalBytes: 512, Logger: discardLogger()})
+	l, err := Open(t.TempDir(), Options{LogConfig: LogConfig{SegmentBytes: 256 << 10, IndexIntervalBytes: 512}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

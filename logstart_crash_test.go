@@ -20,7 +20,7 @@ import (
 func TestDeleteBeforeUnsyncedRecordsCrash(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := func(fs vfs.FS) Options {
-		return Options{FS: fs, SegmentBytes: 1 << 20, Sync: SyncNone, Logger: discardLogger()}
+		return Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 1 << 20, Sync: SyncNone}, Logger: discardLogger()}
 	}
 	l, err := Open("/log", opts(mem))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck/fscktest"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -168,8 +169,12 @@ func TestEngineOnCorruptionMatrix(t *testing.T) {
 // came back and the first error, from Open or the iteration.
 func readChecked(t *testing.T, fsys vfs.FS, dir string, readOnly bool, want []record.Record) (int, error) {
 	t.Helper()
-	l, err := seglog.Open(dir, seglog.Options{FS: fsys, ReadOnly: readOnly, IndexIntervalBytes: fscktest.IndexIntervalBytes,
-		SegmentBytes: fscktest.SegmentBytes, MaxIndexBytes: fscktest.MaxIndexBytes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	l, err := seglog.Open(dir, seglog.Options{FS: fsys, ReadOnly: readOnly, LogConfig: seglog.LogConfig{
+		IndexIntervalBytes: fscktest.IndexIntervalBytes,
+		SegmentBytes:       fscktest.SegmentBytes,
+		MaxIndexBytes:      fscktest.MaxIndexBytes,
+	},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return 0, err
 	}
@@ -194,9 +199,12 @@ func writeCaseLog(t *testing.T, fsys vfs.FS, dir string) []record.Record {
 	t.Helper()
 	clock := time.UnixMilli(1_700_000_000_000)
 	l, err := seglog.Open(dir, seglog.Options{
-		FS: fsys, SegmentBytes: fscktest.SegmentBytes, IndexIntervalBytes: fscktest.IndexIntervalBytes,
-		MaxIndexBytes: fscktest.MaxIndexBytes,
-		Now:           func() time.Time { clock = clock.Add(time.Millisecond); return clock },
+		FS: fsys, LogConfig: seglog.LogConfig{
+			SegmentBytes:       fscktest.SegmentBytes,
+			IndexIntervalBytes: fscktest.IndexIntervalBytes,
+			MaxIndexBytes:      fscktest.MaxIndexBytes,
+		},
+		Clock: testutil.NowFunc(func() time.Time { clock = clock.Add(time.Millisecond); return clock }),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 // index names offsets a cut .log lost sends Read to the file instead). 64
 // sealed segments of 1 MiB, batches of 100 records of 1 KiB.
 func BenchmarkReadToSegmentEnd(b *testing.B) {
-	l, err := Open(b.TempDir(), Options{SegmentBytes: 1 << 20, Logger: discardLogger()})
+	l, err := Open(b.TempDir(), Options{LogConfig: LogConfig{SegmentBytes: 1 << 20}, Logger: discardLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func TestFirstCompactionCrash(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Open("/log", Options{FS: fsys, SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 4 << 10})
+	l, err := Open("/log", Options{FS: fsys, LogConfig: LogConfig{SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 4 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestFirstCompactionCrash(t *testing.T) {
 	gaps := 0
 	for i, img := range images {
 		for _, ro := range []bool{true, false} {
-			l, err := Open("/log", Options{FS: img, MaxIndexBytes: 4 << 10, ReadOnly: ro, Logger: discardLogger()})
+			l, err := Open("/log", Options{FS: img, LogConfig: LogConfig{MaxIndexBytes: 4 << 10}, ReadOnly: ro, Logger: discardLogger()})
 			if errors.Is(err, ErrReadOnly) && ro {
 				continue // an interrupted swap: a view refuses it, a writable open completes it
 			}

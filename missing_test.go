@@ -18,7 +18,7 @@ import (
 // the segments' base offsets and the log's end.
 func gapLog(t *testing.T, fsys vfs.FS, dir string) ([]int64, int64) {
 	t.Helper()
-	l, err := Open(dir, Options{FS: fsys, SegmentBytes: 6 << 10, IndexIntervalBytes: 300, MaxIndexBytes: 4096, Logger: discardLogger()})
+	l, err := Open(dir, Options{FS: fsys, LogConfig: LogConfig{SegmentBytes: 6 << 10, IndexIntervalBytes: 300, MaxIndexBytes: 4096}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

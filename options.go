@@ -3,7 +3,6 @@ package seglog
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/seglog/seglog/defaults"
@@ -58,14 +57,13 @@ func (m SyncMode) String() string {
 	return fmt.Sprintf("SyncMode(%d)", int(m))
 }
 
-// Options configures a Log. The zero value of every field means Kafka's
-// default for it.
-type Options struct {
-	// FS is the filesystem; nil means the real one. The others, a
-	// crash-simulating in-memory FS (vfs.NewMem) and a fault injector
-	// (vfs.Inject), are public so that embedders can crash-test their own
-	// programs over seglog.
-	FS vfs.FS
+// LogConfig is the part of a Log's Options that Kafka calls a topic's
+// config (Kafka's LogConfig): how segments roll and are indexed, the
+// largest batch, the codec, the timestamp type and the durability policy.
+// The zero value of every field means Kafka's default for it. Package
+// store's topic configs (store.TopicConfig, by Kafka's names) set these
+// fields for each partition it opens.
+type LogConfig struct {
 	// SegmentBytes is the size at which the active segment rolls. Default
 	// 1 GiB; at most 2^31-1 because index positions are 32-bit.
 	SegmentBytes int64
@@ -88,21 +86,6 @@ type Options struct {
 	// Kafka, are kept by recovery and read whatever their size (as a broker
 	// lowering max.message.bytes loses nothing).
 	MaxBatchBytes int
-	// MaxMappedIndexes bounds how many sealed segments' indexes are memory
-	// mapped at once (least recently used are unmapped). Default 1024. It
-	// bounds, separately, how many segments' .log files are mapped
-	// read-only for reading batch headers without a system call.
-	MaxMappedIndexes int
-	// MaxOpenSegmentFiles bounds how many sealed segments keep their .log
-	// descriptor open once read: past it, the least recently used idle
-	// one is closed, and reopened by its next read. Default 1024. Without
-	// it a consumer reading a long log from its start would leave every
-	// segment it passed open until Close (Kafka keeps them all open). The
-	// active segment's files, and a segment that a Slice or an iteration
-	// is using, are never closed. A ReadOnly Log keeps every .log it read
-	// open: the writer beside it may replace a file under the same name
-	// (compaction's swap), and a reopen would read the new file.
-	MaxOpenSegmentFiles int
 	// Compression is the codec Append uses. AppendBatch stores producer
 	// batches with the codec they arrived in. Default none.
 	Compression record.Codec
@@ -131,6 +114,36 @@ type Options struct {
 	// (default) keeps the records' timestamps and recomputes the batch's max
 	// timestamp from them; LogAppendTime replaces it with the append time.
 	TimestampType record.TimestampType
+}
+
+// Options configures a Log: its LogConfig, the part Kafka calls a
+// topic's config, and how the Log is embedded (filesystem, logger, clock,
+// event hooks, read-only mode) and tuned (mapped and open file bounds).
+// The zero value of every field means the default for it; LogConfig's
+// fields are read as Options' own (opts.SegmentBytes).
+type Options struct {
+	LogConfig
+
+	// FS is the filesystem; nil means the real one. The others, a
+	// crash-simulating in-memory FS (vfs.NewMem) and a fault injector
+	// (vfs.Inject), are public so that embedders can crash-test their own
+	// programs over seglog.
+	FS vfs.FS
+	// MaxMappedIndexes bounds how many sealed segments' indexes are memory
+	// mapped at once (least recently used are unmapped). Default 1024. It
+	// bounds, separately, how many segments' .log files are mapped
+	// read-only for reading batch headers without a system call.
+	MaxMappedIndexes int
+	// MaxOpenSegmentFiles bounds how many sealed segments keep their .log
+	// descriptor open once read: past it, the least recently used idle
+	// one is closed, and reopened by its next read. Default 1024. Without
+	// it a consumer reading a long log from its start would leave every
+	// segment it passed open until Close (Kafka keeps them all open). The
+	// active segment's files, and a segment that a Slice or an iteration
+	// is using, are never closed. A ReadOnly Log keeps every .log it read
+	// open: the writer beside it may replace a file under the same name
+	// (compaction's swap), and a reopen would read the new file.
+	MaxOpenSegmentFiles int
 	// LeaderEpoch is stamped into every appended batch's partition leader
 	// epoch field. Default 0.
 	LeaderEpoch int32
@@ -143,8 +156,9 @@ type Options struct {
 	// must not call back into the Log; a function shared by the Options
 	// of several logs may be called by their Opens at the same time.
 	OnQuarantine func(Quarantine)
-	// Now is the clock; nil means time.Now. Tests set it.
-	Now func() time.Time
+	// Clock is the time source of append, roll and delete-delay times;
+	// nil means RealClock. Tests set a fake one.
+	Clock Clock
 	// ReadOnly opens an existing log without writing anything: no
 	// directory is created (a missing one is an error matching
 	// fs.ErrNotExist), no lock is taken, no index, checkpoint or marker is
@@ -200,8 +214,8 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = RealClock
 	}
 	return o
 }
@@ -215,16 +229,16 @@ func (o Options) Validate() error {
 	switch {
 	case o.SegmentBytes < 0 || (o.SegmentBytes > 0 && o.SegmentBytes < minSegmentBytes):
 		return bad("SegmentBytes %d: must be at least %d", o.SegmentBytes, minSegmentBytes)
-	case o.SegmentBytes > math.MaxInt32:
-		return bad("SegmentBytes %d: must be at most %d (index positions are 32-bit)", o.SegmentBytes, math.MaxInt32)
+	case o.SegmentBytes > defaults.MaxSegmentBytes:
+		return bad("SegmentBytes %d: must be at most %d (index positions are 32-bit)", o.SegmentBytes, defaults.MaxSegmentBytes)
 	case o.SegmentAge < 0:
 		return bad("SegmentAge %v: must not be negative", o.SegmentAge)
 	case o.SegmentJitter < 0:
 		return bad("SegmentJitter %v: must not be negative", o.SegmentJitter)
 	case o.IndexIntervalBytes < 0:
 		return bad("IndexIntervalBytes %d: must not be negative", o.IndexIntervalBytes)
-	case o.MaxIndexBytes < 0 || (o.MaxIndexBytes > 0 && o.MaxIndexBytes < 24):
-		return bad("MaxIndexBytes %d: must hold at least two time-index entries (24 bytes)", o.MaxIndexBytes)
+	case o.MaxIndexBytes < 0 || (o.MaxIndexBytes > 0 && o.MaxIndexBytes < defaults.MinIndexBytes):
+		return bad("MaxIndexBytes %d: must hold at least two time-index entries (%d bytes)", o.MaxIndexBytes, defaults.MinIndexBytes)
 	case o.MaxBatchBytes < 0 || (o.MaxBatchBytes > 0 && o.MaxBatchBytes < record.HeaderSize):
 		return bad("MaxBatchBytes %d: must be at least %d", o.MaxBatchBytes, record.HeaderSize)
 	case o.MaxMappedIndexes < 0:

@@ -39,7 +39,7 @@ func sliceBatches(t *testing.T, s *Slice) []record.Batch {
 
 func TestReadBoundaries(t *testing.T) {
 	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
-		l, err := Open(dir, Options{FS: fs, SegmentBytes: 6 << 10, IndexIntervalBytes: 300, MaxIndexBytes: 4096, Logger: discardLogger()})
+		l, err := Open(dir, Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 6 << 10, IndexIntervalBytes: 300, MaxIndexBytes: 4096}, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestReadBoundaries(t *testing.T) {
 // cut by TruncateTo refuses to send.
 func TestSliceOutlivesRemoval(t *testing.T) {
 	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
-		l, err := Open(dir, Options{FS: fs, SegmentBytes: 4 << 10, MaxIndexBytes: 4096, Logger: discardLogger()})
+		l, err := Open(dir, Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 4 << 10, MaxIndexBytes: 4096}, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestSliceOutlivesRemoval(t *testing.T) {
 func TestSliceOutlivesClose(t *testing.T) {
 	dir := t.TempDir()
 	fds := openFds(t)
-	l, err := Open(dir, Options{MaxIndexBytes: 4096, Logger: discardLogger()})
+	l, err := Open(dir, Options{LogConfig: LogConfig{MaxIndexBytes: 4096}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -243,7 +243,7 @@ func TestReadOnlyChangesNothing(t *testing.T) {
 			if c.corrupt {
 				return
 			}
-			w, err = Open(dir, Options{FS: fsys, SegmentBytes: 4 << 10, MaxIndexBytes: 4 << 10, Logger: discardLogger()})
+			w, err = Open(dir, Options{FS: fsys, LogConfig: LogConfig{SegmentBytes: 4 << 10, MaxIndexBytes: 4 << 10}, Logger: discardLogger()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -90,7 +90,7 @@ func roChildRead(dir string, n int) error {
 // five, pausing now and then so that a follower in the parent sees the log
 // grow batch by batch and roll many times.
 func roChildWrite(dir string, n int) error {
-	w, err := Open(dir, Options{SegmentBytes: followChildSegmentBytes, IndexIntervalBytes: 512, MaxIndexBytes: 64 << 10, Logger: discardLogger()})
+	w, err := Open(dir, Options{LogConfig: LogConfig{SegmentBytes: followChildSegmentBytes, IndexIntervalBytes: 512, MaxIndexBytes: 64 << 10}, Logger: discardLogger()})
 	if err != nil {
 		return err
 	}

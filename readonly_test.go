@@ -15,14 +15,14 @@ import (
 
 // roOptions are the options the read-only tests open with.
 func roOptions(fsys vfs.FS) Options {
-	return Options{FS: fsys, ReadOnly: true, MaxIndexBytes: 4 << 10}
+	return Options{FS: fsys, ReadOnly: true, LogConfig: LogConfig{MaxIndexBytes: 4 << 10}}
 }
 
 // writeLog appends n records in batches of per to a log in dir with small
 // segments, so the log has several, and leaves it open.
 func writeLog(t *testing.T, fsys vfs.FS, dir string, n, per int) *Log {
 	t.Helper()
-	l, err := Open(dir, Options{FS: fsys, SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 4 << 10})
+	l, err := Open(dir, Options{FS: fsys, LogConfig: LogConfig{SegmentBytes: 4 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 4 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestReadOnlyStaleView(t *testing.T) {
 
 // TestReadOnlyValidate: a read-only log has nothing to sync.
 func TestReadOnlyValidate(t *testing.T) {
-	for _, o := range []Options{{ReadOnly: true, Sync: SyncAlways}, {ReadOnly: true, Sync: SyncPeriodic, SyncInterval: time.Second}} {
+	for _, o := range []Options{{ReadOnly: true, LogConfig: LogConfig{Sync: SyncAlways}}, {ReadOnly: true, LogConfig: LogConfig{Sync: SyncPeriodic, SyncInterval: time.Second}}} {
 		o.FS = vfs.NewMem()
 		if _, err := Open("/x", o); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%+v: Open = %v, want ErrInvalidOptions", o, err)
@@ -276,7 +276,7 @@ func TestReadOnlyViewMatchesRecovery(t *testing.T) {
 // and sizing each by the writer's 10 MiB made it take a second.
 func TestViewIndexSizedByItsBound(t *testing.T) {
 	fsys := vfs.NewMem()
-	w, err := Open("/log", Options{FS: fsys, MaxIndexBytes: 1 << 20})
+	w, err := Open("/log", Options{FS: fsys, LogConfig: LogConfig{MaxIndexBytes: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestDamageBelowRecoveryPointChangesNothing(t *testing.T) {
 	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
 		dir = filepath.Join(dir, "log")
 		bases := writeSegments(t, fs, dir, 4)
-		l, err := Open(dir, Options{FS: fs, SegmentBytes: 4 << 10, Logger: discardLogger()})
+		l, err := Open(dir, Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 4 << 10}, Logger: discardLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ import (
 // bases and the end offset.
 func issueLog(t *testing.T, fs vfs.FS, dir string, records int) ([]int64, int64) {
 	t.Helper()
-	l, err := Open(dir, Options{FS: fs, SegmentBytes: 64 << 10, Logger: discardLogger()})
+	l, err := Open(dir, Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 64 << 10}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

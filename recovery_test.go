@@ -85,7 +85,7 @@ func TestRecoveryKeepsBatchesOfEverySize(t *testing.T) {
 				if err := vfsWriteFile(fs, logPath, file); err != nil {
 					t.Fatal(err)
 				}
-				l, err := Open("/log", Options{FS: fs, MaxBatchBytes: limit, SegmentBytes: 128 << 20, Logger: discardLogger()})
+				l, err := Open("/log", Options{FS: fs, LogConfig: LogConfig{MaxBatchBytes: limit, SegmentBytes: 128 << 20}, Logger: discardLogger()})
 				if err != nil {
 					t.Fatalf("open: %v", err)
 				}
@@ -141,7 +141,7 @@ func TestRecoveryKeepsEverySmallBatchSize(t *testing.T) {
 		t.Fatalf("only %d sizes could be built", len(sizes))
 	}
 	logPath := "/log/" + segment.FileName(0, segment.LogSuffix)
-	for _, o := range []Options{{MaxBatchBytes: record.HeaderSize}, {MaxBatchBytes: 8 << 10}, {ReadOnly: true, MaxBatchBytes: record.HeaderSize}} {
+	for _, o := range []Options{{LogConfig: LogConfig{MaxBatchBytes: record.HeaderSize}}, {LogConfig: LogConfig{MaxBatchBytes: 8 << 10}}, {ReadOnly: true, LogConfig: LogConfig{MaxBatchBytes: record.HeaderSize}}} {
 		t.Run(fmt.Sprintf("limit=%d/readonly=%v", o.MaxBatchBytes, o.ReadOnly), func(t *testing.T) {
 			fs := vfs.NewMem()
 			if err := fs.MkdirAll("/log"); err != nil {
@@ -217,7 +217,7 @@ func vfsWriteFile(fs vfs.FS, path string, data []byte) error {
 // (smaller) limit, and reads back.
 func TestSmallerMaxBatchBytesKeepsSyncedData(t *testing.T) {
 	mem := vfs.NewMem()
-	l, err := Open("/log", Options{FS: mem, MaxBatchBytes: 3 << 20, SegmentBytes: 8 << 20, Logger: discardLogger()})
+	l, err := Open("/log", Options{FS: mem, LogConfig: LogConfig{MaxBatchBytes: 3 << 20, SegmentBytes: 8 << 20}, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestSmallerMaxBatchBytesKeepsSyncedData(t *testing.T) {
 	crashed := mem.CrashClone()
 	l.Close()
 	for _, fs := range []vfs.FS{crashed, mem} {
-		l, err := Open("/log", Options{FS: fs, SegmentBytes: 8 << 20, Logger: discardLogger()})
+		l, err := Open("/log", Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 8 << 20}, Logger: discardLogger()})
 		if err != nil {
 			t.Fatalf("reopen with the default limit: %v", err)
 		}

@@ -67,7 +67,7 @@ func TestRoll(t *testing.T) {
 
 func TestRollSyncAlwaysAndClosed(t *testing.T) {
 	fs := vfs.NewMem()
-	l, err := Open("/log", Options{FS: fs, Sync: SyncAlways})
+	l, err := Open("/log", Options{FS: fs, LogConfig: LogConfig{Sync: SyncAlways}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestFileDeleteDelay(t *testing.T) {
 	clock := testutil.NewClock(time.Unix(1_700_000_000, 0))
 	// SyncAlways syncs a segment as it rolls, in this goroutine: no
 	// background flush then holds a segment while the test counts files.
-	l, err := Open("/log", Options{FS: fs, Now: clock.Now, Sync: SyncAlways})
+	l, err := Open("/log", Options{FS: fs, Clock: clock, LogConfig: LogConfig{Sync: SyncAlways}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestFileDeleteDelay(t *testing.T) {
 
 func TestFileDeleteDelayZeroUnlinksAtOnce(t *testing.T) {
 	fs := vfs.NewMem()
-	l, err := Open("/log", Options{FS: fs, Sync: SyncAlways})
+	l, err := Open("/log", Options{FS: fs, LogConfig: LogConfig{Sync: SyncAlways}})
 	if err != nil {
 		t.Fatal(err)
 	}

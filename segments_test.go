@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -19,7 +20,7 @@ func TestSegments(t *testing.T) {
 	clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	mem.SetClock(func() time.Time { return time.Unix(0, clock.Load()).UTC() })
 	now := func() time.Time { return time.Unix(0, clock.Load()).UTC() }
-	l, err := Open("/log", Options{FS: mem, SegmentBytes: 1024, Logger: discardLogger(), Now: now})
+	l, err := Open("/log", Options{FS: mem, LogConfig: LogConfig{SegmentBytes: 1024}, Logger: discardLogger(), Clock: testutil.NowFunc(now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Add(int64(time.Hour))
-	if l, err = Open("/log", Options{FS: mem, SegmentBytes: 1024, Logger: discardLogger(), Now: now}); err != nil {
+	if l, err = Open("/log", Options{FS: mem, LogConfig: LogConfig{SegmentBytes: 1024}, Logger: discardLogger(), Clock: testutil.NowFunc(now)}); err != nil {
 		t.Fatal(err)
 	}
 	check("after reopen", now())

@@ -22,7 +22,7 @@ import (
 // records in batches of 4, then rolls so every batch is sealed.
 func swapTestLog(t *testing.T, fsys vfs.FS, n int) *Log {
 	t.Helper()
-	l, err := Open("/log", Options{FS: fsys, SegmentBytes: 4 << 10, Sync: SyncNone, IndexIntervalBytes: 256, MaxIndexBytes: 4 << 10})
+	l, err := Open("/log", Options{FS: fsys, LogConfig: LogConfig{SegmentBytes: 4 << 10, Sync: SyncNone, IndexIntervalBytes: 256, MaxIndexBytes: 4 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestReplaceSegmentsCrash(t *testing.T) {
 	}
 	sawOld, sawNew := false, false
 	for i, img := range images {
-		l, err := Open("/log", Options{FS: img, MaxIndexBytes: 4 << 10})
+		l, err := Open("/log", Options{FS: img, LogConfig: LogConfig{MaxIndexBytes: 4 << 10}})
 		if err != nil {
 			t.Fatalf("image %d: open: %v", i, err)
 		}

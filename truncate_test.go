@@ -19,12 +19,14 @@ import (
 // retention cross segment boundaries.
 func truncOptions(fs vfs.FS, sync SyncMode) Options {
 	return Options{
-		FS:                 fs,
-		SegmentBytes:       2048,
-		IndexIntervalBytes: 256,
-		MaxIndexBytes:      1024,
-		Sync:               sync,
-		Logger:             discardLogger(),
+		FS: fs,
+		LogConfig: LogConfig{
+			SegmentBytes:       2048,
+			IndexIntervalBytes: 256,
+			MaxIndexBytes:      1024,
+			Sync:               sync,
+		},
+		Logger: discardLogger(),
 	}
 }
 

@@ -108,7 +108,7 @@ func TestViewClosedUnder(t *testing.T) {
 // and deletes its oldest segments: the bounds it shows are ordered and
 // never go back, and what it reads lies inside them.
 func TestViewDuringWrites(t *testing.T) {
-	l, err := Open(t.TempDir(), Options{SegmentBytes: 1024})
+	l, err := Open(t.TempDir(), Options{LogConfig: LogConfig{SegmentBytes: 1024}})
 	if err != nil {
 		t.Fatal(err)
 	}

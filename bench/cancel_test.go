@@ -33,13 +33,13 @@ func TestWriteCancelledMidRound(t *testing.T) {
 	for _, floor := range []string{FloorPlain, FloorSpare} {
 		cancelled(floor, func(ctx context.Context, env Env) error {
 			_, err := RunWrite(ctx, env, WriteConfig{RecordSize: 100, Batch: 10, Duration: 10 * time.Minute, Rounds: 2, Floor: floor,
-				Options: seglog.Options{SegmentBytes: 1 << 20}})
+				Options: seglog.Options{LogConfig: seglog.LogConfig{SegmentBytes: 1 << 20}}})
 			return err
 		})
 	}
 	cancelled("paired", func(ctx context.Context, env Env) error {
 		_, err := RunDurable(ctx, env, DurableConfig{RecordSize: 100, Batch: 1, Duration: 10 * time.Minute, Rounds: 2,
-			MaxWriters: 4, Paired: true, Options: seglog.Options{Sync: seglog.SyncAlways}})
+			MaxWriters: 4, Paired: true, Options: seglog.Options{LogConfig: seglog.LogConfig{Sync: seglog.SyncAlways}}})
 		return err
 	})
 }

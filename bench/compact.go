@@ -141,7 +141,7 @@ func runCompactOnce(ctx context.Context, env Env, cfg CompactConfig, keys int) (
 	}
 	defer func() { err = errors.Join(err, removeAll(dir)) }()
 	logDir := filepath.Join(dir, "compact-0")
-	l, err := seglog.Open(logDir, seglog.Options{SegmentBytes: cfg.SegmentBytes, Sync: seglog.SyncNone, Logger: discardLogger})
+	l, err := seglog.Open(logDir, seglog.Options{LogConfig: seglog.LogConfig{SegmentBytes: cfg.SegmentBytes, Sync: seglog.SyncNone}, Logger: discardLogger})
 	if err != nil {
 		return run, err
 	}

@@ -18,7 +18,7 @@ func TestSmokeFloors(t *testing.T) {
 		for _, sync := range []seglog.SyncMode{seglog.SyncNone, seglog.SyncAlways} {
 			dir := t.TempDir()
 			cfg := WriteConfig{RecordSize: 100, Batch: 10, Records: 400, Rounds: 1, Floor: floor,
-				Options: seglog.Options{Sync: sync, Preallocate: floor == FloorPreallocated, SegmentBytes: 1 << 20}}
+				Options: seglog.Options{LogConfig: seglog.LogConfig{Sync: sync, Preallocate: floor == FloorPreallocated, SegmentBytes: 1 << 20}}}
 			res, err := RunWrite(context.Background(), Env{Dir: dir}, cfg)
 			if err != nil {
 				t.Fatalf("%s/%v: %v", floor, sync, err)

@@ -75,7 +75,7 @@ func TestSpareZeroerErrorFailsRound(t *testing.T) {
 	}))
 	dir := t.TempDir()
 	_, err := RunWrite(context.Background(), Env{Dir: dir}, WriteConfig{RecordSize: 100, Batch: 10, Records: 200, Rounds: 1,
-		Floor: FloorSpare, Options: seglog.Options{SegmentBytes: 1 << 20}})
+		Floor: FloorSpare, Options: seglog.Options{LogConfig: seglog.LogConfig{SegmentBytes: 1 << 20}}})
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("round with a failing zeroer returned %v, want ENOSPC", err)
 	}

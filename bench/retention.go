@@ -223,7 +223,7 @@ func setupRetention(ctx context.Context, env Env, cfg RetentionConfig) (*retenti
 		}
 		s.dir = dir
 	}
-	opts := seglog.Options{FS: s.fs, MaxIndexBytes: 4 << 10, MaxMappedIndexes: 16, Logger: discardLogger}
+	opts := seglog.Options{FS: s.fs, LogConfig: seglog.LogConfig{MaxIndexBytes: 4 << 10}, MaxMappedIndexes: 16, Logger: discardLogger}
 	var err error
 	s.logs, err = buildRetentionLogs(ctx, env, s.fs, dir, opts, cfg)
 	if err != nil {

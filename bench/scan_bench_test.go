@@ -18,7 +18,7 @@ import (
 func BenchmarkScan(b *testing.B) {
 	for _, size := range []int{100, 1024} {
 		dir := b.TempDir()
-		l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{Logger: discardLogger, SegmentBytes: 32 << 20})
+		l, err := seglog.Open(filepath.Join(dir, "log"), seglog.Options{Logger: discardLogger, LogConfig: seglog.LogConfig{SegmentBytes: 32 << 20}})
 		if err != nil {
 			b.Fatal(err)
 		}

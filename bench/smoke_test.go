@@ -71,11 +71,11 @@ func TestSmokeWrite(t *testing.T) {
 	}{
 		{"append", WriteConfig{RecordSize: 100, Batch: 10, Records: 2000, Rounds: 2}},
 		{"producer-zstd", WriteConfig{RecordSize: 100, Batch: 10, Records: 2000, Rounds: 1, Producer: true,
-			Options: seglog.Options{Compression: record.Zstd}}},
+			Options: seglog.Options{LogConfig: seglog.LogConfig{Compression: record.Zstd}}}},
 		{"writers-always", WriteConfig{RecordSize: 64, Batch: 1, Records: 64, Writers: 4, Rounds: 1,
-			Options: seglog.Options{Sync: seglog.SyncAlways}}},
+			Options: seglog.Options{LogConfig: seglog.LogConfig{Sync: seglog.SyncAlways}}}},
 		{"periodic-duration", WriteConfig{RecordSize: 64, Batch: 5, Duration: 100 * time.Millisecond, Rounds: 2,
-			Options: seglog.Options{Sync: seglog.SyncPeriodic, SyncBytes: 4096, SyncInterval: 5 * time.Millisecond}}},
+			Options: seglog.Options{LogConfig: seglog.LogConfig{Sync: seglog.SyncPeriodic, SyncBytes: 4096, SyncInterval: 5 * time.Millisecond}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -203,7 +203,7 @@ func TestInvalidConfig(t *testing.T) {
 		{Batch: -1, Records: 1},
 		{Writers: -2, Records: 1},
 		{},
-		{Records: 1, Options: seglog.Options{Sync: seglog.SyncPeriodic}},
+		{Records: 1, Options: seglog.Options{LogConfig: seglog.LogConfig{Sync: seglog.SyncPeriodic}}},
 	} {
 		if _, err := RunWrite(ctx, env, cfg); !errors.Is(err, ErrInvalidConfig) && !errors.Is(err, seglog.ErrInvalidOptions) {
 			t.Errorf("%+v: err %v, want ErrInvalidConfig or ErrInvalidOptions", cfg, err)

@@ -206,7 +206,7 @@ func storeProduce(ctx context.Context, cfg StoreConfig, dir string, res *StoreRe
 	// partition would be, so both fsync the same files in the same order.
 	syncLogs := make([]*seglog.Log, store.DefaultOffsetsPartitions)
 	for i := range syncLogs {
-		l, err := seglog.Open(filepath.Join(dir, "synced", strconv.Itoa(i)), seglog.Options{Logger: discardLogger, Sync: seglog.SyncAlways})
+		l, err := seglog.Open(filepath.Join(dir, "synced", strconv.Itoa(i)), seglog.Options{Logger: discardLogger, LogConfig: seglog.LogConfig{Sync: seglog.SyncAlways}})
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seglog/seglog"
 )
 
 // DefaultCheckInterval is Kafka's log.retention.check.interval.ms.
@@ -25,7 +27,7 @@ type Options struct {
 	// logs and the start of the next (default 5 minutes).
 	CheckInterval time.Duration
 	// Clock is the time source (default the wall clock).
-	Clock Clock
+	Clock seglog.Clock
 	// Throttle bounds the I/O of the cleaner's passes; share one between
 	// retention and compaction. Nil means no limit.
 	Throttle *Throttle
@@ -117,7 +119,7 @@ func New(opts Options) *Cleaner {
 		opts.CheckInterval = DefaultCheckInterval
 	}
 	if opts.Clock == nil {
-		opts.Clock = RealClock
+		opts.Clock = seglog.RealClock
 	}
 	logger := opts.Logger
 	if logger == nil {

@@ -18,7 +18,7 @@ func newFakeClock() *testutil.Clock { return testutil.NewClock(now) }
 // background flush then holds a segment when a test counts its files.
 func openLog(t testing.TB, fs vfs.FS, dir string, clock *testutil.Clock) *seglog.Log {
 	t.Helper()
-	l, err := seglog.Open(dir, seglog.Options{FS: fs, SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10, Now: clock.Now, Sync: seglog.SyncAlways})
+	l, err := seglog.Open(dir, seglog.Options{FS: fs, LogConfig: seglog.LogConfig{SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10, Sync: seglog.SyncAlways}, Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

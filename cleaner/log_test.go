@@ -176,7 +176,7 @@ func crashDuringDeletionPass(t *testing.T, advance time.Duration, after int64) {
 	starts := map[int64]int{}
 	quiet := slog.New(slog.DiscardHandler) // recovery warns of the leftovers it resolves
 	for i, clone := range clones {
-		r, err := seglog.Open("/a", seglog.Options{FS: clone, SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10, Now: clock.Now, Logger: quiet})
+		r, err := seglog.Open("/a", seglog.Options{FS: clone, LogConfig: seglog.LogConfig{SegmentBytes: 1 << 10, MaxIndexBytes: 1 << 10}, Clock: clock, Logger: quiet})
 		if err != nil {
 			t.Fatalf("crash %d: reopen: %v", i, err)
 		}

@@ -86,7 +86,7 @@ func TestThousandLogs(t *testing.T) {
 	policy.RetentionBytes = keepBytes
 	for i := range all {
 		l, err := seglog.Open(fmt.Sprintf("/data/log-%04d", i), seglog.Options{
-			FS: fs, SegmentBytes: 256, MaxIndexBytes: 64, MaxMappedIndexes: 4, Now: clock.Now,
+			FS: fs, LogConfig: seglog.LogConfig{SegmentBytes: 256, MaxIndexBytes: 64}, MaxMappedIndexes: 4, Clock: clock,
 		})
 		if err != nil {
 			t.Fatal(err)

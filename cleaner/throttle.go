@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/seglog/seglog"
 )
 
 // Throttle bounds the I/O rate of every worker that shares it, as Kafka's
@@ -15,7 +17,7 @@ import (
 // reads and writes through the same Throttle.
 type Throttle struct {
 	rate  float64 // bytes per second; +Inf for none
-	clock Clock
+	clock seglog.Clock
 
 	mu sync.Mutex
 	// due is when the bytes charged so far would have been done at the
@@ -28,12 +30,12 @@ const Window = 300 * time.Millisecond
 
 // NewThrottle returns a Throttle at bytesPerSecond (<= 0 or +Inf: no
 // limit) on clock (nil: the wall clock).
-func NewThrottle(bytesPerSecond float64, clock Clock) *Throttle {
+func NewThrottle(bytesPerSecond float64, clock seglog.Clock) *Throttle {
 	if bytesPerSecond <= 0 || math.IsNaN(bytesPerSecond) {
 		bytesPerSecond = math.Inf(1)
 	}
 	if clock == nil {
-		clock = RealClock
+		clock = seglog.RealClock
 	}
 	return &Throttle{rate: bytesPerSecond, clock: clock}
 }

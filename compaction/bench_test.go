@@ -17,7 +17,7 @@ func BenchmarkClean(b *testing.B) {
 		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
-				l, err := seglog.Open(b.TempDir(), seglog.Options{SegmentBytes: 64 << 20, Sync: seglog.SyncNone})
+				l, err := seglog.Open(b.TempDir(), seglog.Options{LogConfig: seglog.LogConfig{SegmentBytes: 64 << 20, Sync: seglog.SyncNone}})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -15,7 +15,7 @@ import (
 
 // testOptions are small segments on an in-memory filesystem.
 func testOptions(fsys vfs.FS) seglog.Options {
-	return seglog.Options{FS: fsys, SegmentBytes: 2 << 10, MaxIndexBytes: 4 << 10, IndexIntervalBytes: 128, Sync: seglog.SyncNone}
+	return seglog.Options{FS: fsys, LogConfig: seglog.LogConfig{SegmentBytes: 2 << 10, MaxIndexBytes: 4 << 10, IndexIntervalBytes: 128, Sync: seglog.SyncNone}}
 }
 
 func openTestLog(t *testing.T, fsys vfs.FS) *seglog.Log {

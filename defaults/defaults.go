@@ -52,3 +52,14 @@ const (
 	// limit, Kafka's Long.MAX_VALUE (max.compaction.lag.ms).
 	MaxCompactionLag time.Duration = 1<<63 - 1
 )
+
+// Limits of the topic configs, which seglog.Options.Validate and the
+// store's topic configs both enforce.
+const (
+	// MaxSegmentBytes is the largest segment.bytes, and the largest
+	// segment.index.bytes: index entries hold 32-bit file positions.
+	MaxSegmentBytes = 1<<31 - 1
+	// MinIndexBytes is the smallest segment.index.bytes: two time-index
+	// entries of 12 bytes.
+	MinIndexBytes = 24
+)

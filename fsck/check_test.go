@@ -47,7 +47,7 @@ func TestCleanLogHasNoProblems(t *testing.T) {
 // lists the directory then would see it (a flake of about 1 run in 70).
 func TestCheckBesideLiveLog(t *testing.T) {
 	fsys := vfs.NewMem()
-	l, err := seglog.Open("/live", seglog.Options{FS: fsys, Sync: seglog.SyncAlways, SegmentBytes: 8 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 8 << 10})
+	l, err := seglog.Open("/live", seglog.Options{FS: fsys, LogConfig: seglog.LogConfig{Sync: seglog.SyncAlways, SegmentBytes: 8 << 10, IndexIntervalBytes: 256, MaxIndexBytes: 8 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

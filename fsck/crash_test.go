@@ -22,7 +22,7 @@ func TestCrashImages(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 7))
 			mem := vfs.NewMem()
-			l, err := seglog.Open("/p", seglog.Options{FS: mem, SegmentBytes: 4 << 10, IndexIntervalBytes: 300, MaxIndexBytes: 4 << 10})
+			l, err := seglog.Open("/p", seglog.Options{FS: mem, LogConfig: seglog.LogConfig{SegmentBytes: 4 << 10, IndexIntervalBytes: 300, MaxIndexBytes: 4 << 10}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
@@ -20,8 +21,8 @@ func writeLog(t testing.TB, fsys vfs.FS, dir string, codec record.Codec, nbatche
 	t.Helper()
 	clock := time.UnixMilli(1_700_000_000_000)
 	l, err := seglog.Open(dir, seglog.Options{
-		FS: fsys, SegmentBytes: 16 << 10, IndexIntervalBytes: 512, MaxIndexBytes: 16 << 10, Compression: codec,
-		Now: func() time.Time { clock = clock.Add(time.Millisecond); return clock },
+		FS: fsys, LogConfig: seglog.LogConfig{SegmentBytes: 16 << 10, IndexIntervalBytes: 512, MaxIndexBytes: 16 << 10, Compression: codec},
+		Clock: testutil.NowFunc(func() time.Time { clock = clock.Add(time.Millisecond); return clock }),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func hasProblem(r *Report, file string, pos int64, kind Kind) bool {
 // readRecords opens the directory with the Log and reads every record.
 func readRecords(t testing.TB, fsys vfs.FS, dir string) []record.Record {
 	t.Helper()
-	l, err := seglog.Open(dir, seglog.Options{FS: fsys, SegmentBytes: 16 << 10, MaxIndexBytes: 16 << 10})
+	l, err := seglog.Open(dir, seglog.Options{FS: fsys, LogConfig: seglog.LogConfig{SegmentBytes: 16 << 10, MaxIndexBytes: 16 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

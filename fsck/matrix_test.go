@@ -20,9 +20,12 @@ func writeMatrixLog(t testing.TB, fsys vfs.FS, dir string) []record.Record {
 	t.Helper()
 	clock := time.UnixMilli(1_700_000_000_000)
 	l, err := seglog.Open(dir, seglog.Options{
-		FS: fsys, SegmentBytes: fscktest.SegmentBytes, IndexIntervalBytes: fscktest.IndexIntervalBytes,
-		MaxIndexBytes: fscktest.MaxIndexBytes,
-		Now:           func() time.Time { clock = clock.Add(time.Millisecond); return clock },
+		FS: fsys, LogConfig: seglog.LogConfig{
+			SegmentBytes:       fscktest.SegmentBytes,
+			IndexIntervalBytes: fscktest.IndexIntervalBytes,
+			MaxIndexBytes:      fscktest.MaxIndexBytes,
+		},
+		Clock: testutil.NowFunc(func() time.Time { clock = clock.Add(time.Millisecond); return clock }),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +79,7 @@ func listProblems(r *fsck.Report) string {
 // logRecords opens the directory with the Log and reads every record.
 func logRecords(t testing.TB, fsys vfs.FS, dir string) []record.Record {
 	t.Helper()
-	l, err := seglog.Open(dir, seglog.Options{FS: fsys, SegmentBytes: fscktest.SegmentBytes, MaxIndexBytes: fscktest.MaxIndexBytes})
+	l, err := seglog.Open(dir, seglog.Options{FS: fsys, LogConfig: seglog.LogConfig{SegmentBytes: fscktest.SegmentBytes, MaxIndexBytes: fscktest.MaxIndexBytes}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 func TestEntryAboveReadLimit(t *testing.T) {
 	fsys := vfs.NewMem()
 	const dir = "/big-0"
-	l, err := seglog.Open(dir, seglog.Options{FS: fsys, MaxBatchBytes: 1 << 20})
+	l, err := seglog.Open(dir, seglog.Options{FS: fsys, LogConfig: seglog.LogConfig{MaxBatchBytes: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

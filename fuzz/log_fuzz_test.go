@@ -71,12 +71,14 @@ func appends(n, k int) []byte {
 
 func options(fs vfs.FS, sync seglog.SyncMode, prealloc bool) seglog.Options {
 	return seglog.Options{
-		FS:                 fs,
-		SegmentBytes:       2048,
-		IndexIntervalBytes: 128,
-		MaxIndexBytes:      96,
-		Sync:               sync,
-		Preallocate:        prealloc,
+		FS: fs,
+		LogConfig: seglog.LogConfig{
+			SegmentBytes:       2048,
+			IndexIntervalBytes: 128,
+			MaxIndexBytes:      96,
+			Sync:               sync,
+			Preallocate:        prealloc,
+		},
 		// Two, so that reads close and reopen sealed segments' .log
 		// descriptors all the time (the default keeps 1024 open).
 		MaxOpenSegmentFiles: 2,

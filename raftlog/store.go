@@ -102,12 +102,14 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	part := filepath.Join(dir, PartitionDir)
 	l, err := seglog.Open(part, seglog.Options{
-		FS:            opts.FS,
-		SegmentBytes:  opts.SegmentBytes,
-		MaxBatchBytes: opts.MaxBatchBytes,
-		// Every StoreLogs is on disk when it returns: raft acknowledges
-		// entries to the leader only after storing them.
-		Sync:   seglog.SyncAlways,
+		FS: opts.FS,
+		LogConfig: seglog.LogConfig{
+			SegmentBytes:  opts.SegmentBytes,
+			MaxBatchBytes: opts.MaxBatchBytes,
+			// Every StoreLogs is on disk when it returns: raft
+			// acknowledges entries to the leader only after storing them.
+			Sync: seglog.SyncAlways,
+		},
 		Logger: opts.Logger,
 	})
 	if err != nil {

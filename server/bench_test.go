@@ -19,7 +19,7 @@ import (
 // BenchmarkKgoProduce produces 1 KiB records with kgo (idempotent,
 // acks=all, no compression) to 12 partitions of an in-process server.
 func BenchmarkKgoProduce(b *testing.B) {
-	ts := startServer(b, b.TempDir(), Config{NumPartitions: 12})
+	ts := startServer(b, b.TempDir(), Options{NumPartitions: 12})
 	defer ts.stop()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(ts.addr), kgo.DefaultProduceTopic("bench"),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.AllowAutoTopicCreation(),
@@ -50,7 +50,7 @@ func BenchmarkKgoProduce(b *testing.B) {
 // (read, decode, check, append) with next to no client cost, for its
 // profile (go test -bench RawProduce -cpuprofile).
 func BenchmarkRawProduce(b *testing.B) {
-	ts := startServer(b, b.TempDir(), Config{})
+	ts := startServer(b, b.TempDir(), Options{})
 	defer ts.stop()
 	if err := ts.st.CreateTopic("bench", 12, store.DefaultTopicConfig()); err != nil {
 		b.Fatal(err)

@@ -11,7 +11,7 @@ import (
 // id and the connection's address to the coordinator, so member ids start
 // with the client id and DescribeGroups shows both, as Kafka's do.
 func TestGroupMemberClientInfo(t *testing.T) {
-	ts := startServer(t, "", Config{GroupInitialRebalanceDelay: -1})
+	ts := startServer(t, "", Options{GroupInitialRebalanceDelay: -1})
 	c := dialRaw(t, ts.addr)
 
 	join := kmsg.NewPtrJoinGroupRequest()

@@ -12,7 +12,7 @@ import (
 // admin.setOffsets on an empty topic commits offset 1), -1 too, and both
 // survive a restart; only an offset below -1 is refused.
 func TestCommitPastEndStored(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("empty", 3, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestCommitPastEndStored(t *testing.T) {
 	cl.Close()
 	ts.stop()
 
-	ts = startServer(t, dir, Config{})
+	ts = startServer(t, dir, Options{})
 	fetch := kmsg.NewPtrOffsetFetchRequest()
 	fetch.Group = "setter"
 	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "empty", Partitions: []int32{0, 1, 2}}}

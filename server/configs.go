@@ -20,50 +20,29 @@ import (
 // protocol.
 
 // topicConfigMeta is what the protocol says of a topic config beside its
-// value: its type (DescribeConfigs v3+) and the broker-level config it
-// defaults from (its synonym, as Kafka's TopicConfigSynonyms names it).
+// value: its type (DescribeConfigs v3+) and its broker-level synonyms,
+// from the store's table of configs (store.KeyInfo).
 type topicConfigMeta struct {
-	typ    kmsg.ConfigType
-	broker string
-	// dflt, when set, is the broker config whose DEFAULT_CONFIG synonym
-	// Kafka lists, with its value in its own unit: the first synonym in
-	// TopicConfigSynonyms' list that has a default (log.retention.ms has
-	// none; log.retention.hours is 168).
-	dflt, dfltValue string
+	typ kmsg.ConfigType
+	store.ConfigInfo
 }
 
-var topicConfigs = map[string]topicConfigMeta{
-	"cleanup.policy":            {kmsg.ConfigTypeList, "log.cleanup.policy", "", ""},
-	"retention.ms":              {kmsg.ConfigTypeLong, "log.retention.ms", "log.retention.hours", "168"},
-	"retention.bytes":           {kmsg.ConfigTypeLong, "log.retention.bytes", "", ""},
-	"segment.bytes":             {kmsg.ConfigTypeInt, "log.segment.bytes", "", ""},
-	"flush.messages":            {kmsg.ConfigTypeLong, "log.flush.interval.messages", "", ""},
-	"flush.ms":                  {kmsg.ConfigTypeLong, "log.flush.interval.ms", "log.flush.scheduler.interval.ms", "9223372036854775807"},
-	"compression.type":          {kmsg.ConfigTypeString, "compression.type", "", ""},
-	"max.message.bytes":         {kmsg.ConfigTypeInt, "message.max.bytes", "", ""},
-	"segment.index.bytes":       {kmsg.ConfigTypeInt, "log.index.size.max.bytes", "", ""},
-	"delete.retention.ms":       {kmsg.ConfigTypeLong, "log.cleaner.delete.retention.ms", "", ""},
-	"min.cleanable.dirty.ratio": {kmsg.ConfigTypeDouble, "log.cleaner.min.cleanable.ratio", "", ""},
-	"min.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.min.compaction.lag.ms", "", ""},
-	"max.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.max.compaction.lag.ms", "", ""},
-}
-
-// metaOf is a topic config's protocol facts; a key the table lacks (a
-// store key added later) is a string defaulting from itself.
+// metaOf is the protocol's facts of topic config key, one of store.Keys.
 func metaOf(key string) topicConfigMeta {
-	if m, ok := topicConfigs[key]; ok {
-		return m
-	}
-	return topicConfigMeta{typ: kmsg.ConfigTypeString, broker: key}
+	info, _ := store.KeyInfo(key)
+	// An unknown type name is ConfigTypeUnknown (0); the store's table
+	// names only Kafka's (TestTopicConfigTypes).
+	typ, _ := kmsg.ParseConfigType(info.Type)
+	return topicConfigMeta{typ, info}
 }
 
-// defaultSynonym is the DEFAULT_CONFIG synonym Kafka lists for topic
-// config key, whose seglog default is value.
-func (m topicConfigMeta) defaultSynonym(value string) synonym {
-	if m.dflt != "" {
-		return synonym{m.dflt, m.dfltValue, kmsg.ConfigSourceDefaultConfig}
+// defaultSynonym is the DEFAULT_CONFIG synonym Kafka lists for the topic
+// config.
+func (m topicConfigMeta) defaultSynonym() synonym {
+	if m.DefaultSynonym != "" {
+		return synonym{m.DefaultSynonym, m.DefaultSynonymValue, kmsg.ConfigSourceDefaultConfig}
 	}
-	return synonym{m.broker, value, kmsg.ConfigSourceDefaultConfig}
+	return synonym{m.BrokerConfig, m.Default, kmsg.ConfigSourceDefaultConfig}
 }
 
 // configError is a per-resource refusal with its Kafka error code.
@@ -163,7 +142,7 @@ func (s *Server) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, r kmsg.D
 	if err != nil {
 		return nil, err
 	}
-	def, broker := store.DefaultTopicConfig(), s.cfg.TopicConfig
+	broker := s.cfg.TopicConfig
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, k := range store.Keys() {
 		if !wanted(r.ConfigNames, k) {
@@ -176,13 +155,13 @@ func (s *Server) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, r kmsg.D
 		case store.SourceTopic:
 			syns = append(syns, synonym{k, cfg.Get(k), kmsg.ConfigSourceDynamicTopicConfig})
 			if broker.Source(k) != store.SourceDefault {
-				syns = append(syns, synonym{m.broker, broker.Get(k), kmsg.ConfigSourceStaticBrokerConfig})
+				syns = append(syns, synonym{m.BrokerConfig, broker.Get(k), kmsg.ConfigSourceStaticBrokerConfig})
 			}
 		case store.SourceBroker:
 			// The broker default the topic was created under.
-			syns = append(syns, synonym{m.broker, cfg.Get(k), kmsg.ConfigSourceStaticBrokerConfig})
+			syns = append(syns, synonym{m.BrokerConfig, cfg.Get(k), kmsg.ConfigSourceStaticBrokerConfig})
 		}
-		syns = append(syns, m.defaultSynonym(def.Get(k)))
+		syns = append(syns, m.defaultSynonym())
 		out = append(out, configEntry(req, k, cfg.Get(k), false, m.typ, syns))
 	}
 	return out, nil
@@ -196,7 +175,7 @@ type brokerConfig struct {
 	// set: given by a flag (--config) even if equal to Kafka's default.
 	set bool
 	// dflt is the DEFAULT_CONFIG synonym when it is not the config itself
-	// (topicConfigMeta.dflt).
+	// (store.ConfigInfo.DefaultSynonym).
 	dflt *synonym
 }
 
@@ -226,12 +205,11 @@ func (s *Server) brokerConfigs() []brokerConfig {
 		{"connections.max.idle.ms", strconv.FormatInt(s.cfg.IdleTimeout.Milliseconds(), 10), strconv.FormatInt(DefaultIdleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong, false, nil},
 		{"group.initial.rebalance.delay.ms", strconv.FormatInt(delay.Milliseconds(), 10), strconv.FormatInt(defaultInitialRebalanceDelay.Milliseconds(), 10), kmsg.ConfigTypeInt, false, nil},
 	}
-	def := store.DefaultTopicConfig()
 	for _, k := range store.Keys() {
 		m := metaOf(k)
-		b := brokerConfig{m.broker, s.cfg.TopicConfig.Get(k), def.Get(k), m.typ, s.cfg.TopicConfig.IsSet(k), nil}
-		if m.dflt != "" {
-			syn := m.defaultSynonym("")
+		b := brokerConfig{m.BrokerConfig, s.cfg.TopicConfig.Get(k), m.Default, m.typ, s.cfg.TopicConfig.IsSet(k), nil}
+		if m.DefaultSynonym != "" {
+			syn := m.defaultSynonym()
 			b.dflt = &syn
 		}
 		out = append(out, b)

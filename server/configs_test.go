@@ -27,7 +27,7 @@ func configsServer(t *testing.T, dir string) (*testServer, *rawConn) {
 	if err := def.SetAll([]string{"retention.bytes=1000000"}); err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, dir, Config{TopicConfig: &def})
+	ts := startServer(t, dir, Options{TopicConfig: &def})
 	return ts, dialRaw(t, ts.addr)
 }
 
@@ -454,4 +454,38 @@ func TestAlterConfigsAppliedAndDurable(t *testing.T) {
 		t.Errorf("after a restart, retention.ms = %s", got)
 	}
 	_ = ts
+}
+
+// TestTopicConfigTypes: every topic config the store keeps has the type
+// and broker synonym Kafka gives it, from the store's table (server/ had
+// its own map of them before issue 28).
+func TestTopicConfigTypes(t *testing.T) {
+	want := map[string]struct {
+		typ    kmsg.ConfigType
+		broker string
+	}{
+		"cleanup.policy":            {kmsg.ConfigTypeList, "log.cleanup.policy"},
+		"retention.ms":              {kmsg.ConfigTypeLong, "log.retention.ms"},
+		"retention.bytes":           {kmsg.ConfigTypeLong, "log.retention.bytes"},
+		"segment.bytes":             {kmsg.ConfigTypeInt, "log.segment.bytes"},
+		"flush.messages":            {kmsg.ConfigTypeLong, "log.flush.interval.messages"},
+		"flush.ms":                  {kmsg.ConfigTypeLong, "log.flush.interval.ms"},
+		"compression.type":          {kmsg.ConfigTypeString, "compression.type"},
+		"max.message.bytes":         {kmsg.ConfigTypeInt, "message.max.bytes"},
+		"segment.index.bytes":       {kmsg.ConfigTypeInt, "log.index.size.max.bytes"},
+		"delete.retention.ms":       {kmsg.ConfigTypeLong, "log.cleaner.delete.retention.ms"},
+		"min.cleanable.dirty.ratio": {kmsg.ConfigTypeDouble, "log.cleaner.min.cleanable.ratio"},
+		"min.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.min.compaction.lag.ms"},
+		"max.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.max.compaction.lag.ms"},
+	}
+	keys := store.Keys()
+	if len(keys) != len(want) {
+		t.Errorf("the store keeps %d topic configs, want %d: %v", len(keys), len(want), keys)
+	}
+	for _, k := range keys {
+		m := metaOf(k)
+		if w, ok := want[k]; !ok || m.typ != w.typ || m.BrokerConfig != w.broker {
+			t.Errorf("%s: type %v, broker synonym %q; want %+v", k, m.typ, m.BrokerConfig, w)
+		}
+	}
 }

@@ -18,7 +18,7 @@ import (
 // conn serves one client connection: one request at a time, answered in
 // order. A reader goroutine reads ahead at most one request, so pipelined
 // requests wait in the socket and in a one-slot queue: a connection holds
-// at most three requests of at most Config.MaxRequestBytes (the one being
+// at most three requests of at most Options.MaxRequestBytes (the one being
 // answered, the one queued, the one being read).
 type conn struct {
 	s     *Server

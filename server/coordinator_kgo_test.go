@@ -156,7 +156,7 @@ func (gc *groupConsumer) partitions() int {
 // from the commits. Every record is read exactly once by the group.
 func TestKgoGroupRebalanceAndRestart(t *testing.T) {
 	dir := t.TempDir()
-	ts := startServer(t, dir, Config{})
+	ts := startServer(t, dir, Options{})
 	if err := ts.st.CreateTopic("events", 4, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestKgoGroupRebalanceAndRestart(t *testing.T) {
 	}
 
 	ts.stop()
-	ts = startServer(t, dir, Config{})
+	ts = startServer(t, dir, Options{})
 	produce(ts.client(kgo.RecordPartitioner(kgo.ManualPartitioner())), "three", 100)
 	c := startGroupConsumer(t, ts, "c", "g", "events", got)
 	waitCount(500)
@@ -223,7 +223,7 @@ func startServerOn(t *testing.T, dir, addr string) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(st, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := New(st, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func startServerOn(t *testing.T, dir, addr string) *testServer {
 // server still knows from the offsets topic.
 func TestKgoGroupMemberAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
-	ts := startServer(t, dir, Config{})
+	ts := startServer(t, dir, Options{})
 	if err := ts.st.CreateTopic("events", 2, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}

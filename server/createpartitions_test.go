@@ -16,7 +16,7 @@ import (
 // topic takes records on its new partitions and keeps its count across a
 // restart.
 func TestCreatePartitions(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	for _, name := range []string{"grow", "other"} {
 		if err := ts.st.CreateTopic(name, 2, store.DefaultTopicConfig()); err != nil {
 			t.Fatal(err)
@@ -94,7 +94,7 @@ func TestCreatePartitions(t *testing.T) {
 	dir := ts.dir
 	cl.Close()
 	ts.stop()
-	ts = startServer(t, dir, Config{})
+	ts = startServer(t, dir, Options{})
 	if n, err := ts.st.Partitions("grow"); err != nil || n != 5 {
 		t.Fatalf("after a restart: %d, %v", n, err)
 	}

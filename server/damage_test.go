@@ -27,7 +27,7 @@ import (
 func damagedStore(t *testing.T) (ts *testServer, damaged int64) {
 	t.Helper()
 	dir := t.TempDir()
-	ts = startServer(t, dir, Config{})
+	ts = startServer(t, dir, Options{})
 	cfg := store.DefaultTopicConfig()
 	cfg.SegmentBytes, cfg.MaxMessageBytes, cfg.SegmentIndexBytes = 2<<10, 1<<10, 4096
 	if err := ts.st.CreateTopic("d", 1, cfg); err != nil {
@@ -71,7 +71,7 @@ func damagedStore(t *testing.T) (ts *testServer, damaged int64) {
 	if _, err := f.WriteAt(length[:], pos+8); err != nil { // batchLength
 		t.Fatal(err)
 	}
-	return startServer(t, dir, Config{}), damaged
+	return startServer(t, dir, Options{}), damaged
 }
 
 // TestFetchDamageIsStorageError: a Fetch that meets damage in the
@@ -101,7 +101,7 @@ func TestFetchDamageIsStorageError(t *testing.T) {
 // KAFKA_STORAGE_ERROR, and stores nothing. The batches pass the server's
 // own framing checks (checkProduceBatch) and are refused by AppendBatch.
 func TestProduceBadBatchIsClientError(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("c", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 // cluster id Metadata gives; a request for controllers (v1's endpoint type
 // 2) is refused as a Kafka broker refuses it.
 func TestDescribeCluster(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	cl := ts.client()
 	ctx := testCtx(t)
 	req := kmsg.NewPtrDescribeClusterRequest()
@@ -37,7 +37,7 @@ func TestDescribeCluster(t *testing.T) {
 // size as the store counts it, offset lag 0; the named partitions only
 // when the request names some; v4's disk totals from statfs.
 func TestDescribeLogDirs(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("logs", 2, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}

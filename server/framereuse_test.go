@@ -21,7 +21,7 @@ import (
 // reused while anything still referred to it would show up as a record
 // overwritten by a later request's bytes.
 func TestProduceFramesReused(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	synced := store.DefaultTopicConfig()
 	synced.FlushMessages = 1
 	topics := map[string]store.TopicConfig{"os-flushed-topic": store.DefaultTopicConfig(), "s": synced}
@@ -116,7 +116,7 @@ func TestProduceFramesReused(t *testing.T) {
 // request can arrive first, which 200 requests show in most runs (18 of
 // 20 when tried).
 func TestProduceFramesPooled(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("p", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}

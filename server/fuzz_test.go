@@ -84,7 +84,7 @@ func FuzzRequest(f *testing.F) {
 	// only decoded, auto creation is off): an input asking for 100,000
 	// partitions is a valid request that is merely slow to carry out.
 	off := false
-	srv, err := New(st, Config{AutoCreateTopics: &off, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := New(st, Options{AutoCreateTopics: &off, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		f.Fatal(err)
 	}

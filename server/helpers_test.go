@@ -27,7 +27,7 @@ type testServer struct {
 
 // startServer serves a store in dir (a new temporary one when dir is
 // empty) on a loopback port.
-func startServer(t testing.TB, dir string, cfg Config) *testServer {
+func startServer(t testing.TB, dir string, cfg Options) *testServer {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()

@@ -47,7 +47,7 @@ func corpusBatches(t testing.TB) [][]byte {
 // each gets an error response, the connection stays usable and nothing is
 // stored.
 func TestHostileBatches(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("h", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestHostileBatches(t *testing.T) {
 // unchanged. (A version we do not serve that kmsg can answer gets
 // UNSUPPORTED_VERSION: TestUnservedKeysAndVersions.)
 func TestHostileFrames(t *testing.T) {
-	ts := startServer(t, "", Config{MaxRequestBytes: 64 << 10})
+	ts := startServer(t, "", Options{MaxRequestBytes: 64 << 10})
 	if err := ts.st.CreateTopic("h", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestHostileFrames(t *testing.T) {
 // TestShutdownAnswersParkedFetch: Shutdown answers a parked fetch at once,
 // closes the connections, and returns; the store then closes cleanly.
 func TestShutdownAnswersParkedFetch(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("s", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestShutdownAnswersParkedFetch(t *testing.T) {
 // after the fetch read it is not sent short (that would break the
 // framing): the write fails, and the connection is closed.
 func TestFetchOfTruncatedSliceFails(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("t", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}

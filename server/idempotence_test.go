@@ -15,7 +15,7 @@ import (
 
 func TestIdempotence(t *testing.T) {
 	dir := t.TempDir()
-	ts := startServer(t, dir, Config{})
+	ts := startServer(t, dir, Options{})
 	if err := ts.st.CreateTopic("i", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestIdempotence(t *testing.T) {
 	// After a restart the state comes back from the log: the same
 	// duplicates and fences hold.
 	ts.stop()
-	ts = startServer(t, dir, Config{})
+	ts = startServer(t, dir, Options{})
 	c = dialRaw(t, ts.addr)
 	run(steps[6:8:8])
 	if rp := produceOne(t, c, 9, "i", append([]byte(nil), lost...)); rp.ErrorCode != 0 || rp.BaseOffset != 7 {
@@ -112,14 +112,14 @@ func TestIdempotence(t *testing.T) {
 // the start, the end and a time each read exactly what they should.
 func TestKgoRestartAndOffsets(t *testing.T) {
 	dir := t.TempDir()
-	ts := startServer(t, dir, Config{NumPartitions: 2})
+	ts := startServer(t, dir, Options{NumPartitions: 2})
 	cl := ts.client(kgo.AllowAutoTopicCreation())
 	first := produceRecords(t, cl, "r", 200, "one")
 	cl.Close()
 	ts.stop()
 	mid := time.Now()
 	time.Sleep(5 * time.Millisecond)
-	ts = startServer(t, dir, Config{NumPartitions: 2})
+	ts = startServer(t, dir, Options{NumPartitions: 2})
 	cl = ts.client()
 	second := produceRecords(t, cl, "r", 100, "two")
 	sameRecords(t, append(first, second...), consumeAll(t, ts.addr, "r", 300))

@@ -66,7 +66,7 @@ func advertisesKey(ts *testServer, key, v int16) bool {
 // and kcat -C -o beginning -e reads every line back.
 func TestKcatEveryCodec(t *testing.T) {
 	testenv.LookPath(t, "kcat", "kcat")
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	for _, codec := range []string{"none", "gzip", "snappy", "lz4", "zstd"} {
 		t.Run(codec, func(t *testing.T) {
 			topic := "kcat-" + codec
@@ -93,7 +93,7 @@ func TestKcatEveryCodec(t *testing.T) {
 // and its batches carry it.
 func TestKcatIdempotent(t *testing.T) {
 	testenv.LookPath(t, "kcat", "kcat")
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	in, want := kcatLines(50, "idem")
 	kcat(t, ts.addr, in, "-P", "-t", "idem", "-K", ":", "-X", "enable.idempotence=true")
 	out := kcat(t, ts.addr, "", "-C", "-t", "idem", "-o", "beginning", "-e", "-f", "%k:%s\n")
@@ -121,7 +121,7 @@ func TestKcatIdempotent(t *testing.T) {
 // TestKcatGroup: kcat -G consumes a topic as a group member.
 func TestKcatGroup(t *testing.T) {
 	testenv.LookPath(t, "kcat", "kcat")
-	ts := startServer(t, "", Config{NumPartitions: 2})
+	ts := startServer(t, "", Options{NumPartitions: 2})
 	if !advertisesKey(ts, 11, 0) {
 		t.Fatal("the group coordinator does not advertise JoinGroup v0")
 	}

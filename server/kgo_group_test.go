@@ -15,7 +15,7 @@ import (
 // commits.
 func TestKgoGroupRebalanceAndResume(t *testing.T) {
 	dir := t.TempDir()
-	ts := startServer(t, dir, Config{NumPartitions: 4})
+	ts := startServer(t, dir, Options{NumPartitions: 4})
 	if !advertisesKey(ts, 11, 0) {
 		t.Fatal("the group coordinator does not advertise JoinGroup v0")
 	}
@@ -121,7 +121,7 @@ func TestKgoGroupRebalanceAndResume(t *testing.T) {
 
 	// Restart; a new member resumes where the group committed.
 	ts.stop()
-	ts = startServer(t, dir, Config{NumPartitions: 4})
+	ts = startServer(t, dir, Options{NumPartitions: 4})
 	cl = ts.client()
 	more := produceRecords(t, cl, "g", 40, "second")
 	c := member()

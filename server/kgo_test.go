@@ -75,7 +75,7 @@ func sameRecords(t *testing.T, want, got []*kgo.Record) {
 }
 
 func TestKgoProduceConsumeEveryCodec(t *testing.T) {
-	ts := startServer(t, "", Config{NumPartitions: 3})
+	ts := startServer(t, "", Options{NumPartitions: 3})
 	codecs := []struct {
 		name  string
 		codec kgo.CompressionCodec

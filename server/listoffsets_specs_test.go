@@ -21,7 +21,7 @@ import (
 // and refused with UNSUPPORTED_VERSION below it, as is a negative
 // timestamp that is no spec.
 func TestListOffsetsSpecs(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("specs", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 func gapStore(t *testing.T) (ts *testServer, from, to int64) {
 	t.Helper()
 	dir := t.TempDir()
-	ts = startServer(t, dir, Config{})
+	ts = startServer(t, dir, Options{})
 	cfg := store.DefaultTopicConfig()
 	cfg.SegmentBytes, cfg.MaxMessageBytes, cfg.SegmentIndexBytes = 2<<10, 1<<10, 4096
 	if err := ts.st.CreateTopic("m", 1, cfg); err != nil {
@@ -54,7 +54,7 @@ func gapStore(t *testing.T) (ts *testServer, from, to int64) {
 			t.Fatal(err)
 		}
 	}
-	return startServer(t, dir, Config{}), from, to
+	return startServer(t, dir, Options{}), from, to
 }
 
 // TestFetchStopsAtMissingData: a consumer fetching through a gap in a log

@@ -80,7 +80,7 @@ func fetchReq(version int16, maxWait int32, topic string, parts map[int32]int64)
 }
 
 func TestApiVersionsDowngrade(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	c := dialRaw(t, ts.addr)
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(4) // above our maximum, 3
@@ -117,7 +117,7 @@ func TestApiVersionsDowngrade(t *testing.T) {
 // against kmsg's decoder for every version served, with a partition that
 // has data, an empty one and an unknown topic.
 func TestFetchFramingEveryVersion(t *testing.T) {
-	ts := startServer(t, "", Config{NumPartitions: 2})
+	ts := startServer(t, "", Options{NumPartitions: 2})
 	if err := ts.st.CreateTopic("f", 2, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestFetchFramingEveryVersion(t *testing.T) {
 }
 
 func TestFetchLimits(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("l", 2, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestFetchLimits(t *testing.T) {
 // TestFetchLongPoll: a fetch at the end parks until a produce arrives and
 // then answers with it; one whose wait runs out answers empty.
 func TestFetchLongPoll(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("w", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestFetchLongPoll(t *testing.T) {
 }
 
 func TestProduceChecks(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("c", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestProduceChecks(t *testing.T) {
 // TestProduceAcksZeroAndPipelining: acks=0 gets no response but is stored,
 // and pipelined requests are answered in order.
 func TestProduceAcksZeroAndPipelining(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("a", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestProduceAcksZeroAndPipelining(t *testing.T) {
 }
 
 func TestListOffsets(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("o", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func TestListOffsets(t *testing.T) {
 }
 
 func TestCreateDeleteTopics(t *testing.T) {
-	ts := startServer(t, "", Config{NumPartitions: 4})
+	ts := startServer(t, "", Options{NumPartitions: 4})
 	c := dialRaw(t, ts.addr)
 	create := func(name string, parts int32, rf int16, cfg map[string]string) kmsg.CreateTopicsResponseTopic {
 		req := kmsg.NewPtrCreateTopicsRequest()
@@ -423,7 +423,7 @@ func TestCreateDeleteTopics(t *testing.T) {
 func TestMetadataAutoCreate(t *testing.T) {
 	off := false
 	for _, auto := range []*bool{nil, &off} {
-		ts := startServer(t, "", Config{NumPartitions: 3, AutoCreateTopics: auto, Advertise: "kafka.example:1234"})
+		ts := startServer(t, "", Options{NumPartitions: 3, AutoCreateTopics: auto, Advertise: "kafka.example:1234"})
 		c := dialRaw(t, ts.addr)
 		md := kmsg.NewPtrMetadataRequest()
 		md.SetVersion(4)
@@ -451,7 +451,7 @@ func TestMetadataAutoCreate(t *testing.T) {
 }
 
 func TestDeleteRecords(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("d", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}

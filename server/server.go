@@ -25,7 +25,7 @@ import (
 	"github.com/seglog/seglog/store"
 )
 
-// Defaults for Config's zero fields.
+// Defaults for Options' zero fields.
 const (
 	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes.
 	DefaultMaxRequestBytes = 100 << 20
@@ -39,10 +39,10 @@ const (
 // ErrServerClosed is returned by Serve after Shutdown or Close.
 var ErrServerClosed = errors.New("server: closed")
 
-// Config configures a Server. The zero value serves with Kafka's defaults,
+// Options configures a Server. The zero value serves with Kafka's defaults,
 // except that Advertise must be known before Serve (Serve fills it from the
 // listener when empty).
-type Config struct {
+type Options struct {
 	// Advertise is the host:port clients are told to connect to (Kafka's
 	// advertised.listeners). Empty means the listener's address.
 	Advertise string
@@ -83,7 +83,7 @@ type Config struct {
 // it after Shutdown returns.
 type Server struct {
 	st     *store.Store
-	cfg    Config
+	cfg    Options
 	host   string
 	port   int32
 	logger *slog.Logger
@@ -113,7 +113,7 @@ type Server struct {
 
 // New makes a server for st. It reads (or, on first start, writes) the
 // node and cluster ids kept in the store directory.
-func New(st *store.Store, cfg Config) (*Server, error) {
+func New(st *store.Store, cfg Options) (*Server, error) {
 	if cfg.NumPartitions <= 0 {
 		cfg.NumPartitions = DefaultNumPartitions
 	}
@@ -158,7 +158,7 @@ func (s *Server) setAdvertise(hostport string) error {
 	return nil
 }
 
-// CheckAdvertise returns the error New gives for Config.Advertise
+// CheckAdvertise returns the error New gives for Options.Advertise
 // hostport, or nil if New accepts it, so that a command line can refuse a
 // bad address before it opens or creates the store.
 func CheckAdvertise(hostport string) error {

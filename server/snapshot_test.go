@@ -52,7 +52,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 // be unknown.
 func TestSnapshotKeepsOlderProducers(t *testing.T) {
 	dir := t.TempDir()
-	ts := startServer(t, dir, Config{})
+	ts := startServer(t, dir, Options{})
 	if err := ts.st.CreateTopic("s", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestSnapshotKeepsOlderProducers(t *testing.T) {
 		}
 	}
 
-	ts = startServer(t, dir, Config{})
+	ts = startServer(t, dir, Options{})
 	c = dialRaw(t, ts.addr)
 	if rp := produceOne(t, c, 9, "s", append([]byte(nil), old...)); rp.ErrorCode != 0 || rp.BaseOffset != 0 {
 		t.Fatalf("retry of the old batch: error %d offset %d, want the original offset 0", rp.ErrorCode, rp.BaseOffset)
@@ -105,7 +105,7 @@ func TestSnapshotKeepsOlderProducers(t *testing.T) {
 	if err := vfs.WriteFileAtomic(vfs.Default, filepath.Join(part, layout.FileName(6, layout.SnapshotSuffix)), []byte("damaged")); err != nil {
 		t.Fatal(err)
 	}
-	ts = startServer(t, dir, Config{})
+	ts = startServer(t, dir, Options{})
 	c = dialRaw(t, ts.addr)
 	if rp := produceOne(t, c, 9, "s", makeBatch(t, record.None, 100, 0, 9, 1, "gap")); rp.ErrorCode != 0 || rp.BaseOffset != 6 {
 		t.Fatalf("unknown producer: error %d offset %d", rp.ErrorCode, rp.BaseOffset)
@@ -117,7 +117,7 @@ func TestSnapshotKeepsOlderProducers(t *testing.T) {
 // more than two segments back is still known.
 func TestSnapshotAtRoll(t *testing.T) {
 	dir := t.TempDir()
-	ts := startServer(t, dir, Config{})
+	ts := startServer(t, dir, Options{})
 	cfg := store.DefaultTopicConfig()
 	if err := cfg.SetAll([]string{"max.message.bytes=900", "segment.bytes=1000"}); err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestSnapshotAtRoll(t *testing.T) {
 	<-ts.done
 	ts.srv = nil
 
-	ts = startServer(t, dir, Config{})
+	ts = startServer(t, dir, Options{})
 	c = dialRaw(t, ts.addr)
 	if rp := produceOne(t, c, 9, "r", append([]byte(nil), old...)); rp.ErrorCode != 0 || rp.BaseOffset != 0 {
 		t.Fatalf("retry of the old batch after a crash: error %d offset %d, want the original offset 0", rp.ErrorCode, rp.BaseOffset)

@@ -15,7 +15,7 @@ import (
 // Client.Request never sends a key the broker did not advertise, so the
 // requests go through a raw connection at exact versions.
 func TestUnservedKeysAndVersions(t *testing.T) {
-	ts := startServer(t, "", Config{})
+	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("u", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 	oc.MaxMessageBytes = 2 << 10
 	oc.SegmentIndexBytes = 4096
 	open := func() *Store {
-		s, err := Open(testDir, Options{FS: fs, OffsetsPartitions: 1, OffsetsConfig: &oc, Now: clock.Now, Clock: clock,
+		s, err := Open(testDir, Options{FS: fs, OffsetsPartitions: 1, OffsetsConfig: &oc, Clock: clock,
 			Logger: quiet, DedupeBufferBytes: 1 << 20, MaxOpenLogs: testMaxOpenLogs})
 		mustf(t, err, "open")
 		return s

@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
-	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 )
@@ -67,29 +64,9 @@ type TopicConfig struct {
 	set uint32
 }
 
-// DefaultTopicConfig returns Kafka's defaults.
-func DefaultTopicConfig() TopicConfig {
-	p := cleaner.DefaultPolicy()
-	return TopicConfig{
-		CleanupPolicy:     p.CleanupPolicy,
-		RetentionMs:       p.Retention.Milliseconds(),
-		RetentionBytes:    p.RetentionBytes,
-		SegmentBytes:      defaults.SegmentBytes,
-		Compression:       record.None,
-		MaxMessageBytes:   defaults.MaxBatchBytes,
-		SegmentIndexBytes: defaults.MaxIndexBytes,
-
-		DeleteRetentionMs:      p.DeleteRetention.Milliseconds(),
-		MinCleanableDirtyRatio: p.MinCleanableDirtyRatio,
-		MinCompactionLagMs:     p.MinCompactionLag.Milliseconds(),
-		MaxCompactionLagMs:     math.MaxInt64,
-	}
-}
-
-// configKeys are the keys Set accepts, in the order Format writes them.
-var configKeys = []string{"cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes",
-	"flush.messages", "flush.ms", "compression.type", "max.message.bytes", "segment.index.bytes",
-	"delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "max.compaction.lag.ms"}
+// DefaultTopicConfig returns Kafka's defaults (each config's
+// ConfigInfo.Default).
+func DefaultTopicConfig() TopicConfig { return defaultConfig }
 
 // Set changes one config by its Kafka name and marks it as set on this
 // config (IsSet).
@@ -103,132 +80,25 @@ func (c *TopicConfig) Set(key, value string) error {
 
 // keyBit is key's bit in TopicConfig.set; 0 for an unknown key.
 func keyBit(key string) uint32 {
-	if i := slices.Index(configKeys, key); i >= 0 {
+	if _, i, ok := lookup(key); ok {
 		return 1 << i
 	}
 	return 0
 }
 
+// errUnknownKey is the error for a config a TopicConfig does not carry.
+func errUnknownKey(key string) error {
+	return fmt.Errorf("%w: unknown config %q (known: %s)", ErrInvalidConfig, key, strings.Join(configKeys, ", "))
+}
+
 // assign parses and stores one config without marking it.
 func (c *TopicConfig) assign(key, value string) error {
-	bad := func(reason string) error {
+	d, _, ok := lookup(key)
+	if !ok {
+		return errUnknownKey(key)
+	}
+	if reason := d.parse(c, value); reason != "" {
 		return fmt.Errorf("%w: %s=%q: %s", ErrInvalidConfig, key, value, reason)
-	}
-	num := func() (int64, error) {
-		n, err := strconv.ParseInt(value, 10, 64)
-		if err != nil {
-			return 0, bad("not an integer")
-		}
-		return n, nil
-	}
-	switch key {
-	case "cleanup.policy":
-		p, err := cleaner.ParseCleanupPolicy(value)
-		if err != nil {
-			return bad(`want "delete", "compact" or "compact,delete"`)
-		}
-		c.CleanupPolicy = p
-	case "retention.ms", "retention.bytes":
-		n, err := num()
-		if err != nil {
-			return err
-		}
-		if n < -1 {
-			return bad("must be -1 (unlimited) or more")
-		}
-		if key == "retention.ms" {
-			c.RetentionMs = n
-		} else {
-			c.RetentionBytes = n
-		}
-	case "segment.bytes":
-		n, err := num()
-		if err != nil {
-			return err
-		}
-		if n < record.HeaderSize || n > 1<<31-1 {
-			return bad(fmt.Sprintf("must be %d..%d", record.HeaderSize, 1<<31-1))
-		}
-		c.SegmentBytes = n
-	case "flush.messages":
-		n, err := num()
-		if err != nil {
-			return err
-		}
-		switch n {
-		case 1:
-			c.FlushMessages = 1
-		case 0, 1<<63 - 1:
-			c.FlushMessages = 0
-		default:
-			return bad("only 1 (sync every append) or 9223372036854775807 (never) are supported")
-		}
-	case "flush.ms":
-		n, err := num()
-		if err != nil {
-			return err
-		}
-		if n < 0 {
-			return bad("must not be negative")
-		}
-		if n == 1<<63-1 {
-			n = 0
-		}
-		c.FlushMs = n
-	case "compression.type":
-		if value == "producer" || value == "uncompressed" {
-			c.Compression = record.None
-			return nil
-		}
-		codec, err := record.ParseCodec(value)
-		if err != nil {
-			return bad("want none, gzip, snappy, lz4 or zstd")
-		}
-		c.Compression = codec
-	case "max.message.bytes":
-		n, err := num()
-		if err != nil {
-			return err
-		}
-		if n < record.HeaderSize || n > 1<<31-1-12 {
-			return bad(fmt.Sprintf("must be %d..%d", record.HeaderSize, 1<<31-1-12))
-		}
-		// Kafka's limit excludes the 12-byte log overhead; seglog's
-		// MaxBatchBytes includes it.
-		c.MaxMessageBytes = int(n) + 12
-	case "segment.index.bytes":
-		n, err := num()
-		if err != nil {
-			return err
-		}
-		if n < 24 || n > 1<<31-1 {
-			return bad("must be 24..2147483647")
-		}
-		c.SegmentIndexBytes = int(n)
-	case "delete.retention.ms", "min.compaction.lag.ms", "max.compaction.lag.ms":
-		n, err := num()
-		if err != nil {
-			return err
-		}
-		if n < 0 || (n == 0 && key == "max.compaction.lag.ms") {
-			return bad("must not be negative (max.compaction.lag.ms: positive)")
-		}
-		switch key {
-		case "delete.retention.ms":
-			c.DeleteRetentionMs = n
-		case "min.compaction.lag.ms":
-			c.MinCompactionLagMs = n
-		default:
-			c.MaxCompactionLagMs = n
-		}
-	case "min.cleanable.dirty.ratio":
-		f, err := strconv.ParseFloat(value, 64)
-		if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
-			return bad("must be a number in [0, 1]")
-		}
-		c.MinCleanableDirtyRatio = f
-	default:
-		return fmt.Errorf("%w: unknown config %q (known: %s)", ErrInvalidConfig, key, strings.Join(configKeys, ", "))
 	}
 	return nil
 }
@@ -259,7 +129,7 @@ func (c TopicConfig) Validate() error {
 		}
 	}
 	if int64(c.MaxMessageBytes) > c.SegmentBytes {
-		return fmt.Errorf("%w: max.message.bytes %d exceeds segment.bytes %d", ErrInvalidConfig, c.MaxMessageBytes-12, c.SegmentBytes)
+		return fmt.Errorf("%w: max.message.bytes %d exceeds segment.bytes %d", ErrInvalidConfig, c.MaxMessageBytes-logOverhead, c.SegmentBytes)
 	}
 	if err := c.policy().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -267,41 +137,11 @@ func (c TopicConfig) Validate() error {
 	return nil
 }
 
-// Get returns one config's value as Kafka spells it.
+// Get returns one config's value as Kafka spells it; "" for an unknown
+// key.
 func (c TopicConfig) Get(key string) string {
-	switch key {
-	case "cleanup.policy":
-		return c.CleanupPolicy.String()
-	case "retention.ms":
-		return strconv.FormatInt(c.RetentionMs, 10)
-	case "retention.bytes":
-		return strconv.FormatInt(c.RetentionBytes, 10)
-	case "segment.bytes":
-		return strconv.FormatInt(c.SegmentBytes, 10)
-	case "flush.messages":
-		if c.FlushMessages == 1 {
-			return "1"
-		}
-		return "9223372036854775807"
-	case "flush.ms":
-		if c.FlushMs == 0 {
-			return "9223372036854775807"
-		}
-		return strconv.FormatInt(c.FlushMs, 10)
-	case "compression.type":
-		return c.Compression.String()
-	case "max.message.bytes":
-		return strconv.Itoa(c.MaxMessageBytes - 12)
-	case "segment.index.bytes":
-		return strconv.Itoa(c.SegmentIndexBytes)
-	case "delete.retention.ms":
-		return strconv.FormatInt(c.DeleteRetentionMs, 10)
-	case "min.cleanable.dirty.ratio":
-		return strconv.FormatFloat(c.MinCleanableDirtyRatio, 'g', -1, 64)
-	case "min.compaction.lag.ms":
-		return strconv.FormatInt(c.MinCompactionLagMs, 10)
-	case "max.compaction.lag.ms":
-		return strconv.FormatInt(c.MaxCompactionLagMs, 10)
+	if d, _, ok := lookup(key); ok {
+		return d.get(c)
 	}
 	return ""
 }
@@ -309,20 +149,14 @@ func (c TopicConfig) Get(key string) string {
 // Keys lists the config names a TopicConfig carries.
 func Keys() []string { return slices.Clone(configKeys) }
 
-// logOptions is the seglog.Options a partition of this topic opens with.
+// logOptions is the seglog.Options a partition of this topic opens with:
+// each config's field, the others left to the Log's defaults.
 func (c TopicConfig) logOptions() seglog.Options {
-	o := seglog.Options{
-		SegmentBytes:  c.SegmentBytes,
-		MaxBatchBytes: c.MaxMessageBytes,
-		MaxIndexBytes: c.SegmentIndexBytes,
-		Compression:   c.Compression,
-	}
-	switch {
-	case c.FlushMessages == 1:
-		o.Sync = seglog.SyncAlways
-	case c.FlushMs > 0:
-		o.Sync = seglog.SyncPeriodic
-		o.SyncInterval = time.Duration(c.FlushMs) * time.Millisecond
+	var o seglog.Options
+	for _, d := range configTable {
+		if d.options != nil {
+			d.options(c, &o.LogConfig)
+		}
 	}
 	return o
 }
@@ -331,26 +165,12 @@ func (c TopicConfig) logOptions() seglog.Options {
 // delete, compaction rounds for compact, both for compact,delete.
 func (c TopicConfig) policy() cleaner.Policy {
 	p := cleaner.DefaultPolicy()
-	p.CleanupPolicy = c.CleanupPolicy
-	p.Retention = time.Duration(c.RetentionMs) * time.Millisecond
-	if c.RetentionMs < 0 {
-		p.Retention = cleaner.Forever
+	for _, d := range configTable {
+		if d.policy != nil {
+			d.policy(c, &p)
+		}
 	}
-	p.RetentionBytes = c.RetentionBytes
-	p.DeleteRetention = msDuration(c.DeleteRetentionMs)
-	p.MinCleanableDirtyRatio = c.MinCleanableDirtyRatio
-	p.MinCompactionLag = msDuration(c.MinCompactionLagMs)
-	p.MaxCompactionLag = msDuration(c.MaxCompactionLagMs)
 	return p
-}
-
-// msDuration converts a Kafka millisecond config, saturating: Kafka's
-// Long.MAX_VALUE ms ("never") does not fit a time.Duration.
-func msDuration(ms int64) time.Duration {
-	if ms > math.MaxInt64/int64(time.Millisecond) {
-		return time.Duration(math.MaxInt64)
-	}
-	return time.Duration(ms) * time.Millisecond
 }
 
 // topicFileSuffix names a topic's config file in the log.dir:

@@ -1,10 +1,5 @@
 package store
 
-import (
-	"fmt"
-	"strings"
-)
-
 // ConfigSource says where a topic config's value comes from, in the terms
 // of Kafka's DescribeConfigs.
 type ConfigSource int8
@@ -59,7 +54,7 @@ func (c TopicConfig) Source(key string) ConfigSource {
 // error matching ErrInvalidConfig.
 func (c *TopicConfig) Unset(key string, base TopicConfig) error {
 	if !IsKey(key) {
-		return fmt.Errorf("%w: unknown config %q (known: %s)", ErrInvalidConfig, key, strings.Join(configKeys, ", "))
+		return errUnknownKey(key)
 	}
 	if err := c.assign(key, base.Get(key)); err != nil {
 		return err

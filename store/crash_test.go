@@ -157,7 +157,7 @@ func TestCrashDuringTopicsAndCommits(t *testing.T) {
 	}
 
 	for i, cp := range points {
-		s, err := Open(testDir, Options{FS: cp.fs, OffsetsPartitions: 5, Now: clock.Now, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg, MaxOpenLogs: testMaxOpenLogs})
+		s, err := Open(testDir, Options{FS: cp.fs, OffsetsPartitions: 5, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg, MaxOpenLogs: testMaxOpenLogs})
 		if err != nil {
 			t.Fatalf("crash %d: reopen: %v", i, err)
 		}

@@ -215,7 +215,7 @@ func (s *Store) Commit(group, topic string, offsets map[int32]int64) error {
 	defer s.mu.RUnlock()
 	var keys []tp
 	var vals []*Committed
-	now := s.opts.Now().UnixMilli()
+	now := s.opts.Clock.Now().UnixMilli()
 	parts := make([]int32, 0, len(offsets))
 	for p := range offsets {
 		parts = append(parts, p)

@@ -32,7 +32,7 @@ var quiet = slog.New(slog.DiscardHandler)
 
 func openStore(t testing.TB, fs vfs.FS, clock *fakeClock) *Store {
 	t.Helper()
-	s, err := Open(testDir, Options{FS: fs, OffsetsPartitions: 5, Now: clock.Now, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg, MaxOpenLogs: testMaxOpenLogs})
+	s, err := Open(testDir, Options{FS: fs, OffsetsPartitions: 5, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg, MaxOpenLogs: testMaxOpenLogs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,7 +206,7 @@ func TestReplayViewsMatchRecovery(t *testing.T) {
 		// Room for every partition: an eviction's Close would sync at the
 		// gate below.
 		return Options{FS: fsys, OffsetsPartitions: 3, OffsetsConfig: &ocfg, Logger: quiet,
-			MaxOpenLogs: 8, Now: clock.Now, Clock: clock}
+			MaxOpenLogs: 8, Clock: clock}
 	}
 	// The flusher syncs a segment a roll sealed soon after the roll; a
 	// power loss before it is what leaves a torn segment that later ones
@@ -322,7 +322,7 @@ func TestReplayAfterCrashDuringCompaction(t *testing.T) {
 		return nil
 	}))
 	opts := func(fsys vfs.FS) Options {
-		return Options{FS: fsys, OffsetsPartitions: 1, OffsetsConfig: &oc, Now: clock.Now, Clock: clock,
+		return Options{FS: fsys, OffsetsPartitions: 1, OffsetsConfig: &oc, Clock: clock,
 			Logger: quiet, DedupeBufferBytes: 1 << 20, MaxOpenLogs: testMaxOpenLogs, CleanerWorkers: 1}
 	}
 	s, err := Open(testDir, opts(fsys))
@@ -420,7 +420,7 @@ func TestMarkerOnlyAroundWrites(t *testing.T) {
 		ops = append(ops, op)
 		return nil
 	}))
-	s, err = Open(testDir, Options{FS: rec, OffsetsPartitions: 5, Now: clock.Now, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg, MaxOpenLogs: testMaxOpenLogs})
+	s, err = Open(testDir, Options{FS: rec, OffsetsPartitions: 5, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg, MaxOpenLogs: testMaxOpenLogs})
 	mustf(t, err, "open")
 	if _, err := mem.CrashClone().Stat(marker); err != nil {
 		t.Fatalf("Open removed the marker: %v", err)

@@ -328,7 +328,7 @@ func (s *Store) openLog(p *partition) (*seglog.Log, error) {
 	o := p.cfg.logOptions()
 	o.FS = s.fs
 	o.Logger = s.logger
-	o.Now = s.opts.Now
+	o.Clock = s.opts.Clock
 	o = embed.WithHooks(o, embed.Hooks{
 		Checkpoints: partitionCheckpoints{d: s.ckpt, k: tp{p.topic, p.id}, unclean: p.unclean},
 		FlushPool:   s.pool,

@@ -66,7 +66,7 @@ func (s *Store) Produce(name string, recs ...record.Record) ([]Produced, error) 
 		out[i].Partition = p
 	}
 	sc.order = order
-	now := s.opts.Now().UnixMilli()
+	now := s.opts.Clock.Now().UnixMilli()
 	// One pass sorts the records into their partitions' batches, each in
 	// call order, one batch after another in the order first touched.
 	var at int64
@@ -170,7 +170,7 @@ func (s *Store) ProduceTo(name string, partition int32, recs ...record.Record) (
 	if err != nil {
 		return seglog.AppendInfo{}, err
 	}
-	now := s.opts.Now().UnixMilli()
+	now := s.opts.Clock.Now().UnixMilli()
 	batch := make([]record.Record, len(recs))
 	for i, r := range recs {
 		if r.Timestamp == 0 {

@@ -46,7 +46,7 @@ func TestOnQuarantineNamesThePartition(t *testing.T) {
 		q     seglog.Quarantine
 	}
 	var got []event
-	s, err = Open(testDir, Options{FS: fs, OffsetsPartitions: 5, Now: clock.Now, Clock: clock, Logger: quiet,
+	s, err = Open(testDir, Options{FS: fs, OffsetsPartitions: 5, Clock: clock, Logger: quiet,
 		OffsetsConfig: &offsetsCfg, MaxOpenLogs: testMaxOpenLogs,
 		OnQuarantine: func(topic string, p int32, q seglog.Quarantine) { got = append(got, event{topic, p, q}) }})
 	mustf(t, err, "open")

@@ -173,11 +173,11 @@ func (s *Store) refreshTopic(t *topic) {
 // replayIndexBytes).
 func (s *Store) openReadOnlyPartition(t string, p int32, cfg TopicConfig, indexBytes int) (*seglog.Log, error) {
 	o := seglog.Options{
-		FS:            s.fs,
-		Logger:        s.logger,
-		Now:           s.opts.Now,
-		ReadOnly:      true,
-		MaxIndexBytes: min(cfg.SegmentIndexBytes, indexBytes),
+		FS:        s.fs,
+		Logger:    s.logger,
+		Clock:     s.opts.Clock,
+		ReadOnly:  true,
+		LogConfig: seglog.LogConfig{MaxIndexBytes: min(cfg.SegmentIndexBytes, indexBytes)},
 
 		MaxMappedIndexes:    mappedIndexesPerLog,
 		MaxOpenSegmentFiles: openSegmentFilesPerLog,

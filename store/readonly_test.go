@@ -76,7 +76,7 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	clock := newFakeClock()
 	openW := func() *Store {
-		w, err := Open(dir, Options{OffsetsPartitions: 5, Now: clock.Now, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg})
+		w, err := Open(dir, Options{OffsetsPartitions: 5, Clock: clock, Logger: quiet, OffsetsConfig: &offsetsCfg})
 		mustf(t, err, "open writer")
 		return w
 	}

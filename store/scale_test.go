@@ -37,7 +37,7 @@ func TestTenThousandPartitionsWithinBudget(t *testing.T) {
 	)
 	dir := filepath.Join(t.TempDir(), "data")
 	clock := newFakeClock()
-	opts := Options{OffsetsPartitions: 5, OffsetsConfig: &offsetsCfg, Now: clock.Now, Clock: clock, Logger: quiet, MaxOpenLogs: budget}
+	opts := Options{OffsetsPartitions: 5, OffsetsConfig: &offsetsCfg, Clock: clock, Logger: quiet, MaxOpenLogs: budget}
 	cfg := DefaultTopicConfig()
 	cfg.SegmentBytes = 4 << 10
 	cfg.MaxMessageBytes = 1 << 10
@@ -133,7 +133,7 @@ func TestLongReadsWithinDescriptorBudget(t *testing.T) {
 	const budget = 2
 	dir := filepath.Join(t.TempDir(), "data")
 	clock := newFakeClock()
-	opts := Options{OffsetsPartitions: 1, OffsetsConfig: &offsetsCfg, Now: clock.Now, Clock: clock, Logger: quiet, MaxOpenLogs: budget}
+	opts := Options{OffsetsPartitions: 1, OffsetsConfig: &offsetsCfg, Clock: clock, Logger: quiet, MaxOpenLogs: budget}
 	cfg := DefaultTopicConfig()
 	cfg.SegmentBytes = 4 << 10
 	cfg.MaxMessageBytes = 2 << 10

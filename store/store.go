@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
@@ -50,12 +49,10 @@ type Options struct {
 	// flush.messages=1). Setting CleanupPolicy to compact here, once
 	// compaction runs, is all it takes to compact the offsets topic.
 	OffsetsConfig *TopicConfig
-	// Now is the clock for record timestamps and commit times; nil means
-	// time.Now.
-	Now func() time.Time
-	// Clock is the cleaner's clock (default the wall clock); tests pass a
-	// fake one and call RunRetention.
-	Clock cleaner.Clock
+	// Clock is the time source of record timestamps, commit times and
+	// the cleaner's schedule (default seglog.RealClock); tests pass a fake
+	// one and call RunRetention.
+	Clock seglog.Clock
 	// CleanerWorkers bounds the retention and compaction passes run at
 	// once (default 1).
 	CleanerWorkers int
@@ -248,8 +245,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := validatePartitions(opts.OffsetsPartitions); err != nil {
 		return nil, err
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = seglog.RealClock
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

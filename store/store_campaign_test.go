@@ -15,6 +15,7 @@ import (
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/internal/crashtest"
 	"github.com/seglog/seglog/internal/soak"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -43,7 +44,7 @@ func campaignStoreOptions(fs vfs.FS) store.Options {
 	oc.SegmentIndexBytes = 4096
 	oc.SegmentBytes = 4096
 	oc.MaxMessageBytes = 1024
-	return store.Options{FS: fs, OffsetsPartitions: 3, Now: now, Logger: slog.New(slog.DiscardHandler), OffsetsConfig: &oc}
+	return store.Options{FS: fs, OffsetsPartitions: 3, Clock: testutil.NowFunc(now), Logger: slog.New(slog.DiscardHandler), OffsetsConfig: &oc}
 }
 
 func campaignTopicConfig(synced bool) store.TopicConfig {

@@ -3,17 +3,22 @@ package ui
 import (
 	"sync"
 	"time"
+
+	"github.com/seglog/seglog"
 )
 
-// SimClock is the playground's simulated clock: it stands still until
-// Advance moves it. It is both the store's record and commit clock
-// (store.Options.Now) and the cleaner's (store.Options.Clock), so moving
-// it ages records exactly as time would.
+// SimClock is the playground's simulated clock, a seglog.Clock: it stands
+// still until Advance moves it. It is the store's clock
+// (store.Options.Clock: record and commit times and the cleaner's) and
+// the UI's (Options.Clock), so moving it ages records exactly as time
+// would.
 type SimClock struct {
 	mu      sync.Mutex
 	now     time.Time
 	waiters []simWaiter
 }
+
+var _ seglog.Clock = (*SimClock)(nil)
 
 type simWaiter struct {
 	at time.Time

@@ -33,12 +33,12 @@ func newTestStore(t *testing.T) *testStore {
 	t.Helper()
 	fs := vfs.NewMem()
 	clock := NewSimClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	st, err := store.Open(testDir, store.Options{FS: fs, OffsetsPartitions: 2, Now: clock.Now, Clock: clock, Logger: quiet})
+	st, err := store.Open(testDir, store.Options{FS: fs, OffsetsPartitions: 2, Clock: clock, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := &testStore{st: st, fs: fs, clock: clock}
-	ts.srv = httptest.NewServer(New(st, Options{Now: clock.Now, FS: fs, Logger: quiet}))
+	ts.srv = httptest.NewServer(New(st, Options{Clock: clock, FS: fs, Logger: quiet}))
 	t.Cleanup(func() {
 		ts.srv.Close()
 		if err := st.Close(); err != nil {
@@ -58,7 +58,7 @@ func (ts *testStore) serveReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.srv.Close()
-	ts.srv = httptest.NewServer(New(view, Options{Now: ts.clock.Now, FS: ts.fs, Logger: quiet}))
+	ts.srv = httptest.NewServer(New(view, Options{Clock: ts.clock, FS: ts.fs, Logger: quiet}))
 	t.Cleanup(func() {
 		ts.srv.Close()
 		if err := view.Close(); err != nil {

@@ -56,7 +56,7 @@ func NewPlayground(dir string, logger *slog.Logger) (*Playground, error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	clock := NewSimClock(playgroundStart)
-	st, err := store.Open(dir, store.Options{Now: clock.Now, Clock: clock, OffsetsPartitions: 1, Logger: logger})
+	st, err := store.Open(dir, store.Options{Clock: clock, OffsetsPartitions: 1, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func NewPlayground(dir string, logger *slog.Logger) (*Playground, error) {
 		st.Close()
 		return nil, err
 	}
-	p.srv = New(st, Options{Now: clock.Now, Logger: logger})
+	p.srv = New(st, Options{Clock: clock, Logger: logger})
 	p.srv.play = p
 	p.srv.mux.HandleFunc("POST /api/play/produce", p.handleProduce)
 	p.srv.mux.HandleFunc("POST /api/play/consume", p.handleConsume)

@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
-	"time"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
 )
@@ -20,9 +20,9 @@ var static embed.FS
 
 // Options configures a Server. The zero value is usable.
 type Options struct {
-	// Now is the time the retention boundary is judged at; nil means
-	// time.Now. A Playground passes its simulated clock.
-	Now func() time.Time
+	// Clock gives the time the retention boundary is judged at; nil means
+	// seglog.RealClock. A Playground passes its simulated clock.
+	Clock seglog.Clock
 	// FS is the filesystem segment files are read from to show their
 	// batches (the store's); nil means the real one.
 	FS vfs.FS
@@ -49,8 +49,8 @@ type Server struct {
 // then the UI takes no lock and writes nothing, and each request first
 // calls st.Refresh to see what the store's writer did.
 func New(st *store.Store, opts Options) *Server {
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = seglog.RealClock
 	}
 	if opts.FS == nil {
 		opts.FS = vfs.Default

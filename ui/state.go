@@ -169,7 +169,7 @@ func (s *Server) state(only string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
-	now := s.opts.Now()
+	now := s.opts.Clock.Now()
 	st := State{Dir: s.st.Dir(), Now: now.UnixMilli(), Playground: s.play != nil, Topics: []Topic{}, Groups: []Group{}}
 	markers, groups := s.markers()
 	st.Groups = groups

@@ -274,7 +274,7 @@ func openSeglog(dir string, sync bool) (store, error) { return openSeglogWith(di
 func openSeglogPrealloc(dir string, sync bool) (store, error) { return openSeglogWith(dir, sync, true) }
 
 func openSeglogWith(dir string, sync, prealloc bool) (store, error) {
-	o := seglog.Options{Preallocate: prealloc}
+	o := seglog.Options{LogConfig: seglog.LogConfig{Preallocate: prealloc}}
 	if sync {
 		o.Sync = seglog.SyncAlways
 	}

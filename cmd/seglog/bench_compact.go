@@ -58,7 +58,7 @@ The log is in a temporary directory below --dir, removed at the end.`,
 		if cfg.Keys, err = bench.ParseKeys(keys); err != nil {
 			return usageErrorf(cmd, "invalid --keys %q: %v", keys, err)
 		}
-		if err := (seglog.Options{SegmentBytes: cfg.SegmentBytes}).Validate(); err != nil || cfg.SegmentBytes <= 0 {
+		if err := (seglog.Options{LogConfig: seglog.LogConfig{SegmentBytes: cfg.SegmentBytes}}).Validate(); err != nil || cfg.SegmentBytes <= 0 {
 			return usageErrorf(cmd, "invalid --segment-bytes %d: a log's segment.bytes (%v)", cfg.SegmentBytes, err)
 		}
 		ctx, cancel := benchContext(cmd)

@@ -244,7 +244,7 @@ func checkLogDir(dir string) error {
 // and a refused command must change nothing. A log the read-only open
 // cannot read is left to the writable open and cleanOnce's own check.
 func checkBeforeEnd(dir string, opts seglog.Options, before int64) error {
-	r, err := seglog.Open(dir, seglog.Options{ReadOnly: true, FS: opts.FS, MaxBatchBytes: opts.MaxBatchBytes, Logger: opts.Logger})
+	r, err := seglog.Open(dir, seglog.Options{ReadOnly: true, FS: opts.FS, LogConfig: seglog.LogConfig{MaxBatchBytes: opts.MaxBatchBytes}, Logger: opts.Logger})
 	if err != nil {
 		return nil
 	}
@@ -261,7 +261,7 @@ func checkBeforeEnd(dir string, opts seglog.Options, before int64) error {
 // cleanDryRun opens dir read-only and prints what a pass with policy (and
 // a DeleteRecords to requested, if not negative) would delete now.
 func cleanDryRun(w io.Writer, dir string, opts seglog.Options, policy cleaner.Policy, requested int64) error {
-	l, err := seglog.Open(dir, seglog.Options{ReadOnly: true, FS: opts.FS, MaxBatchBytes: opts.MaxBatchBytes, Logger: opts.Logger})
+	l, err := seglog.Open(dir, seglog.Options{ReadOnly: true, FS: opts.FS, LogConfig: seglog.LogConfig{MaxBatchBytes: opts.MaxBatchBytes}, Logger: opts.Logger})
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 func cleanFixture(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "bookings-0")
-	l, err := seglog.Open(dir, seglog.Options{MaxIndexBytes: 1 << 12})
+	l, err := seglog.Open(dir, seglog.Options{LogConfig: seglog.LogConfig{MaxIndexBytes: 1 << 12}})
 	if err != nil {
 		t.Fatal(err)
 	}

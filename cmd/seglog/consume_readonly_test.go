@@ -101,7 +101,7 @@ func TestConsumeAndDumpWriteNothing(t *testing.T) {
 func TestConsumeBesideWriter(t *testing.T) {
 	t.Run("open log", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "log")
-		l, err := seglog.Open(dir, seglog.Options{MaxIndexBytes: 4096})
+		l, err := seglog.Open(dir, seglog.Options{LogConfig: seglog.LogConfig{MaxIndexBytes: 4096}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func expectLines(t *testing.T, lines chan string, from, n int, stderr *lockedBuf
 // having printed each exactly once.
 func TestConsumeFollow(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
-	l, err := seglog.Open(dir, seglog.Options{SegmentBytes: 2048, MaxIndexBytes: 4096})
+	l, err := seglog.Open(dir, seglog.Options{LogConfig: seglog.LogConfig{SegmentBytes: 2048, MaxIndexBytes: 4096}})
 	if err != nil {
 		t.Fatal(err)
 	}

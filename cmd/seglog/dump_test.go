@@ -16,7 +16,7 @@ import (
 // it is still printed.
 func TestDumpReadLimitFlag(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "big-0")
-	l, err := seglog.Open(dir, seglog.Options{MaxBatchBytes: 1 << 20})
+	l, err := seglog.Open(dir, seglog.Options{LogConfig: seglog.LogConfig{MaxBatchBytes: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

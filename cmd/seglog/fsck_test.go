@@ -103,7 +103,7 @@ func TestFsckKafkaLogDir(t *testing.T) {
 func writeSeglog(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "orders-0")
-	l, err := seglog.Open(dir, seglog.Options{SegmentBytes: 8 << 10, IndexIntervalBytes: 256})
+	l, err := seglog.Open(dir, seglog.Options{LogConfig: seglog.LogConfig{SegmentBytes: 8 << 10, IndexIntervalBytes: 256}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestDumpIndexes(t *testing.T) {
 // problem, not damage, and --help lists only the new name.
 func TestFsckReadLimitFlag(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "big-0")
-	l, err := seglog.Open(dir, seglog.Options{MaxBatchBytes: 1 << 20})
+	l, err := seglog.Open(dir, seglog.Options{LogConfig: seglog.LogConfig{MaxBatchBytes: 1 << 20}})
 	if err != nil {
 		t.Fatal(err)
 	}

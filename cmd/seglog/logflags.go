@@ -278,7 +278,7 @@ func (f *readFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 	}
 	o := seglog.Options{
 		ReadOnly:            true,
-		MaxBatchBytes:       f.maxBatchBytes,
+		LogConfig:           seglog.LogConfig{MaxBatchBytes: f.maxBatchBytes},
 		MaxMappedIndexes:    f.maxMappedIndexes,
 		MaxOpenSegmentFiles: f.maxOpenFiles,
 		Logger:              slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),

@@ -85,10 +85,22 @@ func TestLogFlagsOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := seglog.Options{SegmentBytes: 123456, SegmentAge: time.Minute, SegmentJitter: 500 * time.Millisecond,
-		IndexIntervalBytes: 1, MaxIndexBytes: 4096, MaxBatchBytes: 100000, MaxMappedIndexes: 3, MaxOpenSegmentFiles: 5,
-		Sync: seglog.SyncPeriodic, SyncBytes: 9999, SyncInterval: 250 * time.Millisecond,
-		Compression: record.Zstd, TimestampType: record.LogAppendTime, LeaderEpoch: 17}
+	want := seglog.Options{LogConfig: seglog.LogConfig{
+		SegmentBytes:       123456,
+		SegmentAge:         time.Minute,
+		SegmentJitter:      500 * time.Millisecond,
+		IndexIntervalBytes: 1,
+		MaxIndexBytes:      4096,
+		MaxBatchBytes:      100000,
+		Sync:               seglog.SyncPeriodic,
+		SyncBytes:          9999,
+		SyncInterval:       250 * time.Millisecond,
+		Compression:        record.Zstd,
+		TimestampType:      record.LogAppendTime,
+	},
+		MaxMappedIndexes: 3, MaxOpenSegmentFiles: 5,
+
+		LeaderEpoch: 17}
 	o.Logger = nil
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("options\n got %+v\nwant %+v", o, want)

@@ -84,7 +84,7 @@ store cleanly.`,
 			if rebalanceDelay == 0 {
 				rebalanceDelay = -1 // the flag's 0 is "none"; the Config's zero is Kafka's default
 			}
-			srv, err := server.New(st, server.Config{Advertise: advertise, NodeID: nodeID,
+			srv, err := server.New(st, server.Options{Advertise: advertise, NodeID: nodeID,
 				AutoCreateTopics: &autoCreate, NumPartitions: numPartitions, TopicConfig: &cfg,
 				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy,
 				GroupInitialRebalanceDelay: rebalanceDelay})

@@ -117,7 +117,7 @@ func main() {
 		}
 		return nil
 	}))
-	l, err = seglog.Open(dir, seglog.Options{FS: faulty, Sync: seglog.SyncAlways})
+	l, err = seglog.Open(dir, seglog.Options{FS: faulty, LogConfig: seglog.LogConfig{Sync: seglog.SyncAlways}})
 	if err != nil {
 		fail("open over a failing fsync: %v", err)
 	}

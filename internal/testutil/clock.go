@@ -135,3 +135,15 @@ func (c *Clock) WaitForTimers(tb testing.TB, n int) {
 		return len(c.Pending()) >= n
 	})
 }
+
+// NowFunc is a clock that reads f, for a test whose time is computed (a
+// counter, an atomic, a fixed instant) rather than advanced by hand. Its
+// After waits on the wall clock: the code such tests drive reads the
+// time but does not wait on it.
+type NowFunc func() time.Time
+
+// Now returns f().
+func (f NowFunc) Now() time.Time { return f() }
+
+// After is time.After.
+func (f NowFunc) After(d time.Duration) <-chan time.Time { return time.After(d) }

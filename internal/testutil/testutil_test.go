@@ -5,8 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
+)
+
+// The fake clocks are seglog.Clocks: a test hands one to seglog.Options,
+// store.Options, the cleaner and the ui alike.
+var (
+	_ seglog.Clock = (*testutil.Clock)(nil)
+	_ seglog.Clock = testutil.NowFunc(nil)
 )
 
 // TestClock: AfterFunc calls run in deadline order, each seeing its own
