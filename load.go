@@ -17,7 +17,7 @@ import (
 //   - a writable Open checks it (checkLoad, which reads and still writes
 //     nothing) and then applies it (applyLoad): leftovers resolved, orphan
 //     indexes deleted, segments recovered, later segments set aside after
-//     a cut, the clean-shutdown marker removed;
+//     a cut, after the clean-shutdown marker is removed (first, durably);
 //   - a read-only open (readOnly.load) builds its view from it and applies
 //     nothing: reading never writes. What it cannot see without a change
 //     (a swap to complete) it refuses;
@@ -126,8 +126,8 @@ func (p *loadPlan) lostBelowStart(i int) bool {
 
 // removesMarker reports whether loading removes the clean-shutdown marker:
 // the directory's own, after a clean shutdown. It must be gone, durably,
-// before anything is appended: otherwise a crash later would skip the
-// recovery it needs.
+// before the first file changes (applyLoad): otherwise a crash later would
+// skip the recovery it needs.
 func (p *loadPlan) removesMarker() bool { return p.st.clean && p.st.ownMarker }
 
 // endsShort reports whether seg ends before nextBase, the next segment's
@@ -218,6 +218,21 @@ func (l *Log) checkLoad(p *loadPlan) error {
 // makes it all durable. dirChanged says whether the directory was changed
 // already (a swap completed).
 func (l *Log) applyLoad(p *loadPlan, dirChanged bool) error {
+	if p.removesMarker() {
+		// The marker vouches for the files exactly as Close left them, and
+		// the first write below changes them: opening the active segment
+		// grows its indexes back to their preallocated size, which a
+		// trusting open would read as an index full of entries. So it goes
+		// first, durably; a crash from here on recovers from the recovery
+		// point Close wrote, which scans only the last segment.
+		if err := l.fs.Remove(l.path(CleanShutdownFile)); err != nil && !isNotExist(err) {
+			return err
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+		dirChanged = false
+	}
 	if !p.leftovers.Empty() {
 		if err := layout.Apply(l.fs, l.dir, p.names, p.leftovers, logEnd); err != nil {
 			return err
@@ -324,12 +339,6 @@ func (l *Log) applyLoad(p *loadPlan, dirChanged bool) error {
 		l.mu.recoveryPoint = end
 	} else {
 		l.mu.recoveryPoint = min(st.rp, end)
-	}
-	if p.removesMarker() {
-		if err := l.fs.Remove(l.path(CleanShutdownFile)); err != nil && !isNotExist(err) {
-			return err
-		}
-		dirChanged = true
 	}
 	if dirChanged {
 		if err := l.fs.SyncDir(l.dir); err != nil {
