@@ -74,6 +74,9 @@ func (s *Store) saveStable() error {
 func (s *Store) Set(key []byte, val []byte) error {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	old, had := s.stable.Bytes[stableKey(key)]
 	s.stable.Bytes[stableKey(key)] = append([]byte{}, val...)
 	if err := s.saveStable(); err != nil {
@@ -92,6 +95,9 @@ func (s *Store) Set(key []byte, val []byte) error {
 func (s *Store) Get(key []byte) ([]byte, error) {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
 	v, ok := s.stable.Bytes[stableKey(key)]
 	if !ok {
 		return nil, nil
@@ -103,6 +109,9 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 func (s *Store) SetUint64(key []byte, val uint64) error {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	old, had := s.stable.Uint64[stableKey(key)]
 	s.stable.Uint64[stableKey(key)] = val
 	if err := s.saveStable(); err != nil {
@@ -120,5 +129,8 @@ func (s *Store) SetUint64(key []byte, val uint64) error {
 func (s *Store) GetUint64(key []byte) (uint64, error) {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
 	return s.stable.Uint64[stableKey(key)], nil
 }
