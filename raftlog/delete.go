@@ -28,6 +28,9 @@ import (
 func (s *Store) DeleteRange(min, max uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	if s.empty() || min > max {
 		return nil
 	}

@@ -50,6 +50,9 @@ func (c *batchCache) put(gen uint64, base int64, entries []raft.Log) {
 // raft.ErrLogNotFound (raft compares it with ==) when the log does not
 // hold it: below the start, past the end, deleted or truncated.
 func (s *Store) GetLog(index uint64, out *raft.Log) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
 	off := toOffset(index)
 	if index == 0 || off < s.log.StartOffset() || off >= s.log.EndOffset() {
 		return raft.ErrLogNotFound

@@ -74,6 +74,9 @@ func (s *Store) saveStable() error {
 func (s *Store) Set(key []byte, val []byte) error {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	old, had := s.stable.Bytes[stableKey(key)]
 	s.stable.Bytes[stableKey(key)] = append([]byte{}, val...)
 	if err := s.saveStable(); err != nil {
@@ -88,10 +91,18 @@ func (s *Store) Set(key []byte, val []byte) error {
 }
 
 // Get returns the value stored under key; an unset key is nil and no
-// error, as raft's InmemStore answers.
+// error. That is what raft.StableStore's doc asks ("an empty byte slice
+// if key was not found"), and all raft needs: raft v1.8.0 reads
+// LastVoteCand with Get when it is asked for a vote and takes a nil value
+// with no error as no vote. It also accepts an error whose text is exactly
+// "not found" (what raft's InmemStore.Get answers for an unset key); any
+// other error makes it refuse the vote. A closed Store answers ErrClosed.
 func (s *Store) Get(key []byte) ([]byte, error) {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
 	v, ok := s.stable.Bytes[stableKey(key)]
 	if !ok {
 		return nil, nil
@@ -103,6 +114,9 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 func (s *Store) SetUint64(key []byte, val uint64) error {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	old, had := s.stable.Uint64[stableKey(key)]
 	s.stable.Uint64[stableKey(key)] = val
 	if err := s.saveStable(); err != nil {
@@ -116,9 +130,17 @@ func (s *Store) SetUint64(key []byte, val uint64) error {
 	return nil
 }
 
-// GetUint64 returns the value stored under key, 0 when unset.
+// GetUint64 returns the value stored under key, 0 and no error when
+// unset, as raft.StableStore's doc asks and raft's InmemStore answers.
+// raft v1.8.0 reads CurrentTerm this way in NewRaft and HasExistingState
+// and LastVoteTerm when asked for a vote; it accepts no error but one whose
+// text is exactly "not found", so NewRaft fails on any other. A closed
+// Store answers ErrClosed.
 func (s *Store) GetUint64(key []byte) (uint64, error) {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
 	return s.stable.Uint64[stableKey(key)], nil
 }

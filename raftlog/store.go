@@ -34,6 +34,11 @@ const (
 	tailFile = PartitionDir + ".tail"
 )
 
+// ErrClosed is returned by every method of a closed Store, and by the
+// reads of the view its Log method returned. It is vfs.ErrClosed, the one
+// "closed" error of every layer (seglog.ErrClosed, store.ErrClosed).
+var ErrClosed = vfs.ErrClosed
+
 // DefaultSegmentBytes is the segment size when Options leaves it zero:
 // raft-wal's default, small enough that compaction after a snapshot
 // frees space by deleting whole segments.
@@ -57,11 +62,22 @@ type Options struct {
 // Store is a raft log, stable store and commit-index tracker kept in a
 // seglog partition. Its methods are safe for concurrent use; writes
 // (StoreLogs, DeleteRange) are serialized, reads run beside them.
+//
+// Once Close has begun, every method that answers an error answers
+// ErrClosed and writes nothing (Dir and IsMonotonic, which read nothing,
+// still answer). A call racing with Close either completes before Close
+// closes anything or answers ErrClosed: nothing is written once Close has
+// returned.
 type Store struct {
 	fs   vfs.FS
 	dir  string
 	log  *seglog.Log
 	opts Options
+
+	// closed is set by Close while it holds both mu and stableMu, so a
+	// write that checks it under its lock cannot start after Close; reads
+	// check it without a lock.
+	closed atomic.Bool
 
 	mu     sync.Mutex // serializes writes and the epoch cache
 	epochs epochCache
@@ -147,13 +163,37 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close closes the partition. The Store must not be used afterwards.
-func (s *Store) Close() error { return s.log.Close() }
+// Close waits for the write under way (StoreLogs, DeleteRange, Set or
+// SetUint64), then closes the partition. Every call after it, Close
+// included, answers ErrClosed and writes nothing: a second Close is
+// refused as seglog.Log.Close and store.Store.Close refuse it (raft-wal's
+// answers nil), and it closes nothing.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stableMu.Lock()
+	was := s.closed.Swap(true)
+	s.stableMu.Unlock()
+	if was {
+		return ErrClosed
+	}
+	s.cache.invalidate()
+	return s.log.Close()
+}
+
+// checkOpen answers ErrClosed once Close has begun.
+func (s *Store) checkOpen() error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
 
 // Log returns a read-only view of the partition, for reading it as a
 // Kafka log (Read, Records, OffsetForTime): raft owns every write, so the
-// view offers none. Once the Store is closed, the view's reads answer
-// seglog.ErrClosed.
+// view offers none. Once the Store is closed, the view's reads (Read,
+// Records, Follow, OffsetForTime) answer ErrClosed, whether the view was
+// taken before or after Close; its bounds keep the values they had.
 func (s *Store) Log() seglog.View { return s.log.View() }
 
 // Dir returns the Store's directory.
@@ -164,6 +204,9 @@ func (s *Store) empty() bool { return s.log.StartOffset() == s.log.EndOffset() }
 
 // FirstIndex returns the first index stored, 0 when the log is empty.
 func (s *Store) FirstIndex() (uint64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
 	start, end := s.log.StartOffset(), s.log.EndOffset()
 	if start == end {
 		return 0, nil
@@ -173,6 +216,9 @@ func (s *Store) FirstIndex() (uint64, error) {
 
 // LastIndex returns the last index stored, 0 when the log is empty.
 func (s *Store) LastIndex() (uint64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
 	start, end := s.log.StartOffset(), s.log.EndOffset()
 	if start == end {
 		return 0, nil
@@ -187,11 +233,18 @@ func (s *Store) IsMonotonic() bool { return true }
 // TermAt returns the term of the entry at index from the leader-epoch
 // cache, without reading its batch; raft.ErrLogNotFound if there is none.
 func (s *Store) TermAt(index uint64) (uint64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
 	off := toOffset(index)
 	if index == 0 || off < s.log.StartOffset() || off >= s.log.EndOffset() {
 		return 0, raft.ErrLogNotFound
 	}
 	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return 0, ErrClosed
+	}
 	ep := s.epochs.termAt(off)
 	s.mu.Unlock()
 	if ep < 0 {

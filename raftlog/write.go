@@ -19,6 +19,9 @@ func (s *Store) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l})
 // commit index rides on the last record. A call holding an entry no batch
 // can hold is refused with ErrBadEntry before anything is written.
 func (s *Store) StoreLogs(logs []*raft.Log) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
 	if len(logs) == 0 {
 		return nil
 	}
@@ -36,6 +39,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
 	first := toOffset(logs[0].Index)
 	if s.empty() {
 		if first != s.log.EndOffset() {
@@ -127,6 +133,9 @@ func (s *Store) appendRun(logs []*raft.Log, commit uint64) error {
 // StoreLogs, inside its batch, so it is never on disk without the entries
 // it came with.
 func (s *Store) StageCommitIndex(idx uint64) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
 	s.staged.Store(idx)
 	return nil
 }
