@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"sync"
@@ -16,62 +13,29 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
-// fileState is what a call after Close must not change about a file or
-// directory.
-type fileState struct {
-	mode  fs.FileMode
-	size  int64
-	mtime time.Time
-	data  string
-}
-
-// dirState records every file and directory under root (root included):
-// mode, size, modification time and, for files, every byte. Directories'
-// times change when an entry is created, removed or renamed in them.
-func dirState(t *testing.T, root string) map[string]fileState {
+// dirState describes every file and directory under root (root
+// included): mode, size, modification time and contents
+// (vfstest.Snapshot). Directories' times change when an entry is created,
+// removed or renamed in them.
+func dirState(t *testing.T, root string) map[string]string {
 	t.Helper()
-	st := map[string]fileState{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		f := fileState{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime()}
-		if fi.Mode().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			f.data = string(b)
-		}
-		st[p] = f
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return vfstest.Snapshot(t, vfs.Default, root)
 }
 
 // diffState lists what changed between two dirStates.
-func diffState(a, b map[string]fileState) []string {
+func diffState(a, b map[string]string) []string {
 	var out []string
 	for p, fa := range a {
 		fb, ok := b[p]
 		switch {
 		case !ok:
 			out = append(out, "removed "+p)
-		case fa.mode != fb.mode:
-			out = append(out, fmt.Sprintf("%s: mode %v -> %v", p, fa.mode, fb.mode))
-		case fa.size != fb.size || fa.data != fb.data:
-			out = append(out, fmt.Sprintf("%s: %d bytes -> %d bytes, contents changed", p, fa.size, fb.size))
-		case !fa.mtime.Equal(fb.mtime):
-			out = append(out, fmt.Sprintf("%s: mtime %v -> %v", p, fa.mtime, fb.mtime))
+		case fa != fb:
+			out = append(out, fmt.Sprintf("%s: %s -> %s", p, fa, fb))
 		}
 	}
 	for p := range b {
