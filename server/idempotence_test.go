@@ -117,8 +117,11 @@ func TestKgoRestartAndOffsets(t *testing.T) {
 	first := produceRecords(t, cl, "r", 200, "one")
 	cl.Close()
 	ts.stop()
-	mid := time.Now()
-	time.Sleep(5 * time.Millisecond)
+	// Every record of the first run was stamped before now. mid is the
+	// next millisecond (the unit of record timestamps), which none of them
+	// can share; the second run begins once the clock has reached it.
+	mid := time.Now().Truncate(time.Millisecond).Add(time.Millisecond)
+	time.Sleep(time.Until(mid))
 	ts = startServer(t, dir, Options{NumPartitions: 2})
 	cl = ts.client()
 	second := produceRecords(t, cl, "r", 100, "two")
