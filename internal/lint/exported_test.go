@@ -125,26 +125,8 @@ func reportType(name string, typ ast.Expr, report func(string, ast.Node)) {
 	}
 }
 
-func exportedRecv(recv *ast.FieldList) bool {
-	if len(recv.List) == 0 {
-		return false
-	}
-	typ := recv.List[0].Type
-	for {
-		switch x := typ.(type) {
-		case *ast.StarExpr:
-			typ = x.X
-		case *ast.IndexExpr:
-			typ = x.X
-		case *ast.IndexListExpr:
-			typ = x.X
-		case *ast.Ident:
-			return x.IsExported()
-		default:
-			return false
-		}
-	}
-}
+// exportedRecv reports whether a method's receiver type is exported.
+func exportedRecv(recv *ast.FieldList) bool { return ast.IsExported(recvName(recv)) }
 
 // TestInternalUsesFindsLeaks shows the check above can fail: every kind of
 // exported mention is found, and unexported ones and bodies are not.
