@@ -190,23 +190,18 @@ func (l *Log) Read(offset int64, maxBytes int, opts ReadOptions) (*Slice, error)
 	}
 	l.refreshIfBehind(offset)
 	for attempt := 0; ; attempt++ {
-		gen := l.truncations.current()
+		gen := l.truncations.settled()
 		sl, err := l.read(offset, maxBytes, opts, gen)
 		if !l.truncations.begunSince(gen) || errors.Is(err, ErrOffsetOutOfRange) {
 			// Untouched, or refused by the range check before any file
 			// was read: the answer stands.
 			return sl, err
 		}
-		if err == nil && sl.n == 0 {
-			// Empty: there was nothing at offset below the bound; a
-			// truncation since cannot have removed what it did not show,
-			// unless it removed offset itself.
-			if !l.truncations.overtook(gen, offset) {
-				return sl, nil
-			}
-		} else if err == nil && !l.truncations.overtook(gen, sl.last) {
-			return sl, nil
-		}
+		// A truncation began while the slice was being built. Its
+		// positions and offsets may straddle the cut (the segment's size
+		// read before it, the next offset after), so the slice's last
+		// offset cannot be trusted to say what its bytes hold: start over
+		// against the truncated log.
 		if sl != nil {
 			sl.Close()
 		}
@@ -422,6 +417,18 @@ func (t *truncationLog) lowestSince(gen uint64) int64 {
 		}
 	}
 	return low
+}
+
+// settled returns the generation a reader starts from, waiting for a
+// truncation under way to finish first: a reader that began during one
+// would otherwise find it begun since and start over until it ends.
+func (t *truncationLog) settled() uint64 {
+	if g := t.gen.Load(); t.started.Load() == g {
+		return g
+	}
+	t.cutting.RLock()
+	defer t.cutting.RUnlock()
+	return t.gen.Load()
 }
 
 // begunSince reports whether a truncation began after generation gen was

@@ -368,7 +368,8 @@ func TestReadersDuringTruncation(t *testing.T) {
 	// Release the truncation only once all three readers wait on it
 	// inside their calls: had they started after it, the outcome would be
 	// the same, and the test would prove nothing about readers during one.
-	testutil.WaitBlocked(t, "the three readers wait on the truncation under way", "seglog.(*truncationLog).settle(", 3)
+	// settle and settled: the prefix names both waits.
+	testutil.WaitBlocked(t, "the three readers wait on the truncation under way", "seglog.(*truncationLog).settle", 3)
 	close(release)
 	if err := <-truncated; err != nil {
 		t.Fatal(err)
