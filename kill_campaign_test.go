@@ -156,22 +156,34 @@ func TestKillCampaign(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// The kill comes at a random moment of the child's work, counted
+		// in the records it has acknowledged this round rather than in
+		// time: a child slowed down by a loaded machine (or -race) still
+		// gets as far between kills, so retention and compaction have
+		// work to be killed in.
+		want := 1 + r.IntN(600)
+		reached := make(chan struct{})
 		done := make(chan map[int64]string, 1)
 		go func() {
 			got := map[int64]string{}
 			sc := bufio.NewScanner(stdout)
+			acks := 0
 			for sc.Scan() {
 				var off int64
 				var key string
 				if _, err := fmt.Sscan(sc.Text(), &off, &key); err == nil {
 					got[off] = key
 				}
+				if acks++; acks == want {
+					close(reached)
+				}
+			}
+			if acks < want {
+				close(reached) // the child ended early: the check below says so
 			}
 			done <- got
 		}()
-		// The kill comes at a random moment of the child's work: the
-		// moment is the test's subject, not a condition to wait for.
-		time.Sleep(time.Duration(30+r.IntN(250)) * time.Millisecond)
+		<-reached
 		cmd.Process.Signal(syscall.SIGKILL)
 		got := <-done
 		werr := cmd.Wait()
