@@ -9,8 +9,9 @@ import (
 )
 
 // A commit past a partition's end is stored as Kafka stores it (kafkajs's
-// admin.setOffsets on an empty topic commits offset 1), -1 too, and both
-// survive a restart; only an offset below -1 is refused.
+// admin.setOffsets on an empty topic commits offset 1), and so are -1 and
+// -2 (kafkajs's resetOffsets commits -2 for "earliest"); all survive a
+// restart.
 func TestCommitPastEndStored(t *testing.T) {
 	ts := startServer(t, "", Options{})
 	if err := ts.st.CreateTopic("empty", 3, store.DefaultTopicConfig()); err != nil {
