@@ -38,9 +38,10 @@ func newConsumeCmd() *cobra.Command {
 the log's start offset) to its end, or --max records. A negative --from
 counts back from the end: --from -10 prints the last 10 offsets, as kcat's
 -o -10 does. With --follow it does not stop at the end but waits for more,
-as tail -f does, until SIGINT or SIGTERM, after which a follower of the log
-in DIR exits with status 0. Control records (transaction markers) are not
-printed; records of aborted transactions are.
+as tail -f does, until SIGINT or SIGTERM, after which it exits with status
+0 (a follower of a store's topic with --group commits what it printed
+first). Control records (transaction markers) are not printed; records of
+aborted transactions are.
 
 The log is opened read-only: consume writes nothing to DIR (no recovery, no
 index, checkpoint or lock file), needs only read permission, and works beside
