@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -101,7 +103,9 @@ func noPartitionFiles(t *testing.T, part string) {
 
 // Item 1: while seglog serve holds a store, clean (and produce) of one of
 // its partition directories is refused, naming the server and how to go
-// through it, and changes nothing; DeleteRecords goes through the server.
+// through it, and changes nothing; so are topics create, delete and alter
+// and groups reset and delete, each naming the Kafka tool's command line;
+// DeleteRecords goes through the server.
 // No acknowledged record is lost, no offset is given twice, and the
 // partition directory gains no file of its own.
 func TestServeHoldsTheStoreNothingLost(t *testing.T) {
@@ -122,6 +126,9 @@ func TestServeHoldsTheStoreNothingLost(t *testing.T) {
 		{[]string{"topics", "delete", dir, "events"}, "kafka-topics.sh --bootstrap-server " + addr + " --delete --topic events"},
 		{[]string{"topics", "alter", dir, "events", "--partitions", "3"}, "kafka-topics.sh --bootstrap-server " + addr + " --alter --topic events --partitions 3"},
 		{[]string{"fsck", part, "--repair"}, ""},
+		{[]string{"topics", "create", dir, "more", "--partitions", "2"}, "kafka-topics.sh --bootstrap-server " + addr + " --create --topic more --partitions 2"},
+		{[]string{"groups", "reset", dir, "g", "--topic", "events", "--to-earliest"}, "kafka-consumer-groups.sh --bootstrap-server " + addr + " --group g --topic events --reset-offsets --to-earliest --execute"},
+		{[]string{"groups", "delete", dir, "g"}, "kafka-consumer-groups.sh --bootstrap-server " + addr + " --delete --group g"},
 	} {
 		r := invoke(t, "x\n", c.args...)
 		held := "is held by `seglog serve` (pid "
@@ -129,6 +136,9 @@ func TestServeHoldsTheStoreNothingLost(t *testing.T) {
 			t.Errorf("seglog %s beside the server: exit %d, stderr %q; want a refusal naming the server and %q", strings.Join(c.args, " "), r.code, r.stderr, c.instead)
 		}
 		checkUnchanged(t, "a refused "+c.args[0], before, dirSnapshot(t, part))
+	}
+	if _, err := vfs.Default.Stat(filepath.Join(dir, "more-0")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused topics create beside the server left more-0: %v", err)
 	}
 	if offs := produceKafka(t, addr, "events", 0, "c"); !slices.Equal(offs, []int64{2}) {
 		t.Fatalf("offsets %v", offs)
