@@ -66,9 +66,13 @@ func jsonKey(path, k string) (string, error) {
 // is read (the slot format starts with its magic; the older JSON one with
 // '{'), anything else is a *StableFileError.
 func (s *Store) loadStable() error {
-	st := &s.stable
-	*st = stableState{fs: s.fs, path: filepath.Join(s.dir, StableFile), bytes: map[string][]byte{}, u64: map[string]uint64{}}
-	data, err := vfs.ReadFileLimit(s.fs, st.path, maxStableFile)
+	return s.stable.load(s.fs, filepath.Join(s.dir, StableFile))
+}
+
+// load reads the file at path into st, which it resets.
+func (st *stableState) load(fsys vfs.FS, path string) error {
+	*st = stableState{fs: fsys, path: path, bytes: map[string][]byte{}, u64: map[string]uint64{}}
+	data, err := vfs.ReadFileLimit(fsys, path, maxStableFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
