@@ -61,7 +61,7 @@ type stableStep struct {
 	n   uint64
 }
 
-func setB(k, v string) stableStep         { return stableStep{key: k, val: v} }
+func setB(k, v string) stableStep        { return stableStep{key: k, val: v} }
 func setU(k string, n uint64) stableStep { return stableStep{key: k, u64: true, n: n} }
 
 func (st stableStep) apply(s *Store) error {
