@@ -6,7 +6,7 @@
 //
 //	dir/raft-0/           the partition: Kafka segments and checkpoints
 //	dir/raft-0/leader-epoch-checkpoint   term -> first offset, Kafka's format
-//	dir/quorum-state      term and vote (the StableStore), replaced atomically
+//	dir/quorum-state      term and vote (the StableStore): two slots written in turn
 //	dir/raft-0.tail       present only while a suffix delete rewrites a batch
 //
 // The mapping (docs/raft.md has the reasons):

@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -8,82 +9,205 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/seglog/seglog/vfs"
 )
 
-// stableState is the quorum-state file: raft's few keys (CurrentTerm,
-// LastVoteTerm, LastVoteCand) and whatever else a caller stores, as JSON.
+// stableState is the StableStore: raft's few keys (CurrentTerm,
+// LastVoteTerm, LastVoteCand) and whatever else a caller stores, in
+// memory, and where the quorum-state file stands (stable_slots.go has its
+// format). Everything is under Store.stableMu.
 type stableState struct {
+	fs   vfs.FS
+	path string
+
+	bytes map[string][]byte
+	u64   map[string]uint64
+
+	// slot is the slot size of the file on disk, 0 when the next Set must
+	// replace the file whole: there is none, it is the older JSON format,
+	// or a replacement failed and may or may not have happened.
+	slot int
+	// f is the file open for in-place Sets, nil until the first one.
+	f vfs.File
+	// cur is the slot holding the newest durable state; a Set writes the
+	// other one. It changes only when a Set succeeds: after a failed
+	// write or fdatasync the other slot may be half on disk, so the next
+	// Set writes that slot again and never the only good one.
+	cur int
+	// seq is the highest sequence number written or attempted: a failed
+	// attempt's number is not reused.
+	seq uint64
+	buf []byte // a slot's bytes as written
+}
+
+// jsonState is the older format of quorum-state, before issue 29: JSON,
+// each key as itself when it is valid UTF-8 not starting with "hex:",
+// else "hex:" and its bytes in hex. It is read, never written.
+type jsonState struct {
 	Bytes  map[string][]byte `json:"bytes,omitempty"`
 	Uint64 map[string]uint64 `json:"uint64,omitempty"`
 }
 
-// maxStableFile bounds the read of a damaged quorum-state file.
-const maxStableFile = 16 << 20
+const jsonHexPrefix = "hex:"
 
-// stableKey names key in the JSON file: as itself when it is valid UTF-8
-// (raft's keys are words), else in hex behind a prefix that a key shown as
-// itself cannot start with, so binary keys neither collide nor get
-// replaced by JSON's U+FFFD.
-func stableKey(key []byte) string {
-	const hexPrefix = "hex:"
-	if utf8.Valid(key) && !strings.HasPrefix(string(key), hexPrefix) {
-		return string(key)
+func jsonKey(path, k string) (string, error) {
+	if !strings.HasPrefix(k, jsonHexPrefix) {
+		return k, nil
 	}
-	return hexPrefix + hex.EncodeToString(key)
+	b, err := hex.DecodeString(k[len(jsonHexPrefix):])
+	if err != nil {
+		return "", &StableFileError{Path: path, Reason: fmt.Sprintf("JSON key %q: %v", k, err)}
+	}
+	return string(b), nil
 }
 
-func (s *Store) stablePath() string { return filepath.Join(s.dir, StableFile) }
-
+// loadStable reads the quorum-state file: absent is empty, either format
+// is read (the slot format starts with its magic; the older JSON one with
+// '{'), anything else is a *StableFileError.
 func (s *Store) loadStable() error {
-	s.stable = stableState{Bytes: map[string][]byte{}, Uint64: map[string]uint64{}}
-	data, err := vfs.ReadFileLimit(s.fs, s.stablePath(), maxStableFile)
-	if errors.Is(err, fs.ErrNotExist) {
+	return s.stable.load(s.fs, filepath.Join(s.dir, StableFile))
+}
+
+// load reads the file at path into st, which it resets.
+func (st *stableState) load(fsys vfs.FS, path string) error {
+	*st = stableState{fs: fsys, path: path, bytes: map[string][]byte{}, u64: map[string]uint64{}}
+	data, err := vfs.ReadFileLimit(fsys, path, maxStableFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil
+	case errors.Is(err, vfs.ErrFileTooLarge):
+		return &StableFileError{Path: st.path, Pos: maxStableFile, Reason: "larger than a stable-store file can be", Err: err}
+	case err != nil:
+		return fmt.Errorf("raftlog: reading %s: %w", st.path, err)
 	}
+	// A torn first slot may start with anything, '{' included, so a file
+	// that is not valid JSON is read as slots. JSON never holds the zero
+	// bytes every slot header does, so the two cannot be confused.
+	if !bytes.HasPrefix(data, []byte(stableMagic)) && bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{")) {
+		var js jsonState
+		jerr := json.Unmarshal(data, &js)
+		if jerr == nil {
+			return st.fromJSON(&js)
+		}
+		if !isSlotFileSize(len(data)) {
+			e := &StableFileError{Path: st.path, Reason: "neither JSON nor slots: " + jerr.Error(), Err: jerr}
+			if se := (*json.SyntaxError)(nil); errors.As(jerr, &se) {
+				e.Pos = se.Offset
+			}
+			return e
+		}
+	}
+	slot, cur, err := readSlots(st.path, data)
 	if err != nil {
-		return fmt.Errorf("raftlog: reading %s: %w", s.stablePath(), err)
+		return err
 	}
-	var st stableState
-	if err := json.Unmarshal(data, &st); err != nil {
-		// Written atomically, so only damage makes it unreadable; raft must
-		// not start with a forgotten vote.
-		return fmt.Errorf("raftlog: %s is damaged: %w", s.stablePath(), err)
+	st.bytes, st.u64 = slot.bytes, slot.u64
+	st.slot, st.cur, st.seq = len(data)/2, cur, slot.seq
+	return nil
+}
+
+func (st *stableState) fromJSON(js *jsonState) error {
+	for k, v := range js.Bytes {
+		key, err := jsonKey(st.path, k)
+		if err != nil {
+			return err
+		}
+		st.bytes[key] = append([]byte{}, v...)
 	}
-	for k, v := range st.Bytes {
-		s.stable.Bytes[k] = v
-	}
-	for k, v := range st.Uint64 {
-		s.stable.Uint64[k] = v
+	for k, v := range js.Uint64 {
+		key, err := jsonKey(st.path, k)
+		if err != nil {
+			return err
+		}
+		st.u64[key] = v
 	}
 	return nil
 }
 
-// saveStable replaces the file durably; called with stableMu.
-func (s *Store) saveStable() error {
-	data, err := json.Marshal(&s.stable)
-	if err != nil {
+// save writes the state in memory durably: into the slot not holding the
+// newest state, with one WriteAt and one fdatasync; or, when there is no
+// slot file yet or the state outgrew its slots, by replacing the file
+// whole (vfs.WriteFileAtomic), which a crash leaves old or new.
+func (st *stableState) save() error {
+	st.buf = appendState(append(st.buf[:0], make([]byte, slotHeader)...), st.bytes, st.u64)
+	if len(st.buf) > maxSlot {
+		return fmt.Errorf("raftlog: the stable store's keys and values take %d bytes, more than the %d a %s slot holds", len(st.buf)-slotHeader, maxSlot-slotHeader, StableFile)
+	}
+	if st.slot == 0 || len(st.buf) > st.slot {
+		return st.replace()
+	}
+	if st.f == nil {
+		f, err := st.fs.OpenReadWrite(st.path)
+		if err != nil {
+			return err
+		}
+		st.f = f
+	}
+	st.seq++
+	putSlotHeader(st.buf, st.slot, st.seq)
+	next := 1 - st.cur
+	if _, err := st.f.WriteAt(st.buf, int64(next*st.slot)); err != nil {
 		return err
 	}
-	return vfs.WriteFileAtomic(s.fs, s.stablePath(), data)
+	if err := st.f.Sync(); err != nil {
+		return err
+	}
+	st.cur = next
+	return nil
 }
 
-// Set stores val under key durably.
+// replace writes a new file whose first slot holds the state (the second
+// is zeros, invalid, so it is written next) with slots big enough for it,
+// and puts it in place of the old file, JSON or slots, atomically.
+func (st *stableState) replace() error {
+	size := slotSizeFor(st.slot, len(st.buf))
+	if size == 0 {
+		// slotSizeFor stops at maxSlot, which save checked.
+		return fmt.Errorf("raftlog: no slot size holds %d bytes", len(st.buf))
+	}
+	st.seq++
+	putSlotHeader(st.buf, size, st.seq)
+	img := make([]byte, 2*size)
+	copy(img, st.buf)
+	// The open file is the one being replaced: whether the replacement
+	// succeeds or fails (perhaps after its rename), it must not be
+	// written again.
+	st.closeFile()
+	if err := vfs.WriteFileAtomic(st.fs, st.path, img); err != nil {
+		st.slot = 0
+		return err
+	}
+	st.slot, st.cur = size, 0
+	return nil
+}
+
+// closeFile closes the file of in-place Sets, if open. Its error is
+// dropped: the file was only written through Sync, whose errors Set
+// returned.
+func (st *stableState) closeFile() {
+	if st.f != nil {
+		st.f.Close()
+		st.f = nil
+	}
+}
+
+// Set stores val under key durably. A failed Set leaves the value it
+// replaced in memory; on disk, either may be there.
 func (s *Store) Set(key []byte, val []byte) error {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	old, had := s.stable.Bytes[stableKey(key)]
-	s.stable.Bytes[stableKey(key)] = append([]byte{}, val...)
-	if err := s.saveStable(); err != nil {
+	st := &s.stable
+	old, had := st.bytes[string(key)]
+	st.bytes[string(key)] = append([]byte{}, val...)
+	if err := st.save(); err != nil {
 		if had {
-			s.stable.Bytes[stableKey(key)] = old
+			st.bytes[string(key)] = old
 		} else {
-			delete(s.stable.Bytes, stableKey(key))
+			delete(st.bytes, string(key))
 		}
 		return err
 	}
@@ -103,27 +227,29 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	v, ok := s.stable.Bytes[stableKey(key)]
+	v, ok := s.stable.bytes[string(key)]
 	if !ok {
 		return nil, nil
 	}
 	return append([]byte{}, v...), nil
 }
 
-// SetUint64 stores val under key durably.
+// SetUint64 stores val under key durably. A failed SetUint64 leaves the
+// value it replaced in memory; on disk, either may be there.
 func (s *Store) SetUint64(key []byte, val uint64) error {
 	s.stableMu.Lock()
 	defer s.stableMu.Unlock()
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	old, had := s.stable.Uint64[stableKey(key)]
-	s.stable.Uint64[stableKey(key)] = val
-	if err := s.saveStable(); err != nil {
+	st := &s.stable
+	old, had := st.u64[string(key)]
+	st.u64[string(key)] = val
+	if err := st.save(); err != nil {
 		if had {
-			s.stable.Uint64[stableKey(key)] = old
+			st.u64[string(key)] = old
 		} else {
-			delete(s.stable.Uint64, stableKey(key))
+			delete(st.u64, string(key))
 		}
 		return err
 	}
@@ -142,5 +268,5 @@ func (s *Store) GetUint64(key []byte) (uint64, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
-	return s.stable.Uint64[stableKey(key)], nil
+	return s.stable.u64[string(key)], nil
 }

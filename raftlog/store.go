@@ -173,6 +173,9 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	s.stableMu.Lock()
 	was := s.closed.Swap(true)
+	if !was {
+		s.stable.closeFile()
+	}
 	s.stableMu.Unlock()
 	if was {
 		return ErrClosed
