@@ -175,6 +175,12 @@ func (c *batchCache) putTable(gen uint64, t *entryTable) {
 // its stand-in header and its bytes.
 var recordBufs = sync.Pool{New: func() any { return new([]byte) }}
 
+// batchBufs holds the buffers GetLog reads whole batches into; buffers
+// above maxPooledBatch are left to the GC rather than kept.
+var batchBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledBatch = 1 << 20
+
 // GetLog fills out with the entry at index, or returns exactly
 // raft.ErrLogNotFound (raft compares it with ==) when the log does not
 // hold it: below the start, past the end, deleted or truncated.
@@ -202,7 +208,16 @@ func (s *Store) GetLog(index uint64, out *raft.Log) error {
 			return notFound(err)
 		}
 	}
-	b, err := s.readBatch(off)
+	// The batch's bytes are needed only until its entries are decoded
+	// (decode copies them): a pooled buffer spares a GC of a batch-sized
+	// allocation per read.
+	bp := batchBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledBatch {
+			batchBufs.Put(bp)
+		}
+	}()
+	b, err := s.readBatchInto(off, bp)
 	if err != nil {
 		return notFound(err)
 	}
@@ -376,6 +391,41 @@ func buildTable(b record.Batch) *entryTable {
 	}
 	t.pos = append(t.pos, uint32(p))
 	return t
+}
+
+// readBatchInto returns the stored batch holding offset, CRC-checked, in
+// *buf when it has room (growing it otherwise) or in a new buffer when buf
+// is nil.
+func (s *Store) readBatchInto(offset int64, buf *[]byte) (record.Batch, error) {
+	sl, err := s.log.Read(offset, 1, seglog.ReadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer sl.Close()
+	if sl.Len() < record.HeaderSize {
+		return nil, fmt.Errorf("%w: no batch at offset %d", raft.ErrLogNotFound, offset)
+	}
+	var data []byte
+	switch {
+	case buf == nil:
+		data = make([]byte, sl.Len())
+	case int64(cap(*buf)) < sl.Len():
+		*buf = make([]byte, sl.Len())
+		data = *buf
+	default:
+		data = (*buf)[:sl.Len()]
+	}
+	if _, err := sl.ReadAt(data, 0); err != nil {
+		return nil, err
+	}
+	b := record.Batch(data)
+	if b.Size() != len(data) {
+		return nil, fmt.Errorf("%w: %s: batch at offset %d is %d bytes, slice %d", seglog.ErrCorrupt, sl.File(), offset, b.Size(), len(data))
+	}
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("%s at byte %d: %w", sl.File(), sl.Position(), err)
+	}
+	return b, nil
 }
 
 // minRecordBytes is the smallest uncompressed record: a length, the
