@@ -291,15 +291,7 @@ func (s *Store) getByTable(gen uint64, off int64, out *raft.Log) (done bool, err
 		// table was taken: the bytes may be another batch's.
 		return false, nil
 	}
-	// The record alone, behind its batch's header made to count one
-	// record ending at its own offset delta, decodes with the checks of
-	// record.Iterator (lengths within the record, varints, no trailing
-	// bytes); its offset must be the one asked for.
-	copy(buf, t.hdr[:])
-	binary.BigEndian.PutUint32(buf[batchLengthAt:], uint32(n-record.LogOverhead))
-	binary.BigEndian.PutUint32(buf[lastOffsetDeltaAt:], uint32(i))
-	binary.BigEndian.PutUint32(buf[recordsCountAt:], 1)
-	if err := decodeOne(record.Batch(buf), off, out); err != nil {
+	if err := decodeOne(t.standIn(buf, i), off, out); err != nil {
 		return true, fmt.Errorf("%s: record at byte %d (offset %d): %w", sl.File(), sl.Position()+from, off, err)
 	}
 	if s.cache.gen.Load() != gen {
@@ -309,6 +301,18 @@ func (s *Store) getByTable(gen uint64, off int64, out *raft.Log) (done bool, err
 		return true, raft.ErrLogNotFound
 	}
 	return true, nil
+}
+
+// standIn makes buf, record i's bytes after room for a header, a batch of
+// that record alone: its batch's header made to count one record ending at
+// its own offset delta, so it decodes with the checks of record.Iterator
+// (lengths within the record, varints, no trailing bytes).
+func (t *entryTable) standIn(buf []byte, i int64) record.Batch {
+	copy(buf, t.hdr[:])
+	binary.BigEndian.PutUint32(buf[batchLengthAt:], uint32(len(buf)-record.LogOverhead))
+	binary.BigEndian.PutUint32(buf[lastOffsetDeltaAt:], uint32(i))
+	binary.BigEndian.PutUint32(buf[recordsCountAt:], 1)
+	return record.Batch(buf)
 }
 
 // decodeOne decodes the one record of b (not CRC-checked: its header is a
@@ -360,7 +364,7 @@ func decodeAt(b record.Batch, off int64, out *raft.Log) error {
 // compresses) or with offsets that are not dense (record i at base+i).
 // It walks the records' length varints and offset deltas only.
 func buildTable(b record.Batch) *entryTable {
-	if b.Codec() != record.None || len(b) > 1<<32-1 {
+	if len(b) < record.HeaderSize || b.Codec() != record.None || len(b) > 1<<32-1 {
 		return nil
 	}
 	n := max(min(int(b.NumRecords()), (len(b)-record.HeaderSize)/minRecordBytes), 0)
