@@ -73,11 +73,12 @@ func BenchmarkGetLogRandomCheckingCRC(b *testing.B) {
 	s := benchStore(b, benchEntries)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var l raft.Log
+	var buf []byte
 	b.ReportAllocs()
 	b.ResetTimer()
 	for n := 0; n < b.N; n++ {
 		off := int64(rng.IntN(benchEntries))
-		bt, err := s.readBatch(off)
+		bt, err := s.readBatchInto(off, &buf)
 		if err != nil {
 			b.Fatal(err)
 		}

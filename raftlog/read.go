@@ -277,7 +277,11 @@ func (s *Store) getByTable(gen uint64, off int64, out *raft.Log) (done bool, err
 	}
 	from, to := int64(t.pos[i]), int64(t.pos[i+1])
 	bp := recordBufs.Get().(*[]byte)
-	defer recordBufs.Put(bp)
+	defer func() {
+		if cap(*bp) <= maxPooledBatch {
+			recordBufs.Put(bp)
+		}
+	}()
 	n := record.HeaderSize + int(to-from)
 	if cap(*bp) < n {
 		*bp = make([]byte, n)
