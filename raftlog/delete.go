@@ -38,7 +38,9 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	if min > last || max < first {
 		return nil
 	}
-	defer s.cache.invalidate()
+	// Reads neither use nor fill the caches while offsets change.
+	s.cache.beginWrite()
+	defer s.cache.endWrite()
 	switch {
 	case min <= first && max >= last:
 		if err := s.log.RestartAt(s.log.EndOffset()); err != nil {

@@ -257,28 +257,7 @@ func (s *Store) TermAt(index uint64) (uint64, error) {
 }
 
 // readBatch returns the stored batch holding offset, CRC-checked.
-func (s *Store) readBatch(offset int64) (record.Batch, error) {
-	sl, err := s.log.Read(offset, 1, seglog.ReadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer sl.Close()
-	if sl.Len() < record.HeaderSize {
-		return nil, fmt.Errorf("%w: no batch at offset %d", raft.ErrLogNotFound, offset)
-	}
-	buf := make([]byte, sl.Len())
-	if _, err := sl.ReadAt(buf, 0); err != nil {
-		return nil, err
-	}
-	b := record.Batch(buf)
-	if b.Size() != len(buf) {
-		return nil, fmt.Errorf("%w: %s: batch at offset %d is %d bytes, slice %d", seglog.ErrCorrupt, sl.File(), offset, b.Size(), len(buf))
-	}
-	if err := b.Validate(); err != nil {
-		return nil, fmt.Errorf("%s at byte %d: %w", sl.File(), sl.Position(), err)
-	}
-	return b, nil
-}
+func (s *Store) readBatch(offset int64) (record.Batch, error) { return s.readBatchInto(offset, nil) }
 
 // reconcileEpochs makes the leader-epoch checkpoint match the log: entries
 // at or past the end (an epoch assigned just before a crash) and below the
