@@ -103,8 +103,8 @@ type result struct {
 func main() {
 	rounds := flag.Int("rounds", 3, "timed rounds per workload (after one warm-up round)")
 	scale := flag.Float64("scale", 1, "multiply every workload's append calls by this")
-	only := flag.String("only", "", "run only workloads whose name matches this regular expression")
-	peersRe := flag.String("peers", "", "run only peers whose name matches this regular expression (the three raw floors always run)")
+	only := flag.String("only", "", "run only workloads (with -raft: shapes) whose name matches this regular expression")
+	peersRe := flag.String("peers", "", "run only peers whose name matches this regular expression (the three raw floors always run; with -raft: stores)")
 	dir := flag.String("dir", "", "parent of the temporary directories (default: the system's)")
 	jsonOut := flag.String("json", "", "write all results as JSON to this file")
 	plotOut := flag.String("plot", "", "draw the results into this PNG file")
@@ -114,7 +114,7 @@ func main() {
 	from := flag.String("from", "", "do not run: read results written by -json (several files, comma-separated; a later file's workload replaces an earlier one's) and print and plot them")
 	flag.Parse()
 	if *raftMode {
-		raftMain(*dir, *rounds, *raftCommands, *jsonOut, *plotOut, *from)
+		raftMain(*dir, *rounds, *raftCommands, *only, *peersRe, *jsonOut, *plotOut, *from)
 		return
 	}
 	if *from != "" {

@@ -1,29 +1,32 @@
 package main
 
-// The raft comparison (-raft): seglog's raftlog.Store against raft-wal and
-// raft-boltdb as hashicorp/raft log stores, in one process and one run:
-// hashicorp/raft's own raftbench functions, a 64-entry StoreLogs (what a
-// leader writes per AppendEntries batch: MaxAppendEntries = 64) and a
-// 3-node in-process cluster's applied commands per second with 1 KiB
-// commands.
+// The raft comparison (-raft): seglog's raftlog.Store against raft-wal
+// v0.4.1 and raft-boltdb v2 as hashicorp/raft log and stable stores, in
+// one process and one run, through the public raft.LogStore and
+// raft.StableStore API only, each store with its durable defaults: the
+// shapes issue 29 names (StoreLogs of 1, 16 and 128 entries of 128 B and
+// 1 KiB; GetLog sequential and random over 1 KiB entries stored 64 per
+// call; Set, SetUint64 and Get of the keys raft writes) and a 3-node
+// in-process cluster's applied 1 KiB commands per second.
 
 import (
+	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
+	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	raftwal "github.com/hashicorp/raft-wal"
-	raftbench "github.com/hashicorp/raft/bench"
 	"github.com/seglog/seglog/raftlog"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -43,15 +46,22 @@ type raftPeer struct {
 	open func(dir string) (raftStore, error)
 }
 
+// The stores' names; ratios are taken to the last two.
+const (
+	peerSeglog = "seglog raftlog"
+	peerWAL    = "raft-wal"
+	peerBolt   = "raft-boltdb"
+)
+
 var raftPeers = []raftPeer{
-	{"seglog raftlog", func(dir string) (raftStore, error) { return raftlog.Open(dir, raftlog.Options{}) }},
-	{"raft-wal", func(dir string) (raftStore, error) {
+	{peerSeglog, func(dir string) (raftStore, error) { return raftlog.Open(dir, raftlog.Options{}) }},
+	{peerWAL, func(dir string) (raftStore, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
 		return raftwal.Open(dir)
 	}},
-	{"raft-boltdb", func(dir string) (raftStore, error) {
+	{peerBolt, func(dir string) (raftStore, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
@@ -65,72 +75,165 @@ type raftResult struct {
 	Peer    string  `json:"peer"`
 	NsPerOp float64 `json:"ns_per_op,omitempty"`
 	PerSec  float64 `json:"per_sec,omitempty"`
-	Ratio   float64 `json:"ratio_to_raft_wal,omitempty"`
-	Error   string  `json:"error,omitempty"`
+	// Ratio and RatioBolt are the medians over rounds of this store's
+	// rate ÷ raft-wal's and ÷ raft-boltdb's in the same round.
+	Ratio     float64 `json:"ratio_to_raft_wal,omitempty"`
+	RatioBolt float64 `json:"ratio_to_raft_boltdb,omitempty"`
+	Rounds    int     `json:"rounds"`
+	Error     string  `json:"error,omitempty"`
 }
 
+// raftTest is one measured shape. setup (untimed, may be nil) prepares a
+// fresh store; op runs the i-th operation on it (i counts from 0, the
+// first few calls untimed warm-up).
 type raftTest struct {
-	name string
-	run  func(b *testing.B, s raftStore)
+	name  string
+	setup func(s raftStore) error
+	op    func(s raftStore, i int) error
+	// cluster tests measure themselves (the 3-node cluster).
+	cluster bool
 }
 
-var raftTests = []raftTest{
-	{"raftbench FirstIndex", func(b *testing.B, s raftStore) { raftbench.FirstIndex(b, s) }},
-	{"raftbench LastIndex", func(b *testing.B, s raftStore) { raftbench.LastIndex(b, s) }},
-	{"raftbench GetLog", func(b *testing.B, s raftStore) { raftbench.GetLog(b, s) }},
-	{"raftbench StoreLog", func(b *testing.B, s raftStore) { raftbench.StoreLog(b, s) }},
-	{"raftbench StoreLogs (3 entries)", func(b *testing.B, s raftStore) { raftbench.StoreLogs(b, s) }},
-	{"raftbench DeleteRange", func(b *testing.B, s raftStore) { raftbench.DeleteRange(b, s) }},
-	{"raftbench Set", func(b *testing.B, s raftStore) { raftbench.Set(b, s) }},
-	{"raftbench Get", func(b *testing.B, s raftStore) { raftbench.Get(b, s) }},
-	{"raftbench SetUint64", func(b *testing.B, s raftStore) { raftbench.SetUint64(b, s) }},
-	{"raftbench GetUint64", func(b *testing.B, s raftStore) { raftbench.GetUint64(b, s) }},
-	{"StoreLogs of 64 × 1 KiB", storeLogs64},
-	{"GetLog, 64 × 1 KiB batches, sequential", getLogSequential},
+// Payload sizes of the shapes issue 29 asks for.
+const (
+	small = 128
+	large = 1024
+	// readEntries is how many 1 KiB entries the GetLog shapes store
+	// (64 per call, as a leader's MaxAppendEntries batches them) before
+	// reading: 50 MiB, more than any store caches by shape alone.
+	readEntries = 64 * 800
+)
+
+func raftTests(commands int) []raftTest {
+	var ts []raftTest
+	for _, size := range []int{small, large} {
+		for _, n := range []int{1, 16, 128} {
+			ts = append(ts, storeLogsTest(n, size))
+		}
+	}
+	ts = append(ts,
+		raftTest{name: "GetLog sequential, 1 KiB entries stored 64 per call", setup: fillLog, op: func(s raftStore, i int) error {
+			var l raft.Log
+			return s.GetLog(uint64(i%readEntries)+1, &l)
+		}},
+		getLogRandom(),
+		raftTest{name: "Set (8-byte value, one key)", op: func(s raftStore, i int) error {
+			return s.Set(keyVote, binary.BigEndian.AppendUint64(nil, uint64(i)))
+		}},
+		raftTest{name: "SetUint64 (one key)", op: func(s raftStore, i int) error {
+			return s.SetUint64(keyTerm, uint64(i)+1)
+		}},
+		raftTest{name: "Get (one of two keys set)", setup: func(s raftStore) error {
+			if err := s.Set(keyVote, []byte("node-1")); err != nil {
+				return err
+			}
+			return s.SetUint64(keyTerm, 7)
+		}, op: func(s raftStore, i int) error {
+			v, err := s.Get(keyVote)
+			if err == nil && len(v) != len("node-1") {
+				err = fmt.Errorf("Get returned %q", v)
+			}
+			return err
+		}},
+		raftTest{name: fmt.Sprintf("3-node cluster, %d applied 1 KiB commands", commands), cluster: true},
+	)
+	return ts
 }
 
-// storeLogs64 appends contiguous 64-entry batches of 1 KiB commands.
-func storeLogs64(b *testing.B, s raftStore) {
-	data := make([]byte, 1024)
-	next := uint64(1)
+// The keys raft itself stores (raft/api.go: keyCurrentTerm, keyLastVoteCand).
+var (
+	keyTerm = []byte("CurrentTerm")
+	keyVote = []byte("LastVoteCand")
+)
+
+// storeLogsTest appends n contiguous entries of size bytes per call, the
+// way raft's leader and followers call StoreLogs, from index 1 of a fresh
+// store. The entries are built before the op runs; only StoreLogs is
+// timed beyond a loop that stamps indexes.
+func storeLogsTest(n, size int) raftTest {
+	name := fmt.Sprintf("StoreLogs %d × %d B", n, size)
+	if size == large {
+		name = fmt.Sprintf("StoreLogs %d × 1 KiB", n)
+	}
+	data := values(size, 1, uint64(size))[0]
+	logs := make([]*raft.Log, n)
+	for i := range logs {
+		logs[i] = &raft.Log{Term: 1, Data: data, AppendedAt: time.Now()}
+	}
+	return raftTest{name: name, op: func(s raftStore, i int) error {
+		for j, l := range logs {
+			l.Index = uint64(i*n+j) + 1
+		}
+		return s.StoreLogs(logs)
+	}}
+}
+
+// fillLog stores readEntries 1 KiB entries, 64 per call, from index 1.
+func fillLog(s raftStore) error {
+	data := values(large, 1, 3)[0]
 	logs := make([]*raft.Log, 64)
-	for n := 0; n < b.N; n++ {
-		for i := range logs {
-			logs[i] = &raft.Log{Index: next, Term: 1, Data: data, AppendedAt: time.Now()}
-			next++
+	for i := 0; i < readEntries; i += len(logs) {
+		for j := range logs {
+			logs[j] = &raft.Log{Index: uint64(i+j) + 1, Term: 1, Data: data, AppendedAt: time.Now()}
 		}
 		if err := s.StoreLogs(logs); err != nil {
-			b.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
-// getLogSequential reads entries one at a time in index order, as raft's
-// replication does, from a log written in 64-entry batches.
-func getLogSequential(b *testing.B, s raftStore) {
-	const total = 64 * 256
-	data := make([]byte, 1024)
-	for i := uint64(0); i < total; i += 64 {
-		var logs []*raft.Log
-		for j := uint64(1); j <= 64; j++ {
-			logs = append(logs, &raft.Log{Index: i + j, Term: 1, Data: data})
+// getLogRandom reads entries at indexes drawn from a fixed-seed generator
+// (the same sequence for every store and round), as a follower catching
+// up from an arbitrary point or a leader answering a lagging peer does.
+func getLogRandom() raftTest {
+	idx := make([]uint64, 1<<16)
+	rng := rand.New(rand.NewPCG(29, 29))
+	for i := range idx {
+		idx[i] = uint64(rng.IntN(readEntries)) + 1
+	}
+	return raftTest{name: "GetLog random, 1 KiB entries stored 64 per call", setup: fillLog, op: func(s raftStore, i int) error {
+		var l raft.Log
+		want := idx[i%len(idx)]
+		if err := s.GetLog(want, &l); err != nil {
+			return err
 		}
-		if err := s.StoreLogs(logs); err != nil {
-			b.Fatal(err)
+		if l.Index != want || len(l.Data) != large {
+			return fmt.Errorf("GetLog(%d) returned index %d with %d bytes", want, l.Index, len(l.Data))
+		}
+		return nil
+	}}
+}
+
+// timeOps runs op on s, after a few untimed warm-up calls, until at least
+// d has passed (and at least 16 calls), and returns the nanoseconds per call.
+func timeOps(s raftStore, op func(s raftStore, i int) error, d time.Duration) (float64, error) {
+	i := 0
+	for ; i < 4; i++ {
+		if err := op(s, i); err != nil {
+			return 0, err
 		}
 	}
-	b.ResetTimer()
-	var l raft.Log
-	for n := 0; n < b.N; n++ {
-		if err := s.GetLog(uint64(n%total)+1, &l); err != nil {
-			b.Fatal(err)
+	start := time.Now()
+	n := 0
+	for {
+		if err := op(s, i); err != nil {
+			return 0, err
+		}
+		i++
+		n++
+		// Reading the clock every call would be a visible share of a Get.
+		if n >= 16 && n%16 == 0 {
+			if el := time.Since(start); el >= d {
+				return float64(el.Nanoseconds()) / float64(n), nil
+			}
 		}
 	}
 }
 
 // raftMain is -raft: run (or, with from, load a -json file of a run) and
 // print, write and plot.
-func raftMain(dir string, rounds, commands int, jsonOut, plotOut, from string) {
+func raftMain(dir string, rounds, commands int, only, peersRe, jsonOut, plotOut, from string) {
 	var all []raftResult
 	if from != "" {
 		b, err := os.ReadFile(from)
@@ -146,9 +249,14 @@ func raftMain(dir string, rounds, commands int, jsonOut, plotOut, from string) {
 			fail(err)
 		}
 		defer os.RemoveAll(base)
-		all = runRaft(base, rounds, commands)
+		host, _ := os.Hostname()
+		fmt.Printf("bench/peers -raft: %s, %s/%s, %d CPUs, %s, %d rounds (stores alternating), %s per store per shape, host %s\n\n",
+			time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), rounds, roundTime, host)
+		pre := regexp.MustCompile(peersRe)
+		raftPeers = slices.DeleteFunc(raftPeers, func(p raftPeer) bool { return !pre.MatchString(p.name) })
+		all = runRaft(base, rounds, commands, regexp.MustCompile(only))
 	}
-	printRaft(all)
+	printRaftRows(all, true)
 	if jsonOut != "" {
 		b, _ := json.MarshalIndent(all, "", "  ")
 		if err := os.WriteFile(jsonOut, b, 0o644); err != nil {
@@ -162,56 +270,55 @@ func raftMain(dir string, rounds, commands int, jsonOut, plotOut, from string) {
 	}
 }
 
-// runRaft runs every test for every raft peer, rounds times with the
-// peers' order rotating, and returns medians with ratios to raft-wal.
-func runRaft(base string, rounds, commands int) []raftResult {
-	// testing.Benchmark reads -test.benchtime; half a second per run keeps
-	// three rounds of three stores in minutes.
-	testing.Init()
-	if err := flag.Set("test.benchtime", "500ms"); err != nil {
-		fail(err)
-	}
+// runRaft runs every test matching only for every raft peer, rounds times
+// with the peers' order rotating, each store fresh, and returns medians
+// with ratios to raft-wal and raft-boltdb.
+func runRaft(base string, rounds, commands int, only *regexp.Regexp) []raftResult {
 	var all []raftResult
-	for _, tc := range raftTests {
-		all = append(all, measure(tc.name, rounds, func(p raftPeer, dir string) (float64, float64, error) {
-			var failed atomic.Value
-			var k int
-			r := testing.Benchmark(func(b *testing.B) {
-				k++
-				s, err := p.open(filepath.Join(dir, strconv.Itoa(k)))
-				if err != nil {
-					failed.Store(err.Error())
-					b.Skip(err)
-				}
-				defer s.Close()
-				tc.run(b, s)
-			})
-			if r.N == 0 {
-				if e, ok := failed.Load().(string); ok {
-					return 0, 0, fmt.Errorf("%s", e)
-				}
-				return 0, 0, fmt.Errorf("refused (the benchmark writes index 0 or gaps, which a monotonic store rejects)")
+	for _, tc := range raftTests(commands) {
+		if !only.MatchString(tc.name) {
+			continue
+		}
+		res := measure(tc.name, rounds, func(p raftPeer, dir string) (float64, float64, error) {
+			if tc.cluster {
+				rate, err := clusterRate(p, dir, commands)
+				return 0, rate, err
 			}
-			ns := float64(r.T.Nanoseconds()) / float64(r.N)
+			s, err := p.open(filepath.Join(dir, "store"))
+			if err != nil {
+				return 0, 0, err
+			}
+			defer s.Close()
+			if tc.setup != nil {
+				if err := tc.setup(s); err != nil {
+					return 0, 0, fmt.Errorf("setup: %w", err)
+				}
+			}
+			ns, err := timeOps(s, tc.op, roundTime)
+			if err != nil {
+				return 0, 0, err
+			}
 			return ns, 1e9 / ns, nil
-		}, base)...)
+		}, base)
+		printRaftRows(res, len(all) == 0)
+		all = append(all, res...)
 	}
-	name := fmt.Sprintf("3-node cluster, %d applied 1 KiB commands/s", commands)
-	all = append(all, measure(name, rounds, func(p raftPeer, dir string) (float64, float64, error) {
-		rate, err := clusterRate(p, dir, commands)
-		return 0, rate, err
-	}, base)...)
+	fmt.Println()
 	return all
 }
 
 // measure runs one test for every peer, rounds times in rotating order,
-// and returns the median per peer with the ratio to raft-wal's median
-// (above 1 is better: for ns/op the inverse).
+// and returns the median per peer with the ratios to raft-wal and
+// raft-boltdb: the median over rounds of the ratio within each round
+// (rates, so above 1 is better), which a machine whose speed drifts
+// between rounds disturbs less than a ratio of medians.
 func measure(test string, rounds int, run func(p raftPeer, dir string) (float64, float64, error), base string) []raftResult {
 	ns := map[string][]float64{}
 	rate := map[string][]float64{}
 	errs := map[string]string{}
+	var toWAL, toBolt = map[string][]float64{}, map[string][]float64{}
 	for r := range rounds {
+		got := map[string]float64{}
 		for i := range raftPeers {
 			p := raftPeers[(i+r)%len(raftPeers)]
 			dir, err := os.MkdirTemp(base, "raft-")
@@ -226,6 +333,17 @@ func measure(test string, rounds int, run func(p raftPeer, dir string) (float64,
 			}
 			ns[p.name] = append(ns[p.name], n)
 			rate[p.name] = append(rate[p.name], s)
+			got[p.name] = s
+		}
+		for _, p := range raftPeers {
+			if v, ok := got[p.name]; ok {
+				if w := got[peerWAL]; w > 0 {
+					toWAL[p.name] = append(toWAL[p.name], v/w)
+				}
+				if b := got[peerBolt]; b > 0 {
+					toBolt[p.name] = append(toBolt[p.name], v/b)
+				}
+			}
 		}
 	}
 	var out []raftResult
@@ -235,28 +353,62 @@ func measure(test string, rounds int, run func(p raftPeer, dir string) (float64,
 			res.NsPerOp, res.PerSec = median(ns[p.name]), median(rate[p.name])
 			res.Error = ""
 		}
-		out = append(out, res)
-	}
-	for i := range out {
-		if w := out[1]; w.PerSec > 0 && out[i].PerSec > 0 {
-			out[i].Ratio = out[i].PerSec / w.PerSec
+		if len(toWAL[p.name]) > 0 {
+			res.Ratio = median(toWAL[p.name])
 		}
+		if len(toBolt[p.name]) > 0 {
+			res.RatioBolt = median(toBolt[p.name])
+		}
+		res.Rounds = len(rate[p.name])
+		out = append(out, res)
 	}
 	return out
 }
 
-func printRaft(all []raftResult) {
-	fmt.Printf("%-44s %-16s %14s %14s %10s\n", "test", "store", "ns/op", "per second", "÷ raft-wal")
+// printRaftRows prints one line per test: each store's median time per
+// operation (or, for the cluster, commands per second), then seglog's
+// ratios to raft-wal and raft-boltdb (rates; above 1, seglog is faster).
+func printRaftRows(all []raftResult, header bool) {
+	byTest := map[string]map[string]raftResult{}
+	var tests []string
 	for _, r := range all {
-		if r.Error != "" {
-			fmt.Printf("%-44s %-16s %s\n", r.Test, r.Peer, r.Error)
-			continue
+		if byTest[r.Test] == nil {
+			byTest[r.Test] = map[string]raftResult{}
+			tests = append(tests, r.Test)
 		}
-		ns := "-"
-		if r.NsPerOp > 0 {
-			ns = fmt.Sprintf("%.0f", r.NsPerOp)
+		byTest[r.Test][r.Peer] = r
+	}
+	if header {
+		fmt.Printf("%-54s %13s %13s %13s %9s %9s\n", "shape (µs/op; cluster: commands/s)", peerSeglog, peerWAL, peerBolt, "÷ wal", "÷ bolt")
+	}
+	for _, t := range tests {
+		row := byTest[t]
+		cell := func(p string) string {
+			r, ok := row[p]
+			switch {
+			case !ok:
+				return "-"
+			case r.Error != "":
+				return "refused"
+			case r.NsPerOp > 0:
+				return fmt.Sprintf("%.1f", r.NsPerOp/1e3)
+			default:
+				return fmt.Sprintf("%.0f/s", r.PerSec)
+			}
 		}
-		fmt.Printf("%-44s %-16s %14s %14.0f %10.2f\n", r.Test, r.Peer, ns, r.PerSec, r.Ratio)
+		ratio := func(v float64) string {
+			if v == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", v)
+		}
+		s := row[peerSeglog]
+		fmt.Printf("%-54s %13s %13s %13s %9s %9s\n", t, cell(peerSeglog), cell(peerWAL), cell(peerBolt), ratio(s.Ratio), ratio(s.RatioBolt))
+		for _, p := range []string{peerSeglog, peerWAL, peerBolt} {
+			if r, ok := row[p]; ok && r.Error != "" {
+				fmt.Printf("    %s: %s\n", p, r.Error)
+			}
+		}
 	}
 }
 
@@ -398,10 +550,11 @@ func plotRaft(path string, all []raftResult) error {
 		switch {
 		case strings.HasPrefix(t, "3-node"):
 			short[i] = "3-node cluster\napplied/s"
-		case strings.HasPrefix(t, "GetLog, "):
-			short[i] = "GetLog\nsequential"
 		default:
-			short[i] = strings.TrimPrefix(t, "raftbench ")
+			// "GetLog random, 1 KiB entries…" → "GetLog random"; the
+			// StoreLogs shapes are short already.
+			short[i], _, _ = strings.Cut(t, ",")
+			short[i] = strings.Replace(short[i], " (", "\n(", 1)
 		}
 	}
 	p.NominalX(short...)
