@@ -184,8 +184,14 @@ func (l *Log) cutAt(offset int64) error {
 	}
 	// The cut must be durable before anything else is written: otherwise
 	// a power loss could bring back the truncated batches (they were
-	// synced earlier) in place of what is appended next.
-	return l.segs.active.File().Sync()
+	// synced earlier) in place of what is appended next. Its indexes'
+	// cut too: the entries past offset are zeroed only in the mapping,
+	// and when the recovery point already stands at offset no later
+	// flush covers this segment, so a power loss would bring back
+	// entries naming offsets past its end, which the loader trusts
+	// below the recovery point (fsck: "names an offset past the last
+	// valid batch"; TestRaftCrashCampaign with Options.Preallocate).
+	return l.segs.active.Flush()
 }
 
 // restartAt replaces every segment with one empty segment at base, which
