@@ -300,6 +300,18 @@ func (l *Log) restartPastEnd(base, end int64) error {
 	}
 	keep := l.segs.active
 	if keep.BaseOffset() != base || keep.Size() != 0 {
+		// Seal the old active segment first, as roll does: a power loss
+		// after the new segment's creation leaves the old one below it,
+		// where the loader trusts it as sealed, so its indexes must
+		// already be trimmed and synced (a truncation may have left them
+		// grown, with a zero tail). A failure here fails the log
+		// (RestartAt), so a sealed segment left active is never written.
+		if err := l.segs.active.Seal(); err != nil {
+			return err
+		}
+		if err := l.segs.active.Flush(); err != nil {
+			return err
+		}
 		seg, err := l.createSegment(base) // syncs the directory
 		if err != nil {
 			return err
@@ -313,10 +325,6 @@ func (l *Log) restartPastEnd(base, end int64) error {
 		return err
 	}
 	if keep != l.segs.active {
-		if err := l.segs.active.Seal(); err != nil {
-			keep.Close()
-			return err
-		}
 		l.segs.Lock()
 		l.segs.tree.ReplaceOrInsert(segItem{base: base, seg: keep})
 		l.segs.active = keep
