@@ -125,6 +125,11 @@ func Open(dir string, opts Options) (*Store, error) {
 			// Every StoreLogs is on disk when it returns: raft
 			// acknowledges entries to the leader only after storing them.
 			Sync: seglog.SyncAlways,
+			// A segment's blocks reserved whole when it is created, as
+			// raft-wal does: an append then does not grow the file, so
+			// its fdatasync commits no new size (issue 29: what a single
+			// small StoreLogs paid beyond raft-wal's).
+			Preallocate: true,
 		},
 		Logger: opts.Logger,
 	})
