@@ -33,21 +33,7 @@ func checkRandom(t *testing.T, label string, rng *rand.Rand, s *Store, oracle *r
 	span := int(last-lo) + 6
 	check := func(i uint64) {
 		t.Helper()
-		var g, w raft.Log
-		gerr := s.GetLog(i, &g)
-		werr := oracle.GetLog(i, &w)
-		switch {
-		case werr == raft.ErrLogNotFound:
-			if gerr != raft.ErrLogNotFound { //nolint:errorlint // identity is the contract
-				t.Fatalf("%s: GetLog(%d) = %v, want raft.ErrLogNotFound itself", label, i, gerr)
-			}
-		case werr != nil:
-			t.Fatalf("%s: oracle GetLog(%d): %v", label, i, werr)
-		case gerr != nil:
-			t.Fatalf("%s: GetLog(%d): %v", label, i, gerr)
-		case !sameLog(&g, &w):
-			t.Fatalf("%s: GetLog(%d) = %+v, oracle %+v", label, i, g, w)
-		}
+		compareGetLog(t, label, s, oracle, i)
 	}
 	for range 60 {
 		i := lo + uint64(rng.IntN(span))

@@ -82,27 +82,37 @@ func compareStores(t *testing.T, label string, got *Store, want raft.LogStore) {
 		lo = wf - 3
 	}
 	for i := lo; i <= wl+3; i++ {
-		var g, w raft.Log
-		gerr := got.GetLog(i, &g)
-		werr := want.GetLog(i, &w)
-		switch {
-		case werr == raft.ErrLogNotFound:
-			if gerr != raft.ErrLogNotFound { //nolint:errorlint // identity is the contract
-				t.Fatalf("%s: GetLog(%d) = %v, want raft.ErrLogNotFound itself", label, i, gerr)
-			}
-		case werr != nil:
-			t.Fatalf("%s: oracle GetLog(%d): %v", label, i, werr)
-		case gerr != nil:
-			t.Fatalf("%s: GetLog(%d): %v", label, i, gerr)
-		case !sameLog(&g, &w):
-			t.Fatalf("%s: GetLog(%d) = %+v, oracle %+v", label, i, g, w)
-		default:
+		if w, ok := compareGetLog(t, label, got, want, i); ok {
 			term, err := got.TermAt(i)
 			if err != nil || term != w.Term {
 				t.Fatalf("%s: TermAt(%d) = %d, %v; want %d", label, i, term, err, w.Term)
 			}
 		}
 	}
+}
+
+// compareGetLog checks GetLog(i) of got against want's answer, the error
+// raft.ErrLogNotFound itself where want has no entry; it returns want's
+// entry and whether there was one.
+func compareGetLog(t *testing.T, label string, got *Store, want raft.LogStore, i uint64) (raft.Log, bool) {
+	t.Helper()
+	var g, w raft.Log
+	gerr := got.GetLog(i, &g)
+	werr := want.GetLog(i, &w)
+	switch {
+	case werr == raft.ErrLogNotFound:
+		if gerr != raft.ErrLogNotFound { //nolint:errorlint // identity is the contract
+			t.Fatalf("%s: GetLog(%d) = %v, want raft.ErrLogNotFound itself", label, i, gerr)
+		}
+		return w, false
+	case werr != nil:
+		t.Fatalf("%s: oracle GetLog(%d): %v", label, i, werr)
+	case gerr != nil:
+		t.Fatalf("%s: GetLog(%d): %v", label, i, gerr)
+	case !sameLog(&g, &w):
+		t.Fatalf("%s: GetLog(%d) = %+v, oracle %+v", label, i, g, w)
+	}
+	return w, true
 }
 
 // tearTail appends the start of a batch to the newest segment of the
