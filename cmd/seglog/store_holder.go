@@ -52,17 +52,32 @@ const briefWait = 30 * time.Second
 // openStoreAs opens the store with opts, waiting while a brief holder
 // (consume --group's commit) has it: such a holder lets go within a
 // commit's time, and a writer that gave up on it would fail for nothing.
+//
+// A holder whose lock file does not say who it is yet is most likely one
+// between taking the lock and writing its name (a brief holder among
+// them): it is waited for up to unnamedWait, so that its name decides.
 func openStoreAs(dir string, opts store.Options) (*store.Store, error) {
-	deadline := time.Now().Add(briefWait)
+	start := time.Now()
 	for {
 		s, err := store.Open(dir, opts)
 		he, held := heldBy(err)
-		if !held || !he.Holder.Brief || time.Now().After(deadline) {
+		waited := time.Since(start)
+		switch {
+		case !held:
+			return s, err
+		case !he.HolderKnown && waited < unnamedWait:
+		case !he.HolderKnown || !he.Holder.Brief || waited > briefWait:
 			return s, err
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// unnamedWait bounds how long a writer waits for a holder to write its
+// name into the lock file: a holder names itself right after taking the
+// lock, so one still unnamed after this is not a seglog command in the
+// middle of starting.
+const unnamedWait = 2 * time.Second
 
 // heldBy returns the *store.HeldError in err, if the store was held.
 func heldBy(err error) (*store.HeldError, bool) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -562,5 +563,28 @@ func TestConsumeGroupBesideAnotherWriter(t *testing.T) {
 	mustInvoke(t, "", "consume", dir, "--topic", "bookings", "--group", "g", "--from-beginning")
 	if r := mustInvoke(t, "", "groups", "describe", dir, "g"); !strings.Contains(r.stdout, "TOTAL LAG: 0") {
 		t.Fatalf("groups describe:\n%s", r.stdout)
+	}
+}
+
+// A writer that finds the store held by a holder that has not written its
+// name yet (between taking the lock and naming itself, as a consumer's
+// brief commit is for a moment) waits for it instead of failing: CI's race
+// run caught produce --topic refused in that window beside
+// consume --follow --group.
+func TestWriterWaitsForAnUnnamedHolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	mustInvoke(t, "", "topics", "create", dir, "events", "--partitions", "1")
+	lock, err := vfs.Default.Lock(filepath.Join(dir, layout.LockFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan cliResult, 1)
+	go func() { done <- invoke(t, "k\tv\n", "produce", dir, "--topic", "events") }()
+	testutil.WaitBlocked(t, "produce waits for the unnamed holder", "seglog.openStoreAs(", 1)
+	if err := lock.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.code != 0 {
+		t.Fatalf("produce after the unnamed holder let go: exit %d, %s", r.code, r.stderr)
 	}
 }
