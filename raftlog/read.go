@@ -365,39 +365,33 @@ func decodeAt(b record.Batch, off int64, out *raft.Log) error {
 
 // buildTable records where each record of a validated batch starts, or
 // returns nil for a batch a table cannot serve: compressed (raftlog never
-// compresses) or with offsets that are not dense (record i at base+i).
-// It walks the records' length varints and offset deltas only.
+// compresses), with a record record.Iterator refuses, or with offsets
+// that are not dense (record i at base+i). The positions come from the
+// iterator, the one parser of the record framing.
 func buildTable(b record.Batch) *entryTable {
 	if len(b) < record.HeaderSize || b.Codec() != record.None || len(b) > 1<<32-1 {
 		return nil
 	}
+	var it record.Iterator
+	if it.Reset(b) != nil {
+		return nil
+	}
+	// The count only sizes the table as far as the bytes could hold that
+	// many records: a header whose CRC was made to match must not make it
+	// allocate by its count.
 	n := max(min(int(b.NumRecords()), (len(b)-record.HeaderSize)/minRecordBytes), 0)
 	t := &entryTable{base: b.BaseOffset(), size: int64(len(b)), pos: make([]uint32, 0, n+1)}
 	copy(t.hdr[:], b)
-	p := record.HeaderSize
-	for i := 0; i < n; i++ {
-		length, w := binary.Varint(b[p:])
-		if w <= 0 || length < 6 || length > int64(len(b)-p-w) {
-			return nil
-		}
-		end := p + w + int(length)
-		// attributes (1 byte), timestamp delta, offset delta
-		q := p + w + 1
-		_, w2 := binary.Varint(b[q:end])
-		if w2 <= 0 {
-			return nil
-		}
-		delta, w3 := binary.Varint(b[q+w2 : end])
-		if w3 <= 0 || delta != int64(i) {
+	for p := it.Pos(); it.Next(); p = it.Pos() {
+		if it.Offset() != t.base+int64(len(t.pos)) {
 			return nil
 		}
 		t.pos = append(t.pos, uint32(p))
-		p = end
 	}
-	if p != len(b) || n != int(b.NumRecords()) {
+	if it.Err() != nil {
 		return nil
 	}
-	t.pos = append(t.pos, uint32(p))
+	t.pos = append(t.pos, uint32(it.Pos()))
 	return t
 }
 

@@ -54,7 +54,7 @@ type Iterator struct {
 // batch Reset decompresses the record section, so it reports decompression
 // errors; record errors come from Next.
 func (it *Iterator) Reset(b Batch) error {
-	it.data, it.err, it.read, it.pos = nil, nil, 0, 0
+	it.data, it.err, it.read, it.pos, it.base = nil, nil, 0, 0, -1
 	if err := checkStructure(b); err != nil {
 		it.err = err
 		return err
@@ -142,6 +142,19 @@ func (it *Iterator) Record() Record { return it.rec }
 // Offset is the current record's offset, Record().Offset without copying
 // the record.
 func (it *Iterator) Offset() int64 { return it.rec.Offset }
+
+// Pos is the byte position in the batch where the next record starts:
+// HeaderSize after Reset, the end of the record just decoded after Next,
+// the batch's size after the last. It is -1 for a compressed batch, whose
+// records lie in the decompressed section, and after Reset failed. A
+// reader that keeps positions (an index of records within a batch) takes
+// them from here rather than walking the framing again.
+func (it *Iterator) Pos() int {
+	if it.base < 0 {
+		return -1
+	}
+	return it.base + it.pos
+}
 
 // Err returns the error that stopped iteration, nil at a clean end.
 func (it *Iterator) Err() error { return it.err }
