@@ -112,7 +112,7 @@ func fuzzEntries(data []byte) (entries []raft.Log, commit uint64) {
 // FuzzCodec tries to break the raft.Log <-> Kafka record mapping from both
 // sides. Arbitrary bytes, as they are and with the framing and CRC fixed
 // so that they pass as a stored batch, go through decodeBatch (GetLog's
-// decoder): it never panics, allocates no more than a small multiple of
+// decoder) when they pass Validate, as readBatch checks first: it never panics, allocates no more than a small multiple of
 // the bytes it was given (a record count or a length field is not an
 // allocation size), and each entry it returns has its record's index and
 // the batch's epoch as term. Then entries read from the same bytes are
@@ -167,6 +167,9 @@ func FuzzCodec(f *testing.F) {
 			return
 		}
 		for _, b := range []record.Batch{data, fixBatch(data)} {
+			if b.Validate() != nil {
+				continue
+			}
 			var entries []raft.Log
 			var err error
 			// Each entry copies its data and extensions out of b; the

@@ -435,18 +435,22 @@ func (s *Store) readBatchInto(offset int64, buf *[]byte) (record.Batch, error) {
 // byte each.
 const minRecordBytes = 7
 
-// decodeBatch validates a stored batch (CRC included, by Records) and
-// decodes its records as entries. The record count in the header only sizes the slice
-// as far as the batch's bytes could hold that many records: a damaged or
-// hostile header whose CRC was made to match must not make it allocate by
-// its count.
+// decodeBatch decodes the records of a stored batch readBatch validated
+// (CRC included, so not again) as entries. The record count in the header
+// only sizes the slice as far as the batch's bytes could hold that many
+// records: a damaged or hostile header whose CRC was made to match must
+// not make it allocate by its count.
 func decodeBatch(b record.Batch) ([]raft.Log, error) {
 	n := 0
 	if len(b) >= record.HeaderSize {
 		n = max(min(int(b.NumRecords()), (len(b)-record.HeaderSize)/minRecordBytes), 0)
 	}
 	entries := make([]raft.Log, 0, n)
-	for r, err := range b.Records() {
+	var it record.Iterator
+	if err := it.Reset(b); err != nil {
+		return nil, err
+	}
+	for r, err := range it.All() {
 		if err != nil {
 			return nil, err
 		}
