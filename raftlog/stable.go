@@ -38,7 +38,10 @@ type stableState struct {
 	// seq is the highest sequence number written or attempted: a failed
 	// attempt's number is not reused.
 	seq uint64
-	buf []byte // a slot's bytes as written
+	// note says what is wrong with the slot Open passed over, if it is
+	// neither valid nor blank; Open logs it.
+	note string
+	buf  []byte // a slot's bytes as written
 }
 
 // jsonState is the older format of quorum-state, before issue 29: JSON,
@@ -66,7 +69,17 @@ func jsonKey(path, k string) (string, error) {
 // is read (the slot format starts with its magic; the older JSON one with
 // '{'), anything else is a *StableFileError.
 func (s *Store) loadStable() error {
-	return s.stable.load(s.fs, filepath.Join(s.dir, StableFile))
+	if err := s.stable.load(s.fs, filepath.Join(s.dir, StableFile)); err != nil {
+		return err
+	}
+	if s.stable.note != "" && s.opts.Logger != nil {
+		// Expected after a crash during a Set (the slot it was writing is
+		// torn, and the Set never returned); anything else is damage the
+		// other slot survived. Either way it is overwritten by the next Set.
+		s.opts.Logger.Warn("raftlog: one quorum-state slot is unreadable; the other holds the state",
+			"file", s.stable.path, "fault", s.stable.note, "sequence", s.stable.seq)
+	}
+	return nil
 }
 
 // load reads the file at path into st, which it resets.
@@ -98,10 +111,11 @@ func (st *stableState) load(fsys vfs.FS, path string) error {
 			return e
 		}
 	}
-	slot, cur, err := readSlots(st.path, data)
+	slot, cur, note, err := readSlots(st.path, data)
 	if err != nil {
 		return err
 	}
+	st.note = note
 	st.bytes, st.u64 = slot.bytes, slot.u64
 	st.slot, st.cur, st.seq = len(data)/2, cur, slot.seq
 	return nil
@@ -157,9 +171,11 @@ func (st *stableState) save() error {
 	return nil
 }
 
-// replace writes a new file whose first slot holds the state (the second
-// is zeros, invalid, so it is written next) with slots big enough for it,
-// and puts it in place of the old file, JSON or slots, atomically.
+// replace writes a new file whose two slots both hold the state (the same
+// bytes, the same sequence number: Open takes the first, so the second is
+// written next, and until then a damaged first slot still leaves the
+// state) with slots big enough for it, and puts it in place of the old
+// file, JSON or slots, atomically.
 func (st *stableState) replace() error {
 	size := slotSizeFor(st.slot, len(st.buf))
 	if size == 0 {
@@ -170,6 +186,7 @@ func (st *stableState) replace() error {
 	putSlotHeader(st.buf, size, st.seq)
 	img := make([]byte, 2*size)
 	copy(img, st.buf)
+	copy(img[size:], st.buf)
 	// The open file is the one being replaced: whether the replacement
 	// succeeds or fails (perhaps after its rename), it must not be
 	// written again.

@@ -256,11 +256,13 @@ func isSlotFileSize(n int) bool {
 }
 
 // readSlots picks the valid slot with the higher sequence number from a
-// whole slot file. It returns the index of that slot, or a
-// *StableFileError for path when neither is valid.
-func readSlots(path string, data []byte) (slotState, int, error) {
+// whole slot file. It returns the index of that slot and, when the other
+// slot is invalid but not blank (torn by a crash during a Set, or
+// damaged), what is wrong with it; or a *StableFileError for path when
+// neither is valid.
+func readSlots(path string, data []byte) (slotState, int, string, error) {
 	if !isSlotFileSize(len(data)) {
-		return slotState{}, 0, &StableFileError{Path: path, Pos: int64(len(data)),
+		return slotState{}, 0, "", &StableFileError{Path: path, Pos: int64(len(data)),
 			Reason: fmt.Sprintf("size %d is not two slots of a power of two between %d and %d bytes", len(data), minSlot, maxSlot)}
 	}
 	slot := len(data) / 2
@@ -277,12 +279,31 @@ func readSlots(path string, data []byte) (slotState, int, error) {
 		pos[i] = int64(base + at)
 		faults[i] = fmt.Sprintf("slot %d (byte %d): %s", i, pos[i], reason)
 	}
+	chosen := -1
 	switch {
 	case ok[0] && (!ok[1] || st[0].seq >= st[1].seq):
-		return st[0], 0, nil
+		chosen = 0
 	case ok[1]:
-		return st[1], 1, nil
+		chosen = 1
 	}
-	return slotState{}, 0, &StableFileError{Path: path, Pos: pos[0],
+	if chosen >= 0 {
+		other, note := 1-chosen, ""
+		if !ok[other] && !blank(data[other*slot:(other+1)*slot]) {
+			note = faults[other]
+		}
+		return st[chosen], chosen, note, nil
+	}
+	return slotState{}, 0, "", &StableFileError{Path: path, Pos: pos[0],
 		Reason: "both slots are damaged: " + faults[0] + "; " + faults[1]}
+}
+
+// blank reports a slot never written: all zeros, as a new file's second
+// slot was before the first Set wrote it.
+func blank(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -147,9 +148,20 @@ func TestStableDamagedSlot(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := stableSlots(t)
 			damageStable(t, mem, func(b []byte) []byte { tc.damage(b); return b })
-			s := openT(t, mem, "/raft")
+			var logged bytes.Buffer
+			opts := testOpts(mem)
+			opts.Logger = slog.New(slog.NewTextHandler(&logged, nil))
+			s, err := Open("/raft", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got, _ := s.GetUint64([]byte("CurrentTerm")); got != tc.want {
 				t.Fatalf("term %d, want %d", got, tc.want)
+			}
+			// A slot never written is not worth a word; any other is.
+			blankSlot := tc.name == "newer zeros"
+			if warned := strings.Contains(logged.String(), "quorum-state slot is unreadable"); warned == blankSlot {
+				t.Fatalf("warned %v about a damaged slot (blank: %v); log:\n%s", warned, blankSlot, logged.String())
 			}
 			good := vfstest.ReadFile(t, mem, stablePath)[tc.good*minSlot : (tc.good+1)*minSlot]
 			if err := s.SetUint64([]byte("CurrentTerm"), 10); err != nil {
@@ -165,6 +177,24 @@ func TestStableDamagedSlot(t *testing.T) {
 			}
 			s.Close()
 		})
+	}
+}
+
+// TestStableNewFileBothSlots: the file a first Set creates (or a growth
+// rewrites) holds the state in both slots, so damage to the first before
+// the next Set still leaves the state, rather than a zero second slot.
+func TestStableNewFileBothSlots(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openT(t, mem, "/raft")
+	if err := s.SetUint64([]byte("CurrentTerm"), 5); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	damageStable(t, mem, func(b []byte) []byte { b[slotHeader+1] ^= 0x40; return b })
+	s = openT(t, mem, "/raft")
+	defer s.Close()
+	if got, err := s.GetUint64([]byte("CurrentTerm")); err != nil || got != 5 {
+		t.Fatalf("term %d, %v; want 5 from the second slot", got, err)
 	}
 }
 
