@@ -292,7 +292,11 @@ func (s *Store) getByTable(gen uint64, off int64, out *raft.Log) (done bool, err
 	}
 	if s.cache.gen.Load() != gen {
 		// A write that removes or replaces offsets began after the
-		// table was taken: the bytes may be another batch's.
+		// table was taken: read the batch instead. Only a truncation
+		// changes the bytes under a slice, and ReadAt reports that
+		// itself (ErrSliceTruncated), so this is an early way out
+		// rather than the guard: the check after decoding is what keeps
+		// an entry decoded from older bytes from being returned.
 		return false, nil
 	}
 	if err := decodeOne(t.standIn(buf, i), off, out); err != nil {
