@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/soak"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -50,8 +51,12 @@ func checkRandom(t *testing.T, label string, rng *rand.Rand, s *Store, oracle *r
 // delete-everything with a restart elsewhere, and reopens at random,
 // comparing random and sequential GetLog with raft's InmemStore after
 // every step.
+//
+// -soak.scale multiplies the seeds (4 each) and -soak.seed moves them, for
+// runs longer than CI's.
 func TestGetLogRandomModel(t *testing.T) {
-	for seed := range uint64(4) {
+	for r := range uint64(4 * soak.Scale()) {
+		seed := soak.Seed()<<32 | r
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 29))
 			fs := vfs.NewMem()
