@@ -220,6 +220,7 @@ func (c *checker) run() {
 	}
 	c.classifyDamage()
 	c.checkFiles()
+	c.dropVanishedLeftovers()
 	for key, n := range c.overflow {
 		file, kind, _ := strings.Cut(key, "\x00")
 		// The summary carries the fix of the problems it stands for.
@@ -239,6 +240,22 @@ func (c *checker) run() {
 			return strings.Compare(a.File, b.File)
 		}
 		return int(min(max(a.Position-b.Position, -1), 1))
+	})
+}
+
+// dropVanishedLeftovers forgets the leftovers gone by the end of the
+// check. Beside a live Log, a checkpoint's .tmp (or a swap's file) listed
+// with the directory was an operation in flight that has finished since,
+// not one a crash interrupted: reporting it would send the user to repair
+// a healthy log. One still there is reported; a check racing the writer
+// can still meet one written again, as it can a half-written batch.
+func (c *checker) dropVanishedLeftovers() {
+	c.r.Problems = slices.DeleteFunc(c.r.Problems, func(p Problem) bool {
+		if p.Kind != KindLeftover {
+			return false
+		}
+		_, err := c.fs.Stat(c.path(p.File))
+		return errors.Is(err, fs.ErrNotExist)
 	})
 }
 
