@@ -143,7 +143,7 @@ func TestRaftCrashCampaign(t *testing.T) {
 		seed := soak.Seed()<<32 | uint64(r)
 		points += runRaftCampaign(t, seed, 30)
 		if t.Failed() {
-			t.Fatalf("run seed %d failed (replay: go test -run TestRaftCrashCampaign -soak.seed=%d -soak.scale=%d ./raftlog)", seed, soak.Seed(), soak.Scale())
+			t.Fatalf("run seed %d failed (replay: go test ./raftlog -run TestRaftCrashCampaign -soak.seed=%d -soak.scale=%d)", seed, soak.Seed(), soak.Scale())
 		}
 	}
 	t.Logf("%d crash points over %d runs", points, runs)

@@ -122,7 +122,7 @@ func TestStoreCrashCampaign(t *testing.T) {
 		seed := soak.Seed()<<32 | uint64(r)
 		points += runStoreCampaign(t, seed, 45)
 		if t.Failed() {
-			t.Fatalf("run seed %d failed (replay: go test -run TestStoreCrashCampaign -soak.seed=%d -soak.scale=%d ./store)", seed, soak.Seed(), soak.Scale())
+			t.Fatalf("run seed %d failed (replay: go test ./store -run TestStoreCrashCampaign -soak.seed=%d -soak.scale=%d)", seed, soak.Seed(), soak.Scale())
 		}
 	}
 	t.Logf("%d crash points over %d runs", points, runs)
