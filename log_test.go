@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/fsck/fscktest"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -44,6 +45,7 @@ func TestOptionsValidate(t *testing.T) {
 		{LogConfig: LogConfig{SegmentAge: -time.Second}},
 		{LogConfig: LogConfig{IndexIntervalBytes: -1}},
 		{LogConfig: LogConfig{MaxIndexBytes: 12}},
+		{LogConfig: LogConfig{MaxIndexBytes: defaults.MaxSegmentBytes + 1}},
 		{LogConfig: LogConfig{MaxBatchBytes: 20}},
 		{LogConfig: LogConfig{Compression: 9}},
 		{LogConfig: LogConfig{Sync: 7}},

@@ -78,7 +78,8 @@ type LogConfig struct {
 	// two offset-index entries. Default 4096.
 	IndexIntervalBytes int
 	// MaxIndexBytes is the preallocated size of each index file; a full index
-	// rolls the segment. Default 10 MiB.
+	// rolls the segment. Default 10 MiB; from 24 bytes (two time-index
+	// entries) to 2 GiB - 1, the range of a store's segment.index.bytes.
 	MaxIndexBytes int
 	// MaxBatchBytes is the largest batch, including its 12-byte log overhead,
 	// that Append or AppendBatch will store. Default 1,048,588. It bounds
@@ -239,6 +240,11 @@ func (o Options) Validate() error {
 		return bad("IndexIntervalBytes %d: must not be negative", o.IndexIntervalBytes)
 	case o.MaxIndexBytes < 0 || (o.MaxIndexBytes > 0 && o.MaxIndexBytes < defaults.MinIndexBytes):
 		return bad("MaxIndexBytes %d: must hold at least two time-index entries (%d bytes)", o.MaxIndexBytes, defaults.MinIndexBytes)
+	case o.MaxIndexBytes > defaults.MaxSegmentBytes:
+		// The bound a store's segment.index.bytes has: an index larger
+		// than any segment indexes nothing more, and is reserved on disk
+		// and mapped whole for every segment.
+		return bad("MaxIndexBytes %d: must be at most %d", o.MaxIndexBytes, defaults.MaxSegmentBytes)
 	case o.MaxBatchBytes < 0 || (o.MaxBatchBytes > 0 && o.MaxBatchBytes < record.HeaderSize):
 		return bad("MaxBatchBytes %d: must be at least %d", o.MaxBatchBytes, record.HeaderSize)
 	case o.MaxMappedIndexes < 0:
