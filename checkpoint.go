@@ -23,39 +23,15 @@ const (
 	checkpointTmpSuffix = layout.CheckpointTmpSuffix
 )
 
-// CheckpointEntry is one line of an offset checkpoint file: a topic, a
-// partition and an offset.
-type CheckpointEntry = layout.CheckpointEntry
-
-// ErrBadCheckpoint reports a checkpoint file that does not parse.
+// ErrBadCheckpoint reports a checkpoint file that does not parse
+// (layout.ErrBadCheckpoint, whose package reads and writes checkpoints).
 var ErrBadCheckpoint = layout.ErrBadCheckpoint
-
-// ReadCheckpoint parses an offset checkpoint file in Kafka's text format
-// (layout.ReadCheckpoint). A missing file returns an error matching
-// fs.ErrNotExist.
-func ReadCheckpoint(fs vfs.FS, path string) ([]CheckpointEntry, error) {
-	return layout.ReadCheckpoint(fs, path)
-}
-
-// ParseCheckpoint parses the contents of an offset checkpoint file
-// (layout.ParseCheckpoint); path is used only in errors.
-func ParseCheckpoint(path string, data []byte) ([]CheckpointEntry, error) {
-	return layout.ParseCheckpoint(path, data)
-}
-
-// FormatCheckpoint renders entries in Kafka's checkpoint text format.
-func FormatCheckpoint(entries []CheckpointEntry) []byte { return layout.FormatCheckpoint(entries) }
-
-// WriteCheckpoint replaces path atomically and durably (layout.WriteCheckpoint).
-func WriteCheckpoint(fs vfs.FS, path string, entries []CheckpointEntry) error {
-	return layout.WriteCheckpoint(fs, path, entries)
-}
 
 // readOffsetCheckpoint returns the offset recorded for this log's partition
 // in a checkpoint file, or ok=false when the file is missing or has no entry
 // for it.
 func readOffsetCheckpoint(fs vfs.FS, dir, name string) (off int64, ok bool, err error) {
-	entries, err := ReadCheckpoint(fs, filepath.Join(dir, name))
+	entries, err := layout.ReadCheckpoint(fs, filepath.Join(dir, name))
 	if err != nil {
 		if isNotExist(err) {
 			return 0, false, nil
@@ -71,7 +47,7 @@ func readOffsetCheckpoint(fs vfs.FS, dir, name string) (off int64, ok bool, err 
 
 func writeOffsetCheckpoint(fs vfs.FS, dir, name string, off int64) error {
 	topic, part := layout.CheckpointName(dir)
-	return WriteCheckpoint(fs, filepath.Join(dir, name), []CheckpointEntry{{Topic: topic, Partition: part, Offset: off}})
+	return layout.WriteCheckpoint(fs, filepath.Join(dir, name), []layout.CheckpointEntry{{Topic: topic, Partition: part, Offset: off}})
 }
 
 // dirState is what a directory's checkpoints and marker say about the last

@@ -229,7 +229,7 @@ func closedLogDir(t *testing.T, fsys vfs.FS, dir string) {
 	t.Helper()
 	topic, part, _ := layout.KafkaPartition(dir)
 	vfstest.WriteFile(t, fsys, filepath.Join(filepath.Dir(dir), RecoveryPointFile),
-		FormatCheckpoint([]CheckpointEntry{{Topic: topic, Partition: part, Offset: 1 << 40}}))
+		layout.FormatCheckpoint([]layout.CheckpointEntry{{Topic: topic, Partition: part, Offset: 1 << 40}}))
 	vfstest.WriteFile(t, fsys, filepath.Join(filepath.Dir(dir), CleanShutdownFile), nil)
 }
 
@@ -252,19 +252,19 @@ func TestCompactedGapsAreNotMissing(t *testing.T) {
 		logDir bool
 	}{
 		{"own file", func(t *testing.T, fsys vfs.FS, dir string) Options {
-			vfstest.WriteFile(t, fsys, filepath.Join(dir, CleanerOffsetFile), FormatCheckpoint([]CheckpointEntry{{Topic: "events", Partition: 0, Offset: 3}}))
+			vfstest.WriteFile(t, fsys, filepath.Join(dir, CleanerOffsetFile), layout.FormatCheckpoint([]layout.CheckpointEntry{{Topic: "events", Partition: 0, Offset: 3}}))
 			return Options{}
 		}, true, false},
 		{"log.dir line", func(t *testing.T, fsys vfs.FS, dir string) Options {
 			closedLogDir(t, fsys, dir)
 			vfstest.WriteFile(t, fsys, filepath.Join(filepath.Dir(dir), CleanerOffsetFile),
-				FormatCheckpoint([]CheckpointEntry{{Topic: "other", Partition: 0, Offset: 9}, {Topic: "events", Partition: 2, Offset: 3}}))
+				layout.FormatCheckpoint([]layout.CheckpointEntry{{Topic: "other", Partition: 0, Offset: 9}, {Topic: "events", Partition: 2, Offset: 3}}))
 			return Options{}
 		}, true, true},
 		{"another partition's log.dir line", func(t *testing.T, fsys vfs.FS, dir string) Options {
 			closedLogDir(t, fsys, dir)
 			vfstest.WriteFile(t, fsys, filepath.Join(filepath.Dir(dir), CleanerOffsetFile),
-				FormatCheckpoint([]CheckpointEntry{{Topic: "events", Partition: 1, Offset: 3}, {Topic: "events", Partition: 3, Offset: 3}}))
+				layout.FormatCheckpoint([]layout.CheckpointEntry{{Topic: "events", Partition: 1, Offset: 3}, {Topic: "events", Partition: 3, Offset: 3}}))
 			return Options{}
 		}, false, true},
 		{"checkpointer", func(t *testing.T, fsys vfs.FS, dir string) Options {
@@ -403,14 +403,14 @@ func TestCompactedGapsSurviveRecovery(t *testing.T) {
 			gapMakers[1].make(t, fsys, dir, bases[3])
 			if compacted {
 				vfstest.WriteFile(t, fsys, filepath.Join(dir, CleanerOffsetFile),
-					FormatCheckpoint([]CheckpointEntry{{Topic: "log", Offset: bases[1]}}))
+					layout.FormatCheckpoint([]layout.CheckpointEntry{{Topic: "log", Offset: bases[1]}}))
 			}
 			// A crash: no clean-shutdown marker, nothing known synced.
 			if err := fsys.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
 				t.Fatal(err)
 			}
 			vfstest.WriteFile(t, fsys, filepath.Join(dir, RecoveryPointFile),
-				FormatCheckpoint([]CheckpointEntry{{Topic: "log", Offset: 0}}))
+				layout.FormatCheckpoint([]layout.CheckpointEntry{{Topic: "log", Offset: 0}}))
 			kept := end - (bases[4] - bases[3])
 
 			ro, err := Open(dir, Options{FS: fsys, ReadOnly: true, Logger: discardLogger()})

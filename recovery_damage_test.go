@@ -170,7 +170,7 @@ func TestLegacyDamageBelowRecoveryPoint(t *testing.T) {
 		path := filepath.Join(dir, segment.FileName(0, segment.LogSuffix))
 		vfstest.WriteFile(t, fs, path, file)
 		if rp > 0 {
-			if err := WriteCheckpoint(fs, filepath.Join(dir, RecoveryPointFile), []CheckpointEntry{{Topic: "log", Offset: rp}}); err != nil {
+			if err := layout.WriteCheckpoint(fs, filepath.Join(dir, RecoveryPointFile), []layout.CheckpointEntry{{Topic: "log", Offset: rp}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -215,13 +215,13 @@ func kafkaLogDir(t *testing.T, clean bool, start int64) (fs *vfs.MemFS, part str
 	if err := fs.MkdirAll("/kafka/other-1"); err != nil {
 		t.Fatal(err)
 	}
-	lines := func(mine int64) []CheckpointEntry {
-		return []CheckpointEntry{{Topic: "other", Partition: 1, Offset: 77}, {Topic: "topic", Partition: 0, Offset: mine}, {Topic: "topic", Partition: 1, Offset: 5}}
+	lines := func(mine int64) []layout.CheckpointEntry {
+		return []layout.CheckpointEntry{{Topic: "other", Partition: 1, Offset: 77}, {Topic: "topic", Partition: 0, Offset: mine}, {Topic: "topic", Partition: 1, Offset: 5}}
 	}
-	if err := WriteCheckpoint(fs, "/kafka/"+RecoveryPointFile, lines(end)); err != nil {
+	if err := layout.WriteCheckpoint(fs, "/kafka/"+RecoveryPointFile, lines(end)); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteCheckpoint(fs, "/kafka/"+LogStartOffsetFile, lines(start)); err != nil {
+	if err := layout.WriteCheckpoint(fs, "/kafka/"+LogStartOffsetFile, lines(start)); err != nil {
 		t.Fatal(err)
 	}
 	if clean {
@@ -283,10 +283,10 @@ func TestKafkaLogDirCheckpoints(t *testing.T) {
 	t.Run("log start from the log.dir, own files ignored", func(t *testing.T) {
 		fs, part, end := kafkaLogDir(t, false, 9)
 		// What an older seglog left when it opened the partition alone.
-		if err := WriteCheckpoint(fs, filepath.Join(part, LogStartOffsetFile), []CheckpointEntry{{Topic: "topic", Partition: 0, Offset: 0}}); err != nil {
+		if err := layout.WriteCheckpoint(fs, filepath.Join(part, LogStartOffsetFile), []layout.CheckpointEntry{{Topic: "topic", Partition: 0, Offset: 0}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteCheckpoint(fs, filepath.Join(part, RecoveryPointFile), []CheckpointEntry{{Topic: "topic", Partition: 0, Offset: 0}}); err != nil {
+		if err := layout.WriteCheckpoint(fs, filepath.Join(part, RecoveryPointFile), []layout.CheckpointEntry{{Topic: "topic", Partition: 0, Offset: 0}}); err != nil {
 			t.Fatal(err)
 		}
 		vfstest.WriteFile(t, fs, filepath.Join(part, CleanShutdownFile), nil)
@@ -402,7 +402,7 @@ func TestBatchesPastNextSegmentBase(t *testing.T) {
 		}
 		vfstest.WriteFile(t, fs, "/log/"+segment.FileName(0, segment.LogSuffix), bytes.Join(batches, nil))
 		vfstest.WriteFile(t, fs, "/log/"+segment.FileName(5, segment.LogSuffix), nil)
-		if err := WriteCheckpoint(fs, "/log/"+RecoveryPointFile, []CheckpointEntry{{Topic: "log", Offset: rp}}); err != nil {
+		if err := layout.WriteCheckpoint(fs, "/log/"+RecoveryPointFile, []layout.CheckpointEntry{{Topic: "log", Offset: rp}}); err != nil {
 			t.Fatal(err)
 		}
 		return fs, "/log/" + segment.FileName(0, segment.LogSuffix)

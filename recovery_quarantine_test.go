@@ -79,7 +79,7 @@ func TestIssue26FlippedByteKeepsEveryValidBatch(t *testing.T) {
 			if err := fs.Remove(filepath.Join(dir, CleanShutdownFile)); err != nil {
 				t.Fatal(err)
 			}
-			if err := WriteCheckpoint(fs, filepath.Join(dir, RecoveryPointFile), []CheckpointEntry{{Topic: "log", Offset: 0}}); err != nil {
+			if err := layout.WriteCheckpoint(fs, filepath.Join(dir, RecoveryPointFile), []layout.CheckpointEntry{{Topic: "log", Offset: 0}}); err != nil {
 				t.Fatal(err)
 			}
 			before := map[string][]byte{}
@@ -194,7 +194,7 @@ func TestIssue26LogStartBeyondEndDeletesNothing(t *testing.T) {
 	fs, dir := vfs.NewMem(), "/data/log"
 	_, end := issueLog(t, fs, dir, 2900)
 	ckpt := filepath.Join(dir, LogStartOffsetFile)
-	if err := WriteCheckpoint(fs, ckpt, []CheckpointEntry{{Topic: "log", Offset: end + 100}}); err != nil {
+	if err := layout.WriteCheckpoint(fs, ckpt, []layout.CheckpointEntry{{Topic: "log", Offset: end + 100}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, clean := range []bool{true, false} {
@@ -217,7 +217,7 @@ func TestIssue26LogStartBeyondEndDeletesNothing(t *testing.T) {
 		}
 	}
 	// With the checkpoint corrected, every record is there.
-	if err := WriteCheckpoint(fs, ckpt, []CheckpointEntry{{Topic: "log", Offset: 0}}); err != nil {
+	if err := layout.WriteCheckpoint(fs, ckpt, []layout.CheckpointEntry{{Topic: "log", Offset: 0}}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})

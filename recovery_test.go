@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/defaults"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -351,11 +352,11 @@ func TestKafkaPartitionKeepsBigBatch(t *testing.T) {
 				if err := vfsWriteFile(fs, logPath, file); err != nil {
 					t.Fatal(err)
 				}
-				lines := []CheckpointEntry{{Topic: "events", Partition: 0, Offset: c.recoveryPoint}, {Topic: "other", Partition: 0, Offset: 7}}
-				if err := WriteCheckpoint(fs, "/kafka/"+RecoveryPointFile, lines); err != nil {
+				lines := []layout.CheckpointEntry{{Topic: "events", Partition: 0, Offset: c.recoveryPoint}, {Topic: "other", Partition: 0, Offset: 7}}
+				if err := layout.WriteCheckpoint(fs, "/kafka/"+RecoveryPointFile, lines); err != nil {
 					t.Fatal(err)
 				}
-				if err := WriteCheckpoint(fs, "/kafka/"+LogStartOffsetFile, []CheckpointEntry{{Topic: "events", Partition: 0}, {Topic: "other", Partition: 0}}); err != nil {
+				if err := layout.WriteCheckpoint(fs, "/kafka/"+LogStartOffsetFile, []layout.CheckpointEntry{{Topic: "events", Partition: 0}, {Topic: "other", Partition: 0}}); err != nil {
 					t.Fatal(err)
 				}
 				if c.clean {

@@ -59,7 +59,7 @@ func unclean(t *testing.T, dir string) {
 	if err := vfs.Default.Remove(filepath.Join(dir, seglog.CleanShutdownFile)); err != nil {
 		t.Fatal(err)
 	}
-	if err := seglog.WriteCheckpoint(vfs.Default, filepath.Join(dir, seglog.RecoveryPointFile), []seglog.CheckpointEntry{{Topic: "log", Offset: 0}}); err != nil {
+	if err := layout.WriteCheckpoint(vfs.Default, filepath.Join(dir, seglog.RecoveryPointFile), []layout.CheckpointEntry{{Topic: "log", Offset: 0}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -78,7 +78,7 @@ func flip(t *testing.T, path string, pos int64) {
 // changes nothing; consume fails the same way.
 func TestIssue26ProduceLogStartBeyondEnd(t *testing.T) {
 	dir, _ := issueDir(t)
-	if err := seglog.WriteCheckpoint(vfs.Default, filepath.Join(dir, seglog.LogStartOffsetFile), []seglog.CheckpointEntry{{Topic: "log", Offset: 5000}}); err != nil {
+	if err := layout.WriteCheckpoint(vfs.Default, filepath.Join(dir, seglog.LogStartOffsetFile), []layout.CheckpointEntry{{Topic: "log", Offset: 5000}}); err != nil {
 		t.Fatal(err)
 	}
 	before := listing(t, dir)

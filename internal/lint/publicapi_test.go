@@ -53,6 +53,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -104,7 +105,7 @@ func main() {
 	}
 
 	// Checkpoints are readable with the exported functions.
-	cp, err := seglog.ReadCheckpoint(crashed, dir+"/"+seglog.RecoveryPointFile)
+	cp, err := layout.ReadCheckpoint(crashed, dir+"/"+seglog.RecoveryPointFile)
 	if err != nil || len(cp) != 1 || cp[0].Offset != 100 {
 		fail("recovery point checkpoint %+v, %v; want one line at 100", cp, err)
 	}
@@ -128,11 +129,11 @@ func main() {
 
 	// Damage below the recovery point: Open refuses it with the file and
 	// position fsck reports, read-only too, and changes nothing.
-	lines, err := seglog.ReadCheckpoint(crashed, dir+"/"+seglog.RecoveryPointFile)
+	lines, err := layout.ReadCheckpoint(crashed, dir+"/"+seglog.RecoveryPointFile)
 	if err != nil {
 		fail("read checkpoint: %v", err)
 	}
-	if err := seglog.WriteCheckpoint(crashed, dir+"/"+seglog.RecoveryPointFile, lines); err != nil {
+	if err := layout.WriteCheckpoint(crashed, dir+"/"+seglog.RecoveryPointFile, lines); err != nil {
 		fail("write checkpoint: %v", err)
 	}
 	crashed.Remove(dir + "/" + seglog.CleanShutdownFile)

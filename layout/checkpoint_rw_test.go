@@ -1,4 +1,4 @@
-package seglog
+package layout
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -63,7 +62,7 @@ func TestCheckpointRefusals(t *testing.T) {
 	if err := mem.MkdirAll("/d"); err != nil {
 		t.Fatal(err)
 	}
-	if err := vfs.WriteFileAtomic(mem, "/d/cp", bytes.Repeat([]byte("\n"), layout.MaxCheckpointBytes+1)); err != nil {
+	if err := vfs.WriteFileAtomic(mem, "/d/cp", bytes.Repeat([]byte("\n"), MaxCheckpointBytes+1)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadCheckpoint(mem, "/d/cp"); !errors.Is(err, ErrBadCheckpoint) || !errors.Is(err, vfs.ErrFileTooLarge) {
