@@ -123,8 +123,9 @@ var ErrLogStartBeyondEnd = errors.New("seglog: the log start offset checkpoint i
 
 // LogStartError reports a log-start-offset checkpoint beyond the end of the
 // log (errors.Is(err, ErrLogStartBeyondEnd)): File is the checkpoint file
-// ("" when the store's Checkpointer keeps it), LogStart the offset it holds for
-// this log, End the offset after the last record the segments hold.
+// ("" when the Log belongs to a store, which keeps the checkpoint in its
+// log.dir's file), LogStart the offset it holds for this log, End the offset
+// after the last record the segments hold.
 type LogStartError struct {
 	Dir      string
 	File     string

@@ -10,7 +10,7 @@ import (
 // SetFileDeleteDelay sets Kafka's file.delete.delay.ms for segments the log
 // removes from now on (DeleteBefore, truncation): their files are renamed
 // to .deleted at once, as always, but unlinked only once d has passed by
-// the log's clock (Options.Now) and the last reader has let go, whichever
+// the log's clock (Options.Clock) and the last reader has let go, whichever
 // is later. Zero, the default, unlinks when the last reader lets go. Close
 // ends every delay: a .deleted file left by a crash is removed by the next
 // Open anyway.

@@ -24,9 +24,9 @@ var (
 	// ErrInvalidRecord: a record given to Append cannot be encoded.
 	ErrInvalidRecord = errors.New("seglog: invalid record")
 	// ErrClosed: the Log was closed. It is vfs.ErrClosed, the one value
-	// every layer returns (store.ErrClosed, segment.ErrClosed and
-	// index.ErrClosed are it too), so a segment or index closed under a
-	// call matches it as well.
+	// every layer returns (store.ErrClosed, raftlog.ErrClosed,
+	// segment.ErrClosed and index.ErrClosed are it too), so a segment or
+	// index closed under a call matches it as well.
 	ErrClosed = vfs.ErrClosed
 	// ErrLocked: another Log, in this process or another, has the
 	// directory. It is vfs.ErrLocked, the one value for a held lock

@@ -2,7 +2,7 @@ package seglog
 
 import "fmt"
 
-// The Log's lock order (see Log's doc comment) is written here once, as
+// The Log's lock order (the comment on the Log struct's locks) is written here once, as
 // ranks: a goroutine holding a lock takes only locks of a higher rank. A
 // lock's rank is part of its type (mutex[rankMuT]), so the struct that
 // declares a lock also says where it stands. In a normal build mutex and

@@ -3,10 +3,23 @@
 // .log file of RecordBatch v2 batches with a memory-mapped sparse offset
 // index and time index, byte-compatible with Apache Kafka's layout.
 //
+// Start with Open, which creates or recovers a log in a directory, then
+// Log.Append (or Log.AppendBatch for a producer's wire batch) to write and
+// Log.Records, Log.Read or Log.Follow to read; Close it when done. Options
+// holds the topic config (LogConfig) and the embedding hooks.
+//
 // One goroutine at a time appends (Append and AppendBatch serialize inside
 // the Log); any number of goroutines read concurrently. Readers never see a
 // partial batch: the end offset is published only after a batch's bytes are
-// written. See docs/design.md for the write path, recovery and durability.
+// written. Nothing is durable before Log.Sync, Close or the SyncMode says
+// so. See docs/design.md for the write path, recovery and durability.
+//
+// Neighbouring packages: record encodes and decodes the batches; store
+// keeps many partitions in one Kafka log.dir (a broker's data directory) and
+// raftlog keeps a Raft log on top of it; cleaner runs retention and
+// compaction over them; server speaks Kafka's protocol; fsck checks a
+// directory offline; vfs is the filesystem seam for tests. An embedder who
+// needs one log uses this package alone; one who needs topics uses store.
 package seglog
 
 import (
@@ -27,30 +40,9 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// Log is an open partition log. Its methods are safe for concurrent use.
-//
-// # Locks
-//
-// The Log's locks, in the order they are taken (a goroutine holding one
-// takes only locks further down the list; lockrank.go gives each its rank,
-// and a build with the seglog_lockrank tag checks the order at run time):
-//
-//  1. swapMu: serializes replaceSegments with the other changes to sealed
-//     segments (DeleteBefore, TruncateTo, RestartAt, Close), not with
-//     appends.
-//  2. ckptMu: serializes writes of the recovery-point checkpoint.
-//  3. mu: serializes writers and every change to the segment set; guards
-//     the writer's state grouped under it. Readers never take it.
-//  4. flushMu: held while segments are flushed, and by TruncateTo, which
-//     may unseal one.
-//  5. ro.mu (a read-only Log only): serializes the view's refreshes and
-//     Close.
-//  6. segs: the segment set. Writers hold mu and then segs exclusively for
-//     the short moment they change the set; readers take it shared to pick
-//     a segment and a reference on it.
-//
-// After them come the leaf locks of the Log's parts (commit.mu after mu,
-// truncations, delayed), which take no Log lock while held.
+// Log is an open partition log, returned by Open. Its methods are safe for
+// concurrent use. A Log holds its directory's lock and open files until
+// Close; View gives a handle that can read it but not change it.
 type Log struct {
 	dir    string
 	fs     vfs.FS
@@ -63,6 +55,28 @@ type Log struct {
 	// files bounds the sealed segments' open .log descriptors.
 	files *index.Cache
 
+	// The Log's locks, in the order they are taken (a goroutine holding
+	// one takes only locks further down the list; lockrank.go gives each
+	// its rank, and a build with the seglog_lockrank tag checks the order
+	// at run time):
+	//
+	//  1. swapMu: serializes replaceSegments with the other changes to sealed
+	//     segments (DeleteBefore, TruncateTo, RestartAt, Close), not with
+	//     appends.
+	//  2. ckptMu: serializes writes of the recovery-point checkpoint.
+	//  3. mu: serializes writers and every change to the segment set; guards
+	//     the writer's state grouped under it. Readers never take it.
+	//  4. flushMu: held while segments are flushed, and by TruncateTo, which
+	//     may unseal one.
+	//  5. ro.mu (a read-only Log only): serializes the view's refreshes and
+	//     Close.
+	//  6. segs: the segment set. Writers hold mu and then segs exclusively for
+	//     the short moment they change the set; readers take it shared to pick
+	//     a segment and a reference on it.
+	//
+	// After them come the leaf locks of the Log's parts (commit.mu after mu,
+	// truncations, delayed), which take no Log lock while held.
+	//
 	// swapMu and ckptMu serialize operations; they guard no field of
 	// their own.
 	swapMu mutex[rankSwapT]
