@@ -69,7 +69,8 @@ type TopicConfig struct {
 func DefaultTopicConfig() TopicConfig { return defaultConfig }
 
 // Set changes one config by its Kafka name and marks it as set on this
-// config (IsSet).
+// config (IsSet). An unknown key or a value that does not parse is an error
+// matching ErrInvalidConfig.
 func (c *TopicConfig) Set(key, value string) error {
 	if err := c.assign(key, value); err != nil {
 		return err
@@ -117,7 +118,9 @@ func (c *TopicConfig) SetAll(kvs []string) error {
 	return c.Validate()
 }
 
-// Validate checks the combination.
+// Validate checks every value and the combination (max.message.bytes
+// within segment.bytes, the cleaner's settings); its error matches
+// ErrInvalidConfig.
 func (c TopicConfig) Validate() error {
 	// Every value must be one Set accepts: the topic's config file is read
 	// back through Set when the store reopens, and a value it refuses

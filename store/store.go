@@ -45,7 +45,7 @@ type Options struct {
 	// topic keeps its count, as Kafka's does.
 	OffsetsPartitions int
 	// OffsetsConfig, when set, is the config __consumer_offsets is
-	// created with (default offsetsTopicConfig: retention.ms=-1,
+	// created with (default Kafka's offsets topic config: retention.ms=-1,
 	// flush.messages=1). Setting CleanupPolicy to compact here, once
 	// compaction runs, is all it takes to compact the offsets topic.
 	OffsetsConfig *TopicConfig
@@ -81,11 +81,12 @@ type Options struct {
 	// .log descriptors, however much of the partition was read: the
 	// store's descriptors stay under about 15 × MaxOpenLogs (near 3 ×
 	// MaxOpenLogs while reads stay at the partitions' ends), whatever the
-	// number of partitions and segments. Partitions handed out by Log or Writer (not
-	// AcquireLog) stay open until Close and count against the budget
-	// without being closable.
+	// number of partitions and segments. Partitions handed out by Log or
+	// Writer (not AcquireLog) stay open until Close and count against the
+	// budget without being closable.
 	MaxOpenLogs int
-	// Logger receives recovery and maintenance messages.
+	// Logger receives recovery and maintenance messages. Default
+	// slog.Default().
 	Logger *slog.Logger
 	// OnQuarantine, when set, is told of each quarantine file a
 	// partition's recovery made (seglog.Options.OnQuarantine, with the
@@ -553,7 +554,11 @@ func removeDir(fsys vfs.FS, dir string) error {
 	return fsys.Remove(dir)
 }
 
-// Start runs the retention cleaner in the background until Close.
+// Start runs the store's cleaner in the background until ctx ends or Close:
+// every 5 minutes (Kafka's log.retention.check.interval.ms) a round over
+// every partition, retention and, for a compacting topic, compaction, as Clean
+// does once. A second Start returns cleaner.ErrRunning; a read-only store
+// refuses it (ErrReadOnly).
 func (s *Store) Start(ctx context.Context) error {
 	if s.readOnly {
 		return s.errReadOnly("start the cleaner")
@@ -567,8 +572,12 @@ func (s *Store) Start(ctx context.Context) error {
 	return nil
 }
 
-// RunRetention runs one retention round over every partition of every
-// topic, now.
+// RunRetention runs one round of the store's cleaner now, over every
+// partition of every topic: retention and, for a compacting topic,
+// compaction, as each of Start's rounds does (rounds take turns). A
+// partition's failure does not fail it (Clean reports each partition's
+// outcome); it returns ctx's error when ctx ends first, and ErrReadOnly on a
+// read-only store.
 func (s *Store) RunRetention(ctx context.Context) error {
 	if s.readOnly {
 		return s.errReadOnly("run retention")
