@@ -15,8 +15,9 @@ import (
 // DeleteRange deletes the entries [min, max], which raft only ever asks
 // for as a prefix (compaction after a snapshot), a suffix (a follower
 // dropping entries that conflict with its leader) or everything (after a
-// snapshot install or RecoverCluster). A range inside the log is refused;
-// one outside it does nothing.
+// snapshot install or RecoverCluster). A range strictly inside the log
+// (neither a prefix nor a suffix) is refused with an error and changes
+// nothing; one outside it does nothing.
 //
 // A prefix raises the log start offset and removes the segments wholly
 // below it (DeleteBefore). Everything restarts the partition empty at its

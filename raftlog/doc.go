@@ -9,9 +9,16 @@
 //	dir/quorum-state      term and vote (the StableStore): two slots written in turn
 //	dir/raft-0.tail       present only while a suffix delete rewrites a batch
 //
-// The mapping (docs/raft.md has the reasons):
+// Start with Open, and hand the Store to raft.NewRaft as both its LogStore
+// and its StableStore; Close it after raft has shut down. Store.Log gives a
+// read-only seglog.View of the partition for reading the log as a Kafka
+// consumer would. The package uses a seglog.Log directly (not package store):
+// one directory holds one Raft log.
 //
-//   - offset = index − 1 (toOffset and toIndex are the only conversions);
+// The mapping between raft entries and Kafka records (docs/raft.md has the
+// reasons):
+//
+//   - offset = index − 1 (a raft index starts at 1, a Kafka offset at 0);
 //   - term = the batch's partition leader epoch, so every StoreLogs call
 //     becomes one batch per run of equal terms (one batch on a leader);
 //   - Data = the record value (nil stays null);

@@ -183,7 +183,11 @@ const maxPooledBatch = 1 << 20
 
 // GetLog fills out with the entry at index, or returns exactly
 // raft.ErrLogNotFound (raft compares it with ==) when the log does not
-// hold it: below the start, past the end, deleted or truncated.
+// hold it: below the start, past the end, deleted or truncated. Other
+// errors are the read's (damage matching seglog.ErrCorrupt, ErrBadEntry,
+// I/O). out.Data and out.Extensions may share their bytes with other
+// GetLog calls for entries of the same batch (a cache of the last batch
+// read): read them, do not modify them.
 func (s *Store) GetLog(index uint64, out *raft.Log) error {
 	if err := s.checkOpen(); err != nil {
 		return err

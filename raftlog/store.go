@@ -55,7 +55,9 @@ type Options struct {
 	// An entry whose data and extensions exceed it less 169 bytes of
 	// framing is refused.
 	MaxBatchBytes int
-	// Logger receives the partition's recovery messages.
+	// Logger receives the partition's recovery messages (nil means
+	// slog.Default(), as for seglog.Options) and the warning that one
+	// quorum-state slot is unreadable (nil drops it).
 	Logger *slog.Logger
 }
 
