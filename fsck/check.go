@@ -68,7 +68,8 @@ const maxProblemsPerFile = 50
 
 // Check checks the partition directory dir and returns its report. It
 // writes nothing and takes no lock. err is for operational failures (dir
-// missing or unreadable); damage, including files that cannot be read, is
+// missing or unreadable, ErrNotDir when it is a file, ErrNoPartition when it
+// holds no partition); damage, including files that cannot be read, is
 // reported as problems.
 func Check(fsys vfs.FS, dir string, opts Options) (*Report, error) {
 	c, err := newChecker(fsys, dir, opts)

@@ -1,5 +1,10 @@
 // Package fsck checks, and on request repairs, seglog and Apache Kafka
-// partition directories.
+// partition directories. It is what the seglog fsck command runs, and works
+// on a directory offline, without opening a Log.
+//
+// Start with Check (read-only) or Repair on one partition directory; for a
+// store or a Kafka log.dir, PartitionDirs lists the partition directories
+// below it. Report.ExitCode turns the result into fsck(8)'s status.
 //
 // Check reads a partition directory and reports every problem it finds,
 // each with the file, the byte position in that file, a kind, a severity

@@ -40,8 +40,8 @@ const maxRepairPasses = 4
 // Repair checks dir and fixes what the Log's own recovery would fix, with
 // the engine's segment recovery where it can:
 //
-//   - leftover files are resolved as Kafka's log loader resolves them (§7
-//     of the format reference), by layout.Resolve as Open does; orphan
+//   - leftover files are resolved as Kafka's log loader resolves them
+//     (docs/format.md, "Segments, indexes and checkpoints"), by layout.Resolve as Open does; orphan
 //     index files and corrupt producer snapshots are deleted;
 //   - damage past the recovery point is cut at: the .log is cut at the
 //     first such damage (by the engine's segment recovery, which also
@@ -59,8 +59,8 @@ const maxRepairPasses = 4
 //     is lowered to it, once no damage remains; one found beyond the end is
 //     missing data and is left as it is;
 //   - an unusable offset checkpoint is rewritten so that every record is
-//     kept, and a log start beyond the end of the log set to the end
-//     (fixCheckpointFile); Problem.Repair says what was written.
+//     kept, and a log start beyond the end of the log set to the end;
+//     Problem.Repair says what was written.
 //
 // The recovery point is read once, before anything changes, in the order
 // the Log's Open reads it: a clean-shutdown marker in dir (every batch

@@ -60,7 +60,7 @@ const (
 	KindLeaderEpoch   Kind = "leader-epoch"        // leader-epoch-checkpoint malformed or inconsistent
 	KindTxnIndex      Kind = "txnindex"            // .txnindex malformed or not matching the ABORT markers
 	KindSnapshot      Kind = "snapshot"            // producer snapshot malformed
-	KindMetadata      Kind = "partition-metadata"
+	KindMetadata      Kind = "partition-metadata" // partition.metadata malformed
 	KindIO            Kind = "io" // a file could not be read
 	// KindReadLimit is an entry the file holds whole but that is larger
 	// than the read limit (Options.MaxEntryBytes), so it was not verified.
@@ -214,7 +214,8 @@ const (
 )
 
 // ExitCode returns the fsck(8) status for the report: 0 with no problems,
-// 1 when every problem was repaired, 4 when some remain.
+// 1 when every problem was repaired, 4 when some remain (warnings count:
+// a torn tail left as it is is 4).
 func (r *Report) ExitCode() int {
 	switch {
 	case len(r.Problems) == 0:
