@@ -41,8 +41,9 @@ const maxRepairPasses = 4
 // the engine's segment recovery where it can:
 //
 //   - leftover files are resolved as Kafka's log loader resolves them
-//     (docs/format.md, "Segments, indexes and checkpoints"), by layout.Resolve as Open does; orphan
-//     index files and corrupt producer snapshots are deleted;
+//     (docs/format.md, "Segments, indexes and checkpoints"), by
+//     layout.Resolve as Open does; orphan index files and corrupt
+//     producer snapshots are deleted;
 //   - damage past the recovery point is cut at: the .log is cut at the
 //     first such damage (by the engine's segment recovery, which also
 //     rebuilds the segment's indexes) and every later segment removed;

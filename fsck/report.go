@@ -60,8 +60,8 @@ const (
 	KindLeaderEpoch   Kind = "leader-epoch"        // leader-epoch-checkpoint malformed or inconsistent
 	KindTxnIndex      Kind = "txnindex"            // .txnindex malformed or not matching the ABORT markers
 	KindSnapshot      Kind = "snapshot"            // producer snapshot malformed
-	KindMetadata      Kind = "partition-metadata" // partition.metadata malformed
-	KindIO            Kind = "io" // a file could not be read
+	KindMetadata      Kind = "partition-metadata"  // partition.metadata malformed
+	KindIO            Kind = "io"                  // a file could not be read
 	// KindReadLimit is an entry the file holds whole but that is larger
 	// than the read limit (Options.MaxEntryBytes), so it was not verified.
 	// It is not damage: repair never cuts there.
