@@ -136,9 +136,9 @@ func (b *Builder) UncompressedSize() int {
 	return HeaderSize + len(b.raw)
 }
 
-// Add appends r, with its offset relative to the base offset (so the
-// first record of a batch with base offset 0 has Offset 0) and its
-// absolute timestamp. Offsets must increase within a batch.
+// Add appends r at its absolute Offset and Timestamp; the batch stores
+// them as deltas from the base offset (SetBaseOffset, default 0) and the
+// base timestamp. Offsets must increase within a batch. Errors are AddAt's.
 func (b *Builder) Add(r Record) error {
 	// Small enough to be inlined, so r is copied once, into the caller's
 	// frame, and read in place from there on.
@@ -161,10 +161,13 @@ func (b *Builder) AddRecord(offsetDelta int32, timestampDelta int64, key, value 
 		&Record{Key: key, Value: value, Headers: headers})
 }
 
-// AddAt appends a record with the given offset (relative to the base
-// offset, as for Add) and absolute timestamp, and the key, value and
-// headers of *r; r.Offset and r.Timestamp are ignored. r must not be nil,
-// is only read, and is not retained.
+// AddAt appends a record with the given absolute offset and timestamp (as
+// for Add), and the key, value and headers of *r; r.Offset and r.Timestamp
+// are ignored. r must not be nil, is only read, and is not retained. An
+// offset that does not follow the previous record's, or lies below the base
+// offset or more than 2^31-1 past it, is an error (no sentinel); a record
+// too large to encode matches ErrTooLarge.
+// A refused record adds nothing.
 //
 // It is Add for a caller that assigns offsets or default timestamps
 // itself: passing &recs[i] spares the modified copy of the Record that

@@ -9,6 +9,12 @@
 // strictly. A Builder encodes records into a batch, reusing its buffers so
 // that a warm builder allocates nothing per record.
 //
+// Most embedders meet only Record (what seglog.Log.Append takes and
+// Log.Records yields), Header and Codec; Builder and Batch are for callers
+// that produce or inspect wire batches themselves (Log.AppendBatch, a Kafka
+// protocol server). Builders and Iterators are not safe for concurrent use:
+// keep one per goroutine.
+//
 // The package does no file I/O. Scanners that read entries from files use
 // PeekEntry to learn an entry's size and magic from its first 17 bytes, so
 // legacy (v0/v1) entries can be skipped by size.
