@@ -3,6 +3,14 @@
 // (.timeindex), all named after the segment's base offset
 // ("00000000000000000042.log"), byte-compatible with Apache Kafka.
 //
+// An embedder of seglog does not need this package: seglog.Log creates,
+// rolls, recovers and removes its segments. It is public as a building
+// block for tools that read or repair segment files (fsck, seglog dump):
+// NewScanner walks a .log and reports damage as regions; Open and Create
+// give a Segment; PlanRecovery and Segment.ApplyRecovery are recovery's
+// two halves. Package index holds the index files' formats, package layout
+// the file names.
+//
 // A Segment is either active (the one being appended to: indexes mapped
 // writable and preallocated) or sealed (read-only: indexes trimmed, opened
 // without reading or mapping anything until a lookup needs it, so a log with

@@ -64,8 +64,10 @@ func (r Remnant) String() string {
 // A variable so that a test can reach it with a small region.
 var remnantBudget = func(n int64) int64 { return 8*n + 256<<20 }
 
-// ScanRemnant scans the .log at path from byte pos to its end for valid
-// entries (see scanRemnant) and describes what it found.
+// ScanRemnant scans the .log at path from byte pos to its end for every
+// position where a valid entry begins, whatever its offsets (a legal
+// length that fits in the file, a known magic, a valid checksum), and
+// describes what it found. Its work is bounded (Remnant.Unsure).
 func ScanRemnant(fsys vfs.FS, path string, pos int64) (Remnant, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
