@@ -6,7 +6,12 @@
 // delete horizon (KIP-534), aborted transactions and transaction markers.
 // Legacy (v0/v1) messages are compacted too, in their own magic and codec.
 // The new segments are written by segment.Cleaned and swapped in by the
-// Log's crash-safe swap, which the package reaches through its own narrow
-// interface (log.go), not through the Log's exported API. See
-// docs/compaction.md.
+// Log's crash-safe swap, which is not part of the Log's exported API: only
+// this package can reach it. See docs/compaction.md.
+//
+// Start with Clean, which runs one round on a Log with an OffsetMap made
+// by NewOffsetMap; keep the map for the next round (it is large and
+// allocated once). Most embedders do not call it: package cleaner runs
+// rounds on a schedule by each log's dirty ratio, and a store runs its
+// cleaner for topics whose cleanup.policy is compact.
 package compaction
