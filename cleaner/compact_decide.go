@@ -3,7 +3,8 @@ package cleaner
 import "time"
 
 // CompactionInput is everything DecideCompaction looks at (Kafka's
-// LogCleanerManager.cleanableOffsets and the dirty-ratio test, §9.1).
+// LogCleanerManager.cleanableOffsets and the dirty-ratio test; see
+// docs/compaction.md, "Scheduling").
 type CompactionInput struct {
 	// Segments is the log's view, oldest first, the active one last.
 	Segments []Segment

@@ -14,8 +14,13 @@
 //
 // For a log whose policy says compact (cleanup.policy compact or
 // compact,delete) the same worker runs a compaction round after the
-// retention pass (compact.go, through the compaction package), charging
-// the Throttle the workers share; a compact-only log gets only the
-// start-offset rule of retention. See docs/retention.md and
-// docs/compaction.md.
+// retention pass (package compaction), charging the Throttle the workers
+// share; a compact-only log gets only the start-offset rule of retention.
+// See docs/retention.md and docs/compaction.md.
+//
+// Start with New, then Add each open log, Wrap(log), under a Policy built
+// from DefaultPolicy; Start runs rounds in the background (RunOnce runs
+// one now), and Stop ends them. Remove a log before closing it. A
+// seglog store (package store) runs its own Cleaner over its partitions,
+// so a store's embedder does not use this package directly.
 package cleaner

@@ -2,9 +2,9 @@ package cleaner
 
 import "github.com/seglog/seglog"
 
-// Wrap adapts an open *seglog.Log to the cleaner's Log. This file is the
-// only one that knows seglog's types: the rest of the package works on
-// the Log interface, which tests fake.
+// Wrap adapts an open *seglog.Log to the cleaner's Log. The adapter is
+// also Compactable, so a compacting Policy compacts it. The Log must stay
+// open until Remove of it has returned.
 func Wrap(l *seglog.Log) Log { return seglogLog{l} }
 
 type seglogLog struct{ *seglog.Log }
