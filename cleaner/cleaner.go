@@ -133,7 +133,8 @@ func New(opts Options) *Cleaner {
 func (c *Cleaner) Throttle() *Throttle { return c.opts.Throttle }
 
 // Add puts l under policy p, from the next round on. Logs are known by
-// their directory.
+// their directory: adding one twice is ErrDuplicate. A policy Validate
+// refuses is a *PolicyError (ErrInvalidPolicy).
 func (c *Cleaner) Add(l Log, p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -149,7 +150,8 @@ func (c *Cleaner) Add(l Log, p Policy) error {
 	return nil
 }
 
-// SetPolicy replaces the policy of an added log.
+// SetPolicy replaces the policy of an added log (ErrUnknownLog for one not
+// added; a *PolicyError for a policy Validate refuses).
 func (c *Cleaner) SetPolicy(l Log, p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
