@@ -70,8 +70,8 @@ func Misnamed(name string) bool {
 }
 
 // DirKind is what a directory is, as far as logs are concerned: the one
-// answer Open, the read-only view, consume, produce, clean, dump and fsck
-// give (Contents.Kind).
+// answer seglog.Open, the read-only view, package fsck and the seglog
+// commands (consume, produce, clean, dump) give (Contents.Kind).
 type DirKind uint8
 
 const (

@@ -35,4 +35,10 @@
 // The package reads and writes files only through vfs and knows nothing
 // of batches: where a decision needs the offsets in a .log (a swap's
 // range), the caller passes the segment layer's scanner.
+//
+// An embedder of seglog needs this package only to read what a Log or a
+// store keeps beside its segments: ReadCheckpoint for an offset checkpoint
+// (package seglog names the files, RecoveryPointFile and the others, but
+// does not parse them), ParsePartitionDir for a "topic-N" name. The rest
+// serves seglog's own loader, fsck and the seglog commands.
 package layout
