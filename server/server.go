@@ -5,9 +5,13 @@
 // sendfile(2).
 //
 // Requests are decoded and responses encoded with franz-go's kmsg, except
-// the Fetch response, whose framing around the file ranges is written here
-// (fetchframe.go). What the server speaks, and what a client can expect, is
-// in docs/serve.md.
+// the Fetch response, whose framing around the file ranges is written by
+// this package. What the server speaks, and what a client can expect, is in
+// docs/serve.md.
+//
+// Start with store.Open, then New with the Store and ListenAndServe (or
+// Serve on a listener of your own); stop with Shutdown, then close the
+// Store, which the Server never closes. seglog serve is this, with flags.
 package server
 
 import (
@@ -111,8 +115,11 @@ type Server struct {
 	connWG    sync.WaitGroup
 }
 
-// New makes a server for st. It reads (or, on first start, writes) the
-// node and cluster ids kept in the store directory.
+// New makes a server for st. Unless Options.ClusterID is set, it reads the
+// node and cluster ids from meta.properties in the store's directory, or
+// writes that file with a new cluster id on first start (through the real
+// filesystem, whatever the store's FS). An Options.Advertise that
+// CheckAdvertise refuses is an error.
 func New(st *store.Store, cfg Options) (*Server, error) {
 	if cfg.NumPartitions <= 0 {
 		cfg.NumPartitions = DefaultNumPartitions
