@@ -6,16 +6,18 @@ import (
 	"os"
 )
 
-// ErrInjected marks every error InjectFS makes up: errors.Is(err,
-// ErrInjected) tells a simulated failure from a real one, and errors.Is(err,
-// syscall.EIO) (or whichever errno the injector chose) still holds.
+// ErrInjected marks every failure an Injector made up through Inject:
+// errors.Is(err, ErrInjected) tells a simulated failure from a real one, and
+// errors.Is(err, syscall.EIO) (or whichever errno the injector chose) still
+// holds.
 var ErrInjected = errors.New("vfs: injected error")
 
 // OpKind says which filesystem operation an Op is.
 type OpKind uint8
 
-// The operations InjectFS reports to its Injector. Loads and stores through
-// mapped memory are not operations: nothing can intercept them.
+// The operations the FS that Inject returns reports to its Injector. Loads
+// and stores through mapped memory are not operations: nothing can
+// intercept them.
 const (
 	OpCreate        OpKind = iota + 1 // FS.Create
 	OpOpen                            // FS.Open
@@ -89,8 +91,8 @@ type InjectorFunc func(op Op) error
 // Inject implements Injector.
 func (f InjectorFunc) Inject(op Op) error { return f(op) }
 
-// InjectedError is the error an InjectFS operation fails with when its
-// injector says so; the returned error is an *os.PathError (an
+// InjectedError is the error an operation of the FS that Inject returns
+// fails with when its injector says so; the returned error is an *os.PathError (an
 // *os.LinkError for Rename) wrapping it, like a real failure.
 type InjectedError struct {
 	Op  Op

@@ -1,6 +1,6 @@
 // Package vfs is the filesystem seam of seglog: every byte seglog reads from
 // or writes to disk goes through an FS, so tests can swap the real filesystem
-// for one that simulates power loss (MemFS) or injects errors (InjectFS).
+// for one that simulates power loss (MemFS) or injects errors (Inject).
 //
 // Nothing else in the module calls the os package's file functions; a lint
 // test (internal/lint) enforces it.
@@ -63,9 +63,9 @@ var ErrNoFd = errors.New("vfs: file has no OS descriptor")
 // its Close (a Log, a Store, a segment, an index, a read-only view)
 // returns an error matching it. It lives here, in the package every layer
 // imports, so that one errors.Is finds it whichever layer noticed;
-// seglog, store, segment and index re-export it under their own name
-// (seglog.ErrClosed, …), the same value. A closed File of this package
-// says os.ErrClosed, as the os package does.
+// seglog, store, raftlog, segment and index re-export it under their own
+// name (seglog.ErrClosed, …), the same value. A closed File of this
+// package says os.ErrClosed, as the os package does.
 var ErrClosed = errors.New("seglog: closed")
 
 // ErrLocked is returned by FS.Lock when another process or another Lock call
