@@ -92,8 +92,9 @@ type InjectorFunc func(op Op) error
 func (f InjectorFunc) Inject(op Op) error { return f(op) }
 
 // InjectedError is the error an operation of the FS that Inject returns
-// fails with when its injector says so; the returned error is an *os.PathError (an
-// *os.LinkError for Rename) wrapping it, like a real failure.
+// fails with when its injector says so; the returned error is an
+// *os.PathError (an *os.LinkError for Rename) wrapping it, like a real
+// failure.
 type InjectedError struct {
 	Op  Op
 	Err error // the injector's choice, e.g. syscall.EIO
