@@ -12,9 +12,8 @@ import (
 	"github.com/seglog/seglog/store"
 )
 
-// The playground's scenario, from the lesson: hotel bookings keyed by
-// booking id over 12 partitions, read by two groups, one of which falls
-// behind.
+// The playground's scenario: hotel bookings keyed by booking id over 12
+// partitions, read by two groups, one of which falls behind.
 const (
 	PlaygroundTopic      = "bookings"
 	PlaygroundPartitions = 12
@@ -34,7 +33,7 @@ const (
 // two runs draw the same picture.
 var playgroundStart = time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
 
-// Playground is a store in a directory of its own with the lesson's
+// Playground is a store in a directory of its own with the playground's
 // scenario on a simulated clock, and a Server whose page can act on it.
 // Every action calls the real store (Produce, Position, Commit,
 // ResetOffsets, RunRetention): nothing is simulated but time.
