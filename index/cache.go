@@ -53,7 +53,7 @@ type CacheStats struct {
 //
 // The bound can be exceeded briefly when every mapped index is in use by a
 // concurrent lookup: an index is never unmapped under a reader, and the
-// excess is evicted as soon as a use ends (settle) or by a later mapping.
+// excess is evicted as soon as a use ends or by a later mapping.
 func NewCache(maxMapped int) *Cache {
 	return &Cache{max: maxMapped}
 }

@@ -22,6 +22,12 @@
 //
 // Concurrency: one goroutine appends and makes structural changes (the Log
 // serializes them); any number of goroutines may look up concurrently.
+//
+// An embedder of seglog does not use this package directly: package
+// segment opens and maintains a segment's indexes (OpenOffset, OpenTime),
+// and seglog.Options.MaxMappedIndexes sizes the Cache a Log gives them. It
+// is public for tools that read index files and for its errors (an *Error
+// wrapping ErrCorrupt, which a Log's lookups return for a damaged index).
 package index
 
 import (

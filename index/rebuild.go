@@ -47,8 +47,11 @@ func (x *TimeIndex) Holds(want *TimeIndex) (bool, error) { return x.b.holds(&wan
 // Rewrite makes x, a writable index, hold want's entries (want from
 // Scratch) and reports whether it had to store anything: only entries that
 // differ are stored, and the stale entries after want's last one are
-// zeroed up to the first zero entry (see rewrite). Nothing is synced: a
-// writable index is made durable when it is sealed.
+// zeroed up to the first zero entry (the writer keeps everything past its
+// last entry zero). The file is read and written with pread and pwrite,
+// not through the mapping, which would fault in megabytes of a crashed
+// index's unwritten pages. Nothing is synced: a writable index is made
+// durable when it is sealed.
 func (x *OffsetIndex) Rewrite(want *OffsetIndex) (bool, error) { return x.b.rewrite(&want.b) }
 
 // Rewrite is OffsetIndex.Rewrite for the time index.
@@ -256,7 +259,7 @@ func (x *base) syncFile() error {
 }
 
 // Stored returns the entries x's file holds, read with pread (not through
-// a mapping, see rewrite), up to the first zero entry (a crashed active
+// a mapping, as for Rewrite), up to the first zero entry (a crashed active
 // index's preallocated tail; an index whose first entry is a timestamp of
 // 0 at the base offset reads as empty), at most limit of them; more
 // reports whether the file holds more than limit.
