@@ -32,7 +32,11 @@ var iterators = sync.Pool{New: func() any { return new(record.Iterator) }}
 // Append stores recs as one batch, compressed with Options.Compression, and
 // returns the offsets assigned to it. A record's Offset field is ignored; a
 // zero Timestamp means "now" (store a literal 0 with AppendBatch). Under
-// SyncAlways, Append returns once the batch is on disk.
+// SyncAlways, Append returns once the batch is on disk. recs is only read,
+// and nothing of it is retained. No records, or one that cannot be encoded,
+// is ErrInvalidRecord; a batch over MaxBatchBytes is ErrBatchTooLarge. Once
+// a write or fsync has failed (ErrWriteFailed, ErrSyncFailed) every append
+// returns that error until the Log is reopened.
 func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
 	if l.ro != nil {
 		return AppendInfo{}, ErrReadOnly

@@ -10,7 +10,9 @@ import (
 // active segment's indexes), writes the recovery-point and log-start
 // checkpoints and the clean-shutdown marker, and releases the directory
 // lock. The next Open then trusts the files as they are. After a failed
-// fsync or write, Close leaves no marker, so the next Open recovers.
+// fsync or write, Close leaves no marker, so the next Open recovers. A
+// read-only Log's Close only releases its files. Every call after the
+// first returns ErrClosed.
 func (l *Log) Close() error {
 	if l.ro != nil {
 		return l.ro.close()

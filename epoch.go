@@ -56,7 +56,8 @@ func (l *Log) AppendEpoch(epoch int32, recs ...record.Record) (AppendInfo, error
 // uses after installing a snapshot. StartOffset and EndOffset both become
 // offset. It is durable before it returns, as TruncateTo is: every segment
 // is removed and the log-start-offset and recovery-point checkpoints name
-// offset. Readers it overtakes learn it as they learn of a TruncateTo.
+// offset. Readers it overtakes learn it as they learn of a TruncateTo. A
+// negative offset is ErrOffsetOutOfRange.
 func (l *Log) RestartAt(offset int64) error {
 	// It removes sealed segments, as TruncateTo does: a swap's renames
 	// and its change of the segment set must not straddle it.

@@ -12,8 +12,9 @@ import (
 )
 
 // ErrReadOnly is returned by every method that would change a Log opened
-// with Options.ReadOnly (Append, AppendBatch, TruncateTo, DeleteBefore,
-// Sync); nothing is changed.
+// with Options.ReadOnly (Append, AppendBatch, AppendEpoch, TruncateTo,
+// DeleteBefore, RestartAt, Roll, Sync, SetLimits, SetCleanerCheckpoint);
+// nothing is changed.
 var ErrReadOnly = errors.New("seglog: log opened read-only")
 
 // ErrStaleView: a read-only Log found the log changed under it in a way a
