@@ -16,7 +16,11 @@ import (
 
 // CreateTopic creates a topic of n partitions. The config file is written
 // in state creating first and in state ready last, so a crash in between
-// leaves a topic that the next Open removes: no topic half exists.
+// leaves a topic that the next Open removes: no topic half exists. It
+// fails with ErrTopicExists, ErrInvalidTopic (also for a name Kafka would
+// confuse with an existing one, '.' and '_' being alike), ErrInternalTopic,
+// ErrInvalidPartitions, ErrInvalidConfig, or ErrReadOnly; nothing is
+// created then.
 func (s *Store) CreateTopic(name string, n int, cfg TopicConfig) error {
 	if s.readOnly {
 		return s.errReadOnly("create a topic")
@@ -269,7 +273,9 @@ func (s *Store) Partitions(name string) (int, error) {
 // partition truncated under its view), and the view's reads answer
 // seglog.ErrClosed from then on: ask Log again. Such a partition is
 // never closed by the budget of open Logs (Options.MaxOpenLogs): callers
-// that visit many partitions use AcquireLog instead.
+// that visit many partitions use AcquireLog instead. It fails with
+// ErrUnknownTopic or ErrUnknownPartition, or with the error of opening
+// the partition's Log (damage, seglog.ErrLogStartBeyondEnd, ...).
 func (s *Store) Log(name string, partition int32) (seglog.View, error) {
 	l, err := s.foreverLog(name, partition)
 	if err != nil {
