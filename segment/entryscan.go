@@ -99,10 +99,10 @@ func (e *Entry) BaseOffset() int64 { return e.Batch.BaseOffset() }
 // damage as regions instead of stopping at it: the scan fsck, seglog dump
 // and the ui make. Each entry is framed by record.PeekEntry and verified
 // whole as recovery verifies it (record.Batch.Validate, record.CheckLegacy).
-// It reads the file in large chunks through io.ReaderAt (never mapping it,
+// It reads the file in 4 MiB chunks through io.ReaderAt (never mapping it,
 // so a concurrent truncation cannot fault the process) and never allocates
-// more than max(readChunk, read limit) bytes, whatever a length field
-// says. After damage it resynchronizes on the next position holding a
+// more than the larger of 4 MiB and the read limit, whatever a length
+// field says. After damage it resynchronizes on the next position holding a
 // CRC-valid v2 batch whose base offset is at least the minimum set by
 // SetMinOffset: where the log's offsets go on. (Recovery's resynchronizing
 // scan, ScanRemnant, asks another question, whether the bytes after
