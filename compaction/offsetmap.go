@@ -30,8 +30,9 @@ const (
 	offsetMask  = 1<<offsetBits - 1
 )
 
-// MaxOffsetSpan is how far past the first offset a round maps its keys
-// may reach: a map refuses (as if full) an offset at or beyond it, and
+// MaxOffsetSpan (2^40) is how far past the first offset Put into a map
+// (since Clear) a later offset may lie: a map refuses (as if full) an
+// offset at or beyond the first plus MaxOffsetSpan, or below the first, and
 // the round continues from there the next time.
 const MaxOffsetSpan = 1 << offsetBits
 
@@ -158,10 +159,11 @@ func (m *OffsetMap) find(h keyHash) (int, bool) {
 }
 
 // Put records offset as the latest for key, unless a larger offset is
-// recorded for it (so puts may come in any order). It returns false,
-// storing nothing, when key is new and the map is full, or offset is
-// negative or out of the span the map can hold (MaxOffsetSpan): the round
-// must stop mapping there.
+// recorded for it (so puts after the first may come in any order within
+// the span). It returns false, storing nothing, when key is new and the map
+// is full, or offset is negative or out of the span the map can hold: below
+// the first offset Put since Clear, or MaxOffsetSpan or more past it. The
+// round must stop mapping there.
 func (m *OffsetMap) Put(key []byte, offset int64) bool { return m.put(m.hash(key), offset) }
 
 func (m *OffsetMap) put(h keyHash, offset int64) bool {
