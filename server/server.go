@@ -43,9 +43,8 @@ const (
 // ErrServerClosed is returned by Serve after Shutdown or Close.
 var ErrServerClosed = errors.New("server: closed")
 
-// Options configures a Server. The zero value serves with Kafka's defaults,
-// except that Advertise must be known before Serve (Serve fills it from the
-// listener when empty).
+// Options configures a Server. The zero value serves with Kafka's defaults;
+// an empty Advertise is taken from the first listener Serve is given.
 type Options struct {
 	// Advertise is the host:port clients are told to connect to (Kafka's
 	// advertised.listeners). Empty means the listener's address.
