@@ -31,7 +31,9 @@
 // # Concurrency
 //
 // One writer, any number of readers. The caller (the Log) serializes the
-// mutating calls (Append, TruncateTo, Seal, Unseal, Recover, Remove, Close);
+// mutating calls (Append, AppendDeferred, WriteDeferred,
+// TruncateTo, Seal, Unseal, Recover, ApplyRecovery, ApplyRecoveryActive,
+// ExtendView, Remove, Close);
 // FindPosition, FindOffsetForTime, ReadAt, Batches, Size, NextOffset and
 // MaxTimestamp may run concurrently with Append and with each other. Append
 // writes the bytes and the index entries first and only then publishes the
