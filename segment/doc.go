@@ -34,10 +34,10 @@
 // mutating calls (Append, AppendDeferred, WriteDeferred, TruncateTo, Seal,
 // Unseal, Recover, ApplyRecovery, ApplyRecoveryActive, ExtendView, Remove,
 // Close); FindPosition, FindOffsetForTime, ReadAt, Batches, Size,
-// NextOffset and MaxTimestamp may run concurrently with Append and with each other. Append
-// writes the bytes and the index entries first and only then publishes the
-// new size and next offset with atomic stores, so a reader never sees a
-// partial batch. Readers racing with TruncateTo may see short reads or
+// NextOffset and MaxTimestamp may run concurrently with Append and with
+// each other. Append writes the bytes and the index entries first and only
+// then publishes the new size and next offset with atomic stores, so a
+// reader never sees a partial batch. Readers racing with TruncateTo may see short reads or
 // errors for the removed range; the Log excludes that race.
 //
 // # Lifetime
