@@ -45,9 +45,9 @@ type Options struct {
 	// topic keeps its count, as Kafka's does.
 	OffsetsPartitions int
 	// OffsetsConfig, when set, is the config __consumer_offsets is
-	// created with (default Kafka's offsets topic config: retention.ms=-1,
-	// flush.messages=1). Setting CleanupPolicy to compact here, once
-	// compaction runs, is all it takes to compact the offsets topic.
+	// created with. The default is Kafka's offsets topic config:
+	// cleanup.policy=compact, retention.ms=-1, segment.bytes=100 MiB and
+	// flush.messages=1 (every commit durable before it is acknowledged).
 	OffsetsConfig *TopicConfig
 	// Clock is the time source of record timestamps, commit times and
 	// the cleaner's schedule (default seglog.RealClock); tests pass a fake
