@@ -24,18 +24,24 @@ type meta struct {
 	clusterID string
 }
 
-// loadMeta reads dir's meta.properties, or writes one on first start with
-// nodeID and a new random cluster id (22 characters of URL-safe base64, as
-// Kafka's Uuid.randomUuid().toString() gives).
-func loadMeta(dir string, nodeID int32) (meta, error) {
+// loadMeta reads dir's meta.properties through fsys (the store's
+// filesystem), or on first start makes one with nodeID and a new random
+// cluster id (22 characters of URL-safe base64, as Kafka's
+// Uuid.randomUuid().toString() gives), written only if write is set: a
+// read-only store's directory is never written, and its id lasts as long
+// as the server.
+func loadMeta(fsys vfs.FS, dir string, nodeID int32, write bool) (meta, error) {
 	path := filepath.Join(dir, metaFile)
-	data, err := vfs.ReadFileLimit(vfs.Default, path, 64<<10)
+	data, err := vfs.ReadFileLimit(fsys, path, 64<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		var id [16]byte
 		rand.Read(id[:])
 		m := meta{nodeID: nodeID, clusterID: base64.RawURLEncoding.EncodeToString(id[:])}
+		if !write {
+			return m, nil
+		}
 		body := fmt.Sprintf("#written by seglog serve\nversion=1\nnode.id=%d\ncluster.id=%s\n", m.nodeID, m.clusterID)
-		if err := vfs.WriteFileAtomic(vfs.Default, path, []byte(body)); err != nil {
+		if err := vfs.WriteFileAtomic(fsys, path, []byte(body)); err != nil {
 			return meta{}, err
 		}
 		return m, nil

@@ -137,7 +137,7 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 		cfg.TopicConfig = &c
 	}
 	if cfg.ClusterID == "" {
-		m, err := loadMeta(st.Dir(), cfg.NodeID)
+		m, err := loadMeta(st.FS(), st.Dir(), cfg.NodeID, !st.ReadOnly())
 		if err != nil {
 			return nil, err
 		}

@@ -293,6 +293,11 @@ func Open(dir string, opts Options) (*Store, error) {
 // Dir returns the store's log.dir.
 func (s *Store) Dir() string { return s.dir }
 
+// FS is the filesystem the store was opened on (Options.FS, vfs.Default
+// when that was nil), for a caller that keeps its own files in Dir, as
+// the server keeps meta.properties.
+func (s *Store) FS() vfs.FS { return s.fs }
+
 // DiskSpace returns the total and usable bytes of the file system holding
 // the log.dir (vfs.ErrNoDiskSpace when the store's FS cannot tell).
 func (s *Store) DiskSpace() (total, usable int64, err error) {
