@@ -137,7 +137,7 @@ type LogStartError struct {
 func (e *LogStartError) Error() string {
 	src := e.File
 	if src == "" {
-		src = "the Checkpointer's " + LogStartOffsetFile
+		src = "the store's " + LogStartOffsetFile + " (in its log.dir)"
 	}
 	return fmt.Sprintf("%v: %s says the log in %s starts at offset %d, but its segments end at offset %d; nothing was deleted (run seglog fsck %s)",
 		ErrLogStartBeyondEnd, src, e.Dir, e.LogStart, e.End, e.Dir)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"strings"
 
@@ -72,14 +73,23 @@ func (s *Store) loadStable() error {
 	if err := s.stable.load(s.fs, filepath.Join(s.dir, StableFile)); err != nil {
 		return err
 	}
-	if s.stable.note != "" && s.opts.Logger != nil {
+	if s.stable.note != "" {
 		// Expected after a crash during a Set (the slot it was writing is
 		// torn, and the Set never returned); anything else is damage the
 		// other slot survived. Either way it is overwritten by the next Set.
-		s.opts.Logger.Warn("raftlog: one quorum-state slot is unreadable; the other holds the state",
+		s.logger().Warn("raftlog: one quorum-state slot is unreadable; the other holds the state",
 			"file", s.stable.path, "fault", s.stable.note, "sequence", s.stable.seq)
 	}
 	return nil
+}
+
+// logger is Options.Logger, or slog.Default as for the partition's own
+// messages when that is nil.
+func (s *Store) logger() *slog.Logger {
+	if s.opts.Logger != nil {
+		return s.opts.Logger
+	}
+	return slog.Default()
 }
 
 // load reads the file at path into st, which it resets.
