@@ -59,7 +59,7 @@ func Shapes(commands int) []Shape {
 		}, Op: func(s Store, i int) error {
 			v, err := s.Get(keyVote)
 			if err == nil && len(v) != len("node-1") {
-				err = fmt.Errorf("Get returned %q", v)
+				err = fmt.Errorf("the vote read back as %q", v)
 			}
 			return err
 		}},
