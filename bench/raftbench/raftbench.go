@@ -258,6 +258,10 @@ func WriteRows(w io.Writer, all []Result, header bool) {
 				return "-"
 			case r.Error != "":
 				return "refused"
+			case r.NsPerOp > 0 && r.NsPerOp < 100:
+				// A cached Get takes tens of nanoseconds: one decimal
+				// would print it as 0.0.
+				return fmt.Sprintf("%.2f", r.NsPerOp/1e3)
 			case r.NsPerOp > 0:
 				return fmt.Sprintf("%.1f", r.NsPerOp/1e3)
 			default:
