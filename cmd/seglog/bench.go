@@ -46,14 +46,16 @@ A progress bar is drawn on stderr when it is a terminal. --json prints one
 JSON object per workload instead of the table; --plot FILE.png draws
 throughput over time (and, for a sweep of sizes or writers, against it).
 
---plot and bench serve (seglog serve driven by kgo clients, against the
-direct append and kfake) are in a seglog built with -tags benchextras:
+--plot, bench serve (seglog serve driven by kgo clients, against the
+direct append and kfake) and bench raft (seglog's raft log store against
+raft-wal and raft-boltdb) are in a seglog built with -tags benchextras:
   go build -tags benchextras -o seglog ./cmd/seglog
-They need a plotting library and a Kafka client and broker, which took
-about 30% of the compile time of a first build (empty caches) and are left
-out of the default one (docs/benchmarks.md).`,
+They need a plotting library, a Kafka client and broker and two other raft
+stores; the first two took about 30% of the compile time of a first build
+(empty caches), and all are left out of the default one
+(docs/benchmarks.md).`,
 	}
-	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd(), newBenchRestartCmd())
+	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd(), newBenchRaftCmd(), newBenchRestartCmd())
 	return cmd
 }
 

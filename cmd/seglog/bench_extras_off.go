@@ -25,3 +25,17 @@ func newBenchServeCmd() *cobra.Command {
 		},
 	}
 }
+
+// newBenchRaftCmd stands in for bench raft (bench_raft.go, built with the
+// bench extras): a hidden command that says how to get the real one.
+func newBenchRaftCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "raft",
+		Short:              "hashicorp/raft log stores: seglog's raftlog against raft-wal and raft-boltdb v2 (built with -tags " + benchExtrasTag + ")",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageErrorf(cmd, "this seglog has no bench raft, which needs the raft-wal and raft-boltdb modules: %s", benchExtrasHint)
+		},
+	}
+}

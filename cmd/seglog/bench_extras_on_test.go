@@ -14,6 +14,10 @@ import (
 // refused (TestBadCommandLinesChangeNothing): by its own flag check.
 const benchServeRefusal = "invalid --records 1: must be at least --partitions 2"
 
+// benchRaftRefusal is how bench raft --rounds 0 is refused
+// (TestBadCommandLinesChangeNothing): by its own flag rules.
+const benchRaftRefusal = "invalid --rounds 0: must be from 1 to 2147483647"
+
 // With the bench extras, --plot writes a PNG and says so, and refuses a
 // file that is not one.
 func TestBenchPlot(t *testing.T) {

@@ -143,6 +143,7 @@ func TestBadCommandLinesChangeNothing(t *testing.T) {
 		{[]string{"bench", "store", "--dir", empty, "--groups", "0"}, "invalid --groups 0", 0},
 		{[]string{"bench", "store", "--dir", empty, "--value-bytes", "600000"}, "invalid --value-bytes 600000: must be from 1 to 524288", 0},
 		{[]string{"bench", "serve", "--dir", empty, "--records", "1", "--partitions", "2"}, benchServeRefusal, 0},
+		{[]string{"bench", "raft", "--dir", empty, "--rounds", "0"}, benchRaftRefusal, 0},
 		{[]string{"bogus"}, `unknown command "bogus"`, 0},
 		{[]string{"help", "bogus"}, `unknown help topic "bogus"`, 0},
 		{[]string{"completion", "bogus"}, `unknown command "bogus" for "seglog completion"`, 0},

@@ -9,7 +9,8 @@ import (
 
 // benchExtraPackages are what only a seglog built with -tags benchextras
 // may link: franz-go's client and in-process broker (bench serve, package
-// bench/benchserve) and gonum's plot (bench --plot, bench/benchplot). They
+// bench/benchserve), gonum's plot (bench --plot, bench/benchplot) and the
+// two raft log stores bench raft compares seglog's with. The first two
 // were a third of a first build's CPU time (docs/benchmarks.md, "The bench
 // extras").
 var benchExtraPackages = []string{
@@ -18,6 +19,9 @@ var benchExtraPackages = []string{
 	"gonum.org/v1/plot",
 	"github.com/seglog/seglog/bench/benchserve",
 	"github.com/seglog/seglog/bench/benchplot",
+	"github.com/hashicorp/raft-wal",
+	"github.com/hashicorp/raft-boltdb/v2",
+	"github.com/seglog/seglog/bench/raftbench",
 }
 
 // TestDefaultBinaryLinksNoBenchExtras fails when the default seglog binary
