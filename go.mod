@@ -8,7 +8,6 @@ require (
 	github.com/edsrzf/mmap-go v1.2.0
 	github.com/google/btree v1.1.3
 	github.com/hashicorp/raft v1.8.0
-	github.com/hashicorp/raft-boltdb/v2 v2.3.1
 	github.com/hashicorp/raft-wal v0.4.1
 	github.com/klauspost/compress v1.20.4
 	github.com/pierrec/lz4/v4 v4.1.33
@@ -30,7 +29,6 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/benbjohnson/immutable v0.4.0 // indirect
-	github.com/boltdb/bolt v1.3.1 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/coreos/etcd v3.3.27+incompatible // indirect
 	github.com/coreos/go-systemd v0.0.0-20191104093116-d3cd4ed1dbcf // indirect
@@ -54,9 +52,3 @@ require (
 	golang.org/x/term v0.44.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )
-
-// raft-boltdb/v2 v2.3.1 (seglog bench raft, built with -tags benchextras)
-// imports go-metrics/compat, which raft v1.8.0's go-metrics v0.7.0 no
-// longer has; bench/peers/go.mod builds it the same way. The default
-// seglog binary links no go-metrics at all (TestDefaultBinaryLinksNoBenchExtras).
-replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.5.4

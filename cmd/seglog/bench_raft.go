@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	raftwal "github.com/hashicorp/raft-wal"
 	"github.com/spf13/cobra"
 
@@ -25,11 +23,18 @@ import (
 
 // seglog bench raft: the flags, the peers and the output; the shapes and
 // the runner are package bench/raftbench, shared with bench/peers -raft.
-// This file links raft-wal and raft-boltdb (with bbolt), so it is one of
-// the bench extras (bench_extras.go): a default seglog has neither.
+// This file links raft-wal, so it is one of the bench extras
+// (bench_extras.go): a default seglog has none of it.
+//
+// raft-boltdb v2 is compared only in bench/peers (its own module):
+// v2.3.1 imports go-metrics/compat, gone from the go-metrics v0.7.0 that
+// raft v1.8.0 requires, so building it here would take a replace directive
+// in the main go.mod, which downgrades the go-metrics raft is built with
+// in every build of this module and makes go install ...@version refuse
+// the module.
 
-// benchRaftPeers are the stores compared: seglog's raftlog first, then the
-// two the ratios are taken to, each with its durable defaults.
+// benchRaftPeers are the stores compared: seglog's raftlog first, then
+// raft-wal, which the ratios are taken to, each with its durable defaults.
 var benchRaftPeers = []raftbench.Peer{
 	raftbench.SeglogPeer,
 	{Name: raftbench.PeerWAL, Open: func(dir string) (raftbench.Store, error) {
@@ -38,12 +43,6 @@ var benchRaftPeers = []raftbench.Peer{
 			return nil, err
 		}
 		return raftwal.Open(dir)
-	}},
-	{Name: raftbench.PeerBolt, Open: func(dir string) (raftbench.Store, error) {
-		if err := vfs.Default.MkdirAll(dir); err != nil {
-			return nil, err
-		}
-		return raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
 	}},
 }
 
@@ -56,8 +55,8 @@ func newBenchRaftCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "raft",
-		Short: "hashicorp/raft log stores: seglog's raftlog against raft-wal and raft-boltdb v2",
-		Long: `Compare seglog's raftlog.Store with raft-wal v0.4.1 and raft-boltdb v2 as
+		Short: "hashicorp/raft log stores: seglog's raftlog against raft-wal",
+		Long: `Compare seglog's raftlog.Store with raft-wal v0.4.1 as
 hashicorp/raft log and stable stores, in one process, through raft's
 LogStore and StableStore API only, each store with its durable defaults:
 
@@ -72,8 +71,10 @@ LogStore and StableStore API only, each store with its durable defaults:
 Every shape runs --rounds times on every store, each time on a fresh store
 for at least --round-time, the stores' order rotating each round. Each row
 gives each store's median µs per operation (the cluster: commands per
-second) and seglog's ratio to raft-wal and to raft-boltdb: the median of
-the rounds' ratios of rates, so above 1 means seglog is faster.
+second) and seglog's ratio to raft-wal: the median of the rounds' ratios
+of rates, so above 1 means seglog is faster. raft-boltdb v2 joins them in
+  cd bench/peers && go run . -raft
+(its own module: raft-boltdb v2.3.1 needs an older go-metrics than raft).
 
 --json prints the results as one JSON array, which
   cd bench/peers && go run . -raft -from FILE -plot FILE.png
@@ -85,7 +86,7 @@ draws.`,
 	fl.DurationVar(&roundTime, "round-time", time.Second, "each store runs each shape at least this long per round (not the cluster)")
 	fl.IntVar(&commands, "commands", 20000, "1 KiB commands the 3-node cluster applies per store per round")
 	fl.StringVar(&only, "only", "", "run only the shapes whose name matches this regular expression (e.g. 'StoreLogs 1 |GetLog random')")
-	fl.StringVar(&peers, "peers", "", "run only the stores whose name matches this regular expression (seglog raftlog, raft-wal, raft-boltdb)")
+	fl.StringVar(&peers, "peers", "", "run only the stores whose name matches this regular expression (seglog raftlog, raft-wal)")
 	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the results as one JSON array instead of the table")
 	limitFlag(cmd, "rounds", 1, math.MaxInt32)
@@ -102,7 +103,7 @@ draws.`,
 		}
 		selected := slices.DeleteFunc(slices.Clone(benchRaftPeers), func(p raftbench.Peer) bool { return !peersRe.MatchString(p.Name) })
 		if len(selected) == 0 {
-			return usageErrorf(cmd, "invalid --peers %q: matches none of %s, %s and %s", peers, raftbench.PeerSeglog, raftbench.PeerWAL, raftbench.PeerBolt)
+			return usageErrorf(cmd, "invalid --peers %q: matches none of %s and %s", peers, raftbench.PeerSeglog, raftbench.PeerWAL)
 		}
 		if !slices.ContainsFunc(raftbench.Shapes(commands), func(s raftbench.Shape) bool { return onlyRe.MatchString(s.Name) }) {
 			return usageErrorf(cmd, "invalid --only %q: matches no shape", only)

@@ -18,28 +18,31 @@ import (
 var benchRaftTiny = []string{"bench", "raft", "--rounds", "1", "--round-time", "2ms", "--only", `^(Set|Get) \(`}
 
 // TestBenchRaftTable runs seglog bench raft small: each selected shape
-// has a row with a time for all three stores and seglog's two ratios, and
-// nothing is left in --dir.
+// has a row with a time for both stores and seglog's ratio, raft-boltdb
+// is not among them, and nothing is left in --dir.
 func TestBenchRaftTable(t *testing.T) {
 	dir := t.TempDir()
 	r := mustInvoke(t, "", append(benchRaftTiny, "--dir", dir)...)
-	for _, p := range []string{raftbench.PeerSeglog, raftbench.PeerWAL, raftbench.PeerBolt} {
+	for _, p := range []string{raftbench.PeerSeglog, raftbench.PeerWAL} {
 		if !strings.Contains(r.stdout, p) {
 			t.Errorf("no column for %s:\n%s", p, r.stdout)
 		}
 	}
-	// A row: the shape, three times in µs, two ratios.
+	if strings.Contains(r.stdout, raftbench.PeerBolt) {
+		t.Errorf("a raft-boltdb column in a run without it:\n%s", r.stdout)
+	}
+	// A row: the shape, two times in µs, one ratio.
 	num := `\d+\.\d`
 	for _, shape := range []string{"Set (8-byte value, one key)", "Get (one of two keys set)"} {
-		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(shape) + ` +` + num + `\S* +` + num + `\S* +` + num + `\S* +` + num + `\S* +` + num + `\S*$`)
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(shape) + ` +` + num + `\S* +` + num + `\S* +` + num + `\S*$`)
 		if !row.MatchString(r.stdout) {
-			t.Errorf("no row of three times and two ratios for %s:\n%s", shape, r.stdout)
+			t.Errorf("no row of two times and a ratio for %s:\n%s", shape, r.stdout)
 		}
 	}
 	if strings.Contains(r.stdout, "SetUint64") || strings.Contains(r.stdout, "StoreLogs") {
 		t.Errorf("--only let other shapes run:\n%s", r.stdout)
 	}
-	if !strings.Contains(r.stderr, "bench raft: Set (8-byte value, one key), round 1/1: raft-boltdb") {
+	if !strings.Contains(r.stderr, "bench raft: Set (8-byte value, one key), round 1/1: raft-wal") {
 		t.Errorf("no progress line per store on stderr:\n%s", r.stderr)
 	}
 	if names, err := vfs.Default.List(dir); err != nil || len(names) != 0 {
@@ -48,38 +51,38 @@ func TestBenchRaftTable(t *testing.T) {
 }
 
 // TestBenchRaftJSON: --json prints the results as one array (what
-// bench/peers -raft -from reads), every store measured, seglog's ratios
-// to both peers set; --peers leaves the others out.
+// bench/peers -raft -from reads), both stores measured, seglog's ratio to
+// raft-wal set; --peers leaves the other out.
 func TestBenchRaftJSON(t *testing.T) {
 	r := mustInvoke(t, "", append(benchRaftTiny, "--dir", t.TempDir(), "--json")...)
 	var res []raftbench.Result
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
-	if len(res) != 2*3 {
-		t.Fatalf("%d results, want 2 shapes × 3 stores: %+v", len(res), res)
+	if len(res) != 2*2 {
+		t.Fatalf("%d results, want 2 shapes × 2 stores: %+v", len(res), res)
 	}
 	for _, x := range res {
 		if x.Error != "" || x.PerSec <= 0 || x.Rounds != 1 {
 			t.Errorf("%+v: want one measured round", x)
 		}
-		if x.Peer == raftbench.PeerSeglog && (x.Ratio <= 0 || x.RatioBolt <= 0) {
-			t.Errorf("%+v: want ratios to raft-wal and raft-boltdb", x)
+		if x.Peer == raftbench.PeerSeglog && x.Ratio <= 0 {
+			t.Errorf("%+v: want a ratio to raft-wal", x)
 		}
 	}
 
-	r = mustInvoke(t, "", append(benchRaftTiny, "--dir", t.TempDir(), "--json", "--peers", "seglog|wal")...)
+	r = mustInvoke(t, "", append(benchRaftTiny, "--dir", t.TempDir(), "--json", "--peers", "seglog")...)
 	res = nil
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, r.stdout)
 	}
 	for _, x := range res {
-		if x.Peer == raftbench.PeerBolt || x.RatioBolt != 0 {
-			t.Errorf("--peers seglog|wal: %+v", x)
+		if x.Peer != raftbench.PeerSeglog || x.Ratio != 0 {
+			t.Errorf("--peers seglog: %+v", x)
 		}
 	}
-	if len(res) != 2*2 {
-		t.Errorf("--peers seglog|wal: %d results, want 4", len(res))
+	if len(res) != 2 {
+		t.Errorf("--peers seglog: %d results, want 2", len(res))
 	}
 }
 

@@ -20,7 +20,6 @@ var benchExtraPackages = []string{
 	"github.com/seglog/seglog/bench/benchserve",
 	"github.com/seglog/seglog/bench/benchplot",
 	"github.com/hashicorp/raft-wal",
-	"github.com/hashicorp/raft-boltdb/v2",
 	"github.com/seglog/seglog/bench/raftbench",
 }
 
