@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -62,12 +63,14 @@ type Result struct {
 	Peer    string  `json:"peer"`
 	NsPerOp float64 `json:"ns_per_op,omitempty"`
 	PerSec  float64 `json:"per_sec,omitempty"`
-	// Ratio and RatioBolt are the medians over rounds of this store's
-	// rate ÷ raft-wal's and ÷ raft-boltdb's in the same round.
-	Ratio     float64 `json:"ratio_to_raft_wal,omitempty"`
-	RatioBolt float64 `json:"ratio_to_raft_boltdb,omitempty"`
-	Rounds    int     `json:"rounds"`
-	Error     string  `json:"error,omitempty"`
+	// Ratio, RatioBolt and RatioFloor are the medians over rounds of this
+	// store's rate ÷ raft-wal's, ÷ raft-boltdb's and ÷ the floor's in the
+	// same round.
+	Ratio      float64 `json:"ratio_to_raft_wal,omitempty"`
+	RatioBolt  float64 `json:"ratio_to_raft_boltdb,omitempty"`
+	RatioFloor float64 `json:"ratio_to_floor,omitempty"`
+	Rounds     int     `json:"rounds"`
+	Error      string  `json:"error,omitempty"`
 }
 
 // Config is one run.
@@ -174,7 +177,7 @@ func measure(test string, peers []Peer, rounds int, run func(p Peer, round int) 
 	ns := map[string][]float64{}
 	rate := map[string][]float64{}
 	errs := map[string]string{}
-	toWAL, toBolt := map[string][]float64{}, map[string][]float64{}
+	toWAL, toBolt, toFloor := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	for r := range rounds {
 		got := map[string]float64{}
 		for i := range peers {
@@ -202,6 +205,9 @@ func measure(test string, peers []Peer, rounds int, run func(p Peer, round int) 
 				if b := got[PeerBolt]; b > 0 {
 					toBolt[p.Name] = append(toBolt[p.Name], v/b)
 				}
+				if f := got[PeerFloor]; f > 0 {
+					toFloor[p.Name] = append(toFloor[p.Name], v/f)
+				}
 			}
 		}
 	}
@@ -211,7 +217,7 @@ func measure(test string, peers []Peer, rounds int, run func(p Peer, round int) 
 		if len(rate[p.Name]) > 0 {
 			res.NsPerOp, res.PerSec = Median(ns[p.Name]), Median(rate[p.Name])
 		}
-		res.Ratio, res.RatioBolt = Median(toWAL[p.Name]), Median(toBolt[p.Name])
+		res.Ratio, res.RatioBolt, res.RatioFloor = Median(toWAL[p.Name]), Median(toBolt[p.Name]), Median(toFloor[p.Name])
 		out = append(out, res)
 	}
 	return out, nil
@@ -233,19 +239,32 @@ func Median(xs []float64) float64 {
 
 // WriteRows prints one line per shape (after a header line when header is
 // set): each store's median time per operation in µs (the cluster:
-// commands per second), then seglog's ratios to raft-wal and raft-boltdb
-// (rates; above 1, seglog is faster). A store that failed shows
-// "refused", with its error on a line below; one that did not run, "-".
-// raft-boltdb's two columns appear only when all holds its results: seglog
-// bench raft runs without it (its module stays out of the main go.mod).
+// commands per second), then seglog's ratios to raft-wal and, when they
+// ran, raft-boltdb and the floor (rates; above 1, seglog is faster). A
+// store that failed shows "refused", with its error on a line below; one
+// that did not run, "-". raft-boltdb's and the floor's columns appear only
+// when all holds their results: seglog bench raft runs without raft-boltdb
+// (its module stays out of the main go.mod), and the floor only when asked.
 func WriteRows(w io.Writer, all []Result, header bool) {
-	bolt := slices.ContainsFunc(all, func(r Result) bool { return r.Peer == PeerBolt })
-	line := func(shape, seglog, wal, boltCell, ratioWAL, ratioBolt string) {
-		if bolt {
-			fmt.Fprintf(w, "%-54s %14s %13s %13s %9s %9s\n", shape, seglog, wal, boltCell, ratioWAL, ratioBolt)
-		} else {
-			fmt.Fprintf(w, "%-54s %14s %13s %9s\n", shape, seglog, wal, ratioWAL)
+	has := func(peer string) bool { return slices.ContainsFunc(all, func(r Result) bool { return r.Peer == peer }) }
+	cols := []string{PeerSeglog, PeerWAL}
+	ratios := []string{"÷ wal"}
+	if has(PeerBolt) {
+		cols, ratios = append(cols, PeerBolt), append(ratios, "÷ bolt")
+	}
+	if has(PeerFloor) {
+		cols, ratios = append(cols, PeerFloor), append(ratios, "÷ floor")
+	}
+	line := func(shape string, cells, rs []string) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-54s %14s", shape, cells[0])
+		for _, c := range cells[1:] {
+			fmt.Fprintf(&b, " %13s", c)
 		}
+		for _, r := range rs {
+			fmt.Fprintf(&b, " %9s", r)
+		}
+		fmt.Fprintln(w, b.String())
 	}
 	byTest := map[string]map[string]Result{}
 	var tests []string
@@ -257,7 +276,7 @@ func WriteRows(w io.Writer, all []Result, header bool) {
 		byTest[r.Test][r.Peer] = r
 	}
 	if header {
-		line("shape (µs/op; cluster: commands/s)", PeerSeglog, PeerWAL, PeerBolt, "÷ wal", "÷ bolt")
+		line("shape (µs/op; cluster: commands/s)", cols, ratios)
 	}
 	for _, t := range tests {
 		row := byTest[t]
@@ -285,8 +304,19 @@ func WriteRows(w io.Writer, all []Result, header bool) {
 			return fmt.Sprintf("%.2f", v)
 		}
 		s := row[PeerSeglog]
-		line(t, cell(PeerSeglog), cell(PeerWAL), cell(PeerBolt), ratio(s.Ratio), ratio(s.RatioBolt))
-		for _, p := range []string{PeerSeglog, PeerWAL, PeerBolt} {
+		var cells []string
+		for _, p := range cols {
+			cells = append(cells, cell(p))
+		}
+		rs := []string{ratio(s.Ratio)}
+		if has(PeerBolt) {
+			rs = append(rs, ratio(s.RatioBolt))
+		}
+		if has(PeerFloor) {
+			rs = append(rs, ratio(s.RatioFloor))
+		}
+		line(t, cells, rs)
+		for _, p := range cols {
 			if r, ok := row[p]; ok && r.Error != "" {
 				fmt.Fprintf(w, "    %s: %s\n", p, r.Error)
 			}

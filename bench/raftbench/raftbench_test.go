@@ -3,9 +3,11 @@ package raftbench
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // inmem is raft's own in-memory store as a Store.
@@ -226,5 +229,63 @@ func TestClusterRate(t *testing.T) {
 	}
 	if _, err := ClusterRate(inmemPeer("inmem"), t.TempDir(), 0); err == nil {
 		t.Error("a cluster of 0 commands was measured")
+	}
+}
+
+// TestFloorStore: the floor writes each call's entries after the last
+// call's, durably (the file holds them), and refuses everything else.
+func TestFloorStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := FloorPeer.Open(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := []*raft.Log{{Index: 1, Term: 2, Data: []byte("abc")}, {Index: 2, Term: 2, Data: []byte("de")}}
+	if err := s.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StoreLog(&raft.Log{Index: 3, Term: 3, Data: []byte("f")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FirstIndex(); !errors.Is(err, errFloorOnly) {
+		t.Errorf("FirstIndex: %v, want errFloorOnly", err)
+	}
+	if err := s.Set([]byte("k"), nil); !errors.Is(err, errFloorOnly) {
+		t.Errorf("Set: %v, want errFloorOnly", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := vfstest.ReadFile(t, vfs.Default, filepath.Join(dir, "store", "floor.log"))
+	var want []byte
+	for _, l := range append(logs, &raft.Log{Index: 3, Term: 3, Data: []byte("f")}) {
+		want = binary.BigEndian.AppendUint64(want, l.Index)
+		want = binary.BigEndian.AppendUint64(want, l.Term)
+		want = binary.BigEndian.AppendUint32(want, uint32(len(l.Data)))
+		want = append(want, l.Data...)
+	}
+	if len(data) < len(want) || !bytes.Equal(data[:len(want)], want) || bytes.Count(data[len(want):], []byte{0}) != len(data)-len(want) {
+		t.Fatalf("floor.log starts %x, want %x then zeros", data[:min(len(data), len(want))], want)
+	}
+}
+
+// TestWriteRowsFloor: the floor's column and seglog's ratio to it appear
+// when the floor ran, and not otherwise.
+func TestWriteRowsFloor(t *testing.T) {
+	res := []Result{
+		{Test: "StoreLogs 1 × 128 B", Peer: PeerSeglog, NsPerOp: 2000, PerSec: 500, Ratio: 1.5, RatioFloor: 0.8},
+		{Test: "StoreLogs 1 × 128 B", Peer: PeerWAL, NsPerOp: 3000, PerSec: 333},
+		{Test: "StoreLogs 1 × 128 B", Peer: PeerFloor, NsPerOp: 1600, PerSec: 625},
+	}
+	var b strings.Builder
+	WriteRows(&b, res, true)
+	if !regexp.MustCompile(`(?m)^shape .* seglog raftlog +raft-wal +floor +÷ wal +÷ floor$`).MatchString(b.String()) ||
+		!regexp.MustCompile(`(?m)^StoreLogs 1 × 128 B +2\.0 +3\.0 +1\.6 +1\.50 +0\.80$`).MatchString(b.String()) {
+		t.Fatalf("with the floor:\n%s", b.String())
+	}
+	b.Reset()
+	WriteRows(&b, res[:2], true)
+	if strings.Contains(b.String(), "floor") || !regexp.MustCompile(`(?m)^StoreLogs 1 × 128 B +2\.0 +3\.0 +1\.50$`).MatchString(b.String()) {
+		t.Fatalf("without the floor:\n%s", b.String())
 	}
 }

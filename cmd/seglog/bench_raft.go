@@ -51,7 +51,7 @@ func newBenchRaftCmd() *cobra.Command {
 		rounds, commands int
 		roundTime        time.Duration
 		only, peers, dir string
-		asJSON           bool
+		asJSON, floor    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "raft",
@@ -76,6 +76,11 @@ of rates, so above 1 means seglog is faster. raft-boltdb v2 joins them in
   cd bench/peers && go run . -raft
 (its own module: raft-boltdb v2.3.1 needs an older go-metrics than raft).
 
+--floor adds the least a durable StoreLogs can cost on this disk: the
+entries written with one pwrite into a preallocated file, then one
+fdatasync, no framing, checksum or index; seglog's ratio to it says how
+much of a call is the store rather than the disk.
+
 --json prints the results as one JSON array, which
   cd bench/peers && go run . -raft -from FILE -plot FILE.png
 draws.`,
@@ -89,6 +94,7 @@ draws.`,
 	fl.StringVar(&peers, "peers", "", "run only the stores whose name matches this regular expression (seglog raftlog, raft-wal)")
 	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the results as one JSON array instead of the table")
+	fl.BoolVar(&floor, "floor", false, "also run the floor, one pwrite and one fdatasync per call into a preallocated file, on the StoreLogs shapes (it refuses the others; use with --only StoreLogs)")
 	limitFlag(cmd, "rounds", 1, math.MaxInt32)
 	limitFlag(cmd, "commands", 1, math.MaxInt32)
 	limitDuration(cmd, "round-time", time.Millisecond, math.MaxInt64)
@@ -101,7 +107,11 @@ draws.`,
 		if err != nil {
 			return usageErrorf(cmd, "invalid --peers %q: %v", peers, err)
 		}
-		selected := slices.DeleteFunc(slices.Clone(benchRaftPeers), func(p raftbench.Peer) bool { return !peersRe.MatchString(p.Name) })
+		all := slices.Clone(benchRaftPeers)
+		if floor {
+			all = append(all, raftbench.FloorPeer)
+		}
+		selected := slices.DeleteFunc(all, func(p raftbench.Peer) bool { return !peersRe.MatchString(p.Name) })
 		if len(selected) == 0 {
 			return usageErrorf(cmd, "invalid --peers %q: matches none of %s and %s", peers, raftbench.PeerSeglog, raftbench.PeerWAL)
 		}
