@@ -48,10 +48,10 @@ throughput over time (and, for a sweep of sizes or writers, against it).
 
 --plot, bench serve (seglog serve driven by kgo clients, against the
 direct append and kfake) and bench raft (seglog's raft log store against
-raft-wal and raft-boltdb) are in a seglog built with -tags benchextras:
+raft-wal) are in a seglog built with -tags benchextras:
   go build -tags benchextras -o seglog ./cmd/seglog
-They need a plotting library, a Kafka client and broker and two other raft
-stores; the first two took about 30% of the compile time of a first build
+They need a plotting library, a Kafka client and broker and another raft
+store; the first two took about 30% of the compile time of a first build
 (empty caches), and all are left out of the default one
 (docs/benchmarks.md).`,
 	}

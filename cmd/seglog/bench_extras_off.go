@@ -31,11 +31,11 @@ func newBenchServeCmd() *cobra.Command {
 func newBenchRaftCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:                "raft",
-		Short:              "hashicorp/raft log stores: seglog's raftlog against raft-wal and raft-boltdb v2 (built with -tags " + benchExtrasTag + ")",
+		Short:              "hashicorp/raft log stores: seglog's raftlog against raft-wal (built with -tags " + benchExtrasTag + ")",
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErrorf(cmd, "this seglog has no bench raft, which needs the raft-wal and raft-boltdb modules: %s", benchExtrasHint)
+			return usageErrorf(cmd, "this seglog has no bench raft, which needs the raft-wal module: %s", benchExtrasHint)
 		},
 	}
 }
