@@ -44,7 +44,7 @@ func buildFetchLog(b *testing.B) {
 			size = 64 << 20
 		}
 		dir := filepath.Join(b.TempDir()+"-fetchlog", "log")
-		benchCleanups = append(benchCleanups, func() { removeAll(vfs.Default, filepath.Dir(dir)) })
+		benchCleanups = append(benchCleanups, func() { vfs.RemoveAll(vfs.Default, filepath.Dir(dir)) })
 		l, err := Open(dir, Options{Logger: discardLogger()})
 		if err != nil {
 			f.err = err
@@ -87,19 +87,6 @@ func buildFetchLog(b *testing.B) {
 	if f.err != nil {
 		b.Fatal(f.err)
 	}
-}
-
-func removeAll(fs vfs.FS, dir string) {
-	names, _ := fs.List(dir)
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if fi, err := fs.Stat(p); err == nil && fi.IsDir() {
-			removeAll(fs, p)
-			continue
-		}
-		fs.Remove(p)
-	}
-	fs.Remove(dir)
 }
 
 // BenchmarkFetch sends a log over loopback TCP in 1 MiB fetches three

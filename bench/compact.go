@@ -20,6 +20,7 @@ import (
 	"github.com/seglog/seglog/compaction"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // CompactConfig is the compaction workload: a log of Records uncompressed
@@ -139,7 +140,7 @@ func runCompactOnce(ctx context.Context, env Env, cfg CompactConfig, keys int) (
 	if err != nil {
 		return run, err
 	}
-	defer func() { err = errors.Join(err, removeAll(dir)) }()
+	defer func() { err = errors.Join(err, vfs.RemoveAll(fs, dir)) }()
 	logDir := filepath.Join(dir, "compact-0")
 	l, err := seglog.Open(logDir, seglog.Options{LogConfig: seglog.LogConfig{SegmentBytes: cfg.SegmentBytes, Sync: seglog.SyncNone}, Logger: discardLogger})
 	if err != nil {

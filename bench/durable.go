@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/vfs"
 )
 
 // DurableConfig is the durable workload: Sync=always appends of Batch
@@ -121,7 +122,7 @@ func runPaired(ctx context.Context, env Env, cfg DurableConfig) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	defer removeAll(dir)
+	defer vfs.RemoveAll(fs, dir)
 	pool := valuePool(many.RecordSize, 1)
 	curs := make([]*valueCursor, many.Writers)
 	batches := make([][][]byte, many.Writers)

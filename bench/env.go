@@ -94,33 +94,6 @@ func MakeRunDir(parent, workload string) (string, error) {
 	return dir, nil
 }
 
-// removeAll removes dir and everything below it.
-func removeAll(dir string) error {
-	names, err := fs.List(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	for _, name := range names {
-		p := filepath.Join(dir, name)
-		fi, err := fs.Stat(p)
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			err = removeAll(p)
-		} else {
-			err = fs.Remove(p)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return fs.Remove(dir)
-}
-
 // discardLogger is the Log's logger unless a config sets one: recovery
 // messages are not part of a benchmark's output.
 var discardLogger = slog.New(slog.DiscardHandler)

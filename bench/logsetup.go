@@ -6,6 +6,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // span is one batch as the engine stored it.
@@ -57,7 +58,7 @@ func openFilled(ctx context.Context, env Env, workload string, opts seglog.Optio
 	}
 	l, err := seglog.Open(filepath.Join(dir, "log-0"), opts)
 	if err != nil {
-		removeAll(dir)
+		vfs.RemoveAll(fs, dir)
 		return nil, err
 	}
 	r := newRunner(env)
@@ -66,7 +67,7 @@ func openFilled(ctx context.Context, env Env, workload string, opts seglog.Optio
 	r.end()
 	if err != nil {
 		l.Close()
-		removeAll(dir)
+		vfs.RemoveAll(fs, dir)
 		return nil, err
 	}
 	return &warmLog{l: l, r: r, spans: spans, dir: dir}, nil
@@ -74,5 +75,5 @@ func openFilled(ctx context.Context, env Env, workload string, opts seglog.Optio
 
 func (w *warmLog) close() {
 	w.l.Close()
-	removeAll(w.dir)
+	vfs.RemoveAll(fs, w.dir)
 }

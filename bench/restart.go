@@ -140,10 +140,10 @@ func RunRestart(ctx context.Context, progress io.Writer, dir string, cfg Restart
 		readyRatios = append(readyRatios, crashed[i].ready.Seconds()/clean[i].ready.Seconds())
 	}
 	res.Records = len(crashed)
-	res.ListenMs, res.BaselineListenMs = median(res.RoundListenMs), median(res.RoundBaselineListenMs)
-	res.ReadyMs, res.BaselineReadyMs = median(res.RoundReadyMs), median(res.RoundBaselineReadyMs)
+	res.ListenMs, res.BaselineListenMs = Median(res.RoundListenMs), Median(res.RoundBaselineListenMs)
+	res.ReadyMs, res.BaselineReadyMs = Median(res.RoundReadyMs), Median(res.RoundBaselineReadyMs)
 	res.RecordsPerSec, res.BaselineRecordsPerSec = 1000/res.ListenMs, 1000/res.BaselineListenMs
-	res.Ratio, res.TimeRatio, res.ReadyRatio = median(rates), median(timeRatios), median(readyRatios)
+	res.Ratio, res.TimeRatio, res.ReadyRatio = Median(rates), Median(timeRatios), Median(readyRatios)
 
 	say("checking the store")
 	if res.Verified, err = countRecords(dir, topics[restartTopic]); err != nil {

@@ -120,7 +120,9 @@ type roundStat struct {
 func (r roundStat) recordsPerSec() float64 { return float64(r.records) / r.wall.Seconds() }
 func (r roundStat) bytesPerSec() float64   { return float64(r.bytes) / r.wall.Seconds() }
 
-func median(xs []float64) float64 {
+// Median is the median of xs, 0 for none (xs is not changed): what every
+// benchmark here reports of its rounds, and of its rounds' ratios.
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -154,9 +156,9 @@ func summarize(res *Result, a, b []roundStat) {
 		res.StoredBytesPerRecord /= float64(res.Records)
 	}
 	res.Rounds = len(a)
-	res.RecordsPerSec, res.BytesPerSec = median(ar), median(ab)
-	res.BaselineRecordsPerSec, res.BaselineBytesPerSec = median(br), median(bb)
-	res.Ratio = median(ratios)
+	res.RecordsPerSec, res.BytesPerSec = Median(ar), Median(ab)
+	res.BaselineRecordsPerSec, res.BaselineBytesPerSec = Median(br), Median(bb)
+	res.Ratio = Median(ratios)
 	res.RoundRatios = ratios
 	if res.Records > 0 && res.BaselineRecords > 0 && res.CPUSeconds > 0 {
 		res.CPURatio = (res.BaselineCPUSeconds / float64(res.BaselineRecords)) / (res.CPUSeconds / float64(res.Records))

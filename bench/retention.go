@@ -207,7 +207,7 @@ func (s *retentionSetup) close() {
 		l.Close()
 	}
 	if s.dir != "" {
-		removeAll(s.dir)
+		vfs.RemoveAll(fs, s.dir)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
 // StoreConfig is the store workload (package store, docs/store.md), the
@@ -63,7 +64,7 @@ func RunStore(ctx context.Context, cfg StoreConfig) (res StoreResult, err error)
 	if err != nil {
 		return res, err
 	}
-	defer func() { err = errors.Join(err, removeAll(dir)) }()
+	defer func() { err = errors.Join(err, vfs.RemoveAll(fs, dir)) }()
 	res = StoreResult{Workload: "store", Records: cfg.Records, ValueBytes: cfg.ValueBytes, Partitions: cfg.Partitions,
 		Batch: cfg.Batch, OpenPartitions: cfg.OpenParts, Groups: cfg.Groups}
 	if err := storeProduce(ctx, cfg, filepath.Join(dir, "produce"), &res); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // WriteConfig is the write workload: writers append batches of Batch
@@ -118,7 +119,7 @@ func runWrite(ctx context.Context, r *runner, env Env, cfg WriteConfig, workload
 	if err != nil {
 		return nil, err
 	}
-	defer removeAll(dir)
+	defer vfs.RemoveAll(fs, dir)
 	cfg.stop = ctx.Done()
 
 	// Each writer gets its own values and pre-built batches, built before
@@ -241,7 +242,7 @@ func engineWriteRound(r *runner, cfg WriteConfig, dir string, curs []*valueCurso
 	if err != nil {
 		return roundStat{}, 0, err
 	}
-	defer removeAll(dir)
+	defer vfs.RemoveAll(fs, dir)
 	lats := make([]*recorder, cfg.Writers)
 	var stored atomic.Int64
 	var st roundStat

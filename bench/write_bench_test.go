@@ -7,6 +7,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // BenchmarkAppend is the micro-level view of the write workload, for
@@ -31,7 +32,7 @@ func BenchmarkAppend(b *testing.B) {
 					b.StopTimer()
 					if l != nil {
 						l.Close()
-						removeAll(l.Dir())
+						vfs.RemoveAll(fs, l.Dir())
 					}
 					var err error
 					if l, err = seglog.Open(filepath.Join(dir, fmt.Sprint(i)), seglog.Options{Logger: discardLogger}); err != nil {

@@ -28,6 +28,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/seglog/seglog/bench"
 )
 
 // workload is one write pattern, run against every peer.
@@ -345,13 +347,13 @@ func runWorkload(base string, w workload, ps []peer, rounds int) []result {
 		fmt.Fprintf(os.Stderr, "%s: done\n", w.name)
 	}
 	for i := range res {
-		res[i].RecordsPerSec = median(res[i].RoundRates)
+		res[i].RecordsPerSec = bench.Median(res[i].RoundRates)
 		res[i].BytesPerSec = res[i].RecordsPerSec * float64(w.size)
-		res[i].Ratio = median(res[i].RoundRatios)
-		res[i].RatioPayload = median(res[i].roundPayload)
-		res[i].RatioReserved = median(res[i].roundReserved)
-		res[i].ReadPerSec = median(res[i].roundReads)
-		res[i].ReadRatio = median(res[i].roundReadRat)
+		res[i].Ratio = bench.Median(res[i].RoundRatios)
+		res[i].RatioPayload = bench.Median(res[i].roundPayload)
+		res[i].RatioReserved = bench.Median(res[i].roundReserved)
+		res[i].ReadPerSec = bench.Median(res[i].roundReads)
+		res[i].ReadRatio = bench.Median(res[i].roundReadRat)
 	}
 	return res
 }
@@ -362,19 +364,6 @@ var tty = func() bool {
 	fi, err := os.Stderr.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }()
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-}
 
 func printTable(w workload, res []result) {
 	fmt.Printf("### %s\n\n", w.name)

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/seglog/seglog/bench"
 	"github.com/seglog/seglog/raftlog"
 	"github.com/seglog/seglog/vfs"
 )
@@ -122,7 +122,7 @@ func Run(ctx context.Context, dir string, cfg Config) ([]Result, error) {
 			}
 			seq++
 			d := filepath.Join(dir, fmt.Sprintf("%s-%d", "run", seq))
-			defer removeAll(d)
+			defer vfs.RemoveAll(vfs.Default, d)
 			return runShape(sh, p, d, cfg)
 		})
 		if err != nil {
@@ -215,26 +215,12 @@ func measure(test string, peers []Peer, rounds int, run func(p Peer, round int) 
 	for _, p := range peers {
 		res := Result{Test: test, Peer: p.Name, Error: errs[p.Name], Rounds: len(rate[p.Name])}
 		if len(rate[p.Name]) > 0 {
-			res.NsPerOp, res.PerSec = Median(ns[p.Name]), Median(rate[p.Name])
+			res.NsPerOp, res.PerSec = bench.Median(ns[p.Name]), bench.Median(rate[p.Name])
 		}
-		res.Ratio, res.RatioBolt, res.RatioFloor = Median(toWAL[p.Name]), Median(toBolt[p.Name]), Median(toFloor[p.Name])
+		res.Ratio, res.RatioBolt, res.RatioFloor = bench.Median(toWAL[p.Name]), bench.Median(toBolt[p.Name]), bench.Median(toFloor[p.Name])
 		out = append(out, res)
 	}
 	return out, nil
-}
-
-// Median is the median of xs, 0 for none (xs is not changed).
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // WriteRows prints one line per shape (after a header line when header is
@@ -322,32 +308,4 @@ func WriteRows(w io.Writer, all []Result, header bool) {
 			}
 		}
 	}
-}
-
-// removeAll removes dir and everything below it, through vfs (the
-// repository's filesystem seam); a dir that is not there is no error.
-func removeAll(dir string) error {
-	names, err := vfs.Default.List(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	for _, name := range names {
-		p := filepath.Join(dir, name)
-		fi, err := vfs.Default.Stat(p)
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			err = removeAll(p)
-		} else {
-			err = vfs.Default.Remove(p)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return vfs.Default.Remove(dir)
 }

@@ -29,26 +29,6 @@ func inmemPeer(name string) Peer {
 	return Peer{name, func(string) (Store, error) { return inmem{raft.NewInmemStore()}, nil }}
 }
 
-func TestMedian(t *testing.T) {
-	for _, c := range []struct {
-		in   []float64
-		want float64
-	}{
-		{nil, 0},
-		{[]float64{3}, 3},
-		{[]float64{5, 1, 3}, 3},
-		{[]float64{4, 1, 3, 2}, 2.5},
-	} {
-		in := slices.Clone(c.in)
-		if got := Median(in); got != c.want {
-			t.Errorf("Median(%v) = %v, want %v", c.in, got, c.want)
-		}
-		if !slices.Equal(in, c.in) {
-			t.Errorf("Median reordered its input: %v", in)
-		}
-	}
-}
-
 // measure's ratio is the median of the per-round ratios, not the ratio of
 // the medians; the order of the peers rotates by one each round; a peer
 // that fails is not run again and carries its error, and no ratio is

@@ -124,7 +124,7 @@ draws.`,
 		if err != nil {
 			return err
 		}
-		defer removeAll(vfs.Default, tmp)
+		defer vfs.RemoveAll(vfs.Default, tmp)
 		out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 		cfg := raftbench.Config{
 			Peers: selected, Rounds: rounds, RoundTime: roundTime, Commands: commands,

@@ -70,7 +70,7 @@ round under way (the child is killed) and removes the directory.`,
 		if err != nil {
 			return err
 		}
-		defer removeAll(vfs.Default, tmp)
+		defer vfs.RemoveAll(vfs.Default, tmp)
 		srv, err := serveCommand()
 		if err != nil {
 			return err

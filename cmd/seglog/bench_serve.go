@@ -76,7 +76,7 @@ store in a temporary directory below --dir.`,
 		if err != nil {
 			return err
 		}
-		defer removeAll(vfs.Default, tmp)
+		defer vfs.RemoveAll(vfs.Default, tmp)
 		sc, err := serveCommand()
 		if err != nil {
 			return err

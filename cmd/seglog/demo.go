@@ -113,7 +113,7 @@ func runDemo(cfg *demoConfig) error {
 	case err != nil && temp && errors.Is(err, errVerify):
 		fmt.Fprintf(cfg.out, "kept %s for inspection\n", dir)
 	case temp:
-		rerr := removeAll(fs, dir)
+		rerr := vfs.RemoveAll(fs, dir)
 		if rerr == nil {
 			fmt.Fprintf(cfg.out, "removed the temporary directory %s\n", dir)
 		} else if err == nil {
@@ -406,30 +406,6 @@ func makeTempDir(fs vfs.FS, prefix string) (string, error) {
 		return name, nil
 	}
 	return "", fmt.Errorf("no free temporary directory name under %s", os.TempDir())
-}
-
-// removeAll removes dir and everything under it.
-func removeAll(fs vfs.FS, dir string) error {
-	names, err := fs.List(dir)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		fi, err := fs.Stat(p)
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() {
-			err = removeAll(fs, p)
-		} else {
-			err = fs.Remove(p)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return fs.Remove(dir)
 }
 
 // dirSize sums the sizes of the files directly in dir.

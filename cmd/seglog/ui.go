@@ -95,7 +95,7 @@ func runPlayground(ctx context.Context, out io.Writer, ln net.Listener, logger *
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, removeAll(vfs.Default, dir)) }()
+	defer func() { err = errors.Join(err, vfs.RemoveAll(vfs.Default, dir)) }()
 	p, err := ui.NewPlayground(dir, logger)
 	if err != nil {
 		return err
