@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -23,6 +24,7 @@ type step struct {
 	name          string
 	do            func(s raft.LogStore) error
 	refused       bool
+	middle        bool // refused as a range inside the log (ErrMiddleRange)
 	noop          bool
 	stage         uint64
 	dropsSegments bool
@@ -62,7 +64,7 @@ var contractScenarios = map[string][]step{
 		{name: "commit staged, power loss before a StoreLogs", do: nothing, stage: 50},
 		{name: "gap refused", do: store(entries(60, 61, 4)), refused: true, stage: 50},
 		{name: "overwrite refused", do: store(entries(50, 51, 4)), refused: true},
-		{name: "middle delete refused", do: deleteRange(20, 30), refused: true},
+		{name: "middle delete refused", do: deleteRange(20, 30), refused: true, middle: true},
 		{name: "delete outside the log", do: deleteRange(100, 200), noop: true},
 		{name: "prefix inside the first segment", do: deleteRange(1, 3)},
 		{name: "prefix across segments", do: deleteRange(0, 25), dropsSegments: true},
@@ -114,6 +116,9 @@ func TestContract(t *testing.T) {
 					err := st.do(s)
 					if st.refused && err == nil {
 						t.Fatalf("%s: the adapter accepted it", label)
+					}
+					if st.middle && !errors.Is(err, ErrMiddleRange) {
+						t.Fatalf("%s: %v, want ErrMiddleRange", label, err)
 					}
 					if st.noop && err != nil {
 						t.Fatalf("%s: %v", label, err)

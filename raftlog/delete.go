@@ -16,8 +16,8 @@ import (
 // for as a prefix (compaction after a snapshot), a suffix (a follower
 // dropping entries that conflict with its leader) or everything (after a
 // snapshot install or RecoverCluster). A range strictly inside the log
-// (neither a prefix nor a suffix) is refused with an error and changes
-// nothing; one outside it does nothing.
+// (neither a prefix nor a suffix) is refused with an error matching
+// ErrMiddleRange and changes nothing; one outside it does nothing.
 //
 // A prefix raises the log start offset and removes the segments wholly
 // below it (DeleteBefore). Everything restarts the partition empty at its
@@ -57,7 +57,7 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	case max >= last:
 		return s.truncateTail(toOffset(min))
 	}
-	return fmt.Errorf("%w: [%d, %d] is inside [%d, %d]", errMiddle, min, max, first, last)
+	return fmt.Errorf("%w: [%d, %d] is inside [%d, %d]", ErrMiddleRange, min, max, first, last)
 }
 
 // truncateTail removes every offset from cut on. Called with mu.

@@ -319,5 +319,7 @@ func (s *Store) rebuildEpochs() error {
 	return s.epochs.save()
 }
 
-// errMiddle is DeleteRange's refusal of a range inside the log.
-var errMiddle = errors.New("raftlog: only a prefix or a suffix of the log may be deleted")
+// ErrMiddleRange is DeleteRange's refusal of a range strictly inside the
+// log (neither a prefix nor a suffix), which raft never asks for: a log
+// with a hole in it is not a raft log. Nothing is deleted.
+var ErrMiddleRange = errors.New("raftlog: only a prefix or a suffix of the log may be deleted")

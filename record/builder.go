@@ -149,7 +149,7 @@ func (b *Builder) Add(r Record) error {
 // base timestamp. A nil key or value is encoded as null.
 func (b *Builder) AddRecord(offsetDelta int32, timestampDelta int64, key, value []byte, headers []Header) error {
 	if offsetDelta <= b.lastDelta {
-		return fmt.Errorf("record: offset delta %d does not follow %d", offsetDelta, b.lastDelta)
+		return fmt.Errorf("%w: offset delta %d does not follow %d", ErrOffsetOrder, offsetDelta, b.lastDelta)
 	}
 	if !b.baseTSSet {
 		b.baseTS, b.baseTSSet = 0, true
@@ -165,8 +165,8 @@ func (b *Builder) AddRecord(offsetDelta int32, timestampDelta int64, key, value 
 // for Add), and the key, value and headers of *r; r.Offset and r.Timestamp
 // are ignored. r must not be nil, is only read, and is not retained. An
 // offset that does not follow the previous record's, or lies below the base
-// offset or more than 2^31-1 past it, is an error (no sentinel); a record
-// too large to encode matches ErrTooLarge.
+// offset or more than 2^31-1 past it, matches ErrOffsetOrder; a record too
+// large to encode, or one past 2^31-1 records, matches ErrTooLarge.
 // A refused record adds nothing.
 //
 // It is Add for a caller that assigns offsets or default timestamps
@@ -177,17 +177,17 @@ func (b *Builder) AddRecord(offsetDelta int32, timestampDelta int64, key, value 
 func (b *Builder) AddAt(offset, timestamp int64, r *Record) error {
 	d := offset - b.baseOffset
 	if d < 0 || d > math.MaxInt32 {
-		return fmt.Errorf("record: offset %d outside the batch (base %d)", offset, b.baseOffset)
+		return fmt.Errorf("%w: offset %d outside the batch (base %d)", ErrOffsetOrder, offset, b.baseOffset)
 	}
 	if !b.baseTSSet {
 		b.baseTS, b.baseTSSet = timestamp, true
 	}
 	offsetDelta, timestampDelta := int32(d), timestamp-b.baseTS
 	if offsetDelta <= b.lastDelta {
-		return fmt.Errorf("record: offset delta %d does not follow %d", offsetDelta, b.lastDelta)
+		return fmt.Errorf("%w: offset delta %d does not follow %d", ErrOffsetOrder, offsetDelta, b.lastDelta)
 	}
 	if b.count == math.MaxInt32 {
-		return fmt.Errorf("record: too many records")
+		return fmt.Errorf("record: more than 2^31-1 records: %w", ErrTooLarge)
 	}
 	if len(r.Headers) != 0 {
 		return b.appendRecord(offsetDelta, timestampDelta, r)

@@ -15,7 +15,7 @@ import (
 func refAdd(b *Builder, r Record) error {
 	d := r.Offset - b.baseOffset
 	if d < 0 || d > math.MaxInt32 {
-		return fmt.Errorf("record: offset %d outside the batch (base %d)", r.Offset, b.baseOffset)
+		return fmt.Errorf("%w: offset %d outside the batch (base %d)", ErrOffsetOrder, r.Offset, b.baseOffset)
 	}
 	if !b.baseTSSet {
 		b.baseTS, b.baseTSSet = r.Timestamp, true
@@ -26,10 +26,10 @@ func refAdd(b *Builder, r Record) error {
 // refAddRecord is the old Builder.AddRecord.
 func refAddRecord(b *Builder, offsetDelta int32, timestampDelta int64, key, value []byte, headers []Header) error {
 	if offsetDelta <= b.lastDelta {
-		return fmt.Errorf("record: offset delta %d does not follow %d", offsetDelta, b.lastDelta)
+		return fmt.Errorf("%w: offset delta %d does not follow %d", ErrOffsetOrder, offsetDelta, b.lastDelta)
 	}
 	if b.count == math.MaxInt32 {
-		return fmt.Errorf("record: too many records")
+		return fmt.Errorf("record: more than 2^31-1 records: %w", ErrTooLarge)
 	}
 	if !b.baseTSSet {
 		b.baseTS, b.baseTSSet = 0, true

@@ -28,6 +28,11 @@ var (
 	// ErrInvalidProducerBatch means a well-formed batch breaks a rule a
 	// broker applies to batches from producers (see ValidateProducerBatch).
 	ErrInvalidProducerBatch = errors.New("record: invalid producer batch")
+	// ErrOffsetOrder means a Builder was given a record whose offset does
+	// not follow the previous record's, or lies below the batch's base
+	// offset or more than 2^31-1 past it: offsets rise strictly within a
+	// batch, as 32-bit deltas from its base.
+	ErrOffsetOrder = errors.New("record: offset out of order for the batch")
 	// ErrShortHeader means fewer bytes were given than needed to read an
 	// entry's framing (LogOverhead+5 for PeekEntry). At the end of a file it
 	// is the normal sign of a partial trailing entry.
