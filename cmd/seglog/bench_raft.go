@@ -91,7 +91,7 @@ draws.`,
 	fl.DurationVar(&roundTime, "round-time", time.Second, "each store runs each shape at least this long per round (not the cluster)")
 	fl.IntVar(&commands, "commands", 20000, "1 KiB commands the 3-node cluster applies per store per round")
 	fl.StringVar(&only, "only", "", "run only the shapes whose name matches this regular expression (e.g. 'StoreLogs 1 |GetLog random')")
-	fl.StringVar(&peers, "peers", "", "run only the stores whose name matches this regular expression (seglog raftlog, raft-wal)")
+	fl.StringVar(&peers, "peers", "", "run only the stores whose name matches this regular expression (seglog raftlog, raft-wal, and floor with --floor)")
 	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the results as one JSON array instead of the table")
 	fl.BoolVar(&floor, "floor", false, "also run the floor, one pwrite and one fdatasync per call into a preallocated file, on the StoreLogs shapes (it refuses the others; use with --only StoreLogs)")
