@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/seglog/seglog/internal/loadplan"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -53,11 +54,7 @@ func writeOffsetCheckpoint(fs vfs.FS, dir, name string, off int64) error {
 // dirState is what a directory's checkpoints and marker say about the last
 // shutdown.
 type dirState struct {
-	clean        bool
-	ownMarker    bool // clean because of this directory's own marker
-	rp           int64
-	logStart     int64
-	haveLogStart bool
+	loadplan.State
 	// logStartFile is the checkpoint file logStart was read from, ""
 	// when a Checkpointer keeps it.
 	logStartFile string
@@ -79,32 +76,32 @@ func readDirState(fs vfs.FS, dir string, names []string) (dirState, error) {
 		return st, err
 	}
 	if inLogDir {
-		if st.rp, _, err = layout.PartitionOffset(fs, filepath.Join(logDir, RecoveryPointFile), topic, part); err != nil {
+		if st.RecoveryPoint, _, err = layout.PartitionOffset(fs, filepath.Join(logDir, RecoveryPointFile), topic, part); err != nil {
 			return st, err
 		}
 		path := filepath.Join(logDir, LogStartOffsetFile)
-		if st.logStart, st.haveLogStart, err = layout.PartitionOffset(fs, path, topic, part); err != nil {
+		if st.LogStart, st.HaveLogStart, err = layout.PartitionOffset(fs, path, topic, part); err != nil {
 			return st, err
 		}
-		if st.haveLogStart {
+		if st.HaveLogStart {
 			st.logStartFile = path
 		}
 		if _, err := fs.Stat(filepath.Join(logDir, CleanShutdownFile)); err == nil {
-			st.clean = true
+			st.Clean = true
 		} else if !isNotExist(err) {
 			return st, err
 		}
 		return st, nil
 	}
-	st.ownMarker = slices.Contains(names, CleanShutdownFile)
-	st.clean = st.ownMarker
-	if st.rp, _, err = readOffsetCheckpoint(fs, dir, RecoveryPointFile); err != nil {
+	st.OwnMarker = slices.Contains(names, CleanShutdownFile)
+	st.Clean = st.OwnMarker
+	if st.RecoveryPoint, _, err = readOffsetCheckpoint(fs, dir, RecoveryPointFile); err != nil {
 		return st, err
 	}
-	if st.logStart, st.haveLogStart, err = readOffsetCheckpoint(fs, dir, LogStartOffsetFile); err != nil {
+	if st.LogStart, st.HaveLogStart, err = readOffsetCheckpoint(fs, dir, LogStartOffsetFile); err != nil {
 		return st, err
 	}
-	if st.haveLogStart {
+	if st.HaveLogStart {
 		st.logStartFile = filepath.Join(dir, LogStartOffsetFile)
 	}
 	return st, nil
@@ -149,8 +146,8 @@ func (e *LogStartError) Unwrap() error { return ErrLogStartBeyondEnd }
 // logStartBeyond returns the error for a log-start checkpoint beyond end,
 // nil if there is none.
 func (st dirState) logStartBeyond(dir string, end int64) error {
-	if !st.haveLogStart || st.logStart <= end {
+	if !st.HaveLogStart || st.LogStart <= end {
 		return nil
 	}
-	return &LogStartError{Dir: dir, File: st.logStartFile, LogStart: st.logStart, End: end}
+	return &LogStartError{Dir: dir, File: st.logStartFile, LogStart: st.LogStart, End: end}
 }

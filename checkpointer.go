@@ -30,13 +30,13 @@ func (l *Log) dirState(names []string) (dirState, error) {
 		return readDirState(l.fs, l.dir, names)
 	}
 	var st dirState
-	st.clean = c.CleanShutdown()
+	st.Clean = c.CleanShutdown()
 	rp, _, err := c.Checkpoint(RecoveryPointFile)
 	if err != nil {
 		return st, err
 	}
-	st.rp = rp
-	if st.logStart, st.haveLogStart, err = c.Checkpoint(LogStartOffsetFile); err != nil {
+	st.RecoveryPoint = rp
+	if st.LogStart, st.HaveLogStart, err = c.Checkpoint(LogStartOffsetFile); err != nil {
 		return st, err
 	}
 	return st, nil

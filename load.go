@@ -3,16 +3,16 @@ package seglog
 import (
 	"errors"
 	"fmt"
-	"math"
 
+	"github.com/seglog/seglog/internal/loadplan"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/segment"
-	"github.com/seglog/seglog/vfs"
 )
 
-// loadPlan is what loading a log directory does, decided from reading the
-// directory alone: planLoad writes nothing. The rules in it are the ones
-// every load follows:
+// loadPlan is what loading a log directory does (loadplan.Plan: decided
+// from the directory's listing and checkpoints alone, writing nothing),
+// with the recovery plans the check made. The rules are loadplan's, one
+// copy for every load:
 //
 //   - a writable Open checks it (checkLoad, which reads and still writes
 //     nothing) and then applies it (applyLoad): leftovers resolved, orphan
@@ -22,41 +22,21 @@ import (
 //     nothing: reading never writes. What it cannot see without a change
 //     (a swap to complete) it refuses;
 //   - fsck --repair is driven by its own deeper check of the directory
-//     (fsck cannot import this package) and applies the same rules with
-//     the same functions: layout.Resolve, segment.PlanRecovery and
-//     OpenRecovered, SetAsideSegment, and lostBelowStart's exception
-//     (fsck's repairer.truncate).
+//     and applies a loadplan.Plan's rules (Torn, RecoverOptions,
+//     SetsAside) with the same functions: layout.Resolve,
+//     segment.PlanRecovery and OpenRecovered, SetAsideSegment.
 //
 // The recovery of segments that hold no synced data is decided as it is
 // applied: a segment's recovery plan holds its rebuilt index entries, and
 // after a crash that left no recovery point every segment is one of them,
 // so planning them all first would hold every segment's index in memory at
 // once. Which later segments are set aside depends on those scans
-// (setsAside).
+// (SetsAside).
 type loadPlan struct {
-	// names is the directory listing the plan was made from.
-	names []string
-	// st is what the checkpoints and the clean-shutdown marker say.
+	*loadplan.Plan
+	// st is the state the plan was made from, with where the log start
+	// was read (for LogStartError).
 	st dirState
-	// leftovers are the files an interrupted operation left: .deleted,
-	// .cleaned and checkpoint .tmp files to delete, .swap files to delete
-	// or complete (layout.PlanLeftovers).
-	leftovers layout.Plan
-	// orphans are index files without a .log, to delete.
-	orphans []string
-	// files says which files each segment has; bases are the segments'
-	// base offsets, in order.
-	files map[int64]layout.Files
-	bases []int64
-	// synced is the offset below which every batch was synced: the
-	// recovery point, or MaxInt64 after a clean shutdown. Damage below it
-	// is corruption, never cut; at or above it, a torn tail.
-	synced int64
-	// scanFrom is the first segment recovery scans: the one holding the
-	// recovery point after a crash (0 if none does), len(bases) after a
-	// clean shutdown. The segments before it are trusted as they are when
-	// their indexes are there.
-	scanFrom int
 	// checked holds the recovery plans checkLoad made, by base offset:
 	// those of the segments holding synced data that need a scan, made
 	// before anything changes so that damage there fails Open with the
@@ -67,68 +47,8 @@ type loadPlan struct {
 // planLoad makes the plan for a directory listing names whose checkpoints
 // and marker say st.
 func planLoad(names []string, st dirState) *loadPlan {
-	p := &loadPlan{
-		names:     names,
-		st:        st,
-		leftovers: layout.PlanLeftovers(names),
-		orphans:   layout.Orphans(names),
-	}
-	p.files, p.bases = layout.SegmentFiles(names)
-	// After a clean shutdown everything was synced and nothing is
-	// scanned; after a crash, everything from the segment holding the
-	// recovery point on.
-	p.synced, p.scanFrom = math.MaxInt64, len(p.bases)
-	if !st.clean {
-		p.synced, p.scanFrom = st.rp, 0
-		for i, b := range p.bases {
-			if b <= st.rp {
-				p.scanFrom = i
-			}
-		}
-	}
-	return p
+	return &loadPlan{Plan: loadplan.New(names, st.State), st: st}
 }
-
-// recoverOptions are the segment recovery options of the i-th segment.
-func (p *loadPlan) recoverOptions(i int) segment.RecoverOptions {
-	o := segment.RecoverOptions{Synced: p.synced}
-	if i+1 < len(p.bases) {
-		o.NextBase = p.bases[i+1]
-	}
-	return o
-}
-
-// trusted reports whether the i-th segment is taken as it is, unscanned: it
-// lies wholly below the recovery point (or the shutdown was clean) and its
-// index files are there, as Kafka trusts it.
-func (p *loadPlan) trusted(i int) bool {
-	const both = layout.HasIndex | layout.HasTimeIndex
-	return i < p.scanFrom && p.files[p.bases[i]]&both == both
-}
-
-// checkFirst reports whether the i-th segment is scanned before anything
-// changes: it needs a scan and holds synced data.
-func (p *loadPlan) checkFirst(i int) bool {
-	if i < p.scanFrom {
-		return !p.trusted(i)
-	}
-	return p.bases[i] < p.synced
-}
-
-// lostBelowStart reports whether what the i-th segment lost (a cut, or a
-// gap to the next segment) lies at or below the log start: only records
-// already deleted were lost, so the later segments stay (RestartAt past the
-// end creates its new segment before it checkpoints the start, then removes
-// the old ones, so a crash can leave both).
-func (p *loadPlan) lostBelowStart(i int) bool {
-	return i+1 < len(p.bases) && p.st.haveLogStart && p.bases[i+1] <= p.st.logStart
-}
-
-// removesMarker reports whether loading removes the clean-shutdown marker:
-// the directory's own, after a clean shutdown. It must be gone, durably,
-// before the first file changes (applyLoad): otherwise a crash later would
-// skip the recovery it needs.
-func (p *loadPlan) removesMarker() bool { return p.st.clean && p.st.ownMarker }
 
 // endsShort reports whether seg ends before nextBase, the next segment's
 // base, where a log that was never compacted has no gap (gapsAllowed):
@@ -169,8 +89,8 @@ func (l *Log) load() error {
 		return err
 	}
 	dirChanged := false
-	if len(p.leftovers.Swaps) > 0 {
-		if err := layout.Apply(l.fs, l.dir, p.names, p.leftovers, logEnd); err != nil {
+	if len(p.Leftovers.Swaps) > 0 {
+		if err := layout.Apply(l.fs, l.dir, p.Names, p.Leftovers, segment.LogEnd); err != nil {
 			return err
 		}
 		names, err := l.fs.List(l.dir)
@@ -181,7 +101,7 @@ func (l *Log) load() error {
 		// checkpoints are those read before it, and the leftovers have
 		// been resolved.
 		p = planLoad(names, p.st)
-		p.leftovers, dirChanged = layout.Plan{}, true
+		p.Leftovers, dirChanged = layout.Plan{}, true
 	}
 	if err := l.checkLoad(p); err != nil {
 		return err
@@ -194,15 +114,15 @@ func (l *Log) load() error {
 // it records the recovery plans its scans made in p.checked. It writes
 // nothing.
 func (l *Log) checkLoad(p *loadPlan) error {
-	if err := l.checkLogStart(p.st, p.bases); err != nil {
+	if err := l.checkLogStart(p.st, p.Bases); err != nil {
 		return err
 	}
 	p.checked = make(map[int64]*segment.RecoveryPlan)
-	for i, base := range p.bases {
-		if !p.checkFirst(i) {
+	for i, base := range p.Bases {
+		if !p.CheckFirst(i) {
 			continue
 		}
-		rp, err := segment.PlanRecovery(l.fs, l.dir, base, l.segmentOptions(), p.recoverOptions(i))
+		rp, err := segment.PlanRecovery(l.fs, l.dir, base, l.segmentOptions(), p.RecoverOptions(i))
 		if err != nil {
 			if errors.Is(err, ErrCorrupt) {
 				return fmt.Errorf("seglog: open %s: nothing was changed (run seglog fsck): %w", l.dir, err)
@@ -218,7 +138,7 @@ func (l *Log) checkLoad(p *loadPlan) error {
 // makes it all durable. dirChanged says whether the directory was changed
 // already (a swap completed).
 func (l *Log) applyLoad(p *loadPlan, dirChanged bool) error {
-	if p.removesMarker() {
+	if p.RemovesMarker() {
 		// The marker vouches for the files exactly as Close left them, and
 		// the first write below changes them: opening the active segment
 		// grows its indexes back to their preallocated size, which a
@@ -233,24 +153,24 @@ func (l *Log) applyLoad(p *loadPlan, dirChanged bool) error {
 		}
 		dirChanged = false
 	}
-	if !p.leftovers.Empty() {
-		if err := layout.Apply(l.fs, l.dir, p.names, p.leftovers, logEnd); err != nil {
+	if !p.Leftovers.Empty() {
+		if err := layout.Apply(l.fs, l.dir, p.Names, p.Leftovers, segment.LogEnd); err != nil {
 			return err
 		}
 		dirChanged = true
 	}
-	for _, n := range p.orphans {
+	for _, n := range p.Orphans {
 		l.logger.Warn("seglog: deleting orphan index file", "file", l.path(n))
 		if err := l.fs.Remove(l.path(n)); err != nil && !isNotExist(err) {
 			return err
 		}
 		dirChanged = true
 	}
-	bases := p.bases
+	bases := p.Bases
 	for i := 0; i < len(bases); i++ {
 		base := bases[i]
 		last := i == len(bases)-1
-		if p.trusted(i) {
+		if p.Trusted(i) {
 			seg, err := segment.Open(l.fs, l.dir, base, last, l.segmentOptions())
 			if err != nil {
 				return err
@@ -259,13 +179,13 @@ func (l *Log) applyLoad(p *loadPlan, dirChanged bool) error {
 			l.segs.active = seg
 			continue
 		}
-		seg, truncated, err := l.recoverSegment(base, p.checked[base], p.recoverOptions(i), last)
+		seg, truncated, err := l.recoverSegment(base, p.checked[base], p.RecoverOptions(i), last)
 		if err != nil {
 			return err
 		}
 		l.segs.tree.ReplaceOrInsert(segItem{base: base, seg: seg})
 		l.segs.active = seg
-		if !last && p.setsAside(i, truncated || l.endsShort(seg, bases[i+1])) {
+		if !last && p.SetsAside(i, truncated || l.endsShort(seg, bases[i+1])) {
 			// Kafka's rule: bytes lost in one segment make every later
 			// segment unreachable, so Kafka deletes them. They lie above
 			// the recovery point (the scan refused damage below it). Here
@@ -314,8 +234,8 @@ func (l *Log) applyLoad(p *loadPlan, dirChanged bool) error {
 	if l.segs.active == nil {
 		// No segments: start empty at the log start.
 		start := int64(0)
-		if st.haveLogStart {
-			start = st.logStart
+		if st.HaveLogStart {
+			start = st.LogStart
 		}
 		seg, err := l.createSegment(start)
 		if err != nil {
@@ -327,18 +247,18 @@ func (l *Log) applyLoad(p *loadPlan, dirChanged bool) error {
 	}
 	first, _ := l.segs.tree.Min()
 	start := first.base
-	if st.haveLogStart && st.logStart > start {
-		start = st.logStart
+	if st.HaveLogStart && st.LogStart > start {
+		start = st.LogStart
 	}
 	l.start.Store(start)
 	l.end.Store(l.segs.active.NextOffset())
 	end := l.end.Load()
 	l.mu.next = end
 
-	if st.clean {
+	if st.Clean {
 		l.mu.recoveryPoint = end
 	} else {
-		l.mu.recoveryPoint = min(st.rp, end)
+		l.mu.recoveryPoint = min(st.RecoveryPoint, end)
 	}
 	if dirChanged {
 		if err := l.fs.SyncDir(l.dir); err != nil {
@@ -346,13 +266,6 @@ func (l *Log) applyLoad(p *loadPlan, dirChanged bool) error {
 		}
 	}
 	return nil
-}
-
-// setsAside reports whether the segments after the i-th leave the log
-// because it lost bytes (lost: recovery cut it, or it ends before the next
-// segment begins): unless what it lost lies below the log start.
-func (p *loadPlan) setsAside(i int, lost bool) bool {
-	return lost && !p.lostBelowStart(i)
 }
 
 // recoverSegment opens the segment at base and runs recovery on it: the
@@ -397,7 +310,7 @@ func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.Reco
 // what recovery can keep. It reads the last .log only when the start lies
 // past its base; otherwise recovery's outcome decides (load checks again).
 func (l *Log) checkLogStart(st dirState, bases []int64) error {
-	if !st.haveLogStart || len(bases) == 0 || st.logStart <= bases[len(bases)-1] {
+	if !st.HaveLogStart || len(bases) == 0 || st.LogStart <= bases[len(bases)-1] {
 		return nil
 	}
 	last := bases[len(bases)-1]
@@ -421,11 +334,4 @@ func (l *Log) reportQuarantine(q *segment.Quarantine) {
 	if f := l.opts.OnQuarantine; f != nil {
 		f(*q)
 	}
-}
-
-// logEnd is the segment layer's answer to layout's question of how far a
-// .swap log reaches.
-func logEnd(fs vfs.FS, path string, base int64) (int64, error) {
-	next, _, err := segment.ScanNextOffset(fs, path, base)
-	return next, err
 }

@@ -133,7 +133,7 @@ func (v *readOnly) logBases(names []string) ([]int64, error) {
 	return bases, nil
 }
 
-// load builds the view from the directory's load plan (planLoad, the
+// load builds the view from the directory's load plan (loadplan.Plan, the
 // plan a writable Open applies) without applying any of it: the segments,
 // the start and end offsets. The directory's state (clean marker, recovery
 // point, log start, a Kafka log.dir's lines for this partition) is read as
@@ -158,15 +158,15 @@ func (v *readOnly) load() error {
 		return err
 	}
 	p := planLoad(names, st)
-	bases := p.bases
-	v.rp = p.synced
+	bases := p.Bases
+	v.rp = p.Synced
 	for i, base := range bases {
 		last := i == len(bases)-1
 		// A trusted segment's indexes must also hold whole entries: the
 		// view cannot rebuild a torn one on disk, so it rebuilds it in
 		// memory. The last segment is always scanned: it is the one that
 		// grows.
-		trusted := p.trusted(i) && !last && v.indexesIntact(base)
+		trusted := p.Trusted(i) && !last && v.indexesIntact(base)
 		seg, err := v.openViewSegment(base, !trusted && !last)
 		if err != nil {
 			return err
@@ -175,11 +175,11 @@ func (v *readOnly) load() error {
 		if trusted {
 			continue
 		}
-		complete, err := v.scanSegment(seg, last, p.recoverOptions(i))
+		complete, err := v.scanSegment(seg, last, p.RecoverOptions(i))
 		if err != nil {
 			return err
 		}
-		if !last && !p.lostBelowStart(i) {
+		if !last && !p.LostBelowStart(i) {
 			if err := v.notLast(seg, complete, bases[i+1], len(bases)-i-1); err != nil {
 				empty, serr := v.holdNothing(bases[i+1:])
 				if serr != nil {
@@ -197,8 +197,8 @@ func (v *readOnly) load() error {
 		}
 	}
 	start, end := int64(0), int64(0)
-	if st.haveLogStart {
-		start = st.logStart
+	if st.HaveLogStart {
+		start = st.LogStart
 	}
 	if first, ok := l.segs.tree.Min(); ok {
 		lastSeg, _ := l.segs.tree.Max()
@@ -218,7 +218,7 @@ func (v *readOnly) load() error {
 	l.start.Store(start)
 	l.end.Store(end)
 	l.mu.next = end
-	l.mu.recoveryPoint = min(p.synced, end)
+	l.mu.recoveryPoint = min(p.Synced, end)
 	return nil
 }
 

@@ -204,10 +204,10 @@ func (v *readOnly) extendLast(seg *segment.Segment) (bool, error) {
 func (v *readOnly) refreshStart() error {
 	l := v.l
 	st, err := readDirState(l.fs, l.dir, nil)
-	if err != nil || !st.haveLogStart {
+	if err != nil || !st.HaveLogStart {
 		return err
 	}
-	logStart := st.logStart
+	logStart := st.LogStart
 	for {
 		cur := l.start.Load()
 		if logStart <= cur || l.start.CompareAndSwap(cur, min(logStart, l.end.Load())) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/seglog/seglog/internal/loadplan"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -105,6 +106,10 @@ type checker struct {
 	// rpSource says where it came from, for the report.
 	rp       int64
 	rpSource string
+	// plan is the load plan the Log's Open would make from the same
+	// listing and recovery point: its rules (loadplan.Plan.Torn,
+	// RecoverOptions, SetsAside) decide what is torn and what repair cuts.
+	plan *loadplan.Plan
 
 	// logStart is the checkpointed log start offset (0 if none or
 	// unusable): offsets below it are deleted, not missing. compacted says
@@ -215,6 +220,12 @@ func (c *checker) run() {
 	c.scanNames()
 	c.rp, c.rpSource = c.recoveryPoint()
 	c.logStart = c.checkpointedLogStart()
+	c.plan = loadplan.New(c.names, loadplan.State{
+		Clean:         c.rp == allSynced,
+		RecoveryPoint: c.rp,
+		LogStart:      c.logStart,
+		HaveLogStart:  c.logStart > 0,
+	})
 	c.compacted = c.hasCleanerCheckpoint()
 	for i := range c.logs {
 		c.checkSegment(i)

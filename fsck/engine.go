@@ -9,7 +9,6 @@ import (
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
-	"github.com/seglog/seglog/vfs"
 )
 
 // ErrDisagree is returned by Repair when the engine's segment recovery
@@ -23,9 +22,10 @@ var ErrDisagree = errors.New("fsck: the engine's recovery and fsck's check disag
 // recoverSegment runs the engine's own recovery (segment.PlanRecovery and
 // segment.OpenRecovered, what the Log's Open runs) on the segment at base:
 // it rebuilds both indexes from the .log and truncates the .log at the
-// first entry it finds invalid. synced and nextBase are the engine's
-// RecoverOptions: damage leaving offsets below synced out is refused by
-// the engine itself, and batches reaching nextBase are damage. The plan is
+// first entry it finds invalid. o are the engine's RecoverOptions, from
+// the load plan (loadplan.Plan.RecoverOptions): damage leaving offsets
+// below o.Synced out is refused by the engine itself, and batches reaching
+// o.NextBase are damage. The plan is
 // applied only if it keeps at least floor bytes (fsck's cut point, or the
 // file's size when only the indexes are rebuilt), so the engine and fsck
 // cannot disagree at the cost of data.
@@ -33,7 +33,7 @@ var ErrDisagree = errors.New("fsck: the engine's recovery and fsck's check disag
 // Repair only runs this on segments whose every entry fsck read within
 // its read limit, so the engine, which reads any entry the file holds,
 // never allocates more than that.
-func (r *repairer) recoverSegment(base, floor, logSize, synced, nextBase int64) (segment.RecoverResult, error) {
+func (r *repairer) recoverSegment(base, floor, logSize int64, o segment.RecoverOptions) (segment.RecoverResult, error) {
 	interval := r.opts.IndexIntervalBytes
 	if interval == 0 {
 		interval = DefaultIndexIntervalBytes
@@ -45,7 +45,7 @@ func (r *repairer) recoverSegment(base, floor, logSize, synced, nextBase int64) 
 		MaxIndexBytes: int(max(12*(logSize/(record.LogOverhead+14)+2), 1024)),
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	plan, err := segment.PlanRecovery(r.fs, r.dir, base, opts, segment.RecoverOptions{Synced: synced, NextBase: nextBase})
+	plan, err := segment.PlanRecovery(r.fs, r.dir, base, opts, o)
 	if errors.Is(err, record.ErrCorrupt) {
 		return segment.RecoverResult{}, fmt.Errorf("%w: the engine refuses to cut synced data fsck placed past the recovery point: %w", ErrDisagree, err)
 	}
@@ -68,11 +68,4 @@ func (r *repairer) recoverSegment(base, floor, logSize, synced, nextBase int64) 
 	// makes both durable in every case.
 	err = seg.Flush()
 	return res, errors.Join(err, seg.Close())
-}
-
-// logEnd is layout.LogEnd: the offset after the last whole entry of a
-// .log, which the swap protocol needs.
-func logEnd(fsys vfs.FS, path string, base int64) (int64, error) {
-	next, _, err := segment.ScanNextOffset(fsys, path, base)
-	return next, err
 }

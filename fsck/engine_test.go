@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
 )
@@ -43,7 +44,7 @@ func TestEngineRecoveryGuard(t *testing.T) {
 		{"floor at the file size", size, 0},
 		{"the tail is synced", cut, 60},
 	} {
-		if _, err := r.recoverSegment(base, tc.floor, size, tc.synced, 0); !errors.Is(err, ErrDisagree) {
+		if _, err := r.recoverSegment(base, tc.floor, size, segment.RecoverOptions{Synced: tc.synced}); !errors.Is(err, ErrDisagree) {
 			t.Fatalf("%s: %v, want ErrDisagree", tc.name, err)
 		}
 		for n, b := range before {
@@ -52,7 +53,7 @@ func TestEngineRecoveryGuard(t *testing.T) {
 			}
 		}
 	}
-	res, err := r.recoverSegment(base, cut, size, 0, 0)
+	res, err := r.recoverSegment(base, cut, size, segment.RecoverOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

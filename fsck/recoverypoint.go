@@ -85,8 +85,9 @@ func (c *checker) checkpointEntry(path, topic string, part int64, tpOK, inDir bo
 }
 
 // belowRecoveryPoint reports whether damage d lies in data the log had
-// synced: the offset it would start at is below the recovery point.
-func (c *checker) belowRecoveryPoint(d damageRef) bool { return d.nextBefore < c.rp }
+// synced: the offset it would start at is below the recovery point, where
+// the Log's load plan calls it corruption rather than a torn tail.
+func (c *checker) belowRecoveryPoint(d damageRef) bool { return !c.plan.Torn(d.nextBefore) }
 
 // checkpointedLogStart is the log start offset as the Log's Open reads it:
 // the directory's own log-start-offset-checkpoint entry, else for a Kafka

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/seglog/seglog/defaults"
+	"github.com/seglog/seglog/internal/loadplan"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -124,10 +125,10 @@ func Repair(fsys vfs.FS, dir string, opts RepairOptions) (*Report, error) {
 	}
 	c.run()
 	collect(c.r.Problems)
-	// The recovery point is taken from the directory as it was: a later
-	// pass must not find damage "past" a recovery point this repair
-	// lowered.
-	rp := &repairer{fs: fsys, dir: dir, opts: opts, rp: c.rp, first: map[string]bool{}, wrote: map[string]string{}}
+	// The recovery point and log start are taken from the directory as it
+	// was: a later pass must not find damage "past" a recovery point this
+	// repair lowered.
+	rp := &repairer{fs: fsys, dir: dir, opts: opts, st: c.plan.State, first: map[string]bool{}, wrote: map[string]string{}}
 	for _, p := range c.r.Problems {
 		rp.first[problemKey(p)] = true
 	}
@@ -212,7 +213,10 @@ type repairer struct {
 	fs   vfs.FS
 	dir  string
 	opts RepairOptions
-	rp   int64 // the recovery point when repair began
+	// st is the state the directory's checkpoints gave when repair
+	// began; each pass applies the load plan (loadplan.New) of the
+	// listing it checked with it.
+	st loadplan.State
 	// first holds the problems of the first check: a recovery point
 	// beyond the end of the log found then is evidence of missing data,
 	// one found later was left by this repair's own cut.
@@ -237,8 +241,10 @@ func (r *repairer) fixOne(c *checker) (bool, error) {
 	switch {
 	case has(fixLeftover) || has(fixRemove):
 		return true, r.resolveLeftovers(c)
-	case r.damageCut(c) >= 0:
-		return true, r.truncate(c, c.damages[r.damageCut(c)])
+	}
+	plan := loadplan.New(c.names, r.st)
+	if k := r.damageCut(c, plan); k >= 0 {
+		return true, r.truncate(c, plan, c.damages[k])
 	}
 	changed := false
 	for i, sr := range c.segs {
@@ -246,7 +252,7 @@ func (r *repairer) fixOne(c *checker) (bool, error) {
 		// rebuilt from what is left, it would say nothing was there. Only
 		// entries this repair's own cut left past the end are dropped.
 		if sr.indexBad && !sr.damaged && !sr.overLimit && !r.first[sr.missing] {
-			if err := r.rebuildIndexes(c, i); err != nil {
+			if err := r.rebuildIndexes(c, plan, i); err != nil {
 				return changed, err
 			}
 			changed = true
@@ -282,11 +288,12 @@ func (r *repairer) fixOne(c *checker) (bool, error) {
 }
 
 // damageCut returns the damage the log should be truncated at: the first
-// damage past the recovery point (where the Log's recovery would cut), or
-// with TruncateDamaged the first damage of all; -1 if none applies.
-func (r *repairer) damageCut(c *checker) int {
+// damage the load plan calls a torn tail (where the Log's recovery would
+// cut), or with TruncateDamaged the first damage of all; -1 if none
+// applies.
+func (r *repairer) damageCut(c *checker, plan *loadplan.Plan) int {
 	for k, d := range c.damages {
-		if r.opts.TruncateDamaged || d.nextBefore >= r.rp {
+		if r.opts.TruncateDamaged || plan.Torn(d.nextBefore) {
 			return k
 		}
 	}
@@ -298,7 +305,7 @@ func (r *repairer) damageCut(c *checker) int {
 // steps 1 and 2), then deletes the corrupt producer snapshots the check
 // found.
 func (r *repairer) resolveLeftovers(c *checker) error {
-	if _, _, err := layout.Resolve(r.fs, r.dir, logEnd); err != nil {
+	if _, _, err := layout.Resolve(r.fs, r.dir, segment.LogEnd); err != nil {
 		return err
 	}
 	for _, p := range c.r.Problems {
@@ -324,15 +331,19 @@ func (r *repairer) resolveLeftovers(c *checker) error {
 // to read whole, the engine keeps bytes fsck calls damaged; the .log is
 // then cut at fsck's point directly and the indexes rebuilt on the next
 // pass. Either way nothing before d.pos is ever cut (see recoverSegment).
-func (r *repairer) truncate(c *checker, d damageRef) error {
+func (r *repairer) truncate(c *checker, plan *loadplan.Plan, d damageRef) error {
 	sr := c.segs[d.seg]
+	i, err := planIndex(plan, sr.base)
+	if err != nil {
+		return err
+	}
 	cut := false
 	if !sr.overLimit {
-		synced := r.rp
+		o := plan.RecoverOptions(i)
 		if r.opts.TruncateDamaged {
-			synced = 0
+			o.Synced = 0
 		}
-		res, err := r.recoverSegment(sr.base, d.pos, sr.size, synced, c.nextBase(d.seg))
+		res, err := r.recoverSegment(sr.base, d.pos, sr.size, o)
 		if err != nil {
 			return err
 		}
@@ -355,7 +366,7 @@ func (r *repairer) truncate(c *checker, d damageRef) error {
 	// then too (a crash in the middle of RestartAt past the end leaves
 	// the old segments below the new start).
 	rest := c.segs[d.seg+1:]
-	if len(rest) > 0 && rest[0].base <= c.logStart {
+	if !plan.SetsAside(i, true) {
 		rest = nil
 	}
 	for _, later := range rest {
@@ -403,10 +414,28 @@ func (r *repairer) trimTxnIndex(base, end int64) error {
 
 // rebuildIndexes rewrites a segment's .index and .timeindex from its .log
 // with the engine's own recovery, forbidden to cut anything.
-func (r *repairer) rebuildIndexes(c *checker, seg int) error {
+func (r *repairer) rebuildIndexes(c *checker, plan *loadplan.Plan, seg int) error {
 	sr := c.segs[seg]
-	_, err := r.recoverSegment(sr.base, sr.size, sr.size, 0, c.nextBase(seg))
+	i, err := planIndex(plan, sr.base)
+	if err != nil {
+		return err
+	}
+	o := plan.RecoverOptions(i)
+	o.Synced = 0
+	_, err = r.recoverSegment(sr.base, sr.size, sr.size, o)
 	return err
+}
+
+// planIndex finds the segment at base in the plan made from the same
+// listing the check read: both take the .log files' base offsets
+// (layout.SegmentFiles), so a miss is a bug, reported rather than
+// guessed around.
+func planIndex(plan *loadplan.Plan, base int64) (int, error) {
+	i, ok := plan.Index(base)
+	if !ok {
+		return 0, fmt.Errorf("fsck: internal error: segment %d is not in the load plan %v", base, plan.Bases)
+	}
+	return i, nil
 }
 
 // lowerRecoveryPoint rewrites the recovery-point entry for this directory

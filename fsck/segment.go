@@ -391,12 +391,3 @@ func (c *checker) classifyDamage() {
 		}
 	}
 }
-
-// nextBase is the base offset of the segment after segment i, 0 if it is
-// the last (segment.RecoverOptions.NextBase).
-func (c *checker) nextBase(i int) int64 {
-	if i+1 < len(c.logs) {
-		return c.logs[i+1]
-	}
-	return 0
-}

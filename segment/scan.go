@@ -320,3 +320,11 @@ func ScanNextOffset(fsys vfs.FS, path string, base int64) (next, end int64, err 
 		next = h.last + 1
 	}
 }
+
+// LogEnd is ScanNextOffset's next offset alone: the layout.LogEnd the swap
+// protocol asks of a .log (layout.Apply, layout.Resolve), for the Log's
+// Open and fsck's repair alike.
+func LogEnd(fsys vfs.FS, path string, base int64) (int64, error) {
+	next, _, err := ScanNextOffset(fsys, path, base)
+	return next, err
+}
