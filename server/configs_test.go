@@ -422,7 +422,7 @@ func TestAlterConfigsAppliedAndDurable(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	if err := ts.st.RunRetention(ctx); err != nil {
+	if err := ts.st.CleanOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	info, err := ts.st.DescribeTopic("r")
@@ -433,7 +433,7 @@ func TestAlterConfigsAppliedAndDurable(t *testing.T) {
 	if code := incCode(t, c, incReq(1, false, kmsg.ConfigResourceTypeTopic, "r", op(set, "retention.ms", kmsg.StringPtr("60000")))); code != 0 {
 		t.Fatalf("alter: error %d", code)
 	}
-	if err := ts.st.RunRetention(ctx); err != nil {
+	if err := ts.st.CleanOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	info, err = ts.st.DescribeTopic("r")

@@ -66,7 +66,7 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 
 	ol, _ := s.Log(OffsetsTopic, 0)
 	before, recsBefore := ol.Size(), len(partitionRecords(t, s, OffsetsTopic, 0, 0))
-	mustf(t, s.RunRetention(context.Background()), "cleaner round")
+	mustf(t, s.CleanOnce(context.Background()), "cleaner round")
 	after := ol.Size()
 	recs := partitionRecords(t, s, OffsetsTopic, 0, 0)
 	if after*4 > before || len(recs)*4 > recsBefore {
@@ -99,7 +99,7 @@ func TestOffsetsTopicCompacted(t *testing.T) {
 		commitRound(i + 7)
 	}
 	want = committedOf(s, "g", 4)
-	mustf(t, s.RunRetention(context.Background()), "cleaner round")
+	mustf(t, s.CleanOnce(context.Background()), "cleaner round")
 	if n := tombstones(partitionRecords(t, s, OffsetsTopic, 0, 0)); n != 0 {
 		t.Errorf("%d tombstones left past their horizon", n)
 	}

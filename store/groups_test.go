@@ -138,7 +138,7 @@ func TestBookingsLesson(t *testing.T) {
 	// partition whether or not anyone read it.
 	for range 10 {
 		produceDay()
-		mustf(t, s.RunRetention(context.Background()), "retention")
+		mustf(t, s.CleanOnce(context.Background()), "retention")
 	}
 	info, err := s.DescribeTopic("bookings")
 	mustf(t, err, "describe")

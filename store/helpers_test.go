@@ -12,7 +12,7 @@ import (
 )
 
 // fakeClock is the shared fake clock, but its After never fires: tests run
-// retention with RunRetention, so no background pass races them.
+// retention with CleanOnce, so no background pass races them.
 type fakeClock struct{ *testutil.Clock }
 
 func newFakeClock() *fakeClock {

@@ -340,7 +340,7 @@ func TestReplayAfterCrashDuringCompaction(t *testing.T) {
 		want[g] = committedOf(s, g, 4)
 	}
 	compacting.Store(true)
-	mustf(t, s.RunRetention(context.Background()), "cleaner round")
+	mustf(t, s.CleanOnce(context.Background()), "cleaner round")
 	compacting.Store(false)
 	mustf(t, s.Close(), "close")
 	images = append(images, mem)

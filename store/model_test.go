@@ -67,7 +67,7 @@ func TestStoreAgainstModel(t *testing.T) {
 			}
 		case op < 18:
 			clock.Advance(time.Duration(rng.IntN(40)) * time.Minute)
-			mustf(t, s.RunRetention(context.Background()), "retention")
+			mustf(t, s.CleanOnce(context.Background()), "retention")
 		case op < 19 && step%7 == 0:
 			mustf(t, s.Close(), "close")
 			s = openStore(t, fs, clock)
@@ -154,7 +154,7 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Go(func() {
 		for range 20 {
-			mustf(t, s.RunRetention(context.Background()), "retention")
+			mustf(t, s.CleanOnce(context.Background()), "retention")
 			if _, err := s.DescribeTopic("c"); err != nil {
 				t.Error(err)
 			}

@@ -51,7 +51,7 @@ type Options struct {
 	OffsetsConfig *TopicConfig
 	// Clock is the time source of record timestamps, commit times and
 	// the cleaner's schedule (default seglog.RealClock); tests pass a fake
-	// one and call RunRetention.
+	// one and call CleanOnce.
 	Clock seglog.Clock
 	// CleanerWorkers bounds the retention and compaction passes run at
 	// once (default 1).
@@ -577,15 +577,16 @@ func (s *Store) Start(ctx context.Context) error {
 	return nil
 }
 
-// RunRetention runs one round of the store's cleaner now, over every
+// CleanOnce runs one round of the store's cleaner now, over every
 // partition of every topic: retention and, for a compacting topic,
-// compaction, as each of Start's rounds does (rounds take turns). A
+// compaction, as each of Start's rounds does (rounds take turns). It was
+// called RunRetention, a name that hid the compaction. A
 // partition's failure does not fail it (Clean reports each partition's
 // outcome); it returns ctx's error when ctx ends first, and ErrReadOnly on a
 // read-only store.
-func (s *Store) RunRetention(ctx context.Context) error {
+func (s *Store) CleanOnce(ctx context.Context) error {
 	if s.readOnly {
-		return s.errReadOnly("run retention")
+		return s.errReadOnly("clean")
 	}
 	return s.clean.RunOnce(ctx)
 }

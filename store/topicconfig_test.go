@@ -43,7 +43,7 @@ func TestSetTopicConfig(t *testing.T) {
 	mustf(t, next.Set("retention.ms", "60000"), "set retention")
 	mustf(t, next.Set("segment.bytes", "100000"), "set segment.bytes")
 	mustf(t, s.SetTopicConfig("t", next), "alter")
-	mustf(t, s.RunRetention(context.Background()), "retention")
+	mustf(t, s.CleanOnce(context.Background()), "retention")
 	info, err = s.DescribeTopic("t")
 	mustf(t, err, "describe")
 	after := info.Partitions[0]
@@ -132,7 +132,7 @@ func TestSetTopicConfigWhileProducing(t *testing.T) {
 		mustf(t, cfg.Set("segment.bytes", strconv.Itoa(2048+i*100)), "set")
 		mustf(t, cfg.Set("compression.type", []string{"none", "gzip"}[i%2]), "set")
 		mustf(t, s.SetTopicConfig("t", cfg), "alter %d", i)
-		mustf(t, s.RunRetention(context.Background()), "retention")
+		mustf(t, s.CleanOnce(context.Background()), "retention")
 	}
 	mustf(t, <-done, "produce")
 	var n int

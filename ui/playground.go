@@ -36,7 +36,7 @@ var playgroundStart = time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)
 // Playground is a store in a directory of its own with the playground's
 // scenario on a simulated clock, and a Server whose page can act on it.
 // Every action calls the real store (Produce, Position, Commit,
-// ResetOffsets, RunRetention): nothing is simulated but time.
+// ResetOffsets, CleanOnce): nothing is simulated but time.
 type Playground struct {
 	st    *store.Store
 	clock *SimClock
@@ -295,7 +295,7 @@ type Advanced struct {
 }
 
 // Advance moves the simulated clock forward by d and runs one retention
-// round (store.RunRetention, the cleaner's own pass) at the new time.
+// round (store.CleanOnce, the cleaner's own pass) at the new time.
 func (p *Playground) Advance(ctx context.Context, d time.Duration) (Advanced, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -304,7 +304,7 @@ func (p *Playground) Advance(ctx context.Context, d time.Duration) (Advanced, er
 	}
 	segs0, bytes0, starts0 := p.census()
 	now := p.clock.Advance(d)
-	if err := p.st.RunRetention(ctx); err != nil {
+	if err := p.st.CleanOnce(ctx); err != nil {
 		return Advanced{}, err
 	}
 	segs1, bytes1, starts1 := p.census()

@@ -119,7 +119,7 @@ func TestAPIStateMatchesStore(t *testing.T) {
 	}
 	var before State
 	get(t, ts.srv.URL, "/api/state", &before)
-	if err := ts.st.RunRetention(context.Background()); err != nil {
+	if err := ts.st.CleanOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var after State
@@ -305,7 +305,7 @@ func testAPIWhileWriting(t *testing.T, readOnly bool) {
 			// (store's refreshTopic; reported). The view is checked after
 			// a retention pass below instead.
 			if i%10 == 0 && !readOnly {
-				if err := ts.st.RunRetention(ctx); err != nil && ctx.Err() == nil {
+				if err := ts.st.CleanOnce(ctx); err != nil && ctx.Err() == nil {
 					t.Error(err)
 					return
 				}
@@ -360,7 +360,7 @@ func testAPIWhileWriting(t *testing.T, readOnly bool) {
 		// Retention while the view is idle: its next answer is the
 		// writer's store, segment for segment.
 		ts.clock.Advance(time.Hour)
-		if err := ts.st.RunRetention(context.Background()); err != nil {
+		if err := ts.st.CleanOnce(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		var st State
