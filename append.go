@@ -38,6 +38,14 @@ var iterators = sync.Pool{New: func() any { return new(record.Iterator) }}
 // a write or fsync has failed (ErrWriteFailed, ErrSyncFailed) every append
 // returns that error until the Log is reopened.
 func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
+	return l.appendRecords(l.opts.LeaderEpoch, true, recs)
+}
+
+// appendRecords encodes recs into one batch stamped with epoch and stores
+// it: Append and AppendEpoch. zeroIsNow says a zero Timestamp means "now"
+// (Append) rather than a literal 0 (AppendEpoch, whose callers keep their
+// own clock in the record).
+func (l *Log) appendRecords(epoch int32, zeroIsNow bool, recs []record.Record) (AppendInfo, error) {
 	if l.ro != nil {
 		return AppendInfo{}, ErrReadOnly
 	}
@@ -50,8 +58,11 @@ func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
 	lim := l.lim()
 	bld.SetCodec(lim.Compression)
 	bld.SetBaseOffset(0)
-	bld.SetPartitionLeaderEpoch(l.opts.LeaderEpoch)
-	now := l.opts.Clock.Now().UnixMilli()
+	bld.SetPartitionLeaderEpoch(epoch)
+	var now int64
+	if zeroIsNow || l.opts.TimestampType == record.LogAppendTime {
+		now = l.opts.Clock.Now().UnixMilli()
+	}
 	if l.opts.TimestampType == record.LogAppendTime {
 		bld.SetLogAppendTime(now)
 	} else {
@@ -59,7 +70,7 @@ func (l *Log) Append(recs ...record.Record) (AppendInfo, error) {
 	}
 	for i := range recs {
 		ts := recs[i].Timestamp
-		if ts == 0 {
+		if ts == 0 && zeroIsNow {
 			ts = now
 		}
 		// AddAt reads the record in place: copying the five-word struct

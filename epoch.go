@@ -18,37 +18,7 @@ func (l *Log) AppendEpoch(epoch int32, recs ...record.Record) (AppendInfo, error
 	if epoch < 0 {
 		return AppendInfo{}, fmt.Errorf("%w: negative leader epoch %d", ErrInvalidRecord, epoch)
 	}
-	if len(recs) == 0 {
-		return AppendInfo{}, fmt.Errorf("%w: no records", ErrInvalidRecord)
-	}
-	bld := builders.Get().(*record.Builder)
-	defer builders.Put(bld)
-	bld.Reset()
-	lim := l.lim()
-	bld.SetCodec(lim.Compression)
-	bld.SetBaseOffset(0)
-	bld.SetPartitionLeaderEpoch(epoch)
-	if l.opts.TimestampType == record.LogAppendTime {
-		bld.SetLogAppendTime(l.opts.Clock.Now().UnixMilli())
-	} else {
-		bld.SetLogAppendTime(-1)
-	}
-	for i := range recs {
-		if err := bld.AddAt(int64(i), recs[i].Timestamp, &recs[i]); err != nil {
-			return AppendInfo{}, fmt.Errorf("%w: record %d: %w", ErrInvalidRecord, i, err)
-		}
-	}
-	if n := bld.UncompressedSize(); n > l.maxDecompressed() {
-		return AppendInfo{}, fmt.Errorf("%w: %d bytes uncompressed, readers decompress at most %d", ErrBatchTooLarge, n, l.maxDecompressed())
-	}
-	b, err := bld.Build()
-	if err != nil {
-		return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
-	}
-	if len(b) > lim.MaxBatchBytes {
-		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), lim.MaxBatchBytes)
-	}
-	return l.store(b, b.MaxTimestamp(), false)
+	return l.appendRecords(epoch, false, recs)
 }
 
 // RestartAt empties the log and restarts it at offset, below, inside or
