@@ -156,7 +156,7 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 		"DeleteGroup":   ro.DeleteGroup("billing"),
 		"DeleteOffsets": ro.DeleteOffsets("billing", "bookings", 0),
 		"ResetOffsets":  resetErr,
-		"CleanOnce":  ro.CleanOnce(context.Background()),
+		"CleanOnce":     ro.CleanOnce(context.Background()),
 		"Start":         ro.Start(context.Background()),
 		"Log.Append":    logErr,
 		"Writer":        writerErr,
