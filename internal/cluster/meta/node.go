@@ -1,0 +1,248 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/raftlog"
+	"github.com/seglog/seglog/vfs"
+)
+
+// DirName is the directory inside a node's DIR that holds the metadata's
+// raft log (a raftlog.Store) and its snapshots. It is KRaft's topic name
+// without a partition suffix on purpose: the store opening DIR takes
+// every "topic-N" directory for a partition of its own, so
+// "__cluster_metadata-0" would be adopted as a partition of a topic
+// __cluster_metadata and opened as one, while a name that is not a
+// partition directory is left alone (and raftlog.Open refuses a dir
+// inside a partition).
+const DirName = "__cluster_metadata"
+
+// ErrNotController matches every *NotControllerError: a command proposed
+// to a node that is not the metadata leader (Kafka's NOT_CONTROLLER).
+var ErrNotController = errors.New("meta: not the controller")
+
+// ErrConfig reports a Config Open cannot start with.
+var ErrConfig = errors.New("meta: invalid node configuration")
+
+// NotControllerError is a refused proposal: this node is not the raft
+// leader of the metadata. Leader names the controller as last known
+// (−1 when there is none, as during an election), so the server can
+// answer NOT_CONTROLLER and clients find the controller in Metadata.
+type NotControllerError struct {
+	// Leader is the controller's node id, −1 if unknown.
+	Leader int32
+	// Err is raft's error, when raft refused the entry or lost
+	// leadership before it was committed. After raft.ErrLeadershipLost
+	// the command may still be committed by the next leader: its effect
+	// is unknown, and the state will tell.
+	Err error
+}
+
+// Error names the controller.
+func (e *NotControllerError) Error() string {
+	s := "meta: this node is not the controller"
+	if e.Leader >= 0 {
+		s += "; the controller is node " + strconv.Itoa(int(e.Leader))
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Is makes the error match ErrNotController.
+func (e *NotControllerError) Is(target error) bool { return target == ErrNotController }
+
+// Unwrap returns raft's error.
+func (e *NotControllerError) Unwrap() error { return e.Err }
+
+// Config is what a Node needs.
+type Config struct {
+	// Dir is the node's DIR; the metadata lives in Dir/DirName.
+	Dir string
+	// FS is the filesystem; nil is the real one.
+	FS vfs.FS
+	// NodeID is this node's id, one of Voters.
+	NodeID int32
+	// Voters maps every voter's node id to its raft address, this node
+	// included; every node is given the same map. It bootstraps the
+	// raft configuration of a node whose store is empty, and is ignored
+	// once the log or a snapshot exists (raft's configuration is then in
+	// them).
+	Voters map[int32]string
+	// Transport carries raft's RPCs; the caller owns it (the server's
+	// port multiplexer, raft.NewInmemTransport in tests). raft closes
+	// a transport that has a Close method when the Node closes.
+	Transport raft.Transport
+	// Snapshots stores raft snapshots. Nil means a
+	// raft.FileSnapshotStore in Dir/DirName/snapshots, which reaches the
+	// disk through package os, not vfs (hashicorp/raft offers no
+	// filesystem seam); it is refused with an FS other than the real one,
+	// where the caller must give a store (raft.NewInmemSnapshotStore in
+	// tests, kept across restarts of the node).
+	Snapshots raft.SnapshotStore
+	// Raft tunes raft; nil is raft.DefaultConfig(). LocalID is set from
+	// NodeID.
+	Raft *raft.Config
+	// Logger receives raftlog's recovery messages; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// Node is one node's member of the metadata raft group: a raftlog.Store,
+// a snapshot store, the FSM and the raft that drives them. The raft
+// leader is the controller: only it proposes commands.
+type Node struct {
+	id    int32
+	fsm   *FSM
+	store *raftlog.Store
+	raft  *raft.Raft
+}
+
+// Open opens (creating if needed) the metadata store in cfg.Dir/DirName,
+// bootstraps the voters if the store holds neither log nor snapshot, and
+// starts raft. The state is the snapshot's and the log's once raft has
+// replayed them; Watch tells when it changes.
+func Open(cfg Config) (*Node, error) {
+	if _, ok := cfg.Voters[cfg.NodeID]; !ok {
+		return nil, fmt.Errorf("%w: node %d is not among the voters", ErrConfig, cfg.NodeID)
+	}
+	if cfg.Transport == nil {
+		return nil, fmt.Errorf("%w: no transport", ErrConfig)
+	}
+	fsys := cfg.FS
+	if fsys == nil {
+		fsys = vfs.Default
+	}
+	dir := filepath.Join(cfg.Dir, DirName)
+	snaps := cfg.Snapshots
+	if snaps == nil && fsys != vfs.Default {
+		return nil, fmt.Errorf("%w: a FileSnapshotStore writes through os, not the FS given; pass Snapshots", ErrConfig)
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	st, err := raftlog.Open(dir, raftlog.Options{FS: fsys, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Node, error) {
+		st.Close()
+		return nil, err
+	}
+	if snaps == nil {
+		if snaps, err = raft.NewFileSnapshotStore(dir, 2, io.Discard); err != nil {
+			return fail(err)
+		}
+	}
+	conf := raft.DefaultConfig()
+	if cfg.Raft != nil {
+		c := *cfg.Raft
+		conf = &c
+	}
+	conf.LocalID = serverID(cfg.NodeID)
+	existing, err := raft.HasExistingState(st, st, snaps)
+	if err != nil {
+		return fail(err)
+	}
+	if !existing {
+		// Every node bootstraps the same configuration, which raft
+		// allows: the first election picks one leader among them.
+		var servers []raft.Server
+		for _, id := range slices.Sorted(maps.Keys(cfg.Voters)) {
+			servers = append(servers, raft.Server{ID: serverID(id), Address: raft.ServerAddress(cfg.Voters[id])})
+		}
+		if err := raft.BootstrapCluster(conf, st, st, snaps, cfg.Transport, raft.Configuration{Servers: servers}); err != nil {
+			return fail(err)
+		}
+	}
+	fsm := NewFSM()
+	r, err := raft.NewRaft(conf, fsm, st, st, snaps, cfg.Transport)
+	if err != nil {
+		return fail(err)
+	}
+	return &Node{id: cfg.NodeID, fsm: fsm, store: st, raft: r}, nil
+}
+
+func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
+
+// ID returns this node's id.
+func (n *Node) ID() int32 { return n.id }
+
+// State returns the metadata as this node has applied it: on a follower
+// it may lag the controller's by the entries not yet replicated.
+func (n *Node) State() *State { return n.fsm.State() }
+
+// Watch returns the state and a channel closed when it changes; see
+// FSM.Watch. The server uses it to start and stop partition groups as
+// topics come and go.
+func (n *Node) Watch() (*State, <-chan struct{}) { return n.fsm.Watch() }
+
+// Controller returns the metadata leader's node id, −1 when there is
+// none known (an election is under way): Metadata's ControllerID.
+func (n *Node) Controller() int32 {
+	_, id := n.raft.LeaderWithID()
+	v, err := strconv.ParseInt(string(id), 10, 32)
+	if id == "" || err != nil {
+		return -1
+	}
+	return int32(v)
+}
+
+// IsController reports whether this node is the metadata leader.
+func (n *Node) IsController() bool { return n.raft.State() == raft.Leader }
+
+// Propose replicates c and applies it, answering its Result once a
+// majority holds it and this node has applied it; a refused command
+// answers its Result with Err set (and changed nothing). A node that is
+// not the controller refuses with a *NotControllerError. If ctx ends
+// first, Propose answers ctx's error and the command may still be
+// applied.
+func (n *Node) Propose(ctx context.Context, c Command) (Result, error) {
+	if n.raft.State() != raft.Leader {
+		return Result{}, &NotControllerError{Leader: n.Controller()}
+	}
+	b, err := Encode(c)
+	if err != nil {
+		return Result{}, err
+	}
+	timeout := time.Duration(0)
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Nanosecond)
+	}
+	f := n.raft.Apply(b, timeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	case err = <-done:
+	}
+	if err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			return Result{}, &NotControllerError{Leader: n.Controller(), Err: err}
+		}
+		return Result{}, err
+	}
+	res, ok := f.Response().(Result)
+	if !ok {
+		return Result{}, fmt.Errorf("meta: unexpected apply response %T", f.Response())
+	}
+	return res, res.Err
+}
+
+// Close stops raft and closes the store. It does not remove the node from
+// the voters: a node closed and opened again with the same Dir rejoins.
+func (n *Node) Close() error {
+	err := n.raft.Shutdown().Error()
+	return errors.Join(err, n.store.Close())
+}
