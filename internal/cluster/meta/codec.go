@@ -24,9 +24,10 @@ var (
 )
 
 // MaxCommandBytes bounds one encoded command. The largest command is a
-// CreateTopic of store.MaxPartitions partitions, a few bytes per replica;
-// the bound keeps a raft entry inside raftlog's default batch size.
-const MaxCommandBytes = 8 << 20
+// CreateTopic of store.MaxPartitions partitions, a few bytes per replica
+// (under 1 MiB at replication factor 3); the bound keeps an entry well
+// inside a batch of the metadata log (DefaultSegmentBytes).
+const MaxCommandBytes = 4 << 20
 
 // writer appends the encoding's primitives to a buffer. Integers are
 // varints (zigzag for signed), strings and byte slices a uvarint length

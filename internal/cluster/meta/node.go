@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -18,14 +19,21 @@ import (
 )
 
 // DirName is the directory inside a node's DIR that holds the metadata's
-// raft log (a raftlog.Store) and its snapshots. It is KRaft's topic name
-// without a partition suffix on purpose: the store opening DIR takes
-// every "topic-N" directory for a partition of its own, so
-// "__cluster_metadata-0" would be adopted as a partition of a topic
-// __cluster_metadata and opened as one, while a name that is not a
-// partition directory is left alone (and raftlog.Open refuses a dir
-// inside a partition).
-const DirName = "__cluster_metadata"
+// raft log (a raftlog.Store) and its snapshots. DIR is also the node's
+// store (package store), which refuses to open a log.dir holding a
+// directory that is not a partition ("topic-N"), as Kafka refuses one,
+// except hidden ones; and a "topic-N" name such as KRaft's
+// "__cluster_metadata-0" would be adopted by the store as a partition of
+// its own and opened as one. A hidden directory is the one name both the
+// store and its tools (fsck, seglog topics) leave alone, so the metadata
+// can live in DIR without changing what a store directory may hold.
+const DirName = ".cluster_metadata"
+
+// DefaultSegmentBytes is the metadata log's segment size: the log holds
+// small commands and is compacted after every snapshot, so raftlog's
+// 64 MiB (sized for partition data, and preallocated whole) would mostly
+// hold zeros. It still holds a batch of the largest command.
+const DefaultSegmentBytes = 8 << 20
 
 // ErrNotController matches every *NotControllerError: a command proposed
 // to a node that is not the metadata leader (Kafka's NOT_CONTROLLER).
@@ -94,6 +102,9 @@ type Config struct {
 	// Raft tunes raft; nil is raft.DefaultConfig(). LocalID is set from
 	// NodeID.
 	Raft *raft.Config
+	// SegmentBytes is the raft log's segment size; 0 is
+	// DefaultSegmentBytes.
+	SegmentBytes int64
 	// Logger receives raftlog's recovery messages; nil is slog.Default().
 	Logger *slog.Logger
 }
@@ -106,6 +117,11 @@ type Node struct {
 	fsm   *FSM
 	store *raftlog.Store
 	raft  *raft.Raft
+
+	// barrierMu serializes catchUp; barrierTerm is the term in which
+	// this node, as leader, has applied every entry of earlier terms.
+	barrierMu   sync.Mutex
+	barrierTerm uint64
 }
 
 // Open opens (creating if needed) the metadata store in cfg.Dir/DirName,
@@ -131,7 +147,11 @@ func Open(cfg Config) (*Node, error) {
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, err
 	}
-	st, err := raftlog.Open(dir, raftlog.Options{FS: fsys, Logger: cfg.Logger})
+	segBytes := cfg.SegmentBytes
+	if segBytes == 0 {
+		segBytes = DefaultSegmentBytes
+	}
+	st, err := raftlog.Open(dir, raftlog.Options{FS: fsys, Logger: cfg.Logger, SegmentBytes: segBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -201,36 +221,81 @@ func (n *Node) Controller() int32 {
 // IsController reports whether this node is the metadata leader.
 func (n *Node) IsController() bool { return n.raft.State() == raft.Leader }
 
+// ControllerState returns the state a controller plans a command
+// against (NewCreateTopic and the like): on the leader, once it has
+// applied every entry committed before its term, so a command a deposed
+// leader left uncertain is seen if it was committed. A node that is not
+// the controller answers a *NotControllerError.
+func (n *Node) ControllerState(ctx context.Context) (*State, error) {
+	if err := n.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	return n.fsm.State(), nil
+}
+
+// catchUp makes sure, once per term, that this leader has applied the
+// log up to the start of its term: a new leader's FSM may still lag the
+// entries its predecessor committed (raft commits them with the new
+// term's first entry), and a plan made on that state would be refused.
+func (n *Node) catchUp(ctx context.Context) error {
+	if n.raft.State() != raft.Leader {
+		return &NotControllerError{Leader: n.Controller()}
+	}
+	n.barrierMu.Lock()
+	defer n.barrierMu.Unlock()
+	term := n.raft.CurrentTerm()
+	if n.barrierTerm == term {
+		return nil
+	}
+	if err := n.wait(ctx, n.raft.Barrier(timeoutOf(ctx))); err != nil {
+		return err
+	}
+	n.barrierTerm = term
+	return nil
+}
+
+// timeoutOf is ctx's time left as raft's enqueue timeout, 0 (none) for
+// a ctx without a deadline.
+func timeoutOf(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Nanosecond)
+	}
+	return 0
+}
+
+// wait waits for f or ctx, translating raft's leadership errors.
+func (n *Node) wait(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	var err error
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case err = <-done:
+	}
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		return &NotControllerError{Leader: n.Controller(), Err: err}
+	}
+	return err
+}
+
 // Propose replicates c and applies it, answering its Result once a
 // majority holds it and this node has applied it; a refused command
 // answers its Result with Err set (and changed nothing). A node that is
-// not the controller refuses with a *NotControllerError. If ctx ends
-// first, Propose answers ctx's error and the command may still be
-// applied.
+// not the controller refuses with a *NotControllerError; one that lost
+// leadership while c was in flight answers one wrapping
+// raft.ErrLeadershipLost, and c may yet be applied. If ctx ends first,
+// Propose answers ctx's error and c may still be applied.
 func (n *Node) Propose(ctx context.Context, c Command) (Result, error) {
-	if n.raft.State() != raft.Leader {
-		return Result{}, &NotControllerError{Leader: n.Controller()}
-	}
 	b, err := Encode(c)
 	if err != nil {
 		return Result{}, err
 	}
-	timeout := time.Duration(0)
-	if d, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(d), time.Nanosecond)
+	if err := n.catchUp(ctx); err != nil {
+		return Result{}, err
 	}
-	f := n.raft.Apply(b, timeout)
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
-	select {
-	case <-ctx.Done():
-		return Result{}, ctx.Err()
-	case err = <-done:
-	}
-	if err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
-			return Result{}, &NotControllerError{Leader: n.Controller(), Err: err}
-		}
+	f := n.raft.Apply(b, timeoutOf(ctx))
+	if err := n.wait(ctx, f); err != nil {
 		return Result{}, err
 	}
 	res, ok := f.Response().(Result)
