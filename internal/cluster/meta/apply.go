@@ -131,7 +131,8 @@ func (s *State) createTopic(c *CreateTopic) (*State, error) {
 	key := collisionKey(c.Name)
 	for name, t := range s.topics {
 		if collisionKey(name) == key {
-			return nil, fmt.Errorf("%w: %s collides with %s ('.' and '_' are the same to Kafka's metrics)", store.ErrTopicExists, c.Name, name)
+			// The store's and Kafka's refusal: InvalidTopicException.
+			return nil, fmt.Errorf("%w: %q collides with existing topic %q (Kafka treats '.' and '_' alike)", store.ErrInvalidTopic, c.Name, name)
 		}
 		if t.ID == c.ID {
 			return nil, fmt.Errorf("%w: %x is topic %s's", ErrInvalidTopicID, c.ID, name)

@@ -190,7 +190,7 @@ func TestApplyValidates(t *testing.T) {
 	for _, c := range cases {
 		want := c.want
 		if want == nil {
-			want = store.ErrTopicExists // "a.b" collides with "a_b" below
+			want = store.ErrInvalidTopic // "a.b" collides with "a_b" below
 		}
 		base := s
 		if c.name == "topic collides" {
