@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"path/filepath"
@@ -92,12 +91,8 @@ type Config struct {
 	// port multiplexer, raft.NewInmemTransport in tests). raft closes
 	// a transport that has a Close method when the Node closes.
 	Transport raft.Transport
-	// Snapshots stores raft snapshots. Nil means a
-	// raft.FileSnapshotStore in Dir/DirName/snapshots, which reaches the
-	// disk through package os, not vfs (hashicorp/raft offers no
-	// filesystem seam); it is refused with an FS other than the real one,
-	// where the caller must give a store (raft.NewInmemSnapshotStore in
-	// tests, kept across restarts of the node).
+	// Snapshots stores raft snapshots; nil is a SnapshotStore in
+	// Dir/DirName/snapshots on FS, keeping two.
 	Snapshots raft.SnapshotStore
 	// Raft tunes raft; nil is raft.DefaultConfig(). LocalID is set from
 	// NodeID.
@@ -141,9 +136,6 @@ func Open(cfg Config) (*Node, error) {
 	}
 	dir := filepath.Join(cfg.Dir, DirName)
 	snaps := cfg.Snapshots
-	if snaps == nil && fsys != vfs.Default {
-		return nil, fmt.Errorf("%w: a FileSnapshotStore writes through os, not the FS given; pass Snapshots", ErrConfig)
-	}
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, err
 	}
@@ -160,7 +152,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	if snaps == nil {
-		if snaps, err = raft.NewFileSnapshotStore(dir, 2, io.Discard); err != nil {
+		if snaps, err = NewSnapshotStore(fsys, filepath.Join(dir, "snapshots"), 2); err != nil {
 			return fail(err)
 		}
 	}

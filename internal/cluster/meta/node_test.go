@@ -18,13 +18,12 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// tnode is one member of a test cluster: its directory on a MemFS and its
-// snapshot store survive restarts, as a node's DIR would.
+// tnode is one member of a test cluster: its directory on a MemFS (the
+// raft log and the snapshots) survives restarts, as a node's DIR would.
 type tnode struct {
 	id    int32
 	addr  raft.ServerAddress
 	dir   string
-	snaps *raft.InmemSnapshotStore
 	trans *raft.InmemTransport
 	node  *Node
 }
@@ -42,7 +41,7 @@ type tcluster struct {
 func newCluster(t *testing.T, n int) *tcluster {
 	c := &tcluster{t: t, fs: vfs.NewMem(), voters: map[int32]string{}, trailing: 1024}
 	for i := 1; i <= n; i++ {
-		tn := &tnode{id: int32(i), addr: raft.ServerAddress(fmt.Sprintf("node%d", i)), dir: fmt.Sprintf("/n%d", i), snaps: raft.NewInmemSnapshotStore()}
+		tn := &tnode{id: int32(i), addr: raft.ServerAddress(fmt.Sprintf("node%d", i)), dir: fmt.Sprintf("/n%d", i)}
 		c.voters[tn.id] = string(tn.addr)
 		c.nodes = append(c.nodes, tn)
 	}
@@ -94,7 +93,7 @@ func (c *tcluster) start(tn *tnode) {
 	}
 	n, err := Open(Config{
 		Dir: tn.dir, FS: c.fs, NodeID: tn.id, Voters: c.voters, Transport: tn.trans,
-		Snapshots: tn.snaps, Raft: testRaftConfig(c.trailing), SegmentBytes: 256 << 10,
+		Raft: testRaftConfig(c.trailing), SegmentBytes: 256 << 10,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -390,10 +389,35 @@ func TestStoreIgnoresMetadataDir(t *testing.T) {
 func TestOpenRefuses(t *testing.T) {
 	_, trans := raft.NewInmemTransport("x")
 	voters := map[int32]string{1: "x"}
-	if _, err := Open(Config{Dir: "/d", FS: vfs.NewMem(), NodeID: 2, Voters: voters, Transport: trans, Snapshots: raft.NewInmemSnapshotStore()}); !errors.Is(err, ErrConfig) {
+	if _, err := Open(Config{Dir: "/d", FS: vfs.NewMem(), NodeID: 2, Voters: voters, Transport: trans}); !errors.Is(err, ErrConfig) {
 		t.Errorf("node not a voter: %v", err)
 	}
-	if _, err := Open(Config{Dir: "/d", FS: vfs.NewMem(), NodeID: 1, Voters: voters, Transport: trans}); !errors.Is(err, ErrConfig) {
-		t.Errorf("MemFS without a snapshot store: %v", err)
+	if _, err := Open(Config{Dir: "/d", FS: vfs.NewMem(), NodeID: 1, Voters: voters}); !errors.Is(err, ErrConfig) {
+		t.Errorf("no transport: %v", err)
+	}
+}
+
+// TestNodeCrash: a node that loses power keeps every command it
+// answered, from its snapshot and the log after it.
+func TestNodeCrash(t *testing.T) {
+	c := newCluster(t, 1)
+	c.registerAll()
+	c.createTopic("a", 2, 1, 1)
+	tn := c.nodes[0]
+	if err := tn.node.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	c.createTopic("b", 3, 1, 2)
+	last := c.mustPropose(&AllocateProducerIDs{Broker: 1})
+	want := EncodeState(c.agree(last.Index))
+	crashed := c.fs.CrashClone()
+	c.stop(tn)
+	c.fs = crashed
+	c.start(tn)
+	if got := EncodeState(c.agree(last.Index)); !bytes.Equal(got, want) {
+		t.Errorf("after the crash the state is %x, want %x", got, want)
+	}
+	if st := tn.node.raft.Stats(); st["last_snapshot_index"] == "0" {
+		t.Errorf("the snapshot did not survive: %v", st)
 	}
 }
