@@ -94,8 +94,9 @@ type Config struct {
 	// Snapshots stores raft snapshots; nil is a SnapshotStore in
 	// Dir/DirName/snapshots on FS, keeping two.
 	Snapshots raft.SnapshotStore
-	// Raft tunes raft; nil is raft.DefaultConfig(). LocalID is set from
-	// NodeID.
+	// Raft tunes raft; nil is raft.DefaultConfig() logging at INFO
+	// (its default, DEBUG, logs every RPC failure and more to stderr).
+	// LocalID is set from NodeID.
 	Raft *raft.Config
 	// SegmentBytes is the raft log's segment size; 0 is
 	// DefaultSegmentBytes.
@@ -112,6 +113,11 @@ type Node struct {
 	fsm   *FSM
 	store *raftlog.Store
 	raft  *raft.Raft
+
+	// maxCommand is the largest encoded command the raft log takes in
+	// one entry: a leader whose log store refuses an entry steps down,
+	// so Propose refuses it first.
+	maxCommand int
 
 	// barrierMu serializes catchUp; barrierTerm is the term in which
 	// this node, as leader, has applied every entry of earlier terms.
@@ -143,6 +149,9 @@ func Open(cfg Config) (*Node, error) {
 	if segBytes == 0 {
 		segBytes = DefaultSegmentBytes
 	}
+	if segBytes < 64<<10 {
+		return nil, fmt.Errorf("%w: segments of %d bytes; at least 64 KiB", ErrConfig, segBytes)
+	}
 	st, err := raftlog.Open(dir, raftlog.Options{FS: fsys, Logger: cfg.Logger, SegmentBytes: segBytes})
 	if err != nil {
 		return nil, err
@@ -157,6 +166,7 @@ func Open(cfg Config) (*Node, error) {
 		}
 	}
 	conf := raft.DefaultConfig()
+	conf.LogLevel = "INFO"
 	if cfg.Raft != nil {
 		c := *cfg.Raft
 		conf = &c
@@ -182,7 +192,11 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &Node{id: cfg.NodeID, fsm: fsm, store: st, raft: r}, nil
+	// raftlog refuses an entry over its batch size (at most 8 MiB, and
+	// at most a segment) less 169 bytes of framing; the rest of the
+	// margin is for the headers raft's fields become.
+	maxCommand := min(MaxCommandBytes, int(min(segBytes, 8<<20))-4096)
+	return &Node{id: cfg.NodeID, fsm: fsm, store: st, raft: r, maxCommand: maxCommand}, nil
 }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
@@ -282,6 +296,9 @@ func (n *Node) Propose(ctx context.Context, c Command) (Result, error) {
 	b, err := Encode(c)
 	if err != nil {
 		return Result{}, err
+	}
+	if len(b) > n.maxCommand {
+		return Result{}, fmt.Errorf("%w: command of %d bytes, this node's log takes %d", ErrBadEncoding, len(b), n.maxCommand)
 	}
 	if err := n.catchUp(ctx); err != nil {
 		return Result{}, err

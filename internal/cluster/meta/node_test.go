@@ -284,6 +284,15 @@ func TestClusterAgrees(t *testing.T) {
 			t.Errorf("follower %d names controller %d, the leader is %d", tn.id, nc.Leader, l.id)
 		}
 	}
+	// A command larger than the log takes in one entry (the test's
+	// segments are 256 KiB) is refused before raft sees it: a log store
+	// refusing an entry would depose the leader.
+	big, err := c.propose(func(s *State) (Command, error) {
+		return NewCreateTopic(s, "big", store.MaxPartitions, 3, nil, nil, rand.New(rand.NewPCG(5, 5)))
+	})
+	if !errors.Is(err, ErrBadEncoding) || big.Index != 0 {
+		t.Errorf("a command over the entry size: %v", err)
+	}
 	// A refused command answers its error from the controller, and changes
 	// nothing anywhere.
 	if _, err := c.propose(func(*State) (Command, error) { return &DeleteTopic{Name: "nope"}, nil }); !errors.Is(err, store.ErrUnknownTopic) {
