@@ -230,6 +230,22 @@ func TestClusterAgrees(t *testing.T) {
 	c := newCluster(t, 3)
 	c.registerAll()
 	c.createTopic("orders", 6, 3, 1)
+	// Every node's watcher hears of the topic created on the controller:
+	// waiting on Watch's channel alone (no polling) sees it arrive.
+	for _, tn := range c.nodes {
+		deadline := time.After(30 * time.Second)
+		for {
+			s, ch := tn.node.Watch()
+			if _, ok := s.Topic("orders"); ok {
+				break
+			}
+			select {
+			case <-ch:
+			case <-deadline:
+				t.Fatalf("node %d: the topic's creation was not notified", tn.id)
+			}
+		}
+	}
 	c.createTopic(store.OffsetsTopic, 50, 3, 2)
 	c.createTopic("gone", 1, 2, 3)
 	if _, err := c.propose(func(s *State) (Command, error) {
@@ -274,6 +290,9 @@ func TestClusterAgrees(t *testing.T) {
 	for _, tn := range c.nodes {
 		if tn == l {
 			continue
+		}
+		if _, err := tn.node.ControllerState(context.Background()); !errors.Is(err, ErrNotController) {
+			t.Errorf("follower %d planned: %v", tn.id, err)
 		}
 		_, err := tn.node.Propose(context.Background(), &DeleteTopic{Name: "nope"})
 		var nc *NotControllerError
