@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -103,8 +104,10 @@ func (s *SnapshotStore) List() ([]*raft.SnapshotMeta, error) {
 		}
 		meta, _, err := s.read(strings.TrimSuffix(n, snapSuffix))
 		if err != nil {
-			if errors.Is(err, ErrBadSnapshot) {
-				continue // raft falls back to an older one, or to the log
+			if errors.Is(err, ErrBadSnapshot) || errors.Is(err, fs.ErrNotExist) {
+				// Damaged: raft falls back to an older one, or to the
+				// log. Gone: removed since the listing.
+				continue
 			}
 			return nil, err
 		}
