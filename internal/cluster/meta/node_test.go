@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
 )
@@ -115,21 +116,9 @@ func (c *tcluster) stop(tn *tnode) {
 	}
 }
 
-// waitFor polls cond until it holds or 30 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func (c *tcluster) leader() *tnode {
 	var l *tnode
-	waitFor(c.t, "a leader", func() bool {
+	testutil.WaitFor(c.t, "a leader", func() bool {
 		for _, tn := range c.nodes {
 			if tn.node != nil && tn.node.IsController() {
 				l = tn
@@ -182,7 +171,7 @@ func (c *tcluster) mustPropose(cmd Command) Result {
 func (c *tcluster) agree(min uint64) *State {
 	c.t.Helper()
 	var s *State
-	waitFor(c.t, "the nodes to agree", func() bool {
+	testutil.WaitFor(c.t, "the nodes to agree", func() bool {
 		var want []byte
 		for _, tn := range c.nodes {
 			if tn.node == nil {
