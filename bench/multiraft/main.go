@@ -48,7 +48,7 @@ import (
 // a follower notices a dead leader after HeartbeatTimeout to twice that.
 var profiles = map[string]func() *raft.Config{
 	"default": raft.DefaultConfig,
-	"tuned": tuned,
+	"tuned":   tuned,
 	// The tuned timeouts with idle commit-index pushes ten times rarer:
 	// a follower learns the commit index late only while nothing is
 	// written.
