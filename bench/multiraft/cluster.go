@@ -177,21 +177,27 @@ func (c *cluster) leader(p int) int {
 	return lead
 }
 
-// waitLeaders polls until every partition has a leader its followers know.
-func (c *cluster) waitLeaders(limit time.Duration) error {
-	deadline := time.Now().Add(limit)
+// waitLeaders polls until every partition has a leader its followers
+// know, printing progress every 10 s through report.
+func (c *cluster) waitLeaders(limit time.Duration, report func(led int)) error {
+	start := time.Now()
+	next := start.Add(10 * time.Second)
 	for {
-		missing := 0
+		led := 0
 		for p := range c.parts {
-			if c.leader(p) < 0 {
-				missing++
+			if c.leader(p) >= 0 {
+				led++
 			}
 		}
-		if missing == 0 {
+		if led == c.parts {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d partitions without a leader after %v", missing, c.parts, limit)
+		if time.Now().After(next) {
+			report(led)
+			next = next.Add(10 * time.Second)
+		}
+		if time.Since(start) > limit {
+			return fmt.Errorf("%d of %d partitions without a stable leader after %v", c.parts-led, c.parts, limit)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -79,6 +79,9 @@ func tuned() *raft.Config {
 	return c
 }
 
+// settle bounds every wait for all partitions to have a leader.
+var settle time.Duration
+
 func main() {
 	parts := flag.Int("partitions", 300, "partitions, each a raft group of 3 replicas (one per node)")
 	idle := flag.Duration("idle", 20*time.Second, "how long to measure the idle cost")
@@ -87,6 +90,7 @@ func main() {
 	inflight := flag.Int("inflight", 4, "Apply calls outstanding per partition under load")
 	maxPool := flag.Int("maxpool", 2, "NetworkTransport MaxPool: idle connections kept per peer and group")
 	noFailover := flag.Bool("no-failover", false, "skip the failover measurement")
+	flag.DurationVar(&settle, "settle", 2*time.Minute, "how long to wait for every partition to have a stable leader")
 	flag.Parse()
 	conf, ok := profiles[*profile]
 	if !ok {
@@ -117,7 +121,14 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 	if err := c.start(conf, maxPool); err != nil {
 		return err
 	}
-	if err := c.waitLeaders(5 * time.Minute); err != nil {
+	cpu0 := cpuTime()
+	progress := func(led int) {
+		fmt.Printf("  %3.0f s: %d of %d partitions led; %.2f CPU s/s so far, RSS %.0f MiB, %d TCP conns, %d goroutines, machine load %s\n",
+			time.Since(start).Seconds(), led, parts, (cpuTime()-cpu0).Seconds()/time.Since(start).Seconds(),
+			rssMiB(), c.openConns(), runtime.NumGoroutine(), loadavg())
+	}
+	if err := c.waitLeaders(settle, progress); err != nil {
+		progress(-1)
 		return err
 	}
 	fmt.Printf("all %d partitions led after %.1f s (from the first NewRaft); leaders per node %v\n",
@@ -126,7 +137,9 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 	time.Sleep(3 * time.Second)
 
 	runtime.GC()
-	cpu0, resp0, in0, t0 := cpuTime(), c.cnt.responses.Load(), c.cnt.inBytes.Load(), time.Now()
+	var resp0, in0 uint64
+	var t0 time.Time
+	cpu0, resp0, in0, t0 = cpuTime(), c.cnt.responses.Load(), c.cnt.inBytes.Load(), time.Now()
 	time.Sleep(idle)
 	wall := time.Since(t0).Seconds()
 	cpu := (cpuTime() - cpu0).Seconds() / wall
@@ -154,7 +167,7 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 		fmt.Println("| partitions | profile | load: commits/s (100 B, RF 3) | in flight per partition | CPU s/s |")
 		fmt.Println("|---:|---|---:|---:|---:|")
 		fmt.Printf("| %d | %s | %.0f | %d | %.2f |\n", parts, profile, float64(n)/wall, inflight, (cpuTime()-cpu0).Seconds()/wall)
-		if err := c.waitLeaders(time.Minute); err != nil {
+		if err := c.waitLeaders(settle, func(int) {}); err != nil {
 			return err
 		}
 		time.Sleep(2 * time.Second)
