@@ -91,7 +91,15 @@ func main() {
 	maxPool := flag.Int("maxpool", 2, "NetworkTransport MaxPool: idle connections kept per peer and group")
 	noFailover := flag.Bool("no-failover", false, "skip the failover measurement")
 	flag.DurationVar(&settle, "settle", 2*time.Minute, "how long to wait for every partition to have a stable leader")
+	engine := flag.String("engine", "hashicorp", "hashicorp (one raft.Raft per replica) or etcd (the go.etcd.io/raft/v3 prototype: one goroutine and one connection per peer for all groups)")
 	flag.Parse()
+	if *engine == "etcd" {
+		if err := runEtcd(*parts, *idle, *profile, !*noFailover); err != nil {
+			fmt.Fprintln(os.Stderr, "multiraft:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	conf, ok := profiles[*profile]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "multiraft: unknown profile %q\n", *profile)
@@ -186,17 +194,7 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 		if err != nil {
 			return fmt.Errorf("failover: %w", err)
 		}
-		fmt.Println()
-		fmt.Println("| partitions | profile | groups failed over | new leader median s | max s | first commit median s | max s | commits over 3 s |")
-		fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|")
-		over := 0
-		for _, d := range committed {
-			if d > 3*time.Second {
-				over++
-			}
-		}
-		fmt.Printf("| %d | %s | %d | %.2f | %.2f | %.2f | %.2f | %d |\n", parts, profile, len(elected),
-			median(elected), slices.Max(elected).Seconds(), median(committed), slices.Max(committed).Seconds(), over)
+		printFailover(parts, profile, elected, committed)
 	}
 	fmt.Printf("\nmachine load after: %s\n", loadavg())
 	return nil
@@ -276,4 +274,87 @@ func openFDs() int {
 		return -1
 	}
 	return len(names)
+}
+
+// runEtcd measures the etcd prototype's idle cost and failover. Its
+// profiles set the tick: ElectionTick is 10 and HeartbeatTick 1, so the
+// default 100 ms tick matches hashicorp's defaults (a heartbeat every
+// 100 ms, a follower campaigns after 1 to 2 s without one) and tuned halves
+// both.
+func runEtcd(parts int, idle time.Duration, profile string, failover bool) error {
+	ticks := map[string]time.Duration{"default": 100 * time.Millisecond, "tuned": 50 * time.Millisecond}
+	tick, ok := ticks[profile]
+	if !ok {
+		return fmt.Errorf("the etcd engine has profiles default and tuned, not %q", profile)
+	}
+	raiseFileLimit()
+	fmt.Printf("multiraft -engine etcd: %d partitions × RF 3 on 3 in-process nodes, go.etcd.io/raft/v3 RawNodes, one raftmux port each on 127.0.0.1\n", parts)
+	fmt.Printf("stores: raft.MemoryStorage; one driver goroutine and one connection to each peer per node; GOMAXPROCS %d\n", runtime.GOMAXPROCS(0))
+	fmt.Printf("profile %s: tick %v, ElectionTick 10, HeartbeatTick 1, CheckQuorum, PreVote\n", profile, tick)
+	fmt.Printf("machine load before: %s\n", loadavg())
+	start := time.Now()
+	c, err := newEtcdCluster(3, parts, tick)
+	if err != nil {
+		return err
+	}
+	defer c.shutdown()
+	if err := c.waitLeaders(settle); err != nil {
+		return err
+	}
+	fmt.Printf("all %d partitions led after %.1f s; leaders per node %v\n", parts, time.Since(start).Seconds(), c.leaderCounts())
+	time.Sleep(3 * time.Second)
+
+	runtime.GC()
+	cpu0, sent0, t0 := cpuTime(), c.sent.Load(), time.Now()
+	time.Sleep(idle)
+	wall := time.Since(t0).Seconds()
+	cpu := (cpuTime() - cpu0).Seconds() / wall
+	msgs := float64(c.sent.Load()-sent0) / wall
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Printf("idle over %.0f s: %.3f CPU s/s, %.0f messages/s, leaders per node %v, machine load %s\n",
+		wall, cpu, msgs, c.leaderCounts(), loadavg())
+	fmt.Println()
+	fmt.Println("| partitions | engine/profile | CPU s/s idle | CPU ms/s per partition | goroutines | heap in use MiB | RSS MiB | TCP conns | open fds | messages/s |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Printf("| %d | etcd %s | %.3f | %.3f | %d | %.0f | %.0f | %d | %d | %.0f |\n",
+		parts, profile, cpu, 1000*cpu/float64(parts), runtime.NumGoroutine(), float64(ms.HeapInuse)/(1<<20),
+		rssMiB(), c.openConns(), openFDs(), msgs)
+
+	if failover {
+		counts := c.leaderCounts()
+		victim := 0
+		for i, n := range counts {
+			if n > counts[victim] {
+				victim = i
+			}
+		}
+		fmt.Printf("\nfailover: node %d, leading %d of %d partitions, dies (machine load %s)\n", victim+1, counts[victim], parts, loadavg())
+		elected, committed, err := c.failover(victim, 30*time.Second)
+		if err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
+		printFailover(parts, "etcd "+profile, elected, committed)
+	}
+	fmt.Printf("\nmachine load after: %s\n", loadavg())
+	return nil
+}
+
+// printFailover prints the failover table's row.
+func printFailover(parts int, profile string, elected, committed []time.Duration) {
+	fmt.Println()
+	fmt.Println("| partitions | profile | groups failed over | new leader median s | max s | first commit median s | max s | commits over 3 s |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|")
+	over := 0
+	for _, d := range committed {
+		if d > 3*time.Second {
+			over++
+		}
+	}
+	if len(elected) == 0 {
+		fmt.Printf("| %d | %s | 0 | | | | | |\n", parts, profile)
+		return
+	}
+	fmt.Printf("| %d | %s | %d | %.2f | %.2f | %.2f | %.2f | %d |\n", parts, profile, len(elected),
+		median(elected), slices.Max(elected).Seconds(), median(committed), slices.Max(committed).Seconds(), over)
 }
