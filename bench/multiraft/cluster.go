@@ -230,6 +230,23 @@ func (c *cluster) openConns() int {
 	return total / 2
 }
 
+// muxStats sums the nodes' raftmux counters: connections delivered and
+// refused, by reason.
+func (c *cluster) muxStats() string {
+	var t raftmux.Stats
+	for _, n := range c.nodes {
+		s := n.mux.Stats()
+		t.Accepted += s.Accepted
+		t.BadHeader += s.BadHeader
+		t.Timeout += s.Timeout
+		t.Unknown += s.Unknown
+		t.Overflow += s.Overflow
+		t.Dropped += s.Dropped
+	}
+	return fmt.Sprintf("connections accepted %d, refused: bad header %d, header timeout %d, unknown group %d, overflow %d; dropped by the dialer before its header was read %d",
+		t.Accepted, t.BadHeader, t.Timeout, t.Unknown, t.Overflow, t.Dropped)
+}
+
 // load applies size-byte commands through each partition's leader for d,
 // keeping up to inflight outstanding per partition, and returns how many
 // committed.

@@ -131,9 +131,9 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 	}
 	cpu0 := cpuTime()
 	progress := func(led int) {
-		fmt.Printf("  %3.0f s: %d of %d partitions led; %.2f CPU s/s so far, RSS %.0f MiB, %d TCP conns, %d goroutines, machine load %s\n",
+		fmt.Printf("  %3.0f s: %d of %d partitions led; %.2f CPU s/s so far, RSS %.0f MiB, %d TCP conns, %d goroutines, machine load %s; %s\n",
 			time.Since(start).Seconds(), led, parts, (cpuTime()-cpu0).Seconds()/time.Since(start).Seconds(),
-			rssMiB(), c.openConns(), runtime.NumGoroutine(), loadavg())
+			rssMiB(), c.openConns(), runtime.NumGoroutine(), loadavg(), c.muxStats())
 	}
 	if err := c.waitLeaders(settle, progress); err != nil {
 		progress(-1)
@@ -196,7 +196,8 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 		}
 		printFailover(parts, profile, elected, committed)
 	}
-	fmt.Printf("\nmachine load after: %s\n", loadavg())
+	fmt.Printf("\nraftmux: %s\n", c.muxStats())
+	fmt.Printf("machine load after: %s\n", loadavg())
 	return nil
 }
 

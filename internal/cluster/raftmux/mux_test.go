@@ -150,19 +150,22 @@ func TestBadHeadersAreClosed(t *testing.T) {
 		return append(b, id...)
 	}
 	cases := []struct {
-		name string
-		send []byte
-		want func(Stats) uint64
+		name   string
+		send   []byte
+		hangUp bool // close our end after sending
+		want   func(Stats) uint64
 	}{
-		{"garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), func(s Stats) uint64 { return s.BadHeader }},
-		{"version", header(Version+1, 4, "good"), func(s Stats) uint64 { return s.BadHeader }},
-		{"empty id", header(Version, 0, ""), func(s Stats) uint64 { return s.BadHeader }},
-		{"oversize id", header(Version, MaxGroupID+1, strings.Repeat("g", 64)), func(s Stats) uint64 { return s.BadHeader }},
-		{"max length", header(Version, 0xffff, ""), func(s Stats) uint64 { return s.BadHeader }},
-		{"unknown group", header(Version, 5, "other"), func(s Stats) uint64 { return s.Unknown }},
+		{"garbage", []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), false, func(s Stats) uint64 { return s.BadHeader }},
+		{"version", header(Version+1, 4, "good"), false, func(s Stats) uint64 { return s.BadHeader }},
+		{"empty id", header(Version, 0, ""), false, func(s Stats) uint64 { return s.BadHeader }},
+		{"oversize id", header(Version, MaxGroupID+1, strings.Repeat("g", 64)), false, func(s Stats) uint64 { return s.BadHeader }},
+		{"max length", header(Version, 0xffff, ""), false, func(s Stats) uint64 { return s.BadHeader }},
+		{"unknown group", header(Version, 5, "other"), false, func(s Stats) uint64 { return s.Unknown }},
 		// A slow sender: half a header, then nothing until the deadline.
-		{"slow", header(Version, 4, "go"), func(s Stats) uint64 { return s.Timeout }},
-		{"nothing", nil, func(s Stats) uint64 { return s.Timeout }},
+		{"slow", header(Version, 4, "go"), false, func(s Stats) uint64 { return s.Timeout }},
+		{"nothing", nil, false, func(s Stats) uint64 { return s.Timeout }},
+		// A peer that gives up halfway is counted apart from a bad one.
+		{"hang up", header(Version, 4, "go"), true, func(s Stats) uint64 { return s.Dropped }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,7 +178,11 @@ func TestBadHeadersAreClosed(t *testing.T) {
 			if _, err := c.Write(tc.send); err != nil {
 				t.Fatal(err)
 			}
-			closedByPeer(t, c)
+			if tc.hangUp {
+				c.Close()
+			} else {
+				closedByPeer(t, c)
+			}
 			waitFor(t, "the refusal to be counted", func() bool { return tc.want(m.Stats()) == before+1 })
 			roundTrip(t, from, good)
 		})
