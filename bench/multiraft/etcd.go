@@ -34,6 +34,7 @@ type etcdGroup struct {
 	st       *etcdraft.MemoryStorage
 	leader   atomic.Bool
 	leadTerm uint64       // the term it leads in; driver goroutine only
+	leadAt   atomic.Int64 // unix ns it last became leader
 	commitAt atomic.Int64 // unix ns of the first commit of its own term as leader
 }
 
@@ -258,6 +259,7 @@ func (n *etcdNode) ready(i int, buf []byte) []byte {
 		lead := rd.SoftState.RaftState == etcdraft.StateLeader
 		if lead && !g.leader.Load() {
 			g.leadTerm = g.rn.BasicStatus().GetTerm()
+			g.leadAt.Store(time.Now().UnixNano())
 		}
 		g.leader.Store(lead)
 	}
@@ -359,6 +361,7 @@ func (c *etcdCluster) failover(victim int, limit time.Duration) (elected, commit
 	}
 	for _, n := range c.nodes {
 		for _, g := range n.groups {
+			g.leadAt.Store(0)
 			g.commitAt.Store(0)
 		}
 	}
@@ -375,8 +378,8 @@ func (c *etcdCluster) failover(victim int, limit time.Duration) (elected, commit
 					continue
 				}
 				g := n.groups[p]
-				if elected[i] == 0 && g.leader.Load() {
-					elected[i] = time.Since(t0)
+				if at := g.leadAt.Load(); at != 0 && elected[i] == 0 {
+					elected[i] = time.Unix(0, at).Sub(t0)
 				}
 				if at := g.commitAt.Load(); at != 0 && committed[i] == 0 {
 					committed[i] = time.Unix(0, at).Sub(t0)
