@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/bench"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -129,10 +130,10 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 	if err := c.start(conf, maxPool); err != nil {
 		return err
 	}
-	cpu0 := cpuTime()
+	cpu0 := bench.CPUTime()
 	progress := func(led int) {
 		fmt.Printf("  %3.0f s: %d of %d partitions led; %.2f CPU s/s so far, RSS %.0f MiB, %d TCP conns, %d goroutines, machine load %s; %s\n",
-			time.Since(start).Seconds(), led, parts, (cpuTime()-cpu0).Seconds()/time.Since(start).Seconds(),
+			time.Since(start).Seconds(), led, parts, (bench.CPUTime()-cpu0).Seconds()/time.Since(start).Seconds(),
 			rssMiB(), c.openConns(), runtime.NumGoroutine(), loadavg(), c.muxStats())
 	}
 	if err := c.waitLeaders(settle, progress); err != nil {
@@ -147,10 +148,10 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 	runtime.GC()
 	var resp0, in0 uint64
 	var t0 time.Time
-	cpu0, resp0, in0, t0 = cpuTime(), c.cnt.responses.Load(), c.cnt.inBytes.Load(), time.Now()
+	cpu0, resp0, in0, t0 = bench.CPUTime(), c.cnt.responses.Load(), c.cnt.inBytes.Load(), time.Now()
 	time.Sleep(idle)
 	wall := time.Since(t0).Seconds()
-	cpu := (cpuTime() - cpu0).Seconds() / wall
+	cpu := (bench.CPUTime() - cpu0).Seconds() / wall
 	rpcs := float64(c.cnt.responses.Load()-resp0) / wall
 	kbs := float64(c.cnt.inBytes.Load()-in0) / wall / 1024
 	var ms runtime.MemStats
@@ -165,7 +166,7 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 		rssMiB(), c.openConns(), openFDs(), rpcs, kbs)
 
 	if loadFor > 0 {
-		cpu0, t0 = cpuTime(), time.Now()
+		cpu0, t0 = bench.CPUTime(), time.Now()
 		n, err := c.load(loadFor, 100, inflight)
 		if err != nil {
 			return fmt.Errorf("load: %w", err)
@@ -174,7 +175,7 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 		fmt.Println()
 		fmt.Println("| partitions | profile | load: commits/s (100 B, RF 3) | in flight per partition | CPU s/s |")
 		fmt.Println("|---:|---|---:|---:|---:|")
-		fmt.Printf("| %d | %s | %.0f | %d | %.2f |\n", parts, profile, float64(n)/wall, inflight, (cpuTime()-cpu0).Seconds()/wall)
+		fmt.Printf("| %d | %s | %.0f | %d | %.2f |\n", parts, profile, float64(n)/wall, inflight, (bench.CPUTime()-cpu0).Seconds()/wall)
 		if err := c.waitLeaders(settle, func(int) {}); err != nil {
 			return err
 		}
@@ -201,22 +202,13 @@ func run(parts int, idle time.Duration, profile string, conf func() *raft.Config
 	return nil
 }
 
+// median is bench.Median of the durations, in seconds.
 func median(ds []time.Duration) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2].Seconds()
+	s := make([]float64, len(ds))
+	for i, d := range ds {
+		s[i] = d.Seconds()
 	}
-	return (s[len(s)/2-1] + s[len(s)/2]).Seconds() / 2
-}
-
-// cpuTime is the process's user + system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return bench.Median(s)
 }
 
 // raiseFileLimit lifts the open-file limit as far as it goes: three nodes
@@ -306,10 +298,10 @@ func runEtcd(parts int, idle time.Duration, profile string, failover bool) error
 	time.Sleep(3 * time.Second)
 
 	runtime.GC()
-	cpu0, sent0, t0 := cpuTime(), c.sent.Load(), time.Now()
+	cpu0, sent0, t0 := bench.CPUTime(), c.sent.Load(), time.Now()
 	time.Sleep(idle)
 	wall := time.Since(t0).Seconds()
-	cpu := (cpuTime() - cpu0).Seconds() / wall
+	cpu := (bench.CPUTime() - cpu0).Seconds() / wall
 	msgs := float64(c.sent.Load()-sent0) / wall
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
