@@ -73,3 +73,47 @@ func (l *Log) RestartAt(offset int64) error {
 	}
 	return nil
 }
+
+// AppendEpochBatch stores an encoded RecordBatch v2 as one batch of a
+// replicated log, stamped with epoch (a Raft term) and the log's next
+// offset: what a replica does with a batch its leader already checked.
+// Every replica appending the same batches in the same order assigns the
+// same offsets, and, as both fields lie outside the CRC, stores the same
+// bytes; nothing else of the batch changes (its max timestamp is kept as
+// it is, so replicas agree whatever their clocks).
+//
+// The batch is checked as AppendBatch checks it (size, CRC, framing, every
+// record, lastOffsetDelta+1 == count > 0) except for the producer's rules:
+// its base offset is ignored, and control batches are allowed (raft's own
+// entries are stored as control batches). It is stamped in place. A
+// negative epoch is ErrInvalidRecord; a batch over MaxBatchBytes or
+// SegmentBytes is ErrBatchTooLarge; a bad batch is a *BatchError
+// (ErrCorruptBatch). A refused batch leaves the log untouched.
+func (l *Log) AppendEpochBatch(epoch int32, batch []byte) (AppendInfo, error) {
+	if l.ro != nil {
+		return AppendInfo{}, ErrReadOnly
+	}
+	if epoch < 0 {
+		return AppendInfo{}, fmt.Errorf("%w: negative leader epoch %d", ErrInvalidRecord, epoch)
+	}
+	b := record.Batch(batch)
+	if max := l.lim().MaxBatchBytes; len(b) > max {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), max)
+	}
+	if err := b.Validate(); err != nil {
+		return AppendInfo{}, badBatch(err)
+	}
+	if b.NumRecords() == 0 || int64(b.LastOffsetDelta())+1 != int64(b.NumRecords()) {
+		return AppendInfo{}, badBatch(fmt.Errorf("%w: lastOffsetDelta %d with %d records", record.ErrInvalidProducerBatch, b.LastOffsetDelta(), b.NumRecords()))
+	}
+	// The walk checks every record's framing and that the count is true.
+	it := iterators.Get().(*record.Iterator)
+	it.MaxDecompressed = l.maxDecompressed()
+	_, err := record.MaxRecordTimestamp(b, it)
+	iterators.Put(it)
+	if err != nil {
+		return AppendInfo{}, badBatch(err)
+	}
+	b.SetPartitionLeaderEpoch(epoch)
+	return l.store(b, b.MaxTimestamp(), false)
+}

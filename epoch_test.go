@@ -104,3 +104,81 @@ func TestRestartAt(t *testing.T) {
 		t.Fatalf("RestartAt(-1): %v", err)
 	}
 }
+
+// TestAppendEpochBatch: a checked batch is stored with the next offset and
+// the epoch stamped and its other bytes unchanged, control batches
+// included, so two logs fed the same batches hold the same bytes; a bad
+// batch is a *BatchError and leaves the log as it was.
+func TestAppendEpochBatch(t *testing.T) {
+	build := func(control bool, ts int64, vals ...string) []byte {
+		bld := record.NewBuilder(record.None)
+		bld.SetControl(control)
+		for i, v := range vals {
+			if err := bld.Add(record.Record{Offset: int64(i), Timestamp: ts, Value: []byte(v)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := bld.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.SetBaseOffset(77) // ignored
+		return append([]byte(nil), b...)
+	}
+	l, err := Open("/p", Options{FS: vfs.NewMem(), LogConfig: LogConfig{Sync: SyncAlways, TimestampType: record.LogAppendTime}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	in := [][]byte{build(false, 5, "a", "b"), build(true, 6, "c"), build(false, 7, "d")}
+	var want []byte
+	for i, b := range in {
+		orig := append([]byte(nil), b...)
+		info, err := l.AppendEpochBatch(int32(i+1), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sl, err := l.Read(info.FirstOffset, 1, ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, sl.Len())
+		if _, err := sl.ReadAt(got, 0); err != nil {
+			t.Fatal(err)
+		}
+		sl.Close()
+		gb := record.Batch(got)
+		if gb.BaseOffset() != info.FirstOffset || gb.PartitionLeaderEpoch() != int32(i+1) || gb.Validate() != nil {
+			t.Fatalf("batch %d: base %d (want %d), epoch %d", i, gb.BaseOffset(), info.FirstOffset, gb.PartitionLeaderEpoch())
+		}
+		// Only the two stamped fields differ from what was given, even
+		// under LogAppendTime: replicas never restamp the time.
+		record.Batch(orig).AssignOffsets(gb.BaseOffset(), gb.PartitionLeaderEpoch())
+		if string(orig) != string(got) {
+			t.Fatalf("batch %d changed beyond offset and epoch", i)
+		}
+		want = append(want, got...)
+	}
+	if l.EndOffset() != 4 {
+		t.Fatalf("end %d, want 4", l.EndOffset())
+	}
+	bad := build(false, 1, "x")
+	bad[len(bad)-1] ^= 1 // a record byte: the CRC no longer matches
+	var be *BatchError
+	if _, err := l.AppendEpochBatch(1, bad); !errors.As(err, &be) || !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("bad CRC: %v", err)
+	}
+	empty := build(false, 1)
+	if _, err := l.AppendEpochBatch(1, empty); !errors.As(err, &be) {
+		t.Fatalf("no records: %v", err)
+	}
+	if _, err := l.AppendEpochBatch(-1, build(false, 1, "x")); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("negative epoch: %v", err)
+	}
+	if _, err := l.AppendEpochBatch(1, make([]byte, 10<<20)); !errors.Is(err, ErrBatchTooLarge) {
+		t.Fatalf("too large: %v", err)
+	}
+	if l.EndOffset() != 4 {
+		t.Fatalf("a refused batch moved the end to %d", l.EndOffset())
+	}
+}
