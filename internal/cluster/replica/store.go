@@ -234,11 +234,18 @@ func (s *Store) GetLog(index uint64, out *raft.Log) error {
 	}
 }
 
+// testHookLocated, when set by a test, runs between finding an entry's
+// offset and reading its batch: where a delete can overtake a read.
+var testHookLocated func()
+
 // readEntry reads the CRC-checked batch of entry index.
 func (s *Store) readEntry(index uint64) (record.Batch, uint64, error) {
 	off, gen, err := s.locate(index)
 	if err != nil {
 		return nil, gen, err
+	}
+	if testHookLocated != nil {
+		testHookLocated()
 	}
 	b, err := s.readBatch(off)
 	return b, gen, err
