@@ -134,13 +134,16 @@ func TestContract(t *testing.T) {
 					}
 				}
 				compareStores(t, label, s, oracle)
+				checkEpochs(t, label, fs, s)
 				if s.Log().StartOffset() != startOff {
 					// Raft never removes Kafka data: retention does.
 					t.Fatalf("%s: the partition's start moved from %d to %d", label, startOff, s.Log().StartOffset())
 				}
 
-				c := openT(t, fs.CrashClone(), dir)
+				crashed := fs.CrashClone()
+				c := openT(t, crashed, dir)
 				compareStores(t, label+" after a power loss", c, oracle)
+				checkEpochs(t, label+" after a power loss", crashed, c)
 				if err := c.Close(); err != nil {
 					t.Fatal(err)
 				}

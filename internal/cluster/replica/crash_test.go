@@ -148,6 +148,7 @@ func TestCrashCampaign(t *testing.T) {
 				if err := matches(s, c.outcomes); err != nil {
 					t.Fatalf("%s: %v", label, err)
 				}
+				checkEpochs(t, label, fs, s)
 				// It goes on as raft would: the next entries, with a
 				// newer term, after whatever it holds.
 				last, _ := s.LastIndex()
@@ -166,6 +167,7 @@ func TestCrashCampaign(t *testing.T) {
 				}
 				s = openT(t, fs, crashDir)
 				compareStores(t, label+", appended and reopened", s, oracle)
+				checkEpochs(t, label+", appended and reopened", fs, s)
 				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}

@@ -94,5 +94,8 @@ func (s *Store) deleteSuffix(min uint64) error {
 	if err != nil {
 		return err
 	}
-	return s.log.TruncateTo(cut)
+	if err := s.log.TruncateTo(cut); err != nil {
+		return err
+	}
+	return s.truncateEpochs(cut)
 }

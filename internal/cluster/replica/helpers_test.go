@@ -2,14 +2,19 @@ package replica
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -153,5 +158,41 @@ func copyInto(t testing.TB, s raft.LogStore, dst raft.LogStore) {
 		if err := dst.StoreLog(l); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// checkEpochs checks that the partition's leader-epoch-checkpoint, kept
+// up by appends and truncations, is what a rebuild from every batch's
+// header gives: the first offset of each newer epoch.
+func checkEpochs(t testing.TB, label string, fs vfs.FS, s *Store) {
+	t.Helper()
+	data, err := vfs.ReadFileLimit(fs, s.epochPath(), 1<<20)
+	if errors.Is(err, iofs.ErrNotExist) {
+		data, err = nil, nil // no epoch assigned yet
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	got, err := layout.ParseLeaderEpochs(s.epochPath(), data)
+	if err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	var want []layout.EpochLine
+	if s.log.StartOffset() < s.log.EndOffset() {
+		err = s.scan(s.log.StartOffset(), func(e *segment.Entry) bool {
+			if n := len(want); n == 0 || e.Batch.PartitionLeaderEpoch() > want[n-1].Epoch {
+				want = append(want, layout.EpochLine{Epoch: e.Batch.PartitionLeaderEpoch(), StartOffset: e.BaseOffset()})
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+	}
+	for i := range got {
+		got[i].Pos = 0
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: leader-epoch-checkpoint holds %v, the batches say %v", label, got, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 )
@@ -79,44 +80,67 @@ type table struct {
 	offs []int64
 }
 
-// walk returns the base offsets of up to n consecutive batches from the
-// one at from, and the leader epoch of the last, reading batch headers
-// with segment.Scanner, one segment at a time. It stops early at the log
-// end. A damaged batch is an error matching seglog.ErrCorrupt.
-func (s *Store) walk(from int64, n uint64) (offs []int64, lastEpoch int32, err error) {
+// scan calls fn with each batch from the one holding from to the log
+// end, reading them with segment.Scanner, one segment at a time, until fn
+// returns false. A damaged batch is an error matching seglog.ErrCorrupt;
+// one over the read limit comes with its header alone.
+func (s *Store) scan(from int64, fn func(e *segment.Entry) bool) error {
 	off := from
-	for uint64(len(offs)) < n {
+	for {
 		sl, err := s.log.Read(off, math.MaxInt32, seglog.ReadOptions{})
 		if err != nil {
-			return nil, 0, err
+			return err
 		}
 		if sl.Len() == 0 {
 			sl.Close()
-			break
-		}
-		if len(offs) == 0 && sl.FirstOffset() != from {
-			sl.Close()
-			return nil, 0, fmt.Errorf("%w: %s: the anchor at offset %d is inside a batch at %d", ErrNotAnEntry, sl.File(), from, sl.FirstOffset())
+			return nil
 		}
 		sc := segment.NewScanner(sl, sl.Len(), s.maxBatch)
-		for uint64(len(offs)) < n {
+		for {
 			e, ok, err := sc.Next()
 			if err != nil {
 				sl.Close()
-				return nil, 0, err
+				return err
 			}
 			if !ok {
 				break
 			}
-			if e.Damaged() && !e.OverLimit() || e.Magic != 2 {
+			if e.Damaged() && !e.OverLimit() || e.Magic != record.CurrentMagic {
 				sl.Close()
-				return nil, 0, fmt.Errorf("%w: %s at byte %d: %v", seglog.ErrCorrupt, sl.File(), sl.Position()+e.Pos, e.Err)
+				return fmt.Errorf("%w: %s at byte %d: %v", seglog.ErrCorrupt, sl.File(), sl.Position()+e.Pos, e.Err)
 			}
-			offs = append(offs, e.BaseOffset())
-			lastEpoch = e.Batch.PartitionLeaderEpoch()
 			off = e.LastOffset() + 1
+			if !fn(&e) {
+				sl.Close()
+				return nil
+			}
 		}
 		sl.Close()
+	}
+}
+
+// walk returns the base offsets of up to n consecutive batches from the
+// one at from, and the leader epoch of the last. It stops early at the
+// log end.
+func (s *Store) walk(from int64, n uint64) (offs []int64, lastEpoch int32, err error) {
+	if n == 0 {
+		return nil, 0, nil
+	}
+	var inside error
+	err = s.scan(from, func(e *segment.Entry) bool {
+		if len(offs) == 0 && e.BaseOffset() != from {
+			inside = fmt.Errorf("%w: the anchor at offset %d is inside a batch at %d", ErrNotAnEntry, from, e.BaseOffset())
+			return false
+		}
+		offs = append(offs, e.BaseOffset())
+		lastEpoch = e.Batch.PartitionLeaderEpoch()
+		return uint64(len(offs)) < n
+	})
+	if err == nil {
+		err = inside
+	}
+	if err != nil {
+		return nil, 0, err
 	}
 	return offs, lastEpoch, nil
 }

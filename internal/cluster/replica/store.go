@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -55,6 +56,8 @@ type Store struct {
 	bld *record.Builder
 	buf []byte
 	val []byte
+	// epochs is the leader-epoch cache (epochs.go).
+	epochs []layout.EpochLine
 
 	// idx guards the raft view of the partition. Writers hold mu first.
 	idx      sync.RWMutex
@@ -96,6 +99,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{fs: opts.FS, dir: dir, log: l, maxBatch: maxBatch, bld: record.NewBuilder(record.None), tables: make(map[uint64]*table)}
 	if err := s.load(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := s.loadEpochs(); err != nil {
 		l.Close()
 		return nil, err
 	}

@@ -83,6 +83,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 			}
 			b = cb
 		}
+		if err := s.assignEpoch(int32(l.Term), s.log.EndOffset()); err != nil {
+			return err
+		}
 		segs := s.log.NumSegments()
 		info, err := s.log.AppendEpochBatch(int32(l.Term), b)
 		if err != nil {
