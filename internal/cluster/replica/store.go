@@ -220,25 +220,44 @@ func (s *Store) GetLog(index uint64, out *raft.Log) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	// A delete that moves gen while the batch is read may have replaced
-	// the bytes at its offset: read again against the new view. Deletes
-	// are rare (a follower's conflict, a snapshot), so a few tries do.
-	for try := 0; ; try++ {
+	b, err := s.readStable(index)
+	if err != nil {
+		return notFound(err)
+	}
+	return decodeEntry(b, index, out)
+}
+
+// notFound turns the errors of an offset the log no longer holds into
+// raft.ErrLogNotFound itself.
+func notFound(err error) error {
+	if errors.Is(err, raft.ErrLogNotFound) || errors.Is(err, seglog.ErrOffsetOutOfRange) || errors.Is(err, seglog.ErrTruncated) || errors.Is(err, seglog.ErrSliceTruncated) {
+		return raft.ErrLogNotFound
+	}
+	return err
+}
+
+// readStable reads the batch of entry index. A delete that moves gen
+// while the batch is read may have replaced the bytes at its offset, so
+// the read is made again against the new view; deletes are rare (a
+// follower's conflict, a snapshot), and if they keep overtaking it, the
+// last try holds them off.
+func (s *Store) readStable(index uint64) (record.Batch, error) {
+	for range 8 {
 		b, gen, err := s.readEntry(index)
 		s.idx.RLock()
 		moved := s.gen != gen
 		s.idx.RUnlock()
-		if moved && try < 8 {
-			continue
+		if !moved {
+			return b, err
 		}
-		if err != nil {
-			if errors.Is(err, raft.ErrLogNotFound) || errors.Is(err, seglog.ErrOffsetOutOfRange) || errors.Is(err, seglog.ErrTruncated) || errors.Is(err, seglog.ErrSliceTruncated) {
-				return raft.ErrLogNotFound
-			}
-			return err
-		}
-		return decodeEntry(b, index, out)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	b, _, err := s.readEntry(index)
+	return b, err
 }
 
 // testHookLocated, when set by a test, runs between finding an entry's
@@ -295,17 +314,9 @@ func (s *Store) HighWatermark(commitIndex uint64) (int64, error) {
 		return off, nil
 	}
 	s.idx.RUnlock()
-	for try := 0; ; try++ {
-		b, gen, err := s.readEntry(commitIndex)
-		s.idx.RLock()
-		moved := s.gen != gen
-		s.idx.RUnlock()
-		if moved && try < 8 {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		return b.NextOffset(), nil
+	b, err := s.readStable(commitIndex)
+	if err != nil {
+		return 0, notFound(err)
 	}
+	return b.NextOffset(), nil
 }
