@@ -125,7 +125,8 @@ func TestAppendEpochBatch(t *testing.T) {
 		b.SetBaseOffset(77) // ignored
 		return append([]byte(nil), b...)
 	}
-	l, err := Open("/p", Options{FS: vfs.NewMem(), LogConfig: LogConfig{Sync: SyncAlways, TimestampType: record.LogAppendTime}})
+	fs := vfs.NewMem()
+	l, err := Open("/p", Options{FS: fs, LogConfig: LogConfig{Sync: SyncAlways, TimestampType: record.LogAppendTime}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +162,9 @@ func TestAppendEpochBatch(t *testing.T) {
 	}
 	if l.EndOffset() != 4 {
 		t.Fatalf("end %d, want 4", l.EndOffset())
+	}
+	if file, err := vfs.ReadFileLimit(fs, "/p/00000000000000000000.log", 1<<20); err != nil || string(file) != string(want) {
+		t.Fatalf("the .log holds %d bytes (%v), not the %d stamped batches'", len(file), err, len(want))
 	}
 	bad := build(false, 1, "x")
 	bad[len(bad)-1] ^= 1 // a record byte: the CRC no longer matches

@@ -8,7 +8,10 @@
 //     offset (the log end) and partitionLeaderEpoch (the entry's term) and
 //     appends it; both fields lie outside the CRC, so the stored bytes are
 //     the producer's, and every replica appending the same entries assigns
-//     the same offsets. GetLog returns the batch as stored (stamped).
+//     the same offsets. GetLog returns the batch as stored (stamped), so
+//     an FSM sees stamped bytes on a follower and the leader's own bytes
+//     on the leader: it must take a batch's offset from HighWatermark, not
+//     from the batch.
 //   - Every other entry (no-op, barrier, configuration) is a control batch
 //     of one record holding the entry's type, data and extensions (see
 //     ControlType). Kafka clients skip control batches, so consumers never
