@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -284,6 +285,18 @@ func TestCluster(t *testing.T) {
 		// it too must have applied exactly what its partition holds.
 		if !slices.Equal(m.fsm.list(), read) {
 			t.Fatalf("node %s: its FSM applied %d records, its partition holds %d", m.id, len(m.fsm.list()), len(read))
+		}
+		checkEpochs(t, "node "+string(m.id), c.fs, m.store)
+	}
+	// Each node's directory is a Kafka partition fsck finds clean.
+	for _, m := range c.members {
+		c.stop(m)
+		rep, err := fsck.Check(c.fs, m.dir, fsck.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Clean() {
+			t.Fatalf("node %s: fsck: %+v", m.id, rep.Problems)
 		}
 	}
 }
