@@ -186,3 +186,79 @@ func TestAppendEpochBatch(t *testing.T) {
 		t.Fatalf("a refused batch moved the end to %d", l.EndOffset())
 	}
 }
+
+// TestAppendEpochBatches: batches of several epochs stored in one call
+// take consecutive offsets across segment rolls and are all on disk when
+// it returns (a power loss right after keeps every one); a bad batch
+// among them stores none.
+func TestAppendEpochBatches(t *testing.T) {
+	fs := vfs.NewMem()
+	l, err := Open("/p", Options{FS: fs, LogConfig: LogConfig{Sync: SyncAlways, SegmentBytes: 300}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var batches [][]byte
+	var epochs []int32
+	for i := range 12 {
+		bld := record.NewBuilder(record.None)
+		bld.SetControl(i%4 == 3)
+		for k := range i%3 + 1 {
+			if err := bld.Add(record.Record{Offset: int64(k), Value: make([]byte, 40)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := bld.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, append([]byte(nil), b...))
+		epochs = append(epochs, int32(1+i/5))
+	}
+	bad := append([][]byte(nil), batches...)
+	bad[7] = append([]byte(nil), bad[7]...)
+	bad[7][len(bad[7])-1] ^= 1
+	if _, err := l.AppendEpochBatches(epochs, bad); !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("a bad batch among good ones: %v", err)
+	}
+	if _, err := l.AppendEpochBatches(epochs[:3], batches); !errors.Is(err, ErrInvalidRecord) {
+		t.Fatalf("fewer epochs than batches: %v", err)
+	}
+	if l.EndOffset() != 0 {
+		t.Fatalf("refused calls moved the end to %d", l.EndOffset())
+	}
+	infos, err := l.AppendEpochBatches(epochs, batches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.NumSegments() < 3 {
+		t.Fatalf("%d segments: the call was meant to roll", l.NumSegments())
+	}
+	crashed, err := Open("/p", Options{FS: fs.CrashClone(), LogConfig: LogConfig{Sync: SyncAlways, SegmentBytes: 300}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crashed.Close()
+	next := int64(0)
+	for i, info := range infos {
+		if info.FirstOffset != next {
+			t.Fatalf("batch %d at %d, want %d", i, info.FirstOffset, next)
+		}
+		next = info.LastOffset + 1
+		sl, err := crashed.Read(info.FirstOffset, 1, ReadOptions{})
+		if err != nil {
+			t.Fatalf("batch %d after a power loss: %v", i, err)
+		}
+		got := make([]byte, sl.Len())
+		if _, err := sl.ReadAt(got, 0); err != nil {
+			t.Fatal(err)
+		}
+		sl.Close()
+		if string(got) != string(batches[i]) || record.Batch(got).PartitionLeaderEpoch() != epochs[i] {
+			t.Fatalf("batch %d after a power loss differs from the one stored", i)
+		}
+	}
+	if crashed.EndOffset() != next {
+		t.Fatalf("end %d after a power loss, want %d", crashed.EndOffset(), next)
+	}
+}

@@ -112,6 +112,11 @@ func TestRefusedEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	control, _ := bld.Build()
+	// A batch whose CRC is right but whose first record's length is not:
+	// only the record walk finds it.
+	walk := producerBatch(t, 1, 2, 0)
+	walk[record.HeaderSize] += 2
+	binary.BigEndian.PutUint32(walk[17:], record.Batch(walk).ComputeCRC())
 	delta := producerBatch(t, 1, 2, 0)
 	binary.BigEndian.PutUint32(delta[23:], 5) // lastOffsetDelta
 	binary.BigEndian.PutUint32(delta[17:], record.Batch(delta).ComputeCRC())
@@ -127,6 +132,7 @@ func TestRefusedEntries(t *testing.T) {
 		"command of no bytes":    cmd(nil),
 		"command cut short":      cmd(ctrl[:len(ctrl)-1]),
 		"command with a tail on": cmd(append(bytes.Clone(ctrl), 0)),
+		"command records bad":    cmd(walk),
 	} {
 		if err := s.StoreLogs([]*raft.Log{l}); !errors.Is(err, ErrBadEntry) {
 			t.Errorf("%s: %v, want ErrBadEntry", name, err)
@@ -138,6 +144,18 @@ func TestRefusedEntries(t *testing.T) {
 	if first, _ := s.FirstIndex(); first != 0 {
 		t.Fatalf("first index %d after refusals", first)
 	}
+	// Nothing of a refused call stays, not even its epoch.
+	checkEpochs(t, "after refusals", s.fs, s)
+	// A call whose last entry only the record walk refuses stores none.
+	good := entries(t, 1, 2, 1)
+	bad := &raft.Log{Index: 3, Term: 2, Type: raft.LogCommand, Data: walk}
+	if err := s.StoreLogs(append(good, bad)); !errors.Is(err, ErrBadEntry) || !errors.Is(err, seglog.ErrCorruptBatch) {
+		t.Fatalf("a bad record in the last entry: %v", err)
+	}
+	if last, _ := s.LastIndex(); last != 0 || s.Log().EndOffset() != 0 {
+		t.Fatalf("last index %d, end %d after a refused call", last, s.Log().EndOffset())
+	}
+	checkEpochs(t, "after a refused call", s.fs, s)
 }
 
 // TestForeignControlBatch: a control batch that is not one of raft's

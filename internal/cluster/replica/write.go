@@ -1,9 +1,12 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
 )
 
 // StoreLog stores one entry.
@@ -13,14 +16,14 @@ func (s *Store) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l})
 // follow the last stored index (an empty log starts at any index, as after
 // a snapshot install) and never lower the term. A command's batch is
 // copied, stamped with the log end as its base offset and the term as its
-// partitionLeaderEpoch, and appended (seglog.Log.AppendEpochBatch); the
+// partitionLeaderEpoch, and appended (seglog.Log.AppendEpochBatches); the
 // caller's bytes are not changed. Entries are on disk when it returns.
 //
-// A call holding an entry it cannot store is refused, before anything is
-// written, with an error matching ErrBadEntry. The one exception is a
-// command batch whose CRC and framing are right but whose records are not
-// (which the leader's checks refuse before it proposes): the entries before
-// it stay stored, and the error is seglog's *BatchError.
+// The whole call is one seglog.Log.AppendEpochBatches: one write and one
+// fsync (and one more per segment rolled), not one per entry. A call
+// holding an entry it cannot store is refused, before anything is written,
+// with an error matching ErrBadEntry (and, for a command whose records are
+// malformed, seglog.ErrCorruptBatch).
 func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -57,48 +60,87 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	} else if err := s.anchorStart(logs[0].Index); err != nil {
 		return err
 	}
-	anchored := false
-	defer func() {
-		if anchored {
-			// A missing segment anchor costs a longer walk, never a
-			// wrong answer, so its save may fail after the entries
-			// are stored; the next one retries it.
-			s.idx.RLock()
-			defer s.idx.RUnlock()
-			_ = s.saveAnchors()
-		}
-	}()
-	for _, l := range logs {
-		var b []byte
+	// Every batch is encoded into one buffer first, so that the whole call
+	// is one AppendEpochBatches: one write and one fsync for all entries.
+	s.buf = s.buf[:0]
+	ends := make([]int, len(logs))
+	for i, l := range logs {
 		if l.Type == raft.LogCommand {
 			// A copy: raft may hold the entry's bytes elsewhere (its
 			// log cache, the FSM), and stamping writes into the batch.
-			s.buf = append(s.buf[:0], l.Data...)
-			b = s.buf
+			s.buf = append(s.buf, l.Data...)
 		} else {
 			cb, val, err := buildControl(s.bld, l, s.val)
 			s.val = val
 			if err != nil {
 				return fmt.Errorf("%w: entry %d: %w", ErrBadEntry, l.Index, err)
 			}
-			b = cb
+			s.buf = append(s.buf, cb...)
 		}
-		if err := s.assignEpoch(int32(l.Term), s.log.EndOffset()); err != nil {
+		ends[i] = len(s.buf)
+	}
+	batches := make([][]byte, len(logs))
+	epochs := make([]int32, len(logs))
+	end := s.log.EndOffset()
+	off, from := end, 0
+	for i, l := range logs {
+		batches[i] = s.buf[from:ends[i]:ends[i]]
+		from = ends[i]
+		epochs[i] = int32(l.Term)
+		// Each term's first offset is in the epoch checkpoint before its
+		// first batch is on disk.
+		if err := s.assignEpoch(epochs[i], off); err != nil {
 			return err
 		}
-		segs := s.log.NumSegments()
-		info, err := s.log.AppendEpochBatch(int32(l.Term), b)
-		if err != nil {
-			return fmt.Errorf("replica: storing entry %d: %w", l.Index, err)
-		}
-		s.idx.Lock()
-		if s.noteAppended(l.Index, info.FirstOffset, s.log.NumSegments() != segs) {
-			anchored = true
-		}
-		s.lastTerm = l.Term
-		s.idx.Unlock()
+		off += int64(record.Batch(batches[i]).LastOffsetDelta()) + 1
+	}
+	segs := s.log.NumSegments()
+	infos, err := s.log.AppendEpochBatches(epochs, batches)
+	stored := end
+	if len(infos) > 0 {
+		s.noteStored(logs[:len(infos)], infos, s.log.NumSegments() != segs)
+		stored = infos[len(infos)-1].LastOffset + 1
+	}
+	if err != nil {
+		// The epochs assigned for what was not stored go again.
+		_ = s.truncateEpochs(stored)
+	}
+	if errors.Is(err, seglog.ErrCorruptBatch) {
+		return fmt.Errorf("%w: %w", ErrBadEntry, err)
+	}
+	if err != nil {
+		return fmt.Errorf("replica: storing entries %d to %d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
 	}
 	return nil
+}
+
+// noteStored records the entries a call stored, and anchors the first
+// batch of each segment it started (rolled says whether it rolled at all:
+// the segments are listed only then). A missing segment anchor costs a
+// longer walk, never a wrong answer, so the checkpoint's save may fail
+// after the entries are stored; the next one retries it. Called with mu.
+func (s *Store) noteStored(logs []*raft.Log, infos []seglog.AppendInfo, rolled bool) {
+	var bases map[int64]bool
+	if rolled {
+		bases = make(map[int64]bool)
+		for _, seg := range s.log.Segments() {
+			if seg.BaseOffset >= infos[0].FirstOffset {
+				bases[seg.BaseOffset] = true
+			}
+		}
+	}
+	anchored := false
+	s.idx.Lock()
+	for i, info := range infos {
+		if s.noteAppended(logs[i].Index, info.FirstOffset, bases[info.FirstOffset]) {
+			anchored = true
+		}
+		s.lastTerm = logs[i].Term
+	}
+	s.idx.Unlock()
+	if anchored {
+		_ = s.saveAnchors()
+	}
 }
 
 // anchorStart makes an empty raft log start at index, at the partition's
