@@ -19,7 +19,14 @@ import "fmt"
 //     the same reason, and because after a snapshot install the partition
 //     up to the snapshot is the snapshot (docs/cluster-design.md): the
 //     next StoreLogs starts at whatever index it brings, anchored at the
-//     partition's end then.
+//     partition's end then. So the snapshot installer (not built yet) must
+//     leave the partition ending at the snapshot's end offset before raft
+//     stores the entries after it: copying the leader's segments up to it,
+//     truncating a tail past it (a follower's uncommitted entries), or
+//     Log.RestartAt when nothing overlaps. Had this restarted the
+//     partition itself (RestartAt at its end), it would have removed the
+//     segments such an installer had just written, and still left the
+//     offsets wrong for a follower that was behind.
 func (s *Store) DeleteRange(min, max uint64) error {
 	if err := s.checkOpen(); err != nil {
 		return err
