@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
@@ -161,4 +162,51 @@ func TestReplicasIdentical(t *testing.T) {
 			t.Fatalf("fsck %s: strays %v, want the raft-index checkpoint among them", dir, rep.Stats.Strays)
 		}
 	}
+}
+
+// TestRetentionBelow: segments that retention removed from below (here
+// DeleteBefore on the partition opened as a plain log) leave a raft log
+// that starts at the new log start's entry, numbered by its segment's
+// anchor, with every later entry as it was.
+func TestRetentionBelow(t *testing.T) {
+	fs := vfs.NewMem()
+	const dir = "/data/t-0"
+	s := openT(t, fs, dir)
+	ls := entries(t, 1, 60, 1)
+	if err := s.StoreLogs(ls); err != nil {
+		t.Fatal(err)
+	}
+	segs := s.Log().Segments()
+	if len(segs) < 3 {
+		t.Fatalf("%d segments", len(segs))
+	}
+	cut := segs[2].BaseOffset
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := seglog.Open(dir, seglog.Options{FS: fs, Logger: quiet, LogConfig: seglog.LogConfig{MaxIndexBytes: 4 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.DeleteBefore(cut); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openT(t, fs, dir)
+	defer s.Close()
+	first, _ := s.FirstIndex()
+	last, _ := s.LastIndex()
+	if first <= 1 || last != 60 {
+		t.Fatalf("[%d, %d] after retention below offset %d", first, last, cut)
+	}
+	if hw, err := s.HighWatermark(first - 1); err != nil || hw != cut {
+		t.Fatalf("the first entry starts at %d (%v), the log at %d", hw, err, cut)
+	}
+	oracle := raft.NewInmemStore()
+	if err := oracle.StoreLogs(ls[first-1:]); err != nil {
+		t.Fatal(err)
+	}
+	compareStores(t, "after retention", s, oracle)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -128,6 +129,19 @@ func (s *Store) load() error {
 	if k == 1 && anchors[0].offset > end {
 		anchors[0].offset = end
 		changed = true
+	}
+	// Retention (or DeleteBefore) may have removed segments from below:
+	// the raft log then starts at the first anchor the partition still
+	// holds, which, as every segment's first batch is anchored, is the new
+	// log start's. Entries between the start and that anchor, if its
+	// segment's anchor was never saved, drop out of the raft view: raft
+	// sends a snapshot for what it cannot read.
+	if start := s.log.StartOffset(); k > 0 && anchors[0].offset < start {
+		i := sort.Search(k, func(i int) bool { return anchors[i].offset >= start })
+		if i == k {
+			return fmt.Errorf("replica: %s: the partition starts at offset %d, past its last anchor (index %d at %d): its entries cannot be numbered", s.indexPath(), start, anchors[k-1].index, anchors[k-1].offset)
+		}
+		anchors, k, changed = anchors[i:], k-i, true
 	}
 	s.anchors = anchors
 	if len(anchors) == 0 {
