@@ -19,9 +19,14 @@
 //   - Entry i is the i-th batch after an anchor: the raft-index checkpoint
 //     (layout.RaftIndexFile, beside the partition's own files) holds the
 //     index of the raft log's first batch and of the first batch of every
-//     segment appended to since. GetLog walks batch headers from the anchor
-//     at or below the index it is asked for (segment.Scanner) and caches
-//     the offsets it found, one table per anchor.
+//     segment started since. GetLog walks the batches from the anchor at
+//     or below the index it is asked for, up to the next anchor, with
+//     segment.Scanner (which reads 4 MiB at a time and checks each batch
+//     whole, as fsck does: the one framing loop), and caches their offsets,
+//     one table per anchor; appends extend the last table. Open walks the
+//     last anchor's span to find the last entry: at most one segment.
+//   - The term is also in the partition's leader-epoch-checkpoint
+//     (epochs.go), kept by Kafka's rules, for OffsetForLeaderEpoch.
 //
 // A command entry with Extensions is refused (ErrExtensions): its data is
 // the producer's batch, read by Kafka consumers, and has no room for them;
