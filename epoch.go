@@ -1,9 +1,11 @@
 package seglog
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/segment"
 )
 
 // AppendEpoch is Append for a replicated log whose leader epoch changes
@@ -72,4 +74,150 @@ func (l *Log) RestartAt(offset int64) error {
 		}
 	}
 	return nil
+}
+
+// AppendEpochBatch stores an encoded RecordBatch v2 as one batch of a
+// replicated log, stamped with epoch (a Raft term) and the log's next
+// offset: what a replica does with a batch its leader already checked.
+// Every replica appending the same batches in the same order assigns the
+// same offsets, and, as both fields lie outside the CRC, stores the same
+// bytes; nothing else of the batch changes (its max timestamp is kept as
+// it is, so replicas agree whatever their clocks).
+//
+// The batch is checked as AppendBatch checks it (size, CRC, framing, every
+// record, lastOffsetDelta+1 == count > 0) except for the producer's rules:
+// its base offset is ignored, and control batches are allowed (raft's own
+// entries are stored as control batches). It is stamped in place. A
+// negative epoch is ErrInvalidRecord; a batch over MaxBatchBytes or
+// SegmentBytes is ErrBatchTooLarge; a bad batch is a *BatchError
+// (ErrCorruptBatch). A refused batch leaves the log untouched.
+func (l *Log) AppendEpochBatch(epoch int32, batch []byte) (AppendInfo, error) {
+	infos, err := l.AppendEpochBatches([]int32{epoch}, [][]byte{batch})
+	if len(infos) == 1 {
+		return infos[0], err
+	}
+	return AppendInfo{}, err
+}
+
+// AppendEpochBatches is AppendEpochBatch for several batches, batches[i]
+// stamped with epochs[i], stored in order at consecutive offsets and made
+// durable together: under SyncAlways, one group commit (one write and one
+// fsync, and one more for each segment rolled on the way) instead of one
+// per batch, as a raft follower storing the entries of an AppendEntries
+// needs. Every batch is checked before any is stored, so a refused one
+// leaves the log untouched. A write that fails midway returns, with its
+// error, the AppendInfo of the batches stored before it.
+func (l *Log) AppendEpochBatches(epochs []int32, batches [][]byte) ([]AppendInfo, error) {
+	if l.ro != nil {
+		return nil, ErrReadOnly
+	}
+	if len(epochs) != len(batches) {
+		return nil, fmt.Errorf("%w: %d epochs for %d batches", ErrInvalidRecord, len(epochs), len(batches))
+	}
+	for i, b := range batches {
+		if err := l.checkEpochBatch(epochs[i], b); err != nil {
+			return nil, err
+		}
+	}
+	return l.storeEpochBatches(epochs, batches)
+}
+
+// checkEpochBatch is AppendEpochBatch's check of one batch.
+func (l *Log) checkEpochBatch(epoch int32, batch []byte) error {
+	if epoch < 0 {
+		return fmt.Errorf("%w: negative leader epoch %d", ErrInvalidRecord, epoch)
+	}
+	b := record.Batch(batch)
+	lim := l.lim()
+	if len(b) > lim.MaxBatchBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), lim.MaxBatchBytes)
+	}
+	if int64(len(b)) > lim.SegmentBytes {
+		return fmt.Errorf("%w: %d bytes, segment size %d", ErrBatchTooLarge, len(b), lim.SegmentBytes)
+	}
+	if err := b.Validate(); err != nil {
+		return badBatch(err)
+	}
+	if b.NumRecords() == 0 || int64(b.LastOffsetDelta())+1 != int64(b.NumRecords()) {
+		return badBatch(fmt.Errorf("%w: lastOffsetDelta %d with %d records", record.ErrInvalidProducerBatch, b.LastOffsetDelta(), b.NumRecords()))
+	}
+	// The walk checks every record's framing and that the count is true.
+	it := iterators.Get().(*record.Iterator)
+	it.MaxDecompressed = l.maxDecompressed()
+	_, err := record.MaxRecordTimestamp(b, it)
+	iterators.Put(it)
+	if err != nil {
+		return badBatch(err)
+	}
+	return nil
+}
+
+// storeEpochBatches is store for checked batches that keep their max
+// timestamps, several at once: each gets the next offset and its epoch
+// and joins the pending group commit (or is written, outside SyncAlways),
+// rolling first if needed; then the caller waits once for them all.
+func (l *Log) storeEpochBatches(epochs []int32, batches [][]byte) ([]AppendInfo, error) {
+	l.mu.Lock()
+	if err := l.writable(); err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	now := l.opts.Clock.Now()
+	infos := make([]AppendInfo, 0, len(batches))
+	var err error
+	dirty := int64(0)
+	for i, raw := range batches {
+		b := record.Batch(raw)
+		b.SetPartitionLeaderEpoch(epochs[i])
+		b.SetBaseOffset(l.mu.next)
+		if err = l.maybeRoll(b, now); err != nil {
+			break
+		}
+		if l.opts.Sync == SyncAlways {
+			err = l.segs.active.AppendDeferred(b)
+		} else {
+			err = l.segs.active.Append(b)
+		}
+		if err != nil {
+			if !errors.Is(err, segment.ErrBadAppend) && !errors.Is(err, segment.ErrPreallocate) {
+				// Something may have been written: as store does, the
+				// log refuses appends until it is reopened.
+				err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
+				l.failure.CompareAndSwap(nil, &err)
+				err = *l.failure.Load()
+			}
+			break
+		}
+		infos = append(infos, AppendInfo{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(), Bytes: len(b)})
+		l.mu.next = b.NextOffset()
+		dirty += int64(len(b))
+	}
+	if len(infos) == 0 {
+		l.mu.Unlock()
+		return nil, err
+	}
+	if l.opts.Sync == SyncAlways {
+		// One appender, however many batches: the group commit's
+		// gathering counts callers waiting, not batches.
+		l.commit.appends.Add(1)
+	} else {
+		l.end.Store(l.mu.next)
+	}
+	gen := l.truncations.current()
+	kick := false
+	if l.opts.Sync == SyncPeriodic && l.opts.SyncBytes > 0 {
+		l.mu.dirtyBytes += dirty
+		kick = l.mu.dirtyBytes >= l.opts.SyncBytes
+	}
+	l.mu.Unlock()
+	target := infos[len(infos)-1].LastOffset + 1
+	switch {
+	case l.opts.Sync == SyncAlways:
+		if werr := l.waitDurable(target, gen); werr != nil {
+			return infos, werr
+		}
+	case kick:
+		l.kickFlusher(target)
+	}
+	return infos, err
 }
