@@ -44,6 +44,7 @@ type TP struct {
 	Partition int32
 }
 
+// String is Kafka's name for the partition, topic-N.
 func (tp TP) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
 // Record is a record at a place: what an acknowledgment said (the
@@ -55,6 +56,7 @@ type Record struct {
 	Value  string
 }
 
+// String says the value and where it is.
 func (r Record) String() string { return fmt.Sprintf("%q at %s offset %d", r.Value, r.TP, r.Offset) }
 
 // History is everything a nemesis run observed, the checker's input.
@@ -83,6 +85,7 @@ type Violation struct {
 	Detail string // what was expected instead, and where
 }
 
+// String is the rule, the record and the detail, on one line.
 func (v Violation) String() string {
 	if v.Detail == "" {
 		return fmt.Sprintf("%s: %v", v.Rule, v.Record)
