@@ -21,7 +21,7 @@ import (
 )
 
 var (
-	rounds = flag.Int("nemesis.rounds", 4, "SIGKILLs of the broker in TestNemesisSingleNode (and half as many SIGSTOPs, at least one)")
+	rounds = flag.Int("nemesis.rounds", 4, "SIGKILLs of the broker in TestNemesisSingleNode, while writing, while starting or while stopping (and half as many SIGSTOPs, at least one)")
 	seed   = flag.Uint64("nemesis.seed", 0, "seed of the nemesis's schedule (0: a new one, printed)")
 )
 
@@ -106,7 +106,8 @@ func TestNemesisSingleNode(t *testing.T) {
 	// flush.messages=1: an acknowledgment means the batch was synced, so
 	// a SIGKILL (which loses nothing the kernel holds anyway) and, the
 	// real subject, a power loss must keep it.
-	if err := CreateTopic(ctx, brokers, topic, partitions, -1, "flush.messages=1"); err != nil {
+	// Small segments: the faults hit rolls and index writes too.
+	if err := CreateTopic(ctx, brokers, topic, partitions, -1, "flush.messages=1", "segment.bytes=262144", "max.message.bytes=65536"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -121,9 +122,12 @@ func TestNemesisSingleNode(t *testing.T) {
 	}
 	progress("at the start")
 
-	faults := make([]string, 0, *rounds+*rounds/2+1)
+	// The faults: each round a SIGKILL, while writing ("kill"), during
+	// the recovery and start-up that follows one ("kill-starting"), or
+	// during a clean shutdown ("term-kill"); and half as many SIGSTOPs.
+	var faults []string
 	for range *rounds {
-		faults = append(faults, "kill")
+		faults = append(faults, []string{"kill", "kill", "kill", "kill-starting", "term-kill"}[rng.IntN(5)])
 	}
 	for range max(1, *rounds/2) {
 		faults = append(faults, "pause")
@@ -132,30 +136,40 @@ func TestNemesisSingleNode(t *testing.T) {
 	// The sleeps below are the nemesis: the random moments and lengths
 	// of the faults, not waits for a condition (those are WaitFor).
 	jitter := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo+1)) * time.Millisecond }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, f := range faults {
 		time.Sleep(jitter(50, 700))
+		at := wl.Acked()
 		switch f {
 		case "kill":
-			at := wl.Acked()
-			if err := p.Kill(); err != nil {
-				t.Fatal(err)
-			}
+			must(p.Kill())
 			time.Sleep(jitter(0, 300)) // down a while, the writers retrying
-			if err := p.Restart(); err != nil {
-				t.Fatalf("restart after SIGKILL %d: %v", i, err)
-			}
-			t.Logf("fault %d: SIGKILL at %d acknowledgments, restarted", i, at)
+		case "kill-starting":
+			must(p.Kill())
+			must(p.Launch())
+			time.Sleep(jitter(0, 150))
+			must(p.Kill())
+		case "term-kill":
+			must(p.Terminate())
+			time.Sleep(jitter(0, 100))
+			must(p.Kill())
 		case "pause":
-			at := wl.Acked()
-			if err := p.Pause(); err != nil {
-				t.Fatal(err)
-			}
+			must(p.Pause())
 			d := jitter(100, 1500)
 			time.Sleep(d)
-			if err := p.Resume(); err != nil {
-				t.Fatal(err)
-			}
+			must(p.Resume())
 			t.Logf("fault %d: SIGSTOP at %d acknowledgments for %v", i, at, d)
+		}
+		if f != "pause" {
+			if err := p.Restart(); err != nil {
+				t.Fatalf("restart after fault %d (%s): %v", i, f, err)
+			}
+			t.Logf("fault %d: %s at %d acknowledgments, restarted", i, f, at)
 		}
 		progress(fmt.Sprintf("after fault %d (%s)", i, f))
 	}

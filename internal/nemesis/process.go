@@ -101,40 +101,10 @@ func (p *Proc) runningLocked() bool {
 
 // start runs the process once more and waits for its listener.
 func (p *Proc) start() error {
-	p.mu.Lock()
-	if p.runningLocked() {
-		p.mu.Unlock()
-		return errors.New("nemesis: start of a process that is running")
-	}
-	args := append([]string{"serve", p.dir}, p.args...)
-	if p.addr != "" {
-		// A restart listens where the first run did (a --listen of port 0
-		// picked it), so clients find it again at the address they know.
-		args = withListen(args, p.addr)
-	}
-	p.runs++
-	fmt.Fprintf(&p.out, "--- run %d: %s %q\n", p.runs, p.bin, args)
-	cmd := exec.Command(p.bin, args...)
-	cmd.Stdout, cmd.Stderr = &p.out, &p.out
-	// A test binary that panics or is killed runs no cleanup: the broker
-	// must not outlive it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	mark := p.out.mark()
-	if err := cmd.Start(); err != nil {
-		p.mu.Unlock()
+	mark, exited, err := p.launch()
+	if err != nil {
 		return err
 	}
-	exited := make(chan struct{})
-	p.cmd, p.exited, p.err = cmd, exited, nil
-	p.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
-		close(exited)
-	}()
-
 	deadline := time.Now().Add(StartTimeout)
 	for {
 		if m := listening.FindStringSubmatch(p.out.since(mark)); m != nil {
@@ -156,6 +126,58 @@ func (p *Proc) start() error {
 			return fmt.Errorf("nemesis: %s did not listen within %v\n%s", p.bin, StartTimeout, p.Output())
 		}
 	}
+}
+
+// Launch runs the process again, like Restart, but returns as soon as it
+// is started: a Kill soon after is a crash during recovery (or during the
+// start-up that follows it), where the broker has not said it listens.
+// The process must have listened once before (Start), so that it keeps
+// its address.
+func (p *Proc) Launch() error {
+	if p.Addr() == "" {
+		return errors.New("nemesis: Launch of a process that never listened: its address is not known")
+	}
+	_, _, err := p.launch()
+	return err
+}
+
+// launch starts a run and returns the output mark it started at and its
+// exit channel.
+func (p *Proc) launch() (mark int64, exited chan struct{}, err error) {
+	p.mu.Lock()
+	if p.runningLocked() {
+		p.mu.Unlock()
+		return 0, nil, errors.New("nemesis: start of a process that is running")
+	}
+	args := append([]string{"serve", p.dir}, p.args...)
+	if p.addr != "" {
+		// A restart listens where the first run did (a --listen of port 0
+		// picked it), so clients find it again at the address they know.
+		args = withListen(args, p.addr)
+	}
+	p.runs++
+	fmt.Fprintf(&p.out, "--- run %d: %s %q\n", p.runs, p.bin, args)
+	cmd := exec.Command(p.bin, args...)
+	cmd.Stdout, cmd.Stderr = &p.out, &p.out
+	// A test binary that panics or is killed runs no cleanup: the broker
+	// must not outlive it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	mark = p.out.mark()
+	if err := cmd.Start(); err != nil {
+		p.mu.Unlock()
+		return 0, nil, err
+	}
+	exited = make(chan struct{})
+	p.cmd, p.exited, p.err = cmd, exited, nil
+	p.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(exited)
+	}()
+	return mark, exited, nil
 }
 
 func (p *Proc) exitErr() error {
@@ -190,11 +212,13 @@ func (p *Proc) signal(sig syscall.Signal) error {
 	return p.cmd.Process.Signal(sig)
 }
 
-// Kill sends SIGKILL and waits for the process to be gone: the crash.
+// Kill sends SIGKILL and waits for the process to be gone: the crash. A
+// process that has already exited (after Terminate) is not an error.
 func (p *Proc) Kill() error {
-	if err := p.signal(syscall.SIGKILL); err != nil {
-		return err
+	if !p.Running() {
+		return nil
 	}
+	p.signal(syscall.SIGKILL) // it may exit between the check and the signal
 	<-p.currentExit()
 	return nil
 }
@@ -215,6 +239,14 @@ func (p *Proc) Resume() error { return p.signal(syscall.SIGCONT) }
 // Restart runs the process again, with the same directory and arguments
 // and on the same address, after a Kill or Stop.
 func (p *Proc) Restart() error { return p.start() }
+
+// Terminate sends SIGTERM and returns at once: a Kill soon after is a
+// crash during the clean shutdown (the producer snapshots, the clean
+// shutdown marker).
+func (p *Proc) Terminate() error {
+	p.signal(syscall.SIGCONT)
+	return p.signal(syscall.SIGTERM)
+}
 
 // Stop sends SIGTERM (after SIGCONT, in case it is paused) and waits for
 // the process to exit; an exit status other than 0 is an error, with the

@@ -102,7 +102,7 @@ func (wl *Workload) Start(live bool) error {
 	for w := range wl.Writers {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(wl.Brokers...), kgo.DefaultProduceTopic(wl.Topic),
 			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(buffered),
-			kgo.ProducerLinger(time.Millisecond))
+			kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10))
 		if err != nil {
 			wl.Stop(context.Background())
 			return err
@@ -127,6 +127,8 @@ func (wl *Workload) Start(live bool) error {
 
 // write produces writer w's values until ctx is done. The key is the
 // value, so the default partitioner spreads them over the partitions.
+// Batches are at most 16 KiB, so a topic with small segments (and so a
+// max.message.bytes below kgo's 1 MB default) takes them.
 func (wl *Workload) write(ctx context.Context, cl *kgo.Client, w int) {
 	defer wl.wg.Done()
 	for seq := 0; ctx.Err() == nil; seq++ {
