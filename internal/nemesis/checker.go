@@ -116,13 +116,38 @@ func (r *Report) String() string {
 		b.WriteString("ok")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "%d violations", len(r.Violations))
+	fmt.Fprintf(&b, "%d violations (", len(r.Violations))
+	byRule := map[Rule]int{}
+	var rules []Rule
 	for _, v := range r.Violations {
+		if byRule[v.Rule] == 0 {
+			rules = append(rules, v.Rule)
+		}
+		byRule[v.Rule]++
+	}
+	slices.Sort(rules)
+	for i, rule := range rules {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d %s", byRule[rule], rule)
+	}
+	b.WriteString(")")
+	for i, v := range r.Violations {
+		if i == maxListed {
+			fmt.Fprintf(&b, "\n  … and %d more", len(r.Violations)-maxListed)
+			break
+		}
 		b.WriteString("\n  ")
 		b.WriteString(v.String())
 	}
 	return b.String()
 }
+
+// maxListed bounds the violations String lists: a broken run can break a
+// rule for every record after the fault, and the first ones say where it
+// started. Violations holds them all.
+const maxListed = 200
 
 // placeKey is a partition and offset.
 type placeKey struct {

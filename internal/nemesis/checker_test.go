@@ -112,3 +112,28 @@ func TestCheckCountsUncertain(t *testing.T) {
 		t.Fatalf("report %v: want ok with 1 uncertain", r)
 	}
 }
+
+// TestReportListsFirstViolations: a run that breaks a rule for thousands
+// of records reports the counts per rule and lists the first ones, not
+// all of them.
+func TestReportListsFirstViolations(t *testing.T) {
+	var h History
+	for i := range 1000 {
+		h.Acked = append(h.Acked, rec(p0, int64(i), fmt.Sprint(i)))
+	}
+	h.Read = []Record{rec(p0, 0, "0"), rec(p0, 1, "x")}
+	r := Check(h)
+	s := r.String()
+	for _, want := range []string{
+		"1001 violations (999 acked record lost, 1 offset given to two values, 1 value never sent)",
+		`acked record lost: "1" at t-0 offset 1`,
+		"… and 801 more",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report does not say %q:\n%.500s", want, s)
+		}
+	}
+	if len(r.Violations) != 1001 {
+		t.Errorf("%d violations kept, want 1001", len(r.Violations))
+	}
+}
