@@ -160,7 +160,9 @@ func TestNemesisSingleNode(t *testing.T) {
 			must(p.Kill())
 		case "pause":
 			must(p.Pause())
-			d := jitter(100, 1500)
+			// Up to 3 s: longer than the writers' 2 s produce timeout, so
+			// some pauses make them retry on new connections.
+			d := jitter(100, 3000)
 			time.Sleep(d)
 			must(p.Resume())
 			t.Logf("fault %d: SIGSTOP at %d acknowledgments for %v", i, at, d)

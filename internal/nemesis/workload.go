@@ -67,6 +67,14 @@ type Workload struct {
 	Brokers []string
 	Topic   string
 	Writers int
+	// Timeout is how long a writer waits for a produce answer before it
+	// gives up on the connection and retries on a new one (kgo's
+	// ProduceRequestTimeout, with as much again of RequestTimeoutOverhead).
+	// Zero means 1 s (2 s in all): short, so that a SIGSTOP longer than
+	// that makes the retry and the original request, still held by the
+	// paused broker, race in the broker when it resumes, which idempotence
+	// must resolve.
+	Timeout time.Duration
 	// Buffered bounds each writer's records in flight (kgo's
 	// MaxBufferedRecords): a writer blocks while the broker is down
 	// instead of piling up records. Zero means 200.
@@ -99,10 +107,15 @@ func (wl *Workload) Start(live bool) error {
 	if buffered == 0 {
 		buffered = 200
 	}
+	timeout := wl.Timeout
+	if timeout == 0 {
+		timeout = time.Second
+	}
 	for w := range wl.Writers {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(wl.Brokers...), kgo.DefaultProduceTopic(wl.Topic),
 			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(buffered),
-			kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10))
+			kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10),
+			kgo.ProduceRequestTimeout(timeout), kgo.RequestTimeoutOverhead(timeout))
 		if err != nil {
 			wl.Stop(context.Background())
 			return err
