@@ -15,14 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/soak"
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
 )
 
 var (
-	rounds = flag.Int("nemesis.rounds", 4, "SIGKILLs of the broker in TestNemesisSingleNode, while writing, while starting or while stopping (and half as many SIGSTOPs, at least one)")
-	seed   = flag.Uint64("nemesis.seed", 0, "seed of the nemesis's schedule (0: a new one, printed)")
+	rounds = flag.Int("nemesis.rounds", 4, "SIGKILLs of the broker in TestNemesisSingleNode, while writing, while starting or while stopping (and half as many SIGSTOPs, at least one); -soak.scale multiplies it")
+	seed   = flag.Uint64("nemesis.seed", 0, "seed of the nemesis's schedule (0: -soak.seed if set, else a new one; printed on failure)")
 )
 
 // The seglog binary the tests run, built once per test binary.
@@ -78,12 +79,19 @@ func TestNemesisSingleNode(t *testing.T) {
 		t.Skip("runs seglog serve processes for tens of seconds; run without -short")
 	}
 	s := *seed
-	if s == 0 {
+	switch {
+	case s != 0:
+	case soak.Seed() != 0:
+		s = soak.Seed() // a soak round's schedule, named by the round
+	default:
 		s = uint64(time.Now().UnixNano())
 	}
+	// The race detector slows the in-process clients, not the broker:
+	// half the faults keep the run at CI's size.
+	nRounds := soak.Reduce(*rounds*soak.Scale(), 2)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("seed %d; replay: go test ./internal/nemesis -run 'TestNemesisSingleNode$' -count=1 -v -nemesis.seed=%d -nemesis.rounds=%d", s, s, *rounds)
+			t.Logf("seed %d; replay: go test ./internal/nemesis -run 'TestNemesisSingleNode$' -count=1 -v -nemesis.seed=%d -nemesis.rounds=%d", s, s, nRounds)
 		}
 	})
 	rng := rand.New(rand.NewPCG(s, 0x6e656d65))
@@ -126,10 +134,10 @@ func TestNemesisSingleNode(t *testing.T) {
 	// the recovery and start-up that follows one ("kill-starting"), or
 	// during a clean shutdown ("term-kill"); and half as many SIGSTOPs.
 	var faults []string
-	for range *rounds {
+	for range nRounds {
 		faults = append(faults, []string{"kill", "kill", "kill", "kill-starting", "term-kill"}[rng.IntN(5)])
 	}
-	for range max(1, *rounds/2) {
+	for range max(1, nRounds/2) {
 		faults = append(faults, "pause")
 	}
 	rng.Shuffle(len(faults), func(i, j int) { faults[i], faults[j] = faults[j], faults[i] })
@@ -209,6 +217,14 @@ func TestNemesisSingleNode(t *testing.T) {
 	if !rep.OK() {
 		t.Errorf("the history breaks the rules:\n%v\nbroker output (tail):\n%s", rep, p.Output())
 	}
+	kills := 0
+	for _, f := range faults {
+		if f != "pause" {
+			kills++
+		}
+	}
+	soak.Count(t, "kills", kills)
+	soak.Count(t, "records_verified", rep.Acked)
 	if rep.Acked == 0 {
 		t.Error("nothing was acknowledged: the run checked nothing")
 	}
