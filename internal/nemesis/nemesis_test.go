@@ -50,7 +50,14 @@ func seglogBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "seglog")
-		build := exec.Command("go", "build", "-o", binPath, "./cmd/seglog")
+		args := []string{"build", "-o", binPath}
+		if soak.Race {
+			// Under -race the broker is built with it too: the nemesis
+			// then also looks for data races in serve (its report makes
+			// the broker's exit status 66, which Stop reports).
+			args = append(args, "-race")
+		}
+		build := exec.Command("go", append(args, "./cmd/seglog")...)
 		build.Dir = strings.TrimSpace(string(root))
 		if out, err := build.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build ./cmd/seglog: %v\n%s", err, out)
@@ -213,6 +220,9 @@ func TestNemesisSingleNode(t *testing.T) {
 	t.Logf("%d faults; %v", len(faults), rep)
 	if errs := wl.Errors(); errs != "" {
 		t.Logf("produce errors: %s", errs)
+	}
+	if strings.Contains(p.Output(), "WARNING: DATA RACE") {
+		t.Errorf("the broker reported a data race:\n%s", p.Output())
 	}
 	if !rep.OK() {
 		t.Errorf("the history breaks the rules:\n%v\nbroker output (tail):\n%s", rep, p.Output())

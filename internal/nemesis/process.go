@@ -30,7 +30,7 @@ var listening = regexp.MustCompile(`(?m)^seglog serve: listening on ([^,\s]+)`)
 
 // outputKept bounds the output a Proc keeps for diagnostics: the tail of
 // stdout and stderr of all its runs.
-const outputKept = 64 << 10
+const outputKept = 256 << 10
 
 // Proc is one `seglog serve DIR ARGS...` process, run again with the same
 // directory and arguments after a Kill or Stop. Its methods are safe for
