@@ -69,9 +69,9 @@ func seglogBinary(t *testing.T) string {
 	return binPath
 }
 
-// TestNemesisSingleNode runs a real `seglog serve` under writers with
-// acks=all and idempotence to a topic that syncs every message
-// (flush.messages=1), SIGKILLs and restarts it -nemesis.rounds times and
+// TestNemesisSingleNode runs a real `seglog serve` under five writers
+// (each with another codec) with acks=all and idempotence to a topic
+// that syncs every message (flush.messages=1), SIGKILLs and restarts it -nemesis.rounds times and
 // SIGSTOPs it a few times, at random moments, with a consumer reading all
 // along; then stops everything and checks the history: every acknowledged
 // record read back exactly once at the offset it was acknowledged with,
@@ -126,7 +126,7 @@ func TestNemesisSingleNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	wl := &Workload{Brokers: brokers, Topic: topic, Writers: 3}
+	wl := &Workload{Brokers: brokers, Topic: topic, Writers: 5} // one per codec
 	if err := wl.Start(true); err != nil {
 		t.Fatal(err)
 	}

@@ -111,10 +111,15 @@ func (wl *Workload) Start(live bool) error {
 	if timeout == 0 {
 		timeout = time.Second
 	}
+	// Each writer compresses with another codec, so the broker checks
+	// (and a restarted broker recovers) batches of every kind.
+	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.ZstdCompression(), kgo.Lz4Compression(),
+		kgo.SnappyCompression(), kgo.GzipCompression()}
 	for w := range wl.Writers {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(wl.Brokers...), kgo.DefaultProduceTopic(wl.Topic),
 			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(buffered),
 			kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchMaxBytes(16<<10),
+			kgo.ProducerBatchCompression(codecs[w%len(codecs)]),
 			kgo.ProduceRequestTimeout(timeout), kgo.RequestTimeoutOverhead(timeout))
 		if err != nil {
 			wl.Stop(context.Background())
