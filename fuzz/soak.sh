@@ -163,8 +163,11 @@ while [ "$(left)" -gt 0 ]; do
   # per unit), so that a 2-hour soak kills over a thousand times.
   step kill go test . -count=1 -timeout="$steptimeout" -soak.scale=$((scale * 4)) -soak.seed="$seed" -run '^TestKillCampaign$'
   step concurrency go test -race . "${flags[@]}" -run '^TestConcurrencySoak$'
+  # Real seglog serve processes SIGKILLed and SIGSTOPped under kgo writers
+  # (4 kills per unit of scale; the round's seed fixes the schedule).
+  step nemesis go test ./internal/nemesis "${flags[@]}" -run '^TestNemesisSingleNode$'
   # A step that ran no test is a broken step, not a pass.
-  if grep -q 'no tests to run' "$logs"/round"$rounds"-campaigns-*.log "$logs"/round"$rounds"-kill.log "$logs"/round"$rounds"-concurrency.log; then
+  if grep -q 'no tests to run' "$logs"/round"$rounds"-campaigns-*.log "$logs"/round"$rounds"-kill.log "$logs"/round"$rounds"-concurrency.log "$logs"/round"$rounds"-nemesis.log; then
     failure="a campaign step of round $rounds ran no test"; faillog="$logs"
     replay="grep -l 'no tests to run' $logs/round$rounds-*.log"
     echo "FAIL: $failure"; summary failed; exit 1
