@@ -155,55 +155,69 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 			b.SetMaxTimestamp(maxTS, record.CreateTime)
 		}
 	}
-	b.SetBaseOffset(l.mu.next)
-	if err := l.maybeRoll(b, now); err != nil {
+	info, err := l.appendLocked(b, now)
+	if err != nil {
 		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
-	// Under SyncAlways the batch only joins the pending group: the group
-	// commit writes every waiting appender's batch with one write call
-	// and then syncs (publishLocked, syncActive). Otherwise it is written
-	// and published now.
+	return info, l.finishAppend(info.LastOffset + 1)
+}
+
+// appendLocked gives b the next offset and writes it to the active
+// segment, rolling first if needed; under SyncAlways it only joins the
+// pending group: the group commit writes every waiting appender's batch
+// with one write call and then syncs (publishLocked, syncActive). l.mu is
+// held. A failure after which bytes may have been written fails the log
+// (ErrWriteFailed) until it is reopened; one refused before anything was
+// written (segment.ErrBadAppend, ErrPreallocate, a roll that failed)
+// leaves it intact.
+func (l *Log) appendLocked(b record.Batch, now time.Time) (AppendInfo, error) {
+	b.SetBaseOffset(l.mu.next)
+	if err := l.maybeRoll(b, now); err != nil {
+		return AppendInfo{}, err
+	}
 	var err error
 	if l.opts.Sync == SyncAlways {
-		if err = l.segs.active.AppendDeferred(b); err == nil {
-			l.commit.appends.Add(1)
-		}
+		err = l.segs.active.AppendDeferred(b)
 	} else {
 		err = l.segs.active.Append(b)
 	}
 	if err != nil {
-		l.mu.Unlock()
 		if errors.Is(err, segment.ErrBadAppend) || errors.Is(err, segment.ErrPreallocate) {
-			// Refused before anything was written: the log is intact.
 			return AppendInfo{}, err
 		}
 		err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
 		l.failure.CompareAndSwap(nil, &err)
 		return AppendInfo{}, *l.failure.Load()
 	}
-	info := AppendInfo{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(), Bytes: len(b)}
 	l.mu.next = b.NextOffset()
-	if l.opts.Sync != SyncAlways {
+	if l.opts.Sync == SyncPeriodic && l.opts.SyncBytes > 0 {
+		l.mu.dirtyBytes += int64(len(b))
+	}
+	return AppendInfo{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(), Bytes: len(b)}, nil
+}
+
+// finishAppend ends an append call that stored batches up to target (the
+// offset after its last) with appendLocked: it publishes them (under
+// SyncAlways the call counts as one appender of the group commit, however
+// many batches it stored), releases l.mu, and waits for durability as the
+// Sync mode says.
+func (l *Log) finishAppend(target int64) error {
+	if l.opts.Sync == SyncAlways {
+		l.commit.appends.Add(1)
+	} else {
 		l.end.Store(l.mu.next)
 	}
 	gen := l.truncations.current()
-	kick := false
-	if l.opts.Sync == SyncPeriodic && l.opts.SyncBytes > 0 {
-		l.mu.dirtyBytes += int64(len(b))
-		kick = l.mu.dirtyBytes >= l.opts.SyncBytes
-	}
+	kick := l.opts.Sync == SyncPeriodic && l.opts.SyncBytes > 0 && l.mu.dirtyBytes >= l.opts.SyncBytes
 	l.mu.Unlock()
-
 	switch {
 	case l.opts.Sync == SyncAlways:
-		if err := l.waitDurable(info.LastOffset+1, gen); err != nil {
-			return info, err
-		}
+		return l.waitDurable(target, gen)
 	case kick:
-		l.kickFlusher(info.LastOffset + 1)
+		l.kickFlusher(target)
 	}
-	return info, nil
+	return nil
 }
 
 // maybeRoll seals the active segment and starts a new one at b's base

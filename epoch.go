@@ -1,11 +1,9 @@
 package seglog
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/seglog/seglog/record"
-	"github.com/seglog/seglog/segment"
 )
 
 // AppendEpoch is Append for a replicated log whose leader epoch changes
@@ -153,9 +151,8 @@ func (l *Log) checkEpochBatch(epoch int32, batch []byte) error {
 }
 
 // storeEpochBatches is store for checked batches that keep their max
-// timestamps, several at once: each gets the next offset and its epoch
-// and joins the pending group commit (or is written, outside SyncAlways),
-// rolling first if needed; then the caller waits once for them all.
+// timestamps, several at once: each gets its epoch and the next offset
+// (appendLocked), then the call waits once for them all (finishAppend).
 func (l *Log) storeEpochBatches(epochs []int32, batches [][]byte) ([]AppendInfo, error) {
 	l.mu.Lock()
 	if err := l.writable(); err != nil {
@@ -165,59 +162,21 @@ func (l *Log) storeEpochBatches(epochs []int32, batches [][]byte) ([]AppendInfo,
 	now := l.opts.Clock.Now()
 	infos := make([]AppendInfo, 0, len(batches))
 	var err error
-	dirty := int64(0)
 	for i, raw := range batches {
 		b := record.Batch(raw)
 		b.SetPartitionLeaderEpoch(epochs[i])
-		b.SetBaseOffset(l.mu.next)
-		if err = l.maybeRoll(b, now); err != nil {
+		var info AppendInfo
+		if info, err = l.appendLocked(b, now); err != nil {
 			break
 		}
-		if l.opts.Sync == SyncAlways {
-			err = l.segs.active.AppendDeferred(b)
-		} else {
-			err = l.segs.active.Append(b)
-		}
-		if err != nil {
-			if !errors.Is(err, segment.ErrBadAppend) && !errors.Is(err, segment.ErrPreallocate) {
-				// Something may have been written: as store does, the
-				// log refuses appends until it is reopened.
-				err = fmt.Errorf("%w: %w", ErrWriteFailed, err)
-				l.failure.CompareAndSwap(nil, &err)
-				err = *l.failure.Load()
-			}
-			break
-		}
-		infos = append(infos, AppendInfo{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), MaxTimestamp: b.MaxTimestamp(), Bytes: len(b)})
-		l.mu.next = b.NextOffset()
-		dirty += int64(len(b))
+		infos = append(infos, info)
 	}
 	if len(infos) == 0 {
 		l.mu.Unlock()
 		return nil, err
 	}
-	if l.opts.Sync == SyncAlways {
-		// One appender, however many batches: the group commit's
-		// gathering counts callers waiting, not batches.
-		l.commit.appends.Add(1)
-	} else {
-		l.end.Store(l.mu.next)
-	}
-	gen := l.truncations.current()
-	kick := false
-	if l.opts.Sync == SyncPeriodic && l.opts.SyncBytes > 0 {
-		l.mu.dirtyBytes += dirty
-		kick = l.mu.dirtyBytes >= l.opts.SyncBytes
-	}
-	l.mu.Unlock()
-	target := infos[len(infos)-1].LastOffset + 1
-	switch {
-	case l.opts.Sync == SyncAlways:
-		if werr := l.waitDurable(target, gen); werr != nil {
-			return infos, werr
-		}
-	case kick:
-		l.kickFlusher(target)
+	if werr := l.finishAppend(infos[len(infos)-1].LastOffset + 1); werr != nil {
+		return infos, werr
 	}
 	return infos, err
 }
