@@ -58,17 +58,25 @@ type cluster struct {
 	groups  []uint64
 	voters  map[uint64][]uint64
 	cfg     Config // template: ID, Mux, Peers are filled per member
+	mcfg    raftmux.Config
 }
 
 // newCluster starts nodes 1..size, and groups 1..groups over all of them.
 func newCluster(t *testing.T, size, groups int, cfg Config) *cluster {
+	t.Helper()
+	return newClusterWith(t, size, groups, cfg, raftmux.Config{}, nil)
+}
+
+// newClusterWith is newCluster with the members' raftmux.Config, and edit
+// to change peers and voters before any node starts.
+func newClusterWith(t *testing.T, size, groups int, cfg Config, mcfg raftmux.Config, edit func(*cluster)) *cluster {
 	t.Helper()
 	c := &cluster{t: t, members: map[uint64]*member{}, peers: map[uint64]string{},
 		voters: map[uint64][]uint64{}, cfg: cfg}
 	var all []uint64
 	for i := 1; i <= size; i++ {
 		id := uint64(i)
-		mux, err := raftmux.Listen("127.0.0.1:0", raftmux.Config{})
+		mux, err := raftmux.Listen("127.0.0.1:0", mcfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,6 +88,10 @@ func newCluster(t *testing.T, size, groups int, cfg Config) *cluster {
 	for g := 1; g <= groups; g++ {
 		c.groups = append(c.groups, uint64(g))
 		c.voters[uint64(g)] = all
+	}
+	c.mcfg = mcfg
+	if edit != nil {
+		edit(c)
 	}
 	for _, m := range c.members {
 		c.start(m)
@@ -96,7 +108,7 @@ func newCluster(t *testing.T, size, groups int, cfg Config) *cluster {
 func (c *cluster) start(m *member) {
 	c.t.Helper()
 	if m.mux == nil {
-		mux, err := raftmux.Listen(m.addr, raftmux.Config{})
+		mux, err := raftmux.Listen(m.addr, c.mcfg)
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -148,7 +160,7 @@ func (c *cluster) leader(g uint64) uint64 {
 	var lead uint64
 	for _, id := range c.voters[g] {
 		m := c.members[id]
-		if m.node == nil {
+		if m == nil || m.node == nil {
 			continue
 		}
 		l, _, err := m.node.Leader(g)
@@ -214,7 +226,7 @@ func (c *cluster) waitAgree(g uint64, want int) []string {
 		ents = nil
 		for _, id := range c.voters[g] {
 			m := c.members[id]
-			if m.node == nil {
+			if m == nil || m.node == nil {
 				continue
 			}
 			got := m.rec[g].get()
