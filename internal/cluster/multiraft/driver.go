@@ -121,15 +121,21 @@ func (n *Node) drive() {
 	t := time.NewTicker(n.cfg.Tick)
 	defer t.Stop()
 	out := newRoundOut(n)
+	again := false // a group still has a Ready: do not wait for an event
 	for {
+		var poll chan struct{}
+		if again {
+			poll = closedChan
+		}
 		select {
+		case <-poll:
 		case <-n.stop:
 			n.shutdown()
 			return
 		case <-t.C:
 			for _, g := range n.groups {
 				g.rn.Tick()
-				g.dirty = true
+				n.mark(g)
 			}
 		case batch := <-n.inbox:
 			n.step(batch)
@@ -154,15 +160,36 @@ func (n *Node) drive() {
 				}
 			}
 		}
-		for _, g := range n.groups {
-			if g.dirty {
-				g.dirty = false
+		list := n.dirty
+		n.dirty = nil
+		for _, g := range list {
+			g.dirty = false
+			if n.groups[g.id] == g { // not removed since it was marked
 				n.ready(g, out)
 			}
 		}
+		clear(list)
+		n.spare = list[:0]
 		out.flush()
+		again = len(n.dirty) > 0
 	}
 }
+
+// mark queues g for this round's (or, during one, the next round's) Ready
+// handling.
+func (n *Node) mark(g *group) {
+	if !g.dirty {
+		g.dirty = true
+		if n.dirty == nil {
+			n.dirty = n.spare
+			n.spare = nil
+		}
+		n.dirty = append(n.dirty, g)
+	}
+}
+
+// closedChan is always ready: the driver's select polls through it.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 func (n *Node) shutdown() {
 	for _, g := range n.groups {
@@ -202,7 +229,7 @@ func (n *Node) step(batch []inbound) {
 		// know, a stale response): raft's answer to those is to drop them.
 		_ = g.rn.Step(m)
 		n.received.Add(1)
-		g.dirty = true
+		n.mark(g)
 	}
 }
 
@@ -232,7 +259,7 @@ func (n *Node) propose(p *proposal) {
 		return
 	}
 	g.proposed = append(g.proposed, p)
-	g.dirty = true
+	n.mark(g)
 }
 
 // ready handles g's Ready, if it has one, in etcd's order: persist the hard
@@ -266,7 +293,7 @@ func (n *Node) ready(g *group, out *roundOut) {
 	// Advance may leave more to do (committed entries held back by
 	// MaxCommittedSizePerReady, a self-acknowledged append): next round.
 	if g.rn.HasReady() {
-		g.dirty = true
+		n.mark(g)
 	}
 }
 

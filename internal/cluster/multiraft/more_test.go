@@ -83,8 +83,9 @@ func TestStalledPeerDoesNotStall(t *testing.T) {
 		}
 		return false
 	}
-	// Entries for node 4 fill its connection; then the driver drops what
-	// does not fit rather than wait.
+	// Messages for node 4 (heartbeats, and entries once it is probed)
+	// fill its connection; then the driver drops what does not fit rather
+	// than wait, and keeps committing meanwhile.
 	for i := 0; !dropped(); i++ {
 		c.propose(1, fmt.Sprintf("big-%d-%s", i, big))
 		if i > 1000 {
@@ -215,7 +216,7 @@ func (n *Node) campaign(id uint64) error {
 			return
 		}
 		err = g.rn.Campaign()
-		g.dirty = true
+		n.mark(g)
 	}); derr != nil {
 		return derr
 	}

@@ -74,6 +74,7 @@ type NotLeaderError struct {
 	Leader uint64
 }
 
+// Error names the group and the leader known, if any.
 func (e *NotLeaderError) Error() string {
 	if e.Leader == 0 {
 		return fmt.Sprintf("multiraft: group %d has no leader known here", e.Group)
@@ -192,6 +193,9 @@ type Node struct {
 
 	mu     sync.RWMutex
 	groups map[uint64]*group // written by the driver only, read by all
+
+	// Groups with something to handle: driver goroutine only.
+	dirty, spare []*group
 
 	badFrame, unknownGroup, misaddressed, received atomic.Uint64
 }

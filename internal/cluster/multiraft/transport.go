@@ -103,7 +103,7 @@ func (o *roundOut) flush() {
 					if pd.snaps[gid] {
 						g.rn.ReportSnapshot(to, raft.SnapshotFailure)
 					}
-					g.dirty = true
+					o.n.mark(g)
 				}
 			}
 		}
