@@ -279,3 +279,33 @@ func TestRemoveGroupFailsWaiters(t *testing.T) {
 		t.Fatalf("Leader after RemoveGroup: %v", err)
 	}
 }
+
+func TestSettleMatchesIndexAndTerm(t *testing.T) {
+	entry := func(index, term uint64) *pb.Entry {
+		return &pb.Entry{Index: new(index), Term: new(term), Type: pb.EntryType_EntryNormal.Enum()}
+	}
+	prop := func(index, term uint64) *proposal {
+		return &proposal{index: index, term: term, done: make(chan result, 1)}
+	}
+	kept := prop(8, 3)     // beyond the applied entries, of their term: may still commit
+	ok := prop(5, 2)       // its entry applied: committed
+	replaced := prop(6, 2) // another leader's entry applied at its index
+	beyond := prop(9, 2)   // its index can only hold entries of term 3 or later now
+	g := &group{waiting: []*proposal{ok, replaced, beyond, kept}}
+	settle(g, []*pb.Entry{entry(5, 2), entry(6, 3), entry(7, 3)})
+	if r := <-ok.done; r.err != nil || r.index != 5 {
+		t.Fatalf("committed proposal: %+v", r)
+	}
+	for name, p := range map[string]*proposal{"replaced": replaced, "beyond": beyond} {
+		if r := <-p.done; !errors.Is(r.err, ErrProposalDropped) {
+			t.Fatalf("%s proposal: %+v, want ErrProposalDropped", name, r)
+		}
+	}
+	if len(g.waiting) != 1 || g.waiting[0] != kept {
+		t.Fatalf("still waiting: %v, want only the proposal at 8 of term 3", g.waiting)
+	}
+	settle(g, []*pb.Entry{entry(8, 3)})
+	if r := <-kept.done; r.err != nil || r.index != 8 {
+		t.Fatalf("proposal at 8: %+v", r)
+	}
+}
