@@ -346,4 +346,12 @@ func TestFailoverAndRestart(t *testing.T) {
 			t.Fatalf("group %d: restarted node applied %v, others %v", g, got, ents)
 		}
 	}
+	// Catching up took the survivors' senders reconnecting to it.
+	for id, m := range c.members {
+		if id != victim.id {
+			if k := m.node.Stats().Connects[victim.id]; k < 2 {
+				t.Fatalf("node %d connected to the restarted node %d times, want a reconnect", id, k)
+			}
+		}
+	}
 }

@@ -43,6 +43,9 @@ const (
 	// DefaultPeerQueue is how many rounds' batches wait for a peer's
 	// connection before the driver drops more.
 	DefaultPeerQueue = 256
+	// DefaultPeerQueueBytes bounds the bytes those batches hold: a slow
+	// peer costs at most this much memory.
+	DefaultPeerQueueBytes = 64 << 20
 	// DefaultWriteTimeout bounds one write to a peer: a peer that stops
 	// reading for that long loses its connection, and raft retransmits
 	// once it is back.
@@ -106,11 +109,13 @@ type Config struct {
 	// MaxFrame is the largest frame read from a peer; a longer length
 	// closes the connection.
 	MaxFrame int
-	// PeerQueue bounds the batches queued for one peer.
-	PeerQueue    int
-	WriteTimeout time.Duration
-	DialTimeout  time.Duration
-	MaxBackoff   time.Duration
+	// PeerQueue and PeerQueueBytes bound the batches queued for one
+	// peer, in number and in bytes.
+	PeerQueue      int
+	PeerQueueBytes int
+	WriteTimeout   time.Duration
+	DialTimeout    time.Duration
+	MaxBackoff     time.Duration
 	// Logger receives etcd raft's log; nil discards all but panics.
 	Logger raft.Logger
 }
@@ -139,6 +144,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PeerQueue <= 0 {
 		c.PeerQueue = DefaultPeerQueue
+	}
+	if c.PeerQueueBytes <= 0 {
+		c.PeerQueueBytes = DefaultPeerQueueBytes
 	}
 	if c.WriteTimeout <= 0 {
 		c.WriteTimeout = DefaultWriteTimeout

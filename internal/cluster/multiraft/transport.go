@@ -124,6 +124,7 @@ type peer struct {
 	queue chan outBatch
 	up    atomic.Bool
 
+	queued                  atomic.Int64 // bytes in queue
 	dropped, sent, connects atomic.Uint64
 }
 
@@ -137,12 +138,26 @@ func (p *peer) enqueue(b outBatch) bool {
 	if !p.up.Load() {
 		return false
 	}
+	// One batch over the bound still goes when nothing is queued, or a
+	// round with that much to say could never say it.
+	size := int64(len(b.buf))
+	if after := p.queued.Add(size); after > size && after > int64(p.n.cfg.PeerQueueBytes) {
+		p.queued.Add(-size)
+		return false
+	}
 	select {
 	case p.queue <- b:
 		return true
 	default:
+		p.queued.Add(-size)
 		return false
 	}
+}
+
+// take is the sender's side of enqueue's byte count.
+func (p *peer) take(b outBatch) outBatch {
+	p.queued.Add(-int64(len(b.buf)))
+	return b
 }
 
 // run connects to the peer, writes its queue, and reconnects with backoff
@@ -200,6 +215,7 @@ func (p *peer) serve(conn net.Conn) {
 		var b outBatch
 		select {
 		case b = <-p.queue:
+			p.take(b)
 		case <-hungUp:
 			return
 		case <-p.n.stop:
@@ -209,6 +225,7 @@ func (p *peer) serve(conn net.Conn) {
 		for more := true; more && len(bufs) < 64; {
 			select {
 			case b := <-p.queue:
+				p.take(b)
 				bufs = append(bufs, b.buf)
 				msgs += b.msgs
 			default:
@@ -232,6 +249,7 @@ func (p *peer) drain() {
 	for {
 		select {
 		case b := <-p.queue:
+			p.take(b)
 			p.dropped.Add(uint64(b.msgs))
 		default:
 			return
