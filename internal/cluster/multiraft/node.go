@@ -169,7 +169,9 @@ func (c Config) withDefaults() Config {
 // delivers again every committed entry after the storage's snapshot, so an
 // ApplyFunc skips what it has already applied. It sees raft's own entries
 // too (the empty entry a new leader appends, configuration changes, which
-// the driver has already applied to raft). An error stops the group.
+// the driver has already applied to raft). The entries are shared with
+// raft and the storage: read them, never modify them. An error stops the
+// group.
 type ApplyFunc func(entries []*pb.Entry) error
 
 // Stats counts what the transport did, for tests and metrics.
