@@ -57,13 +57,15 @@ func TestStalledPeerDoesNotStall(t *testing.T) {
 	stalled := stallListener(t)
 	// Small send buffers, so the stalled peer's connection fills with a
 	// few entries rather than megabytes.
-	mcfg := raftmux.Config{Dialer: func(addr string, timeout time.Duration) (net.Conn, error) {
-		c, err := net.DialTimeout("tcp", addr, timeout)
-		if err == nil {
-			_ = c.(*net.TCPConn).SetWriteBuffer(4096)
-		}
-		return c, err
-	}}
+	mcfg := func(uint64) raftmux.Config {
+		return raftmux.Config{Dialer: func(addr string, timeout time.Duration) (net.Conn, error) {
+			c, err := net.DialTimeout("tcp", addr, timeout)
+			if err == nil {
+				_ = c.(*net.TCPConn).SetWriteBuffer(4096)
+			}
+			return c, err
+		}}
+	}
 	// Groups 1 and 2 have node 4, which never reads, as a fourth voter
 	// (quorum 3 of 4: the live three commit); 3 and 4 are the three live
 	// nodes only.

@@ -58,25 +58,29 @@ type cluster struct {
 	groups  []uint64
 	voters  map[uint64][]uint64
 	cfg     Config // template: ID, Mux, Peers are filled per member
-	mcfg    raftmux.Config
+	mcfg    func(id uint64) raftmux.Config
 }
 
 // newCluster starts nodes 1..size, and groups 1..groups over all of them.
 func newCluster(t *testing.T, size, groups int, cfg Config) *cluster {
 	t.Helper()
-	return newClusterWith(t, size, groups, cfg, raftmux.Config{}, nil)
+	return newClusterWith(t, size, groups, cfg, nil, nil)
 }
 
-// newClusterWith is newCluster with the members' raftmux.Config, and edit
-// to change peers and voters before any node starts.
-func newClusterWith(t *testing.T, size, groups int, cfg Config, mcfg raftmux.Config, edit func(*cluster)) *cluster {
+// newClusterWith is newCluster with each member's raftmux.Config (nil: the
+// zero Config), and edit to change peers and voters before any node
+// starts.
+func newClusterWith(t *testing.T, size, groups int, cfg Config, mcfg func(id uint64) raftmux.Config, edit func(*cluster)) *cluster {
 	t.Helper()
+	if mcfg == nil {
+		mcfg = func(uint64) raftmux.Config { return raftmux.Config{} }
+	}
 	c := &cluster{t: t, members: map[uint64]*member{}, peers: map[uint64]string{},
-		voters: map[uint64][]uint64{}, cfg: cfg}
+		voters: map[uint64][]uint64{}, cfg: cfg, mcfg: mcfg}
 	var all []uint64
 	for i := 1; i <= size; i++ {
 		id := uint64(i)
-		mux, err := raftmux.Listen("127.0.0.1:0", mcfg)
+		mux, err := raftmux.Listen("127.0.0.1:0", mcfg(id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +93,6 @@ func newClusterWith(t *testing.T, size, groups int, cfg Config, mcfg raftmux.Con
 		c.groups = append(c.groups, uint64(g))
 		c.voters[uint64(g)] = all
 	}
-	c.mcfg = mcfg
 	if edit != nil {
 		edit(c)
 	}
@@ -108,7 +111,7 @@ func newClusterWith(t *testing.T, size, groups int, cfg Config, mcfg raftmux.Con
 func (c *cluster) start(m *member) {
 	c.t.Helper()
 	if m.mux == nil {
-		mux, err := raftmux.Listen(m.addr, c.mcfg)
+		mux, err := raftmux.Listen(m.addr, c.mcfg(m.id))
 		if err != nil {
 			c.t.Fatal(err)
 		}
