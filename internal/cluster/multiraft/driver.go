@@ -263,7 +263,7 @@ func (n *Node) propose(p *proposal) {
 }
 
 // ready handles g's Ready, if it has one, in etcd's order: persist the hard
-// state, entries and snapshot; then queue the messages (sent by out.flush
+// state, snapshot and entries; then queue the messages (sent by out.flush
 // after every group's writes); then apply the committed entries; then
 // Advance. A Storage or apply failure stops the group.
 func (n *Node) ready(g *group, out *roundOut) {
@@ -303,16 +303,18 @@ func (n *Node) persist(g *group, rd raft.Ready) error {
 			return err
 		}
 	}
-	if len(rd.Entries) > 0 {
-		if err := g.storage.Append(rd.Entries); err != nil {
-			return err
-		}
-	}
+	// The snapshot before the entries: installing it replaces the log,
+	// and a Ready's entries, if any, follow it.
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if err := g.storage.ApplySnapshot(rd.Snapshot); err != nil {
 			return err
 		}
 		g.setVoters(votersOf(rd.Snapshot.GetMetadata().GetConfState()))
+	}
+	if len(rd.Entries) > 0 {
+		if err := g.storage.Append(rd.Entries); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package multiraft
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/seglog/seglog/internal/cluster/raftmux"
 	"github.com/seglog/seglog/internal/testutil"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // firewall cuts the connections between one node and the others: every
@@ -159,5 +161,71 @@ func TestDeposedLeaderProposalFails(t *testing.T) {
 		if strings.HasSuffix(e, ":lost") {
 			t.Fatalf("a replica applied the lost proposal: %v", ents)
 		}
+	}
+}
+
+// TestSnapshotCatchUp: a follower down while the others compact their logs
+// past its end catches up by a snapshot (the storage's ApplySnapshot, then
+// the entries after it), and applies what follows.
+func TestSnapshotCatchUp(t *testing.T) {
+	c := newCluster(t, 3, 1, Config{})
+	const g = 1
+	c.waitLeaders()
+	for i := range 5 {
+		c.propose(g, fmt.Sprintf("early-%d", i))
+	}
+	lead := c.leader(g)
+	var down *member
+	for id, m := range c.members {
+		if id != lead {
+			down = m
+			break
+		}
+	}
+	c.stop(down)
+	for i := range 10 {
+		c.propose(g, fmt.Sprintf("while-down-%d", i))
+	}
+	// Every live replica snapshots at what it has applied and drops the
+	// log before it, as a store would after retention.
+	var snapAt uint64
+	for id, m := range c.members {
+		if id == down.id {
+			continue
+		}
+		st, err := m.node.Status(context.Background(), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := &pb.ConfState{Voters: []uint64{1, 2, 3}}
+		if _, err := m.storage[g].CreateSnapshot(st.Applied, cs, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.storage[g].Compact(st.Applied); err != nil {
+			t.Fatal(err)
+		}
+		if id == lead {
+			snapAt = st.Applied
+		}
+	}
+	before, err := down.storage[g].LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before >= snapAt {
+		t.Fatalf("the stopped follower has index %d, not behind the leader's snapshot at %d", before, snapAt)
+	}
+	c.start(down)
+	last := c.propose(g, "after-snapshot")
+	testutil.WaitFor(t, "the restarted follower installs the snapshot and applies what follows", func() bool {
+		got := down.rec[g].get()
+		return len(got) > 0 && got[len(got)-1] == fmt.Sprintf("%d:after-snapshot", last)
+	})
+	first, err := down.storage[g].FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first <= before+1 {
+		t.Fatalf("the follower's log starts at %d: no snapshot installed past its old end %d", first, before)
 	}
 }
