@@ -19,6 +19,11 @@ import (
 // or an entry it acknowledged is on disk before any peer hears of it; raft's
 // safety rests on that. A write error stops the group (see AddGroup).
 //
+// The read side is etcd's raft.Storage contract, including that Term
+// answers for FirstIndex()-1, the index of the last snapshot (its term is
+// kept when the entries before FirstIndex are gone), and that Entries
+// returns at least one entry even past maxSize.
+//
 // Append's contract is raft.MemoryStorage's: entries are consecutive, and the
 // first one may overlap the log's tail, in which case the log is truncated at
 // the first entry's index before it is appended (a follower's conflicting
