@@ -69,6 +69,17 @@ func (o *roundOut) add(g *group, m *pb.Message) {
 		// lost message as the network's doing.
 		return
 	}
+	if 8+len(o.tmp) > o.n.cfg.MaxFrame {
+		// The peer would refuse the frame and the connection with it,
+		// again at every retry; drop it here instead. Propose keeps
+		// entries below the bound, so only a snapshot with data over it
+		// gets here.
+		o.n.peers[to].dropped.Add(1)
+		if m.GetType() == pb.MessageType_MsgSnap {
+			g.rn.ReportSnapshot(to, raft.SnapshotFailure)
+		}
+		return
+	}
 	pd := o.per[to]
 	if pd == nil {
 		pd = &pending{groups: map[uint64]bool{}, snaps: map[uint64]bool{}}
@@ -103,7 +114,6 @@ func (o *roundOut) flush() {
 					if pd.snaps[gid] {
 						g.rn.ReportSnapshot(to, raft.SnapshotFailure)
 					}
-					o.n.mark(g)
 				}
 			}
 		}
