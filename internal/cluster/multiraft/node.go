@@ -58,10 +58,15 @@ const (
 
 // Errors of Propose, AddGroup and RemoveGroup.
 var (
+	// ErrGroupNotFound: the group is not on this node (never added, or
+	// removed before the call).
 	ErrGroupNotFound = errors.New("multiraft: no such group on this node")
-	ErrGroupExists   = errors.New("multiraft: group already on this node")
-	ErrGroupRemoved  = errors.New("multiraft: group removed")
-	ErrClosed        = errors.New("multiraft: node closed")
+	// ErrGroupExists: AddGroup for a group this node already runs.
+	ErrGroupExists = errors.New("multiraft: group already on this node")
+	// ErrGroupRemoved fails the proposals waiting when RemoveGroup ran.
+	ErrGroupRemoved = errors.New("multiraft: group removed")
+	// ErrClosed: the Node is closed.
+	ErrClosed = errors.New("multiraft: node closed")
 	// ErrProposalDropped means the entry will never commit: raft dropped
 	// it, or another leader's entry was committed at its index.
 	ErrProposalDropped = errors.New("multiraft: proposal dropped by a leader change")
