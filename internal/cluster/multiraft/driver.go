@@ -1,0 +1,431 @@
+package multiraft
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// group is one replica on this node. rn, storage and the proposal lists
+// belong to the driver goroutine; lead and term are published for Leader.
+type group struct {
+	id      uint64
+	rn      *raft.RawNode
+	storage Storage
+	apply   ApplyFunc
+	voters  map[uint64]bool // every peer in the configuration, for ReportUnreachable
+
+	dirty    bool
+	proposed []*proposal // accepted by raft this round, index not yet known
+	waiting  []*proposal // indexed, waiting to be applied
+
+	lead, term atomic.Uint64
+}
+
+type proposal struct {
+	group       uint64
+	data        []byte
+	index, term uint64
+	done        chan result // buffered: the driver never blocks on it
+}
+
+type result struct {
+	index uint64
+	err   error
+}
+
+func (p *proposal) finish(index uint64, err error) { p.done <- result{index, err} }
+
+// inbound is one message read from a peer.
+type inbound struct {
+	group uint64
+	msg   *pb.Message
+}
+
+func (n *Node) addGroup(id uint64, peers []uint64, st Storage, apply ApplyFunc) error {
+	if n.groups[id] != nil {
+		return fmt.Errorf("%w: %d", ErrGroupExists, id)
+	}
+	fresh, err := isFresh(st)
+	if err != nil {
+		return err
+	}
+	if fresh {
+		if err := bootstrap(st, peers); err != nil {
+			return err
+		}
+	}
+	rn, err := raft.NewRawNode(&raft.Config{
+		ID:              n.cfg.ID,
+		ElectionTick:    n.cfg.ElectionTick,
+		HeartbeatTick:   n.cfg.HeartbeatTick,
+		Storage:         st,
+		MaxSizePerMsg:   n.cfg.MaxSizePerMsg,
+		MaxInflightMsgs: n.cfg.MaxInflightMsgs,
+		// A leader that cannot hear a majority steps down, so a
+		// partitioned leader stops taking writes it cannot commit and
+		// RecentActive (the ISR) means something.
+		CheckQuorum: true,
+		// A node back from a partition does not depose a healthy leader.
+		PreVote: true,
+		// Writes go to the leader, as Kafka's do: a follower answers
+		// NotLeaderError rather than forwarding a proposal it could not
+		// then match to its index.
+		DisableProposalForwarding: true,
+		Logger:                    n.cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	g := &group{id: id, rn: rn, storage: st, apply: apply}
+	g.setVoters(rn.Status().Config.Voters.IDs())
+	n.mu.Lock()
+	n.groups[id] = g
+	n.mu.Unlock()
+	return nil
+}
+
+func (g *group) setVoters(ids map[uint64]struct{}) {
+	g.voters = make(map[uint64]bool, len(ids))
+	for id := range ids {
+		g.voters[id] = true
+	}
+}
+
+// dropGroup forgets g and fails its proposals with err.
+func (n *Node) dropGroup(g *group, err error) {
+	n.mu.Lock()
+	delete(n.groups, g.id)
+	n.mu.Unlock()
+	for _, p := range g.proposed {
+		p.finish(0, err)
+	}
+	for _, p := range g.waiting {
+		p.finish(0, err)
+	}
+	g.proposed, g.waiting = nil, nil
+}
+
+// drive is the node's one raft goroutine. One goroutine, not a pool: a
+// round's work per group is a few microseconds of raft bookkeeping plus the
+// Storage writes, every RawNode is single-threaded anyway, and one
+// goroutine lets a round's messages for a peer leave in one write. The cost
+// is that a slow Storage or ApplyFunc delays every group.
+func (n *Node) drive() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.Tick)
+	defer t.Stop()
+	out := newRoundOut(n)
+	again := false // a group still has a Ready: do not wait for an event
+	for {
+		var poll chan struct{}
+		if again {
+			poll = closedChan
+		}
+		select {
+		case <-poll:
+		case <-n.stop:
+			n.shutdown()
+			return
+		case <-t.C:
+			for _, g := range n.groups {
+				g.rn.Tick()
+				n.mark(g)
+			}
+		case batch := <-n.inbox:
+			n.step(batch)
+		case p := <-n.props:
+			n.propose(p)
+			// Take what else is queued, so a burst of proposals
+			// shares one round (one Storage write per group).
+			for more := true; more; {
+				select {
+				case p := <-n.props:
+					n.propose(p)
+				default:
+					more = false
+				}
+			}
+		case f := <-n.ops:
+			f()
+		case id := <-n.downs:
+			for _, g := range n.groups {
+				if g.voters[id] {
+					g.rn.ReportUnreachable(id)
+				}
+			}
+		}
+		list := n.dirty
+		n.dirty = nil
+		for _, g := range list {
+			g.dirty = false
+			if n.groups[g.id] == g { // not removed since it was marked
+				n.ready(g, out)
+			}
+		}
+		clear(list)
+		n.spare = list[:0]
+		out.flush()
+		again = len(n.dirty) > 0
+	}
+}
+
+// mark queues g for this round's (or, during one, the next round's) Ready
+// handling.
+func (n *Node) mark(g *group) {
+	if !g.dirty {
+		g.dirty = true
+		if n.dirty == nil {
+			n.dirty = n.spare
+			n.spare = nil
+		}
+		n.dirty = append(n.dirty, g)
+	}
+}
+
+// closedChan is always ready: the driver's select polls through it.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (n *Node) shutdown() {
+	for _, g := range n.groups {
+		n.dropGroup(g, ErrClosed)
+	}
+}
+
+// networkMsg is the message types a peer may send; the others are local to
+// a RawNode (MsgHup, MsgBeat, MsgProp with forwarding off, storage
+// messages), and stepping them from the network would let a peer make this
+// node campaign or append.
+func networkMsg(t pb.MessageType) bool {
+	switch t {
+	case pb.MessageType_MsgApp, pb.MessageType_MsgAppResp,
+		pb.MessageType_MsgVote, pb.MessageType_MsgVoteResp,
+		pb.MessageType_MsgPreVote, pb.MessageType_MsgPreVoteResp,
+		pb.MessageType_MsgSnap, pb.MessageType_MsgHeartbeat, pb.MessageType_MsgHeartbeatResp,
+		pb.MessageType_MsgTransferLeader, pb.MessageType_MsgTimeoutNow:
+		return true
+	}
+	return false
+}
+
+func (n *Node) step(batch []inbound) {
+	for _, in := range batch {
+		g := n.groups[in.group]
+		if g == nil {
+			n.unknownGroup.Add(1)
+			continue
+		}
+		m := in.msg
+		if m.GetTo() != n.cfg.ID || n.peers[m.GetFrom()] == nil || !networkMsg(m.GetType()) {
+			n.misaddressed.Add(1)
+			continue
+		}
+		// Step fails only for messages raft ignores (a peer it does not
+		// know, a stale response): raft's answer to those is to drop them.
+		_ = g.rn.Step(m)
+		n.received.Add(1)
+		n.mark(g)
+	}
+}
+
+// propose hands p to its group's RawNode. Its index is learnt from the
+// round's Ready: a leader appends an accepted proposal to its log at once,
+// so the entries the Ready asks to persist end with this round's proposals,
+// in order.
+func (n *Node) propose(p *proposal) {
+	g := n.groups[p.group]
+	if g == nil {
+		p.finish(0, ErrGroupNotFound)
+		return
+	}
+	st := g.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader {
+		p.finish(0, &NotLeaderError{Group: g.id, Leader: st.Lead})
+		return
+	}
+	if err := g.rn.Propose(p.data); err != nil {
+		if errors.Is(err, raft.ErrProposalDropped) {
+			// A leadership transfer in progress, or the uncommitted
+			// log over its limit.
+			p.finish(0, ErrProposalDropped)
+			return
+		}
+		p.finish(0, err)
+		return
+	}
+	g.proposed = append(g.proposed, p)
+	n.mark(g)
+}
+
+// ready handles g's Ready, if it has one, in etcd's order: persist the hard
+// state, snapshot and entries; then queue the messages (sent by out.flush
+// after every group's writes); then apply the committed entries; then
+// Advance. A Storage or apply failure stops the group.
+func (n *Node) ready(g *group, out *roundOut) {
+	if !g.rn.HasReady() {
+		return
+	}
+	rd := g.rn.Ready()
+	n.indexProposals(g, rd.Entries)
+	if err := n.persist(g, rd); err != nil {
+		n.dropGroup(g, fmt.Errorf("multiraft: group %d storage: %w", g.id, err))
+		return
+	}
+	if rd.SoftState != nil {
+		g.lead.Store(rd.SoftState.Lead)
+	}
+	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
+		g.term.Store(hs.GetTerm())
+	}
+	for _, m := range rd.Messages {
+		out.add(g, m)
+	}
+	if err := n.applyCommitted(g, rd.CommittedEntries); err != nil {
+		n.dropGroup(g, err)
+		return
+	}
+	g.rn.Advance(rd)
+	// Advance may leave more to do (committed entries held back by
+	// MaxCommittedSizePerReady, a self-acknowledged append): next round.
+	if g.rn.HasReady() {
+		n.mark(g)
+	}
+}
+
+func (n *Node) persist(g *group, rd raft.Ready) error {
+	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
+		if err := g.storage.SetHardState(hs); err != nil {
+			return err
+		}
+	}
+	// The snapshot before the entries: installing it replaces the log,
+	// and a Ready's entries, if any, follow it.
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		if err := g.storage.ApplySnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+		g.setVoters(votersOf(rd.Snapshot.GetMetadata().GetConfState()))
+	}
+	if len(rd.Entries) > 0 {
+		if err := g.storage.Append(rd.Entries); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func votersOf(cs *pb.ConfState) map[uint64]struct{} {
+	ids := map[uint64]struct{}{}
+	for _, id := range cs.GetVoters() {
+		ids[id] = struct{}{}
+	}
+	for _, id := range cs.GetVotersOutgoing() {
+		ids[id] = struct{}{}
+	}
+	for _, id := range cs.GetLearners() {
+		ids[id] = struct{}{}
+	}
+	return ids
+}
+
+// indexProposals gives this round's accepted proposals their index and
+// term: the last len(g.proposed) of the Ready's entries, which a leader
+// appended for them in order.
+func (n *Node) indexProposals(g *group, ents []*pb.Entry) {
+	k := len(g.proposed)
+	if k == 0 {
+		return
+	}
+	if len(ents) < k {
+		// Cannot happen while raft appends a leader's proposals at
+		// once; fail rather than match them to the wrong entries.
+		for _, p := range g.proposed {
+			p.finish(0, ErrProposalDropped)
+		}
+		g.proposed = g.proposed[:0]
+		return
+	}
+	tail := ents[len(ents)-k:]
+	for i, p := range g.proposed {
+		p.index, p.term = tail[i].GetIndex(), tail[i].GetTerm()
+		p.data = nil
+	}
+	g.waiting = append(g.waiting, g.proposed...)
+	g.proposed = g.proposed[:0]
+}
+
+// applyCommitted applies configuration changes to raft, hands the entries
+// to the group's ApplyFunc, then settles the proposals they decide.
+func (n *Node) applyCommitted(g *group, ents []*pb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	for _, e := range ents {
+		var cc pb.ConfChangeI
+		switch e.GetType() {
+		case pb.EntryType_EntryConfChange:
+			c := new(pb.ConfChange)
+			if err := proto.Unmarshal(e.GetData(), c); err != nil {
+				return fmt.Errorf("multiraft: group %d entry %d: %w", g.id, e.GetIndex(), err)
+			}
+			cc = c
+		case pb.EntryType_EntryConfChangeV2:
+			c := new(pb.ConfChangeV2)
+			if err := proto.Unmarshal(e.GetData(), c); err != nil {
+				return fmt.Errorf("multiraft: group %d entry %d: %w", g.id, e.GetIndex(), err)
+			}
+			cc = c
+		default:
+			continue
+		}
+		g.setVoters(votersOf(g.rn.ApplyConfChange(cc)))
+	}
+	if g.apply != nil {
+		if err := g.apply(ents); err != nil {
+			return fmt.Errorf("multiraft: group %d apply: %w", g.id, err)
+		}
+	}
+	settle(g, ents)
+	return nil
+}
+
+// settle answers the waiting proposals these applied entries decide. A
+// proposal whose index was applied succeeded if the entry there has its
+// term, and was overwritten otherwise. One whose index lies beyond the last
+// applied entry is lost too if that entry's term is newer than the
+// proposal's: terms never decrease along a log, so its index can only ever
+// hold an entry of that newer term. A new leader commits an entry of its
+// term first, so every proposal of a deposed leader is decided once the
+// new leader's first entry is applied here.
+func settle(g *group, ents []*pb.Entry) {
+	if len(g.waiting) == 0 {
+		return
+	}
+	first, last := ents[0].GetIndex(), ents[len(ents)-1]
+	keep := g.waiting[:0]
+	for _, p := range g.waiting {
+		switch {
+		case p.index >= first && p.index <= last.GetIndex():
+			if ents[p.index-first].GetTerm() == p.term {
+				p.finish(p.index, nil)
+			} else {
+				p.finish(0, ErrProposalDropped)
+			}
+		case p.index < first:
+			// Applied in an earlier round without being settled:
+			// only possible if it was indexed wrongly. Never hang.
+			p.finish(0, ErrProposalDropped)
+		case p.term < last.GetTerm():
+			p.finish(0, ErrProposalDropped)
+		default:
+			keep = append(keep, p)
+		}
+	}
+	clear(g.waiting[len(keep):])
+	g.waiting = keep
+}

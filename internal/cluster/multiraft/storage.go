@@ -1,0 +1,88 @@
+package multiraft
+
+import (
+	"fmt"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// Storage is one group's raft log as the driver uses it: etcd's read side
+// (raft.Storage, which the RawNode reads) and the write side the driver calls
+// while handling a Ready.
+//
+// The durability contract, which is etcd raft's (its README, "Usage"): when
+// SetHardState, Append or ApplySnapshot returns nil, what it was given must
+// survive a crash of the process and of the machine (fsync, or whatever the
+// store's durability mode promises). The driver sends a Ready's messages only
+// after all three have returned for that Ready, so a vote this node granted
+// or an entry it acknowledged is on disk before any peer hears of it; raft's
+// safety rests on that. A write error stops the group (see AddGroup).
+//
+// The read side is etcd's raft.Storage contract, including that Term
+// answers for FirstIndex()-1, the index of the last snapshot (its term is
+// kept when the entries before FirstIndex are gone), and that Entries
+// returns at least one entry even past maxSize.
+//
+// Append's contract is raft.MemoryStorage's: entries are consecutive, and the
+// first one may overlap the log's tail, in which case the log is truncated at
+// the first entry's index before it is appended (a follower's conflicting
+// suffix being replaced). Reads (raft.Storage) come from the driver
+// goroutine only, and after a write has returned they must reflect it.
+//
+// All methods are called from the node's driver goroutine, never
+// concurrently for one group; a Storage serves one group.
+type Storage interface {
+	raft.Storage
+	// SetHardState records the term, vote and commit index.
+	SetHardState(st *pb.HardState) error
+	// Append writes entries, truncating an overlapping tail first.
+	Append(entries []*pb.Entry) error
+	// ApplySnapshot replaces the log with the snapshot's state: the log
+	// afterwards starts at the snapshot's index + 1, and Term of the
+	// snapshot's index is its term.
+	ApplySnapshot(snap *pb.Snapshot) error
+}
+
+// MemoryStorage is a Storage over raft.MemoryStorage: nothing survives the
+// process, so it is for tests, where the test keeps it across a node's
+// restart to stand for a disk.
+type MemoryStorage struct {
+	*raft.MemoryStorage
+}
+
+var _ Storage = MemoryStorage{}
+
+// NewMemoryStorage returns an empty MemoryStorage.
+func NewMemoryStorage() MemoryStorage {
+	return MemoryStorage{raft.NewMemoryStorage()}
+}
+
+// isFresh reports whether st has never held a configuration: a group
+// created for the first time, which AddGroup bootstraps.
+func isFresh(st Storage) (bool, error) {
+	_, cs, err := st.InitialState()
+	if err != nil {
+		return false, err
+	}
+	last, err := st.LastIndex()
+	if err != nil {
+		return false, err
+	}
+	return last == 0 && len(cs.GetVoters()) == 0 && len(cs.GetLearners()) == 0, nil
+}
+
+// bootstrap gives a fresh group its first configuration as a snapshot at
+// index 1, term 1, the same on every replica: every replica then starts from
+// the same log, with no entry to write or apply.
+func bootstrap(st Storage, peers []uint64) error {
+	if len(peers) == 0 {
+		return fmt.Errorf("multiraft: a new group needs its peers")
+	}
+	voters := append([]uint64(nil), peers...)
+	return st.ApplySnapshot(&pb.Snapshot{Metadata: &pb.SnapshotMetadata{
+		ConfState: &pb.ConfState{Voters: voters},
+		Index:     new(uint64(1)),
+		Term:      new(uint64(1)),
+	}})
+}
