@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/internal/cluster/raftmux"
 	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -96,7 +97,7 @@ func newEtcdCluster(nodes, parts int, tick time.Duration) (*etcdCluster, error) 
 			rn, err := etcdraft.NewRawNode(&etcdraft.Config{
 				ID: n.id, ElectionTick: 10, HeartbeatTick: 1, Storage: st,
 				MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256,
-				CheckQuorum: true, PreVote: true, Logger: quietLogger(),
+				CheckQuorum: true, PreVote: true, Logger: multiraft.QuietLogger(),
 			})
 			if err != nil {
 				return nil, err
@@ -126,24 +127,6 @@ func newEtcdCluster(nodes, parts int, tick time.Duration) (*etcdCluster, error) 
 	}
 	return c, nil
 }
-
-func quietLogger() etcdraft.Logger { return discard{} }
-
-// discard drops etcd raft's log lines; Panic and Fatal still stop.
-type discard struct{}
-
-func (discard) Debug(...any)              {}
-func (discard) Debugf(string, ...any)     {}
-func (discard) Error(...any)              {}
-func (discard) Errorf(string, ...any)     {}
-func (discard) Info(...any)               {}
-func (discard) Infof(string, ...any)      {}
-func (discard) Warning(...any)            {}
-func (discard) Warningf(string, ...any)   {}
-func (discard) Fatal(v ...any)            { panic(fmt.Sprint(v...)) }
-func (discard) Fatalf(f string, v ...any) { panic(fmt.Sprintf(f, v...)) }
-func (discard) Panic(v ...any)            { panic(fmt.Sprint(v...)) }
-func (discard) Panicf(f string, v ...any) { panic(fmt.Sprintf(f, v...)) }
 
 // acceptLoop reads every connection a peer opens to this node.
 func (n *etcdNode) acceptLoop() {

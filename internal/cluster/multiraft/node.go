@@ -163,7 +163,7 @@ func (c Config) withDefaults() Config {
 		c.MaxBackoff = DefaultMaxBackoff
 	}
 	if c.Logger == nil {
-		c.Logger = discard{}
+		c.Logger = QuietLogger()
 	}
 	return c
 }
@@ -418,6 +418,10 @@ func (n *Node) group(id uint64) *group {
 	defer n.mu.RUnlock()
 	return n.groups[id]
 }
+
+// QuietLogger is an etcd raft Logger that drops its log lines (the
+// driver's default); Panic and Fatal still stop.
+func QuietLogger() raft.Logger { return discard{} }
 
 // discard drops etcd raft's log lines; Panic and Fatal still stop.
 type discard struct{}
