@@ -374,9 +374,12 @@ func TestClusterRestartCatchesUp(t *testing.T) {
 	if len(s.TopicNames()) != 20 {
 		t.Errorf("caught up with %d topics", len(s.TopicNames()))
 	}
-	if st := follower.node.raft.Stats(); st["last_snapshot_index"] == "0" {
-		t.Errorf("the follower caught up without a snapshot: %v", st)
-	}
+	// raft records an installed snapshot (and its first contact) only
+	// after the FSM's Restore returned, which agree can see first: wait
+	// for the record rather than read it once.
+	testutil.WaitFor(t, "the follower to have caught up by installing a snapshot", func() bool {
+		return follower.node.raft.Stats()["last_snapshot_index"] != "0"
+	})
 	// The whole cluster restarting keeps the state.
 	for _, tn := range c.nodes {
 		c.stop(tn)
