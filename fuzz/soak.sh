@@ -55,7 +55,7 @@ targets=(
   "./index FuzzOffsetFile" "./index FuzzTimeFile" "./fsck FuzzCheck" "./segment FuzzRecover"
   "./fuzz FuzzLog" "./fuzz FuzzRecoveryVsFsck" "./fuzz FuzzBatchKmsg"
   "./layout FuzzParseCheckpoint" "./store FuzzParseTopicFile" "./store FuzzCommitRecord"
-  "./server FuzzRequest" "./raftlog FuzzCodec" "./raftlog FuzzParseEpochs"
+  "./server FuzzRequest" "./raftlog FuzzCodec" "./internal/epochcache FuzzParse"
   "./compaction FuzzOffsetMap" "./cleaner FuzzDecide"
 )
 declare -A execs=()

@@ -47,13 +47,13 @@ func (s *Store) DeleteRange(min, max uint64) error {
 		if err := s.log.RestartAt(s.log.EndOffset()); err != nil {
 			return err
 		}
-		return s.epochs.clear()
+		return s.epochs.Clear()
 	case min <= first:
 		start := toOffset(max) + 1
 		if _, err := s.log.DeleteBefore(start); err != nil {
 			return err
 		}
-		return s.epochs.truncateFromStart(start)
+		return s.epochs.TruncateFromStart(start)
 	case max >= last:
 		return s.truncateTail(toOffset(min))
 	}
@@ -82,7 +82,7 @@ func (s *Store) truncateTail(cut int64) error {
 	if err := s.log.TruncateTo(cut); err != nil {
 		return err
 	}
-	if err := s.epochs.truncateFromEnd(s.log.EndOffset()); err != nil {
+	if err := s.epochs.TruncateFromEnd(s.log.EndOffset()); err != nil {
 		return err
 	}
 	if !split {
@@ -122,8 +122,8 @@ func (s *Store) rewriteKept(b record.Batch, from, cut int64) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	if s.log.StartOffset() == s.log.EndOffset() && len(s.epochs.entries) > 0 {
-		if err := s.epochs.clear(); err != nil {
+	if s.log.StartOffset() == s.log.EndOffset() && s.epochs.Len() > 0 {
+		if err := s.epochs.Clear(); err != nil {
 			return err
 		}
 	}
@@ -167,14 +167,14 @@ func (s *Store) finishTail() error {
 		return fmt.Errorf("raftlog: %s at byte 16: %w", s.tailPath(), err)
 	}
 	if s.log.EndOffset() == from && from < cut {
-		if ok, err := s.epochs.load(); err != nil {
+		if ok, err := s.epochs.Load(); err != nil {
 			return err
 		} else if !ok {
 			if err := s.rebuildEpochs(); err != nil {
 				return err
 			}
 		}
-		if err := s.epochs.truncateFromEnd(s.log.EndOffset()); err != nil {
+		if err := s.epochs.TruncateFromEnd(s.log.EndOffset()); err != nil {
 			return err
 		}
 		if err := s.rewriteKept(b, from, cut); err != nil {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/epochcache"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -82,7 +84,7 @@ type Store struct {
 	closed atomic.Bool
 
 	mu     sync.Mutex // serializes writes and the epoch cache
-	epochs epochCache
+	epochs *epochcache.Cache
 	staged atomic.Uint64 // commit index to store with the next StoreLogs
 	// commitAtOpen is the commit index the last batch carried at Open.
 	commitAtOpen uint64
@@ -139,7 +141,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{fs: opts.FS, dir: dir, log: l, opts: opts}
-	s.epochs = epochCache{fs: opts.FS, path: epochPath(part)}
+	s.epochs = epochcache.New(opts.FS, part)
 	fail := func(err error) (*Store, error) {
 		l.Close()
 		return nil, err
@@ -255,7 +257,7 @@ func (s *Store) TermAt(index uint64) (uint64, error) {
 		s.mu.Unlock()
 		return 0, ErrClosed
 	}
-	ep := s.epochs.termAt(off)
+	ep := s.epochs.EpochAt(off)
 	s.mu.Unlock()
 	if ep < 0 {
 		return 0, raft.ErrLogNotFound
@@ -271,27 +273,27 @@ func (s *Store) readBatch(offset int64) (record.Batch, error) { return s.readBat
 // start go, and if the newest entry is not the last batch's epoch the
 // cache is rebuilt by reading every batch header.
 func (s *Store) reconcileEpochs() error {
-	ok, err := s.epochs.load()
+	ok, err := s.epochs.Load()
 	if err != nil {
 		return err
 	}
 	if s.empty() {
-		return s.epochs.clear()
+		return s.epochs.Clear()
 	}
 	start, end := s.log.StartOffset(), s.log.EndOffset()
 	if ok {
-		if err := s.epochs.truncateFromEnd(end); err != nil {
+		if err := s.epochs.TruncateFromEnd(end); err != nil {
 			return err
 		}
-		if err := s.epochs.truncateFromStart(start); err != nil {
+		if err := s.epochs.TruncateFromStart(start); err != nil {
 			return err
 		}
 		last, err := s.readBatch(end - 1)
 		if err != nil {
 			return err
 		}
-		e := s.epochs.entries
-		if len(e) > 0 && e[0].start <= start && e[len(e)-1].epoch == last.PartitionLeaderEpoch() && e[len(e)-1].start <= last.BaseOffset() {
+		e := s.epochs.Entries()
+		if len(e) > 0 && e[0].StartOffset <= start && e[len(e)-1].Epoch == last.PartitionLeaderEpoch() && e[len(e)-1].StartOffset <= last.BaseOffset() {
 			return nil
 		}
 	}
@@ -300,7 +302,7 @@ func (s *Store) reconcileEpochs() error {
 
 // rebuildEpochs derives the cache from the batches' leader epochs.
 func (s *Store) rebuildEpochs() error {
-	var entries []epochEntry
+	var entries []layout.EpochLine
 	off, end := s.log.StartOffset(), s.log.EndOffset()
 	for off < end {
 		b, err := s.readBatch(off)
@@ -308,15 +310,14 @@ func (s *Store) rebuildEpochs() error {
 			return err
 		}
 		ep := b.PartitionLeaderEpoch()
-		if n := len(entries); n == 0 || ep > entries[n-1].epoch {
-			entries = append(entries, epochEntry{ep, max(b.BaseOffset(), off)})
-		} else if ep < entries[n-1].epoch {
-			return fmt.Errorf("%w: batch at offset %d has term %d after term %d", seglog.ErrCorrupt, b.BaseOffset(), ep, entries[n-1].epoch)
+		if n := len(entries); n == 0 || ep > entries[n-1].Epoch {
+			entries = append(entries, layout.EpochLine{Epoch: ep, StartOffset: max(b.BaseOffset(), off)})
+		} else if ep < entries[n-1].Epoch {
+			return fmt.Errorf("%w: batch at offset %d has term %d after term %d", seglog.ErrCorrupt, b.BaseOffset(), ep, entries[n-1].Epoch)
 		}
 		off = b.NextOffset()
 	}
-	s.epochs.entries = entries
-	return s.epochs.save()
+	return s.epochs.Replace(entries)
 }
 
 // ErrMiddleRange is DeleteRange's refusal of a range strictly inside the

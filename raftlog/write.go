@@ -50,7 +50,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 				return err
 			}
 		}
-		if err := s.epochs.clear(); err != nil {
+		if err := s.epochs.Clear(); err != nil {
 			return err
 		}
 	} else if end := s.log.EndOffset(); first != end {
@@ -102,7 +102,7 @@ func (s *Store) batchRoom() int { return s.opts.MaxBatchBytes - record.HeaderSiz
 // in the leader-epoch cache first.
 func (s *Store) appendRun(logs []*raft.Log, commit uint64) error {
 	term := int32(logs[0].Term)
-	if err := s.epochs.assign(term, toOffset(logs[0].Index)); err != nil {
+	if err := s.assignEpoch(term, toOffset(logs[0].Index)); err != nil {
 		return err
 	}
 	need := len(logs) * 4

@@ -166,14 +166,14 @@ func copyInto(t testing.TB, s raft.LogStore, dst raft.LogStore) {
 // header gives: the first offset of each newer epoch.
 func checkEpochs(t testing.TB, label string, fs vfs.FS, s *Store) {
 	t.Helper()
-	data, err := vfs.ReadFileLimit(fs, s.epochPath(), 1<<20)
+	data, err := vfs.ReadFileLimit(fs, s.epochs.Path(), 1<<20)
 	if errors.Is(err, iofs.ErrNotExist) {
 		data, err = nil, nil // no epoch assigned yet
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", label, err)
 	}
-	got, err := layout.ParseLeaderEpochs(s.epochPath(), data)
+	got, err := layout.ParseLeaderEpochs(s.epochs.Path(), data)
 	if err != nil {
 		t.Fatalf("%s: %v", label, err)
 	}

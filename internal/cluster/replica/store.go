@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
-	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/internal/epochcache"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -57,8 +57,8 @@ type Store struct {
 	bld *record.Builder
 	buf []byte
 	val []byte
-	// epochs is the leader-epoch cache (epochs.go).
-	epochs []layout.EpochLine
+	// epochs is the leader-epoch cache (package epochcache; epochs.go).
+	epochs *epochcache.Cache
 
 	// idx guards the raft view of the partition. Writers hold mu first.
 	idx      sync.RWMutex
