@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"errors"
+)
+
+// Cluster is the replicated cluster a server belongs to (seglog serve
+// --voters, docs/cluster-design.md): which brokers are live, which node
+// leads each partition, and the write path that replicates a batch before
+// it counts. Options.Cluster nil is a single node, which leads every
+// partition of its store.
+//
+// In a cluster the server still reads partitions from its own store: the
+// node keeps every partition it replicates in the store's directory, a
+// valid Kafka partition directory identical to the leader's up to the high
+// watermark. It writes them only through Produce; the node's replication
+// is the only writer of a replicated partition.
+//
+// Errors wrap the sentinels below (and store.ErrUnknownTopic,
+// store.ErrTopicExists, store.ErrInvalidPartitions, store.ErrInvalidConfig
+// for what the store would refuse), which the server answers with Kafka's
+// codes.
+type Cluster interface {
+	// Brokers returns the live brokers with the addresses they advertise,
+	// and the controller's node id (-1 when none is known).
+	Brokers() (brokers []Broker, controller int32)
+	// Topics returns the names of the cluster's topics, the internal
+	// offsets topic included once it exists.
+	Topics() []string
+	// Partitions returns a topic's partitions as this node last knows
+	// them, in partition order.
+	Partitions(topic string) ([]PartitionInfo, error)
+	// CreateTopic creates a topic through the controller, with the
+	// store's topic config keys; replicationFactor -1 is the cluster's
+	// default. It returns once this node's store holds the topic's
+	// partitions it replicates. ErrNotController when this node does not
+	// know the controller.
+	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error
+	// DeleteTopic deletes a topic through the controller.
+	DeleteTopic(ctx context.Context, name string) error
+	// Produce replicates one producer batch, which the server has checked
+	// and deduplicated, to a partition this node leads, and returns the
+	// base offset every replica stamped on it. acks -1 returns once a
+	// majority of the replicas hold it (the high watermark is past it),
+	// acks 1 once this node's log holds it. ErrNotLeader when this node
+	// does not lead the partition, ErrNotEnoughReplicas when no majority
+	// answers in time.
+	Produce(ctx context.Context, topic string, partition int32, batch []byte, acks int16) (baseOffset int64, err error)
+	// State returns what this node knows of a partition it replicates:
+	// whether it leads it, the leader epoch, and the high watermark,
+	// below which consumers may read.
+	State(topic string, partition int32) (PartitionState, error)
+	// AllocateProducerID returns a producer id no other node hands out.
+	AllocateProducerID(ctx context.Context) (int64, error)
+	// SetNotify gives the cluster a function to call whenever a high
+	// watermark advances or a leader changes, so parked fetches wake.
+	// The server calls it once, before serving.
+	SetNotify(wake func())
+}
+
+// Broker is a live broker of a cluster, as Metadata lists it.
+type Broker struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   string
+}
+
+// PartitionInfo is one partition of a topic in a cluster, as Metadata
+// lists it: its leader (-1 when it has none), the leader's epoch, its
+// replicas, the in-sync replicas and the replicas on brokers not live.
+type PartitionInfo struct {
+	Partition   int32
+	Leader      int32
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+	Offline     []int32
+}
+
+// PartitionState is what a node knows of a partition it replicates.
+type PartitionState struct {
+	// Leader reports whether this node leads the partition.
+	Leader bool
+	// LeaderEpoch is the partition's current leader epoch (the raft term).
+	LeaderEpoch int32
+	// HighWatermark is the end offset of the last batch a majority holds.
+	HighWatermark int64
+}
+
+// Errors a Cluster's methods wrap.
+var (
+	// ErrNotLeader: this node does not lead the partition
+	// (NOT_LEADER_OR_FOLLOWER; the client refreshes its metadata).
+	ErrNotLeader = errors.New("server: not the partition's leader")
+	// ErrNotController: this node is not the controller and cannot reach
+	// it (NOT_CONTROLLER).
+	ErrNotController = errors.New("server: not the controller")
+	// ErrNotEnoughReplicas: no majority of the partition's replicas
+	// answered in time (NOT_ENOUGH_REPLICAS, retriable).
+	ErrNotEnoughReplicas = errors.New("server: not enough replicas")
+)
