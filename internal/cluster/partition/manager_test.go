@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/internal/cluster/raftmux"
 	"github.com/seglog/seglog/internal/cluster/replica"
 	"github.com/seglog/seglog/internal/testutil"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
@@ -393,6 +395,27 @@ func TestReplicatedPartitions(t *testing.T) {
 		}
 		if _, err := n.m.Produce(context.Background(), topic, 0, batch(t, 0, 1), -1); !errors.Is(err, server.ErrNotLeader) {
 			t.Fatalf("produce on follower %d: %v, want ErrNotLeader", n.id, err)
+		}
+	}
+
+	// Every replica's partition directory, the followers' too, is a clean
+	// Kafka partition directory; the raft files are strays to fsck.
+	for _, n := range c.nodes {
+		c.stop(n)
+		for p := range int32(len(assignments)) {
+			dir := filepath.Join(dataDir, fmt.Sprintf("%s-%d", topic, p))
+			rep, err := fsck.Check(n.fs, dir, fsck.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Clean() {
+				t.Fatalf("node %d %s: fsck: %+v", n.id, dir, rep.Problems)
+			}
+			for _, f := range []string{layout.RaftIndexFile, layout.RaftStateFile} {
+				if !slices.Contains(rep.Stats.Strays, f) {
+					t.Fatalf("node %d %s: strays %v, want %s among them", n.id, dir, rep.Stats.Strays, f)
+				}
+			}
 		}
 	}
 }
