@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +53,8 @@ type node struct {
 	raft *multiraft.Node
 	st   *store.Store
 	m    *Manager
+	// notified counts the Manager's Notify calls.
+	notified atomic.Int64
 }
 
 type cluster struct {
@@ -115,7 +118,7 @@ func (c *cluster) start(n *node) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.m, err = New(Config{NodeID: n.id, Raft: n.raft, Store: st, Logger: quiet})
+	n.m, err = New(Config{NodeID: n.id, Raft: n.raft, Store: st, Logger: quiet, Notify: func() { n.notified.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,6 +372,12 @@ func TestReplicatedPartitions(t *testing.T) {
 	produceSome(30)
 	for p := range int32(len(assignments)) {
 		c.agree(p)
+	}
+	// The high watermarks moved on every replica: each was notified.
+	for _, n := range c.nodes {
+		if n.notified.Load() == 0 {
+			t.Fatalf("node %d was never notified", n.id)
+		}
 	}
 
 	old := c.waitLeader(0)
