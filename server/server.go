@@ -225,7 +225,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 	}
-	if s.coord == nil {
+	if s.coord == nil && s.cluster != nil {
+		s.coord = newRefusingCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port})
+	} else if s.coord == nil {
 		s.coord = newCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port,
 			InitialRebalanceDelay: s.cfg.GroupInitialRebalanceDelay})
 	}
