@@ -132,7 +132,6 @@ func (s *Server) replicatePartition(ctx context.Context, version, acks int16, to
 	}
 	pp.load(l)
 	v := pp.check(b)
-	gen := pp.gen
 	pp.mu.Unlock()
 	switch {
 	case v.code != 0:
@@ -152,10 +151,14 @@ func (s *Server) replicatePartition(ctx context.Context, version, acks int16, to
 		// the replicas confirm it, a leader lost after its append): the
 		// state is read again from the log, where a retry finds it.
 		pp.reset(pp.epoch)
-	case pp.gen == gen:
+	case pp.loaded:
+		// Loaded again since the check (another producer's write
+		// failed, or the epoch moved), the state may hold the batch
+		// already, which record sees; this producer's lock keeps any
+		// later batch of it out of the log meanwhile.
 		pp.record(pid, epoch, first, last, off, off+delta)
 	}
-	// After a reset the next load reads the batch from the log.
+	// Not loaded: the next load reads the batch from the log.
 	pp.mu.Unlock()
 	s.answerReplicated(l, off, err, rp)
 }

@@ -58,13 +58,10 @@ type partProducers struct {
 	segments int
 
 	// In a cluster (clusterproduce.go): epoch is the leader epoch the
-	// state was loaded in, gen counts the resets (a write that settles
-	// after one does not record into the state that replaced it), and
-	// locks serialize each producer's check-propose-record, so that a
-	// retry of a batch still being replicated waits for it instead of
-	// being proposed a second time.
+	// state was loaded in, and locks serialize each producer's
+	// check-propose-record, so that a retry of a batch still being
+	// replicated waits for it instead of being proposed a second time.
 	epoch int32
-	gen   uint64
 	locks map[int64]*producerLock
 }
 
@@ -193,7 +190,6 @@ func (pp *partProducers) record(pid int64, epoch int16, first, last int32, first
 // be in the log).
 func (pp *partProducers) reset(epoch int32) {
 	pp.loaded, pp.epoch = false, epoch
-	pp.gen++
 	clear(pp.m)
 }
 
