@@ -3,7 +3,9 @@ package server
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -420,4 +422,54 @@ func TestClusterGroupsRefused(t *testing.T) {
 			t.Fatalf("offsets partition %d written (%v)", p, err)
 		}
 	}
+}
+
+// TestClusterKgoEpochChange: a consumer reading across a leader election
+// is fenced (its fetches carry the old epoch), refreshes its metadata,
+// checks its position with OffsetForLeaderEpoch and reads on, every
+// record once.
+func TestClusterKgoEpochChange(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "k", 1)
+	ctx := testCtx(t)
+	var keys sync.Map // request keys sent, to see the fencing's requests happen
+	cl := ts.client(kgo.DefaultProduceTopic("k"), kgo.ConsumeTopics("k"), kgo.MetadataMinAge(10*time.Millisecond),
+		kgo.WithHooks(writeHook(func(key int16) { keys.Store(key, true) })))
+	var got []string
+	consume := func(n int) {
+		for len(got) < n {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
+				t.Fatal(err)
+			}
+			fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		}
+	}
+	produce := func(from int) {
+		for i := from; i < from+10; i++ {
+			if err := cl.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(0)
+	consume(10)
+	fc.setLeader("k", 0, true)
+	produce(10)
+	consume(20)
+	for i, v := range got {
+		if v != fmt.Sprint(i) {
+			t.Fatalf("record %d is %q", i, v)
+		}
+	}
+	if _, ok := keys.Load(int16(23)); !ok {
+		t.Error("the consumer never checked its position with OffsetForLeaderEpoch")
+	}
+}
+
+// writeHook is a kgo hook calling f with the key of every request sent.
+type writeHook func(key int16)
+
+func (h writeHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
+	h(key)
 }
