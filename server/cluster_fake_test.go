@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -29,7 +28,8 @@ type fakeCluster struct {
 	heldHW     map[tp]int64 // the high watermark while held; otherwise the log end
 	produceErr error        // Produce's error, when set
 	gate       chan struct{}
-	produced   int // Produce calls
+	produced   int   // Produce calls
+	acks       int16 // the last Produce's acks
 	created    []createCall
 	createErr  error
 	nextPID    int64
@@ -183,6 +183,7 @@ func (fc *fakeCluster) DeleteTopic(ctx context.Context, name string) error {
 func (fc *fakeCluster) Produce(ctx context.Context, topic string, partition int32, batch []byte, acks int16) (int64, error) {
 	fc.mu.Lock()
 	fc.produced++
+	fc.acks = acks
 	err, gate, follower := fc.produceErr, fc.gate, fc.follower[tp{topic, partition}]
 	fc.mu.Unlock()
 	switch {
@@ -262,4 +263,3 @@ func (fc *fakeCluster) SetNotify(wake func()) {
 	fc.notify = wake
 }
 
-var errFakeDown = errors.New("fake: controller unreachable")

@@ -80,6 +80,30 @@ func TestClusterProduceErrors(t *testing.T) {
 	if rp := produceOne(t, c, 9, "p", b()); rp.ErrorCode != 0 || rp.BaseOffset != 0 {
 		t.Fatalf("produce to the leader: %+v", rp)
 	}
+	// acks -1 and 1 are passed through; acks 0 is written as 1 and not
+	// answered.
+	for _, acks := range []int16{1, 0, -1} {
+		if acks == 0 {
+			c.send(produceReq(9, 0, "p", 0, b()))
+		} else if rp := c.do(produceReq(9, acks, "p", 0, b())).(*kmsg.ProduceResponse).Topics[0].Partitions[0]; rp.ErrorCode != 0 {
+			t.Fatalf("acks %d: error %d", acks, rp.ErrorCode)
+		}
+		want := acks
+		if acks == 0 {
+			want = 1
+			testutil.WaitFor(t, "the acks=0 batch is written", func() bool {
+				fc.mu.Lock()
+				defer fc.mu.Unlock()
+				return fc.produced == 3
+			})
+		}
+		fc.mu.Lock()
+		got := fc.acks
+		fc.mu.Unlock()
+		if got != want {
+			t.Fatalf("produce with acks %d: the Cluster was asked for acks %d", acks, got)
+		}
+	}
 	fc.setLeader("p", 0, false)
 	if rp := produceOne(t, c, 9, "p", b()); rp.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("produce to a follower: error %d", rp.ErrorCode)
@@ -147,9 +171,13 @@ func TestClusterFetchBelowHW(t *testing.T) {
 		t.Fatalf("woken fetch: error %d hw %d records %v", p.ErrorCode, p.HighWatermark, recs)
 	}
 
+	// A parked fetch whose partition's leader moves away answers at once.
+	parked = c.send(fetchReq(12, 60_000, "f", map[int32]int64{0: 3}))
+	testutil.WaitBlocked(t, "the fetch parked", "server.(*conn).fetch(", 1)
 	fc.setLeader("f", 0, false)
-	if p = c.do(fetchReq(12, 0, "f", map[int32]int64{0: 0})).(*kmsg.FetchResponse).Topics[0].Partitions[0]; p.ErrorCode != kerr.NotLeaderForPartition.Code {
-		t.Fatalf("fetch from a follower: error %d", p.ErrorCode)
+	p = c.recv(fetchReq(12, 0, "f", nil), parked).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("parked fetch after the leader moved: error %d", p.ErrorCode)
 	}
 }
 
