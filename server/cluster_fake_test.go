@@ -262,4 +262,3 @@ func (fc *fakeCluster) SetNotify(wake func()) {
 	}
 	fc.notify = wake
 }
-
