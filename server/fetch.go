@@ -112,24 +112,29 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchAnswer {
 }
 
 func (s *Server) readPartition(topic string, p *kmsg.FetchRequestTopicPartition, fp *fetchPart, left int64, first bool) {
+	var st PartitionState
+	if s.cluster != nil {
+		// Leadership first: a node that does not replicate the partition
+		// at all is not its leader either (NOT_LEADER_OR_FOLLOWER).
+		var code int16
+		if st, code = s.leaderState(topic, p.Partition, p.CurrentLeaderEpoch); code != 0 {
+			fp.code = code
+			return
+		}
+	}
 	l, err := s.partitionLog(topic, p.Partition)
 	if err != nil {
 		fp.code = errCode(err)
 		return
 	}
 	// The high watermark is the log end on one node, which is every
-	// replica; in a cluster it is the Cluster's commit point, and only the
-	// leader answers. With no transactions, the last stable offset equals
-	// it (a read_committed consumer such as librdkafka's default drops
-	// what lies above the LSO).
+	// replica; in a cluster it is the Cluster's commit point. With no
+	// transactions, the last stable offset equals it (a read_committed
+	// consumer such as librdkafka's default drops what lies above the
+	// LSO).
 	end, start := l.EndOffset(), l.StartOffset()
 	hwm := end
 	if s.cluster != nil {
-		st, code := s.leaderState(topic, p.Partition, p.CurrentLeaderEpoch)
-		if code != 0 {
-			fp.code = code
-			return
-		}
 		hwm = min(max(st.HighWatermark, start), end)
 	}
 	fp.hwm, fp.logStart = hwm, start

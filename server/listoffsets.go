@@ -100,7 +100,7 @@ func (s *Server) lookupOffset(topic string, partition int32, ts, hw int64) (offs
 	}
 	hw = min(max(hw, l.StartOffset()), l.EndOffset())
 	offset, timestamp, err = s.lookupLogOffset(l, ts, hw)
-	if err == nil && offset >= hw && (ts >= 0 || ts == tsMaxTimestamp) {
+	if s.cluster != nil && err == nil && offset >= hw && (ts >= 0 || ts == tsMaxTimestamp) {
 		// Found only above the high watermark: not found, for now.
 		return -1, -1, nil
 	}

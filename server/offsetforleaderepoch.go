@@ -39,11 +39,11 @@ func (s *Server) offsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) kms
 }
 
 func (s *Server) epochEnd(topic string, p kmsg.OffsetForLeaderEpochRequestTopicPartition) (int32, int64, int16) {
-	l, err := s.partitionLog(topic, p.Partition)
-	if err != nil {
-		return -1, -1, errCode(err)
-	}
 	if s.cluster == nil {
+		l, err := s.partitionLog(topic, p.Partition)
+		if err != nil {
+			return -1, -1, errCode(err)
+		}
 		if code := epochCode(p.CurrentLeaderEpoch, singleNodeEpoch); code != 0 {
 			return -1, -1, code
 		}
