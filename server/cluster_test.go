@@ -501,3 +501,26 @@ type writeHook func(key int16)
 func (h writeHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
 	h(key)
 }
+
+// TestClusterProduceInParallel: a request's partitions wait for their
+// replicas at the same time, not one after another.
+func TestClusterProduceInParallel(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "two", 2)
+	c := dialRaw(t, ts.addr)
+	gate := make(chan struct{})
+	fc.set(func(fc *fakeCluster) { fc.gate = gate })
+	req := produceReq(9, -1, "two", 0, makeBatch(t, record.None, -1, 0, 0, 1, "a"))
+	p1 := kmsg.NewProduceRequestTopicPartition()
+	p1.Partition, p1.Records = 1, makeBatch(t, record.None, -1, 0, 0, 2, "b")
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
+	corr := c.send(req)
+	testutil.WaitBlocked(t, "both partitions wait for their replicas", "(*fakeCluster).Produce(", 2)
+	close(gate)
+	resp := c.recv(req, corr).(*kmsg.ProduceResponse)
+	for i, p := range resp.Topics[0].Partitions {
+		if p.Partition != int32(i) || p.ErrorCode != 0 || p.BaseOffset != 0 {
+			t.Fatalf("partition answer %d: %+v", i, p)
+		}
+	}
+}

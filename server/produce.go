@@ -36,29 +36,44 @@ func (s *Server) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 	var ctx context.Context
 	if s.cluster != nil {
 		// One bound for the whole request, as Kafka's timeout is the
-		// request's: its partitions are replicated one after another.
+		// request's.
 		var cancel context.CancelFunc
 		ctx, cancel = s.produceContext(req.TimeoutMillis)
 		defer cancel()
 	}
+	var replicating sync.WaitGroup
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
+		// Sized once: the replicating goroutines write their answers in
+		// place.
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(t.Partitions))
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			rt.Partitions = append(rt.Partitions, kmsg.NewProduceResponseTopicPartition())
+			rp := &rt.Partitions[len(rt.Partitions)-1]
 			rp.Partition = p.Partition
-			if whole != 0 {
+			switch {
+			case whole != 0:
 				rp.ErrorCode = whole
-			} else if s.cluster != nil {
-				s.replicatePartition(ctx, req.Version, req.Acks, t.Topic, &p, &rp)
-			} else {
-				s.producePartition(req.Version, t.Topic, &p, &rp)
+			case s.cluster != nil:
+				// The partitions are replicated at once, each waiting for
+				// its own replicas, as Kafka's delayed produce waits for
+				// all of them together: one after another, a request's
+				// wait would be the sum of its partitions' round trips.
+				replicating.Add(1)
+				go func() {
+					defer replicating.Done()
+					s.replicatePartition(ctx, req.Version, req.Acks, t.Topic, p, rp)
+				}()
+			default:
+				s.producePartition(req.Version, t.Topic, p, rp)
 				stored = stored || rp.ErrorCode == 0
 			}
-			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	replicating.Wait()
 	if stored {
 		s.notify.wake()
 	}
