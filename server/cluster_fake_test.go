@@ -42,6 +42,8 @@ type createCall struct {
 	configs    map[string]string
 }
 
+var _ Cluster = (*fakeCluster)(nil)
+
 func newFakeCluster(t testing.TB) *fakeCluster {
 	return &fakeCluster{t: t, controller: 2, nextPID: 1000,
 		brokers:  []Broker{{NodeID: 1, Host: "h1", Port: 9001}, {NodeID: 2, Host: "h2", Port: 9002, Rack: "r2"}, {NodeID: 3, Host: "h3", Port: 9003}},
