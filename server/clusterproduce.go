@@ -152,13 +152,13 @@ func (s *Server) replicatePartition(ctx context.Context, version, acks int16, to
 		// state is read again from the log, where a retry finds it.
 		pp.reset(pp.epoch)
 	case pp.loaded:
-		// Loaded again since the check (another producer's write
-		// failed, or the epoch moved), the state may hold the batch
-		// already, which record sees; this producer's lock keeps any
-		// later batch of it out of the log meanwhile.
+		// The usual case, or the state was reset and loaded again since
+		// the check (another producer's write failed, the epoch moved)
+		// and may hold the batch already, which record skips; this
+		// producer's lock keeps any later batch of it out of the log.
 		pp.record(pid, epoch, first, last, off, off+delta)
 	}
-	// Not loaded: the next load reads the batch from the log.
+	// Reset and not loaded yet: the next load reads the batch from the log.
 	pp.mu.Unlock()
 	s.answerReplicated(l, off, err, rp)
 }
