@@ -33,7 +33,7 @@ func (n *Node) handle(ctx context.Context, req request) response {
 			n.seen(req.Broker)
 		}
 		live := n.liveSet(st)
-		resp := response{Known: ok && b.Epoch == req.Epoch}
+		resp := response{Index: st.Index(), Known: ok && b.Epoch == req.Epoch}
 		for id := range live {
 			resp.Live = append(resp.Live, id)
 		}
@@ -159,7 +159,7 @@ func (n *Node) beat() {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.liveView, n.liveAt = resp.Live, time.Now()
+	n.liveView, n.liveIndex, n.liveAt = resp.Live, resp.Index, time.Now()
 	if !resp.Known && n.epoch == epoch {
 		n.epoch = 0 // registered again at the next beat
 	}

@@ -184,14 +184,15 @@ type Node struct {
 	isController bool
 	since        time.Time
 	// liveView is the live set the controller answered this node's last
-	// heartbeat with, at liveAt.
-	liveView []int32
-	liveAt   time.Time
+	// heartbeat with, at liveAt, from its metadata at liveIndex.
+	liveView  []int32
+	liveIndex uint64
+	liveAt    time.Time
 	// epoch is this node's registration epoch, 0 until registered;
 	// registered is closed at the first registration.
 	epoch      uint64
 	registered chan struct{}
-	rnd   *rand.Rand
+	rnd        *rand.Rand
 
 	// clusterID is known once ready is closed; clusterErr then says if
 	// DIR belongs to another cluster.
@@ -408,7 +409,8 @@ func (n *Node) Brokers() ([]server.Broker, int32) {
 // liveSet returns which registered brokers are live as this node knows:
 // on the controller, those heard from within LivenessTimeout (counting
 // from when it became controller for those not heard since); elsewhere,
-// the set the controller last answered, while fresh; with no fresh
+// the set the controller last answered, while fresh, and any broker
+// registered since; with no fresh
 // answer, every registered broker, since this node cannot tell.
 func (n *Node) liveSet(st *meta.State) map[int32]bool {
 	now := time.Now()
@@ -431,6 +433,13 @@ func (n *Node) liveSet(st *meta.State) map[int32]bool {
 	case !n.liveAt.IsZero() && now.Sub(n.liveAt) < n.cfg.LivenessTimeout:
 		for _, id := range n.liveView {
 			out[id] = true
+		}
+		// A registration is a heartbeat: a broker registered after the
+		// controller's answer is live too.
+		for _, b := range st.Brokers() {
+			if b.Epoch > n.liveIndex {
+				out[b.ID] = true
+			}
 		}
 	default:
 		for _, id := range st.BrokerIDs() {

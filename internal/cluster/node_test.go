@@ -322,6 +322,7 @@ func TestForeignStoreTopicKept(t *testing.T) {
 	if err := c.startWith(tn, 1, ln); err != nil {
 		t.Fatal(err)
 	}
+	c.controller()
 	ctx := ctxTimeout(t)
 	if _, err := tn.node.ClusterID(ctx); err != nil {
 		t.Fatal(err)
