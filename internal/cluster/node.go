@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -256,6 +257,28 @@ func start(cfg Config) (*Node, error) {
 	}
 	if p.exists && p.nodeID != cfg.NodeID {
 		return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, p.path, p.nodeID, cfg.NodeID)
+	}
+	if !p.exists {
+		// Until the metadata names the cluster, meta.properties cannot
+		// be written whole; the node id is kept in the node's own
+		// directory meanwhile, so a restart under another id is refused
+		// from the first start on.
+		early, err := readProps(cfg.FS, filepath.Join(cfg.Dir, nodeDirName))
+		if err != nil {
+			return nil, err
+		}
+		if early.exists && early.nodeID != cfg.NodeID {
+			return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, early.path, early.nodeID, cfg.NodeID)
+		}
+		if !early.exists {
+			if err := cfg.FS.MkdirAll(filepath.Join(cfg.Dir, nodeDirName)); err != nil {
+				return nil, err
+			}
+			early.nodeID = cfg.NodeID
+			if err := early.write(cfg.FS); err != nil {
+				return nil, err
+			}
+		}
 	}
 	topics, err := loadTopicRecord(cfg.FS, cfg.Dir)
 	if err != nil {

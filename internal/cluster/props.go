@@ -27,7 +27,8 @@ const maxNodeFile = 16 << 20
 // props is DIR's meta.properties as Kafka's KRaft keeps it: node.id and
 // cluster.id. A cluster node writes it once the metadata names the
 // cluster, with both keys, so the single node's reader (package server)
-// reads it too.
+// reads it too. Before that, the same format with node.id alone is kept
+// in DIR/.cluster_node/meta.properties.
 type props struct {
 	path      string
 	exists    bool
@@ -74,7 +75,10 @@ func readProps(fsys vfs.FS, dir string) (props, error) {
 }
 
 func (p props) write(fsys vfs.FS) error {
-	body := fmt.Sprintf("#written by seglog serve (cluster node)\nversion=1\nnode.id=%d\ncluster.id=%s\n", p.nodeID, p.clusterID)
+	body := fmt.Sprintf("#written by seglog serve (cluster node)\nversion=1\nnode.id=%d\n", p.nodeID)
+	if p.clusterID != "" {
+		body += "cluster.id=" + p.clusterID + "\n"
+	}
 	return vfs.WriteFileAtomic(fsys, p.path, []byte(body))
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -76,4 +77,37 @@ func TestOtherClusterRefused(t *testing.T) {
 	if _, err := r.node.ClusterID(ctx); !errors.Is(err, ErrClusterID) || !strings.Contains(err.Error(), "another-cluster-xxxxxx") {
 		t.Errorf("restarted with another cluster's id: %v, want ErrClusterID", err)
 	}
+}
+
+// A node that never learned the cluster id (no quorum yet) still keeps
+// its node id: a restart under another id is refused.
+func TestNodeIDKeptBeforeClusterID(t *testing.T) {
+	c := &tcluster{t: t, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
+	var lns []net.Listener
+	for i := int32(1); i <= 2; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		c.voters[i] = ln.Addr().String()
+	}
+	lns[1].Close() // node 2 never runs: no quorum, no cluster id
+	tn := &tnode{id: 1, dir: "/d", addr: c.voters[1], kafka: "k:1"}
+	c.nodes[1] = tn
+	if err := c.startWith(tn, 1, lns[0]); err != nil {
+		t.Fatal(err)
+	}
+	c.stop(1)
+	if p, err := readProps(c.fs, "/d"); err != nil || p.exists {
+		t.Fatalf("meta.properties written before the cluster id is known: %+v, %v", p, err)
+	}
+	err := c.startWith(&tnode{dir: "/d", addr: c.voters[1], kafka: "k:1"}, 2, nil)
+	if !errors.Is(err, ErrNodeID) || !strings.Contains(err.Error(), nodeDirName) {
+		t.Errorf("restart as node 2: %v, want ErrNodeID naming %s", err, nodeDirName)
+	}
+	if err := c.startWith(tn, 1, nil); err != nil {
+		t.Fatalf("restart as node 1: %v", err)
+	}
+	c.stop(1)
 }
