@@ -208,7 +208,9 @@ type Node struct {
 	syncMu   sync.Mutex
 	synced   uint64
 	syncedCh chan struct{}
-	topics   *topicRecord // the sync loop's only
+	// recMu guards topics, written by the sync loop.
+	recMu  sync.Mutex
+	topics *topicRecord
 
 	pidMu            sync.Mutex
 	pidNext, pidLast int64 // the local block [pidNext, pidLast); empty when equal

@@ -336,4 +336,11 @@ func TestForeignStoreTopicKept(t *testing.T) {
 	if slices.Contains(tn.node.Topics(), "mine") {
 		t.Error("a store topic the cluster never created is listed")
 	}
+	// The cluster's topic of that name is not created over it.
+	if err := tn.node.CreateTopic(ctx, "mine", 3, 1, nil); err == nil || !strings.Contains(err.Error(), "store") {
+		t.Errorf("creating a cluster topic over the store's own: %v", err)
+	}
+	if n, err := tn.st.Partitions("mine"); err != nil || n != 1 {
+		t.Errorf("the store's own topic after the clash: %d partitions, %v", n, err)
+	}
 }

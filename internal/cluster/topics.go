@@ -85,7 +85,9 @@ func (n *Node) syncLoop() {
 	for {
 		st, changed := n.meta.Watch()
 		n.learnClusterID(st)
+		n.recMu.Lock()
 		n.syncTopics(st)
+		n.recMu.Unlock()
 		n.syncMu.Lock()
 		n.synced = st.Index()
 		close(n.syncedCh)
@@ -134,7 +136,7 @@ func (n *Node) learnClusterID(st *meta.State) {
 	close(n.ready)
 }
 
-// syncTopics makes the store hold exactly the metadata's topics this node
+// syncTopics (n.recMu held) makes the store hold exactly the metadata's topics this node
 // created (topicRecord), then hands the manager the assignments. A
 // deleted topic's groups stop before its data goes, and a topic's data
 // exists before its groups start. The store's own __consumer_offsets is
@@ -284,8 +286,12 @@ func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, r
 	if err := n.waitSynced(ctx, resp.Index); err != nil {
 		return err
 	}
-	if _, err := n.cfg.Store.Partitions(name); err != nil {
-		return fmt.Errorf("cluster: topic %s was created, but this node's store does not hold it (see the node's log): %w", name, err)
+	topic, ok := n.meta.State().Topic(name)
+	n.recMu.Lock()
+	id, mine := n.topics.ids[name]
+	n.recMu.Unlock()
+	if !ok || !mine || id != topic.ID {
+		return fmt.Errorf("cluster: topic %s was created, but this node's store does not hold it (see the node's log; a topic of the store's own may have the name)", name)
 	}
 	return nil
 }
