@@ -27,6 +27,16 @@ type tnode struct {
 	st    *store.Store
 	node  *Node
 	parts *fakeParts
+	// fs, if set, is this node's view of the cluster's MemFS (a fault
+	// injector over it).
+	fs vfs.FS
+}
+
+func (c *tcluster) fsOf(tn *tnode) vfs.FS {
+	if tn.fs != nil {
+		return tn.fs
+	}
+	return c.fs
 }
 
 type tcluster struct {
@@ -68,7 +78,7 @@ func newCluster(t *testing.T, n int) *tcluster {
 // config is a node's Config, with the store opened on its Dir.
 func (c *tcluster) config(tn *tnode, id int32, ln net.Listener) Config {
 	return Config{
-		Dir: tn.dir, FS: c.fs, Store: tn.st, NodeID: id, Listener: ln, Voters: c.voters,
+		Dir: tn.dir, FS: c.fsOf(tn), Store: tn.st, NodeID: id, Listener: ln, Voters: c.voters,
 		Advertise:     tn.kafka,
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RaftLogOutput: io.Discard,
@@ -85,7 +95,7 @@ func (c *tcluster) startWith(tn *tnode, id int32, ln net.Listener) error {
 			return err
 		}
 	}
-	if tn.st, err = store.Open(tn.dir, store.Options{FS: c.fs}); err != nil {
+	if tn.st, err = store.Open(tn.dir, store.Options{FS: c.fsOf(tn)}); err != nil {
 		ln.Close()
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -343,4 +345,42 @@ func TestForeignStoreTopicKept(t *testing.T) {
 	if n, err := tn.st.Partitions("mine"); err != nil || n != 1 {
 		t.Errorf("the store's own topic after the clash: %d partitions, %v", n, err)
 	}
+}
+
+// A topic a node's store failed to create is created once the fault is
+// gone, without another metadata change.
+func TestSyncRetriesFailures(t *testing.T) {
+	c := newCluster(t, 3)
+	ctrl := c.controller()
+	r := c.follower(ctrl)
+	var armed atomic.Bool
+	armed.Store(true)
+	c.stop(r.id)
+	r.fs = vfs.Inject(c.fs, vfs.InjectorFunc(func(op vfs.Op) error {
+		if armed.Load() && op.Kind == vfs.OpMkdirAll && strings.Contains(op.Path, "faulty-") {
+			return syscall.EIO
+		}
+		return nil
+	}))
+	c.restart(r.id)
+	c.controller()
+	ctx := ctxTimeout(t)
+	if err := ctrl.node.CreateTopic(ctx, "faulty", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the faulty node to apply the topic", func() bool {
+		return slices.Contains(r.node.Topics(), "faulty")
+	})
+	if _, err := r.st.Partitions("faulty"); err == nil {
+		t.Fatal("the store created the topic despite the fault")
+	}
+	armed.Store(false)
+	testutil.WaitFor(t, "the node to create the topic once the fault is gone", func() bool {
+		_, err := r.st.Partitions("faulty")
+		return err == nil
+	})
+	testutil.WaitFor(t, "the manager to get its assignment", func() bool {
+		_, ok := r.parts.find("faulty", 0)
+		return ok
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/seglog/seglog/internal/cluster/meta"
 	"github.com/seglog/seglog/server"
@@ -84,9 +85,9 @@ func (n *Node) syncLoop() {
 	defer n.wg.Done()
 	for {
 		st, changed := n.meta.Watch()
-		n.learnClusterID(st)
+		ok := n.learnClusterID(st)
 		n.recMu.Lock()
-		n.syncTopics(st)
+		ok = n.syncTopics(st) && ok
 		n.recMu.Unlock()
 		n.syncMu.Lock()
 		n.synced = st.Index()
@@ -94,24 +95,36 @@ func (n *Node) syncLoop() {
 		n.syncedCh = make(chan struct{})
 		n.syncMu.Unlock()
 		n.wake()
+		// What failed (a store or manager error, logged) is tried
+		// again after a while even if the metadata does not change.
+		var retry <-chan time.Time
+		if !ok {
+			retry = time.After(syncRetry)
+		}
 		select {
 		case <-changed:
+		case <-retry:
 		case <-n.ctx.Done():
 			return
 		}
 	}
 }
 
-// learnClusterID records the cluster id once the metadata has one.
-func (n *Node) learnClusterID(st *meta.State) {
+// syncRetry is how long the sync loop waits before trying again what
+// failed.
+const syncRetry = time.Second
+
+// learnClusterID records the cluster id once the metadata has one; false
+// if writing meta.properties failed.
+func (n *Node) learnClusterID(st *meta.State) bool {
 	id := st.ClusterID()
 	select {
 	case <-n.ready:
-		return
+		return true
 	default:
 	}
 	if id == "" {
-		return
+		return true
 	}
 	n.mu.Lock()
 	p := n.props
@@ -124,9 +137,9 @@ func (n *Node) learnClusterID(st *meta.State) {
 		p.exists, p.nodeID, p.clusterID = true, n.cfg.NodeID, id
 		if err := p.write(n.cfg.FS); err != nil {
 			// Without meta.properties the node cannot prove its ids
-			// after a restart; try again at the next change.
+			// after a restart; the sync loop tries again.
 			n.log.Error("cluster: writing meta.properties", "path", p.path, "err", err)
-			return
+			return false
 		}
 		n.mu.Lock()
 		n.props = p
@@ -134,6 +147,7 @@ func (n *Node) learnClusterID(st *meta.State) {
 	}
 	n.clusterID = id
 	close(n.ready)
+	return true
 }
 
 // syncTopics (n.recMu held) makes the store hold exactly the metadata's topics this node
@@ -144,8 +158,14 @@ func (n *Node) learnClusterID(st *meta.State) {
 // replicated one are issue 30's later step). A store topic this node did
 // not create (one the store had before it joined) is left alone, and a
 // metadata topic of the same name is not created here: nothing destroys
-// data the cluster did not write.
-func (n *Node) syncTopics(st *meta.State) {
+// data the cluster did not write. It reports whether everything it
+// tried succeeded.
+func (n *Node) syncTopics(st *meta.State) bool {
+	ok := true
+	fail := func(msg string, args ...any) {
+		n.log.Error(msg, args...)
+		ok = false
+	}
 	have := map[string]bool{}
 	for _, name := range n.cfg.Store.Topics() {
 		have[name] = true
@@ -177,13 +197,13 @@ func (n *Node) syncTopics(st *meta.State) {
 		// Stop the groups of what goes before its data does.
 		keep := slices.DeleteFunc(slices.Clone(as), func(a Assignment) bool { return slices.Contains(gone, a.Topic) })
 		if err := n.parts.Sync(keep); err != nil {
-			n.log.Error("cluster: stopping deleted partitions", "err", err)
+			fail("cluster: stopping deleted partitions", "err", err)
 		}
 	}
 	changed := false
 	for _, name := range gone {
 		if err := n.cfg.Store.DeleteTopic(name); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
-			n.log.Error("cluster: deleting a topic", "topic", name, "err", err)
+			fail("cluster: deleting a topic", "topic", name, "err", err)
 			continue
 		}
 		delete(rec.ids, name)
@@ -192,7 +212,7 @@ func (n *Node) syncTopics(st *meta.State) {
 	for _, name := range fresh {
 		t, _ := st.Topic(name)
 		if err := n.createLocal(t); err != nil {
-			n.log.Error("cluster: creating a topic", "topic", name, "err", err)
+			fail("cluster: creating a topic", "topic", name, "err", err)
 			continue
 		}
 		rec.ids[name] = t.ID
@@ -200,7 +220,7 @@ func (n *Node) syncTopics(st *meta.State) {
 	}
 	if changed {
 		if err := rec.save(); err != nil {
-			n.log.Error("cluster: saving the topic record", "path", rec.path, "err", err)
+			fail("cluster: saving the topic record", "path", rec.path, "err", err)
 		}
 	}
 	// Only partitions whose data is in place may run.
@@ -210,8 +230,9 @@ func (n *Node) syncTopics(st *meta.State) {
 		return !ok || id != t.ID
 	})
 	if err := n.parts.Sync(as); err != nil {
-		n.log.Error("cluster: syncing partitions", "err", err)
+		fail("cluster: syncing partitions", "err", err)
 	}
+	return ok
 }
 
 // createLocal creates t in the store with its configs; every partition
