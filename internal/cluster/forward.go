@@ -211,6 +211,9 @@ func (n *Node) roundTrip(ctx context.Context, id int32, req request) (response, 
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
+	if time.Until(deadline) <= 0 {
+		return response{}, context.DeadlineExceeded
+	}
 	conn, err := n.fwd.Dial(raft.ServerAddress(addr), time.Until(deadline))
 	if err != nil {
 		return response{}, err

@@ -288,6 +288,7 @@ func topicID(t *testing.T, tn *tnode, name string) [16]byte {
 // context ends, and its id stays unknown.
 func TestNoControllerAnswersNotController(t *testing.T) {
 	c := newCluster(t, 3)
+	c.controller()
 	c.stop(2)
 	c.stop(3)
 	n := c.nodes[1].node
@@ -297,6 +298,12 @@ func TestNoControllerAnswersNotController(t *testing.T) {
 	if !errors.Is(err, server.ErrNotController) {
 		t.Errorf("CreateTopic without a quorum: %v, want ErrNotController", err)
 	}
+	// With no controller to ask, the node cannot tell who is live: it
+	// lists every registered broker.
+	testutil.WaitFor(t, "node 1 to know no controller and list every registered broker", func() bool {
+		_, ctrl := n.Brokers()
+		return ctrl == -1 && slices.Equal(brokerIDs(c.nodes[1]), []int32{1, 2, 3})
+	})
 }
 
 // A store topic the node did not create for the cluster is never
