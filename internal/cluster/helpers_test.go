@@ -40,16 +40,21 @@ func (c *tcluster) fsOf(tn *tnode) vfs.FS {
 }
 
 type tcluster struct {
-	t      *testing.T
+	t *testing.T
+	// real runs the real partition manager instead of fakeParts.
+	real   bool
 	fs     *vfs.MemFS
 	voters map[int32]string
 	nodes  map[int32]*tnode
 }
 
 // newCluster starts n nodes with ids 1..n on loopback.
-func newCluster(t *testing.T, n int) *tcluster {
+func newCluster(t *testing.T, n int) *tcluster { return newClusterOf(t, n, false) }
+
+// newClusterOf starts n nodes, with the real partition manager if real.
+func newClusterOf(t *testing.T, n int, real bool) *tcluster {
 	t.Helper()
-	c := &tcluster{t: t, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
+	c := &tcluster{t: t, real: real, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
 	lns := map[int32]net.Listener{}
 	for i := int32(1); i <= int32(n); i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -77,13 +82,17 @@ func newCluster(t *testing.T, n int) *tcluster {
 
 // config is a node's Config, with the store opened on its Dir.
 func (c *tcluster) config(tn *tnode, id int32, ln net.Listener) Config {
-	return Config{
+	cfg := Config{
 		Dir: tn.dir, FS: c.fsOf(tn), Store: tn.st, NodeID: id, Listener: ln, Voters: c.voters,
 		Advertise:     tn.kafka,
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RaftLogOutput: io.Discard,
 		newPartitions: func(*Node) (partitions, error) { return tn.parts, nil },
 	}
+	if c.real {
+		cfg.newPartitions = nil
+	}
+	return cfg
 }
 
 // startWith opens tn's store and starts its node as id on ln (nil: a new

@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog/internal/cluster/meta"
 	"github.com/seglog/seglog/internal/cluster/multiraft"
+	"github.com/seglog/seglog/internal/cluster/partition"
 	"github.com/seglog/seglog/internal/cluster/raftmux"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
@@ -86,7 +87,8 @@ type Config struct {
 	// FS is the filesystem; nil is the real one.
 	FS vfs.FS
 	// Store is the node's store in Dir, opened by the caller, who closes
-	// it after Close.
+	// it after Close. The node's partition manager writes the partitions
+	// it replicates through it.
 	Store *store.Store
 	// NodeID is this node's id, 1 or more (etcd raft, which drives the
 	// partitions, reserves 0), one of Voters.
@@ -126,8 +128,9 @@ type Config struct {
 	// group and its transport); nil is stderr.
 	RaftLogOutput io.Writer
 
-	// newPartitions builds the partition manager; nil runs none (every
-	// partition then has no leader here). Tests give a fake.
+	// newPartitions builds the partition manager; nil is the real one
+	// (partition.New over the node's driver and store). Tests give a
+	// fake.
 	newPartitions func(n *Node) (partitions, error)
 }
 
@@ -341,12 +344,14 @@ func (n *Node) open() error {
 	if n.mr, err = multiraft.New(multiraft.Config{ID: uint64(cfg.NodeID), Mux: n.mux, Peers: peers, Tick: cfg.PartitionTick}); err != nil {
 		return err
 	}
-	if cfg.newPartitions != nil {
-		if n.parts, err = cfg.newPartitions(n); err != nil {
-			return err
+	newParts := cfg.newPartitions
+	if newParts == nil {
+		newParts = func(n *Node) (partitions, error) {
+			return partition.New(partition.Config{NodeID: n.cfg.NodeID, Raft: n.mr, Store: n.cfg.Store, Notify: n.wake, Logger: n.log})
 		}
-	} else {
-		n.parts = noPartitions{}
+	}
+	if n.parts, err = newParts(n); err != nil {
+		return err
 	}
 	n.fwd, err = n.mux.Register(forwardGroup)
 	return err

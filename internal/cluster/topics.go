@@ -11,22 +11,18 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/internal/cluster/meta"
+	"github.com/seglog/seglog/internal/cluster/partition"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
 )
 
-// Assignment is one partition's replicas, as the partition manager
-// (internal/cluster/partition) takes them: Sync runs the groups of the
+// Assignment is one partition's replicas and raft group (GroupID), as
+// the partition manager takes them: its Sync runs the groups of the
 // assignments that name this node.
-type Assignment struct {
-	Topic     string
-	Partition int32
-	// Group is the partition's raft group id (GroupID).
-	Group    uint64
-	Replicas []int32
-}
+type Assignment = partition.Assignment
 
-// partitions is the partition manager as the node drives it.
+// partitions is the partition manager (*partition.Manager) as the node
+// drives it; tests give a fake.
 type partitions interface {
 	Sync(as []Assignment) error
 	Produce(ctx context.Context, topic string, p int32, batch []byte, acks int16) (int64, error)
@@ -36,21 +32,7 @@ type partitions interface {
 	Close() error
 }
 
-// noPartitions runs no partition: every one has no leader here.
-type noPartitions struct{}
-
-func (noPartitions) Sync([]Assignment) error { return nil }
-func (noPartitions) Produce(context.Context, string, int32, []byte, int16) (int64, error) {
-	return 0, server.ErrNotLeader
-}
-func (noPartitions) State(string, int32) (server.PartitionState, error) {
-	return server.PartitionState{}, server.ErrNotLeader
-}
-func (noPartitions) Leader(string, int32) (int32, int32, []int32, bool) { return -1, -1, nil, false }
-func (noPartitions) EndOffsetForEpoch(string, int32, int32) (int32, int64, error) {
-	return 0, 0, server.ErrNotLeader
-}
-func (noPartitions) Close() error { return nil }
+var _ partitions = (*partition.Manager)(nil)
 
 // GroupID is a partition's raft group id: the first 8 bytes of the
 // SHA-256 of the topic id and the partition (big endian), never 0 (etcd
