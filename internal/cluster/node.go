@@ -397,10 +397,12 @@ func (n *Node) Close() error {
 // ID returns this node's id.
 func (n *Node) ID() int32 { return n.cfg.NodeID }
 
-// ClusterID waits until the metadata names the cluster (the first
-// controller proposes an id; a restarted node has it from
-// meta.properties at once) and returns it: the server's
-// Options.ClusterID. ErrClusterID if DIR was another cluster's.
+// ClusterID waits until this node's metadata names the cluster (the
+// first controller proposes an id) and returns it: the server's
+// Options.ClusterID. A restarted node waits too, until it has applied
+// the metadata again, which takes a controller: a node that cannot
+// reach a quorum has nothing to serve. ErrClusterID if DIR's
+// meta.properties names another cluster.
 func (n *Node) ClusterID(ctx context.Context) (string, error) {
 	select {
 	case <-n.ready:
