@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"slices"
@@ -392,4 +393,54 @@ func TestSyncRetriesFailures(t *testing.T) {
 		_, ok := r.parts.find("faulty", 0)
 		return ok
 	})
+}
+
+// Config changes and added partitions in the metadata reach every
+// node's store, and the manager gets the new partitions.
+func TestAlterAndGrowTopic(t *testing.T) {
+	c := newCluster(t, 3)
+	ctrl := c.controller()
+	ctx := ctxTimeout(t)
+	if err := ctrl.node.CreateTopic(ctx, "grow", 1, 3, map[string]string{"retention.ms": "60000"}); err != nil {
+		t.Fatal(err)
+	}
+	// What the node builds from the metadata is what the store keeps,
+	// so an unchanged topic is not written again at every change.
+	topic, _ := ctrl.node.meta.State().Topic("grow")
+	want, err := topicConfig(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have, err := ctrl.st.TopicConfigOf("grow"); err != nil || have != want {
+		t.Fatalf("store config %+v, %v; built %+v", have, err, want)
+	}
+	st, err := ctrl.node.meta.ControllerState(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alter, err := meta.NewAlterTopicConfig(st, "grow", false, map[string]string{"retention.ms": "1234"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctrl.node.meta.Propose(ctx, alter); err != nil {
+		t.Fatal(err)
+	}
+	grow, err := meta.NewCreatePartitions(ctrl.node.meta.State(), "grow", 3, nil, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ctrl.node.meta.Propose(ctx, grow); err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range c.running() {
+		testutil.WaitFor(t, fmt.Sprintf("node %d's store to follow the changes", tn.id), func() bool {
+			cfg, err := tn.st.TopicConfigOf("grow")
+			n, perr := tn.st.Partitions("grow")
+			return err == nil && perr == nil && cfg.Get("retention.ms") == "1234" && n == 3
+		})
+		testutil.WaitFor(t, fmt.Sprintf("node %d's manager to get partition 2", tn.id), func() bool {
+			_, ok := tn.parts.find("grow", 2)
+			return ok
+		})
+	}
 }

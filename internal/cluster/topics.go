@@ -167,6 +167,9 @@ func (n *Node) syncTopics(st *meta.State) bool {
 		id, mine := rec.ids[name]
 		switch {
 		case mine && id == t.ID && have[name]:
+			if err := n.alterLocal(t); err != nil {
+				fail("cluster: updating a topic", "topic", name, "err", err)
+			}
 		case mine || !have[name]:
 			fresh = append(fresh, name)
 		default:
@@ -217,16 +220,50 @@ func (n *Node) syncTopics(st *meta.State) bool {
 	return ok
 }
 
-// createLocal creates t in the store with its configs; every partition
-// directory is made, those this node does not replicate stay empty.
-func (n *Node) createLocal(t meta.Topic) error {
+// topicConfig is the store's config for t's overrides.
+func topicConfig(t meta.Topic) (store.TopicConfig, error) {
 	cfg := store.DefaultTopicConfig()
 	for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
 		if err := cfg.Set(k, t.Configs[k]); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// createLocal creates t in the store with its configs; every partition
+// directory is made, those this node does not replicate stay empty.
+func (n *Node) createLocal(t meta.Topic) error {
+	cfg, err := topicConfig(t)
+	if err != nil {
+		return err
+	}
+	return n.cfg.Store.CreateTopic(t.Name, len(t.Replicas), cfg)
+}
+
+// alterLocal applies to the store a topic's config changes
+// (AlterTopicConfig) and added partitions (CreatePartitions) that the
+// metadata has and the store does not yet.
+func (n *Node) alterLocal(t meta.Topic) error {
+	want, err := topicConfig(t)
+	if err != nil {
+		return err
+	}
+	if have, err := n.cfg.Store.TopicConfigOf(t.Name); err != nil {
+		return err
+	} else if have != want {
+		if err := n.cfg.Store.SetTopicConfig(t.Name, want); err != nil {
 			return err
 		}
 	}
-	return n.cfg.Store.CreateTopic(t.Name, len(t.Replicas), cfg)
+	parts, err := n.cfg.Store.Partitions(t.Name)
+	if err != nil {
+		return err
+	}
+	if parts < len(t.Replicas) {
+		return n.cfg.Store.AddPartitions(t.Name, len(t.Replicas))
+	}
+	return nil
 }
 
 // waitSynced waits until the store and the manager match the metadata at
