@@ -292,9 +292,12 @@ func topicID(t *testing.T, tn *tnode, name string) [16]byte {
 func TestNoControllerAnswersNotController(t *testing.T) {
 	c := newCluster(t, 3)
 	c.controller()
+	n := c.nodes[1].node
+	testutil.WaitFor(t, "node 1 to apply every registration", func() bool {
+		return len(n.meta.State().Brokers()) == 3
+	})
 	c.stop(2)
 	c.stop(3)
-	n := c.nodes[1].node
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err := n.CreateTopic(ctx, "t", 1, 1, nil)
