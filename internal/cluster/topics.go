@@ -320,6 +320,10 @@ func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
 // this node's store holds it.
 func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
 	resp, err := n.forward(ctx, request{Op: opCreate, Broker: n.cfg.NodeID, Topic: name, Partitions: partitions, ReplicationFactor: replicationFactor, Configs: configs})
+	if errors.Is(err, meta.ErrInvalidReplicationFactor) {
+		// The server's name for it, which it answers with Kafka's code.
+		err = fmt.Errorf("%w: %w", server.ErrInvalidReplicationFactor, err)
+	}
 	if err != nil {
 		return err
 	}
