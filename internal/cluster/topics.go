@@ -155,6 +155,11 @@ func (n *Node) syncTopics(st *meta.State) bool {
 	rec := n.topics
 	var gone, fresh []string // store topics to delete, metadata topics to create
 	for name, id := range rec.ids {
+		if st.Index() < rec.seen[name] {
+			// Not replayed that far yet (a restart): absent is not
+			// deleted (topicRecord).
+			continue
+		}
 		if t, ok := st.Topic(name); !ok || t.ID != id {
 			gone = append(gone, name)
 		}
@@ -192,6 +197,7 @@ func (n *Node) syncTopics(st *meta.State) bool {
 			continue
 		}
 		delete(rec.ids, name)
+		delete(rec.seen, name)
 		changed = true
 	}
 	for _, name := range fresh {
@@ -201,6 +207,7 @@ func (n *Node) syncTopics(st *meta.State) bool {
 			continue
 		}
 		rec.ids[name] = t.ID
+		rec.seen[name] = st.Index()
 		changed = true
 	}
 	if changed {
