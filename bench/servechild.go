@@ -38,11 +38,19 @@ type ServeChild struct {
 // loopback port (--fetch-copy if fetchCopy), and returns once it says
 // where.
 func StartServe(ctx context.Context, sc ServeCommand, dir string, partitions int, fetchCopy bool) (*ServeChild, error) {
-	args := []string{"serve", dir, "--listen", "127.0.0.1:0", "--num-partitions", strconv.Itoa(partitions)}
+	args := []string{dir, "--listen", "127.0.0.1:0", "--num-partitions", strconv.Itoa(partitions)}
 	if fetchCopy {
 		args = append(args, "--fetch-copy")
 	}
-	cmd := exec.CommandContext(ctx, sc.Path, args...)
+	return StartServeArgs(ctx, sc, args...)
+}
+
+// StartServeArgs starts `seglog serve ARGS...` (the store directory first)
+// and returns once it says where it listens: how bench cluster starts the
+// nodes of a cluster, whose command lines StartServe cannot say, and starts
+// a killed node again with the same arguments.
+func StartServeArgs(ctx context.Context, sc ServeCommand, args ...string) (*ServeChild, error) {
+	cmd := exec.CommandContext(ctx, sc.Path, append([]string{"serve"}, args...)...)
 	cmd.Env = sc.Env
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -123,6 +131,11 @@ func FlushDirtyPages() {
 
 // CPUTime is this process's user+system CPU time so far (getrusage).
 func CPUTime() time.Duration { return cpuTime() }
+
+// LoadAverage is the machine's 1-minute load average, 0 if unknown: a
+// benchmark of processes notes it, since other work on a shared machine
+// takes their cores.
+func LoadAverage() float64 { return loadAverage() }
 
 // loadAverage is the machine's 1-minute load average, 0 if unknown.
 func loadAverage() float64 {

@@ -55,7 +55,7 @@ store; the first two took about 30% of the compile time of a first build
 (empty caches), and all are left out of the default one
 (docs/benchmarks.md).`,
 	}
-	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd(), newBenchRaftCmd(), newBenchRestartCmd())
+	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd(), newBenchRaftCmd(), newBenchRestartCmd(), newBenchClusterCmd())
 	return cmd
 }
 
