@@ -25,6 +25,10 @@ type ServeCommand struct {
 	Path string
 	// Env is the child's whole environment; nil is this process's.
 	Env []string
+	// Stderr takes the child's standard error; nil is this process's.
+	// bench cluster keeps each node's log apart, to quote it when the
+	// cluster fails.
+	Stderr io.Writer
 }
 
 // ServeChild is a seglog serve process StartServe started.
@@ -56,7 +60,10 @@ func StartServeArgs(ctx context.Context, sc ServeCommand, args ...string) (*Serv
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = sc.Stderr
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

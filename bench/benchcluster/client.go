@@ -44,9 +44,10 @@ func (s partState) String() string {
 	return fmt.Sprintf("leader %d, replicas %v, isr %v", s.Leader, s.Replicas, s.ISR)
 }
 
-// topicState asks Metadata (of whichever broker kgo picks) for the state
-// of each of topic's partitions.
-func topicState(ctx context.Context, cl *kgo.Client, topic string) (map[int32]partState, error) {
+// topicState asks Metadata for the state of each of topic's partitions:
+// of whichever broker kgo picks when cl is a *kgo.Client, of that broker
+// when it is a *kgo.Broker.
+func topicState(ctx context.Context, cl kmsg.Requestor, topic string) (map[int32]partState, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)

@@ -37,6 +37,7 @@ type node struct {
 	raft  string // --raft-listen
 	args  []string
 	child *bench.ServeChild
+	log   nodeLog // its standard error, over all its runs
 }
 
 // cluster is the nodes, started and restarted with sc.
@@ -110,7 +111,7 @@ func startCluster(ctx context.Context, sc bench.ServeCommand, root string) (*clu
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		c.kill()
-		return nil, err
+		return nil, fmt.Errorf("%w%s", err, c.logs())
 	}
 	return c, nil
 }
@@ -118,7 +119,10 @@ func startCluster(ctx context.Context, sc bench.ServeCommand, root string) (*clu
 // start runs node n, for the first time or after a kill, with the same
 // command line.
 func (c *cluster) start(ctx context.Context, n *node) error {
-	child, err := bench.StartServeArgs(ctx, c.sc, n.args...)
+	sc := c.sc
+	sc.Stderr = &n.log
+	fmt.Fprintf(&n.log, "--- bench cluster: seglog serve %s\n", strings.Join(n.args, " "))
+	child, err := bench.StartServeArgs(ctx, sc, n.args...)
 	if err != nil {
 		return fmt.Errorf("node %d: %w", n.id, err)
 	}

@@ -177,7 +177,7 @@ func failovers(ctx context.Context, say func(string, ...any), c *cluster, cfg Co
 		return err
 	}
 	say("reading back every record")
-	res.FailoverRecords = w.sent
+	res.FailoverRecords = w.sent + cfg.Partitions // and the final marks
 	res.Check, err = check(ctx, c.brokers(), cfg, w)
 	if err != nil {
 		return err
@@ -198,20 +198,31 @@ func failover(ctx context.Context, c *cluster, admin *kgo.Client, w *writer, p i
 	if n == nil || n.child == nil {
 		return Failover{}, fmt.Errorf("partition %d: leader %d is not a running node of the cluster", p, f.Killed)
 	}
+	// Metadata is asked of the survivors in turn: a client's request
+	// that went to the dead node would wait out kgo's retry backoff.
+	var survivors []*kgo.Broker
+	for _, o := range c.nodes {
+		if o != n {
+			survivors = append(survivors, admin.Broker(int(o.id)))
+		}
+	}
 	t0 := time.Now()
 	n.child.Kill()
 	n.child = nil
 	gone := time.Now()
 	deadline := t0.Add(readyTimeout)
 	var ack, leader time.Time
-	for ack.IsZero() || leader.IsZero() {
+	for turn := 0; ack.IsZero() || leader.IsZero(); turn++ {
 		if ack.IsZero() {
 			ack = w.firstAckAfter(p, gone)
 		}
 		if leader.IsZero() {
-			// A failed Metadata request (it went to the dead node) is
-			// asked again on the next turn.
-			if st, err := topicState(ctx, admin, failoverTopic); err == nil {
+			// A failed Metadata request is asked again, of the other
+			// survivor, on the next turn.
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			st, err := topicState(rctx, survivors[turn%len(survivors)], failoverTopic)
+			cancel()
+			if err == nil {
 				if l := st[p].Leader; l >= 0 && l != f.Killed {
 					leader, f.NewLeader = time.Now(), l
 				}

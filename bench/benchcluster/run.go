@@ -133,7 +133,8 @@ type Result struct {
 	LeaderMedianSec, LeaderMaxSec float64
 	ListenMedianSec, RejoinMedian float64
 	// FailoverRecords is how many records the failover phase's producer
-	// offered, the ones acknowledged and the ones failed.
+	// offered, and a final mark on each partition the read-back reads up
+	// to: the ones acknowledged and the ones failed.
 	FailoverRecords int
 	Check           Check
 }
@@ -154,9 +155,12 @@ func Run(ctx context.Context, progress io.Writer, tmp string, cfg Config, sc ben
 	}
 
 	say("starting 1 node and %d nodes", Nodes)
-	single, err := bench.StartServeArgs(ctx, sc, filepath.Join(tmp, "single"), "--listen", "127.0.0.1:0")
+	var singleLog nodeLog
+	ssc := sc
+	ssc.Stderr = &singleLog
+	single, err := bench.StartServeArgs(ctx, ssc, filepath.Join(tmp, "single"), "--listen", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("single node: %w", err)
+		return nil, fmt.Errorf("single node: %w\n%s", err, singleLog.tail(logLines))
 	}
 	defer single.Stop()
 	cl, err := startCluster(ctx, sc, filepath.Join(tmp, "cluster"))
@@ -166,8 +170,9 @@ func Run(ctx context.Context, progress io.Writer, tmp string, cfg Config, sc ben
 	defer cl.kill()
 
 	systems := []*system{
-		{name: "1 node, RF 1", brokers: []string{single.Addr}, rf: 1, cpu: single.CPU},
-		{name: fmt.Sprintf("%d nodes, RF %d", Nodes, Nodes), brokers: cl.brokers(), rf: Nodes, cpu: cl.cpu},
+		{name: "1 node, RF 1", brokers: []string{single.Addr}, rf: 1, cpu: single.CPU,
+			logs: func() string { return "\n--- the single node's last lines:\n" + singleLog.tail(logLines) }},
+		{name: fmt.Sprintf("%d nodes, RF %d", Nodes, Nodes), brokers: cl.brokers(), rf: Nodes, cpu: cl.cpu, logs: cl.logs},
 	}
 	for r := range cfg.Rounds {
 		order := systems
@@ -178,7 +183,7 @@ func Run(ctx context.Context, progress io.Writer, tmp string, cfg Config, sc ben
 			say("round %d of %d: %s", r+1, cfg.Rounds, s.name)
 			round, err := s.round(ctx, cfg, fmt.Sprintf("bench-%d", r), value)
 			if err != nil {
-				return nil, fmt.Errorf("%s, round %d: %w", s.name, r+1, err)
+				return nil, fmt.Errorf("%s, round %d: %w%s", s.name, r+1, err, s.logs())
 			}
 			s.rounds = append(s.rounds, round)
 		}
@@ -196,12 +201,12 @@ func Run(ctx context.Context, progress io.Writer, tmp string, cfg Config, sc ben
 	if cfg.Kills > 0 {
 		say("failover: %d kills of a partition's leader while producing", cfg.Kills)
 		if err := failovers(ctx, say, cl, cfg, res); err != nil {
-			return nil, fmt.Errorf("failover: %w", err)
+			return nil, fmt.Errorf("failover: %w%s", err, cl.logs())
 		}
 	}
 	say("stopping the cluster")
 	if err := cl.stop(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w%s", err, cl.logs())
 	}
 	res.LoadAfter = bench.LoadAverage()
 	if !res.Check.OK() {
@@ -221,6 +226,7 @@ type system struct {
 	brokers []string
 	rf      int
 	cpu     func() (time.Duration, error)
+	logs    func() string // the end of its servers' logs, for errors
 	rounds  []Round
 }
 

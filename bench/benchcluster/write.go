@@ -42,7 +42,7 @@ func Write(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "kill -> Metadata names a new leader: median %.3f s, max %.3f s\n", r.LeaderMedianSec, r.LeaderMaxSec)
 	fmt.Fprintf(w, "killed node started again: listening after median %.3f s, every replica in sync after median %.3f s\n", r.ListenMedianSec, r.RejoinMedian)
 	k := r.Check
-	fmt.Fprintf(w, "checker: %d records offered, %d acknowledged, %d failed (%d of them stored), %d read back: ", r.FailoverRecords, k.Acked, k.Failed, k.Uncertain, k.Read)
+	fmt.Fprintf(w, "checker: %d records produced (a final mark per partition included), %d acknowledged, %d failed (%d of them stored), %d read back: ", r.FailoverRecords, k.Acked, k.Failed, k.Uncertain, k.Read)
 	if k.OK() {
 		fmt.Fprintln(w, "every acknowledged record read back once, at its offset")
 		return nil
