@@ -33,11 +33,18 @@ func (l *nodeLog) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// tail returns the last n lines kept.
+// tail returns the last n lines kept; if a run of the node panicked,
+// the last panic's message and the n lines after it instead, since the
+// message is what says what went wrong and the stack comes after it.
 func (l *nodeLog) tail(n int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lines := strings.Split(strings.TrimRight(l.buf.String(), "\n"), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "panic: ") {
+			return strings.Join(lines[i:min(len(lines), i+n)], "\n")
+		}
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
@@ -49,7 +56,7 @@ func (l *nodeLog) tail(n int) string {
 func (c *cluster) logs() string {
 	var b strings.Builder
 	for _, n := range c.nodes {
-		fmt.Fprintf(&b, "\n--- node %d (%s), the last %d lines of its log:\n%s", n.id, n.args[0], logLines, n.log.tail(logLines))
+		fmt.Fprintf(&b, "\n--- node %d (%s), the end of its log:\n%s", n.id, n.args[0], n.log.tail(logLines))
 	}
 	return b.String()
 }

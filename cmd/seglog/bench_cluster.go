@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 
 func newBenchClusterCmd() *cobra.Command {
 	var cfg benchcluster.Config
-	var asJSON bool
+	var asJSON, keep bool
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "cluster",
@@ -69,6 +70,7 @@ stores in a temporary directory below --dir.`,
 	fl.DurationVar(&cfg.MetadataMinAge, "metadata-min-age", 100*time.Millisecond, "the clients' least time between metadata refreshes (kgo's MetadataMinAge; kgo's default is 5s, the Java client refreshes after its retry.backoff.ms of 100ms)")
 	fl.StringVar(&dir, "dir", "", "make the run's temporary directory below this one, which must exist (default: the system's temporary directory)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
+	fl.BoolVar(&keep, "keep", false, "keep the nodes' directories when the run fails, and say where (to look into a failure of the cluster)")
 	for _, n := range []string{"record-size", "rounds"} {
 		limitFlag(cmd, n, 1, math.MaxInt32)
 	}
@@ -88,12 +90,17 @@ stores in a temporary directory below --dir.`,
 		if err != nil {
 			return err
 		}
-		defer vfs.RemoveAll(vfs.Default, tmp)
 		sc, err := serveCommand()
 		if err != nil {
+			vfs.RemoveAll(vfs.Default, tmp)
 			return err
 		}
 		res, err := benchcluster.Run(ctx, cmd.ErrOrStderr(), tmp, cfg, sc)
+		if err != nil && keep {
+			fmt.Fprintf(cmd.ErrOrStderr(), "bench cluster: the run failed; its directories are kept in %s\n", tmp)
+		} else {
+			vfs.RemoveAll(vfs.Default, tmp)
+		}
 		if err != nil && !errors.Is(err, benchcluster.ErrCheck) {
 			return err
 		}
