@@ -124,9 +124,9 @@ func sampleResult(violations ...string) *Result {
 	c := validConfig()
 	c.Rounds, c.Kills = 2, 2
 	r := &Result{Config: c, LoadBefore: 2.5, LoadAfter: 3.25,
-		Single:        Side{Name: "1 node, RF 1", ProduceRecsSec: 60000, ProduceMBs: 61.4, ConsumeMBs: 220, ProduceCPUSecPerGB: 5.5, ConsumeCPUSecPerGB: 0.5},
-		Cluster:       Side{Name: "3 nodes, RF 3", ProduceRecsSec: 24000, ProduceMBs: 24.6, ConsumeMBs: 160, ProduceCPUSecPerGB: 60, ConsumeCPUSecPerGB: 2},
-		ProduceRatio:  0.4, ConsumeRatio: 0.73,
+		Single:       Side{Name: "1 node, RF 1", ProduceRecsSec: 60000, ProduceMBs: 61.4, ConsumeMBs: 220, ProduceCPUSecPerGB: 5.5, ConsumeCPUSecPerGB: 0.5},
+		Cluster:      Side{Name: "3 nodes, RF 3", ProduceRecsSec: 24000, ProduceMBs: 24.6, ConsumeMBs: 160, ProduceCPUSecPerGB: 60, ConsumeCPUSecPerGB: 2},
+		ProduceRatio: 0.4, ConsumeRatio: 0.73,
 		ProduceRatios: []float64{0.38, 0.42}, ConsumeRatios: []float64{0.7, 0.76},
 		Failovers: []Failover{
 			{Partition: 0, Killed: 1, NewLeader: 2, AckSec: 1.6, LeaderSec: 1.5, ListenSec: 1.28, RejoinSec: 1.68},
