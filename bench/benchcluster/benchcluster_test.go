@@ -135,6 +135,8 @@ func sampleResult(violations ...string) *Result {
 		FailoverRecords: 8121,
 		Check:           Check{Acked: 8120, Failed: 1, Uncertain: 1, Read: 8121, Violations: violations},
 	}
+	r.Single.Rounds = []Round{{ProduceRecsSec: 58000, ConsumeMBs: 210}, {ProduceRecsSec: 62000, ConsumeMBs: 230}}
+	r.Cluster.Rounds = []Round{{ProduceRecsSec: 22040, ConsumeMBs: 147}, {ProduceRecsSec: 26040, ConsumeMBs: 174.8}}
 	summarizeFailovers(r)
 	return r
 }
@@ -153,6 +155,7 @@ func TestWrite(t *testing.T) {
 		"1 node, RF 1          60000          61.4           220                      5.50                      0.50",
 		"3 nodes, RF 3          24000          24.6           160                     60.00                      2.00",
 		"3 nodes, RF 3 / 1 node, RF 1: produce 0.40x [0.38-0.42], consume 0.73x [0.70-0.76]",
+		"\n  round 1: produce 22040 / 58000 rec/s, consume 147 / 210 MB/s\n  round 2: produce 26040 / 62000 rec/s, consume 175 / 230 MB/s\n",
 		"(10 records/s offered, client metadata refresh after 1ms at the soonest)",
 		"     1          0            1           2        1.600              1.500                 1.280          1.680",
 		"kill -> first ack on that partition: median 1.425 s, max 1.600 s over 2 kills",

@@ -259,6 +259,12 @@ func (s *system) round(ctx context.Context, cfg Config, topic string, value []by
 	}
 	gb := float64(cfg.Records) * float64(cfg.RecordSize) / 1e9
 	round := Round{ProduceRecsSec: float64(cfg.Records) / p.elapsed.Seconds(), ProduceCPUSecPerGB: (cpu1 - cpu0).Seconds() / gb}
+	// The produce left its own dirty pages (three copies of them on a
+	// cluster), whose writeback would run under the consume.
+	bench.FlushDirtyPages()
+	if cpu1, err = s.cpu(); err != nil {
+		return Round{}, err
+	}
 	bytes, el, err := consumeAll(ctx, s.brokers, cfg.MetadataMinAge, topic, p.perPartition)
 	if err != nil {
 		return Round{}, err

@@ -22,6 +22,12 @@ func Write(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintf(w, "\n%s / %s: produce %.2fx %s, consume %.2fx %s (median of the rounds' ratios [their range])\n",
 		r.Cluster.Name, r.Single.Name, r.ProduceRatio, spread(r.ProduceRatios), r.ConsumeRatio, spread(r.ConsumeRatios))
+	// Each round's figures: on a shared machine one slow round shows here
+	// rather than only as a wide range.
+	for i := range min(len(r.Single.Rounds), len(r.Cluster.Rounds)) {
+		a, b := r.Single.Rounds[i], r.Cluster.Rounds[i]
+		fmt.Fprintf(w, "  round %d: produce %.0f / %.0f rec/s, consume %.0f / %.0f MB/s\n", i+1, b.ProduceRecsSec, a.ProduceRecsSec, b.ConsumeMBs, a.ConsumeMBs)
+	}
 	if len(r.Failovers) == 0 {
 		return nil
 	}
