@@ -141,8 +141,9 @@ type Result struct {
 
 // Run measures the workload cfg on a single node and on a cluster, with
 // their stores below tmp, starting seglog serve with sc; progress gets a
-// line per phase. A run whose checker found a broken rule returns its
-// Result (to be printed) and ErrCheck.
+// line per phase. A run that measured everything but whose checker found
+// a broken rule (ErrCheck) or one of whose nodes did not stop cleanly
+// returns its Result, to be printed, with the error.
 func Run(ctx context.Context, progress io.Writer, tmp string, cfg Config, sc bench.ServeCommand) (*Result, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -205,14 +206,18 @@ func Run(ctx context.Context, progress io.Writer, tmp string, cfg Config, sc ben
 		}
 	}
 	say("stopping the cluster")
-	if err := cl.stop(); err != nil {
-		return nil, fmt.Errorf("%w%s", err, cl.logs())
-	}
 	res.LoadAfter = bench.LoadAverage()
+	// A node that does not stop cleanly (one that panicked after its
+	// restart, say) fails the run, but the figures were measured: both
+	// are returned.
+	var errs []error
 	if !res.Check.OK() {
-		return res, ErrCheck
+		errs = append(errs, ErrCheck)
 	}
-	return res, nil
+	if err := cl.stop(); err != nil {
+		errs = append(errs, fmt.Errorf("%w%s", err, cl.logs()))
+	}
+	return res, errors.Join(errs...)
 }
 
 // ErrCheck is returned with the Result of a run whose failover history

@@ -4,7 +4,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -101,7 +100,7 @@ stores in a temporary directory below --dir.`,
 		} else {
 			vfs.RemoveAll(vfs.Default, tmp)
 		}
-		if err != nil && !errors.Is(err, benchcluster.ErrCheck) {
+		if res == nil {
 			return err
 		}
 		if asJSON {
