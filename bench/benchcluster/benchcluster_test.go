@@ -133,7 +133,7 @@ func sampleResult(violations ...string) *Result {
 			{Partition: 1, Killed: 3, NewLeader: 1, AckSec: 1.25, LeaderSec: 1.14, ListenSec: 0.31, RejoinSec: 1.14},
 		},
 		FailoverRecords: 8121,
-		Check:           Check{Acked: 8120, Failed: 1, Uncertain: 1, Read: 8121, Violations: violations},
+		Check:           &Check{Acked: 8120, Failed: 1, Uncertain: 1, Read: 8121, Violations: violations},
 	}
 	r.Single.Rounds = []Round{{ProduceRecsSec: 58000, ConsumeMBs: 210}, {ProduceRecsSec: 62000, ConsumeMBs: 230}}
 	r.Cluster.Rounds = []Round{{ProduceRecsSec: 22040, ConsumeMBs: 147}, {ProduceRecsSec: 26040, ConsumeMBs: 174.8}}
@@ -173,7 +173,7 @@ func TestWrite(t *testing.T) {
 // printed as such, each violation on its line, and bounded.
 func TestWriteNoKillsAndViolations(t *testing.T) {
 	r := sampleResult()
-	r.Failovers = nil
+	r.Config.Kills, r.Failovers, r.Check = 0, nil, nil
 	var b bytes.Buffer
 	if err := Write(&b, r); err != nil {
 		t.Fatal(err)
@@ -200,5 +200,30 @@ func TestWriteNoKillsAndViolations(t *testing.T) {
 	}
 	if sampleResult(vs...).Check.OK() || !sampleResult().Check.OK() {
 		t.Error("Check.OK does not follow the violations")
+	}
+}
+
+// A failover phase that failed after an outage was measured prints that
+// outage, "never" for what did not happen, medians without it, and that
+// the checker did not run.
+func TestWriteFailedFailover(t *testing.T) {
+	r := sampleResult()
+	r.Failovers = []Failover{{Partition: 0, Killed: 1, NewLeader: 2, AckSec: 1.04, LeaderSec: 1, ListenSec: 0.4, RejoinSec: -1}}
+	r.Check = nil
+	summarizeFailovers(r)
+	var b bytes.Buffer
+	if err := Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"     1          0            1           2        1.040              1.000                 0.400          never",
+		"kill -> first ack on that partition: median 1.040 s, max 1.040 s over 1 kills",
+		"listening after median 0.400 s, every replica in sync: never",
+		"checker: not run, the failover phase failed after 1 of 2 kills",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -164,6 +164,10 @@ func failovers(ctx context.Context, say func(string, ...any), c *cluster, cfg Co
 		}
 		f, err := failover(ctx, c, admin, w, int32(k%cfg.Partitions))
 		if err != nil {
+			if f.AckSec > 0 {
+				// The outage was measured; what failed came after it.
+				res.Failovers = append(res.Failovers, f)
+			}
 			return fmt.Errorf("kill %d: %w", k+1, err)
 		}
 		say("kill %d: node %d, leader of partition %d: first ack after %.3f s, new leader %d seen after %.3f s; back in the ISR %.3f s after its restart",
@@ -178,16 +182,18 @@ func failovers(ctx context.Context, say func(string, ...any), c *cluster, cfg Co
 	}
 	say("reading back every record")
 	res.FailoverRecords = w.sent + cfg.Partitions // and the final marks
-	res.Check, err = check(ctx, c.brokers(), cfg, w)
+	k, err := check(ctx, c.brokers(), cfg, w)
 	if err != nil {
 		return err
 	}
-	summarizeFailovers(res)
+	res.Check = &k
 	return nil
 }
 
 // failover kills the leader of partition p and times the outage, then
-// restarts the node.
+// restarts the node. If the restart fails, or the node does not get back
+// in sync, the outage is returned with the error, RejoinSec -1 (and
+// ListenSec -1 if it never listened).
 func failover(ctx context.Context, c *cluster, admin *kgo.Client, w *writer, p int32) (Failover, error) {
 	st, err := topicState(ctx, admin, failoverTopic)
 	if err != nil {
@@ -239,13 +245,14 @@ func failover(ctx context.Context, c *cluster, admin *kgo.Client, w *writer, p i
 		}
 	}
 	f.AckSec, f.LeaderSec = ack.Sub(t0).Seconds(), leader.Sub(t0).Seconds()
+	f.ListenSec, f.RejoinSec = -1, -1
 	start := time.Now()
 	if err := c.start(ctx, n); err != nil {
-		return Failover{}, fmt.Errorf("restart: %w", err)
+		return f, fmt.Errorf("restart: %w", err)
 	}
 	f.ListenSec = time.Since(start).Seconds()
 	if err := waitState(ctx, admin, failoverTopic, len(w.lastAck), "back in sync after the restart", func(s partState) bool { return s.inSync() }); err != nil {
-		return Failover{}, fmt.Errorf("node %d restarted: %w", n.id, err)
+		return f, fmt.Errorf("node %d restarted: %w", n.id, err)
 	}
 	f.RejoinSec = time.Since(start).Seconds()
 	return f, nil
@@ -298,12 +305,24 @@ func summarizeFailovers(res *Result) {
 	var ack, leader, listen, rejoin []float64
 	for _, f := range res.Failovers {
 		ack, leader = append(ack, f.AckSec), append(leader, f.LeaderSec)
-		listen, rejoin = append(listen, f.ListenSec), append(rejoin, f.RejoinSec)
+		// A restart that failed (-1) has no time to count.
+		if f.ListenSec >= 0 {
+			listen = append(listen, f.ListenSec)
+		}
+		if f.RejoinSec >= 0 {
+			rejoin = append(rejoin, f.RejoinSec)
+		}
 	}
 	if len(ack) == 0 {
 		return
 	}
 	res.AckMedianSec, res.AckMaxSec = bench.Median(ack), slices.Max(ack)
 	res.LeaderMedianSec, res.LeaderMaxSec = bench.Median(leader), slices.Max(leader)
-	res.ListenMedianSec, res.RejoinMedian = bench.Median(listen), bench.Median(rejoin)
+	res.ListenMedianSec, res.RejoinMedian = -1, -1
+	if len(listen) > 0 {
+		res.ListenMedianSec = bench.Median(listen)
+	}
+	if len(rejoin) > 0 {
+		res.RejoinMedian = bench.Median(rejoin)
+	}
 }

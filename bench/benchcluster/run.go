@@ -93,7 +93,8 @@ type Failover struct {
 	LeaderSec float64
 	// ListenSec is the time the killed node took to say it listens when
 	// started again; RejoinSec the time from that start until every
-	// replica of every partition was back in its ISR.
+	// replica of every partition was back in its ISR; -1 if that never
+	// happened (the run failed there).
 	ListenSec float64
 	RejoinSec float64
 }
@@ -128,7 +129,8 @@ type Result struct {
 	ProduceRatios []float64
 	ConsumeRatios []float64
 	Failovers     []Failover
-	// The medians and maxima of the failovers' figures.
+	// The medians and maxima of the failovers' figures; ListenMedianSec
+	// and RejoinMedian are -1 when no restarted node got that far.
 	AckMedianSec, AckMaxSec       float64
 	LeaderMedianSec, LeaderMaxSec float64
 	ListenMedianSec, RejoinMedian float64
@@ -136,14 +138,16 @@ type Result struct {
 	// offered, and a final mark on each partition the read-back reads up
 	// to: the ones acknowledged and the ones failed.
 	FailoverRecords int
-	Check           Check
+	// Check is the checker's verdict, nil when the failover phase failed
+	// before the records were read back (or had no kills).
+	Check *Check
 }
 
 // Run measures the workload cfg on a single node and on a cluster, with
 // their stores below tmp, starting seglog serve with sc; progress gets a
-// line per phase. A run that measured everything but whose checker found
-// a broken rule (ErrCheck) or one of whose nodes did not stop cleanly
-// returns its Result, to be printed, with the error.
+// line per phase. A run whose checker found a broken rule (ErrCheck), one
+// of whose nodes did not stop cleanly, or whose failover phase failed
+// returns what it measured, to be printed, with the error.
 func Run(ctx context.Context, progress io.Writer, tmp string, cfg Config, sc bench.ServeCommand) (*Result, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -201,8 +205,13 @@ func Run(ctx context.Context, progress io.Writer, tmp string, cfg Config, sc ben
 
 	if cfg.Kills > 0 {
 		say("failover: %d kills of a partition's leader while producing", cfg.Kills)
-		if err := failovers(ctx, say, cl, cfg, res); err != nil {
-			return nil, fmt.Errorf("failover: %w%s", err, cl.logs())
+		err := failovers(ctx, say, cl, cfg, res)
+		summarizeFailovers(res)
+		if err != nil {
+			// The rounds and the kills before the failure were measured:
+			// they are returned with the failure.
+			res.LoadAfter = bench.LoadAverage()
+			return res, fmt.Errorf("failover: %w%s", err, cl.logs())
 		}
 	}
 	say("stopping the cluster")
@@ -211,7 +220,7 @@ func Run(ctx context.Context, progress io.Writer, tmp string, cfg Config, sc ben
 	// restart, say) fails the run, but the figures were measured: both
 	// are returned.
 	var errs []error
-	if !res.Check.OK() {
+	if res.Check != nil && !res.Check.OK() {
 		errs = append(errs, ErrCheck)
 	}
 	if err := cl.stop(); err != nil {

@@ -28,7 +28,7 @@ func Write(w io.Writer, r *Result) error {
 		a, b := r.Single.Rounds[i], r.Cluster.Rounds[i]
 		fmt.Fprintf(w, "  round %d: produce %.0f / %.0f rec/s, consume %.0f / %.0f MB/s\n", i+1, b.ProduceRecsSec, a.ProduceRecsSec, b.ConsumeMBs, a.ConsumeMBs)
 	}
-	if len(r.Failovers) == 0 {
+	if r.Config.Kills == 0 {
 		return nil
 	}
 	rate := "as fast as acknowledged"
@@ -38,16 +38,32 @@ func Write(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "\nfailover: SIGKILL of a partition's leader while a producer writes acks=all (%s, client metadata refresh after %v at the soonest), restarted after each:\n\n", rate, c.MetadataMinAge)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kill\tpartition\tnode killed\tnew leader\tfirst ack s\tnew leader seen s\trestart: listening s\tall in sync s\t")
+	secs := func(s float64) string {
+		if s < 0 {
+			return "never"
+		}
+		return fmt.Sprintf("%.3f", s)
+	}
 	for i, f := range r.Failovers {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t\n", i+1, f.Partition, f.Killed, f.NewLeader, f.AckSec, f.LeaderSec, f.ListenSec, f.RejoinSec)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.3f\t%.3f\t%s\t%s\t\n", i+1, f.Partition, f.Killed, f.NewLeader, f.AckSec, f.LeaderSec, secs(f.ListenSec), secs(f.RejoinSec))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nkill -> first ack on that partition: median %.3f s, max %.3f s over %d kills\n", r.AckMedianSec, r.AckMaxSec, len(r.Failovers))
 	fmt.Fprintf(w, "kill -> Metadata names a new leader: median %.3f s, max %.3f s\n", r.LeaderMedianSec, r.LeaderMaxSec)
-	fmt.Fprintf(w, "killed node started again: listening after median %.3f s, every replica in sync after median %.3f s\n", r.ListenMedianSec, r.RejoinMedian)
+	after := func(what string, s float64) string {
+		if s < 0 {
+			return what + ": never"
+		}
+		return fmt.Sprintf("%s after median %.3f s", what, s)
+	}
+	fmt.Fprintf(w, "killed node started again: %s, %s\n", after("listening", r.ListenMedianSec), after("every replica in sync", r.RejoinMedian))
 	k := r.Check
+	if k == nil {
+		fmt.Fprintf(w, "checker: not run, the failover phase failed after %d of %d kills\n", len(r.Failovers), c.Kills)
+		return nil
+	}
 	fmt.Fprintf(w, "checker: %d records produced (a final mark per partition included), %d acknowledged, %d failed (%d of them stored), %d read back: ", r.FailoverRecords, k.Acked, k.Failed, k.Uncertain, k.Read)
 	if k.OK() {
 		fmt.Fprintln(w, "every acknowledged record read back once, at its offset")

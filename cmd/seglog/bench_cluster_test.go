@@ -81,7 +81,7 @@ func TestBenchClusterSmall(t *testing.T) {
 	}
 	// Every record the writer produced was acknowledged or failed, and
 	// every acknowledged one read back (the checker, which passed).
-	if c := r.Check; c.Acked == 0 || c.Acked+c.Failed != r.FailoverRecords || c.Read < c.Acked || !c.OK() {
+	if c := r.Check; c == nil || c.Acked == 0 || c.Acked+c.Failed != r.FailoverRecords || c.Read < c.Acked || !c.OK() {
 		t.Errorf("checker %+v for %d records produced", c, r.FailoverRecords)
 	}
 	if names, err := vfs.Default.List(dir); err != nil || len(names) != 0 {
