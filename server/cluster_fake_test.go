@@ -264,3 +264,19 @@ func (fc *fakeCluster) SetNotify(wake func()) {
 	}
 	fc.notify = wake
 }
+
+func (fc *fakeCluster) CreatePartitions(ctx context.Context, topic string, total int32) error {
+	return fc.st.AddPartitions(topic, int(total))
+}
+
+func (fc *fakeCluster) AlterTopicConfig(ctx context.Context, topic string, overrides map[string]string) error {
+	return fc.st.UpdateTopicConfig(topic, false, func(store.TopicConfig) (store.TopicConfig, error) {
+		cfg := store.DefaultTopicConfig()
+		for k, v := range overrides {
+			if err := cfg.Set(k, v); err != nil {
+				return cfg, err
+			}
+		}
+		return cfg, nil
+	})
+}

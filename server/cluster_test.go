@@ -372,21 +372,33 @@ func TestClusterAdmin(t *testing.T) {
 		t.Fatal("topic a still exists")
 	}
 
-	// What a cluster does not carry yet is refused, clearly.
+	// CreatePartitions and config changes go through the cluster; an
+	// explicit assignment is the controller's to make.
 	createTestTopic(t, ts.st, "r", 1)
 	cp := kmsg.NewPtrCreatePartitionsRequest()
 	cp.SetVersion(3)
 	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "r", Count: 2}}
-	if r := c.do(cp).(*kmsg.CreatePartitionsResponse).Topics[0]; r.ErrorCode != kerr.PolicyViolation.Code || r.ErrorMessage == nil {
+	if r := c.do(cp).(*kmsg.CreatePartitionsResponse).Topics[0]; r.ErrorCode != 0 {
 		t.Fatalf("create partitions: %+v", r)
+	}
+	if n, err := ts.st.Partitions("r"); err != nil || n != 2 {
+		t.Fatalf("r has %d partitions (%v) after CreatePartitions, want 2", n, err)
+	}
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "r", Count: 3, Assignment: []kmsg.CreatePartitionsRequestTopicAssignment{{Replicas: []int32{1}}}}}
+	if r := c.do(cp).(*kmsg.CreatePartitionsResponse).Topics[0]; r.ErrorCode != kerr.InvalidReplicaAssignment.Code || r.ErrorMessage == nil {
+		t.Fatalf("create partitions with an assignment: %+v", r)
 	}
 	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	ia.SetVersion(1)
 	ia.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "r",
 		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("5")}}}}
-	if r := c.do(ia).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.PolicyViolation.Code {
+	if r := c.do(ia).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != 0 {
 		t.Fatalf("incremental alter configs: %+v", r)
 	}
+	if cfg, err := ts.st.TopicConfigOf("r"); err != nil || cfg.Get("retention.ms") != "5" {
+		t.Fatalf("r's retention.ms after the alter: %q (%v), want 5", cfg.Get("retention.ms"), err)
+	}
+	// What a cluster does not carry yet is refused, clearly.
 	drr := kmsg.NewPtrDeleteRecordsRequest()
 	drr.SetVersion(2)
 	drr.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "r", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: -1}}}}
