@@ -342,3 +342,66 @@ func (s *Store) movePrefix(next, term uint64) error {
 	s.first = next
 	return s.saveAnchors()
 }
+
+// CompactTo moves the raft log's first entry up to the last anchored
+// entry at or below index+1, index being an entry applied on this node,
+// as raft.MemoryStorage's Compact does after a snapshot: the entries below
+// leave raft's view (a follower that needs them gets a snapshot) and the
+// partition keeps their data. Anchors are the raft log's first entry and
+// every segment's first batch, so the first entry moves a segment at a
+// time and the anchor checkpoint is rewritten only then. It returns the
+// offset of the first entry afterwards (the partition's end for an empty
+// log): nothing below it is raft's any more, so a compaction of the
+// partition below it, which removes batches, renumbers no entry.
+func (s *Store) CompactTo(index uint64) (int64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	if err := s.followLocked(); err != nil {
+		return 0, err
+	}
+	s.idx.Lock()
+	defer s.idx.Unlock()
+	if len(s.anchors) == 0 {
+		return s.log.EndOffset(), nil
+	}
+	k := s.anchorFor(min(index+1, s.last+1))
+	if k <= 0 {
+		return s.anchors[0].offset, nil
+	}
+	old := s.anchors
+	for _, a := range old[:k] {
+		if t := s.tables[a.index]; t != nil {
+			s.tableSize -= len(t.offs)
+			delete(s.tables, a.index)
+		}
+	}
+	s.anchors = append([]anchor(nil), old[k:]...)
+	if err := s.saveAnchors(); err != nil {
+		s.anchors = old
+		return 0, err
+	}
+	s.first = s.anchors[0].index
+	return s.anchors[0].offset, nil
+}
+
+// LastAnchor returns the offset of the last anchored entry: the first
+// batch of the newest segment an append started, or the raft log's first
+// entry (0 for a fresh log). Retention must keep it: were every anchored
+// batch deleted while the Store is closed (or before it notices), nothing
+// would say how many entries followed the last anchor, and Open refuses
+// such a log. The partition manager's cleaning floor stays at or below
+// it, so at least the newest anchored segment stays.
+func (s *Store) LastAnchor() int64 {
+	s.idx.RLock()
+	defer s.idx.RUnlock()
+	if len(s.anchors) == 0 {
+		return 0
+	}
+	return s.anchors[len(s.anchors)-1].offset
+}
