@@ -67,3 +67,9 @@ func (w Writer) AppendEpochBatches(epochs []int32, batches [][]byte) ([]seglog.A
 // (seglog.Log.TruncateTo): a replica dropping the uncommitted entries that
 // conflict with its leader's, which is why a Writer may do it at all.
 func (w Writer) TruncateTo(offset int64) error { return w.l.TruncateTo(offset) }
+
+// RestartAt empties the partition and restarts it at offset
+// (seglog.Log.RestartAt, Kafka's truncateFullyAndStartAt): a replica
+// installing its leader's snapshot when its own log ends below the
+// leader's start.
+func (w Writer) RestartAt(offset int64) error { return w.l.RestartAt(offset) }

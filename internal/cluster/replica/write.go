@@ -271,6 +271,9 @@ func (s *Store) ApplySnapshot(snap *pb.Snapshot) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	if took, err := s.takePending(index, term, end, md.GetConfState()); took || err != nil {
+		return err
+	}
 	if err := s.followLocked(); err != nil {
 		return err
 	}
