@@ -91,15 +91,14 @@ func TestRetentionUnderRaft(t *testing.T) {
 	c.start(f)
 	before := f.view(t, 0).StartOffset()
 	f.clean(t)
-	first, err := f.m.parts[key{topic, 0}].st.FirstIndex()
-	if err != nil {
-		t.Fatal(err)
+	if st, err := f.m.State(topic, 0); err != nil || f.view(t, 0).StartOffset() > st.HighWatermark {
+		t.Fatalf("node %d: retention right after a restart moved the start from %d to %d, past the high watermark %d (%v)", f.id, before, f.view(t, 0).StartOffset(), st.HighWatermark, err)
 	}
-	if off, err := f.m.parts[key{topic, 0}].st.Offset(first); err != nil || f.view(t, 0).StartOffset() > off {
-		t.Fatalf("node %d: retention right after a restart moved the start from %d to %d, past the first raft entry at %d (%v)", f.id, before, f.view(t, 0).StartOffset(), off, err)
-	}
+	// The replicas' log starts may differ now (each cleaned up to what
+	// it had applied, at its own time): once all have applied the same,
+	// retention leaves them the same again.
 	produceSome(20)
-	c.agree(0)
+	c.caughtUp(0)
 	for _, n := range c.nodes {
 		n.clean(t)
 	}
