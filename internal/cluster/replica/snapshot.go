@@ -42,8 +42,9 @@ const (
 type pendingSnap struct {
 	index, term uint64
 	end         int64
-	// complete is set once every batch up to end is stored.
-	complete bool
+	// complete is set once every batch up to end is stored; restart
+	// says the partition was restarted for it.
+	complete, restart bool
 }
 
 // SnapshotNeedsData reports whether snap needs the sender's data: not
@@ -216,10 +217,36 @@ func (s *Store) ReceiveSnapshot(ctx context.Context, snap *pb.Snapshot, fetch mu
 	rc := &receive{s: s, index: index, term: term, end: end, commit: commit, cut: cut, next: cut}
 	req := binary.BigEndian.AppendUint64(nil, uint64(cut))
 	req = binary.BigEndian.AppendUint64(req, uint64(end))
-	if err := fetch(ctx, req, rc.payload); err != nil {
-		return err
+	err = fetch(ctx, req, rc.payload)
+	if err == nil {
+		err = rc.finish()
 	}
-	return rc.finish()
+	if err != nil {
+		s.abortTransfer(rc)
+	}
+	return err
+}
+
+// abortTransfer undoes what a failed transfer did to the raft view, so
+// that raft, unfrozen, finds a log no longer than it was. After a cut the
+// batches stored past the committed entries go again (raft must not see
+// its log grow behind its back). After a restart nothing can be undone:
+// the pending snapshot stays, the commit index saved stays at least its
+// index (SetHardState), and Append refuses entries, which stops the
+// group until it is reopened (Open then restarts the partition at the
+// snapshot's end) or another transfer completes.
+func (s *Store) abortTransfer(rc *receive) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rc.restart || s.pending == nil || s.pending.restart {
+		return
+	}
+	if s.log.EndOffset() > rc.cut {
+		if s.p.TruncateTo(rc.cut) == nil {
+			_ = s.truncateEpochs(rc.cut)
+		}
+	}
+	s.pending = nil
 }
 
 // receive is one transfer's state.
@@ -380,7 +407,7 @@ func (s *Store) restartForSnapshot(index, term uint64, end, start int64) error {
 	if err != nil {
 		return err
 	}
-	s.pending = &pendingSnap{index: index, term: term, end: end}
+	s.pending = &pendingSnap{index: index, term: term, end: end, restart: true}
 	st := s.state
 	st.commit = max(st.commit, index)
 	if err := s.saveState(st); err != nil {
@@ -389,7 +416,7 @@ func (s *Store) restartForSnapshot(index, term uint64, end, start int64) error {
 	if err := s.writeAnchors([]anchor{{index + 1, end, term}}); err != nil {
 		return err
 	}
-	if err := s.p.RestartAt(start); err != nil {
+	if err := restartAt(s.p, start); err != nil {
 		return err
 	}
 	if err := s.epochs.Clear(); err != nil {
