@@ -12,9 +12,10 @@ import (
 
 // ErrSnapshotNeedsData is ApplySnapshot's answer to a snapshot past what
 // the partition holds (a follower too far behind, or one whose entries
-// conflict with the snapshot's): the partition up to the snapshot's end
-// offset must first be copied from the leader, which is not built yet
-// (docs/cluster-partitions.md, "What is left"). Nothing is changed.
+// conflict with the snapshot's) when no copy of the leader's data
+// prepared it (ReceiveSnapshot, snapshot.go; multiraft runs it before raft
+// sees the snapshot), and Append's while a copy that restarted the
+// partition is not taken yet. Nothing is changed.
 var ErrSnapshotNeedsData = errors.New("replica: the snapshot needs the leader's data")
 
 // Append writes entries, one batch each: consecutive, the first at most
@@ -250,6 +251,9 @@ func (s *Store) truncateFrom(index uint64) error {
 //     snapshot's data says (none: offset 0), as multiraft's bootstrap
 //     snapshot at index 1, term 1 on an empty partition: the log starts
 //     after it, at the partition's end;
+//   - the snapshot a completed copy from the leader prepared
+//     (ReceiveSnapshot): the log becomes empty after it, at its end
+//     offset, the copied batches below;
 //   - anything else needs the partition's data up to the snapshot from the
 //     leader: ErrSnapshotNeedsData, nothing changed.
 //
