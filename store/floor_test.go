@@ -72,12 +72,12 @@ func TestReplicatedPartitionHeldWithoutFloor(t *testing.T) {
 	mustf(t, s.CreateTopic("r", 1, cfg), "create")
 	w := fillSegments(t, s, "r", 4)
 	mustf(t, vfs.WriteFileAtomic(fsys, filepath.Join(testDir, layout.PartitionDirName("r", 0), layout.RaftStateFile), []byte("x")), "raft state")
+	segs := w.View().Segments()
 	_, err := s.Clean(context.Background(), "r")
 	mustf(t, err, "clean")
-	if start := w.View().StartOffset(); start != 0 {
-		t.Fatalf("a replicated partition with no floor was cleaned to %d", start)
+	if start, n := w.View().StartOffset(), w.View().NumSegments(); start != 0 || n != len(segs) {
+		t.Fatalf("a replicated partition with no floor was cleaned to %d, %d segments of %d", start, n, len(segs))
 	}
-	segs := w.View().Segments()
 	w.SetCleaningFloor(segs[1].NextOffset)
 	_, err = s.Clean(context.Background(), "r")
 	mustf(t, err, "clean")

@@ -428,7 +428,18 @@ func (c cleanerPart) Segments() []cleaner.Segment {
 	return out
 }
 
-func (c cleanerPart) Roll() error { return c.p.with(func(l *seglog.Log) error { return l.Roll() }) }
+// Roll rolls the active segment for retention to delete it whole, unless
+// the cleaning floor (floor.go) holds the active segment anyway: a roll
+// then serves nothing, and a replicated partition's segments are its raft
+// log's to start.
+func (c cleanerPart) Roll() error {
+	return c.p.with(func(l *seglog.Log) error {
+		if limit := c.p.cleaningLimit(l); limit >= 0 && limit < l.EndOffset() {
+			return nil
+		}
+		return l.Roll()
+	})
+}
 
 // DeleteBefore deletes below offset, held below the cleaning floor
 // (floor.go): checked here, where the segments go, so that a floor set
