@@ -398,11 +398,12 @@ func (g *clusterGroups) write(group string, recs []record.Record) error {
 	}
 	bld := record.NewBuilder(record.None)
 	now := g.clock.Now().UnixMilli()
-	for _, r := range recs {
-		if r.Timestamp == 0 {
-			r.Timestamp = now
+	for i := range recs {
+		ts := recs[i].Timestamp
+		if ts == 0 {
+			ts = now
 		}
-		if err := bld.Add(r); err != nil {
+		if err := bld.AddAt(int64(i), ts, &recs[i]); err != nil {
 			return err
 		}
 	}
@@ -413,7 +414,11 @@ func (g *clusterGroups) write(group string, recs []record.Record) error {
 	ctx, cancel := context.WithTimeout(g.ctx, offsetsCommitTimeout)
 	defer cancel()
 	if _, err := g.cl.Produce(ctx, store.OffsetsTopic, p, batch, -1); err != nil {
-		return fmt.Errorf("server: writing group %q to %s-%d: %w", group, store.OffsetsTopic, p, err)
+		err = fmt.Errorf("server: writing group %q to %s-%d: %w", group, store.OffsetsTopic, p, err)
+		if !errors.Is(err, ErrNotLeader) {
+			g.logger.Warn("server: a group's write failed", "err", err)
+		}
+		return err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

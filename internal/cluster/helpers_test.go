@@ -104,7 +104,7 @@ func (c *tcluster) startWith(tn *tnode, id int32, ln net.Listener) error {
 			return err
 		}
 	}
-	if tn.st, err = store.Open(tn.dir, store.Options{FS: c.fsOf(tn)}); err != nil {
+	if tn.st, err = store.Open(tn.dir, store.Options{FS: c.fsOf(tn), ReplicatedOffsets: true, OffsetsPartitions: 3}); err != nil {
 		ln.Close()
 		return err
 	}
