@@ -235,3 +235,47 @@ func TestClusterGroupsOffsetsTopicReadOnly(t *testing.T) {
 		t.Fatal("a client produced to the offsets topic")
 	}
 }
+
+// TestClusterGroupsCommitManyPartitions: a commit of several partitions
+// is one batch of several records, every one read back.
+func TestClusterGroupsCommitManyPartitions(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "g", 3)
+	c := dialRaw(t, ts.addr)
+	testutil.WaitFor(t, "the offsets partition is loaded", func() bool {
+		code, _ := fetchOffset(t, c, "grp", "g", 0)
+		return code == 0
+	})
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.SetVersion(8)
+	oc.Group, oc.Generation = "grp", -1
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "g", Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+		{Partition: 0, Offset: 10}, {Partition: 1, Offset: 11}, {Partition: 2, Offset: 12}}}}
+	for _, p := range c.do(oc).(*kmsg.OffsetCommitResponse).Topics[0].Partitions {
+		if p.ErrorCode != 0 {
+			t.Fatalf("partition %d: %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+		}
+	}
+	fc.mu.Lock()
+	produced := fc.produced
+	fc.mu.Unlock()
+	if produced != 1 {
+		t.Fatalf("%d Produce calls, want one batch", produced)
+	}
+	for p := range int32(3) {
+		if code, off := fetchOffset(t, c, "grp", "g", p); code != 0 || off != int64(10+p) {
+			t.Fatalf("partition %d: code %d offset %d, want %d", p, code, off, 10+p)
+		}
+	}
+	// Deleting the group writes one batch of three tombstones.
+	dg := kmsg.NewPtrDeleteGroupsRequest()
+	dg.Groups = []string{"grp"}
+	if r := c.do(dg).(*kmsg.DeleteGroupsResponse); r.Groups[0].ErrorCode != 0 {
+		t.Fatalf("delete group: %v", kerr.ErrorForCode(r.Groups[0].ErrorCode))
+	}
+	for p := range int32(3) {
+		if code, off := fetchOffset(t, c, "grp", "g", p); code != 0 || off != -1 {
+			t.Fatalf("partition %d after the delete: code %d offset %d, want -1", p, code, off)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -279,4 +280,91 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(string(b))
 	return len(b), nil
+}
+
+// singleNodeCluster starts a one-node cluster over dir on fs, with the
+// fake partition manager.
+func singleNodeCluster(t *testing.T, fs *vfs.MemFS, dir string) *tcluster {
+	t.Helper()
+	c := &tcluster{t: t, fs: fs, voters: map[int32]string{}, nodes: map[int32]*tnode{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn := &tnode{id: 1, dir: dir, addr: ln.Addr().String(), kafka: "k:1"}
+	c.nodes[1], c.voters[1] = tn, tn.addr
+	if err := c.startWith(tn, 1, ln); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if tn.node != nil {
+			c.stop(1)
+		}
+	})
+	c.controller()
+	return c
+}
+
+// The cluster's offsets topic is the store's own, adopted when empty; a
+// store whose offsets topic holds a single node's commits keeps them and
+// does not replicate the cluster's.
+func TestOffsetsTopicAdoption(t *testing.T) {
+	fs := vfs.NewMem()
+	st, err := store.Open("/single", store.Options{FS: fs, OffsetsPartitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateTopic("t", 1, store.DefaultTopicConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit("grp", "t", map[int32]int64{0: 0}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	for _, tc := range []struct {
+		dir   string
+		adopt bool
+	}{{"/fresh", true}, {"/single", false}} {
+		c := singleNodeCluster(t, fs, tc.dir)
+		tn := c.nodes[1]
+		ctx := ctxTimeout(t)
+		err := tn.node.CreateTopic(ctx, store.OffsetsTopic, 3, -1, map[string]string{"cleanup.policy": "compact"})
+		if tc.adopt != (err == nil) {
+			t.Fatalf("%s: creating the offsets topic: %v", tc.dir, err)
+		}
+		_, replicated := tn.parts.find(store.OffsetsTopic, 0)
+		if replicated != tc.adopt {
+			t.Errorf("%s: the offsets topic's partitions run here: %v, want %v", tc.dir, replicated, tc.adopt)
+		}
+		if !tc.adopt {
+			info, err := tn.st.DescribeTopic(store.OffsetsTopic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var records int64
+			for _, p := range info.Partitions {
+				records += p.EndOffset
+			}
+			if records != 1 {
+				t.Errorf("%s: the single node's offsets topic holds %d records, want its one commit", tc.dir, records)
+			}
+		}
+		c.stop(1)
+	}
+}
+
+// Start refuses a store that replays (and may write) its offsets topic.
+func TestStartRefusesUnreplicatedOffsets(t *testing.T) {
+	fs := vfs.NewMem()
+	st, err := store.Open("/d", store.Options{FS: fs, OffsetsPartitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = Start(Config{Dir: "/d", FS: fs, Store: st, NodeID: 1, RaftListen: "127.0.0.1:0",
+		Voters: map[int32]string{1: "127.0.0.1:1"}, Advertise: "k:1"})
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "ReplicatedOffsets") {
+		t.Fatalf("Start: %v, want ErrConfig naming ReplicatedOffsets", err)
+	}
 }

@@ -167,8 +167,11 @@ func (n *Node) syncTopics(st *meta.State) bool {
 			if id, ok := rec.ids[name]; ok && id == t.ID {
 				continue
 			}
-			if err := n.adoptOffsets(t); err != nil {
-				fail("cluster: not replicating the offsets topic on this node", "err", err)
+			if err := n.adoptOffsets(t); errors.Is(err, errNotAdoptable) {
+				n.log.Error("cluster: not replicating the offsets topic on this node", "err", err)
+				continue
+			} else if err != nil {
+				fail("cluster: reading the store's offsets topic", "err", err)
 				continue
 			}
 			rec.ids[name] = t.ID
@@ -231,6 +234,10 @@ func (n *Node) syncTopics(st *meta.State) bool {
 	return ok
 }
 
+// errNotAdoptable: the store's offsets topic cannot be the cluster's,
+// for good (the sync loop does not retry).
+var errNotAdoptable = errors.New("cluster: the store's offsets topic cannot be adopted")
+
 // adoptOffsets makes the store's own __consumer_offsets the replica of the
 // cluster's offsets topic t: the store made it at Open, and the partition
 // manager runs its partitions as it runs any topic's. It is adopted only
@@ -246,15 +253,16 @@ func (n *Node) adoptOffsets(t meta.Topic) error {
 		return err
 	}
 	if len(info.Partitions) != len(t.Replicas) {
-		return fmt.Errorf("the store's %s has %d partitions and the cluster's %d (store.Options.OffsetsPartitions must be the same on every node)",
-			store.OffsetsTopic, len(info.Partitions), len(t.Replicas))
+		return fmt.Errorf("%w: the store's %s has %d partitions and the cluster's %d (store.Options.OffsetsPartitions must be the same on every node)",
+			errNotAdoptable, store.OffsetsTopic, len(info.Partitions), len(t.Replicas))
 	}
 	for _, p := range info.Partitions {
 		if p.Err != nil {
 			return p.Err
 		}
 		if p.EndOffset > 0 {
-			return fmt.Errorf("the store's %s-%d holds records this node wrote before it joined the cluster; they are kept, and this node does not replicate the cluster's offsets topic", store.OffsetsTopic, p.Partition)
+			return fmt.Errorf("%w: the store's %s-%d holds records this node wrote before it joined the cluster; they are kept, and this node does not replicate the cluster's offsets topic",
+				errNotAdoptable, store.OffsetsTopic, p.Partition)
 		}
 	}
 	return nil
