@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,18 +183,8 @@ func TestGroupSurvivesCoordinatorFailover(t *testing.T) {
 	// 25 and 20 are within both partitions' records (raft's own entries
 	// take a few offsets besides).
 	want := map[int32]int64{0: 25, 1: 20}
-	var commitErr error
-	m1.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: want[0]}, 1: {Epoch: -1, Offset: want[1]}}},
-		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			commitErr = err
-			for _, rt := range resp.Topics {
-				for _, rp := range rt.Partitions {
-					commitErr = errors.Join(commitErr, kerr.ErrorForCode(rp.ErrorCode))
-				}
-			}
-		})
-	if commitErr != nil {
-		t.Fatalf("commit: %v", commitErr)
+	if err := commitSync(ctx, m1, topic, want); err != nil {
+		t.Fatalf("commit: %v", err)
 	}
 	if got := committed(ctx, m1, group, topic, 2); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("committed %v, want %v", got, want)
@@ -280,6 +271,84 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(string(b))
 	return len(b), nil
+}
+
+// commitSync commits offsets of topic as a member of its group and
+// returns the error, the partitions' included.
+func commitSync(ctx context.Context, cl *kgo.Client, topic string, offs map[int32]int64) error {
+	m := map[int32]kgo.EpochOffset{}
+	for p, o := range offs {
+		m[p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+	}
+	var out error
+	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: m},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			out = err
+			if resp == nil {
+				return
+			}
+			for _, rt := range resp.Topics {
+				for _, rp := range rt.Partitions {
+					out = errors.Join(out, kerr.ErrorForCode(rp.ErrorCode))
+				}
+			}
+		})
+	return out
+}
+
+// TestGroupMemberOutlivesCoordinator: a member that keeps running while
+// its group's coordinator stops finds the new coordinator, which loaded
+// the group's generation from the log: it goes on committing in its
+// generation, without a rebalance.
+func TestGroupMemberOutlivesCoordinator(t *testing.T) {
+	s := newServedCluster(t, 3)
+	ctrl := s.controller()
+	ctx := ctxTimeout(t)
+	const topic, group = "events", "live"
+	if err := ctrl.node.CreateTopic(ctx, topic, 1, -1, nil); err != nil {
+		t.Fatal(err)
+	}
+	prod := s.client(t)
+	for i := range 10 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var assigned atomic.Int32
+	m := s.client(t, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { assigned.Add(1) }))
+	testutil.WaitFor(t, "the member to read", func() bool {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		return len(m.PollFetches(pctx).Records()) > 0
+	})
+	if err := commitSync(ctx, m, topic, map[int32]int64{0: 3}); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	coord := coordinatorOf(ctx, prod, group)
+	if coord < 0 {
+		t.Fatal("no coordinator")
+	}
+	s.stopNode(coord)
+	// kgo finds the new coordinator itself (NOT_COORDINATOR, then
+	// COORDINATOR_LOAD_IN_PROGRESS while it loads); the commit carries
+	// the member's generation, which the new coordinator must know.
+	testutil.WaitFor(t, "the member to commit through the new coordinator", func() bool {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return commitSync(cctx, m, topic, map[int32]int64{0: 7}) == nil
+	})
+	admin := s.client(t)
+	// Another client may still be told of the stopped coordinator by a
+	// node that has not seen the election yet: it retries.
+	testutil.WaitFor(t, "the commit to be read back", func() bool {
+		got := committed(ctx, admin, group, topic, 1)
+		return got != nil && got[0] == 7
+	})
+	if n := assigned.Load(); n != 1 {
+		t.Errorf("the member was assigned %d times: the failover rebalanced the group", n)
+	}
 }
 
 // singleNodeCluster starts a one-node cluster over dir on fs, with the
