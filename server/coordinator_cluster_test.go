@@ -150,7 +150,8 @@ func TestClusterGroupsLeaderFlip(t *testing.T) {
 
 // TestClusterGroupsMembersDropped: a member waiting in JoinGroup on a
 // coordinator that loses the lead is answered NOT_COORDINATOR, and the
-// group's membership is reloaded from the log when the lead comes back.
+// group's last stable generation is reloaded from the log when the lead
+// comes back: its member heartbeats on in it.
 func TestClusterGroupsMembersDropped(t *testing.T) {
 	ts, fc := startCluster(t, Options{GroupInitialRebalanceDelay: -1})
 	createTestTopic(t, ts.st, "g", 1)
@@ -182,7 +183,19 @@ func TestClusterGroupsMembersDropped(t *testing.T) {
 		h.Group, h.Generation, h.MemberID = "grp", jr.Generation, jr.MemberID
 		return c.do(h).(*kmsg.HeartbeatResponse).ErrorCode
 	}
+	// A second member joins: its JoinGroup waits for the first to
+	// rejoin, which it will not do before the lead is lost.
+	c2 := dialRaw(t, ts.addr)
+	j2 := kmsg.NewPtrJoinGroupRequest()
+	j2.SetVersion(3)
+	j2.Group, j2.SessionTimeoutMillis, j2.RebalanceTimeoutMillis, j2.ProtocolType = "grp", 30000, 30000, "consumer"
+	j2.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
+	corr := c2.send(j2)
+	testutil.WaitFor(t, "the second member's join to start a rebalance", func() bool { return hb() == kerr.RebalanceInProgress.Code })
 	fc.setLeader(store.OffsetsTopic, p, false)
+	if r := c2.recv(j2, corr).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("a JoinGroup waiting when the lead is lost: %v, want NOT_COORDINATOR", kerr.ErrorForCode(r.ErrorCode))
+	}
 	if code := hb(); code != kerr.NotCoordinator.Code {
 		t.Fatalf("heartbeat on a follower: %d, want NOT_COORDINATOR", code)
 	}
