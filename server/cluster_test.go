@@ -433,37 +433,6 @@ func TestClusterKgo(t *testing.T) {
 	}
 }
 
-// TestClusterGroupsRefused: until groups are replicated, a cluster node
-// refuses group requests and never writes the offsets topic, a
-// replicated partition only the Cluster writes.
-func TestClusterGroupsRefused(t *testing.T) {
-	ts, _ := startCluster(t, Options{})
-	createTestTopic(t, ts.st, "g", 1)
-	c := dialRaw(t, ts.addr)
-	fc := kmsg.NewPtrFindCoordinatorRequest()
-	fc.SetVersion(3)
-	fc.CoordinatorKey = "grp"
-	if r := c.do(fc).(*kmsg.FindCoordinatorResponse); r.ErrorCode != kerr.CoordinatorNotAvailable.Code || r.ErrorMessage == nil {
-		t.Fatalf("find coordinator: %+v", r)
-	}
-	oc := kmsg.NewPtrOffsetCommitRequest()
-	oc.SetVersion(8)
-	oc.Group, oc.Generation = "grp", -1
-	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "g", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0}}}}
-	if r := c.do(oc).(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != kerr.NotCoordinator.Code {
-		t.Fatalf("offset commit: %+v", r.Topics[0].Partitions[0])
-	}
-	n, err := ts.st.Partitions(store.OffsetsTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p := range int32(n) {
-		if l, err := ts.st.Log(store.OffsetsTopic, p); err != nil || l.EndOffset() != 0 {
-			t.Fatalf("offsets partition %d written (%v)", p, err)
-		}
-	}
-}
-
 // TestClusterKgoEpochChange: a consumer reading across a leader election
 // is fenced (its fetches carry the old epoch), refreshes its metadata,
 // checks its position with OffsetForLeaderEpoch and reads on, every
