@@ -66,9 +66,10 @@ func (c *clusterFlags) check(cmd *cobra.Command, nodeID int32, listen, advertise
 	}
 	if advertise == "" {
 		// The other nodes hand this address to clients: it must name
-		// this host, not every interface.
-		host, port, _ := net.SplitHostPort(listen)
-		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) || port == "0" {
+		// this host, not every interface. (Port 0 is fine: the bound
+		// port is advertised.)
+		host, _, _ := net.SplitHostPort(listen)
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 			return usageErrorf(cmd, "--listen %s cannot be advertised to clients by the other nodes: give --advertise HOST:PORT", listen)
 		}
 	}
