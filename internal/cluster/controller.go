@@ -79,6 +79,10 @@ func (n *Node) createTopic(ctx context.Context, req request) response {
 	if err != nil {
 		return errResponse(err)
 	}
+	if t, ok := st.Topic(req.Topic); ok && req.TopicID != ([16]byte{}) && t.ID == req.TopicID {
+		// A retry of a create that succeeded: its answer was lost.
+		return response{Index: st.Index()}
+	}
 	rf := int(req.ReplicationFactor)
 	if rf == -1 {
 		rf = n.cfg.DefaultReplicationFactor
@@ -96,6 +100,9 @@ func (n *Node) createTopic(ctx context.Context, req request) response {
 	n.mu.Unlock()
 	if err != nil {
 		return errResponse(err)
+	}
+	if req.TopicID != ([16]byte{}) {
+		c.ID = req.TopicID // Apply refuses an id already in use
 	}
 	res, err := n.meta.Propose(ctx, c)
 	if err != nil {

@@ -51,6 +51,10 @@ type request struct {
 	Partitions        int32             `json:"partitions,omitempty"`
 	ReplicationFactor int16             `json:"replication_factor,omitempty"`
 	Configs           map[string]string `json:"configs,omitempty"`
+	// TopicID is CreateTopic's topic id, chosen by the requesting node so
+	// that a retry of a create whose answer was lost finds its own topic
+	// and succeeds, rather than answering that the topic exists.
+	TopicID [16]byte `json:"topic_id,omitzero"`
 	// AlterTopicConfig: Configs replaces the topic's overrides.
 	// CreatePartitions: Partitions is the new total.
 	// TimeoutMs is what is left of the sender's deadline.
@@ -166,8 +170,9 @@ func readFrame(r io.Reader, v any) error {
 // the wire. While the controller is unknown, unreachable or answers that
 // it is no longer the controller, it retries until ctx ends, and then
 // answers server.ErrNotController. A command whose answer was lost (the
-// connection broke after it was sent) is sent again: CreateTopic may
-// then answer that the topic exists.
+// connection broke after it was sent, or the controller lost its lead
+// after proposing) is sent again; CreateTopic carries its topic id so
+// that its retry finds its own topic.
 func (n *Node) forward(ctx context.Context, req request) (response, error) {
 	backoff := 20 * time.Millisecond
 	var last error

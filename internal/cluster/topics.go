@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -375,7 +376,13 @@ func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
 // CreateTopic creates a topic through the controller and returns once
 // this node's store holds it.
 func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
-	resp, err := n.forward(ctx, request{Op: opCreate, Broker: n.cfg.NodeID, Topic: name, Partitions: partitions, ReplicationFactor: replicationFactor, Configs: configs})
+	var id [16]byte
+	if _, err := crand.Read(id[:]); err != nil {
+		return err
+	}
+	id[6] = id[6]&0x0f | 0x40 // a version 4 UUID, as Kafka's topic ids
+	id[8] = id[8]&0x3f | 0x80
+	resp, err := n.forward(ctx, request{Op: opCreate, Broker: n.cfg.NodeID, Topic: name, Partitions: partitions, ReplicationFactor: replicationFactor, Configs: configs, TopicID: id})
 	if errors.Is(err, meta.ErrInvalidReplicationFactor) {
 		// The server's name for it, which it answers with Kafka's code.
 		err = fmt.Errorf("%w: %w", server.ErrInvalidReplicationFactor, err)

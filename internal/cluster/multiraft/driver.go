@@ -344,13 +344,16 @@ func (n *Node) ready(g *group, out *roundOut) {
 }
 
 func (n *Node) persist(g *group, rd raft.Ready) error {
-	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
-		if err := g.storage.SetHardState(hs); err != nil {
-			return err
-		}
-	}
-	// The snapshot before the entries: installing it replaces the log,
-	// and a Ready's entries, if any, follow it.
+	// The snapshot, then the entries, then the hard state: the three are
+	// not one atomic write (etcd's WAL makes them one record), and a
+	// hard state durable before the entries it counts would, after a
+	// power loss between them, name a commit index past the log's end,
+	// which etcd raft refuses at start ("state.commit is out of range";
+	// found by TestPowerLossOneNode). Entries of a newer term durable
+	// before the term is: the node restarts in the older term with a
+	// log whose last term is newer, which only makes it refuse votes to
+	// candidates behind that log. The snapshot comes first because
+	// installing it replaces the log, and a Ready's entries follow it.
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if err := g.storage.ApplySnapshot(rd.Snapshot); err != nil {
 			return err
@@ -359,6 +362,11 @@ func (n *Node) persist(g *group, rd raft.Ready) error {
 	}
 	if len(rd.Entries) > 0 {
 		if err := g.storage.Append(rd.Entries); err != nil {
+			return err
+		}
+	}
+	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
+		if err := g.storage.SetHardState(hs); err != nil {
 			return err
 		}
 	}
