@@ -1,12 +1,13 @@
 package replica
 
 import (
+	pb "go.etcd.io/raft/v3/raftpb"
+
 	"testing"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/compaction"
 	"github.com/seglog/seglog/vfs"
-	"go.etcd.io/raft/v3"
 )
 
 // TestCompactTo: the first entry moves up a segment at a time to the last
@@ -53,8 +54,14 @@ func TestCompactTo(t *testing.T) {
 	if !isSegmentBase {
 		t.Fatalf("CompactTo moved to offset %d, not a segment's base", off)
 	}
-	oracle := raft.NewMemoryStorage()
-	if err := oracle.ApplySnapshot(snapAt(first-1, es[first-3].GetTerm())); err != nil {
+	oracle := newOracle()
+	// The store's first index moved by compaction, not a snapshot: no
+	// commit rule (memOracle's) applies.
+	if err := oracle.MemoryStorage.ApplySnapshot(snapAt(first-1, es[first-3].GetTerm())); err != nil {
+		t.Fatal(err)
+	}
+	// The store's bootstrap snapshot committed index 1.
+	if err := oracle.SetHardState(&pb.HardState{Term: new(uint64(0)), Vote: new(uint64(0)), Commit: new(uint64(1))}); err != nil {
 		t.Fatal(err)
 	}
 	if err := oracle.Append(es[first-2:]); err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
-	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
@@ -107,9 +106,9 @@ next:
 
 // copyOf returns a MemoryStorage holding what s holds, the batches
 // unstamped as raft proposed them.
-func copyOf(t testing.TB, s *Store) *raft.MemoryStorage {
+func copyOf(t testing.TB, s *Store) memOracle {
 	t.Helper()
-	ms := raft.NewMemoryStorage()
+	ms := newOracle()
 	snap, err := s.Snapshot()
 	if err != nil {
 		t.Fatal(err)

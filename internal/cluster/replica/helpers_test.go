@@ -138,14 +138,14 @@ func sameEntry(got, want *pb.Entry) error {
 // compareStores checks that s answers every read as the oracle does:
 // bounds, terms (and their errors) around them, every entry, the initial
 // state and the snapshot's metadata.
-func compareStores(t testing.TB, label string, s *Store, oracle *raft.MemoryStorage) {
+func compareStores(t testing.TB, label string, s *Store, oracle raft.Storage) {
 	t.Helper()
 	if err := sameReads(s, oracle); err != nil {
 		t.Fatalf("%s: %v", label, err)
 	}
 }
 
-func sameReads(s *Store, oracle *raft.MemoryStorage) error {
+func sameReads(s *Store, oracle raft.Storage) error {
 	first, err := s.FirstIndex()
 	if err != nil {
 		return err

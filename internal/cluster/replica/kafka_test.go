@@ -201,9 +201,14 @@ func TestRetentionBelow(t *testing.T) {
 			break
 		}
 	}
-	oracleAt := func(first uint64) *raft.MemoryStorage {
-		ms := raft.NewMemoryStorage()
-		if err := ms.ApplySnapshot(snapAt(first-1, es[first-3].GetTerm())); err != nil {
+	oracleAt := func(first uint64) memOracle {
+		ms := newOracle()
+		// Retention moved the first index, not a snapshot: no commit rule.
+		if err := ms.MemoryStorage.ApplySnapshot(snapAt(first-1, es[first-3].GetTerm())); err != nil {
+			t.Fatal(err)
+		}
+		// The store's bootstrap snapshot committed index 1.
+		if err := ms.SetHardState(&pb.HardState{Term: new(uint64(0)), Vote: new(uint64(0)), Commit: new(uint64(1))}); err != nil {
 			t.Fatal(err)
 		}
 		if err := ms.Append(es[first-2:]); err != nil {

@@ -317,6 +317,11 @@ func (s *Store) ApplySnapshot(snap *pb.Snapshot) error {
 	}
 	st := s.state
 	st.setConfState(md.GetConfState())
+	// Committed up to the snapshot, in the same write: the driver saves
+	// the hard state after this, and a crash in between would otherwise
+	// leave a commit index below the log's first entry, which etcd raft
+	// refuses at start as it does one past the last.
+	st.commit = max(st.commit, index)
 	if err := s.saveState(st); err != nil {
 		return err
 	}
