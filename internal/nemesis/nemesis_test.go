@@ -197,7 +197,7 @@ func TestNemesisSingleNode(t *testing.T) {
 	h := wl.Stop(stopCtx)
 	stopCancel()
 	readCtx, readCancel := context.WithTimeout(context.Background(), time.Minute)
-	h.Read, err = ReadAll(readCtx, brokers, topic)
+	h.Read, _, err = ReadAll(readCtx, brokers, topic)
 	readCancel()
 	if err != nil {
 		t.Error(err)
