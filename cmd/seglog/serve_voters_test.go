@@ -1,0 +1,60 @@
+package main
+
+import (
+	"maps"
+	"strings"
+	"testing"
+)
+
+func TestParseVoters(t *testing.T) {
+	got, err := parseVoters("1@127.0.0.1:9093, 2@localhost:9094,3@[::1]:9095")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]string{1: "127.0.0.1:9093", 2: "localhost:9094", 3: "[::1]:9095"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for _, bad := range []struct{ in, says string }{
+		{"", "want ID@HOST:PORT"},
+		{"1@a:1,,2@b:2", "want ID@HOST:PORT"},
+		{"127.0.0.1:9093", "want ID@HOST:PORT"},
+		{"0@a:1", "id must be"},
+		{"-1@a:1", "id must be"},
+		{"x@a:1", "id must be"},
+		{"3000000000@a:1", "id must be"},
+		{"1@a", "missing port"},
+		{"1@a:0", "port must be"},
+		{"1@a:70000", "port must be"},
+		{"1@:9093", "no host"},
+		{"1@a:1,1@b:2", "appears twice"},
+		{"1@a:1,2@a:1", "same address"},
+	} {
+		if _, err := parseVoters(bad.in); err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("parseVoters(%q) = %v, want an error saying %q", bad.in, err, bad.says)
+		}
+	}
+}
+
+func TestCheckClusterFlags(t *testing.T) {
+	voters := map[int32]string{1: "127.0.0.1:9093", 2: "127.0.0.1:9094", 3: "127.0.0.1:9095"}
+	if err := checkClusterFlags(voters, 2, "0.0.0.0:9094", 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []struct {
+		node   int32
+		listen string
+		rf     int
+		says   string
+	}{
+		{4, "127.0.0.1:9094", 3, "not among --voters"},
+		{2, "127.0.0.1:9093", 3, "not this node's port"},
+		{2, "127.0.0.1:0", 3, "not this node's port"},
+		{2, "nonsense", 3, "invalid --raft-listen"},
+		{2, "127.0.0.1:9094", 4, "must be 1 to the number of voters"},
+	} {
+		if err := checkClusterFlags(voters, bad.node, bad.listen, bad.rf); err == nil || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("checkClusterFlags(node %d, %s, rf %d) = %v, want an error saying %q", bad.node, bad.listen, bad.rf, err, bad.says)
+		}
+	}
+}
