@@ -48,3 +48,17 @@ func (w Writer) View() seglog.View { return w.l.View() }
 // Sync makes every record appended so far durable, whatever the topic's
 // flush settings (seglog.Log.Sync).
 func (w Writer) Sync() error { return w.l.Sync() }
+
+// AppendEpochBatches appends batches as a replica stores its leader's:
+// each is stamped with the log end as its base offset and with its epoch
+// (seglog.Log.AppendEpochBatches). It is for a replicated partition's raft
+// log (package internal/cluster/replica), which owns the partition's
+// offsets: nothing else may append to such a partition.
+func (w Writer) AppendEpochBatches(epochs []int32, batches [][]byte) ([]seglog.AppendInfo, error) {
+	return w.l.AppendEpochBatches(epochs, batches)
+}
+
+// TruncateTo removes every record at or after offset
+// (seglog.Log.TruncateTo): a replica dropping the uncommitted entries that
+// conflict with its leader's, which is why a Writer may do it at all.
+func (w Writer) TruncateTo(offset int64) error { return w.l.TruncateTo(offset) }

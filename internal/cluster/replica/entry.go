@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // ControlType is the control record type of the batches holding raft's
@@ -22,12 +21,13 @@ const ControlType record.ControlType = 0x5241 // "RA"
 
 // entryVersion is the version of the control record's value layout:
 //
-//	int16 version, uint8 raft LogType,
-//	uint32 len(Data), Data, uint32 len(Extensions), Extensions
-const entryVersion = 0
+//	int16 version, uint8 etcd raft EntryType, Data (the rest of the value)
+//
+// Version 0 was hashicorp raft's layout, never written by this one.
+const entryVersion = 1
 
-// entryValueOverhead is the value's framing beside Data and Extensions.
-const entryValueOverhead = 2 + 1 + 4 + 4
+// entryValueOverhead is the value's framing beside Data.
+const entryValueOverhead = 2 + 1
 
 // controlOverhead bounds a control batch's bytes beside its value: the
 // batch header, the record's framing and the control key.
@@ -35,163 +35,127 @@ const controlOverhead = record.HeaderSize + 32 + record.ControlKeySize
 
 // Errors a caller can match.
 var (
-	// ErrBadEntry is StoreLogs' refusal of a call: entries not following
-	// the last index or each other, a term lower than the last one or
-	// above 2^31-1 (a leader epoch is an int32), a command whose data is
+	// ErrBadEntry is Append's refusal of a call: entries not following
+	// each other or the log, a term lower than the one before it or above
+	// 2^31-1 (a leader epoch is an int32), a producer entry whose data is
 	// not a batch, an entry too large for a batch. Nothing is stored.
 	ErrBadEntry = errors.New("replica: entry refused")
-	// ErrExtensions: a LogCommand entry carries Extensions, which a
-	// producer batch cannot hold (see the package doc). It matches
-	// ErrBadEntry too.
-	ErrExtensions = errors.New("replica: a command entry with extensions")
-	// ErrMiddleRange is DeleteRange's refusal of a range strictly inside
-	// the log, which raft never asks for. Nothing is deleted.
-	ErrMiddleRange = errors.New("replica: only a prefix or a suffix of the log may be deleted")
 	// ErrNotAnEntry: a stored batch is a control batch that is not one of
 	// raft's entries, or holds a malformed entry. It matches
 	// seglog.ErrCorrupt.
 	ErrNotAnEntry = fmt.Errorf("%w: a batch that is not a raft entry", seglog.ErrCorrupt)
 )
 
-// checkEntry refuses, before anything is written, an entry StoreLogs
-// cannot store. maxBatch is the partition's MaxBatchBytes.
-func checkEntry(l *raft.Log, maxBatch int) error {
-	if l.Term > math.MaxInt32 {
-		return fmt.Errorf("%w: entry %d has term %d, above the largest leader epoch %d", ErrBadEntry, l.Index, l.Term, math.MaxInt32)
+// isProducer reports whether e is a producer batch: a normal entry with
+// data. The empty normal entry is the one a new leader appends.
+func isProducer(e *pb.Entry) bool {
+	return e.GetType() == pb.EntryType_EntryNormal && len(e.GetData()) > 0
+}
+
+// checkEntry refuses, before anything is written, an entry Append cannot
+// store. maxBatch is the partition's MaxBatchBytes.
+func checkEntry(e *pb.Entry, maxBatch int) error {
+	if e.GetTerm() > math.MaxInt32 {
+		return fmt.Errorf("%w: entry %d has term %d, above the largest leader epoch %d", ErrBadEntry, e.GetIndex(), e.GetTerm(), math.MaxInt32)
 	}
-	if l.Index == 0 {
-		return fmt.Errorf("%w: index 0", ErrBadEntry)
+	if e.GetIndex() == 0 || e.GetIndex() > math.MaxInt64 {
+		return fmt.Errorf("%w: index %d", ErrBadEntry, e.GetIndex())
 	}
-	if l.Type != raft.LogCommand {
-		if n := len(l.Data) + len(l.Extensions) + entryValueOverhead + controlOverhead; n > maxBatch {
-			return fmt.Errorf("%w: %v entry %d needs a batch of %d bytes, the limit is %d", ErrBadEntry, l.Type, l.Index, n, maxBatch)
+	if !isProducer(e) {
+		if n := len(e.GetData()) + entryValueOverhead + controlOverhead; n > maxBatch {
+			return fmt.Errorf("%w: %v entry %d needs a batch of %d bytes, the limit is %d", ErrBadEntry, e.GetType(), e.GetIndex(), n, maxBatch)
 		}
 		return nil
 	}
-	if len(l.Extensions) > 0 {
-		return fmt.Errorf("%w: %w: entry %d", ErrBadEntry, ErrExtensions, l.Index)
-	}
-	b := record.Batch(l.Data)
+	b := record.Batch(e.GetData())
 	if len(b) > maxBatch {
-		return fmt.Errorf("%w: %w: entry %d is a batch of %d bytes, the limit is %d", ErrBadEntry, seglog.ErrBatchTooLarge, l.Index, len(b), maxBatch)
+		return fmt.Errorf("%w: %w: entry %d is a batch of %d bytes, the limit is %d", ErrBadEntry, seglog.ErrBatchTooLarge, e.GetIndex(), len(b), maxBatch)
 	}
 	// The CRC and framing are checked here so that a bad batch in the
-	// middle of a call stores nothing; AppendEpochBatch checks them again
-	// with the record walk.
+	// middle of a call stores nothing; AppendEpochBatches checks them
+	// again with the record walk.
 	if err := b.Validate(); err != nil {
-		return fmt.Errorf("%w: entry %d: %w", ErrBadEntry, l.Index, err)
+		return fmt.Errorf("%w: entry %d: %w", ErrBadEntry, e.GetIndex(), err)
 	}
 	if b.IsControl() {
-		return fmt.Errorf("%w: entry %d: a command may not be a control batch", ErrBadEntry, l.Index)
+		return fmt.Errorf("%w: entry %d: a producer entry may not be a control batch", ErrBadEntry, e.GetIndex())
 	}
 	if b.NumRecords() <= 0 || int64(b.LastOffsetDelta())+1 != int64(b.NumRecords()) {
-		return fmt.Errorf("%w: entry %d: lastOffsetDelta %d with %d records", ErrBadEntry, l.Index, b.LastOffsetDelta(), b.NumRecords())
+		return fmt.Errorf("%w: entry %d: lastOffsetDelta %d with %d records", ErrBadEntry, e.GetIndex(), b.LastOffsetDelta(), b.NumRecords())
 	}
 	return nil
 }
 
-// buildControl encodes a non-command entry as a control batch of one
-// record, into bld (Reset first). The record's timestamp is AppendedAt in
-// milliseconds, -1 for a zero time.
-func buildControl(bld *record.Builder, l *raft.Log, val []byte) (record.Batch, []byte, error) {
+// buildControl encodes a raft entry as a control batch of one record, into
+// bld (Reset first). The record has no timestamp (-1): raft's entries are
+// not the producers' and must not move the time index.
+func buildControl(bld *record.Builder, e *pb.Entry, val []byte) (record.Batch, []byte, error) {
 	val = binary.BigEndian.AppendUint16(val[:0], entryVersion)
-	val = append(val, byte(l.Type))
-	val = binary.BigEndian.AppendUint32(val, uint32(len(l.Data)))
-	val = append(val, l.Data...)
-	val = binary.BigEndian.AppendUint32(val, uint32(len(l.Extensions)))
-	val = append(val, l.Extensions...)
-	ts := int64(-1)
-	if !l.AppendedAt.IsZero() {
-		ts = l.AppendedAt.UnixMilli()
-	}
+	val = append(val, byte(e.GetType()))
+	val = append(val, e.GetData()...)
 	var key [record.ControlKeySize]byte
 	bld.Reset()
 	bld.SetControl(true)
-	if err := bld.Add(record.Record{Timestamp: ts, Key: record.AppendControlKey(key[:0], ControlType), Value: val}); err != nil {
+	if err := bld.Add(record.Record{Timestamp: -1, Key: record.AppendControlKey(key[:0], ControlType), Value: val}); err != nil {
 		return nil, val, err
 	}
 	b, err := bld.Build()
 	return b, val, err
 }
 
-// decodeEntry fills out from a stored, CRC-checked batch. A command's Data
-// is a copy of the batch; out's other byte slices are copies too.
-func decodeEntry(b record.Batch, index uint64, out *raft.Log) error {
-	*out = raft.Log{Index: index, Term: uint64(b.PartitionLeaderEpoch())}
+// decodeEntry makes the entry index from a stored, CRC-checked batch. Its
+// Data is a copy. Type is left unset for a normal entry, and Data nil when
+// empty, as raft makes them, so that an entry's size (which Entries'
+// maxSize counts) is the one raft proposed.
+func decodeEntry(b record.Batch, index uint64) (*pb.Entry, error) {
+	e := &pb.Entry{Index: new(index), Term: new(uint64(max(b.PartitionLeaderEpoch(), 0)))}
 	if !b.IsControl() {
-		out.Type = raft.LogCommand
-		out.Data = append([]byte(nil), b...)
-		out.AppendedAt = fromMillis(b.MaxTimestamp())
-		return nil
+		e.Data = append([]byte(nil), b...)
+		return e, nil
 	}
 	n := 0
 	for r, err := range b.Records() {
 		if err != nil {
-			return fmt.Errorf("%w: at offset %d: %w", ErrNotAnEntry, b.BaseOffset(), err)
+			return nil, fmt.Errorf("%w: at offset %d: %w", ErrNotAnEntry, b.BaseOffset(), err)
 		}
 		if n++; n > 1 {
-			return fmt.Errorf("%w: control batch at offset %d holds more than one record", ErrNotAnEntry, b.BaseOffset())
+			return nil, fmt.Errorf("%w: control batch at offset %d holds more than one record", ErrNotAnEntry, b.BaseOffset())
 		}
 		_, typ, err := record.ParseControlKey(r.Key)
 		if err != nil || typ != ControlType {
-			return fmt.Errorf("%w: control batch at offset %d has type %v", ErrNotAnEntry, b.BaseOffset(), typ)
+			return nil, fmt.Errorf("%w: control batch at offset %d has type %v", ErrNotAnEntry, b.BaseOffset(), typ)
 		}
-		if err := decodeValue(r.Value, out); err != nil {
-			return fmt.Errorf("%w: at offset %d: %s", ErrNotAnEntry, b.BaseOffset(), err)
+		if err := decodeValue(r.Value, e); err != nil {
+			return nil, fmt.Errorf("%w: at offset %d: %s", ErrNotAnEntry, b.BaseOffset(), err)
 		}
-		out.AppendedAt = fromMillis(r.Timestamp)
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: empty control batch at offset %d", ErrNotAnEntry, b.BaseOffset())
+		return nil, fmt.Errorf("%w: empty control batch at offset %d", ErrNotAnEntry, b.BaseOffset())
 	}
-	return nil
+	return e, nil
 }
 
-// decodeValue parses an entry's value; lengths are checked against the
-// bytes there, never trusted to size anything.
-func decodeValue(v []byte, out *raft.Log) error {
+// decodeValue parses an entry's value into e.
+func decodeValue(v []byte, e *pb.Entry) error {
 	if len(v) < entryValueOverhead {
 		return fmt.Errorf("value of %d bytes", len(v))
 	}
 	if ver := binary.BigEndian.Uint16(v); ver != entryVersion {
 		return fmt.Errorf("value version %d, this build reads %d", ver, entryVersion)
 	}
-	out.Type = raft.LogType(v[2])
-	if out.Type == raft.LogCommand {
-		return errors.New("a command stored as a control batch")
-	}
-	v = v[3:]
-	field := func() ([]byte, error) {
-		if len(v) < 4 {
-			return nil, errors.New("value cut short")
+	typ := pb.EntryType(v[2])
+	switch typ {
+	case pb.EntryType_EntryNormal:
+		if len(v) > entryValueOverhead {
+			return errors.New("a normal entry with data stored as a control batch")
 		}
-		n := binary.BigEndian.Uint32(v)
-		if uint64(n) > uint64(len(v)-4) {
-			return nil, fmt.Errorf("a field of %d bytes in %d", n, len(v)-4)
-		}
-		f := v[4 : 4+n]
-		v = v[4+n:]
-		if n == 0 {
-			return nil, nil
-		}
-		return append([]byte(nil), f...), nil
+	case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:
+		e.Type = typ.Enum()
+	default:
+		return fmt.Errorf("entry type %d", typ)
 	}
-	var err error
-	if out.Data, err = field(); err != nil {
-		return err
-	}
-	if out.Extensions, err = field(); err != nil {
-		return err
-	}
-	if len(v) != 0 {
-		return fmt.Errorf("%d bytes after the value", len(v))
+	if len(v) > entryValueOverhead {
+		e.Data = append([]byte(nil), v[entryValueOverhead:]...)
 	}
 	return nil
-}
-
-func fromMillis(ms int64) time.Time {
-	if ms < 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
 }

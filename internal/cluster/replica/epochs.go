@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"sort"
+
 	"fmt"
 
 	"github.com/seglog/seglog"
@@ -95,4 +97,41 @@ func (s *Store) readBatchHolding(off int64) (record.Batch, error) {
 	first := sl.FirstOffset()
 	sl.Close()
 	return s.readBatch(first)
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-320) by Kafka's rule
+// (LeaderEpochFileCache.endOffsetFor), from the leader-epoch cache: for
+// the latest epoch, that epoch and the end of the raft log; for an older
+// one, the largest epoch at or below it and the start of the epoch after
+// that one; for one below every epoch held, the epoch asked for and the
+// first epoch's start; -1, -1 for an epoch above every epoch held, or
+// when none is.
+func (s *Store) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, 0, err
+	}
+	s.mu.Lock()
+	es := s.epochs.Entries()
+	s.mu.Unlock()
+	s.idx.RLock()
+	end := s.end
+	if len(s.anchors) == 0 {
+		end = s.log.EndOffset()
+	}
+	s.idx.RUnlock()
+	if epoch < 0 || len(es) == 0 {
+		return -1, -1, nil
+	}
+	if epoch == es[len(es)-1].Epoch {
+		return epoch, end, nil
+	}
+	// The first epoch above the one asked for.
+	i := sort.Search(len(es), func(i int) bool { return es[i].Epoch > epoch })
+	switch {
+	case i == len(es):
+		return -1, -1, nil
+	case i == 0:
+		return epoch, es[0].StartOffset, nil
+	}
+	return es[i-1].Epoch, es[i].StartOffset, nil
 }

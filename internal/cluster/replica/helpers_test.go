@@ -9,13 +9,23 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
+	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Both a plain Log (these tests) and a store's Writer (a node) hold a
+// replica's partition.
+var (
+	_ Partition = (*seglog.Log)(nil)
+	_ Partition = store.Writer{}
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -24,22 +34,47 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // segments and their anchors.
 const testSegmentBytes = 1 << 10
 
+// openLog opens the partition in dir as a plain seglog Log (no sync on
+// append: the Store syncs what it writes).
+func openLog(t testing.TB, fs vfs.FS, dir string) *seglog.Log {
+	t.Helper()
+	l, err := seglog.Open(dir, seglog.Options{FS: fs, Logger: quiet, LogConfig: seglog.LogConfig{SegmentBytes: testSegmentBytes, MaxIndexBytes: 4 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// openT opens the partition in dir and a Store over it; closeT closes
+// both.
 func openT(t testing.TB, fs vfs.FS, dir string) *Store {
 	t.Helper()
-	s, err := Open(dir, Options{FS: fs, SegmentBytes: testSegmentBytes, Logger: quiet, maxIndexBytes: 4 << 10})
+	l := openLog(t, fs, dir)
+	s, err := Open(l, Options{FS: fs})
 	if err != nil {
+		l.Close()
 		t.Fatal(err)
 	}
 	return s
 }
 
+func closeT(t testing.TB, s *Store) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.p.(*seglog.Log).Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // producerBatch builds a producer's batch of n records (base offset 0,
 // as a client sends it) whose values name index.
-func producerBatch(t testing.TB, index uint64, n int, ts int64) []byte {
+func producerBatch(t testing.TB, index uint64, n int) []byte {
 	t.Helper()
 	bld := record.NewBuilder(record.None)
 	for i := range n {
-		if err := bld.Add(record.Record{Offset: int64(i), Timestamp: ts, Key: []byte("k"), Value: []byte(fmt.Sprintf("entry %d record %d", index, i))}); err != nil {
+		if err := bld.Add(record.Record{Offset: int64(i), Timestamp: 1_700_000_000_000 + int64(index), Key: []byte("k"), Value: fmt.Appendf(nil, "entry %d record %d", index, i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,115 +85,125 @@ func producerBatch(t testing.TB, index uint64, n int, ts int64) []byte {
 	return append([]byte(nil), b...)
 }
 
-// entries makes the entries [lo, hi] of term: mostly commands of one to
-// three records (how many depends on the term too, so an entry re-appended
-// in a newer term moves the offsets after it), with a no-op, a
-// configuration and a barrier among them.
-// AppendedAt is what the store gives back (whole milliseconds), so the
-// oracle's entries compare equal.
-func entries(t testing.TB, lo, hi, term uint64) []*raft.Log {
-	var out []*raft.Log
+// entries makes the entries [lo, hi] of term, as raft makes them: mostly
+// producer batches of one to three records (how many depends on the term
+// too, so an entry re-appended in a newer term moves the offsets after
+// it), with a leader's empty entry and configuration changes among them.
+func entries(t testing.TB, lo, hi, term uint64) []*pb.Entry {
+	var out []*pb.Entry
 	for i := lo; i <= hi; i++ {
-		ms := int64(1_700_000_000_000 + i)
-		l := &raft.Log{Index: i, Term: term, AppendedAt: time.UnixMilli(ms)}
+		e := &pb.Entry{Index: new(i), Term: new(term)}
 		switch i % 7 {
 		case 3:
-			l.Type = raft.LogNoop
+			// The empty entry a new leader appends.
 		case 5:
-			l.Type, l.Data, l.Extensions = raft.LogConfiguration, []byte(fmt.Sprintf("configuration %d", i)), []byte("ext")
+			e.Type, e.Data = pb.EntryConfChange.Enum(), fmt.Appendf(nil, "configuration %d", i)
 		case 6:
-			l.Type = raft.LogBarrier
+			e.Type, e.Data = pb.EntryConfChangeV2.Enum(), fmt.Appendf(nil, "configuration v2 %d", i)
 		default:
-			l.Type, l.Data = raft.LogCommand, producerBatch(t, i, int((i+term)%3)+1, ms)
+			e.Data = producerBatch(t, i, int((i+term)%3)+1)
 		}
-		out = append(out, l)
+		out = append(out, e)
 	}
 	return out
 }
 
 // sameEntry compares an entry the store returned with the oracle's: a
-// command's batch differs only by its stamped base offset and epoch.
-func sameEntry(got, want *raft.Log) error {
-	if got.Index != want.Index || got.Term != want.Term || got.Type != want.Type || !got.AppendedAt.Equal(want.AppendedAt) || !bytes.Equal(got.Extensions, want.Extensions) {
-		return fmt.Errorf("got index %d term %d type %v at %v ext %q, want %d %d %v %v %q",
-			got.Index, got.Term, got.Type, got.AppendedAt, got.Extensions, want.Index, want.Term, want.Type, want.AppendedAt, want.Extensions)
+// producer batch differs only by its stamped base offset and epoch; the
+// sizes raft counts are the same.
+func sameEntry(got, want *pb.Entry) error {
+	if got.GetIndex() != want.GetIndex() || got.GetTerm() != want.GetTerm() || got.GetType() != want.GetType() {
+		return fmt.Errorf("got index %d term %d type %v, want %d %d %v", got.GetIndex(), got.GetTerm(), got.GetType(), want.GetIndex(), want.GetTerm(), want.GetType())
 	}
-	if got.Type != raft.LogCommand {
-		if !bytes.Equal(got.Data, want.Data) {
-			return fmt.Errorf("entry %d: data %q, want %q", got.Index, got.Data, want.Data)
+	if proto.Size(got) != proto.Size(want) {
+		return fmt.Errorf("entry %d: size %d, want %d", got.GetIndex(), proto.Size(got), proto.Size(want))
+	}
+	if !isProducer(want) {
+		if !bytes.Equal(got.GetData(), want.GetData()) {
+			return fmt.Errorf("entry %d: data %q, want %q", got.GetIndex(), got.GetData(), want.GetData())
 		}
 		return nil
 	}
-	b := record.Batch(bytes.Clone(got.Data))
-	if int64(b.PartitionLeaderEpoch()) != int64(got.Term) {
-		return fmt.Errorf("entry %d: batch epoch %d, term %d", got.Index, b.PartitionLeaderEpoch(), got.Term)
+	b := record.Batch(bytes.Clone(got.GetData()))
+	if int64(b.PartitionLeaderEpoch()) != int64(got.GetTerm()) {
+		return fmt.Errorf("entry %d: batch epoch %d, term %d", got.GetIndex(), b.PartitionLeaderEpoch(), got.GetTerm())
 	}
-	b.AssignOffsets(0, record.Batch(want.Data).PartitionLeaderEpoch())
-	if !bytes.Equal(b, want.Data) {
-		return fmt.Errorf("entry %d: the batch's bytes changed beyond its base offset and epoch", got.Index)
+	b.AssignOffsets(0, record.Batch(want.GetData()).PartitionLeaderEpoch())
+	if !bytes.Equal(b, want.GetData()) {
+		return fmt.Errorf("entry %d: the batch's bytes changed beyond its base offset and epoch", got.GetIndex())
 	}
 	return nil
 }
 
-// compareStores checks that s holds exactly the oracle's entries: bounds,
-// every entry, and raft.ErrLogNotFound itself (raft compares with ==)
-// just outside them.
-func compareStores(t testing.TB, label string, s raft.LogStore, oracle raft.LogStore) {
+// compareStores checks that s answers every read as the oracle does:
+// bounds, terms (and their errors) around them, every entry, the initial
+// state and the snapshot's metadata.
+func compareStores(t testing.TB, label string, s *Store, oracle *raft.MemoryStorage) {
 	t.Helper()
+	if err := sameReads(s, oracle); err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+}
+
+func sameReads(s *Store, oracle *raft.MemoryStorage) error {
 	first, err := s.FirstIndex()
 	if err != nil {
-		t.Fatalf("%s: %v", label, err)
+		return err
 	}
 	last, err := s.LastIndex()
 	if err != nil {
-		t.Fatalf("%s: %v", label, err)
+		return err
 	}
 	wf, _ := oracle.FirstIndex()
 	wl, _ := oracle.LastIndex()
 	if first != wf || last != wl {
-		t.Fatalf("%s: [%d, %d], oracle [%d, %d]", label, first, last, wf, wl)
+		return fmt.Errorf("[%d, %d], oracle [%d, %d]", first, last, wf, wl)
 	}
-	for i := first; i <= last && last != 0; i++ {
-		var got, want raft.Log
-		if err := s.GetLog(i, &got); err != nil {
-			t.Fatalf("%s: GetLog(%d): %v", label, i, err)
-		}
-		if err := oracle.GetLog(i, &want); err != nil {
-			t.Fatalf("%s: oracle GetLog(%d): %v", label, i, err)
-		}
-		if err := sameEntry(&got, &want); err != nil {
-			t.Fatalf("%s: %v", label, err)
+	for i := max(first, 2) - 2; i <= last+2; i++ {
+		got, gerr := s.Term(i)
+		want, werr := oracle.Term(i)
+		if got != want || !errors.Is(gerr, werr) && !errors.Is(werr, gerr) {
+			return fmt.Errorf("Term(%d) = %d, %v; oracle %d, %v", i, got, gerr, want, werr)
 		}
 	}
-	for _, i := range []uint64{0, first - 1, last + 1, last + 1000} {
-		var l raft.Log
-		if i >= first && i <= last && last != 0 {
-			continue
+	if first <= last {
+		got, err := s.Entries(first, last+1, ^uint64(0))
+		if err != nil {
+			return fmt.Errorf("Entries(%d, %d): %w", first, last+1, err)
 		}
-		if err := s.GetLog(i, &l); err != raft.ErrLogNotFound { //nolint:errorlint // raft compares with ==
-			t.Fatalf("%s: GetLog(%d) outside [%d, %d]: %v, want raft.ErrLogNotFound itself", label, i, first, last, err)
+		want, _ := oracle.Entries(first, last+1, ^uint64(0))
+		if len(got) != len(want) {
+			return fmt.Errorf("Entries(%d, %d): %d entries, oracle %d", first, last+1, len(got), len(want))
 		}
-	}
-}
-
-// copyInto stores every entry of s into dst (an InmemStore).
-func copyInto(t testing.TB, s raft.LogStore, dst raft.LogStore) {
-	t.Helper()
-	first, _ := s.FirstIndex()
-	last, _ := s.LastIndex()
-	for i := first; i <= last && last != 0; i++ {
-		l := new(raft.Log)
-		if err := s.GetLog(i, l); err != nil {
-			t.Fatal(err)
-		}
-		// The oracle holds the bytes as given: undo the stamping.
-		if l.Type == raft.LogCommand {
-			record.Batch(l.Data).AssignOffsets(0, 0)
-		}
-		if err := dst.StoreLog(l); err != nil {
-			t.Fatal(err)
+		for i := range got {
+			if err := sameEntry(got[i], want[i]); err != nil {
+				return err
+			}
 		}
 	}
+	if _, err := s.Entries(first-1, last+1, ^uint64(0)); first > 1 && !errors.Is(err, raft.ErrCompacted) {
+		return fmt.Errorf("Entries from %d, below the first index %d: %v, want ErrCompacted", first-1, first, err)
+	}
+	hs, cs, err := s.InitialState()
+	if err != nil {
+		return err
+	}
+	whs, wcs, _ := oracle.InitialState()
+	if hs.GetTerm() != whs.GetTerm() || hs.GetVote() != whs.GetVote() || hs.GetCommit() != whs.GetCommit() {
+		return fmt.Errorf("HardState %v, oracle %v", hs, whs)
+	}
+	if !slices.Equal(cs.GetVoters(), wcs.GetVoters()) || !slices.Equal(cs.GetLearners(), wcs.GetLearners()) {
+		return fmt.Errorf("ConfState %v, oracle %v", cs, wcs)
+	}
+	snap, err := s.Snapshot()
+	if err != nil {
+		return err
+	}
+	wsnap, _ := oracle.Snapshot()
+	if snap.GetMetadata().GetIndex() != wsnap.GetMetadata().GetIndex() || snap.GetMetadata().GetTerm() != wsnap.GetMetadata().GetTerm() {
+		return fmt.Errorf("snapshot at %d term %d, oracle %d term %d", snap.GetMetadata().GetIndex(), snap.GetMetadata().GetTerm(), wsnap.GetMetadata().GetIndex(), wsnap.GetMetadata().GetTerm())
+	}
+	return nil
 }
 
 // checkEpochs checks that the partition's leader-epoch-checkpoint, kept
@@ -195,4 +240,14 @@ func checkEpochs(t testing.TB, label string, fs vfs.FS, s *Store) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("%s: leader-epoch-checkpoint holds %v, the batches say %v", label, got, want)
 	}
+}
+
+// bootSnap is multiraft's bootstrap snapshot: index 1, term 1, voters.
+func bootSnap(voters ...uint64) *pb.Snapshot {
+	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{Voters: voters}, Index: new(uint64(1)), Term: new(uint64(1))}}
+}
+
+// snapAt is a snapshot at index and term with one voter.
+func snapAt(index, term uint64) *pb.Snapshot {
+	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{Voters: []uint64{1}}, Index: new(index), Term: new(term)}}
 }

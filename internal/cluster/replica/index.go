@@ -8,34 +8,36 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"go.etcd.io/raft/v3"
 )
 
-// anchor says that the batch at offset is the entry at index.
+// anchor says that the batch at offset is the entry at index, and that
+// the entry before it has term.
 type anchor struct {
 	index  uint64
 	offset int64
+	term   uint64
 }
 
 // maxIndexFile bounds how much of a damaged checkpoint is read: a line
 // per segment is far less.
 const maxIndexFile = 4 << 20
 
-// tableBudget bounds the offsets the tables hold (8 bytes each); past it
+// tableBudget bounds the entries the tables hold (16 bytes each); past it
 // they are all dropped and rebuilt as asked for.
 const tableBudget = 1 << 20
 
 func (s *Store) indexPath() string { return filepath.Join(s.dir, layout.RaftIndexFile) }
 
 // loadAnchors reads the checkpoint. A missing one is no anchor: the raft
-// log is empty, whatever the partition holds (batches written before it
-// was a raft log). A damaged one is an error: it is the one record of
-// which batch is which entry, and no batch says its index.
+// log is fresh, whatever the partition holds. A damaged one is an error:
+// it is the one record of which batch is which entry, and no batch says
+// its index.
 func loadAnchors(fsys vfs.FS, path string) ([]anchor, error) {
 	data, err := vfs.ReadFileLimit(fsys, path, maxIndexFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -50,14 +52,14 @@ func loadAnchors(fsys vfs.FS, path string) ([]anchor, error) {
 	}
 	out := make([]anchor, 0, len(lines))
 	for _, l := range lines {
-		a := anchor{l.Index, l.Offset}
-		if a.index == 0 || a.index > math.MaxInt64 || a.offset < 0 {
-			return nil, &layout.CheckpointError{Path: path, Pos: l.Pos, Reason: fmt.Sprintf("index %d at offset %d is out of range", a.index, a.offset)}
+		a := anchor{l.Index, l.Offset, l.Term}
+		if a.index == 0 || a.index > math.MaxInt64 || a.offset < 0 || a.term > math.MaxInt32 {
+			return nil, &layout.CheckpointError{Path: path, Pos: l.Pos, Reason: fmt.Sprintf("index %d at offset %d after term %d is out of range", a.index, a.offset, a.term)}
 		}
 		// Each entry is a batch of at least one offset, so offsets grow at
-		// least as fast as indexes.
-		if k := len(out); k > 0 && (a.index <= out[k-1].index || uint64(a.offset-out[k-1].offset) < a.index-out[k-1].index || a.offset <= out[k-1].offset) {
-			return nil, &layout.CheckpointError{Path: path, Pos: l.Pos, Reason: fmt.Sprintf("index %d at offset %d does not follow index %d at offset %d", a.index, a.offset, out[k-1].index, out[k-1].offset)}
+		// least as fast as indexes; terms never go down.
+		if k := len(out); k > 0 && (a.index <= out[k-1].index || uint64(a.offset-out[k-1].offset) < a.index-out[k-1].index || a.offset <= out[k-1].offset || a.term < out[k-1].term) {
+			return nil, &layout.CheckpointError{Path: path, Pos: l.Pos, Reason: fmt.Sprintf("index %d at offset %d after term %d does not follow index %d at offset %d after term %d", a.index, a.offset, a.term, out[k-1].index, out[k-1].offset, out[k-1].term)}
 		}
 		out = append(out, a)
 	}
@@ -69,15 +71,16 @@ func loadAnchors(fsys vfs.FS, path string) ([]anchor, error) {
 func (s *Store) saveAnchors() error {
 	lines := make([]layout.IndexLine, len(s.anchors))
 	for i, a := range s.anchors {
-		lines[i] = layout.IndexLine{Index: a.index, Offset: a.offset}
+		lines[i] = layout.IndexLine{Index: a.index, Offset: a.offset, Term: a.term}
 	}
 	return vfs.WriteFileAtomic(s.fs, s.indexPath(), layout.FormatRaftIndex(lines))
 }
 
-// table holds the offsets of the batches of consecutive entries from an
-// anchor: entry anchor.index+i is at offs[i].
+// table holds the offsets and terms of the batches of consecutive entries
+// from an anchor: entry anchor.index+i is at offs[i], of terms[i].
 type table struct {
-	offs []int64
+	offs  []int64
+	terms []uint64
 }
 
 // scan calls fn with each batch from the one holding from to the log
@@ -119,30 +122,30 @@ func (s *Store) scan(from int64, fn func(e *segment.Entry) bool) error {
 	}
 }
 
-// walk returns the base offsets of up to n consecutive batches from the
-// one at from, and the leader epoch of the last. It stops early at the
-// log end.
-func (s *Store) walk(from int64, n uint64) (offs []int64, lastEpoch int32, err error) {
+// walk returns the base offsets and terms of up to n consecutive batches
+// from the one at from. It stops early at the log end.
+func (s *Store) walk(from int64, n uint64) (*table, error) {
+	t := &table{}
 	if n == 0 {
-		return nil, 0, nil
+		return t, nil
 	}
 	var inside error
-	err = s.scan(from, func(e *segment.Entry) bool {
-		if len(offs) == 0 && e.BaseOffset() != from {
+	err := s.scan(from, func(e *segment.Entry) bool {
+		if len(t.offs) == 0 && e.BaseOffset() != from {
 			inside = fmt.Errorf("%w: the anchor at offset %d is inside a batch at %d", ErrNotAnEntry, from, e.BaseOffset())
 			return false
 		}
-		offs = append(offs, e.BaseOffset())
-		lastEpoch = e.Batch.PartitionLeaderEpoch()
-		return uint64(len(offs)) < n
+		t.offs = append(t.offs, e.BaseOffset())
+		t.terms = append(t.terms, uint64(max(e.Batch.PartitionLeaderEpoch(), 0)))
+		return uint64(len(t.offs)) < n
 	})
 	if err == nil {
 		err = inside
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return offs, lastEpoch, nil
+	return t, nil
 }
 
 // anchorFor returns the position in s.anchors of the anchor at or below
@@ -160,70 +163,75 @@ func (s *Store) spanEnd(k int) uint64 {
 	return s.last
 }
 
-// locate returns the offset of the batch of entry index, building the
-// table of its anchor if it has none, and the generation it holds for:
-// a read through it is trusted only while gen has not moved.
-// raft.ErrLogNotFound when the raft log does not hold index.
-func (s *Store) locate(index uint64) (off int64, gen uint64, err error) {
+// errNoEntry: the raft log does not hold the index asked for.
+var errNoEntry = raft.ErrUnavailable
+
+// locate returns the offset and term of the batch of entry index, building
+// the table of its anchor if it has none, and the generation it holds for:
+// a read through it is trusted only while gen has not moved. errNoEntry
+// when the raft log does not hold index.
+func (s *Store) locate(index uint64) (off int64, term uint64, gen uint64, err error) {
 	s.idx.RLock()
-	if s.empty() || index < s.first || index > s.last {
+	if len(s.anchors) == 0 || index < s.first || index > s.last {
 		s.idx.RUnlock()
-		return 0, 0, raft.ErrLogNotFound
+		return 0, 0, 0, errNoEntry
 	}
 	k := s.anchorFor(index)
 	a := s.anchors[k]
 	gen = s.gen
 	end := s.spanEnd(k)
 	if t := s.tables[a.index]; t != nil && index-a.index < uint64(len(t.offs)) {
-		off = t.offs[index-a.index]
+		off, term = t.offs[index-a.index], t.terms[index-a.index]
 		s.idx.RUnlock()
-		return off, gen, nil
+		return off, term, gen, nil
 	}
 	s.idx.RUnlock()
 	// Walked without the lock: appends and reads go on meanwhile, and the
-	// table is kept only if no delete moved gen.
-	offs, _, err := s.walk(a.offset, end-a.index+1)
+	// table is kept only if no truncation moved gen.
+	t, err := s.walk(a.offset, end-a.index+1)
 	if err != nil {
-		return 0, gen, err
+		return 0, 0, gen, err
 	}
 	s.idx.Lock()
 	defer s.idx.Unlock()
 	if s.gen == gen {
-		if old := s.tables[a.index]; old == nil || len(old.offs) < len(offs) {
-			if s.tableSize+len(offs) > tableBudget {
+		if old := s.tables[a.index]; old == nil || len(old.offs) < len(t.offs) {
+			if s.tableSize+len(t.offs) > tableBudget {
 				clear(s.tables)
 				s.tableSize = 0
 			}
 			if old != nil {
 				s.tableSize -= len(old.offs)
 			}
-			s.tables[a.index] = &table{offs: offs}
-			s.tableSize += len(offs)
+			s.tables[a.index] = t
+			s.tableSize += len(t.offs)
 		}
 	}
-	if index-a.index >= uint64(len(offs)) {
-		return 0, gen, fmt.Errorf("%w: entry %d: the log ends %d batches after the anchor at offset %d", raft.ErrLogNotFound, index, len(offs), a.offset)
+	if index-a.index >= uint64(len(t.offs)) {
+		return 0, 0, gen, fmt.Errorf("%w: entry %d: the log ends %d batches after the anchor at offset %d", errNoEntry, index, len(t.offs), a.offset)
 	}
-	return offs[index-a.index], gen, nil
+	return t.offs[index-a.index], t.terms[index-a.index], gen, nil
 }
 
-// noteAppended records that entry index is the batch at off, extending
-// the last anchor's table if it reaches index, and anchoring a new
-// segment's first batch. Called with mu and idx held.
-func (s *Store) noteAppended(index uint64, off int64, newSegment bool) (anchored bool) {
-	if s.empty() {
-		s.first = index
-	}
-	s.last = index
+// noteAppended records that entry index, of term, is the batch at off,
+// extending the last anchor's table if it reaches index, and anchoring a
+// new segment's first batch. Called with mu and idx held.
+func (s *Store) noteAppended(index, term uint64, off int64, newSegment bool) (anchored bool) {
+	prev := s.lastTerm
+	s.last, s.lastTerm = index, term
 	if newSegment && s.anchors[len(s.anchors)-1].index != index {
-		s.anchors = append(s.anchors, anchor{index, off})
-		s.tables[index] = &table{offs: []int64{off}}
+		s.anchors = append(s.anchors, anchor{index, off, prev})
+		s.tables[index] = &table{offs: []int64{off}, terms: []uint64{term}}
 		s.tableSize++
 		return true
 	}
 	a := s.anchors[len(s.anchors)-1]
 	if t := s.tables[a.index]; t != nil && a.index+uint64(len(t.offs)) == index {
 		t.offs = append(t.offs, off)
+		t.terms = append(t.terms, term)
+		s.tableSize++
+	} else if t == nil && a.index == index {
+		s.tables[index] = &table{offs: []int64{off}, terms: []uint64{term}}
 		s.tableSize++
 	}
 	return false

@@ -2,28 +2,29 @@ package replica
 
 import (
 	"bytes"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/raft"
-	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// commandValues lists the record values of the command entries among ls,
-// in order: what a Kafka consumer of the partition must read.
-func commandValues(t *testing.T, ls []*raft.Log) []string {
+// producerValues lists the record values of the producer entries among
+// es, in order: what a Kafka consumer of the partition must read.
+func producerValues(t *testing.T, es []*pb.Entry) []string {
 	var out []string
-	for _, l := range ls {
-		if l.Type != raft.LogCommand {
+	for _, e := range es {
+		if !isProducer(e) {
 			continue
 		}
-		for r, err := range record.Batch(l.Data).Records() {
+		for r, err := range record.Batch(e.GetData()).Records() {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -34,14 +35,22 @@ func commandValues(t *testing.T, ls []*raft.Log) []string {
 }
 
 // TestConsumerView: a Kafka reader of the partition (Log.Records, which
-// skips control batches as every client does) reads exactly the commands'
-// records, at offsets that count every batch, raft's own included; and
-// the high watermark of an index is the end of its batch.
+// skips control batches as every client does) reads exactly the producer
+// entries' records, at offsets that count every batch, raft's own
+// included; Offset is an entry's base offset and the high watermark of an
+// index is the end of its batch. The bootstrap snapshot leaves the log
+// starting at index 2 at offset 0.
 func TestConsumerView(t *testing.T) {
 	s := openT(t, vfs.NewMem(), "/data/t-0")
-	defer s.Close()
-	ls := entries(t, 1, 40, 1)
-	if err := s.StoreLogs(ls); err != nil {
+	defer closeT(t, s)
+	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
+		t.Fatal(err)
+	}
+	if first, _ := s.FirstIndex(); first != 2 {
+		t.Fatalf("first index %d after the bootstrap snapshot", first)
+	}
+	es := entries(t, 2, 41, 1)
+	if err := s.Append(es); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -53,76 +62,68 @@ func TestConsumerView(t *testing.T) {
 		got = append(got, string(r.Value))
 		offs = append(offs, r.Offset)
 	}
-	if want := commandValues(t, ls); !slices.Equal(got, want) {
+	if want := producerValues(t, es); !slices.Equal(got, want) {
 		t.Fatalf("consumer read %q, want %q", got, want)
 	}
 	// Offsets: entry i's batch starts where entry i-1's ends, so they
 	// can be computed from the entries alone, as every replica does.
 	var next int64
 	k := 0
-	for _, l := range ls {
-		hw, err := s.HighWatermark(l.Index)
-		if err != nil {
-			t.Fatal(err)
+	for _, e := range es {
+		if off, err := s.Offset(e.GetIndex()); err != nil || off != next {
+			t.Fatalf("Offset(%d) = %d, %v; want %d", e.GetIndex(), off, err, next)
 		}
 		n := int64(1)
-		if l.Type == raft.LogCommand {
-			n = int64(record.Batch(l.Data).NumRecords())
+		if isProducer(e) {
+			n = int64(record.Batch(e.GetData()).NumRecords())
 			for i := range n {
 				if offs[k] != next+i {
-					t.Fatalf("entry %d record %d at offset %d, want %d", l.Index, i, offs[k], next+i)
+					t.Fatalf("entry %d record %d at offset %d, want %d", e.GetIndex(), i, offs[k], next+i)
 				}
 				k++
 			}
 		}
 		next += n
-		if hw != next {
-			t.Fatalf("HighWatermark(%d) = %d, want %d", l.Index, hw, next)
+		hw, err := s.HighWatermark(e.GetIndex())
+		if err != nil || hw != next {
+			t.Fatalf("HighWatermark(%d) = %d, %v; want %d", e.GetIndex(), hw, err, next)
 		}
 	}
-	if hw, err := s.HighWatermark(0); err != nil || hw != 0 {
-		t.Fatalf("HighWatermark(0) on a log from 1: %d, %v; want 0", hw, err)
+	if hw, err := s.HighWatermark(1); err != nil || hw != 0 {
+		t.Fatalf("HighWatermark(1), the bootstrap snapshot: %d, %v; want 0", hw, err)
 	}
-	if _, err := s.HighWatermark(41); err != raft.ErrLogNotFound { //nolint:errorlint // the sentinel itself
-		t.Fatalf("HighWatermark past the end: %v", err)
+	if hw, err := s.HighWatermark(1000); err != nil || hw != next {
+		t.Fatalf("HighWatermark past the end: %d, %v; want the end %d", hw, err, next)
 	}
-	// After a prefix delete, the index below the first still answers.
-	if err := s.DeleteRange(1, 10); err != nil {
-		t.Fatal(err)
-	}
-	want, _ := s.HighWatermark(11)
-	var e raft.Log
-	if err := s.GetLog(11, &e); err != nil {
-		t.Fatal(err)
-	}
-	if hw, err := s.HighWatermark(10); err != nil || hw != record.Batch(e.Data).BaseOffset() || hw >= want {
-		t.Fatalf("HighWatermark(10) after deleting [1, 10]: %d, %v", hw, err)
+	if _, err := s.Offset(42); !errors.Is(err, raft.ErrUnavailable) {
+		t.Fatalf("Offset past the end: %v", err)
 	}
 }
 
-// TestReplicasIdentical: two stores fed the same entries, deletes
-// included, hold byte-identical .log files; the checkpoint is a stray to
-// fsck, which finds the partition clean.
+// TestReplicasIdentical: two stores fed the same entries, truncations and
+// snapshots included, hold byte-identical .log files and checkpoints; the
+// checkpoints are strays to fsck, which finds the partition clean.
 func TestReplicasIdentical(t *testing.T) {
 	fs := vfs.NewMem()
 	dirs := []string{"/a/t-0", "/b/t-0"}
 	for _, dir := range dirs {
 		s := openT(t, fs, dir)
 		for _, op := range []func() error{
-			func() error { return s.StoreLogs(entries(t, 1, 30, 1)) },
-			func() error { return s.StoreLogs(entries(t, 31, 50, 2)) },
-			func() error { return s.DeleteRange(41, 50) },
-			func() error { return s.StoreLogs(entries(t, 41, 60, 3)) },
-			func() error { return s.DeleteRange(1, 20) },
-			func() error { return s.StoreLogs(entries(t, 61, 70, 3)) },
+			func() error { return s.ApplySnapshot(bootSnap(1, 2)) },
+			func() error { return s.Append(entries(t, 2, 30, 1)) },
+			func() error { return s.Append(entries(t, 31, 50, 2)) },
+			func() error { return s.Append(entries(t, 41, 60, 3)) },
+			func() error { return s.ApplySnapshot(snapAt(20, 1)) },
+			func() error { return s.Append(entries(t, 21, 30, 4)) },
+			func() error {
+				return s.SetHardState(&pb.HardState{Term: new(uint64(4)), Vote: new(uint64(1)), Commit: new(uint64(25))})
+			},
 		} {
 			if err := op(); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
+		closeT(t, s)
 	}
 	read := func(dir string) map[string][]byte {
 		names, err := fs.List(dir)
@@ -131,7 +132,7 @@ func TestReplicasIdentical(t *testing.T) {
 		}
 		out := map[string][]byte{}
 		for _, n := range names {
-			if strings.HasSuffix(n, ".log") || n == layout.RaftIndexFile {
+			if strings.HasSuffix(n, ".log") || n == layout.RaftIndexFile || n == layout.RaftStateFile || n == layout.LeaderEpochFile {
 				data, err := vfs.ReadFileLimit(fs, filepath.Join(dir, n), 1<<20)
 				if err != nil {
 					t.Fatal(err)
@@ -142,7 +143,7 @@ func TestReplicasIdentical(t *testing.T) {
 		return out
 	}
 	a, b := read(dirs[0]), read(dirs[1])
-	if len(a) < 4 || len(a) != len(b) {
+	if len(a) < 6 || len(a) != len(b) {
 		t.Fatalf("%d files and %d files", len(a), len(b))
 	}
 	for n, data := range a {
@@ -158,55 +159,86 @@ func TestReplicasIdentical(t *testing.T) {
 		if !rep.Clean() {
 			t.Fatalf("fsck %s: %+v", dir, rep.Problems)
 		}
-		if !slices.Contains(rep.Stats.Strays, layout.RaftIndexFile) {
-			t.Fatalf("fsck %s: strays %v, want the raft-index checkpoint among them", dir, rep.Stats.Strays)
+		for _, f := range []string{layout.RaftIndexFile, layout.RaftStateFile} {
+			if !slices.Contains(rep.Stats.Strays, f) {
+				t.Fatalf("fsck %s: strays %v, want %s among them", dir, rep.Stats.Strays, f)
+			}
 		}
 	}
 }
 
-// TestRetentionBelow: segments that retention removed from below (here
-// DeleteBefore on the partition opened as a plain log) leave a raft log
-// that starts at the new log start's entry, numbered by its segment's
-// anchor, with every later entry as it was.
+// TestRetentionBelow: segments that retention removes from below while
+// the Store is open (DeleteBefore, as the store's cleaner) leave a raft
+// log that starts at the new log start's entry, numbered by its segment's
+// anchor, with Term(FirstIndex-1) still known from that anchor and every
+// later entry as it was; the same after a reopen.
 func TestRetentionBelow(t *testing.T) {
 	fs := vfs.NewMem()
 	const dir = "/data/t-0"
 	s := openT(t, fs, dir)
-	ls := entries(t, 1, 60, 1)
-	if err := s.StoreLogs(ls); err != nil {
+	defer func() { closeT(t, s) }()
+	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
+		t.Fatal(err)
+	}
+	es := append(entries(t, 2, 30, 1), entries(t, 31, 60, 2)...)
+	if err := s.Append(es); err != nil {
 		t.Fatal(err)
 	}
 	segs := s.Log().Segments()
-	if len(segs) < 3 {
+	if len(segs) < 4 {
 		t.Fatalf("%d segments", len(segs))
 	}
-	cut := segs[2].BaseOffset
-	if err := s.Close(); err != nil {
+	// The cut is the first segment holding term 2, so the entry before the
+	// new first one has term 1: only the anchor can say so.
+	cut := segs[len(segs)-1].BaseOffset
+	for _, seg := range segs {
+		b, err := s.readBatch(seg.BaseOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.PartitionLeaderEpoch() == 2 {
+			cut = seg.BaseOffset
+			break
+		}
+	}
+	oracleAt := func(first uint64) *raft.MemoryStorage {
+		ms := raft.NewMemoryStorage()
+		if err := ms.ApplySnapshot(snapAt(first-1, es[first-3].GetTerm())); err != nil {
+			t.Fatal(err)
+		}
+		if err := ms.Append(es[first-2:]); err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	if _, err := s.p.(interface {
+		DeleteBefore(int64) (int, error)
+	}).DeleteBefore(cut); err != nil {
 		t.Fatal(err)
 	}
-	l, err := seglog.Open(dir, seglog.Options{FS: fs, Logger: quiet, LogConfig: seglog.LogConfig{MaxIndexBytes: 4 << 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.DeleteBefore(cut); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openT(t, fs, dir)
-	defer s.Close()
 	first, _ := s.FirstIndex()
 	last, _ := s.LastIndex()
-	if first <= 1 || last != 60 {
+	if first <= 2 || last != 60 {
 		t.Fatalf("[%d, %d] after retention below offset %d", first, last, cut)
 	}
-	if hw, err := s.HighWatermark(first - 1); err != nil || hw != cut {
-		t.Fatalf("the first entry starts at %d (%v), the log at %d", hw, err, cut)
+	if off, err := s.Offset(first); err != nil || off != cut {
+		t.Fatalf("the first entry starts at %d (%v), the log at %d", off, err, cut)
 	}
-	oracle := raft.NewInmemStore()
-	if err := oracle.StoreLogs(ls[first-1:]); err != nil {
+	if term, err := s.Term(first - 1); err != nil || term != 1 {
+		t.Fatalf("Term(%d) below the first index: %d, %v; want 1", first-1, term, err)
+	}
+	if _, err := s.Term(first - 2); !errors.Is(err, raft.ErrCompacted) {
+		t.Fatalf("Term(%d): %v, want ErrCompacted", first-2, err)
+	}
+	if hw, err := s.HighWatermark(first - 1); err != nil || hw != cut {
+		t.Fatalf("HighWatermark(%d) = %d, %v; want %d", first-1, hw, err, cut)
+	}
+	compareStores(t, "after retention", s, oracleAt(first))
+	closeT(t, s)
+	s = openT(t, fs, dir)
+	compareStores(t, "after retention, reopened", s, oracleAt(first))
+	// It goes on: the next term's entries after the last.
+	if err := s.Append(entries(t, 61, 65, 3)); err != nil {
 		t.Fatal(err)
 	}
-	compareStores(t, "after retention", s, oracle)
 }

@@ -3,53 +3,56 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
 
-	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/internal/epochcache"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// The interfaces a Store satisfies.
-var (
-	_ raft.LogStore          = (*Store)(nil)
-	_ raft.MonotonicLogStore = (*Store)(nil)
-)
+// The interface a Store satisfies.
+var _ multiraft.Storage = (*Store)(nil)
 
 // ErrClosed is returned by every method of a closed Store: vfs.ErrClosed,
 // the one "closed" error of every layer.
 var ErrClosed = vfs.ErrClosed
 
-// Options configures a Store. Zero values are seglog's defaults.
-type Options struct {
-	// FS is the filesystem; nil is the real one.
-	FS vfs.FS
-	// SegmentBytes is the partition's segment size (segment.bytes).
-	SegmentBytes int64
-	// MaxBatchBytes bounds one batch, so one entry (max.message.bytes).
-	MaxBatchBytes int
-	// Logger receives the partition's recovery messages; nil is
-	// slog.Default(), as for seglog.Options.
-	Logger *slog.Logger
+// Partition is the partition a Store keeps its raft log in. *seglog.Log
+// (tests) and store.Writer (a node, whose store owns the partition)
+// satisfy it. The Store is its only writer.
+type Partition interface {
+	// View reads the partition.
+	View() seglog.View
+	// AppendEpochBatches stamps and appends batches, one per entry.
+	AppendEpochBatches(epochs []int32, batches [][]byte) ([]seglog.AppendInfo, error)
+	// TruncateTo removes the records at or after an offset.
+	TruncateTo(offset int64) error
+	// Sync makes what was appended durable.
+	Sync() error
+}
 
-	// maxIndexBytes is the partition's MaxIndexBytes: tests make it small,
-	// as the in-memory FS allocates each index's mapping whole.
-	maxIndexBytes int
+// Options configures a Store.
+type Options struct {
+	// FS is the partition's filesystem; nil is the real one.
+	FS vfs.FS
+	// MaxBatchBytes bounds one batch, so one entry (max.message.bytes); 0
+	// is seglog's default.
+	MaxBatchBytes int
 }
 
 // Store is the raft log of one partition, kept in the partition's own
-// segments (see the package doc). Its methods are safe for concurrent
-// use: writes (StoreLogs, DeleteRange) are serialized; reads run beside
-// them.
+// segments (see the package doc). Its methods are safe for concurrent use:
+// writes are serialized; reads run beside them.
 type Store struct {
 	fs       vfs.FS
 	dir      string
-	log      *seglog.Log
+	p        Partition
+	log      seglog.View
 	maxBatch int
 	closed   atomic.Bool
 
@@ -59,61 +62,56 @@ type Store struct {
 	val []byte
 	// epochs is the leader-epoch cache (package epochcache; epochs.go).
 	epochs *epochcache.Cache
+	// state is raft's HardState and ConfState (state.go), written under mu.
+	state raftState
 
 	// idx guards the raft view of the partition. Writers hold mu first.
+	// With no anchor the log is fresh: FirstIndex 1, LastIndex 0. With
+	// anchors, entries are [first, last], empty when last == first-1 (as
+	// after a snapshot), and anchors[0].term is Term(first-1).
 	idx      sync.RWMutex
-	first    uint64 // the first index; the log is empty when last < first
+	first    uint64
 	last     uint64
 	lastTerm uint64
+	end      int64    // the offset after the last entry's batch
 	anchors  []anchor // persisted; anchors[0].index == first
-	gen      uint64   // moved by every delete: tables and offsets read before it are stale
+	gen      uint64   // moved by every truncation: tables and offsets read before it are stale
 	tables   map[uint64]*table
-	// tableSize counts the offsets the tables hold.
+	// tableSize counts the entries the tables hold.
 	tableSize int
 }
 
-// Open opens (creating if needed) the partition in dir as a raft log: the
-// seglog partition (recovered as seglog.Open recovers it, and synced on
-// every append) and its raft-index checkpoint. The raft log's last entry is
-// found by walking the batches after the last anchor.
-func Open(dir string, opts Options) (*Store, error) {
+// Open opens the raft log kept in partition p: its raft-index checkpoint,
+// its raft state and its leader-epoch cache, all in p's directory. The
+// raft log's last entry is found by walking the batches after the last
+// anchor. Close does not close p.
+func Open(p Partition, opts Options) (*Store, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.Default
-	}
-	l, err := seglog.Open(dir, seglog.Options{
-		FS: opts.FS,
-		LogConfig: seglog.LogConfig{
-			SegmentBytes:  opts.SegmentBytes,
-			MaxBatchBytes: opts.MaxBatchBytes,
-			MaxIndexBytes: opts.maxIndexBytes,
-			// raft acknowledges entries only once StoreLogs returns.
-			Sync: seglog.SyncAlways,
-		},
-		Logger: opts.Logger,
-	})
-	if err != nil {
-		return nil, err
 	}
 	maxBatch := opts.MaxBatchBytes
 	if maxBatch == 0 {
 		maxBatch = seglog.DefaultMaxBatchBytes
 	}
-	s := &Store{fs: opts.FS, dir: dir, log: l, maxBatch: maxBatch, bld: record.NewBuilder(record.None), tables: make(map[uint64]*table)}
+	v := p.View()
+	s := &Store{fs: opts.FS, dir: v.Dir(), p: p, log: v, maxBatch: maxBatch, bld: record.NewBuilder(record.None), tables: make(map[uint64]*table)}
+	var err error
+	if s.state, err = loadState(s.fs, s.statePath()); err != nil {
+		return nil, err
+	}
 	if err := s.load(); err != nil {
-		l.Close()
 		return nil, err
 	}
 	if err := s.loadEpochs(); err != nil {
-		l.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
 // load reads the anchors and finds the last entry. Anchors past the log
-// end (a suffix delete that a crash interrupted after saving them, or
-// entries a power loss took) are dropped; the first stays, at the end, as
-// an empty log that starts there.
+// end (a truncation that a crash interrupted after saving them, or entries
+// a power loss took) are dropped; the first stays, at the end, as an empty
+// log that starts there.
 func (s *Store) load() error {
 	anchors, err := loadAnchors(s.fs, s.indexPath())
 	if err != nil {
@@ -130,34 +128,27 @@ func (s *Store) load() error {
 		anchors[0].offset = end
 		changed = true
 	}
-	// Retention (or DeleteBefore) may have removed segments from below:
-	// the raft log then starts at the first anchor the partition still
-	// holds, which, as every segment's first batch is anchored, is the new
-	// log start's. Entries between the start and that anchor, if its
-	// segment's anchor was never saved, drop out of the raft view: raft
-	// sends a snapshot for what it cannot read.
-	if start := s.log.StartOffset(); k > 0 && anchors[0].offset < start {
-		i := sort.Search(k, func(i int) bool { return anchors[i].offset >= start })
-		if i == k {
-			return fmt.Errorf("replica: %s: the partition starts at offset %d, past its last anchor (index %d at %d): its entries cannot be numbered", s.indexPath(), start, anchors[k-1].index, anchors[k-1].offset)
-		}
-		anchors, k, changed = anchors[i:], k-i, true
-	}
 	s.anchors = anchors
-	if len(anchors) == 0 {
+	if s.dropBelowStart() {
+		changed = true
+	}
+	if len(s.anchors) == 0 {
 		return nil
 	}
-	a := anchors[k-1]
-	offs, ep, err := s.walk(a.offset, ^uint64(0))
+	k = len(s.anchors)
+	a := s.anchors[k-1]
+	t, err := s.walk(a.offset, ^uint64(0))
 	if err != nil {
 		return err
 	}
-	s.first = anchors[0].index
-	s.last = a.index + uint64(len(offs)) - 1
-	if len(offs) > 0 {
-		s.tables[a.index] = &table{offs: offs}
-		s.tableSize = len(offs)
-		s.lastTerm = uint64(ep)
+	s.first = s.anchors[0].index
+	s.last = a.index + uint64(len(t.offs)) - 1
+	s.end = s.log.EndOffset()
+	s.lastTerm = s.anchors[0].term
+	if len(t.offs) > 0 {
+		s.tables[a.index] = t
+		s.tableSize = len(t.offs)
+		s.lastTerm = t.terms[len(t.terms)-1]
 	} else if k > 1 {
 		return fmt.Errorf("%w: %s: anchor %d at offset %d holds no batch", ErrNotAnEntry, s.indexPath(), a.index, a.offset)
 	}
@@ -167,15 +158,62 @@ func (s *Store) load() error {
 	return nil
 }
 
-// Close closes the partition. Every call after it, Close included,
-// answers ErrClosed.
+// dropBelowStart follows retention: the store's cleaner deletes whole
+// segments from the start, and the raft log then starts at the first
+// anchor the partition still holds, which, as every segment's first batch
+// is anchored, is the new log start's, and whose term says Term(first-1).
+// Entries between the start and that anchor, if its segment's anchor was
+// never saved, drop out of the raft view: raft sends a snapshot for what
+// it cannot read. Called with idx held for writing (or before the Store is
+// shared); it reports whether the anchors changed.
+func (s *Store) dropBelowStart() bool {
+	start := s.log.StartOffset()
+	k := len(s.anchors)
+	if k == 0 || s.anchors[0].offset >= start {
+		return false
+	}
+	i := sort.Search(k, func(i int) bool { return s.anchors[i].offset >= start })
+	if i == k {
+		// Retention took every anchored entry: the log restarts empty at
+		// the last anchor's index, which raft can only fill by a snapshot.
+		// The term of the entry before it is not known: 0 makes raft's
+		// match fail, as it must.
+		last := s.anchors[k-1]
+		s.anchors = []anchor{{index: max(last.index, s.last+1), offset: start}}
+	} else {
+		s.anchors = s.anchors[i:]
+	}
+	s.dropTables()
+	s.first = s.anchors[0].index
+	if s.last < s.first-1 {
+		s.last, s.lastTerm, s.end = s.first-1, s.anchors[0].term, start
+	}
+	return true
+}
+
+// follow applies dropBelowStart while the Store is open, before a read
+// that depends on the first index.
+func (s *Store) follow() {
+	s.idx.RLock()
+	behind := len(s.anchors) > 0 && s.anchors[0].offset < s.log.StartOffset()
+	s.idx.RUnlock()
+	if !behind {
+		return
+	}
+	s.idx.Lock()
+	s.dropBelowStart()
+	s.idx.Unlock()
+}
+
+// Close marks the Store closed; the partition stays open (its owner closes
+// it). Every call after it, Close included, answers ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Swap(true) {
 		return ErrClosed
 	}
-	return s.log.Close()
+	return nil
 }
 
 func (s *Store) checkOpen() error {
@@ -187,108 +225,75 @@ func (s *Store) checkOpen() error {
 
 // Log returns a read-only view of the partition, for reading it as a
 // Kafka log: raft owns every write.
-func (s *Store) Log() seglog.View { return s.log.View() }
+func (s *Store) Log() seglog.View { return s.log }
 
 // Dir returns the partition's directory.
 func (s *Store) Dir() string { return s.dir }
 
-// empty reports a raft log with no entries. Called with idx held.
-func (s *Store) empty() bool { return len(s.anchors) == 0 || s.last < s.first }
+// bounds returns first and last as etcd reads them: a fresh log is
+// [1, 0]. Called with idx held.
+func (s *Store) bounds() (first, last uint64) {
+	if len(s.anchors) == 0 {
+		return 1, 0
+	}
+	return s.first, s.last
+}
 
-// FirstIndex returns the first index stored, 0 when the log is empty.
+// InitialState returns the HardState and ConfState last saved.
+func (s *Store) InitialState() (*pb.HardState, *pb.ConfState, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state.hardState(), s.state.confState(), nil
+}
+
+// FirstIndex returns the first entry's index (1 for a fresh log; one past
+// the snapshot after one).
 func (s *Store) FirstIndex() (uint64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
+	s.follow()
 	s.idx.RLock()
 	defer s.idx.RUnlock()
-	if s.empty() {
-		return 0, nil
-	}
-	return s.first, nil
+	first, _ := s.bounds()
+	return first, nil
 }
 
-// LastIndex returns the last index stored, 0 when the log is empty.
+// LastIndex returns the last entry's index (FirstIndex-1 when empty).
 func (s *Store) LastIndex() (uint64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
 	s.idx.RLock()
 	defer s.idx.RUnlock()
-	if s.empty() {
-		return 0, nil
-	}
-	return s.last, nil
+	_, last := s.bounds()
+	return last, nil
 }
 
-// IsMonotonic reports true: entries are consecutive batches, so raft
-// empties the log after installing a snapshot instead of leaving gaps.
-func (s *Store) IsMonotonic() bool { return true }
-
-// GetLog fills out with the entry at index, or returns exactly
-// raft.ErrLogNotFound (raft compares it with ==) when the log does not
-// hold it. A command's Data is its batch as stored: base offset and
-// partitionLeaderEpoch stamped. Other errors are the read's (damage
-// matching seglog.ErrCorrupt, I/O).
-func (s *Store) GetLog(index uint64, out *raft.Log) error {
+// Snapshot returns the snapshot the log starts after: its metadata only,
+// index FirstIndex-1 with its term and the ConfState. Data holds the
+// partition offset where that index ends (8 bytes, big endian), the point
+// a follower's partition must reach before it takes the entries after it.
+func (s *Store) Snapshot() (*pb.Snapshot, error) {
 	if err := s.checkOpen(); err != nil {
-		return err
+		return nil, err
 	}
-	b, err := s.readStable(index)
-	if err != nil {
-		return notFound(err)
-	}
-	return decodeEntry(b, index, out)
-}
-
-// notFound turns the errors of an offset the log no longer holds into
-// raft.ErrLogNotFound itself.
-func notFound(err error) error {
-	if errors.Is(err, raft.ErrLogNotFound) || errors.Is(err, seglog.ErrOffsetOutOfRange) || errors.Is(err, seglog.ErrTruncated) || errors.Is(err, seglog.ErrSliceTruncated) {
-		return raft.ErrLogNotFound
-	}
-	return err
-}
-
-// readStable reads the batch of entry index. A delete that moves gen
-// while the batch is read may have replaced the bytes at its offset, so
-// the read is made again against the new view; deletes are rare (a
-// follower's conflict, a snapshot), and if they keep overtaking it, the
-// last try holds them off.
-func (s *Store) readStable(index uint64) (record.Batch, error) {
-	for range 8 {
-		b, gen, err := s.readEntry(index)
-		s.idx.RLock()
-		moved := s.gen != gen
-		s.idx.RUnlock()
-		if !moved {
-			return b, err
-		}
-	}
+	s.follow()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return nil, ErrClosed
+	cs := s.state.confState()
+	s.mu.Unlock()
+	s.idx.RLock()
+	defer s.idx.RUnlock()
+	snap := &pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: cs, Index: new(uint64(0)), Term: new(uint64(0))}}
+	if len(s.anchors) > 0 {
+		snap.Metadata.Index = new(s.first - 1)
+		snap.Metadata.Term = new(s.anchors[0].term)
+		snap.Data = encodeSnapData(s.anchors[0].offset)
 	}
-	b, _, err := s.readEntry(index)
-	return b, err
-}
-
-// testHookLocated, when set by a test, runs between finding an entry's
-// offset and reading its batch: where a delete can overtake a read.
-var testHookLocated func()
-
-// readEntry reads the CRC-checked batch of entry index.
-func (s *Store) readEntry(index uint64) (record.Batch, uint64, error) {
-	off, gen, err := s.locate(index)
-	if err != nil {
-		return nil, gen, err
-	}
-	if testHookLocated != nil {
-		testHookLocated()
-	}
-	b, err := s.readBatch(off)
-	return b, gen, err
+	return snap, nil
 }
 
 // readBatch returns the batch whose base offset is off, CRC-checked.
@@ -312,25 +317,8 @@ func (s *Store) readBatch(off int64) (record.Batch, error) {
 	return b, nil
 }
 
-// HighWatermark returns the offset a partition serves consumers up to when
-// commitIndex is raft's commit index: the end offset of the batch of that
-// entry. One index below the first is the first entry's base offset (all
-// before it is committed, as after a snapshot). raft.ErrLogNotFound when
-// the log holds neither.
-func (s *Store) HighWatermark(commitIndex uint64) (int64, error) {
-	if err := s.checkOpen(); err != nil {
-		return 0, err
-	}
-	s.idx.RLock()
-	if !s.empty() && commitIndex+1 == s.first {
-		off := s.anchors[0].offset
-		s.idx.RUnlock()
-		return off, nil
-	}
-	s.idx.RUnlock()
-	b, err := s.readStable(commitIndex)
-	if err != nil {
-		return 0, notFound(err)
-	}
-	return b.NextOffset(), nil
+// gone reports the errors of an offset the partition no longer holds
+// (retention, or a truncation overtaking a read).
+func gone(err error) bool {
+	return errors.Is(err, seglog.ErrOffsetOutOfRange) || errors.Is(err, seglog.ErrTruncated) || errors.Is(err, seglog.ErrSliceTruncated)
 }

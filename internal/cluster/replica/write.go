@@ -4,42 +4,48 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-// StoreLog stores one entry.
-func (s *Store) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+// ErrSnapshotNeedsData is ApplySnapshot's answer to a snapshot past what
+// the partition holds (a follower too far behind, or one whose entries
+// conflict with the snapshot's): the partition up to the snapshot's end
+// offset must first be copied from the leader, which is not built yet
+// (docs/cluster-partitions.md, "What is left"). Nothing is changed.
+var ErrSnapshotNeedsData = errors.New("replica: the snapshot needs the leader's data")
 
-// StoreLogs appends entries, one batch each, which must be contiguous,
-// follow the last stored index (an empty log starts at any index, as after
-// a snapshot install) and never lower the term. A command's batch is
-// copied, stamped with the log end as its base offset and the term as its
-// partitionLeaderEpoch, and appended (seglog.Log.AppendEpochBatches); the
-// caller's bytes are not changed. Entries are on disk when it returns.
+// Append writes entries, one batch each: consecutive, the first at most
+// one past the last index. As raft.MemoryStorage's Append, entries at or
+// below the snapshot are skipped, and an overlap truncates the log at the
+// first new entry before appending (a Kafka truncation: the batch is the
+// entry, so the cut never falls inside one). A producer batch is copied,
+// stamped with the log end as its base offset and the term as its
+// partitionLeaderEpoch, and appended; the caller's bytes are not changed.
+// Entries are on disk when it returns.
 //
-// The whole call is one seglog.Log.AppendEpochBatches: one write and one
-// fsync (and one more per segment rolled), not one per entry. A call
-// holding an entry it cannot store is refused, before anything is written,
-// with an error matching ErrBadEntry (and, for a command whose records are
-// malformed, seglog.ErrCorruptBatch).
-func (s *Store) StoreLogs(logs []*raft.Log) error {
+// The appends are one seglog AppendEpochBatches and one Sync. A call
+// holding an entry it cannot store is refused, before anything is
+// written, with an error matching ErrBadEntry (and, for a batch whose
+// records are malformed, seglog.ErrCorruptBatch).
+func (s *Store) Append(entries []*pb.Entry) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
-	if len(logs) == 0 {
+	if len(entries) == 0 {
 		return nil
 	}
-	for i, l := range logs {
-		if err := checkEntry(l, s.maxBatch); err != nil {
+	for i, e := range entries {
+		if err := checkEntry(e, s.maxBatch); err != nil {
 			return err
 		}
-		if i > 0 && l.Index != logs[i-1].Index+1 {
-			return fmt.Errorf("%w: index %d follows %d in one call", ErrBadEntry, l.Index, logs[i-1].Index)
+		if i > 0 && e.GetIndex() != entries[i-1].GetIndex()+1 {
+			return fmt.Errorf("%w: index %d follows %d in one call", ErrBadEntry, e.GetIndex(), entries[i-1].GetIndex())
 		}
-		if i > 0 && l.Term < logs[i-1].Term {
-			return fmt.Errorf("%w: entry %d has term %d after term %d", ErrBadEntry, l.Index, l.Term, logs[i-1].Term)
+		if i > 0 && e.GetTerm() < entries[i-1].GetTerm() {
+			return fmt.Errorf("%w: entry %d has term %d after term %d", ErrBadEntry, e.GetIndex(), e.GetTerm(), entries[i-1].GetTerm())
 		}
 	}
 	s.mu.Lock()
@@ -47,46 +53,73 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	s.follow()
 	s.idx.RLock()
-	empty, last, lastTerm := s.empty(), s.last, s.lastTerm
+	first, last := s.bounds()
 	s.idx.RUnlock()
-	if !empty {
-		if logs[0].Index != last+1 {
-			return fmt.Errorf("%w: index %d does not follow the last index %d (the log is monotonic)", ErrBadEntry, logs[0].Index, last)
-		}
-		if logs[0].Term < lastTerm {
-			return fmt.Errorf("%w: entry %d has term %d after term %d", ErrBadEntry, logs[0].Index, logs[0].Term, lastTerm)
-		}
-	} else if err := s.anchorStart(logs[0].Index); err != nil {
+	if entries[len(entries)-1].GetIndex() < first {
+		return nil
+	}
+	if lo := entries[0].GetIndex(); lo < first {
+		entries = entries[first-lo:]
+	}
+	lo := entries[0].GetIndex()
+	if lo > last+1 {
+		return fmt.Errorf("%w: entry %d does not follow the last index %d", ErrBadEntry, lo, last)
+	}
+	prevTerm, err := s.Term(lo - 1)
+	if err != nil {
 		return err
 	}
+	if entries[0].GetTerm() < prevTerm {
+		return fmt.Errorf("%w: entry %d has term %d after term %d", ErrBadEntry, lo, entries[0].GetTerm(), prevTerm)
+	}
+	if lo <= last {
+		if err := s.truncateFrom(lo); err != nil {
+			return err
+		}
+	}
+	s.idx.RLock()
+	fresh := len(s.anchors) == 0
+	s.idx.RUnlock()
+	if fresh {
+		if err := s.anchorStart(lo, 0); err != nil {
+			return err
+		}
+	}
+	return s.appendLocked(entries)
+}
+
+// appendLocked encodes entries and appends them after the last. Called
+// with mu.
+func (s *Store) appendLocked(entries []*pb.Entry) error {
 	// Every batch is encoded into one buffer first, so that the whole call
 	// is one AppendEpochBatches: one write and one fsync for all entries.
 	s.buf = s.buf[:0]
-	ends := make([]int, len(logs))
-	for i, l := range logs {
-		if l.Type == raft.LogCommand {
-			// A copy: raft may hold the entry's bytes elsewhere (its
-			// log cache, the FSM), and stamping writes into the batch.
-			s.buf = append(s.buf, l.Data...)
+	ends := make([]int, len(entries))
+	for i, e := range entries {
+		if isProducer(e) {
+			// A copy: raft holds the entry's bytes (its unstable log, the
+			// messages to followers), and stamping writes into the batch.
+			s.buf = append(s.buf, e.GetData()...)
 		} else {
-			cb, val, err := buildControl(s.bld, l, s.val)
+			cb, val, err := buildControl(s.bld, e, s.val)
 			s.val = val
 			if err != nil {
-				return fmt.Errorf("%w: entry %d: %w", ErrBadEntry, l.Index, err)
+				return fmt.Errorf("%w: entry %d: %w", ErrBadEntry, e.GetIndex(), err)
 			}
 			s.buf = append(s.buf, cb...)
 		}
 		ends[i] = len(s.buf)
 	}
-	batches := make([][]byte, len(logs))
-	epochs := make([]int32, len(logs))
+	batches := make([][]byte, len(entries))
+	epochs := make([]int32, len(entries))
 	end := s.log.EndOffset()
 	off, from := end, 0
-	for i, l := range logs {
+	for i, e := range entries {
 		batches[i] = s.buf[from:ends[i]:ends[i]]
 		from = ends[i]
-		epochs[i] = int32(l.Term)
+		epochs[i] = int32(e.GetTerm())
 		// Each term's first offset is in the epoch checkpoint before its
 		// first batch is on disk.
 		if err := s.assignEpoch(epochs[i], off); err != nil {
@@ -95,10 +128,13 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		off += int64(record.Batch(batches[i]).LastOffsetDelta()) + 1
 	}
 	segs := s.log.NumSegments()
-	infos, err := s.log.AppendEpochBatches(epochs, batches)
+	infos, err := s.p.AppendEpochBatches(epochs, batches)
+	if err == nil {
+		err = s.p.Sync()
+	}
 	stored := end
 	if len(infos) > 0 {
-		s.noteStored(logs[:len(infos)], infos, s.log.NumSegments() != segs)
+		s.noteStored(entries[:len(infos)], infos, s.log.NumSegments() != segs)
 		stored = infos[len(infos)-1].LastOffset + 1
 	}
 	if err != nil {
@@ -109,7 +145,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		return fmt.Errorf("%w: %w", ErrBadEntry, err)
 	}
 	if err != nil {
-		return fmt.Errorf("replica: storing entries %d to %d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
+		return fmt.Errorf("replica: storing entries %d to %d: %w", entries[0].GetIndex(), entries[len(entries)-1].GetIndex(), err)
 	}
 	return nil
 }
@@ -119,7 +155,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 // the segments are listed only then). A missing segment anchor costs a
 // longer walk, never a wrong answer, so the checkpoint's save may fail
 // after the entries are stored; the next one retries it. Called with mu.
-func (s *Store) noteStored(logs []*raft.Log, infos []seglog.AppendInfo, rolled bool) {
+func (s *Store) noteStored(entries []*pb.Entry, infos []seglog.AppendInfo, rolled bool) {
 	var bases map[int64]bool
 	if rolled {
 		bases = make(map[int64]bool)
@@ -132,10 +168,10 @@ func (s *Store) noteStored(logs []*raft.Log, infos []seglog.AppendInfo, rolled b
 	anchored := false
 	s.idx.Lock()
 	for i, info := range infos {
-		if s.noteAppended(logs[i].Index, info.FirstOffset, bases[info.FirstOffset]) {
+		if s.noteAppended(entries[i].GetIndex(), entries[i].GetTerm(), info.FirstOffset, bases[info.FirstOffset]) {
 			anchored = true
 		}
-		s.lastTerm = logs[i].Term
+		s.end = info.LastOffset + 1
 	}
 	s.idx.Unlock()
 	if anchored {
@@ -143,18 +179,162 @@ func (s *Store) noteStored(logs []*raft.Log, infos []seglog.AppendInfo, rolled b
 	}
 }
 
-// anchorStart makes an empty raft log start at index, at the partition's
-// end: the anchor is on disk before the batch it names, so a crash between
-// the two leaves an empty log starting there. Called with mu.
-func (s *Store) anchorStart(index uint64) error {
+// anchorStart makes the log empty, starting at index at the partition's
+// end, after an entry of term: the anchor is on disk before a batch it
+// names, so a crash between the two leaves an empty log starting there.
+// Called with mu.
+func (s *Store) anchorStart(index, term uint64) error {
+	s.idx.Lock()
+	defer s.idx.Unlock()
+	old := s.anchors
+	end := s.log.EndOffset()
+	s.dropTables()
+	s.anchors = []anchor{{index, end, term}}
+	if err := s.saveAnchors(); err != nil {
+		s.anchors = old
+		return err
+	}
+	s.first, s.last, s.lastTerm, s.end = index, index-1, term, end
+	return nil
+}
+
+// truncateFrom removes entry index and those after it, index in
+// [first, last]. The anchors at or past index go first (the first one
+// stays), so a crash between the two leaves the entries, which raft
+// replaces again. Called with mu.
+func (s *Store) truncateFrom(index uint64) error {
+	cut, _, _, err := s.locate(index)
+	if err != nil {
+		return err
+	}
+	prevTerm, err := s.Term(index - 1)
+	if err != nil {
+		return err
+	}
+	s.idx.Lock()
+	s.dropTables()
+	k := s.anchorFor(index)
+	if k > 0 && s.anchors[k].index == index {
+		k--
+	}
+	s.anchors = s.anchors[:k+1]
+	s.last, s.lastTerm, s.end = index-1, prevTerm, cut
+	err = s.saveAnchors()
+	s.idx.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := s.p.TruncateTo(cut); err != nil {
+		return err
+	}
+	return s.truncateEpochs(cut)
+}
+
+// ApplySnapshot makes the log start after the snapshot's index, with its
+// term and ConfState. The entries' data is the partition itself, so the
+// Store can only take a snapshot of what the partition already holds:
+//
+//   - at or below the snapshot it has already (FirstIndex-1): refused
+//     with raft.ErrSnapOutOfDate, as raft.MemoryStorage does, except a
+//     snapshot at index 0 on a log that has had none, a configuration
+//     alone, which MemoryStorage takes too (the entries go);
+//   - an index the log holds with the snapshot's term: the first index
+//     moves past it (the Kafka data stays: retention, not raft, deletes
+//     records), and the entries after it go, as MemoryStorage drops them;
+//   - a fresh log (no entry ever stored) whose partition ends where the
+//     snapshot's data says (none: offset 0), as multiraft's bootstrap
+//     snapshot at index 1, term 1 on an empty partition: the log starts
+//     after it, at the partition's end;
+//   - anything else needs the partition's data up to the snapshot from the
+//     leader: ErrSnapshotNeedsData, nothing changed.
+//
+// The raft state (ConfState) is saved before the anchors: a crash between
+// them leaves a log raft takes for an empty one with that configuration,
+// and the leader sends the snapshot again.
+func (s *Store) ApplySnapshot(snap *pb.Snapshot) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	md := snap.GetMetadata()
+	index, term := md.GetIndex(), md.GetTerm()
+	if term > uint64(^uint32(0)>>1) {
+		return fmt.Errorf("%w: snapshot term %d above the largest leader epoch", ErrBadEntry, term)
+	}
+	end, err := decodeSnapData(snap.GetData())
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	s.follow()
+	s.idx.RLock()
+	first, last := s.bounds()
+	fresh := len(s.anchors) == 0
+	s.idx.RUnlock()
+	if index == 0 && first == 1 {
+		// A configuration alone, as etcd's applications bootstrap and
+		// raft.MemoryStorage accepts: the log is emptied.
+		st := s.state
+		st.setConfState(md.GetConfState())
+		if err := s.saveState(st); err != nil {
+			return err
+		}
+		if last > 0 {
+			return s.truncateFrom(1)
+		}
+		return nil
+	}
+	if index < first {
+		return raft.ErrSnapOutOfDate
+	}
+	held := false
+	if index <= last {
+		t, err := s.Term(index)
+		if err != nil {
+			return err
+		}
+		held = t == term
+	}
+	if !held && !(fresh && s.log.EndOffset() == end) {
+		return fmt.Errorf("%w: snapshot at index %d, term %d, offset %d; the log holds [%d, %d] and the partition ends at %d", ErrSnapshotNeedsData, index, term, end, first, last, s.log.EndOffset())
+	}
+	st := s.state
+	st.setConfState(md.GetConfState())
+	if err := s.saveState(st); err != nil {
+		return err
+	}
+	if !held {
+		return s.anchorStart(index+1, term)
+	}
+	if index < last {
+		if err := s.truncateFrom(index + 1); err != nil {
+			return err
+		}
+	}
+	return s.movePrefix(index+1, term)
+}
+
+// movePrefix makes next the first index, after an entry of term; next is
+// at most last+1. Called with mu.
+func (s *Store) movePrefix(next, term uint64) error {
+	s.idx.RLock()
+	last, end := s.last, s.end
+	s.idx.RUnlock()
+	off := end
+	if next <= last {
+		var err error
+		if off, _, _, err = s.locate(next); err != nil {
+			return err
+		}
+	}
 	s.idx.Lock()
 	defer s.idx.Unlock()
 	s.dropTables()
-	s.anchors = []anchor{{index, s.log.EndOffset()}}
-	s.first, s.last, s.lastTerm = index, index-1, 0
-	if err := s.saveAnchors(); err != nil {
-		s.anchors = nil
-		return err
-	}
-	return nil
+	k := s.anchorFor(next)
+	s.anchors = append([]anchor{{next, off, term}}, s.anchors[k+1:]...)
+	s.first = next
+	return s.saveAnchors()
 }
