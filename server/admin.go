@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -14,8 +15,15 @@ import (
 // createTopics creates topics with the store's config keys. One node keeps
 // one copy: a replication factor other than 1 (or -1, "the default") is
 // INVALID_REPLICATION_FACTOR, and manual replica assignments are refused.
-func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
+// In a cluster the controller creates them (NOT_CONTROLLER when this node
+// cannot reach it), with up to as many replicas as there are live brokers.
+func (s *Server) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	if s.cluster != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = adminContext(ctx, req.TimeoutMillis)
+		defer cancel()
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
@@ -42,7 +50,14 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 			}
 		}
 		switch {
-		case t.ReplicationFactor != -1 && t.ReplicationFactor != 1:
+		case s.cluster != nil && len(t.ReplicaAssignment) == 0 && cfgErr == nil:
+			rf, err := s.clusterCreateTopic(ctx, t, n, req.ValidateOnly)
+			if err != nil {
+				fail(configErrCode(err), err.Error())
+			} else {
+				rt.ReplicationFactor = rf
+			}
+		case s.cluster == nil && t.ReplicationFactor != -1 && t.ReplicationFactor != 1:
 			fail(kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d: this is a single node", t.ReplicationFactor))
 		case len(t.ReplicaAssignment) > 0:
 			fail(kerr.InvalidReplicaAssignment.Code, "manual replica assignment is not supported")
@@ -71,13 +86,26 @@ func (s *Server) createTopics(req *kmsg.CreateTopicsRequest) kmsg.Response {
 	return resp
 }
 
-// deleteTopics deletes topics by name.
-func (s *Server) deleteTopics(req *kmsg.DeleteTopicsRequest) kmsg.Response {
+// deleteTopics deletes topics by name: in a cluster through the
+// controller.
+func (s *Server) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	del := s.st.DeleteTopic
+	if s.cluster != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = adminContext(ctx, req.TimeoutMillis)
+		defer cancel()
+		del = func(name string) error {
+			if name == store.OffsetsTopic {
+				return fmt.Errorf("%w: %s", store.ErrInternalTopic, name)
+			}
+			return s.cluster.DeleteTopic(ctx, name)
+		}
+	}
 	for _, name := range req.TopicNames {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
-		if err := s.st.DeleteTopic(name); err != nil {
+		if err := del(name); err != nil {
 			rt.ErrorCode = errCode(err)
 			rt.ErrorMessage = kmsg.StringPtr(err.Error())
 		} else {
@@ -103,6 +131,13 @@ func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
 				// The groups' commits: Kafka refuses to delete internal
 				// topics' records too.
 				rp.ErrorCode = kerr.InvalidTopicException.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			if s.cluster != nil {
+				// Moving a replicated partition's start is the
+				// replication's to do on every replica, not one node's.
+				rp.ErrorCode = kerr.PolicyViolation.Code
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

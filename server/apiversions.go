@@ -31,6 +31,7 @@ var advertised = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 20, MinVersion: 0, MaxVersion: 5}, // DeleteTopics
 	{ApiKey: 21, MinVersion: 0, MaxVersion: 2}, // DeleteRecords
 	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
+	{ApiKey: 23, MinVersion: 0, MaxVersion: 4}, // OffsetForLeaderEpoch
 	{ApiKey: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
 	{ApiKey: 33, MinVersion: 0, MaxVersion: 2}, // AlterConfigs
 	{ApiKey: 35, MinVersion: 0, MaxVersion: 4}, // DescribeLogDirs

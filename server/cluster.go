@@ -52,10 +52,12 @@ type Cluster interface {
 	// below which consumers may read.
 	State(topic string, partition int32) (PartitionState, error)
 	// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-320) for a
-	// partition this node leads, from its leader-epoch-checkpoint: the
-	// largest epoch at or below epoch and the offset where it ended (the
-	// start of the next epoch, or the log end for the current one);
-	// -1, -1 when the log holds no epoch at or below it.
+	// partition this node leads, from its leader-epoch-checkpoint, by
+	// Kafka's rule (LeaderEpochFileCache.endOffsetFor): the largest epoch
+	// at or below epoch and the offset where it ended (the start of the
+	// next epoch, or the log end for the current one); for an epoch
+	// below every known one, epoch itself and the first epoch's start;
+	// -1, -1 for an epoch above every known one.
 	EndOffsetForEpoch(topic string, partition int32, epoch int32) (leaderEpoch int32, endOffset int64, err error)
 	// AllocateProducerID returns a producer id no other node hands out.
 	AllocateProducerID(ctx context.Context) (int64, error)

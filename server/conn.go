@@ -311,11 +311,16 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 	case *kmsg.ApiVersionsRequest:
 		return c.writeResponse(h.corr, c.s.apiVersions(c.coord, r), false)
 	case *kmsg.MetadataRequest:
-		return c.writeKmsg(h.corr, c.s.metadata(r))
+		return c.writeKmsg(h.corr, c.s.metadata(c.ctx, r))
 	case *kmsg.ProduceRequest:
 		resp := c.s.produce(r)
-		// Stored (or refused): nothing refers to the frame any more.
-		c.s.putFrame(c.produceFrame)
+		if c.s.cluster == nil {
+			// Stored (or refused): nothing refers to the frame any more.
+			// A Cluster may keep a batch past Produce (a proposal still
+			// in flight when the request timed out): its frame is left
+			// to the collector.
+			c.s.putFrame(c.produceFrame)
+		}
 		c.produceFrame = nil
 		if r.Acks == 0 {
 			// acks=0 gets no response at all. A failed one closes the
@@ -335,12 +340,14 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.fetch(h.corr, r)
 	case *kmsg.ListOffsetsRequest:
 		return c.writeKmsg(h.corr, c.s.listOffsets(r))
+	case *kmsg.OffsetForLeaderEpochRequest:
+		return c.writeKmsg(h.corr, c.s.offsetForLeaderEpoch(r))
 	case *kmsg.InitProducerIDRequest:
-		return c.writeKmsg(h.corr, c.s.initProducerID(r))
+		return c.writeKmsg(h.corr, c.s.initProducerID(c.ctx, r))
 	case *kmsg.CreateTopicsRequest:
-		return c.writeKmsg(h.corr, c.s.createTopics(r))
+		return c.writeKmsg(h.corr, c.s.createTopics(c.ctx, r))
 	case *kmsg.DeleteTopicsRequest:
-		return c.writeKmsg(h.corr, c.s.deleteTopics(r))
+		return c.writeKmsg(h.corr, c.s.deleteTopics(c.ctx, r))
 	case *kmsg.DeleteRecordsRequest:
 		return c.writeKmsg(h.corr, c.s.deleteRecords(r))
 	case *kmsg.CreatePartitionsRequest:

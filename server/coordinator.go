@@ -63,6 +63,9 @@ type coordinator struct {
 	// (loadGroups).
 	emptied map[string]string
 	closed  bool
+	// refusal, when set, is why a closed coordinator never opened: the
+	// message FindCoordinator answers with.
+	refusal string
 }
 
 func newCoordinator(st *store.Store, cfg coordinatorConfig) *coordinator {
@@ -85,6 +88,22 @@ func newCoordinator(st *store.Store, cfg coordinatorConfig) *coordinator {
 	defer c.mu.Unlock()
 	c.loadGroups()
 	return c
+}
+
+// clusterGroupsRefusal is why a node of a cluster has no group
+// coordinator yet: the single node's coordinator writes commits and
+// memberships to its store's __consumer_offsets, which in a cluster is a
+// replicated partition only the replication may write
+// (docs/cluster-server.md, "Left").
+const clusterGroupsRefusal = "consumer groups are not replicated in a seglog cluster yet"
+
+// newRefusingCoordinator is the coordinator of a cluster node: closed from
+// the start, so every group request is refused (FindCoordinator with
+// COORDINATOR_NOT_AVAILABLE and clusterGroupsRefusal, the others with
+// NOT_COORDINATOR) and nothing is written to the offsets topic.
+func newRefusingCoordinator(st *store.Store, cfg coordinatorConfig) *coordinator {
+	return &coordinator{st: st, cfg: cfg, groups: make(map[string]*group), emptied: make(map[string]string),
+		closed: true, refusal: clusterGroupsRefusal}
 }
 
 func msDuration(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
@@ -188,6 +207,9 @@ func (c *coordinator) findCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Respo
 		case c.isClosed():
 			co.NodeID, co.Port = -1, -1
 			co.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			if c.refusal != "" {
+				co.ErrorMessage = kmsg.StringPtr(c.refusal)
+			}
 		case r.CoordinatorType == 0:
 			co.NodeID, co.Host, co.Port = c.cfg.NodeID, c.cfg.Host, c.cfg.Port
 		case r.CoordinatorType == 1:

@@ -27,6 +27,10 @@ func (s *Server) describeCluster(req *kmsg.DescribeClusterRequest) kmsg.Response
 		}
 	}
 	resp.ClusterID = s.cfg.ClusterID
+	if s.cluster != nil {
+		s.clusterDescribeCluster(resp)
+		return resp
+	}
 	resp.ControllerID = s.cfg.NodeID
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port}}
 	return resp

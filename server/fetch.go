@@ -112,22 +112,41 @@ func (s *Server) readFetch(req *kmsg.FetchRequest) *fetchAnswer {
 }
 
 func (s *Server) readPartition(topic string, p *kmsg.FetchRequestTopicPartition, fp *fetchPart, left int64, first bool) {
+	var st PartitionState
+	if s.cluster != nil {
+		// Leadership first: a node that does not replicate the partition
+		// at all is not its leader either (NOT_LEADER_OR_FOLLOWER).
+		var code int16
+		if st, code = s.leaderState(topic, p.Partition, p.CurrentLeaderEpoch); code != 0 {
+			fp.code = code
+			return
+		}
+	}
 	l, err := s.partitionLog(topic, p.Partition)
 	if err != nil {
 		fp.code = errCode(err)
 		return
 	}
-	// The high watermark is the log end: one node is every replica. With
-	// no transactions, the last stable offset equals it (a read_committed
-	// consumer such as librdkafka's default drops what lies above the LSO).
-	hwm, start := l.EndOffset(), l.StartOffset()
+	// The high watermark is the log end on one node, which is every
+	// replica; in a cluster it is the Cluster's commit point. With no
+	// transactions, the last stable offset equals it (a read_committed
+	// consumer such as librdkafka's default drops what lies above the
+	// LSO).
+	end, start := l.EndOffset(), l.StartOffset()
+	hwm := end
+	if s.cluster != nil {
+		hwm = min(max(st.HighWatermark, start), end)
+	}
 	fp.hwm, fp.logStart = hwm, start
-	if p.FetchOffset < start || p.FetchOffset > hwm {
+	// An offset between the high watermark and the log end is not out of
+	// range: it is written and not yet committed, and the fetch parks
+	// until the high watermark passes it.
+	if p.FetchOffset < start || p.FetchOffset > end {
 		fp.code = kerr.OffsetOutOfRange.Code
 		return
 	}
 	limit := min(int64(max(p.PartitionMaxBytes, 0)), left)
-	if p.FetchOffset == hwm || (limit <= 0 && !first) {
+	if p.FetchOffset >= hwm || (limit <= 0 && !first) {
 		return
 	}
 	sl, err := l.Read(p.FetchOffset, int(max(limit, 0)), seglog.ReadOptions{UpperBound: hwm, Bounded: true})

@@ -51,10 +51,22 @@ func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 			rp.LeaderEpoch = -1
 			var off, ts int64
 			var err error
+			// In a cluster only the leader answers, with its epoch, and
+			// "latest" is the high watermark.
+			hw, code := int64(-1), int16(0)
+			if s.cluster != nil {
+				var st PartitionState
+				if st, code = s.leaderState(t.Topic, p.Partition, p.CurrentLeaderEpoch); code == 0 {
+					hw, rp.LeaderEpoch = st.HighWatermark, st.LeaderEpoch
+				}
+			}
 			if first, ok := specMinVersion[p.Timestamp]; p.Timestamp < 0 && (!ok || req.Version < first) {
-				err = kerr.UnsupportedVersion
-				rp.ErrorCode = kerr.UnsupportedVersion.Code
-			} else if off, ts, err = s.lookupOffset(t.Topic, p.Partition, p.Timestamp); err != nil {
+				code = kerr.UnsupportedVersion.Code
+			}
+			if code != 0 {
+				err = kerr.ErrorForCode(code)
+				rp.ErrorCode = code
+			} else if off, ts, err = s.lookupOffset(t.Topic, p.Partition, p.Timestamp, hw); err != nil {
 				rp.ErrorCode = errCode(err)
 			}
 			if err != nil {
@@ -74,16 +86,33 @@ func (s *Server) listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 	return resp
 }
 
-func (s *Server) lookupOffset(topic string, partition int32, ts int64) (offset, timestamp int64, err error) {
+// lookupOffset answers one partition of a ListOffsets. hw is the
+// cluster's high watermark, -1 on a single node (the log end): in a
+// cluster "latest" is the high watermark, and a record at or above it is
+// not yet a consumer's to find.
+func (s *Server) lookupOffset(topic string, partition int32, ts, hw int64) (offset, timestamp int64, err error) {
 	l, err := s.partitionLog(topic, partition)
 	if err != nil {
 		return 0, 0, err
 	}
+	if hw < 0 {
+		hw = l.EndOffset()
+	}
+	hw = min(max(hw, l.StartOffset()), l.EndOffset())
+	offset, timestamp, err = s.lookupLogOffset(l, ts, hw)
+	if s.cluster != nil && err == nil && offset >= hw && (ts >= 0 || ts == tsMaxTimestamp) {
+		// Found only above the high watermark: not found, for now.
+		return -1, -1, nil
+	}
+	return offset, timestamp, err
+}
+
+func (s *Server) lookupLogOffset(l seglog.View, ts, hw int64) (offset, timestamp int64, err error) {
 	switch ts {
 	case tsEarliest, tsEarliestLocal:
 		return l.StartOffset(), -1, nil
 	case tsLatest:
-		return l.EndOffset(), -1, nil
+		return hw, -1, nil
 	case tsLatestTiered, tsEarliestPending:
 		// Kafka without tiered storage: nothing is tiered, offset -1.
 		return -1, -1, nil

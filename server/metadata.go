@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,7 +14,10 @@ import (
 // replica of every partition. A topic asked for by name that does not exist
 // is created when auto creation is on and the client allows it (Metadata
 // v4+ says so per request; older versions always allow it, as Kafka does).
-func (s *Server) metadata(req *kmsg.MetadataRequest) kmsg.Response {
+func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.Response {
+	if s.cluster != nil {
+		return s.clusterMetadata(ctx, req)
+	}
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port}}
 	resp.ClusterID = kmsg.StringPtr(s.cfg.ClusterID)
@@ -91,6 +95,9 @@ func errCode(err error) int16 {
 		return kerr.InvalidConfig.Code
 	case errors.Is(err, store.ErrInternalTopic):
 		return kerr.TopicAuthorizationFailed.Code
+	}
+	if code := clusterErrCode(err); code != 0 {
+		return code
 	}
 	return logErrorCode(err)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"sync"
 
@@ -32,22 +33,47 @@ func (s *Server) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 		whole = kerr.InvalidRequiredAcks.Code
 	}
 	stored := false
+	var ctx context.Context
+	if s.cluster != nil {
+		// One bound for the whole request, as Kafka's timeout is the
+		// request's.
+		var cancel context.CancelFunc
+		ctx, cancel = s.produceContext(req.TimeoutMillis)
+		defer cancel()
+	}
+	var replicating sync.WaitGroup
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewProduceResponseTopicPartition()
+		// Sized once: the replicating goroutines write their answers in
+		// place.
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(t.Partitions))
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			rt.Partitions = append(rt.Partitions, kmsg.NewProduceResponseTopicPartition())
+			rp := &rt.Partitions[len(rt.Partitions)-1]
 			rp.Partition = p.Partition
-			if whole != 0 {
+			switch {
+			case whole != 0:
 				rp.ErrorCode = whole
-			} else {
-				s.producePartition(req.Version, t.Topic, &p, &rp)
+			case s.cluster != nil:
+				// The partitions are replicated at once, each waiting for
+				// its own replicas, as Kafka's delayed produce waits for
+				// all of them together: one after another, a request's
+				// wait would be the sum of its partitions' round trips.
+				replicating.Add(1)
+				go func() {
+					defer replicating.Done()
+					s.replicatePartition(ctx, req.Version, req.Acks, t.Topic, p, rp)
+				}()
+			default:
+				s.producePartition(req.Version, t.Topic, p, rp)
 				stored = stored || rp.ErrorCode == 0
 			}
-			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	replicating.Wait()
 	if stored {
 		s.notify.wake()
 	}
@@ -180,7 +206,7 @@ func appendErrorCode(err error) int16 {
 // from: KIP-360) keeps its id with the epoch bumped. Transactions are not
 // supported: a transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 // which clients treat as fatal rather than retrying.
-func (s *Server) initProducerID(req *kmsg.InitProducerIDRequest) kmsg.Response {
+func (s *Server) initProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
@@ -191,7 +217,22 @@ func (s *Server) initProducerID(req *kmsg.InitProducerIDRequest) kmsg.Response {
 		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
 		return resp
 	}
-	resp.ProducerID, resp.ProducerEpoch = newProducerID(), 0
+	if s.cluster == nil {
+		resp.ProducerID, resp.ProducerEpoch = newProducerID(), 0
+		return resp
+	}
+	// In a cluster, ids come from the controller's blocks, unique across
+	// nodes. A failure is COORDINATOR_NOT_AVAILABLE, which every client
+	// retries for this request.
+	ctx, cancel := adminContext(ctx, 0)
+	defer cancel()
+	id, err := s.cluster.AllocateProducerID(ctx)
+	if err != nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		s.logger.Warn("server: allocating a producer id", "err", err)
+		return resp
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp
 }
 

@@ -56,6 +56,20 @@ type partProducers struct {
 	// after an append the log rolled, and a snapshot is written then, as
 	// Kafka writes one at every roll.
 	segments int
+
+	// In a cluster (clusterproduce.go): epoch is the leader epoch the
+	// state was loaded in, and locks serialize each producer's
+	// check-propose-record, so that a retry of a batch still being
+	// replicated waits for it instead of being proposed a second time.
+	epoch int32
+	locks map[int64]*producerLock
+}
+
+// producerLock is one producer's lock on a partition, dropped from
+// partProducers.locks when nobody holds or waits for it.
+type producerLock struct {
+	mu   sync.Mutex
+	refs int
 }
 
 type producerEntry struct {
@@ -77,7 +91,7 @@ func (p *producers) partition(topic string, partition int32) *partProducers {
 	k := tp{topic, partition}
 	pp := p.parts[k]
 	if pp == nil {
-		pp = &partProducers{m: make(map[int64]*producerEntry)}
+		pp = &partProducers{m: make(map[int64]*producerEntry), epoch: -1, locks: make(map[int64]*producerLock)}
 		// The name may alias a request's frame; the map outlives it.
 		p.parts[tp{strings.Clone(topic), partition}] = pp
 	}
@@ -148,6 +162,11 @@ func (pp *partProducers) record(pid int64, epoch int16, first, last int32, first
 	if epoch != e.epoch {
 		e.epoch, e.batches = epoch, e.batches[:0]
 	}
+	if n := len(e.batches); n > 0 && e.batches[n-1].firstOff == firstOff {
+		// Already noted: a replicated write that settled after a reload
+		// had read it from the log.
+		return
+	}
 	if len(e.batches) == batchesToRetain {
 		e.batches = append(e.batches[:0], e.batches[1:]...)
 	}
@@ -161,6 +180,38 @@ func (pp *partProducers) record(pid int64, epoch int16, first, last int32, first
 				delete(pp.m, id)
 			}
 		}
+	}
+}
+
+// reset drops the state (pp.mu held): the next check reloads it from the
+// log. A cluster resets when the leader epoch changes (a node that led,
+// lost and regained leadership holds what other leaders wrote
+// meanwhile) and when a replicated write ends in an error (it may still
+// be in the log).
+func (pp *partProducers) reset(epoch int32) {
+	pp.loaded, pp.epoch = false, epoch
+	clear(pp.m)
+}
+
+// lockProducer takes producer pid's lock on the partition and returns
+// the function that releases it.
+func (pp *partProducers) lockProducer(pid int64) (unlock func()) {
+	pp.mu.Lock()
+	l := pp.locks[pid]
+	if l == nil {
+		l = &producerLock{}
+		pp.locks[pid] = l
+	}
+	l.refs++
+	pp.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		pp.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(pp.locks, pid)
+		}
+		pp.mu.Unlock()
 	}
 }
 

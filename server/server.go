@@ -79,6 +79,11 @@ type Options struct {
 	// long the first rebalance of an empty consumer group waits for more
 	// members to join. Zero means Kafka's default, 3 s; negative, none.
 	GroupInitialRebalanceDelay time.Duration
+	// Cluster makes the server one broker of a replicated cluster
+	// (docs/cluster-server.md): metadata, the write path and leadership
+	// come from it, and only a partition's leader serves it. Nil is a
+	// single node, which leads every partition of its store.
+	Cluster Cluster
 }
 
 // Server answers the Kafka protocol for one store. Create it with New, run
@@ -93,6 +98,8 @@ type Server struct {
 	coord  *coordinator
 	notify notifier
 	pids   *producers
+	// cluster is Options.Cluster: nil on a single node.
+	cluster Cluster
 
 	// frames holds Produce request frames between requests (conn.go,
 	// "Request frames"), for any connection to read its next request
@@ -147,6 +154,12 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 		listeners: make(map[net.Listener]struct{}), conns: make(map[*conn]struct{})}
 	s.pids = newProducers()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if cfg.Cluster != nil {
+		s.cluster = cfg.Cluster
+		// A high watermark moving or a leader changing is what a parked
+		// fetch waits for in a cluster, as an append is on one node.
+		s.cluster.SetNotify(s.notify.wake)
+	}
 	if cfg.Advertise != "" {
 		if err := s.setAdvertise(cfg.Advertise); err != nil {
 			return nil, err
@@ -212,7 +225,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 	}
-	if s.coord == nil {
+	if s.coord == nil && s.cluster != nil {
+		s.coord = newRefusingCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port})
+	} else if s.coord == nil {
 		s.coord = newCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port,
 			InitialRebalanceDelay: s.cfg.GroupInitialRebalanceDelay})
 	}
@@ -304,7 +319,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if coord != nil {
 		coord.close()
 	}
-	s.writeSnapshots()
+	if s.cluster == nil {
+		// In a cluster the partition directories are the replication's:
+		// the producer state is rebuilt from the log's batch headers.
+		s.writeSnapshots()
+	}
 	return err
 }
 

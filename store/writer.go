@@ -10,8 +10,9 @@ import (
 // given (no timestamp is stamped, no partitioner runs: Produce and
 // ProduceTo do that), and the offsets topic is not refused, for a broker
 // that writes its group coordinator's own records there. Deleting records
-// is Store.DeleteRecords; retention, compaction, truncation and closing
-// are the store's alone. A Writer stays usable until the topic is deleted
+// is Store.DeleteRecords; retention, compaction and closing are the
+// store's alone, and truncation is only for a replicated partition's raft
+// log (AppendEpochBatches, TruncateTo). A Writer stays usable until the topic is deleted
 // or the store closed; its appends then fail with seglog.ErrClosed. It is
 // safe for concurrent use.
 type Writer struct{ l *seglog.Log }

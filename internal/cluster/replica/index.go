@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
@@ -83,6 +84,12 @@ type table struct {
 	terms []uint64
 }
 
+// readLimit is the largest batch a read takes whole: the partition's
+// limit, or a frame of the driver if larger, as no entry larger than a
+// frame was ever replicated (a batch stored under a larger
+// max.message.bytes, lowered since, is still read).
+func readLimit(maxBatch int) int { return max(maxBatch, multiraft.DefaultMaxFrame) }
+
 // scan calls fn with each batch from the one holding from to the log
 // end, reading them with segment.Scanner, one segment at a time, until fn
 // returns false. A damaged batch is an error matching seglog.ErrCorrupt;
@@ -98,7 +105,7 @@ func (s *Store) scan(from int64, fn func(e *segment.Entry) bool) error {
 			sl.Close()
 			return nil
 		}
-		sc := segment.NewScanner(sl, sl.Len(), s.maxBatch)
+		sc := segment.NewScanner(sl, sl.Len(), readLimit(s.maxBatch))
 		for {
 			e, ok, err := sc.Next()
 			if err != nil {

@@ -242,3 +242,53 @@ func TestRetentionBelow(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRetentionTakesAll: retention that deletes every batch (the log start
+// moved to its end) under an open Store leaves an empty raft log after the
+// last entry, as a snapshot there would, which appends go on from and a
+// reopen reads back.
+func TestRetentionTakesAll(t *testing.T) {
+	fs := vfs.NewMem()
+	const dir = "/data/t-0"
+	s := openT(t, fs, dir)
+	defer func() { closeT(t, s) }()
+	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(entries(t, 2, 40, 2)); err != nil {
+		t.Fatal(err)
+	}
+	end := s.Log().EndOffset()
+	if _, err := s.p.(interface {
+		DeleteBefore(int64) (int, error)
+	}).DeleteBefore(end); err != nil {
+		t.Fatal(err)
+	}
+	if start := s.Log().StartOffset(); start != end {
+		t.Fatalf("the log starts at %d after deleting below its end %d", start, end)
+	}
+	check := func(label string) {
+		t.Helper()
+		first, _ := s.FirstIndex()
+		last, _ := s.LastIndex()
+		if first != 41 || last != 40 {
+			t.Fatalf("%s: [%d, %d], want the empty log after 40", label, first, last)
+		}
+		if term, err := s.Term(40); err != nil || term != 2 {
+			t.Fatalf("%s: Term(40) = %d, %v; want 2", label, term, err)
+		}
+		if hw, err := s.HighWatermark(40); err != nil || hw != end {
+			t.Fatalf("%s: HighWatermark(40) = %d, %v; want %d", label, hw, err, end)
+		}
+	}
+	check("after retention")
+	closeT(t, s)
+	s = openT(t, fs, dir)
+	check("reopened")
+	if err := s.Append(entries(t, 41, 45, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := s.Offset(41); err != nil || off != end {
+		t.Fatalf("Offset(41) = %d, %v; want %d", off, err, end)
+	}
+}

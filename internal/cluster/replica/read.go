@@ -18,7 +18,14 @@ func (s *Store) Term(i uint64) (uint64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
-	s.follow()
+	if err := s.follow(); err != nil {
+		return 0, err
+	}
+	return s.term(i)
+}
+
+// term is Term without following retention, for the writes (which have).
+func (s *Store) term(i uint64) (uint64, error) {
 	s.idx.RLock()
 	first, last := s.bounds()
 	var snapTerm uint64
@@ -60,7 +67,9 @@ func (s *Store) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	s.follow()
+	if err := s.follow(); err != nil {
+		return nil, err
+	}
 	s.idx.RLock()
 	first, last := s.bounds()
 	s.idx.RUnlock()

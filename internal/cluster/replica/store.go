@@ -129,9 +129,11 @@ func (s *Store) load() error {
 		changed = true
 	}
 	s.anchors = anchors
-	if s.dropBelowStart() {
-		changed = true
+	moved, err := s.dropBelowStart(false)
+	if err != nil {
+		return err
 	}
+	changed = changed || moved
 	if len(s.anchors) == 0 {
 		return nil
 	}
@@ -166,43 +168,62 @@ func (s *Store) load() error {
 // never saved, drop out of the raft view: raft sends a snapshot for what
 // it cannot read. Called with idx held for writing (or before the Store is
 // shared); it reports whether the anchors changed.
-func (s *Store) dropBelowStart() bool {
+//
+// When retention took every anchored batch (Kafka's retention rolls the
+// active segment and deletes them all once all expired), an open Store
+// knows the last entry and its term, and the log becomes empty after it,
+// as after a snapshot there; at Open nothing says how many entries
+// followed the last anchor, so the log cannot be numbered: an error.
+func (s *Store) dropBelowStart(open bool) (bool, error) {
 	start := s.log.StartOffset()
 	k := len(s.anchors)
 	if k == 0 || s.anchors[0].offset >= start {
-		return false
+		return false, nil
 	}
 	i := sort.Search(k, func(i int) bool { return s.anchors[i].offset >= start })
 	if i == k {
-		// Retention took every anchored entry: the log restarts empty at
-		// the last anchor's index, which raft can only fill by a snapshot.
-		// The term of the entry before it is not known: 0 makes raft's
-		// match fail, as it must.
-		last := s.anchors[k-1]
-		s.anchors = []anchor{{index: max(last.index, s.last+1), offset: start}}
+		if !open {
+			a := s.anchors[k-1]
+			return false, fmt.Errorf("replica: %s: the partition starts at offset %d, past its last anchor (index %d at %d): its entries cannot be numbered", s.indexPath(), start, a.index, a.offset)
+		}
+		s.anchors = []anchor{{s.last + 1, max(s.end, start), s.lastTerm}}
 	} else {
 		s.anchors = s.anchors[i:]
 	}
 	s.dropTables()
 	s.first = s.anchors[0].index
 	if s.last < s.first-1 {
-		s.last, s.lastTerm, s.end = s.first-1, s.anchors[0].term, start
+		s.last, s.lastTerm, s.end = s.first-1, s.anchors[0].term, s.anchors[0].offset
 	}
-	return true
+	return true, nil
 }
 
 // follow applies dropBelowStart while the Store is open, before a read
-// that depends on the first index.
-func (s *Store) follow() {
+// that depends on the first index, and saves the anchors it moved.
+func (s *Store) follow() error {
 	s.idx.RLock()
 	behind := len(s.anchors) > 0 && s.anchors[0].offset < s.log.StartOffset()
 	s.idx.RUnlock()
 	if !behind {
-		return
+		return nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.followLocked()
+}
+
+// followLocked is follow for a write, which holds mu.
+func (s *Store) followLocked() error {
 	s.idx.Lock()
-	s.dropBelowStart()
+	moved, err := s.dropBelowStart(true)
 	s.idx.Unlock()
+	if err != nil || !moved {
+		return err
+	}
+	// Not saving costs nothing but the walk Open would redo; the next
+	// save writes them anyway.
+	_ = s.saveAnchors()
+	return nil
 }
 
 // Close marks the Store closed; the partition stays open (its owner closes
@@ -255,7 +276,9 @@ func (s *Store) FirstIndex() (uint64, error) {
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
-	s.follow()
+	if err := s.follow(); err != nil {
+		return 0, err
+	}
 	s.idx.RLock()
 	defer s.idx.RUnlock()
 	first, _ := s.bounds()
@@ -281,7 +304,9 @@ func (s *Store) Snapshot() (*pb.Snapshot, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	s.follow()
+	if err := s.follow(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	cs := s.state.confState()
 	s.mu.Unlock()

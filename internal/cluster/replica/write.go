@@ -53,7 +53,9 @@ func (s *Store) Append(entries []*pb.Entry) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	s.follow()
+	if err := s.followLocked(); err != nil {
+		return err
+	}
 	s.idx.RLock()
 	first, last := s.bounds()
 	s.idx.RUnlock()
@@ -67,7 +69,7 @@ func (s *Store) Append(entries []*pb.Entry) error {
 	if lo > last+1 {
 		return fmt.Errorf("%w: entry %d does not follow the last index %d", ErrBadEntry, lo, last)
 	}
-	prevTerm, err := s.Term(lo - 1)
+	prevTerm, err := s.term(lo - 1)
 	if err != nil {
 		return err
 	}
@@ -207,7 +209,7 @@ func (s *Store) truncateFrom(index uint64) error {
 	if err != nil {
 		return err
 	}
-	prevTerm, err := s.Term(index - 1)
+	prevTerm, err := s.term(index - 1)
 	if err != nil {
 		return err
 	}
@@ -269,7 +271,9 @@ func (s *Store) ApplySnapshot(snap *pb.Snapshot) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	s.follow()
+	if err := s.followLocked(); err != nil {
+		return err
+	}
 	s.idx.RLock()
 	first, last := s.bounds()
 	fresh := len(s.anchors) == 0
@@ -292,7 +296,7 @@ func (s *Store) ApplySnapshot(snap *pb.Snapshot) error {
 	}
 	held := false
 	if index <= last {
-		t, err := s.Term(index)
+		t, err := s.term(index)
 		if err != nil {
 			return err
 		}

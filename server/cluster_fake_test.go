@@ -1,0 +1,266 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/seglog/seglog/store"
+)
+
+// fakeCluster is a Cluster over the test server's own store, one node's
+// view of it: the test flips leadership and leader epochs per partition,
+// holds the high watermark or lets it follow the log end, and makes
+// Produce fail, or block until released. Produce appends through the
+// store's Writer as the node's replication would.
+type fakeCluster struct {
+	t  testing.TB
+	st *store.Store
+
+	mu         sync.Mutex
+	notify     func()
+	brokers    []Broker
+	controller int32
+	follower   map[tp]bool  // not the leader
+	epochs     map[tp][]int // leader epoch i starts at offset epochs[i]; the last is current
+	heldHW     map[tp]int64 // the high watermark while held; otherwise the log end
+	produceErr error        // Produce's error, when set
+	gate       chan struct{}
+	produced   int   // Produce calls
+	acks       int16 // the last Produce's acks
+	created    []createCall
+	createErr  error
+	nextPID    int64
+}
+
+type createCall struct {
+	name       string
+	partitions int32
+	rf         int16
+	configs    map[string]string
+}
+
+var _ Cluster = (*fakeCluster)(nil)
+
+func newFakeCluster(t testing.TB) *fakeCluster {
+	return &fakeCluster{t: t, controller: 2, nextPID: 1000,
+		brokers:  []Broker{{NodeID: 1, Host: "h1", Port: 9001}, {NodeID: 2, Host: "h2", Port: 9002, Rack: "r2"}, {NodeID: 3, Host: "h3", Port: 9003}},
+		follower: make(map[tp]bool), epochs: make(map[tp][]int), heldHW: make(map[tp]int64)}
+}
+
+// startCluster serves a store as node 1 of a fake three-node cluster.
+func startCluster(t *testing.T, cfg Options) (*testServer, *fakeCluster) {
+	t.Helper()
+	fc := newFakeCluster(t)
+	cfg.Cluster = fc
+	cfg.NodeID = 1
+	cfg.ClusterID = "fake-cluster"
+	ts := startServer(t, "", cfg)
+	fc.st = ts.st
+	// Node 1 is this server: clients connect to it where it listens.
+	host, port, err := parseAdvertise(ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.mu.Lock()
+	fc.brokers[0].Host, fc.brokers[0].Port = host, port
+	fc.mu.Unlock()
+	return ts, fc
+}
+
+// creates returns the CreateTopic calls so far.
+func (fc *fakeCluster) creates() []createCall {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return slices.Clone(fc.created)
+}
+
+// set changes the fake's fields under its lock.
+func (fc *fakeCluster) set(f func(fc *fakeCluster)) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	f(fc)
+}
+
+func (fc *fakeCluster) wake() {
+	fc.mu.Lock()
+	n := fc.notify
+	fc.mu.Unlock()
+	n()
+}
+
+// setLeader makes this node the partition's leader or a follower, in a new
+// leader epoch starting at the log end, as a raft election would.
+func (fc *fakeCluster) setLeader(topic string, partition int32, leader bool) {
+	fc.mu.Lock()
+	k := tp{topic, partition}
+	fc.follower[k] = !leader
+	fc.epochs[k] = append(fc.epochs[k], int(fc.endLocked(topic, partition)))
+	fc.mu.Unlock()
+	fc.wake()
+}
+
+// holdHW holds the partition's high watermark at hw; -1 lets it follow the
+// log end again.
+func (fc *fakeCluster) holdHW(topic string, partition int32, hw int64) {
+	fc.mu.Lock()
+	if hw < 0 {
+		delete(fc.heldHW, tp{topic, partition})
+	} else {
+		fc.heldHW[tp{topic, partition}] = hw
+	}
+	fc.mu.Unlock()
+	fc.wake()
+}
+
+func (fc *fakeCluster) endLocked(topic string, partition int32) int64 {
+	l, err := fc.st.Log(topic, partition)
+	if err != nil {
+		return 0
+	}
+	return l.EndOffset()
+}
+
+func (fc *fakeCluster) epochLocked(k tp) int32 {
+	return int32(len(fc.epochs[k])) // epoch 0 before any election: 1 after the first
+}
+
+func (fc *fakeCluster) Brokers() ([]Broker, int32) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.brokers, fc.controller
+}
+
+func (fc *fakeCluster) Topics() []string {
+	names := fc.st.Topics()
+	if _, err := fc.st.Partitions(store.OffsetsTopic); err == nil {
+		names = append(names, store.OffsetsTopic)
+	}
+	return names
+}
+
+func (fc *fakeCluster) Partitions(topic string) ([]PartitionInfo, error) {
+	n, err := fc.st.Partitions(topic)
+	if err != nil {
+		return nil, err
+	}
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	var out []PartitionInfo
+	for p := range int32(n) {
+		k := tp{topic, p}
+		pi := PartitionInfo{Partition: p, Leader: 1, LeaderEpoch: fc.epochLocked(k),
+			Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Offline: []int32{3}}
+		if fc.follower[k] {
+			pi.Leader = 2
+		}
+		out = append(out, pi)
+	}
+	return out, nil
+}
+
+func (fc *fakeCluster) CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error {
+	fc.mu.Lock()
+	fc.created = append(fc.created, createCall{name, partitions, rf, configs})
+	err := fc.createErr
+	fc.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	cfg := store.DefaultTopicConfig()
+	for k, v := range configs {
+		if err := cfg.Set(k, v); err != nil {
+			return err
+		}
+	}
+	return fc.st.CreateTopic(name, int(partitions), cfg)
+}
+
+func (fc *fakeCluster) DeleteTopic(ctx context.Context, name string) error {
+	return fc.st.DeleteTopic(name)
+}
+
+func (fc *fakeCluster) Produce(ctx context.Context, topic string, partition int32, batch []byte, acks int16) (int64, error) {
+	fc.mu.Lock()
+	fc.produced++
+	fc.acks = acks
+	err, gate, follower := fc.produceErr, fc.gate, fc.follower[tp{topic, partition}]
+	fc.mu.Unlock()
+	switch {
+	case err != nil:
+		return 0, err
+	case follower:
+		return 0, fmt.Errorf("fake: %s-%d: %w", topic, partition, ErrNotLeader)
+	}
+	w, err := fc.st.Writer(topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	info, err := w.AppendBatch(batch)
+	if err != nil {
+		return 0, err
+	}
+	if gate != nil {
+		// Appended here, not yet confirmed by the replicas.
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	fc.wake()
+	return info.FirstOffset, nil
+}
+
+func (fc *fakeCluster) State(topic string, partition int32) (PartitionState, error) {
+	l, err := fc.st.Log(topic, partition)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	k := tp{topic, partition}
+	hw, held := fc.heldHW[k]
+	if !held {
+		hw = l.EndOffset()
+	}
+	return PartitionState{Leader: !fc.follower[k], LeaderEpoch: fc.epochLocked(k), HighWatermark: hw}, nil
+}
+
+func (fc *fakeCluster) EndOffsetForEpoch(topic string, partition int32, epoch int32) (int32, int64, error) {
+	end := fc.endLocked(topic, partition)
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	starts := fc.epochs[tp{topic, partition}]
+	// Epoch 0 spans from offset 0 to the first election.
+	all := append([]int{0}, starts...)
+	if epoch < 0 {
+		return -1, -1, nil
+	}
+	e := min(int(epoch), len(all)-1)
+	if e+1 < len(all) {
+		return int32(e), int64(all[e+1]), nil
+	}
+	return int32(e), end, nil
+}
+
+func (fc *fakeCluster) AllocateProducerID(ctx context.Context) (int64, error) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.createErr != nil {
+		return 0, fc.createErr
+	}
+	fc.nextPID++
+	return fc.nextPID, nil
+}
+
+func (fc *fakeCluster) SetNotify(wake func()) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.notify != nil {
+		fc.t.Error("SetNotify called twice")
+	}
+	fc.notify = wake
+}

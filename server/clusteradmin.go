@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog/store"
+)
+
+// clusterAdminTimeout bounds a change through the controller (a topic
+// created on first use, a producer id block) when the request carries no
+// timeout of its own.
+const clusterAdminTimeout = 30 * time.Second
+
+// errNotInCluster refuses the admin requests a cluster does not carry yet
+// (docs/cluster-server.md, "Left"): they change a replicated partition or
+// a topic's config outside the Cluster's write path, on one node only.
+var errNotInCluster = errors.New("not supported by a seglog cluster yet: only on a single node")
+
+// adminContext bounds a controller change by a request's timeout in
+// milliseconds, or clusterAdminTimeout when it gives none.
+func adminContext(ctx context.Context, timeoutMillis int32) (context.Context, context.CancelFunc) {
+	d := time.Duration(timeoutMillis) * time.Millisecond
+	if d <= 0 {
+		d = clusterAdminTimeout
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// clusterMetadata answers Metadata from the Cluster: its live brokers and
+// controller, and each partition's leader, leader epoch, replicas, ISR and
+// offline replicas as this node last knows them. A partition without a
+// leader is LEADER_NOT_AVAILABLE, which clients retry. A topic asked for
+// by name is created through the controller on first use, with the
+// cluster's default replication factor.
+func (s *Server) clusterMetadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	brokers, controller := s.cluster.Brokers()
+	for _, b := range brokers {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = b.NodeID, b.Host, b.Port
+		if b.Rack != "" {
+			mb.Rack = kmsg.StringPtr(b.Rack)
+		}
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	resp.ClusterID = kmsg.StringPtr(s.cfg.ClusterID)
+	resp.ControllerID = controller
+	var names []string
+	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if all {
+		names = s.cluster.Topics()
+	} else {
+		for _, t := range req.Topics {
+			if t.Topic != nil {
+				names = append(names, *t.Topic)
+			}
+		}
+	}
+	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	for _, name := range names {
+		t := kmsg.NewMetadataResponseTopic()
+		t.Topic = kmsg.StringPtr(name)
+		t.IsInternal = name == store.OffsetsTopic
+		parts, err := s.cluster.Partitions(name)
+		if errors.Is(err, store.ErrUnknownTopic) && !all && allowCreate && s.autoCreate() && name != store.OffsetsTopic {
+			parts, err = s.clusterCreateOnFirstUse(ctx, name)
+		}
+		if err != nil {
+			t.ErrorCode = errCode(err)
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
+		for _, pi := range parts {
+			mp := kmsg.NewMetadataResponseTopicPartition()
+			mp.Partition, mp.Leader, mp.LeaderEpoch = pi.Partition, pi.Leader, pi.LeaderEpoch
+			mp.Replicas, mp.ISR, mp.OfflineReplicas = nonNil(pi.Replicas), nonNil(pi.ISR), nonNil(pi.Offline)
+			if pi.Leader < 0 {
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+			t.Partitions = append(t.Partitions, mp)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+// nonNil is ids or an empty list: a null array is not valid before the
+// versions that allow it, and clients read an empty one the same.
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
+}
+
+// clusterCreateOnFirstUse is createOnFirstUse through the controller.
+func (s *Server) clusterCreateOnFirstUse(ctx context.Context, name string) ([]PartitionInfo, error) {
+	ctx, cancel := adminContext(ctx, 0)
+	defer cancel()
+	err := s.cluster.CreateTopic(ctx, name, int32(s.cfg.NumPartitions), -1, nil)
+	if err != nil && !errors.Is(err, store.ErrTopicExists) {
+		return nil, err
+	}
+	return s.cluster.Partitions(name)
+}
+
+// clusterDescribeCluster fills DescribeCluster's brokers and controller
+// from the Cluster.
+func (s *Server) clusterDescribeCluster(resp *kmsg.DescribeClusterResponse) {
+	brokers, controller := s.cluster.Brokers()
+	resp.ControllerID = controller
+	for _, b := range brokers {
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = b.NodeID, b.Host, b.Port
+		if b.Rack != "" {
+			rb.Rack = kmsg.StringPtr(b.Rack)
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+}
+
+// clusterCreateTopic creates one topic of a CreateTopics through the
+// controller, after the checks a single node makes, and returns the
+// replication factor the topic got. ValidateOnly checks without creating.
+func (s *Server) clusterCreateTopic(ctx context.Context, t kmsg.CreateTopicsRequestTopic, n int, validateOnly bool) (int16, error) {
+	rf := t.ReplicationFactor
+	brokers, _ := s.cluster.Brokers()
+	if rf == 0 || rf < -1 || int(rf) > len(brokers) {
+		return 0, &configError{kerr.InvalidReplicationFactor.Code,
+			fmt.Sprintf("replication factor %d: %d live brokers", rf, len(brokers))}
+	}
+	if validateOnly {
+		err := store.ValidateTopic(t.Topic)
+		if err == nil && (n < 1 || n > store.MaxPartitions) {
+			err = fmt.Errorf("%w: %d", store.ErrInvalidPartitions, n)
+		}
+		if _, perr := s.cluster.Partitions(t.Topic); err == nil && perr == nil {
+			err = fmt.Errorf("%w: %s", store.ErrTopicExists, t.Topic)
+		}
+		return rf, err
+	}
+	configs := make(map[string]string)
+	for _, c := range t.Configs {
+		if c.Value != nil {
+			configs[c.Name] = *c.Value
+		}
+	}
+	if err := s.cluster.CreateTopic(ctx, t.Topic, int32(n), rf, configs); err != nil {
+		return 0, err
+	}
+	if parts, err := s.cluster.Partitions(t.Topic); err == nil && len(parts) > 0 {
+		rf = int16(len(parts[0].Replicas))
+	}
+	return rf, nil
+}
+
+// refuseInCluster is the error a request the cluster does not carry gets,
+// for the responses that hold a message.
+func refuseInCluster(what string) error {
+	return &configError{kerr.PolicyViolation.Code, what + ": " + errNotInCluster.Error()}
+}

@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/store"
+)
+
+// defaultProduceTimeout bounds a replicated write whose request gives no
+// timeout (TimeoutMillis 0 or less), which Kafka would time out at once:
+// a client sending 0 means "no particular bound", not "fail every acks=all
+// write".
+const defaultProduceTimeout = 30 * time.Second
+
+// leaderState is the state of a partition this node must lead to serve
+// (Fetch, ListOffsets, OffsetForLeaderEpoch), or the Kafka error code to
+// answer instead: NOT_LEADER_OR_FOLLOWER on a follower, and the
+// client's current leader epoch checked against the partition's (-1 skips
+// the check).
+func (s *Server) leaderState(topic string, partition, currentEpoch int32) (PartitionState, int16) {
+	st, err := s.cluster.State(topic, partition)
+	if err != nil {
+		return st, errCode(err)
+	}
+	if !st.Leader {
+		return st, kerr.NotLeaderForPartition.Code
+	}
+	return st, epochCode(currentEpoch, st.LeaderEpoch)
+}
+
+// epochCode checks a request's CurrentLeaderEpoch against the partition's
+// leader epoch, as Kafka's leader does (KIP-320): a client behind the
+// leader was fenced (FENCED_LEADER_EPOCH: its metadata is stale), a client
+// ahead of it knows of a leader this node has not heard of yet
+// (UNKNOWN_LEADER_EPOCH); both refresh metadata and retry. -1 is "do not
+// check".
+func epochCode(current, leader int32) int16 {
+	switch {
+	case current < 0:
+		return 0
+	case current < leader:
+		return kerr.FencedLeaderEpoch.Code
+	case current > leader:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+	return 0
+}
+
+// clusterErrCode maps the Cluster's sentinels and a replicated write's
+// context to Kafka's codes; 0 for an error that is none of them.
+func clusterErrCode(err error) int16 {
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, ErrNotController):
+		return kerr.NotController.Code
+	case errors.Is(err, ErrNotEnoughReplicas):
+		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, context.DeadlineExceeded):
+		return kerr.RequestTimedOut.Code
+	case errors.Is(err, context.Canceled):
+		// The server is stopping: the client finds the partition's
+		// leader again.
+		return kerr.NotLeaderForPartition.Code
+	}
+	return 0
+}
+
+// replicatePartition is producePartition in a cluster: the checks and
+// the idempotent producer's deduplication as on one node, then the
+// Cluster's Produce instead of the store's Writer. ctx bounds the wait
+// (the request's TimeoutMillis).
+func (s *Server) replicatePartition(ctx context.Context, version, acks int16, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+	if topic == store.OffsetsTopic {
+		// The group coordinator's log: clients may not write it.
+		rp.ErrorCode = kerr.InvalidTopicException.Code
+		return
+	}
+	st, err := s.cluster.State(topic, p.Partition)
+	switch {
+	case err != nil:
+		rp.ErrorCode = errCode(err)
+		return
+	case !st.Leader:
+		rp.ErrorCode = kerr.NotLeaderForPartition.Code
+		return
+	}
+	l, err := s.partitionLog(topic, p.Partition)
+	if err != nil {
+		rp.ErrorCode = errCode(err)
+		return
+	}
+	if rp.ErrorCode = checkProduceBatch(version, p.Records); rp.ErrorCode != 0 {
+		return
+	}
+	if rp.ErrorCode = s.checkReplicatedBatch(topic, p.Records); rp.ErrorCode != 0 {
+		return
+	}
+	if acks == 0 {
+		// Kafka's leader appends an acks=0 batch as an acks=1 one.
+		acks = 1
+	}
+	b := record.Batch(p.Records)
+	if b.ProducerID() < 0 {
+		off, err := s.cluster.Produce(ctx, topic, p.Partition, p.Records, acks)
+		s.answerReplicated(l, off, err, rp)
+		return
+	}
+	// One producer's batches on a partition are checked, proposed and
+	// recorded one at a time: a retry of a batch still being replicated
+	// waits here and then finds it recorded (a duplicate) or failed, and
+	// the sequence check of the next batch sees the one before it.
+	// Other producers go on meanwhile.
+	pp := s.pids.partition(topic, p.Partition)
+	// Read before Produce: the batch is the Cluster's from then on.
+	pid, epoch, first, last := b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), b.LastSequence()
+	delta := int64(b.LastOffsetDelta())
+	unlock := pp.lockProducer(pid)
+	defer unlock()
+	pp.mu.Lock()
+	if pp.epoch != st.LeaderEpoch {
+		// The state is a cache of the log as it was when loaded: under
+		// another leader the log changed without this node's produce path.
+		pp.reset(st.LeaderEpoch)
+	}
+	pp.load(l)
+	v := pp.check(b)
+	pp.mu.Unlock()
+	switch {
+	case v.code != 0:
+		rp.ErrorCode = v.code
+		rp.LogStartOffset = l.StartOffset()
+		return
+	case v.duplicate:
+		rp.BaseOffset = v.dupOffset
+		rp.LogStartOffset = l.StartOffset()
+		return
+	}
+	off, err := s.cluster.Produce(ctx, topic, p.Partition, p.Records, acks)
+	pp.mu.Lock()
+	switch {
+	case err != nil:
+		// The batch may be in the log all the same (a timeout while
+		// the replicas confirm it, a leader lost after its append): the
+		// state is read again from the log, where a retry finds it.
+		pp.reset(pp.epoch)
+	case pp.loaded:
+		// The usual case, or the state was reset and loaded again since
+		// the check (another producer's write failed, the epoch moved)
+		// and may hold the batch already, which record skips; this
+		// producer's lock keeps any later batch of it out of the log.
+		pp.record(pid, epoch, first, last, off, off+delta)
+	}
+	// Reset and not loaded yet: the next load reads the batch from the log.
+	pp.mu.Unlock()
+	s.answerReplicated(l, off, err, rp)
+}
+
+// checkReplicatedBatch checks a batch as the store's AppendBatch would
+// (size under the topic's max.message.bytes, CRC, framing, the producer
+// rules, every record), so that the Cluster is given only batches every
+// replica will accept: a batch refused after replication would be a
+// replicated entry no replica can store.
+func (s *Server) checkReplicatedBatch(topic string, recs []byte) int16 {
+	cfg, err := s.st.TopicConfigOf(topic)
+	if err != nil {
+		return errCode(err)
+	}
+	b := record.Batch(recs)
+	if err := record.ValidateProducerBatch(b, cfg.MaxMessageBytes); err != nil {
+		return replicatedBatchCode(err)
+	}
+	if _, err := record.MaxRecordTimestamp(b, nil); err != nil {
+		return replicatedBatchCode(err)
+	}
+	return 0
+}
+
+// replicatedBatchCode is appendErrorCode for a batch refused before it
+// reached a log: everything wrong with it is the client's.
+func replicatedBatchCode(err error) int16 {
+	switch {
+	case errors.Is(err, record.ErrInvalidProducerBatch):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, record.ErrTooLarge), errors.Is(err, record.ErrDecompressLimit):
+		return kerr.MessageTooLarge.Code
+	}
+	return kerr.CorruptMessage.Code
+}
+
+// answerReplicated is answerAppend for a replicated write.
+func (s *Server) answerReplicated(l seglog.View, off int64, err error, rp *kmsg.ProduceResponseTopicPartition) {
+	if err != nil {
+		if rp.ErrorCode = errCode(err); rp.ErrorCode == kerr.KafkaStorageError.Code {
+			s.logger.Error("server: replicated write failed", "dir", l.Dir(), "err", err)
+		}
+		return
+	}
+	rp.BaseOffset = off
+	rp.LogStartOffset = l.StartOffset()
+}
+
+// produceContext bounds a replicated write by the request's timeout.
+func (s *Server) produceContext(timeoutMillis int32) (context.Context, context.CancelFunc) {
+	d := time.Duration(timeoutMillis) * time.Millisecond
+	if d <= 0 {
+		d = defaultProduceTimeout
+	}
+	return context.WithTimeout(s.ctx, d)
+}
