@@ -110,8 +110,16 @@ func TestClusterIdempotenceInFlight(t *testing.T) {
 	if rp := c1.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]; rp.ErrorCode != kerr.RequestTimedOut.Code {
 		t.Fatalf("unconfirmed write: error %d", rp.ErrorCode)
 	}
+	// The batch is in the leader's log but not committed: the retry is
+	// a duplicate, and acks=all answers it only once the high watermark
+	// passes it (answered before, it could be lost with the leader).
+	fc.holdHW("i", 0, 3)
 	fc.set(func(fc *fakeCluster) { fc.gate = nil })
-	if rp := produceOne(t, c1, 9, "i", append([]byte(nil), next...)); rp.ErrorCode != 0 || rp.BaseOffset != 3 {
+	retryReq := produceReq(9, -1, "i", 0, append([]byte(nil), next...))
+	retried := c1.send(retryReq)
+	testutil.WaitBlocked(t, "the duplicate waits for the high watermark", "(*Server).awaitCommitted(", 1)
+	fc.holdHW("i", 0, -1)
+	if rp := c1.recv(retryReq, retried).(*kmsg.ProduceResponse).Topics[0].Partitions[0]; rp.ErrorCode != 0 || rp.BaseOffset != 3 {
 		t.Fatalf("retry after a timeout: %+v, want the original offset 3", rp)
 	}
 	if end := logEnd(t, ts, "i"); end != 5 {

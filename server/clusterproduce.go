@@ -139,6 +139,17 @@ func (s *Server) replicatePartition(ctx context.Context, version, acks int16, to
 		rp.LogStartOffset = l.StartOffset()
 		return
 	case v.duplicate:
+		// The original may be in the log and not yet committed (its
+		// Produce failed or timed out while the replicas confirmed it):
+		// acks=all answers once the high watermark passes it, as Kafka's
+		// delayed produce waits for a duplicate's offsets too. Answered
+		// earlier, the retry would be acknowledged and then lost with
+		// the leader.
+		if acks == -1 {
+			if rp.ErrorCode = s.awaitCommitted(ctx, topic, p.Partition, st.LeaderEpoch, v.dupOffset+delta+1); rp.ErrorCode != 0 {
+				return
+			}
+		}
 		rp.BaseOffset = v.dupOffset
 		rp.LogStartOffset = l.StartOffset()
 		return
@@ -214,4 +225,32 @@ func (s *Server) produceContext(timeoutMillis int32) (context.Context, context.C
 		d = defaultProduceTimeout
 	}
 	return context.WithTimeout(s.ctx, d)
+}
+
+// awaitCommitted waits until the partition's high watermark reaches end
+// while this node leads it in epoch, and returns 0, or the error code the
+// wait ended with: NOT_LEADER_OR_FOLLOWER once the leadership moved (the
+// batch may be truncated: the client retries with the new leader, whose
+// log says whether it survived), REQUEST_TIMED_OUT when ctx ends.
+func (s *Server) awaitCommitted(ctx context.Context, topic string, partition, epoch int32, end int64) int16 {
+	for {
+		woken := s.notify.wait() // before the check: a wake in between is not missed
+		st, err := s.cluster.State(topic, partition)
+		switch {
+		case err != nil:
+			if code := clusterErrCode(err); code != 0 {
+				return code
+			}
+			return errCode(err)
+		case !st.Leader || st.LeaderEpoch != epoch:
+			return kerr.NotLeaderForPartition.Code
+		case st.HighWatermark >= end:
+			return 0
+		}
+		select {
+		case <-woken:
+		case <-ctx.Done():
+			return clusterErrCode(ctx.Err())
+		}
+	}
 }

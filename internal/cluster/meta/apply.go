@@ -39,7 +39,13 @@ var (
 	// ErrProducerIDsExhausted reports that no block of producer ids is
 	// left below 2^63.
 	ErrProducerIDsExhausted = errors.New("meta: producer ids exhausted")
+	// ErrClusterID reports a SetClusterID that is empty, longer than
+	// MaxClusterIDLen, or differs from the id already set.
+	ErrClusterID = errors.New("meta: invalid cluster id")
 )
+
+// MaxClusterIDLen bounds a cluster id: Kafka's are 22 characters.
+const MaxClusterIDLen = 64
 
 // Result is what applying one command answers: the raft index it was
 // applied at, and for AllocateProducerIDs the block, for RegisterBroker
@@ -87,6 +93,8 @@ func (s *State) apply(index uint64, c Command) (*State, Result, error) {
 		n, err = s.createPartitions(c)
 	case *AllocateProducerIDs:
 		n, res.Block, err = s.allocateProducerIDs(c)
+	case *SetClusterID:
+		n, err = s.setClusterID(c)
 	default:
 		err = fmt.Errorf("%w: %T", ErrUnknownCommand, c)
 	}
@@ -110,6 +118,18 @@ func (s *State) registerBroker(index uint64, c *RegisterBroker) (*State, error) 
 	}
 	n := s.next()
 	n.brokers[c.ID] = Broker{ID: c.ID, Host: c.Host, Port: c.Port, RaftAddr: c.RaftAddr, Epoch: index}
+	return n, nil
+}
+
+func (s *State) setClusterID(c *SetClusterID) (*State, error) {
+	switch {
+	case c.ID == "" || len(c.ID) > MaxClusterIDLen:
+		return nil, fmt.Errorf("%w: %d bytes (1 to %d)", ErrClusterID, len(c.ID), MaxClusterIDLen)
+	case s.clusterID != "" && s.clusterID != c.ID:
+		return nil, fmt.Errorf("%w: %q; the cluster is %q", ErrClusterID, c.ID, s.clusterID)
+	}
+	n := s.next()
+	n.clusterID = c.ID
 	return n, nil
 }
 

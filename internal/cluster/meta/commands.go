@@ -26,6 +26,7 @@ const (
 	kindAlterTopicConfig    kind = 4
 	kindCreatePartitions    kind = 5
 	kindAllocateProducerIDs kind = 6
+	kindSetClusterID        kind = 7
 )
 
 // commandVersion is the version every command type is written with
@@ -104,12 +105,23 @@ type AllocateProducerIDs struct {
 	Broker int32
 }
 
+// SetClusterID names the cluster once: the first controller proposes
+// it, and every node records it in its meta.properties, so the cluster
+// id clients see is the same on every node and across restarts. Once
+// set, only the same id is accepted again.
+type SetClusterID struct {
+	// ID is the cluster id, 1 to 64 bytes (Kafka's are 22 characters of
+	// URL-safe base64).
+	ID string
+}
+
 func (*RegisterBroker) kind() kind      { return kindRegisterBroker }
 func (*CreateTopic) kind() kind         { return kindCreateTopic }
 func (*DeleteTopic) kind() kind         { return kindDeleteTopic }
 func (*AlterTopicConfig) kind() kind    { return kindAlterTopicConfig }
 func (*CreatePartitions) kind() kind    { return kindCreatePartitions }
 func (*AllocateProducerIDs) kind() kind { return kindAllocateProducerIDs }
+func (*SetClusterID) kind() kind        { return kindSetClusterID }
 
 func (c *RegisterBroker) encodeBody(w *writer) {
 	w.varint(int64(c.ID))
@@ -141,6 +153,8 @@ func (c *CreatePartitions) encodeBody(w *writer) {
 }
 
 func (c *AllocateProducerIDs) encodeBody(w *writer) { w.varint(int64(c.Broker)) }
+
+func (c *SetClusterID) encodeBody(w *writer) { w.str(c.ID) }
 
 func writeAssignment(w *writer, a [][]int32) {
 	w.uvarint(uint64(len(a)))
@@ -202,6 +216,8 @@ func Decode(b []byte) (Command, error) {
 		c = &CreatePartitions{}
 	case kindAllocateProducerIDs:
 		c = &AllocateProducerIDs{}
+	case kindSetClusterID:
+		c = &SetClusterID{}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, k)
 	}
@@ -237,6 +253,8 @@ func Decode(b []byte) (Command, error) {
 		c.Replicas = readAssignment(r)
 	case *AllocateProducerIDs:
 		c.Broker = r.int32()
+	case *SetClusterID:
+		c.ID = r.str()
 	}
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("%T: %w", c, err)

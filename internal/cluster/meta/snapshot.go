@@ -9,8 +9,10 @@ import (
 // told apart from a State of an unknown version.
 const snapshotMagic = "seglog-meta"
 
-// snapshotVersion is the version EncodeState writes.
-const snapshotVersion = 1
+// snapshotVersion is the version EncodeState writes. Version 2 added
+// the cluster id after the producer-id blocks; DecodeState still reads
+// version 1 (no cluster id).
+const snapshotVersion = 2
 
 // MaxSnapshotBytes bounds an encoded State Restore reads: far above
 // what the metadata of store.MaxPartitions-sized topics needs, and a
@@ -20,7 +22,7 @@ const MaxSnapshotBytes = 1 << 30
 // EncodeState returns the whole State's encoding, the raft snapshot of
 // the metadata: magic, version, the index, the next producer id, then
 // brokers, topics and producer-id blocks, each sorted by key so equal
-// states encode equally.
+// states encode equally, and the cluster id.
 func EncodeState(s *State) []byte {
 	w := &writer{}
 	w.b = append(w.b, snapshotMagic...)
@@ -57,6 +59,7 @@ func EncodeState(s *State) []byte {
 		w.varint(b.First)
 		w.varint(b.Size)
 	}
+	w.str(s.clusterID)
 	return w.b
 }
 
@@ -71,7 +74,8 @@ func DecodeState(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: not a metadata snapshot", ErrBadEncoding)
 	}
 	r := &reader{b: b[len(snapshotMagic):]}
-	if v := r.u8(); r.err == nil && v != snapshotVersion {
+	v := r.u8()
+	if r.err == nil && v != 1 && v != snapshotVersion {
 		return nil, fmt.Errorf("%w: snapshot version %d (this node reads version %d)", ErrUnsupportedVersion, v, snapshotVersion)
 	}
 	s := emptyState()
@@ -114,6 +118,9 @@ func DecodeState(b []byte) (*State, error) {
 		}
 		prevID = b.Broker
 		s.lastBlocks[b.Broker] = b
+	}
+	if v >= 2 {
+		s.clusterID = r.str()
 	}
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("metadata snapshot: %w", err)

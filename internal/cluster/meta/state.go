@@ -75,6 +75,7 @@ const ProducerIDBlockSize = 1000
 // copies, so a caller cannot change what another reader sees.
 type State struct {
 	index      uint64
+	clusterID  string
 	brokers    map[int32]Broker
 	topics     map[string]*Topic // never modified once in a published State
 	nextPID    int64
@@ -91,6 +92,7 @@ func emptyState() *State {
 func (s *State) next() *State {
 	return &State{
 		index:      s.index,
+		clusterID:  s.clusterID,
 		brokers:    maps.Clone(s.brokers),
 		topics:     maps.Clone(s.topics),
 		nextPID:    s.nextPID,
@@ -101,6 +103,9 @@ func (s *State) next() *State {
 // Index is the raft index of the last command applied (or of the snapshot
 // restored), 0 for the empty state.
 func (s *State) Index() uint64 { return s.index }
+
+// ClusterID returns the cluster id SetClusterID set, "" before.
+func (s *State) ClusterID() string { return s.clusterID }
 
 // Broker returns the broker with the given id.
 func (s *State) Broker(id int32) (Broker, bool) {

@@ -32,6 +32,12 @@ type proposal struct {
 	data        []byte
 	index, term uint64
 	done        chan result // buffered: the driver never blocks on it
+	// placed is closed once the entry is in this node's log (its
+	// Ready persisted) or never will be (finished before): a Propose
+	// whose ctx ends waits for it, so its caller knows the log it reads
+	// next already holds every entry it will ever hold of this proposal.
+	placed       chan struct{}
+	placedClosed bool // driver goroutine only
 }
 
 type result struct {
@@ -39,7 +45,18 @@ type result struct {
 	err   error
 }
 
-func (p *proposal) finish(index uint64, err error) { p.done <- result{index, err} }
+func (p *proposal) finish(index uint64, err error) {
+	p.done <- result{index, err}
+	p.place()
+}
+
+// place closes placed, once (driver goroutine only).
+func (p *proposal) place() {
+	if !p.placedClosed {
+		p.placedClosed = true
+		close(p.placed)
+	}
+}
 
 // inbound is one message read from a peer.
 type inbound struct {
@@ -271,10 +288,13 @@ func (n *Node) ready(g *group, out *roundOut) {
 		return
 	}
 	rd := g.rn.Ready()
-	n.indexProposals(g, rd.Entries)
+	placed := n.indexProposals(g, rd.Entries)
 	if err := n.persist(g, rd); err != nil {
 		n.dropGroup(g, fmt.Errorf("multiraft: group %d storage: %w", g.id, err))
 		return
+	}
+	for _, p := range placed {
+		p.place()
 	}
 	if rd.SoftState != nil {
 		g.lead.Store(rd.SoftState.Lead)
@@ -335,11 +355,12 @@ func votersOf(cs *pb.ConfState) map[uint64]struct{} {
 
 // indexProposals gives this round's accepted proposals their index and
 // term: the last len(g.proposed) of the Ready's entries, which a leader
-// appended for them in order.
-func (n *Node) indexProposals(g *group, ents []*pb.Entry) {
+// appended for them in order. It returns them, to be placed once the
+// entries are persisted.
+func (n *Node) indexProposals(g *group, ents []*pb.Entry) []*proposal {
 	k := len(g.proposed)
 	if k == 0 {
-		return
+		return nil
 	}
 	if len(ents) < k {
 		// Cannot happen while raft appends a leader's proposals at
@@ -348,15 +369,17 @@ func (n *Node) indexProposals(g *group, ents []*pb.Entry) {
 			p.finish(0, ErrProposalDropped)
 		}
 		g.proposed = g.proposed[:0]
-		return
+		return nil
 	}
 	tail := ents[len(ents)-k:]
 	for i, p := range g.proposed {
 		p.index, p.term = tail[i].GetIndex(), tail[i].GetTerm()
 		p.data = nil
 	}
+	start := len(g.waiting)
 	g.waiting = append(g.waiting, g.proposed...)
 	g.proposed = g.proposed[:0]
+	return g.waiting[start:]
 }
 
 // applyCommitted applies configuration changes to raft, hands the entries

@@ -285,7 +285,7 @@ func TestSettleMatchesIndexAndTerm(t *testing.T) {
 		return &pb.Entry{Index: new(index), Term: new(term), Type: pb.EntryType_EntryNormal.Enum()}
 	}
 	prop := func(index, term uint64) *proposal {
-		return &proposal{index: index, term: term, done: make(chan result, 1)}
+		return &proposal{index: index, term: term, done: make(chan result, 1), placed: make(chan struct{})}
 	}
 	kept := prop(8, 3)     // beyond the applied entries, of their term: may still commit
 	ok := prop(5, 2)       // its entry applied: committed

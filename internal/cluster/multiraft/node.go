@@ -390,12 +390,19 @@ func (n *Node) Status(ctx context.Context, id uint64) (GroupStatus, error) {
 // are not forwarded: the caller, like a Kafka client, goes to the leader),
 // ErrProposalDropped if the entry was lost to a leader change (another
 // entry committed at its index, or raft refused it), ErrGroupRemoved,
-// ErrClosed, or ctx's error. After ctx's error the entry may still commit.
+// ErrClosed, or ctx's error.
+//
+// After ctx's error the entry may still commit, but it is already in this
+// node's log or never will be: once the driver has the proposal, Propose
+// waits for its round to persist it (a round, not a commit) before it
+// returns ctx's error. A caller that reads the log after a failed Propose
+// (the broker's idempotence, rebuilt from the log) thus sees the entry if
+// it can ever commit through this node.
 func (n *Node) Propose(ctx context.Context, id uint64, data []byte) (uint64, error) {
 	if len(data) > n.cfg.MaxFrame-frameOverhead {
 		return 0, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
 	}
-	p := &proposal{group: id, data: data, done: make(chan result, 1)}
+	p := &proposal{group: id, data: data, done: make(chan result, 1), placed: make(chan struct{})}
 	select {
 	case n.props <- p:
 	case <-n.stop:
@@ -409,6 +416,16 @@ func (n *Node) Propose(ctx context.Context, id uint64, data []byte) (uint64, err
 	case <-n.stop:
 		return 0, ErrClosed
 	case <-ctx.Done():
+	}
+	select {
+	case <-p.placed:
+	case <-n.stop:
+		return 0, ErrClosed
+	}
+	select {
+	case r := <-p.done:
+		return r.index, r.err
+	default:
 		return 0, ctx.Err()
 	}
 }

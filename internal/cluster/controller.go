@@ -1,0 +1,186 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/seglog/seglog/internal/cluster/meta"
+)
+
+// handle runs one request on this node as the controller; a node that is
+// not (any more) answers the not-controller code, and the sender retries.
+func (n *Node) handle(ctx context.Context, req request) response {
+	if !n.meta.IsController() {
+		return errResponse(&meta.NotControllerError{Leader: n.meta.Controller()})
+	}
+	switch req.Op {
+	case opRegister:
+		res, err := n.meta.Propose(ctx, &meta.RegisterBroker{ID: req.Broker, Host: req.Host, Port: req.Port, RaftAddr: req.RaftAddr})
+		if err != nil {
+			return errResponse(err)
+		}
+		// A registration is a heartbeat: the broker is live from now.
+		n.seen(req.Broker)
+		return response{Index: res.Index, Epoch: res.Epoch}
+	case opHeartbeat:
+		st := n.meta.State()
+		b, ok := st.Broker(req.Broker)
+		if ok && b.Epoch == req.Epoch {
+			n.seen(req.Broker)
+		}
+		live := n.liveSet(st)
+		resp := response{Index: st.Index(), Known: ok && b.Epoch == req.Epoch}
+		for id := range live {
+			resp.Live = append(resp.Live, id)
+		}
+		slices.Sort(resp.Live)
+		return resp
+	case opCreate:
+		return n.createTopic(ctx, req)
+	case opDelete:
+		res, err := n.meta.Propose(ctx, &meta.DeleteTopic{Name: req.Topic})
+		if err != nil {
+			return errResponse(err)
+		}
+		return response{Index: res.Index}
+	case opPIDs:
+		res, err := n.meta.Propose(ctx, &meta.AllocateProducerIDs{Broker: req.Broker})
+		if err != nil {
+			return errResponse(err)
+		}
+		return response{Index: res.Index, First: res.Block.First, Size: res.Block.Size}
+	}
+	return response{Code: "error", Message: fmt.Sprintf("unknown operation %q", req.Op)}
+}
+
+// createTopic plans a topic over the live brokers and proposes it.
+func (n *Node) createTopic(ctx context.Context, req request) response {
+	st, err := n.meta.ControllerState(ctx)
+	if err != nil {
+		return errResponse(err)
+	}
+	rf := int(req.ReplicationFactor)
+	if rf == -1 {
+		rf = n.cfg.DefaultReplicationFactor
+	}
+	parts := int(req.Partitions)
+	if parts == -1 {
+		parts = 1 // Kafka's num.partitions default
+	}
+	var live []int32
+	for id, ok := range n.liveSet(st) {
+		if _, reg := st.Broker(id); ok && reg {
+			live = append(live, id)
+		}
+	}
+	slices.Sort(live)
+	if rf < 1 || rf > len(live) {
+		return errResponse(fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, rf, len(live)))
+	}
+	n.mu.Lock()
+	c, err := meta.NewCreateTopic(st, req.Topic, parts, rf, req.Configs, live, n.rnd)
+	n.mu.Unlock()
+	if err != nil {
+		return errResponse(err)
+	}
+	res, err := n.meta.Propose(ctx, c)
+	if err != nil {
+		return errResponse(err)
+	}
+	return response{Index: res.Index}
+}
+
+// seen records a heartbeat from broker id on the controller.
+func (n *Node) seen(id int32) {
+	n.mu.Lock()
+	n.lastSeen[id] = time.Now()
+	n.mu.Unlock()
+}
+
+// heartbeatLoop registers this node (at every start, so the broker epoch
+// grows with each restart and the advertised address is current), then
+// heartbeats to the controller every HeartbeatInterval, registering
+// again if the controller no longer knows the registration. On the
+// controller it also names the cluster if no one has.
+func (n *Node) heartbeatLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		n.beat()
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// beat is one round of heartbeatLoop.
+func (n *Node) beat() {
+	ctx, cancel := context.WithTimeout(n.ctx, max(2*n.cfg.HeartbeatInterval, time.Second))
+	defer cancel()
+	ctrl := n.meta.IsController()
+	n.mu.Lock()
+	n.noteController(ctrl, time.Now())
+	epoch := n.epoch
+	n.mu.Unlock()
+	if ctrl {
+		n.nameCluster(ctx)
+	}
+	if epoch == 0 {
+		resp, err := n.forward(ctx, request{Op: opRegister, Broker: n.cfg.NodeID, Host: n.host, Port: n.port, RaftAddr: n.raftAddr})
+		if err != nil {
+			n.log.Debug("cluster: registration not done yet", "err", err)
+			return
+		}
+		n.mu.Lock()
+		n.epoch = resp.Epoch
+		select {
+		case <-n.registered:
+		default:
+			close(n.registered)
+		}
+		n.mu.Unlock()
+		n.log.Info("cluster: registered", "epoch", resp.Epoch)
+		return
+	}
+	if ctrl {
+		n.seen(n.cfg.NodeID)
+		return
+	}
+	resp, err := n.forward(ctx, request{Op: opHeartbeat, Broker: n.cfg.NodeID, Epoch: epoch})
+	if err != nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.liveView, n.liveIndex, n.liveAt = resp.Live, resp.Index, time.Now()
+	if !resp.Known && n.epoch == epoch {
+		n.epoch = 0 // registered again at the next beat
+	}
+}
+
+// nameCluster proposes the cluster id if the metadata has none: this
+// node's recorded one if DIR has it, else a new random one (22
+// characters of URL-safe base64, as Kafka's Uuid.randomUuid gives).
+func (n *Node) nameCluster(ctx context.Context) {
+	if n.meta.State().ClusterID() != "" {
+		return
+	}
+	n.mu.Lock()
+	id := n.props.clusterID
+	n.mu.Unlock()
+	if id == "" {
+		var b [16]byte
+		rand.Read(b[:])
+		id = base64.RawURLEncoding.EncodeToString(b[:])
+	}
+	if _, err := n.meta.Propose(ctx, &meta.SetClusterID{ID: id}); err != nil {
+		n.log.Debug("cluster: naming the cluster", "err", err)
+	}
+}

@@ -1,0 +1,491 @@
+// Package cluster is a seglog cluster node (issue 30): it starts the
+// metadata raft group (package meta) and the partition driver (package
+// multiraft) over one raftmux port, keeps the node's store in step with
+// the metadata, forwards the commands of a node that is not the
+// controller to the controller, tracks which brokers are live, and gives
+// the server its view of all this through server.Cluster.
+//
+// docs/cluster-node.md describes start-up, what DIR holds, the forwarding
+// protocol, the liveness rule and the cluster id.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/internal/cluster/meta"
+	"github.com/seglog/seglog/internal/cluster/multiraft"
+	"github.com/seglog/seglog/internal/cluster/partition"
+	"github.com/seglog/seglog/internal/cluster/raftmux"
+	"github.com/seglog/seglog/server"
+	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
+)
+
+// The raftmux groups a node serves besides multiraft's own.
+const (
+	// metaGroup carries the metadata group's hashicorp raft RPCs, named
+	// as KRaft names its metadata partition.
+	metaGroup = "__cluster_metadata-0"
+	// forwardGroup carries the forwarding protocol (forward.go).
+	forwardGroup = "__cluster_forward"
+)
+
+// Defaults for Config's zero fields. The metadata raft's timeouts are
+// hashicorp raft's defaults halved: a dead controller is replaced in
+// about 0.5 to 1 s (a heartbeat timeout, then a randomized election
+// timeout), well under issue 30's 3 s, with room for a loaded machine.
+const (
+	DefaultHeartbeatTimeout   = 500 * time.Millisecond
+	DefaultElectionTimeout    = 500 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 250 * time.Millisecond
+	// DefaultHeartbeatInterval is how often a node tells the controller
+	// it is alive (and learns the live set back).
+	DefaultHeartbeatInterval = 500 * time.Millisecond
+	// DefaultLivenessTimeout is how long after its last heartbeat a
+	// broker still counts as live: five missed heartbeats.
+	DefaultLivenessTimeout = 2500 * time.Millisecond
+	// DefaultRequestTimeout bounds one forwarded request's round trip.
+	DefaultRequestTimeout = 5 * time.Second
+)
+
+// Errors of Start and of the node's methods, beside server's sentinels.
+var (
+	// ErrConfig reports a Config Start cannot run with.
+	ErrConfig = errors.New("cluster: invalid configuration")
+	// ErrNodeID reports a DIR whose meta.properties names another node.
+	ErrNodeID = errors.New("cluster: the directory belongs to another node")
+	// ErrClusterID reports a DIR whose meta.properties names another
+	// cluster than the one the metadata names.
+	ErrClusterID = errors.New("cluster: the directory belongs to another cluster")
+	// ErrInvalidReplicationFactor is CreateTopic's answer to a
+	// replication factor below 1 or above the live brokers
+	// (INVALID_REPLICATION_FACTOR). It is meta's sentinel, so either
+	// package's name matches it.
+	ErrInvalidReplicationFactor = meta.ErrInvalidReplicationFactor
+	// ErrClosed is returned by a closed Node.
+	ErrClosed = errors.New("cluster: node closed")
+)
+
+// Config is what Start needs.
+type Config struct {
+	// Dir is the node's DIR: the store's directory, which also holds
+	// meta.properties, the metadata log (meta.DirName) and the node's
+	// own records (nodeDirName).
+	Dir string
+	// FS is the filesystem; nil is the real one.
+	FS vfs.FS
+	// Store is the node's store in Dir, opened by the caller, who closes
+	// it after Close. The node's partition manager writes the partitions
+	// it replicates through it.
+	Store *store.Store
+	// NodeID is this node's id, 1 or more (etcd raft, which drives the
+	// partitions, reserves 0), one of Voters.
+	NodeID int32
+	// RaftListen is the raft port's address; Listener, if set, is used
+	// instead (tests give a loopback listener on port 0). The Node owns
+	// and closes it.
+	RaftListen string
+	Listener   net.Listener
+	// Voters maps every voter's id to its raft address, this node's
+	// included; every node is given the same map.
+	Voters map[int32]string
+	// Advertise is host:port of this node's Kafka listener, as clients
+	// reach it.
+	Advertise string
+	// DefaultReplicationFactor is CreateTopic's factor for -1; 0 is
+	// min(3, len(Voters)).
+	DefaultReplicationFactor int
+
+	// The metadata raft's timing; zero takes the defaults above.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	// HeartbeatInterval and LivenessTimeout are the liveness rule's
+	// (docs/cluster-node.md, "Liveness").
+	HeartbeatInterval time.Duration
+	LivenessTimeout   time.Duration
+	// RequestTimeout bounds one forwarded request.
+	RequestTimeout time.Duration
+	// PartitionTick is the partition driver's raft tick; zero is
+	// multiraft's default.
+	PartitionTick time.Duration
+
+	// Logger receives the node's messages; nil is slog.Default().
+	Logger *slog.Logger
+	// RaftLogOutput receives hashicorp raft's log lines (the metadata
+	// group and its transport); nil is stderr.
+	RaftLogOutput io.Writer
+
+	// newPartitions builds the partition manager; nil is the real one
+	// (partition.New over the node's driver and store). Tests give a
+	// fake.
+	newPartitions func(n *Node) (partitions, error)
+}
+
+func (c *Config) withDefaults() {
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.DefaultReplicationFactor <= 0 {
+		c.DefaultReplicationFactor = min(3, len(c.Voters))
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.HeartbeatTimeout, DefaultHeartbeatTimeout)
+	def(&c.ElectionTimeout, DefaultElectionTimeout)
+	def(&c.LeaderLeaseTimeout, DefaultLeaderLeaseTimeout)
+	def(&c.HeartbeatInterval, DefaultHeartbeatInterval)
+	def(&c.LivenessTimeout, DefaultLivenessTimeout)
+	def(&c.RequestTimeout, DefaultRequestTimeout)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Node is one running cluster node. Its methods are safe for concurrent
+// use; it implements server.Cluster.
+type Node struct {
+	cfg      Config
+	log      *slog.Logger
+	host     string
+	port     int32
+	raftAddr string
+
+	mux   *raftmux.Mux
+	meta  *meta.Node
+	mr    *multiraft.Node
+	parts partitions
+	fwd   *raftmux.Layer
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed sync.Once
+
+	notify atomic.Pointer[func()]
+
+	// mu guards the liveness and registration state and rnd.
+	mu sync.Mutex
+	// lastSeen is, on the controller, when each broker last sent a
+	// heartbeat; since is when this node last became the controller
+	// (heartbeats sent to a previous controller are not seen here).
+	lastSeen     map[int32]time.Time
+	isController bool
+	since        time.Time
+	// liveView is the live set the controller answered this node's last
+	// heartbeat with, at liveAt, from its metadata at liveIndex.
+	liveView  []int32
+	liveIndex uint64
+	liveAt    time.Time
+	// epoch is this node's registration epoch, 0 until registered;
+	// registered is closed at the first registration.
+	epoch      uint64
+	registered chan struct{}
+	rnd        *rand.Rand
+
+	// clusterID is known once ready is closed; clusterErr then says if
+	// DIR belongs to another cluster.
+	props      props
+	clusterID  string
+	clusterErr error
+	ready      chan struct{}
+
+	// syncMu guards synced and syncedCh: the metadata index the store
+	// and the partition manager last matched, and a channel closed when
+	// it moves.
+	syncMu   sync.Mutex
+	synced   uint64
+	syncedCh chan struct{}
+	// recMu guards topics, written by the sync loop.
+	recMu  sync.Mutex
+	topics *topicRecord
+
+	pidMu            sync.Mutex
+	pidNext, pidLast int64 // the local block [pidNext, pidLast); empty when equal
+}
+
+var _ server.Cluster = (*Node)(nil)
+
+// Start starts a node: it checks DIR's meta.properties against
+// cfg.NodeID, opens the raft port, the metadata group and the partition
+// driver, and starts the loops that register the node, heartbeat, and
+// keep the store in step with the metadata. It does not wait for a
+// controller: ClusterID waits for what a server needs first.
+func Start(cfg Config) (*Node, error) {
+	n, err := start(cfg)
+	if err != nil && cfg.Listener != nil {
+		cfg.Listener.Close() // Start owns it; a failed start has no Node to close it
+	}
+	return n, err
+}
+
+func start(cfg Config) (*Node, error) {
+	cfg.withDefaults()
+	if cfg.NodeID < 1 {
+		return nil, fmt.Errorf("%w: node id %d; a cluster's node ids start at 1", ErrConfig, cfg.NodeID)
+	}
+	raftAddr, ok := cfg.Voters[cfg.NodeID]
+	if !ok {
+		return nil, fmt.Errorf("%w: node %d is not among the voters", ErrConfig, cfg.NodeID)
+	}
+	for id := range cfg.Voters {
+		if id < 1 {
+			return nil, fmt.Errorf("%w: voter id %d; a cluster's node ids start at 1", ErrConfig, id)
+		}
+	}
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("%w: no store", ErrConfig)
+	}
+	host, portStr, err := net.SplitHostPort(cfg.Advertise)
+	port, perr := strconv.ParseUint(portStr, 10, 16)
+	if err != nil || perr != nil || host == "" || port == 0 {
+		return nil, fmt.Errorf("%w: advertised address %q is not host:port", ErrConfig, cfg.Advertise)
+	}
+	p, err := readProps(cfg.FS, cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if p.exists && p.nodeID != cfg.NodeID {
+		return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, p.path, p.nodeID, cfg.NodeID)
+	}
+	if !p.exists {
+		// Until the metadata names the cluster, meta.properties cannot
+		// be written whole; the node id is kept in the node's own
+		// directory meanwhile, so a restart under another id is refused
+		// from the first start on.
+		early, err := readProps(cfg.FS, filepath.Join(cfg.Dir, nodeDirName))
+		if err != nil {
+			return nil, err
+		}
+		if early.exists && early.nodeID != cfg.NodeID {
+			return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, early.path, early.nodeID, cfg.NodeID)
+		}
+		if !early.exists {
+			if err := cfg.FS.MkdirAll(filepath.Join(cfg.Dir, nodeDirName)); err != nil {
+				return nil, err
+			}
+			early.nodeID = cfg.NodeID
+			if err := early.write(cfg.FS); err != nil {
+				return nil, err
+			}
+		}
+	}
+	topics, err := loadTopicRecord(cfg.FS, cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+
+	n := &Node{
+		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), host: host, port: int32(port), raftAddr: raftAddr,
+		lastSeen: map[int32]time.Time{},
+		rnd:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		props:    p, ready: make(chan struct{}), registered: make(chan struct{}),
+		syncedCh: make(chan struct{}), topics: topics,
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := n.open(); err != nil {
+		n.shut()
+		n.cancel()
+		return nil, err
+	}
+	n.wg.Add(3)
+	go n.acceptLoop()
+	go n.syncLoop()
+	go n.heartbeatLoop()
+	return n, nil
+}
+
+// open starts the raft port and what runs on it; shut undoes what it did.
+func (n *Node) open() error {
+	cfg := &n.cfg
+	var err error
+	if cfg.Listener != nil {
+		n.mux = raftmux.New(cfg.Listener, raftmux.Config{})
+	} else if n.mux, err = raftmux.Listen(cfg.RaftListen, raftmux.Config{}); err != nil {
+		return err
+	}
+	layer, err := n.mux.Register(metaGroup)
+	if err != nil {
+		return err
+	}
+	trans := raft.NewNetworkTransport(layer, 3, 2*time.Second, cfg.RaftLogOutput)
+	rc := raft.DefaultConfig()
+	rc.LogLevel = "WARN"
+	rc.LogOutput = cfg.RaftLogOutput
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = min(cfg.LeaderLeaseTimeout, cfg.HeartbeatTimeout)
+	rc.CommitTimeout = 20 * time.Millisecond
+	n.meta, err = meta.Open(meta.Config{Dir: cfg.Dir, FS: cfg.FS, NodeID: cfg.NodeID, Voters: cfg.Voters,
+		Transport: trans, Raft: rc, Logger: cfg.Logger})
+	if err != nil {
+		trans.Close()
+		return err
+	}
+	peers := map[uint64]string{}
+	for id, addr := range cfg.Voters {
+		peers[uint64(id)] = addr
+	}
+	if n.mr, err = multiraft.New(multiraft.Config{ID: uint64(cfg.NodeID), Mux: n.mux, Peers: peers, Tick: cfg.PartitionTick}); err != nil {
+		return err
+	}
+	newParts := cfg.newPartitions
+	if newParts == nil {
+		newParts = func(n *Node) (partitions, error) {
+			return partition.New(partition.Config{NodeID: n.cfg.NodeID, Raft: n.mr, Store: n.cfg.Store, Notify: n.wake, Logger: n.log})
+		}
+	}
+	if n.parts, err = newParts(n); err != nil {
+		return err
+	}
+	n.fwd, err = n.mux.Register(forwardGroup)
+	return err
+}
+
+// shut closes what open opened, in reverse.
+func (n *Node) shut() error {
+	var errs []error
+	if n.fwd != nil {
+		errs = append(errs, n.fwd.Close())
+	}
+	if n.parts != nil {
+		errs = append(errs, n.parts.Close())
+	}
+	if n.mr != nil {
+		errs = append(errs, n.mr.Close())
+	}
+	if n.meta != nil {
+		errs = append(errs, n.meta.Close())
+	}
+	if n.mux != nil {
+		errs = append(errs, n.mux.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops the node: its loops, the partition manager, the driver,
+// the metadata group and the raft port. The store is the caller's. A
+// node started again over the same Dir rejoins.
+func (n *Node) Close() error {
+	var err error
+	n.closed.Do(func() {
+		n.cancel()
+		if n.fwd != nil {
+			n.fwd.Close() // stops acceptLoop and the connections it serves
+		}
+		n.wg.Wait()
+		err = n.shut()
+	})
+	return err
+}
+
+// ID returns this node's id.
+func (n *Node) ID() int32 { return n.cfg.NodeID }
+
+// ClusterID waits until this node's metadata names the cluster (the
+// first controller proposes an id) and returns it: the server's
+// Options.ClusterID. A restarted node waits too, until it has applied
+// the metadata again, which takes a controller: a node that cannot
+// reach a quorum has nothing to serve. ErrClusterID if DIR's
+// meta.properties names another cluster.
+func (n *Node) ClusterID(ctx context.Context) (string, error) {
+	select {
+	case <-n.ready:
+		return n.clusterID, n.clusterErr
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-n.ctx.Done():
+		return "", ErrClosed
+	}
+}
+
+// SetNotify sets the function called when a partition's high watermark
+// or leader changes, or the metadata does.
+func (n *Node) SetNotify(wake func()) { n.notify.Store(&wake) }
+
+func (n *Node) wake() {
+	if f := n.notify.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// Brokers returns the registered brokers that are live (docs
+// /cluster-node.md, "Liveness") and the controller's id.
+func (n *Node) Brokers() ([]server.Broker, int32) {
+	st := n.meta.State()
+	live := n.liveSet(st)
+	var out []server.Broker
+	for _, b := range st.Brokers() {
+		if live[b.ID] {
+			out = append(out, server.Broker{NodeID: b.ID, Host: b.Host, Port: b.Port})
+		}
+	}
+	return out, n.meta.Controller()
+}
+
+// liveSet returns which registered brokers are live as this node knows:
+// on the controller, those heard from within LivenessTimeout (counting
+// from when it became controller for those not heard since); elsewhere,
+// the set the controller last answered, while fresh, and any broker
+// registered since; with no fresh
+// answer, every registered broker, since this node cannot tell.
+func (n *Node) liveSet(st *meta.State) map[int32]bool {
+	now := time.Now()
+	out := map[int32]bool{n.cfg.NodeID: true}
+	ctrl := n.meta.IsController()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.noteController(ctrl, now)
+	switch {
+	case ctrl:
+		for _, id := range st.BrokerIDs() {
+			seen := n.lastSeen[id]
+			if seen.Before(n.since) {
+				seen = n.since
+			}
+			if now.Sub(seen) < n.cfg.LivenessTimeout {
+				out[id] = true
+			}
+		}
+	case !n.liveAt.IsZero() && now.Sub(n.liveAt) < n.cfg.LivenessTimeout:
+		for _, id := range n.liveView {
+			out[id] = true
+		}
+		// A registration is a heartbeat: a broker registered after the
+		// controller's answer is live too.
+		for _, b := range st.Brokers() {
+			if b.Epoch > n.liveIndex {
+				out[b.ID] = true
+			}
+		}
+	default:
+		for _, id := range st.BrokerIDs() {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// noteController records a change of this node's controllership; n.mu
+// held.
+func (n *Node) noteController(ctrl bool, now time.Time) {
+	if ctrl && !n.isController {
+		n.since = now
+	}
+	n.isController = ctrl
+}

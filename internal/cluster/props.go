@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/vfs"
+)
+
+// ErrDamaged reports a file of the node's own (meta.properties, the
+// topic record) that does not parse; the message names the file and
+// line.
+var ErrDamaged = errors.New("cluster: damaged node file")
+
+// maxNodeFile bounds what is read of meta.properties and the topic
+// record: both are a few lines per topic at most.
+const maxNodeFile = 16 << 20
+
+// props is DIR's meta.properties as Kafka's KRaft keeps it: node.id and
+// cluster.id. A cluster node writes it once the metadata names the
+// cluster, with both keys, so the single node's reader (package server)
+// reads it too. Before that, the same format with node.id alone is kept
+// in DIR/.cluster_node/meta.properties.
+type props struct {
+	path      string
+	exists    bool
+	nodeID    int32
+	clusterID string
+}
+
+func readProps(fsys vfs.FS, dir string) (props, error) {
+	p := props{path: filepath.Join(dir, layout.MetaPropertiesFile)}
+	data, err := vfs.ReadFileLimit(fsys, p.path, maxNodeFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return p, err
+	}
+	p.exists = true
+	var haveNode bool
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return p, fmt.Errorf("%w: %s line %d: no '='", ErrDamaged, p.path, i+1)
+		}
+		v = strings.TrimSpace(v)
+		switch strings.TrimSpace(k) {
+		case "node.id", "broker.id":
+			id, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || id < 0 {
+				return p, fmt.Errorf("%w: %s line %d: bad node id %q", ErrDamaged, p.path, i+1, v)
+			}
+			p.nodeID, haveNode = int32(id), true
+		case "cluster.id":
+			p.clusterID = v
+		}
+	}
+	if !haveNode {
+		return p, fmt.Errorf("%w: %s has no node.id", ErrDamaged, p.path)
+	}
+	return p, nil
+}
+
+func (p props) write(fsys vfs.FS) error {
+	body := fmt.Sprintf("#written by seglog serve (cluster node)\nversion=1\nnode.id=%d\n", p.nodeID)
+	if p.clusterID != "" {
+		body += "cluster.id=" + p.clusterID + "\n"
+	}
+	return vfs.WriteFileAtomic(fsys, p.path, []byte(body))
+}
+
+// nodeDirName is the hidden directory in DIR holding the node's own
+// records (hidden so the store leaves it alone, as meta.DirName).
+const nodeDirName = ".cluster_node"
+
+// topicRecord remembers which metadata topic (by id) each store topic
+// this node created stands for, in DIR/.cluster_node/topics: one line
+// "name hex-id" per topic. The store keeps no topic id, and without the
+// record a node that was down while a topic was deleted and created
+// again under its name could not tell the old data from the new topic;
+// nor could it tell a topic of its own store (made before it joined) from
+// one it created, and it deletes only those it created.
+type topicRecord struct {
+	fs   vfs.FS
+	path string
+	ids  map[string][16]byte
+}
+
+func loadTopicRecord(fsys vfs.FS, dir string) (*topicRecord, error) {
+	r := &topicRecord{fs: fsys, path: filepath.Join(dir, nodeDirName, "topics"), ids: map[string][16]byte{}}
+	data, err := vfs.ReadFileLimit(fsys, r.path, maxNodeFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return r, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	off := 0
+	for i, line := range strings.Split(string(data), "\n") {
+		at := off
+		off += len(line) + 1
+		if line == "" {
+			continue
+		}
+		name, h, ok := strings.Cut(line, " ")
+		var id [16]byte
+		b, herr := hex.DecodeString(h)
+		if !ok || name == "" || herr != nil || len(b) != len(id) {
+			return nil, fmt.Errorf("%w: %s line %d (byte %d): want \"topic hex-id\"", ErrDamaged, r.path, i+1, at)
+		}
+		copy(id[:], b)
+		r.ids[name] = id
+	}
+	return r, nil
+}
+
+func (r *topicRecord) save() error {
+	if err := r.fs.MkdirAll(filepath.Dir(r.path)); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(r.ids)) {
+		id := r.ids[name]
+		fmt.Fprintf(&b, "%s %s\n", name, hex.EncodeToString(id[:]))
+	}
+	return vfs.WriteFileAtomic(r.fs, r.path, []byte(b.String()))
+}

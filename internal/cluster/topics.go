@@ -1,0 +1,391 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/seglog/seglog/internal/cluster/meta"
+	"github.com/seglog/seglog/internal/cluster/partition"
+	"github.com/seglog/seglog/server"
+	"github.com/seglog/seglog/store"
+)
+
+// Assignment is one partition's replicas and raft group (GroupID), as
+// the partition manager takes them: its Sync runs the groups of the
+// assignments that name this node.
+type Assignment = partition.Assignment
+
+// partitions is the partition manager (*partition.Manager) as the node
+// drives it; tests give a fake.
+type partitions interface {
+	Sync(as []Assignment) error
+	Produce(ctx context.Context, topic string, p int32, batch []byte, acks int16) (int64, error)
+	State(topic string, p int32) (server.PartitionState, error)
+	Leader(topic string, p int32) (leader, epoch int32, isr []int32, ok bool)
+	EndOffsetForEpoch(topic string, p int32, epoch int32) (int32, int64, error)
+	Close() error
+}
+
+var _ partitions = (*partition.Manager)(nil)
+
+// GroupID is a partition's raft group id: the first 8 bytes of the
+// SHA-256 of the topic id and the partition (big endian), never 0 (etcd
+// raft's "none"). A topic deleted and created again under its name has
+// a new id, and so new groups: no replica of the old topic can vote in
+// the new one's.
+func GroupID(topicID [16]byte, partition int32) uint64 {
+	var b [20]byte
+	copy(b[:], topicID[:])
+	binary.BigEndian.PutUint32(b[16:], uint32(partition))
+	sum := sha256.Sum256(b[:])
+	if g := binary.BigEndian.Uint64(sum[:8]); g != 0 {
+		return g
+	}
+	return 1
+}
+
+func assignments(st *meta.State) []Assignment {
+	var out []Assignment
+	for _, name := range st.TopicNames() {
+		t, _ := st.Topic(name)
+		for p, r := range t.Replicas {
+			out = append(out, Assignment{Topic: name, Partition: int32(p), Group: GroupID(t.ID, int32(p)), Replicas: r})
+		}
+	}
+	return out
+}
+
+// syncLoop makes the store and the partition manager match every
+// metadata state this node applies.
+func (n *Node) syncLoop() {
+	defer n.wg.Done()
+	for {
+		st, changed := n.meta.Watch()
+		ok := n.learnClusterID(st)
+		n.recMu.Lock()
+		ok = n.syncTopics(st) && ok
+		n.recMu.Unlock()
+		n.syncMu.Lock()
+		n.synced = st.Index()
+		close(n.syncedCh)
+		n.syncedCh = make(chan struct{})
+		n.syncMu.Unlock()
+		n.wake()
+		// What failed (a store or manager error, logged) is tried
+		// again after a while even if the metadata does not change.
+		var retry <-chan time.Time
+		if !ok {
+			retry = time.After(syncRetry)
+		}
+		select {
+		case <-changed:
+		case <-retry:
+		case <-n.ctx.Done():
+			return
+		}
+	}
+}
+
+// syncRetry is how long the sync loop waits before trying again what
+// failed.
+const syncRetry = time.Second
+
+// learnClusterID records the cluster id once the metadata has one; false
+// if writing meta.properties failed.
+func (n *Node) learnClusterID(st *meta.State) bool {
+	id := st.ClusterID()
+	select {
+	case <-n.ready:
+		return true
+	default:
+	}
+	if id == "" {
+		return true
+	}
+	n.mu.Lock()
+	p := n.props
+	n.mu.Unlock()
+	switch {
+	case p.clusterID != "" && p.clusterID != id:
+		n.clusterErr = fmt.Errorf("%w: %s names cluster.id=%s, and the cluster's metadata names %s", ErrClusterID, p.path, p.clusterID, id)
+		n.log.Error("cluster: this directory belongs to another cluster", "err", n.clusterErr)
+	case p.clusterID == "":
+		p.exists, p.nodeID, p.clusterID = true, n.cfg.NodeID, id
+		if err := p.write(n.cfg.FS); err != nil {
+			// Without meta.properties the node cannot prove its ids
+			// after a restart; the sync loop tries again.
+			n.log.Error("cluster: writing meta.properties", "path", p.path, "err", err)
+			return false
+		}
+		n.mu.Lock()
+		n.props = p
+		n.mu.Unlock()
+	}
+	n.clusterID = id
+	close(n.ready)
+	return true
+}
+
+// syncTopics (n.recMu held) makes the store hold exactly the metadata's topics this node
+// created (topicRecord), then hands the manager the assignments. A
+// deleted topic's groups stop before its data goes, and a topic's data
+// exists before its groups start. The store's own __consumer_offsets is
+// never created nor deleted here (the store keeps it; groups on a
+// replicated one are issue 30's later step). A store topic this node did
+// not create (one the store had before it joined) is left alone, and a
+// metadata topic of the same name is not created here: nothing destroys
+// data the cluster did not write. It reports whether everything it
+// tried succeeded.
+func (n *Node) syncTopics(st *meta.State) bool {
+	ok := true
+	fail := func(msg string, args ...any) {
+		n.log.Error(msg, args...)
+		ok = false
+	}
+	have := map[string]bool{}
+	for _, name := range n.cfg.Store.Topics() {
+		have[name] = true
+	}
+	rec := n.topics
+	var gone, fresh []string // store topics to delete, metadata topics to create
+	for name, id := range rec.ids {
+		if t, ok := st.Topic(name); !ok || t.ID != id {
+			gone = append(gone, name)
+		}
+	}
+	for _, name := range st.TopicNames() {
+		if name == store.OffsetsTopic {
+			continue
+		}
+		t, _ := st.Topic(name)
+		id, mine := rec.ids[name]
+		switch {
+		case mine && id == t.ID && have[name]:
+			if err := n.alterLocal(t); err != nil {
+				fail("cluster: updating a topic", "topic", name, "err", err)
+			}
+		case mine || !have[name]:
+			fresh = append(fresh, name)
+		default:
+			n.log.Error("cluster: the store holds a topic of this name it did not create for the cluster; leaving it, and not replicating the cluster's", "topic", name)
+		}
+	}
+	slices.Sort(gone)
+	as := assignments(st)
+	if len(gone) > 0 {
+		// Stop the groups of what goes before its data does.
+		keep := slices.DeleteFunc(slices.Clone(as), func(a Assignment) bool { return slices.Contains(gone, a.Topic) })
+		if err := n.parts.Sync(keep); err != nil {
+			fail("cluster: stopping deleted partitions", "err", err)
+		}
+	}
+	changed := false
+	for _, name := range gone {
+		if err := n.cfg.Store.DeleteTopic(name); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
+			fail("cluster: deleting a topic", "topic", name, "err", err)
+			continue
+		}
+		delete(rec.ids, name)
+		changed = true
+	}
+	for _, name := range fresh {
+		t, _ := st.Topic(name)
+		if err := n.createLocal(t); err != nil {
+			fail("cluster: creating a topic", "topic", name, "err", err)
+			continue
+		}
+		rec.ids[name] = t.ID
+		changed = true
+	}
+	if changed {
+		if err := rec.save(); err != nil {
+			fail("cluster: saving the topic record", "path", rec.path, "err", err)
+		}
+	}
+	// Only partitions whose data is in place may run.
+	as = slices.DeleteFunc(as, func(a Assignment) bool {
+		t, _ := st.Topic(a.Topic)
+		id, ok := rec.ids[a.Topic]
+		return !ok || id != t.ID
+	})
+	if err := n.parts.Sync(as); err != nil {
+		fail("cluster: syncing partitions", "err", err)
+	}
+	return ok
+}
+
+// topicConfig is the store's config for t's overrides.
+func topicConfig(t meta.Topic) (store.TopicConfig, error) {
+	cfg := store.DefaultTopicConfig()
+	for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
+		if err := cfg.Set(k, t.Configs[k]); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// createLocal creates t in the store with its configs; every partition
+// directory is made, those this node does not replicate stay empty.
+func (n *Node) createLocal(t meta.Topic) error {
+	cfg, err := topicConfig(t)
+	if err != nil {
+		return err
+	}
+	return n.cfg.Store.CreateTopic(t.Name, len(t.Replicas), cfg)
+}
+
+// alterLocal applies to the store a topic's config changes
+// (AlterTopicConfig) and added partitions (CreatePartitions) that the
+// metadata has and the store does not yet.
+func (n *Node) alterLocal(t meta.Topic) error {
+	want, err := topicConfig(t)
+	if err != nil {
+		return err
+	}
+	if have, err := n.cfg.Store.TopicConfigOf(t.Name); err != nil {
+		return err
+	} else if have != want {
+		if err := n.cfg.Store.SetTopicConfig(t.Name, want); err != nil {
+			return err
+		}
+	}
+	parts, err := n.cfg.Store.Partitions(t.Name)
+	if err != nil {
+		return err
+	}
+	if parts < len(t.Replicas) {
+		return n.cfg.Store.AddPartitions(t.Name, len(t.Replicas))
+	}
+	return nil
+}
+
+// waitSynced waits until the store and the manager match the metadata at
+// index or later.
+func (n *Node) waitSynced(ctx context.Context, index uint64) error {
+	for {
+		n.syncMu.Lock()
+		done, ch := n.synced >= index, n.syncedCh
+		n.syncMu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.ctx.Done():
+			return ErrClosed
+		}
+	}
+}
+
+// Topics returns the cluster's topics as this node last applied them.
+func (n *Node) Topics() []string { return n.meta.State().TopicNames() }
+
+// Partitions describes a topic's partitions from the metadata and the
+// partition manager. A partition this node does not replicate has no
+// leader here (-1, epoch -1, ISR empty): only its replicas know; the
+// client's Metadata retry reaches a broker that replicates it.
+func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
+	st := n.meta.State()
+	t, ok := st.Topic(topic)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", store.ErrUnknownTopic, topic)
+	}
+	live := n.liveSet(st)
+	out := make([]server.PartitionInfo, len(t.Replicas))
+	for p, r := range t.Replicas {
+		info := server.PartitionInfo{Partition: int32(p), Leader: -1, LeaderEpoch: -1, Replicas: r}
+		if leader, epoch, isr, ok := n.parts.Leader(topic, int32(p)); ok {
+			info.Leader, info.LeaderEpoch, info.ISR = leader, epoch, isr
+		}
+		for _, id := range r {
+			if !live[id] {
+				info.Offline = append(info.Offline, id)
+			}
+		}
+		out[p] = info
+	}
+	return out, nil
+}
+
+// CreateTopic creates a topic through the controller and returns once
+// this node's store holds it.
+func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
+	resp, err := n.forward(ctx, request{Op: opCreate, Broker: n.cfg.NodeID, Topic: name, Partitions: partitions, ReplicationFactor: replicationFactor, Configs: configs})
+	if err != nil {
+		return err
+	}
+	if err := n.waitSynced(ctx, resp.Index); err != nil {
+		return err
+	}
+	topic, ok := n.meta.State().Topic(name)
+	n.recMu.Lock()
+	id, mine := n.topics.ids[name]
+	n.recMu.Unlock()
+	if !ok || !mine || id != topic.ID {
+		return fmt.Errorf("cluster: topic %s was created, but this node's store does not hold it (see the node's log; a topic of the store's own may have the name)", name)
+	}
+	return nil
+}
+
+// DeleteTopic deletes a topic through the controller and returns once
+// this node's store no longer holds it.
+func (n *Node) DeleteTopic(ctx context.Context, name string) error {
+	resp, err := n.forward(ctx, request{Op: opDelete, Broker: n.cfg.NodeID, Topic: name})
+	if err != nil {
+		return err
+	}
+	return n.waitSynced(ctx, resp.Index)
+}
+
+// AllocateProducerID hands out the next id of this node's block, asking
+// the controller for a new block (KIP-730) when it is used up.
+func (n *Node) AllocateProducerID(ctx context.Context) (int64, error) {
+	// The controller hands blocks to registered brokers only.
+	select {
+	case <-n.registered:
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%w: this node has not registered with a controller yet: %w", server.ErrNotController, ctx.Err())
+	case <-n.ctx.Done():
+		return 0, ErrClosed
+	}
+	n.pidMu.Lock()
+	defer n.pidMu.Unlock()
+	if n.pidNext == n.pidLast {
+		resp, err := n.forward(ctx, request{Op: opPIDs, Broker: n.cfg.NodeID})
+		if err != nil {
+			return 0, err
+		}
+		if resp.Size <= 0 || resp.First < 0 {
+			return 0, fmt.Errorf("%w: producer id block [%d, +%d)", ErrRemote, resp.First, resp.Size)
+		}
+		n.pidNext, n.pidLast = resp.First, resp.First+resp.Size
+	}
+	id := n.pidNext
+	n.pidNext++
+	return id, nil
+}
+
+// Produce replicates a batch through the partition manager.
+func (n *Node) Produce(ctx context.Context, topic string, partition int32, batch []byte, acks int16) (int64, error) {
+	return n.parts.Produce(ctx, topic, partition, batch, acks)
+}
+
+// State is the partition manager's view of a partition.
+func (n *Node) State(topic string, partition int32) (server.PartitionState, error) {
+	return n.parts.State(topic, partition)
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch through the partition
+// manager.
+func (n *Node) EndOffsetForEpoch(topic string, partition int32, epoch int32) (int32, int64, error) {
+	return n.parts.EndOffsetForEpoch(topic, partition, epoch)
+}
