@@ -25,6 +25,10 @@ type ServeCommand struct {
 	Path string
 	// Env is the child's whole environment; nil is this process's.
 	Env []string
+	// Stderr takes the child's standard error; nil is this process's.
+	// bench cluster keeps each node's log apart, to quote it when the
+	// cluster fails.
+	Stderr io.Writer
 }
 
 // ServeChild is a seglog serve process StartServe started.
@@ -38,17 +42,28 @@ type ServeChild struct {
 // loopback port (--fetch-copy if fetchCopy), and returns once it says
 // where.
 func StartServe(ctx context.Context, sc ServeCommand, dir string, partitions int, fetchCopy bool) (*ServeChild, error) {
-	args := []string{"serve", dir, "--listen", "127.0.0.1:0", "--num-partitions", strconv.Itoa(partitions)}
+	args := []string{dir, "--listen", "127.0.0.1:0", "--num-partitions", strconv.Itoa(partitions)}
 	if fetchCopy {
 		args = append(args, "--fetch-copy")
 	}
-	cmd := exec.CommandContext(ctx, sc.Path, args...)
+	return StartServeArgs(ctx, sc, args...)
+}
+
+// StartServeArgs starts `seglog serve ARGS...` (the store directory first)
+// and returns once it says where it listens: how bench cluster starts the
+// nodes of a cluster, whose command lines StartServe cannot say, and starts
+// a killed node again with the same arguments.
+func StartServeArgs(ctx context.Context, sc ServeCommand, args ...string) (*ServeChild, error) {
+	cmd := exec.CommandContext(ctx, sc.Path, append([]string{"serve"}, args...)...)
 	cmd.Env = sc.Env
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = sc.Stderr
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -123,6 +138,11 @@ func FlushDirtyPages() {
 
 // CPUTime is this process's user+system CPU time so far (getrusage).
 func CPUTime() time.Duration { return cpuTime() }
+
+// LoadAverage is the machine's 1-minute load average, 0 if unknown: a
+// benchmark of processes notes it, since other work on a shared machine
+// takes their cores.
+func LoadAverage() float64 { return loadAverage() }
 
 // loadAverage is the machine's 1-minute load average, 0 if unknown.
 func loadAverage() float64 {

@@ -105,6 +105,9 @@ var (
 	// ErrNotController: this node is not the controller and cannot reach
 	// it (NOT_CONTROLLER).
 	ErrNotController = errors.New("server: not the controller")
+	// ErrInvalidReplicationFactor: a topic's replication factor below 1
+	// or above the live brokers (INVALID_REPLICATION_FACTOR).
+	ErrInvalidReplicationFactor = errors.New("server: invalid replication factor")
 	// ErrNotEnoughReplicas: no majority of the partition's replicas
 	// answered in time (NOT_ENOUGH_REPLICAS, retriable).
 	ErrNotEnoughReplicas = errors.New("server: not enough replicas")

@@ -63,6 +63,8 @@ func clusterErrCode(err error) int16 {
 		return kerr.NotController.Code
 	case errors.Is(err, ErrNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, ErrInvalidReplicationFactor):
+		return kerr.InvalidReplicationFactor.Code
 	case errors.Is(err, context.DeadlineExceeded):
 		return kerr.RequestTimedOut.Code
 	case errors.Is(err, context.Canceled):

@@ -47,15 +47,17 @@ JSON object per workload instead of the table; --plot FILE.png draws
 throughput over time (and, for a sweep of sizes or writers, against it).
 
 --plot, bench serve (seglog serve driven by kgo clients, against the
-direct append and kfake) and bench raft (seglog's raft log store against
-raft-wal) are in a seglog built with -tags benchextras:
+direct append and kfake), bench cluster (three seglog serve nodes with
+replication factor 3 against one node, and failovers) and bench raft
+(seglog's raft log store against raft-wal) are in a seglog built with
+-tags benchextras:
   go build -tags benchextras -o seglog ./cmd/seglog
 They need a plotting library, a Kafka client and broker and another raft
 store; the first two took about 30% of the compile time of a first build
 (empty caches), and all are left out of the default one
 (docs/benchmarks.md).`,
 	}
-	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd(), newBenchRaftCmd(), newBenchRestartCmd())
+	cmd.AddCommand(newBenchWriteCmd(), newBenchReadCmd(), newBenchScanCmd(), newBenchLookupCmd(), newBenchDurableCmd(), newBenchRetentionCmd(), newBenchCompactCmd(), newBenchStoreCmd(), newBenchServeCmd(), newBenchRaftCmd(), newBenchRestartCmd(), newBenchClusterCmd())
 	return cmd
 }
 

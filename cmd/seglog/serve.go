@@ -32,6 +32,7 @@ func newServeCmd() *cobra.Command {
 		verbose           bool
 		fetchCopy         bool
 		rebalanceDelay    time.Duration
+		cl                clusterFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR",
@@ -66,9 +67,15 @@ store cleanly.`,
 					return usageErrorf(cmd, "invalid --advertise: %v", err)
 				}
 			}
+			if err := cl.check(cmd, nodeID, listen, advertise); err != nil {
+				return err
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err
+			}
+			if err := cl.listen(); err != nil {
+				return errors.Join(err, ln.Close())
 			}
 			level := slog.LevelWarn
 			if verbose {
@@ -79,23 +86,29 @@ store cleanly.`,
 			// store's lock turns away can go through the server instead.
 			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: serveHolder(ln, advertise)})
 			if err != nil {
-				return errors.Join(err, ln.Close())
-			}
-			if rebalanceDelay == 0 {
-				rebalanceDelay = -1 // the flag's 0 is "none"; the Config's zero is Kafka's default
-			}
-			srv, err := server.New(st, server.Options{Advertise: advertise, NodeID: nodeID,
-				AutoCreateTopics: &autoCreate, NumPartitions: numPartitions, TopicConfig: &cfg,
-				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy,
-				GroupInitialRebalanceDelay: rebalanceDelay})
-			if err != nil {
-				return errors.Join(err, ln.Close(), st.Close())
+				return errors.Join(err, ln.Close(), cl.close())
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// In a cluster the node comes first: the server takes the
+			// cluster id from it, which waits for a controller.
+			opts := server.Options{Advertise: advertise, NodeID: nodeID,
+				AutoCreateTopics: &autoCreate, NumPartitions: numPartitions, TopicConfig: &cfg,
+				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy,
+				GroupInitialRebalanceDelay: rebalanceDelay}
+			if rebalanceDelay == 0 {
+				opts.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none"; the Config's zero is Kafka's default
+			}
+			if err := cl.start(ctx, cmd, args[0], st, ln, advertise, nodeID, logger, verbose, &opts); err != nil {
+				return errors.Join(err, ln.Close(), cl.close(), st.Close())
+			}
+			srv, err := server.New(st, opts)
+			if err != nil {
+				return errors.Join(err, ln.Close(), cl.close(), st.Close())
+			}
 			if err := st.Start(ctx); err != nil {
 				ln.Close()
-				return errors.Join(err, st.Close())
+				return errors.Join(err, cl.close(), st.Close())
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: listening on %s, node %d, cluster %s\n", ln.Addr(), srv.NodeID(), srv.ClusterID())
 			served := make(chan error, 1)
@@ -113,7 +126,7 @@ store cleanly.`,
 			} else if errors.Is(serveErr, server.ErrServerClosed) {
 				serveErr = nil
 			}
-			err = errors.Join(serveErr, shutErr, st.Close())
+			err = errors.Join(serveErr, shutErr, cl.close(), st.Close())
 			if err == nil {
 				fmt.Fprintln(cmd.OutOrStdout(), "seglog serve: stopped")
 			}
@@ -132,6 +145,7 @@ store cleanly.`,
 	f.BoolVar(&verbose, "verbose", false, "log connection errors")
 	f.DurationVar(&rebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0 for none)")
 	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
+	cl.flags(cmd)
 	limitFlag(cmd, "node-id", 0, math.MaxInt32)
 	limitFlag(cmd, "num-partitions", 1, store.MaxPartitions)
 	// A request's size is a 32-bit field.

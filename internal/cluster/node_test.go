@@ -18,6 +18,7 @@ import (
 	"github.com/seglog/seglog/internal/cluster/meta"
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -232,6 +233,16 @@ func TestRestartRejoins(t *testing.T) {
 	})
 	before, _ := ctrl.node.meta.State().Broker(r.id)
 	againID := topicID(t, ctrl, "again")
+	// Data in kept (as replication would have written it) must survive
+	// the restart: the restarted node's metadata starts empty and is
+	// replayed, and a topic not replayed yet is not a deleted one.
+	w, err := r.st.Writer("kept", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Append(record.Record{Value: []byte("stay")}); err != nil {
+		t.Fatal(err)
+	}
 	c.stop(r.id)
 
 	// While it is down, "again" is deleted and created anew: the
@@ -265,8 +276,11 @@ func TestRestartRejoins(t *testing.T) {
 		n, err := r.st.Partitions("again")
 		return err == nil && n == 2
 	})
-	if _, err := r.st.Partitions("kept"); err != nil {
-		t.Errorf("kept: %v", err)
+	if l, err := r.st.Log("kept", 0); err != nil || l.EndOffset() != 1 {
+		t.Errorf("kept after the restart: %v; want its record kept", err)
+		if err == nil {
+			t.Errorf("kept-0 ends at %d, want 1", l.EndOffset())
+		}
 	}
 	testutil.WaitFor(t, "every node to list the restarted broker", func() bool {
 		for _, tn := range c.running() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -88,19 +89,31 @@ const nodeDirName = ".cluster_node"
 
 // topicRecord remembers which metadata topic (by id) each store topic
 // this node created stands for, in DIR/.cluster_node/topics: one line
-// "name hex-id" per topic. The store keeps no topic id, and without the
-// record a node that was down while a topic was deleted and created
+// "name hex-id index" per topic. The store keeps no topic id, and without
+// the record a node that was down while a topic was deleted and created
 // again under its name could not tell the old data from the new topic;
 // nor could it tell a topic of its own store (made before it joined) from
 // one it created, and it deletes only those it created.
+//
+// index is the metadata index at which this node saw the topic when it
+// created it. A restarted node's metadata starts from its snapshot and
+// replays the log from there: until it is past that index again, a topic
+// missing from it has not been replayed yet, not deleted, and its data
+// must stay (the sync loop once deleted every topic of a restarted node
+// this way). A line without an index (the record's first form) counts
+// as never passed: such a topic is never deleted by the sync loop.
 type topicRecord struct {
 	fs   vfs.FS
 	path string
 	ids  map[string][16]byte
+	seen map[string]uint64
 }
 
+// unknownIndex is the index of a record line that has none.
+const unknownIndex = math.MaxUint64
+
 func loadTopicRecord(fsys vfs.FS, dir string) (*topicRecord, error) {
-	r := &topicRecord{fs: fsys, path: filepath.Join(dir, nodeDirName, "topics"), ids: map[string][16]byte{}}
+	r := &topicRecord{fs: fsys, path: filepath.Join(dir, nodeDirName, "topics"), ids: map[string][16]byte{}, seen: map[string]uint64{}}
 	data, err := vfs.ReadFileLimit(fsys, r.path, maxNodeFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return r, nil
@@ -115,14 +128,23 @@ func loadTopicRecord(fsys vfs.FS, dir string) (*topicRecord, error) {
 		if line == "" {
 			continue
 		}
-		name, h, ok := strings.Cut(line, " ")
+		f := strings.Split(line, " ")
 		var id [16]byte
-		b, herr := hex.DecodeString(h)
-		if !ok || name == "" || herr != nil || len(b) != len(id) {
-			return nil, fmt.Errorf("%w: %s line %d (byte %d): want \"topic hex-id\"", ErrDamaged, r.path, i+1, at)
+		seen := uint64(unknownIndex)
+		var b []byte
+		herr := errors.New("fields")
+		if len(f) == 2 || len(f) == 3 {
+			b, herr = hex.DecodeString(f[1])
+		}
+		if len(f) == 3 && herr == nil {
+			seen, herr = strconv.ParseUint(f[2], 10, 64)
+		}
+		if herr != nil || f[0] == "" || len(b) != len(id) {
+			return nil, fmt.Errorf("%w: %s line %d (byte %d): want \"topic hex-id index\"", ErrDamaged, r.path, i+1, at)
 		}
 		copy(id[:], b)
-		r.ids[name] = id
+		r.ids[f[0]] = id
+		r.seen[f[0]] = seen
 	}
 	return r, nil
 }
@@ -134,7 +156,11 @@ func (r *topicRecord) save() error {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(r.ids)) {
 		id := r.ids[name]
-		fmt.Fprintf(&b, "%s %s\n", name, hex.EncodeToString(id[:]))
+		if seen, ok := r.seen[name]; ok && seen != unknownIndex {
+			fmt.Fprintf(&b, "%s %s %d\n", name, hex.EncodeToString(id[:]), seen)
+		} else {
+			fmt.Fprintf(&b, "%s %s\n", name, hex.EncodeToString(id[:]))
+		}
 	}
 	return vfs.WriteFileAtomic(r.fs, r.path, []byte(b.String()))
 }

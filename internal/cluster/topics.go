@@ -155,6 +155,11 @@ func (n *Node) syncTopics(st *meta.State) bool {
 	rec := n.topics
 	var gone, fresh []string // store topics to delete, metadata topics to create
 	for name, id := range rec.ids {
+		if st.Index() < rec.seen[name] {
+			// Not replayed that far yet (a restart): absent is not
+			// deleted (topicRecord).
+			continue
+		}
 		if t, ok := st.Topic(name); !ok || t.ID != id {
 			gone = append(gone, name)
 		}
@@ -192,6 +197,7 @@ func (n *Node) syncTopics(st *meta.State) bool {
 			continue
 		}
 		delete(rec.ids, name)
+		delete(rec.seen, name)
 		changed = true
 	}
 	for _, name := range fresh {
@@ -201,6 +207,7 @@ func (n *Node) syncTopics(st *meta.State) bool {
 			continue
 		}
 		rec.ids[name] = t.ID
+		rec.seen[name] = st.Index()
 		changed = true
 	}
 	if changed {
@@ -320,6 +327,10 @@ func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
 // this node's store holds it.
 func (n *Node) CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error {
 	resp, err := n.forward(ctx, request{Op: opCreate, Broker: n.cfg.NodeID, Topic: name, Partitions: partitions, ReplicationFactor: replicationFactor, Configs: configs})
+	if errors.Is(err, meta.ErrInvalidReplicationFactor) {
+		// The server's name for it, which it answers with Kafka's code.
+		err = fmt.Errorf("%w: %w", server.ErrInvalidReplicationFactor, err)
+	}
 	if err != nil {
 		return err
 	}

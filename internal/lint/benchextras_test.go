@@ -18,6 +18,7 @@ var benchExtraPackages = []string{
 	"github.com/twmb/franz-go/pkg/kfake",
 	"gonum.org/v1/plot",
 	"github.com/seglog/seglog/bench/benchserve",
+	"github.com/seglog/seglog/bench/benchcluster",
 	"github.com/seglog/seglog/bench/benchplot",
 	"github.com/hashicorp/raft-wal",
 	"github.com/seglog/seglog/bench/raftbench",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"maps"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,6 +56,36 @@ func TestCheckClusterFlags(t *testing.T) {
 	} {
 		if err := checkClusterFlags(voters, bad.node, bad.listen, bad.rf); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("checkClusterFlags(node %d, %s, rf %d) = %v, want an error saying %q", bad.node, bad.listen, bad.rf, err, bad.says)
+		}
+	}
+}
+
+// TestServeClusterFlagsRefused: a cluster command line that cannot work
+// is a usage error (exit 2) naming the flag, and DIR is not created.
+func TestServeClusterFlagsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "never")
+	const voters = "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095"
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--voters", voters, "--node-id", "1"}, "--voters needs --raft-listen"},
+		{[]string{"--voters", voters, "--raft-listen", "127.0.0.1:9093"}, "--voters needs --node-id"},
+		{[]string{"--voters", voters, "--node-id", "4", "--raft-listen", "127.0.0.1:9093"}, "not among --voters"},
+		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9094"}, "not this node's port"},
+		{[]string{"--voters", "1@127.0.0.1:9093,1@127.0.0.1:9094", "--node-id", "1", "--raft-listen", "127.0.0.1:9093"}, "appears twice"},
+		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--default-replication-factor", "4"}, "number of voters"},
+		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--listen", "0.0.0.0:9092"}, "give --advertise"},
+		{[]string{"--raft-listen", "127.0.0.1:9093"}, "--raft-listen needs --voters"},
+		{[]string{"--default-replication-factor", "2"}, "needs --voters"},
+	} {
+		args := append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, c.args...)
+		r := invoke(t, "", args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.says) {
+			t.Errorf("seglog %s: exit %d, stderr %q; want exit %d saying %q", strings.Join(args, " "), r.code, r.stderr, exitUsage, c.says)
+		}
+		if exists(dir) {
+			t.Fatalf("seglog %s created %s", strings.Join(args, " "), dir)
 		}
 	}
 }

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog/internal/cluster"
+	"github.com/seglog/seglog/server"
+	"github.com/seglog/seglog/store"
+)
+
+// clusterFlags are serve's cluster flags (docs/cluster.md) and, once
+// started, the node they run. With no --voters, serve is one node and
+// every method here does nothing.
+type clusterFlags struct {
+	voters     string
+	raftListen string
+	defaultRF  int
+
+	parsed map[int32]string
+	raftLn net.Listener
+	node   *cluster.Node
+}
+
+func (c *clusterFlags) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&c.voters, "voters", "", "run as one node of a replicated cluster: every voter as ID@HOST:PORT (its raft address), comma-separated, this node included; the same list on every node")
+	f.StringVar(&c.raftListen, "raft-listen", "", "with --voters: the address this node's raft port listens on (its port is this node's port in --voters)")
+	f.IntVar(&c.defaultRF, "default-replication-factor", 0, "with --voters: replication factor of topics created without one (default: the smaller of 3 and the number of voters)")
+	limitFlag(cmd, "default-replication-factor", 0, math.MaxInt16)
+}
+
+// check refuses a cluster command line that cannot work, before anything
+// is bound or opened.
+func (c *clusterFlags) check(cmd *cobra.Command, nodeID int32, listen, advertise string) error {
+	if c.voters == "" {
+		switch {
+		case c.raftListen != "":
+			return usageErrorf(cmd, "--raft-listen needs --voters (without --voters, serve is a single node)")
+		case c.defaultRF != 0:
+			return usageErrorf(cmd, "--default-replication-factor needs --voters (a single node keeps one copy)")
+		}
+		return nil
+	}
+	voters, err := parseVoters(c.voters)
+	if err != nil {
+		return usageErrorf(cmd, "invalid --voters: %v", err)
+	}
+	if c.raftListen == "" {
+		return usageErrorf(cmd, "--voters needs --raft-listen, the address this node's raft port listens on")
+	}
+	if !cmd.Flags().Changed("node-id") {
+		return usageErrorf(cmd, "--voters needs --node-id: which of the voters this node is")
+	}
+	if err := checkClusterFlags(voters, nodeID, c.raftListen, c.defaultRF); err != nil {
+		return usageErrorf(cmd, "%v", err)
+	}
+	if advertise == "" {
+		// The other nodes hand this address to clients: it must name
+		// this host, not every interface.
+		host, port, _ := net.SplitHostPort(listen)
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) || port == "0" {
+			return usageErrorf(cmd, "--listen %s cannot be advertised to clients by the other nodes: give --advertise HOST:PORT", listen)
+		}
+	}
+	c.parsed = voters
+	return nil
+}
+
+// listen binds the raft port, so a port in use fails before DIR is opened.
+func (c *clusterFlags) listen() error {
+	if c.parsed == nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", c.raftListen)
+	if err != nil {
+		return fmt.Errorf("--raft-listen: %w", err)
+	}
+	c.raftLn = ln
+	return nil
+}
+
+// start runs the cluster node over st and points the server's options at
+// it. It waits for the cluster's id, which takes a controller: a node
+// started alone waits for its peers (ctx, the signal context, ends the
+// wait).
+func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string, st *store.Store, ln net.Listener, advertise string, nodeID int32, logger *slog.Logger, verbose bool, opts *server.Options) error {
+	if c.parsed == nil {
+		return nil
+	}
+	if advertise == "" {
+		advertise = ln.Addr().String()
+	}
+	// hashicorp raft logs every election and unreachable peer at INFO;
+	// they are for --verbose.
+	var raftLog io.Writer = io.Discard
+	if verbose {
+		raftLog = cmd.ErrOrStderr()
+	}
+	ln2 := c.raftLn
+	c.raftLn = nil // the node owns it from here
+	n, err := cluster.Start(cluster.Config{Dir: dir, Store: st, NodeID: nodeID, Listener: ln2,
+		Voters: c.parsed, Advertise: advertise, DefaultReplicationFactor: c.defaultRF,
+		Logger: logger, RaftLogOutput: raftLog})
+	if err != nil {
+		return err
+	}
+	c.node = n
+	fmt.Fprintf(cmd.ErrOrStderr(), "seglog serve: node %d of %d voters, raft on %s; waiting for the cluster's controller\n", nodeID, len(c.parsed), ln2.Addr())
+	id, err := n.ClusterID(ctx)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("stopped before the cluster had a controller (are a majority of --voters running?)")
+		}
+		return err
+	}
+	opts.Cluster, opts.ClusterID, opts.Advertise = n, id, advertise
+	return nil
+}
+
+// close stops the node (or the raft listener it never got); nil when
+// there is neither.
+func (c *clusterFlags) close() error {
+	var err error
+	if c.node != nil {
+		err = c.node.Close()
+		c.node = nil
+	}
+	if c.raftLn != nil {
+		err = errors.Join(err, c.raftLn.Close())
+		c.raftLn = nil
+	}
+	return err
+}
+
+// parseVoters parses serve's --voters: a comma-separated list of
+// ID@HOST:PORT, every voter of the cluster (this node included) with its
+// raft address. Every node is given the same list; the ids are the broker
+// ids clients see, so they must be positive (raft reserves 0) and unique,
+// and two voters may not share an address.
+func parseVoters(s string) (map[int32]string, error) {
+	voters := map[int32]string{}
+	addrs := map[string]int32{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		idText, addr, ok := strings.Cut(item, "@")
+		if !ok {
+			return nil, fmt.Errorf("voter %q: want ID@HOST:PORT", item)
+		}
+		id, err := strconv.ParseInt(idText, 10, 32)
+		if err != nil || id < 1 {
+			return nil, fmt.Errorf("voter %q: the id must be a number from 1 to %d", item, int32(^uint32(0)>>1))
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("voter %q: %v", item, err)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return nil, fmt.Errorf("voter %q: the port must be 1 to 65535 (the raft port other nodes dial)", item)
+		}
+		if host == "" {
+			return nil, fmt.Errorf("voter %q: no host (other nodes dial this address)", item)
+		}
+		if _, dup := voters[int32(id)]; dup {
+			return nil, fmt.Errorf("voter id %d appears twice", id)
+		}
+		if other, dup := addrs[addr]; dup {
+			return nil, fmt.Errorf("voters %d and %d have the same address %s", other, id, addr)
+		}
+		voters[int32(id)] = addr
+		addrs[addr] = int32(id)
+	}
+	return voters, nil
+}
+
+// checkClusterFlags checks serve's cluster flags against each other: the
+// node is one of the voters, it listens for raft on its voter address's
+// port (peers dial that one; port 0 cannot be announced), and the
+// replication factor fits the voters.
+func checkClusterFlags(voters map[int32]string, nodeID int32, raftListen string, defaultRF int) error {
+	self, ok := voters[nodeID]
+	if !ok {
+		return fmt.Errorf("--node-id %d is not among --voters", nodeID)
+	}
+	_, lport, err := net.SplitHostPort(raftListen)
+	if err != nil {
+		return fmt.Errorf("invalid --raft-listen %q: want HOST:PORT: %v", raftListen, err)
+	}
+	_, vport, _ := net.SplitHostPort(self)
+	if lport != vport {
+		return fmt.Errorf("--raft-listen %s: port %s is not this node's port in --voters (%d@%s), which the other nodes dial", raftListen, lport, nodeID, self)
+	}
+	if defaultRF < 0 || defaultRF > len(voters) {
+		return fmt.Errorf("--default-replication-factor %d: must be 1 to the number of voters (%d)", defaultRF, len(voters))
+	}
+	return nil
+}
