@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,11 +61,6 @@ func TestNemesisCluster(t *testing.T) {
 	})
 	rng := rand.New(rand.NewPCG(s, 0x636c7573))
 	bin := seglogBinary(t)
-	// TEMPORARY, until main wires `seglog serve --voters` (issue 30): this
-	// guard goes with the merge that brings it.
-	if help, _ := exec.Command(bin, "serve", "--help").CombinedOutput(); !strings.Contains(string(help), "--raft-listen") {
-		t.Skip("seglog serve has no --raft-listen yet")
-	}
 
 	const topic, partitions, rf = "nemesis", 2, 3
 	nodes, err := PlanCluster(rf)
