@@ -22,7 +22,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-var clusterFaults = flag.Int("nemesis.cluster.faults", 6, "faults in TestNemesisCluster (SIGKILL and restart, SIGSTOP and SIGCONT, of one node at a time); -soak.scale multiplies it")
+var (
+	clusterFaults = flag.Int("nemesis.cluster.faults", 6, "faults in TestNemesisCluster (SIGKILL and restart, SIGSTOP and SIGCONT, of one node at a time); -soak.scale multiplies it")
+	clusterKinds  = flag.String("nemesis.cluster.kinds", "kill,kill,kill-starting,term-kill,pause,pause", "the faults TestNemesisCluster draws from, comma-separated, a kind named twice drawn twice as often: kill, kill-starting, term-kill, pause")
+)
 
 // TestNemesisCluster runs a three-node cluster of real `seglog serve`
 // processes, started with issue 30's command line, under three writers
@@ -131,13 +134,30 @@ func TestNemesisCluster(t *testing.T) {
 			func() bool { return wl.Acked() > n })
 	}
 	progress("at the start")
+	// allUp fails the test if a node exited on its own: the nemesis
+	// restarts what it kills, so a node not running crashed (a node that
+	// panics after it listens would otherwise go unnoticed until a later
+	// fault picks it, or the end).
+	allUp := func(when string) {
+		t.Helper()
+		for i, p := range c.Procs {
+			if !p.Running() {
+				t.Fatalf("node %d is not running %s: it exited by itself (its output is below)", nodes[i].ID, when)
+			}
+		}
+	}
 
 	// The faults, one node at a time: a SIGKILL while writing ("kill"),
 	// during the recovery and start-up after one ("kill-starting") or
 	// during a clean shutdown ("term-kill"), each followed by a restart;
 	// or a SIGSTOP for up to 3 s ("pause"). Half of them hit the leader of
 	// a partition (a failover), the others any node.
-	kinds := []string{"kill", "kill", "kill-starting", "term-kill", "pause", "pause"}
+	kinds := strings.Split(*clusterKinds, ",")
+	for _, k := range kinds {
+		if !slices.Contains([]string{"kill", "kill-starting", "term-kill", "pause"}, k) {
+			t.Fatalf("-nemesis.cluster.kinds: unknown fault %q", k)
+		}
+	}
 	// The sleeps below are the nemesis: the random moments and lengths
 	// of the faults, not waits for a condition (those are WaitFor).
 	jitter := func(lo, hi int) time.Duration { return time.Duration(lo+rng.IntN(hi-lo+1)) * time.Millisecond }
@@ -202,7 +222,9 @@ func TestNemesisCluster(t *testing.T) {
 			t.Logf("fault %d: %s of %s at %d acknowledgments (%d acknowledged while it was down), restarted", i, f, who, at, down)
 		}
 		progress(fmt.Sprintf("after fault %d (%s of %s)", i, f, who))
+		allUp(fmt.Sprintf("after fault %d (%s of %s)", i, f, who))
 	}
+	allUp("after the last fault")
 
 	// Every node is up (each was restarted or resumed). The writers stop;
 	// then every replica catches up, and the final read reads up to each
