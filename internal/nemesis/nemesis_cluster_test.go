@@ -198,7 +198,10 @@ func TestNemesisCluster(t *testing.T) {
 		case "kill-starting":
 			must(p.Kill())
 			must(p.Launch())
-			time.Sleep(jitter(0, 300))
+			// Up to 1.5 s: a restarted node's start-up includes catching
+			// up from its peers, entries already committed elsewhere
+			// arriving with their commit index.
+			time.Sleep(jitter(0, 1500))
 			must(p.Kill())
 		case "term-kill":
 			must(p.Terminate())
