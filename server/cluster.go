@@ -39,6 +39,14 @@ type Cluster interface {
 	CreateTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string) error
 	// DeleteTopic deletes a topic through the controller.
 	DeleteTopic(ctx context.Context, name string) error
+	// CreatePartitions grows a topic to total partitions through the
+	// controller, the new ones assigned over the live brokers; it
+	// returns once this node's store holds them.
+	CreatePartitions(ctx context.Context, topic string, total int32) error
+	// AlterTopicConfig makes overrides (store config names and values)
+	// the whole of a topic's overrides through the controller; it
+	// returns once this node's store applies them.
+	AlterTopicConfig(ctx context.Context, topic string, overrides map[string]string) error
 	// Produce replicates one producer batch, which the server has checked
 	// and deduplicated, to a partition this node leads, and returns the
 	// base offset every replica stamped on it. acks -1 returns once a

@@ -16,8 +16,12 @@ import (
 // Produce fail, or block until released. Produce appends through the
 // store's Writer as the node's replication would.
 type fakeCluster struct {
-	t  testing.TB
-	st *store.Store
+	t testing.TB
+	// st is the test server's store, set once it is open (ready closed):
+	// the coordinator of a cluster node asks the Cluster about the
+	// offsets partitions as soon as it starts.
+	st    *store.Store
+	ready chan struct{}
 
 	mu         sync.Mutex
 	notify     func()
@@ -33,6 +37,9 @@ type fakeCluster struct {
 	created    []createCall
 	createErr  error
 	nextPID    int64
+	// offsetsMissing hides the store's offsets topic until CreateTopic
+	// creates it, as a cluster has none before the first FindCoordinator.
+	offsetsMissing bool
 }
 
 type createCall struct {
@@ -45,7 +52,7 @@ type createCall struct {
 var _ Cluster = (*fakeCluster)(nil)
 
 func newFakeCluster(t testing.TB) *fakeCluster {
-	return &fakeCluster{t: t, controller: 2, nextPID: 1000,
+	return &fakeCluster{t: t, controller: 2, nextPID: 1000, ready: make(chan struct{}),
 		brokers:  []Broker{{NodeID: 1, Host: "h1", Port: 9001}, {NodeID: 2, Host: "h2", Port: 9002, Rack: "r2"}, {NodeID: 3, Host: "h3", Port: 9003}},
 		follower: make(map[tp]bool), epochs: make(map[tp][]int), heldHW: make(map[tp]int64)}
 }
@@ -59,6 +66,7 @@ func startCluster(t *testing.T, cfg Options) (*testServer, *fakeCluster) {
 	cfg.ClusterID = "fake-cluster"
 	ts := startServer(t, "", cfg)
 	fc.st = ts.st
+	close(fc.ready)
 	// Node 1 is this server: clients connect to it where it listens.
 	host, port, err := parseAdvertise(ts.addr)
 	if err != nil {
@@ -68,6 +76,12 @@ func startCluster(t *testing.T, cfg Options) (*testServer, *fakeCluster) {
 	fc.brokers[0].Host, fc.brokers[0].Port = host, port
 	fc.mu.Unlock()
 	return ts, fc
+}
+
+// store waits for the test server's store.
+func (fc *fakeCluster) store() *store.Store {
+	<-fc.ready
+	return fc.st
 }
 
 // creates returns the CreateTopic calls so far.
@@ -116,7 +130,7 @@ func (fc *fakeCluster) holdHW(topic string, partition int32, hw int64) {
 }
 
 func (fc *fakeCluster) endLocked(topic string, partition int32) int64 {
-	l, err := fc.st.Log(topic, partition)
+	l, err := fc.store().Log(topic, partition)
 	if err != nil {
 		return 0
 	}
@@ -134,15 +148,21 @@ func (fc *fakeCluster) Brokers() ([]Broker, int32) {
 }
 
 func (fc *fakeCluster) Topics() []string {
-	names := fc.st.Topics()
-	if _, err := fc.st.Partitions(store.OffsetsTopic); err == nil {
+	names := fc.store().Topics()
+	if _, err := fc.store().Partitions(store.OffsetsTopic); err == nil {
 		names = append(names, store.OffsetsTopic)
 	}
 	return names
 }
 
 func (fc *fakeCluster) Partitions(topic string) ([]PartitionInfo, error) {
-	n, err := fc.st.Partitions(topic)
+	fc.mu.Lock()
+	missing := fc.offsetsMissing && topic == store.OffsetsTopic
+	fc.mu.Unlock()
+	if missing {
+		return nil, fmt.Errorf("fake: %w: %s", store.ErrUnknownTopic, topic)
+	}
+	n, err := fc.store().Partitions(topic)
 	if err != nil {
 		return nil, err
 	}
@@ -165,8 +185,11 @@ func (fc *fakeCluster) CreateTopic(ctx context.Context, name string, partitions 
 	fc.mu.Lock()
 	fc.created = append(fc.created, createCall{name, partitions, rf, configs})
 	err := fc.createErr
+	if err == nil && name == store.OffsetsTopic {
+		fc.offsetsMissing = false // the store has it, with the count asked for
+	}
 	fc.mu.Unlock()
-	if err != nil {
+	if err != nil || name == store.OffsetsTopic {
 		return err
 	}
 	cfg := store.DefaultTopicConfig()
@@ -175,11 +198,11 @@ func (fc *fakeCluster) CreateTopic(ctx context.Context, name string, partitions 
 			return err
 		}
 	}
-	return fc.st.CreateTopic(name, int(partitions), cfg)
+	return fc.store().CreateTopic(name, int(partitions), cfg)
 }
 
 func (fc *fakeCluster) DeleteTopic(ctx context.Context, name string) error {
-	return fc.st.DeleteTopic(name)
+	return fc.store().DeleteTopic(name)
 }
 
 func (fc *fakeCluster) Produce(ctx context.Context, topic string, partition int32, batch []byte, acks int16) (int64, error) {
@@ -194,7 +217,7 @@ func (fc *fakeCluster) Produce(ctx context.Context, topic string, partition int3
 	case follower:
 		return 0, fmt.Errorf("fake: %s-%d: %w", topic, partition, ErrNotLeader)
 	}
-	w, err := fc.st.Writer(topic, partition)
+	w, err := fc.store().Writer(topic, partition)
 	if err != nil {
 		return 0, err
 	}
@@ -215,7 +238,7 @@ func (fc *fakeCluster) Produce(ctx context.Context, topic string, partition int3
 }
 
 func (fc *fakeCluster) State(topic string, partition int32) (PartitionState, error) {
-	l, err := fc.st.Log(topic, partition)
+	l, err := fc.store().Log(topic, partition)
 	if err != nil {
 		return PartitionState{}, err
 	}
@@ -263,4 +286,20 @@ func (fc *fakeCluster) SetNotify(wake func()) {
 		fc.t.Error("SetNotify called twice")
 	}
 	fc.notify = wake
+}
+
+func (fc *fakeCluster) CreatePartitions(ctx context.Context, topic string, total int32) error {
+	return fc.st.AddPartitions(topic, int(total))
+}
+
+func (fc *fakeCluster) AlterTopicConfig(ctx context.Context, topic string, overrides map[string]string) error {
+	return fc.st.UpdateTopicConfig(topic, false, func(store.TopicConfig) (store.TopicConfig, error) {
+		cfg := store.DefaultTopicConfig()
+		for k, v := range overrides {
+			if err := cfg.Set(k, v); err != nil {
+				return cfg, err
+			}
+		}
+		return cfg, nil
+	})
 }

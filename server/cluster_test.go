@@ -372,21 +372,33 @@ func TestClusterAdmin(t *testing.T) {
 		t.Fatal("topic a still exists")
 	}
 
-	// What a cluster does not carry yet is refused, clearly.
+	// CreatePartitions and config changes go through the cluster; an
+	// explicit assignment is the controller's to make.
 	createTestTopic(t, ts.st, "r", 1)
 	cp := kmsg.NewPtrCreatePartitionsRequest()
 	cp.SetVersion(3)
 	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "r", Count: 2}}
-	if r := c.do(cp).(*kmsg.CreatePartitionsResponse).Topics[0]; r.ErrorCode != kerr.PolicyViolation.Code || r.ErrorMessage == nil {
+	if r := c.do(cp).(*kmsg.CreatePartitionsResponse).Topics[0]; r.ErrorCode != 0 {
 		t.Fatalf("create partitions: %+v", r)
+	}
+	if n, err := ts.st.Partitions("r"); err != nil || n != 2 {
+		t.Fatalf("r has %d partitions (%v) after CreatePartitions, want 2", n, err)
+	}
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "r", Count: 3, Assignment: []kmsg.CreatePartitionsRequestTopicAssignment{{Replicas: []int32{1}}}}}
+	if r := c.do(cp).(*kmsg.CreatePartitionsResponse).Topics[0]; r.ErrorCode != kerr.InvalidReplicaAssignment.Code || r.ErrorMessage == nil {
+		t.Fatalf("create partitions with an assignment: %+v", r)
 	}
 	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	ia.SetVersion(1)
 	ia.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "r",
 		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("5")}}}}
-	if r := c.do(ia).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.PolicyViolation.Code {
+	if r := c.do(ia).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != 0 {
 		t.Fatalf("incremental alter configs: %+v", r)
 	}
+	if cfg, err := ts.st.TopicConfigOf("r"); err != nil || cfg.Get("retention.ms") != "5" {
+		t.Fatalf("r's retention.ms after the alter: %q (%v), want 5", cfg.Get("retention.ms"), err)
+	}
+	// What a cluster does not carry yet is refused, clearly.
 	drr := kmsg.NewPtrDeleteRecordsRequest()
 	drr.SetVersion(2)
 	drr.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "r", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: -1}}}}
@@ -417,37 +429,6 @@ func TestClusterKgo(t *testing.T) {
 	for i, v := range got {
 		if v != fmt.Sprint(i) {
 			t.Fatalf("record %d is %q", i, v)
-		}
-	}
-}
-
-// TestClusterGroupsRefused: until groups are replicated, a cluster node
-// refuses group requests and never writes the offsets topic, a
-// replicated partition only the Cluster writes.
-func TestClusterGroupsRefused(t *testing.T) {
-	ts, _ := startCluster(t, Options{})
-	createTestTopic(t, ts.st, "g", 1)
-	c := dialRaw(t, ts.addr)
-	fc := kmsg.NewPtrFindCoordinatorRequest()
-	fc.SetVersion(3)
-	fc.CoordinatorKey = "grp"
-	if r := c.do(fc).(*kmsg.FindCoordinatorResponse); r.ErrorCode != kerr.CoordinatorNotAvailable.Code || r.ErrorMessage == nil {
-		t.Fatalf("find coordinator: %+v", r)
-	}
-	oc := kmsg.NewPtrOffsetCommitRequest()
-	oc.SetVersion(8)
-	oc.Group, oc.Generation = "grp", -1
-	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "g", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 0}}}}
-	if r := c.do(oc).(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != kerr.NotCoordinator.Code {
-		t.Fatalf("offset commit: %+v", r.Topics[0].Partitions[0])
-	}
-	n, err := ts.st.Partitions(store.OffsetsTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p := range int32(n) {
-		if l, err := ts.st.Log(store.OffsetsTopic, p); err != nil || l.EndOffset() != 0 {
-			t.Fatalf("offsets partition %d written (%v)", p, err)
 		}
 	}
 }

@@ -165,3 +165,64 @@ func (s *Server) clusterCreateTopic(ctx context.Context, t kmsg.CreateTopicsRequ
 func refuseInCluster(what string) error {
 	return &configError{kerr.PolicyViolation.Code, what + ": " + errNotInCluster.Error()}
 }
+
+// clusterCreatePartitions is CreatePartitions in a cluster: through the
+// controller, which assigns the new partitions over the live brokers (an
+// explicit assignment is refused: the controller plans, as for
+// CreateTopics without one). It returns an error code and message, 0 on
+// success.
+func (s *Server) clusterCreatePartitions(t kmsg.CreatePartitionsRequestTopic, validateOnly bool, timeoutMillis int32) (int16, string) {
+	if t.Assignment != nil {
+		return kerr.InvalidReplicaAssignment.Code, "a replicated cluster assigns new partitions itself: send no assignment"
+	}
+	parts, err := s.cluster.Partitions(t.Topic)
+	if err != nil {
+		return errCode(err), err.Error()
+	}
+	if int(t.Count) <= len(parts) {
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("topic %s has %d partitions; the count can only grow", t.Topic, len(parts))
+	}
+	if int(t.Count) > store.MaxPartitions {
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("at most %d partitions", store.MaxPartitions)
+	}
+	if validateOnly {
+		return 0, ""
+	}
+	ctx, cancel := s.produceContext(timeoutMillis)
+	defer cancel()
+	if err := s.cluster.CreatePartitions(ctx, t.Topic, t.Count); err != nil {
+		return errCode(err), err.Error()
+	}
+	return 0, ""
+}
+
+// clusterAlterTopic is alterTopic in a cluster: f applied to the config
+// this node's store mirrors, checked here, and the result's overrides
+// sent to the controller as the topic's whole set of overrides. Two
+// alters racing through different nodes: the later replaces the earlier.
+func (s *Server) clusterAlterTopic(name string, validateOnly bool, f func(store.TopicConfig) (store.TopicConfig, error)) error {
+	if _, err := s.cluster.Partitions(name); err != nil {
+		return err
+	}
+	cur, err := s.st.TopicConfigOf(name)
+	if err != nil {
+		return err
+	}
+	next, err := f(cur)
+	if err != nil {
+		return err
+	}
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	if validateOnly {
+		return nil
+	}
+	overrides := map[string]string{}
+	for _, k := range next.Overrides() {
+		overrides[k] = next.Get(k)
+	}
+	ctx, cancel := s.produceContext(0)
+	defer cancel()
+	return s.cluster.AlterTopicConfig(ctx, name, overrides)
+}

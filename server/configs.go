@@ -295,13 +295,11 @@ func duplicates(n int, key func(i int) string) []bool {
 // alterTopic runs one topic's alter through the store, which validates
 // the result and stores and applies it (unless validateOnly).
 func (s *Server) alterTopic(name string, validateOnly bool, f func(store.TopicConfig) (store.TopicConfig, error)) error {
-	if s.cluster != nil {
-		// A topic's config is the controller's, and the interface has no
-		// way to change it yet.
-		return refuseInCluster("altering a topic's config")
-	}
 	if err := store.ValidateTopic(name); err != nil {
 		return err
+	}
+	if s.cluster != nil {
+		return s.clusterAlterTopic(name, validateOnly, f)
 	}
 	return s.st.UpdateTopicConfig(name, validateOnly, f)
 }

@@ -51,6 +51,11 @@ const (
 type coordinator struct {
 	st  *store.Store
 	cfg coordinatorConfig
+	// gs keeps the offsets and memberships: the store's offsets topic
+	// on a single node, the replicated partitions this node leads in a
+	// cluster (cl set, coordinator_cluster.go).
+	gs groupStore
+	cl *clusterGroups
 
 	mu     sync.Mutex
 	groups map[string]*group
@@ -63,12 +68,19 @@ type coordinator struct {
 	// (loadGroups).
 	emptied map[string]string
 	closed  bool
-	// refusal, when set, is why a closed coordinator never opened: the
-	// message FindCoordinator answers with.
-	refusal string
 }
 
 func newCoordinator(st *store.Store, cfg coordinatorConfig) *coordinator {
+	cfg.withDefaults()
+	c := &coordinator{st: st, cfg: cfg, gs: localGroups{st}, groups: make(map[string]*group), emptied: make(map[string]string)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.loadGroups()
+	return c
+}
+
+// withDefaults fills the zero fields with Kafka's defaults.
+func (cfg *coordinatorConfig) withDefaults() {
 	if cfg.InitialRebalanceDelay == 0 {
 		cfg.InitialRebalanceDelay = defaultInitialRebalanceDelay
 	} else if cfg.InitialRebalanceDelay < 0 {
@@ -83,27 +95,6 @@ func newCoordinator(st *store.Store, cfg coordinatorConfig) *coordinator {
 	if cfg.clock == nil {
 		cfg.clock = realClock{}
 	}
-	c := &coordinator{st: st, cfg: cfg, groups: make(map[string]*group), emptied: make(map[string]string)}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.loadGroups()
-	return c
-}
-
-// clusterGroupsRefusal is why a node of a cluster has no group
-// coordinator yet: the single node's coordinator writes commits and
-// memberships to its store's __consumer_offsets, which in a cluster is a
-// replicated partition only the replication may write
-// (docs/cluster-server.md, "Left").
-const clusterGroupsRefusal = "consumer groups are not replicated in a seglog cluster yet"
-
-// newRefusingCoordinator is the coordinator of a cluster node: closed from
-// the start, so every group request is refused (FindCoordinator with
-// COORDINATOR_NOT_AVAILABLE and clusterGroupsRefusal, the others with
-// NOT_COORDINATOR) and nothing is written to the offsets topic.
-func newRefusingCoordinator(st *store.Store, cfg coordinatorConfig) *coordinator {
-	return &coordinator{st: st, cfg: cfg, groups: make(map[string]*group), emptied: make(map[string]string),
-		closed: true, refusal: clusterGroupsRefusal}
 }
 
 func msDuration(ms int32) time.Duration { return time.Duration(ms) * time.Millisecond }
@@ -184,6 +175,9 @@ func (c *coordinator) speaks(key, version int16) bool {
 // NOT_COORDINATOR, so clients look for the coordinator again) and stops
 // the timers. Requests after close get NOT_COORDINATOR too.
 func (c *coordinator) close() {
+	if c.cl != nil {
+		c.cl.stop() // its loads take c.mu: stopped before it is held
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -193,7 +187,8 @@ func (c *coordinator) close() {
 	c.groups = map[string]*group{}
 }
 
-// findCoordinator answers every group with this node. A transactional id
+// findCoordinator answers every group with this node, or in a cluster
+// with the leader of the group's offsets partition. A transactional id
 // is refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the error Kafka
 // gives a client that may not use transactions, because seglog has no
 // transaction coordinator: a retriable error would make the client retry
@@ -207,9 +202,8 @@ func (c *coordinator) findCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Respo
 		case c.isClosed():
 			co.NodeID, co.Port = -1, -1
 			co.ErrorCode = kerr.CoordinatorNotAvailable.Code
-			if c.refusal != "" {
-				co.ErrorMessage = kmsg.StringPtr(c.refusal)
-			}
+		case r.CoordinatorType == 0 && c.cl != nil:
+			c.cl.findCoordinator(key, &co)
 		case r.CoordinatorType == 0:
 			co.NodeID, co.Host, co.Port = c.cfg.NodeID, c.cfg.Host, c.cfg.Port
 		case r.CoordinatorType == 1:
@@ -233,6 +227,25 @@ func (c *coordinator) findCoordinator(r *kmsg.FindCoordinatorRequest) kmsg.Respo
 	resp.ErrorCode, resp.ErrorMessage = co.ErrorCode, co.ErrorMessage
 	resp.NodeID, resp.Host, resp.Port = co.NodeID, co.Host, co.Port
 	return resp
+}
+
+// refusedLocked is the error code every request for group gets from this
+// coordinator (c.mu held), or 0 when it serves the group:
+// NOT_COORDINATOR once closed, and in a cluster on a node that does not
+// lead the group's offsets partition (COORDINATOR_LOAD_IN_PROGRESS while
+// it loads the partition it leads).
+func (c *coordinator) refusedLocked(group string) int16 {
+	if c.closed {
+		return kerr.NotCoordinator.Code
+	}
+	return c.gs.owner(group)
+}
+
+// refused is refusedLocked for a caller not holding c.mu.
+func (c *coordinator) refused(group string) int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refusedLocked(group)
 }
 
 func (c *coordinator) isClosed() bool {

@@ -33,7 +33,7 @@ func (c *coordinator) listGroups(r *kmsg.ListGroupsRequest) kmsg.Response {
 		resp.Groups = append(resp.Groups, listed(id, g.protocolType, g.state))
 	}
 	c.mu.Unlock()
-	for _, id := range c.st.Groups() {
+	for _, id := range c.gs.groups() {
 		if !seen[id] {
 			c.mu.Lock()
 			pt := c.emptied[id]
@@ -65,7 +65,7 @@ func matchesFilter(filter []string, v string) bool {
 // assignments are shown only when the group is stable, as in Kafka.
 func (c *coordinator) describeGroups(r *kmsg.DescribeGroupsRequest) kmsg.Response {
 	resp := kmsg.NewPtrDescribeGroupsResponse()
-	stored := c.st.Groups()
+	stored := c.gs.groups()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range r.Groups {
@@ -75,9 +75,10 @@ func (c *coordinator) describeGroups(r *kmsg.DescribeGroupsRequest) kmsg.Respons
 			d.AuthorizedOperations = groupOperations
 		}
 		g := c.groups[id]
+		code := c.refusedLocked(id)
 		switch {
-		case c.closed:
-			d.ErrorCode = kerr.NotCoordinator.Code
+		case code != 0:
+			d.ErrorCode = code
 		case g != nil:
 			d.State, d.ProtocolType = g.state.String(), g.protocolType
 			if g.state == stateStable {
@@ -121,9 +122,9 @@ func (c *coordinator) deleteGroup(id string) int16 {
 		return kerr.InvalidGroupID.Code
 	}
 	c.mu.Lock()
-	if c.closed {
+	if code := c.refusedLocked(id); code != 0 {
 		c.mu.Unlock()
-		return kerr.NotCoordinator.Code
+		return code
 	}
 	g := c.groups[id]
 	if g != nil && len(g.members) > 0 {
@@ -150,7 +151,7 @@ func (c *coordinator) deleteGroup(id string) int16 {
 			return storeErrorCode(err)
 		}
 	}
-	err := c.st.DeleteGroup(id)
+	err := c.gs.deleteGroup(id)
 	switch {
 	case errors.Is(err, store.ErrUnknownGroup):
 		if known {
@@ -168,20 +169,20 @@ func (c *coordinator) deleteGroup(id string) int16 {
 func (c *coordinator) offsetDelete(r *kmsg.OffsetDeleteRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetDeleteResponse()
 	c.mu.Lock()
-	closed := c.closed
+	refused := c.refusedLocked(r.Group)
 	var subscribed func(string) bool
 	if g := c.groups[r.Group]; g != nil && len(g.members) > 0 {
 		subscribed = g.subscribedTo()
 	}
 	c.mu.Unlock()
 	switch {
-	case closed:
-		resp.ErrorCode = kerr.NotCoordinator.Code
+	case refused != 0:
+		resp.ErrorCode = refused
 		return resp
 	case r.Group == "":
 		resp.ErrorCode = kerr.InvalidGroupID.Code
 		return resp
-	case subscribed == nil && !slices.Contains(c.st.Groups(), r.Group):
+	case subscribed == nil && !slices.Contains(c.gs.groups(), r.Group):
 		resp.ErrorCode = kerr.GroupIDNotFound.Code
 		return resp
 	}
@@ -196,7 +197,7 @@ func (c *coordinator) offsetDelete(r *kmsg.OffsetDeleteRequest) kmsg.Response {
 			for _, p := range t.Partitions {
 				parts = append(parts, p.Partition)
 			}
-			code = storeErrorCode(c.st.DeleteOffsets(r.Group, t.Topic, parts...))
+			code = storeErrorCode(c.gs.deleteOffsets(r.Group, t.Topic, parts...))
 		}
 		for _, p := range t.Partitions {
 			rt.Partitions = append(rt.Partitions, kmsg.OffsetDeleteResponseTopicPartition{Partition: p.Partition, ErrorCode: code})

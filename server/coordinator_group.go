@@ -184,8 +184,8 @@ func (c *coordinator) joinGroup(ctx context.Context, r *kmsg.JoinGroupRequest) k
 func (c *coordinator) join(ctx context.Context, r *kmsg.JoinGroupRequest) (chan *kmsg.JoinGroupResponse, *kmsg.JoinGroupResponse) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return nil, joinError(kerr.NotCoordinator.Code, r.MemberID)
+	if code := c.refusedLocked(r.Group); code != 0 {
+		return nil, joinError(code, r.MemberID)
 	}
 	if r.Group == "" {
 		return nil, joinError(kerr.InvalidGroupID.Code, r.MemberID)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 
 	"github.com/seglog/seglog"
@@ -44,7 +45,7 @@ func (c *coordinator) offsetCommit(r *kmsg.OffsetCommitRequest) kmsg.Response {
 	}
 	errs := make(map[string]int16)
 	for topic, offs := range perTopic {
-		if err := c.st.Commit(r.Group, topic, offs); err != nil {
+		if err := c.gs.commit(r.Group, topic, offs); err != nil {
 			errs[topic] = storeErrorCode(err)
 		}
 	}
@@ -62,10 +63,10 @@ func (c *coordinator) offsetCommit(r *kmsg.OffsetCommitRequest) kmsg.Response {
 func (c *coordinator) validateCommit(r *kmsg.OffsetCommitRequest) int16 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case c.closed:
-		return kerr.NotCoordinator.Code
-	case r.Group == "":
+	if code := c.refusedLocked(r.Group); code != 0 {
+		return code
+	}
+	if r.Group == "" {
 		return kerr.InvalidGroupID.Code
 	}
 	g := c.groups[r.Group]
@@ -126,8 +127,16 @@ func storeErrorCode(err error) int16 {
 		return kerr.OffsetOutOfRange.Code
 	case errors.Is(err, store.ErrInvalidGroup):
 		return kerr.InvalidGroupID.Code
-	case errors.Is(err, store.ErrClosed):
+	case errors.Is(err, store.ErrClosed), errors.Is(err, ErrNotLeader), errors.Is(err, errNotCoordinator):
+		// The store is closing, or in a cluster this node lost the
+		// lead of the group's partition: the client looks again.
 		return kerr.NotCoordinator.Code
+	case errors.Is(err, ErrNotEnoughReplicas), errors.Is(err, context.DeadlineExceeded):
+		// Kafka's answer to a commit its replicas did not take in
+		// time (GroupMetadataManager): retriable.
+		return kerr.CoordinatorNotAvailable.Code
+	case errors.Is(err, seglog.ErrBatchTooLarge):
+		return kerr.InvalidCommitOffsetSize.Code
 	default:
 		return kerr.UnknownServerError.Code
 	}
@@ -139,13 +148,12 @@ func storeErrorCode(err error) int16 {
 // epoch is -1.
 func (c *coordinator) offsetFetch(r *kmsg.OffsetFetchRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetFetchResponse()
-	closed := c.isClosed()
 	if r.Version >= 8 {
 		for _, rg := range r.Groups {
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group = rg.Group
-			if closed {
-				g.ErrorCode = kerr.NotCoordinator.Code
+			if code := c.refused(rg.Group); code != 0 {
+				g.ErrorCode = code
 				resp.Groups = append(resp.Groups, g)
 				continue
 			}
@@ -171,8 +179,8 @@ func (c *coordinator) offsetFetch(r *kmsg.OffsetFetchRequest) kmsg.Response {
 		}
 		return resp
 	}
-	if closed {
-		resp.ErrorCode = kerr.NotCoordinator.Code
+	if code := c.refused(r.Group); code != 0 {
+		resp.ErrorCode = code
 		return resp
 	}
 	topics := r.Topics
@@ -186,7 +194,7 @@ func (c *coordinator) offsetFetch(r *kmsg.OffsetFetchRequest) kmsg.Response {
 func (c *coordinator) fetchOffsets(group string, topics []kmsg.OffsetFetchRequestTopic) []kmsg.OffsetFetchResponseTopic {
 	var out []kmsg.OffsetFetchResponseTopic
 	if topics == nil {
-		rows, _, err := c.st.DescribeGroup(group)
+		rows, err := c.gs.committedAll(group)
 		if err != nil {
 			return out // an unknown group has committed nothing
 		}
@@ -208,8 +216,8 @@ func (c *coordinator) fetchOffsets(group string, topics []kmsg.OffsetFetchReques
 		for _, part := range rt.Partitions {
 			p := kmsg.NewOffsetFetchResponseTopicPartition()
 			p.Partition, p.Offset, p.Metadata = part, -1, kmsg.StringPtr("")
-			if cm, ok := c.st.CommittedOffset(group, rt.Topic, part); ok {
-				p.Offset = cm.Offset
+			if off, ok := c.gs.committed(group, rt.Topic, part); ok {
+				p.Offset = off
 			}
 			t.Partitions = append(t.Partitions, p)
 		}

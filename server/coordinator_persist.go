@@ -1,9 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"fmt"
-
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,21 +56,14 @@ func (g *group) groupMetadataRecord() record.Record {
 }
 
 // persist writes the group's membership (Empty once it has none left) to
-// the offsets topic, durably: the topic syncs every append.
+// the offsets topic, durably: the topic syncs every append, and a
+// cluster's write is committed by a majority.
 func (g *group) persist() error {
 	if len(g.members) == 0 && !g.persisted {
 		return nil
 	}
-	n, err := g.c.st.Partitions(store.OffsetsTopic)
-	if err != nil {
+	if err := g.c.gs.writeMembership(g.id, g.groupMetadataRecord()); err != nil {
 		return err
-	}
-	w, err := g.c.st.Writer(store.OffsetsTopic, store.OffsetsPartitionFor(g.id, n))
-	if err != nil {
-		return err
-	}
-	if _, err := w.Append(g.groupMetadataRecord()); err != nil {
-		return fmt.Errorf("server: writing the membership of group %q: %w", g.id, err)
 	}
 	g.persisted = len(g.members) > 0
 	return nil
@@ -82,24 +72,13 @@ func (g *group) persist() error {
 // forgetGroup writes the tombstone of a deleted group's GroupMetadata
 // record, so that a restart does not list it Empty again.
 func (c *coordinator) forgetGroup(id string) error {
-	n, err := c.st.Partitions(store.OffsetsTopic)
-	if err != nil {
-		return err
-	}
-	w, err := c.st.Writer(store.OffsetsTopic, store.OffsetsPartitionFor(id, n))
-	if err != nil {
-		return err
-	}
-	if _, err := w.Append(record.Record{Key: groupMetadataKey(id), Timestamp: c.cfg.clock.Now().UnixMilli()}); err != nil {
-		return fmt.Errorf("server: deleting the membership of group %q: %w", id, err)
-	}
-	return nil
+	return c.gs.writeMembership(id, record.Record{Key: groupMetadataKey(id), Timestamp: c.cfg.clock.Now().UnixMilli()})
 }
 
-// loadGroups rebuilds the groups whose last generation had members from
-// the offsets topic, and remembers the protocol type of those it left
-// Empty: the last record of each group wins, a tombstone removes it. A record that does not decode is skipped, as the store skips
-// what it does not know; the members of such a group rejoin.
+// loadGroups rebuilds a single node's groups whose last generation had
+// members from the offsets topic, and remembers the protocol type of
+// those it left Empty: the last record of each group wins, a tombstone
+// removes it (readMembership).
 func (c *coordinator) loadGroups() {
 	n, err := c.st.Partitions(store.OffsetsTopic)
 	if err != nil {
@@ -115,37 +94,12 @@ func (c *coordinator) loadGroups() {
 			if err != nil {
 				break // the store reported this partition's damage when it opened
 			}
-			if len(r.Key) < 2 || r.Key[0] != 0 || r.Key[1] != 2 {
-				continue
+			if isMembership(r.Key) {
+				readMembership(last, r.Key, r.Value)
 			}
-			var key kmsg.GroupMetadataKey
-			if key.ReadFrom(r.Key) != nil {
-				continue
-			}
-			if r.Value == nil {
-				delete(last, key.Group)
-				continue
-			}
-			v := new(kmsg.GroupMetadataValue)
-			// The decoded members' subscriptions and assignments alias
-			// what they were read from, and a record's bytes are valid
-			// only until the loop body returns (Log.Records): decode a
-			// copy, since the value is kept past the loop.
-			if v.ReadFrom(bytes.Clone(r.Value)) != nil {
-				delete(last, key.Group)
-				continue
-			}
-			last[key.Group] = v
 		}
 	}
-	for id, v := range last {
-		switch {
-		case len(v.Members) > 0 && v.Protocol != nil:
-			c.restoreGroup(id, v)
-		case len(v.Members) == 0 && v.ProtocolType != "":
-			c.emptied[id] = v.ProtocolType
-		}
-	}
+	c.restoreMemberships(last)
 }
 
 // restoreGroup brings a loaded generation back as a stable group whose

@@ -32,8 +32,8 @@ func (c *coordinator) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) k
 func (c *coordinator) sync(r *kmsg.SyncGroupRequest) (chan *kmsg.SyncGroupResponse, *kmsg.SyncGroupResponse) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return nil, syncError(kerr.NotCoordinator.Code)
+	if code := c.refusedLocked(r.Group); code != 0 {
+		return nil, syncError(code)
 	}
 	g := c.groups[r.Group]
 	if g == nil {
@@ -118,8 +118,8 @@ func (c *coordinator) heartbeat(r *kmsg.HeartbeatRequest) kmsg.Response {
 func (c *coordinator) heartbeatCode(r *kmsg.HeartbeatRequest) int16 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return kerr.NotCoordinator.Code
+	if code := c.refusedLocked(r.Group); code != 0 {
+		return code
 	}
 	g := c.groups[r.Group]
 	if g == nil || g.state == stateEmpty {
@@ -149,8 +149,8 @@ func (c *coordinator) leaveGroup(r *kmsg.LeaveGroupRequest) kmsg.Response {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		resp.ErrorCode = kerr.NotCoordinator.Code
+	if code := c.refusedLocked(r.Group); code != 0 {
+		resp.ErrorCode = code
 		return resp
 	}
 	g := c.groups[r.Group]

@@ -29,8 +29,9 @@ func (s *Server) createPartitions(req *kmsg.CreatePartitionsRequest) kmsg.Respon
 		if seen[t.Topic] > 1 {
 			fail(kerr.InvalidRequest.Code, "duplicate topic in request")
 		} else if s.cluster != nil {
-			err := refuseInCluster("CreatePartitions")
-			fail(configErrCode(err), err.Error())
+			if code, msg := s.clusterCreatePartitions(t, req.ValidateOnly, req.TimeoutMillis); code != 0 {
+				fail(code, msg)
+			}
 		} else if err := s.st.CheckAddPartitions(t.Topic, int(t.Count)); err != nil {
 			fail(errCode(err), err.Error())
 		} else if t.Assignment != nil && !s.trivialAssignment(t) {

@@ -100,6 +100,9 @@ type Server struct {
 	pids   *producers
 	// cluster is Options.Cluster: nil on a single node.
 	cluster Cluster
+	// groupKick tells a cluster node's coordinator that a leader or a
+	// high watermark changed: it loads or drops offsets partitions.
+	groupKick chan struct{}
 
 	// frames holds Produce request frames between requests (conn.go,
 	// "Request frames"), for any connection to read its next request
@@ -156,9 +159,17 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Cluster != nil {
 		s.cluster = cfg.Cluster
+		s.groupKick = make(chan struct{}, 1)
 		// A high watermark moving or a leader changing is what a parked
-		// fetch waits for in a cluster, as an append is on one node.
-		s.cluster.SetNotify(s.notify.wake)
+		// fetch waits for in a cluster, as an append is on one node, and
+		// what the coordinator loads or drops offsets partitions on.
+		s.cluster.SetNotify(func() {
+			s.notify.wake()
+			select {
+			case s.groupKick <- struct{}{}:
+			default:
+			}
+		})
 	}
 	if cfg.Advertise != "" {
 		if err := s.setAdvertise(cfg.Advertise); err != nil {
@@ -226,7 +237,8 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 	}
 	if s.coord == nil && s.cluster != nil {
-		s.coord = newRefusingCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port})
+		s.coord = newClusterCoordinator(s.st, s.cluster, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port,
+			InitialRebalanceDelay: s.cfg.GroupInitialRebalanceDelay}, s.groupKick, s.logger)
 	} else if s.coord == nil {
 		s.coord = newCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port,
 			InitialRebalanceDelay: s.cfg.GroupInitialRebalanceDelay})

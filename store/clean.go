@@ -108,6 +108,9 @@ func (s *Store) Clean(ctx context.Context, topics ...string) ([]PartitionCleaned
 		if err := c.Add(cleanerPart{p}, policies[i]); err != nil {
 			return nil, err
 		}
+		if err := c.SetUpperBound(cleanerPart{p}, p.cleanerUpper()); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.RunOnce(ctx); err != nil {
 		return nil, err

@@ -70,6 +70,23 @@ func encodeCommit(group string, k tp, c *Committed) record.Record {
 	return r
 }
 
+// EncodeCommit is a group's commit on a partition as the record the
+// store and Kafka write to __consumer_offsets (key OffsetCommitKey v1,
+// value OffsetCommitValue v3); c nil is the tombstone that deletes it. A
+// cluster's coordinator writes these through the replication.
+func EncodeCommit(group, topic string, partition int32, c *Committed) record.Record {
+	return encodeCommit(group, tp{topic, partition}, c)
+}
+
+// DecodeCommit reads a __consumer_offsets record as the store replays it:
+// ok false for a record that is not an offset commit (group metadata, key
+// version 2), c nil for a tombstone, an error for a commit key or value
+// that does not decode.
+func DecodeCommit(key, value []byte) (group, topic string, partition int32, c *Committed, ok bool, err error) {
+	group, k, c, ok, err := decodeCommit(key, value)
+	return group, k.topic, k.part, c, ok, err
+}
+
 // eachCommit calls f for every offset commit among the records of
 // offsets log l from offset from on (c nil: a tombstone), skipping records
 // of other kinds (group metadata, key version 2), and returns the offset
@@ -173,6 +190,9 @@ func (g *groupTable) committedFor(topic string, part int32) map[string]int64 {
 // offsets topic syncs every append (flush.messages=1), so a commit that
 // returned survives a power loss; one that did not return may or may not.
 func (s *Store) writeCommitsLocked(group string, keys []tp, vals []*Committed) error {
+	if s.opts.ReplicatedOffsets {
+		return fmt.Errorf("%w: group %q", ErrReplicatedOffsets, group)
+	}
 	ot := s.topics[OffsetsTopic]
 	part := ot.parts[OffsetsPartitionFor(group, len(ot.parts))]
 	recs := make([]record.Record, len(keys))
@@ -207,6 +227,9 @@ func (s *Store) writeCommitsLocked(group string, keys []tp, vals []*Committed) e
 func (s *Store) Commit(group, topic string, offsets map[int32]int64) error {
 	if s.readOnly {
 		return s.errReadOnly("commit offsets")
+	}
+	if s.opts.ReplicatedOffsets {
+		return fmt.Errorf("%w: group %q", ErrReplicatedOffsets, group)
 	}
 	if err := checkGroup(group); err != nil {
 		return err

@@ -27,6 +27,9 @@ func (s *Store) DeleteOffsets(group, topic string, partitions ...int32) error {
 // chooses among them (none: nothing is written). A group with no commits
 // is ErrUnknownGroup.
 func (s *Store) tombstoneCommits(group string, pick func(map[tp]Committed) []tp) error {
+	if s.opts.ReplicatedOffsets {
+		return fmt.Errorf("%w: group %q", ErrReplicatedOffsets, group)
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	s.groups.mu.Lock()

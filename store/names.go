@@ -43,6 +43,11 @@ var (
 	ErrClosed = seglog.ErrClosed
 	// ErrUnknownGroup is returned for a group with no committed offsets.
 	ErrUnknownGroup = errors.New("store: unknown group")
+	// ErrReplicatedOffsets refuses a write of the groups' offsets to a
+	// store whose offsets topic a cluster replicates
+	// (Options.ReplicatedOffsets): the cluster's coordinator writes them
+	// through the replication.
+	ErrReplicatedOffsets = errors.New("store: the offsets topic is replicated by a cluster; commits go through its coordinator")
 	// ErrInvalidGroup reports an empty group id, or one longer than a
 	// Kafka string holds (32767 bytes).
 	ErrInvalidGroup = errors.New("store: invalid group id")

@@ -67,6 +67,10 @@ type partition struct {
 	// deleteDelay is the cleaner's file.delete.delay.ms, applied at open.
 	deleteDelay time.Duration
 	haveDelay   bool
+	// floor is the cleaning floor (floor.go), noFloor for none; floorSet
+	// says a Writer set it in this session.
+	floor    int64
+	floorSet bool
 
 	elem *list.Element // in the LRU while open and not forever; lru.mu
 }
@@ -355,7 +359,7 @@ func (s *Store) openLog(p *partition) (*seglog.Log, error) {
 // them with the cleaner. None is opened.
 func (s *Store) newPartitions(t *topic, from, n int) error {
 	for i := from; i < n; i++ {
-		p := &partition{s: s, topic: t.name, id: int32(i), cfg: t.cfg}
+		p := &partition{s: s, topic: t.name, id: int32(i), cfg: t.cfg, floor: noFloor}
 		if !s.readOnly {
 			if err := s.clean.Add(cleanerPart{p}, t.cfg.policy()); err != nil {
 				return err
@@ -424,10 +428,25 @@ func (c cleanerPart) Segments() []cleaner.Segment {
 	return out
 }
 
-func (c cleanerPart) Roll() error { return c.p.with(func(l *seglog.Log) error { return l.Roll() }) }
+// Roll rolls the active segment for retention to delete it whole, unless
+// the cleaning floor (floor.go) holds the active segment anyway: a roll
+// then serves nothing, and a replicated partition's segments are its raft
+// log's to start.
+func (c cleanerPart) Roll() error {
+	return c.p.with(func(l *seglog.Log) error {
+		if limit := c.p.cleaningLimit(l); limit >= 0 && limit < l.EndOffset() {
+			return nil
+		}
+		return l.Roll()
+	})
+}
 
+// DeleteBefore deletes below offset, held below the cleaning floor
+// (floor.go): checked here, where the segments go, so that a floor set
+// during a pass still holds.
 func (c cleanerPart) DeleteBefore(offset int64) (n int, err error) {
 	err = c.p.with(func(l *seglog.Log) error {
+		offset = belowLimit(l.View(), offset, c.p.cleaningLimit(l))
 		n, err = l.DeleteBefore(offset)
 		return err
 	})
@@ -466,10 +485,17 @@ func (c cleanerPart) SetCleanerCheckpoint(offset int64) error {
 }
 
 // Compact runs a round in segments of the topic's segment.bytes (the
-// cleaner's own setting is one for all logs).
+// cleaner's own setting is one for all logs), over the sealed segments
+// wholly below both upper and the cleaning floor (floor.go).
 func (c cleanerPart) Compact(m *compaction.OffsetMap, firstDirty, upper int64, o compaction.Options) (res compaction.Result, err error) {
 	o.SegmentBytes = c.p.config().SegmentBytes
 	err = c.p.with(func(l *seglog.Log) error {
+		if limit := c.p.cleaningLimit(l); limit >= 0 && (upper < 0 || upper > limit) {
+			if upper < 0 {
+				upper = l.EndOffset()
+			}
+			upper = belowLimit(l.View(), upper, limit)
+		}
 		res, err = compaction.Clean(l, m, firstDirty, upper, o)
 		return err
 	})

@@ -115,6 +115,17 @@ type Options struct {
 	// a store rather than make one, so that a mistyped directory is not
 	// filled with a new store's files.
 	Existing bool
+	// ReplicatedOffsets says the offsets topic is a cluster's replicated
+	// partitions (docs/cluster-node.md, "The offsets topic"), which only
+	// the replication writes, through Writer: Open does not replay it
+	// (the groups' offsets are the coordinator's, read from the
+	// partitions it leads), and the store never writes it itself:
+	// Commit, DeleteGroup, DeleteOffsets and ResetOffsets refuse with
+	// ErrReplicatedOffsets, and deleting a topic or opening a store with
+	// offsets for a topic gone writes no tombstones (a record appended
+	// outside raft would make the replica's log disagree with the
+	// leader's). cluster.Start refuses a store opened without it.
+	ReplicatedOffsets bool
 	// Holder says who opens the store: once Open has the log.dir's lock
 	// it writes it into the lock file, so that an Open turned away (in
 	// this process or another) names the holder (HeldError). PID defaults
@@ -290,6 +301,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// ReplicatedOffsets reports whether the store was opened with
+// Options.ReplicatedOffsets: its offsets topic is a cluster's.
+func (s *Store) ReplicatedOffsets() bool { return s.opts.ReplicatedOffsets }
+
 // Dir returns the store's log.dir.
 func (s *Store) Dir() string { return s.dir }
 
@@ -431,6 +446,9 @@ func (s *Store) load() error {
 	}
 	if err := s.ckpt.writeMissing(); err != nil {
 		return err
+	}
+	if s.opts.ReplicatedOffsets {
+		return nil // the offsets are the cluster coordinator's, not the store's
 	}
 	// Read, not opened writable: the marker stays until a partition is
 	// (beginWrites).

@@ -277,7 +277,7 @@ func (s *Store) Partitions(name string) (int, error) {
 // ErrUnknownTopic or ErrUnknownPartition, or with the error of opening
 // the partition's Log (damage, seglog.ErrLogStartBeyondEnd, ...).
 func (s *Store) Log(name string, partition int32) (seglog.View, error) {
-	l, err := s.foreverLog(name, partition)
+	l, _, err := s.foreverLog(name, partition)
 	if err != nil {
 		return seglog.View{}, err
 	}
@@ -285,22 +285,22 @@ func (s *Store) Log(name string, partition int32) (seglog.View, error) {
 }
 
 // foreverLog opens a partition for good: Log and Writer.
-func (s *Store) foreverLog(name string, partition int32) (*seglog.Log, error) {
+func (s *Store) foreverLog(name string, partition int32) (*seglog.Log, *partition, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	p, err := s.partLocked(name, partition)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.mu.Lock()
 	p.forever = true
 	p.mu.Unlock()
 	l, err := p.acquire()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.release() // forever keeps it open
-	return l, nil
+	return l, p, nil
 }
 
 // AcquireLog returns a read-only view of a partition, opened if it was

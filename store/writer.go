@@ -12,10 +12,14 @@ import (
 // that writes its group coordinator's own records there. Deleting records
 // is Store.DeleteRecords; retention, compaction and closing are the
 // store's alone, and truncation is only for a replicated partition's raft
-// log (AppendEpochBatches, TruncateTo). A Writer stays usable until the topic is deleted
+// log (AppendEpochBatches, TruncateTo), which holds the cleaner back with
+// SetCleaningFloor. A Writer stays usable until the topic is deleted
 // or the store closed; its appends then fail with seglog.ErrClosed. It is
 // safe for concurrent use.
-type Writer struct{ l *seglog.Log }
+type Writer struct {
+	l *seglog.Log
+	p *partition
+}
 
 // Writer returns a Writer for a partition, opening the partition if it
 // was closed. Like Log's, the partition stays open until Close, outside
@@ -25,11 +29,11 @@ func (s *Store) Writer(name string, partition int32) (Writer, error) {
 	if s.readOnly {
 		return Writer{}, s.errReadOnly("append to " + name)
 	}
-	l, err := s.foreverLog(name, partition)
+	l, p, err := s.foreverLog(name, partition)
 	if err != nil {
 		return Writer{}, err
 	}
-	return Writer{l}, nil
+	return Writer{l, p}, nil
 }
 
 // Append appends records as one batch (seglog.Log.Append).
@@ -63,3 +67,9 @@ func (w Writer) AppendEpochBatches(epochs []int32, batches [][]byte) ([]seglog.A
 // (seglog.Log.TruncateTo): a replica dropping the uncommitted entries that
 // conflict with its leader's, which is why a Writer may do it at all.
 func (w Writer) TruncateTo(offset int64) error { return w.l.TruncateTo(offset) }
+
+// RestartAt empties the partition and restarts it at offset
+// (seglog.Log.RestartAt, Kafka's truncateFullyAndStartAt): a replica
+// installing its leader's snapshot when its own log ends below the
+// leader's start.
+func (w Writer) RestartAt(offset int64) error { return w.l.RestartAt(offset) }

@@ -84,7 +84,9 @@ store cleanly.`,
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			// The lock file names the listener, so that a command the
 			// store's lock turns away can go through the server instead.
-			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: serveHolder(ln, advertise)})
+			// In a cluster __consumer_offsets is a replicated topic:
+			// only raft writes it.
+			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: serveHolder(ln, advertise), ReplicatedOffsets: cl.enabled()})
 			if err != nil {
 				return errors.Join(err, ln.Close(), cl.close())
 			}

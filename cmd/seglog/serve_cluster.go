@@ -76,6 +76,10 @@ func (c *clusterFlags) check(cmd *cobra.Command, nodeID int32, listen, advertise
 	return nil
 }
 
+// enabled reports whether serve runs as a node of a cluster (the flags
+// checked).
+func (c *clusterFlags) enabled() bool { return c.parsed != nil }
+
 // listen binds the raft port, so a port in use fails before DIR is opened.
 func (c *clusterFlags) listen() error {
 	if c.parsed == nil {

@@ -47,6 +47,22 @@ func (n *Node) handle(ctx context.Context, req request) response {
 			return errResponse(err)
 		}
 		return response{Index: res.Index}
+	case opGrow:
+		return n.createPartitions(ctx, req)
+	case opAlter:
+		st, err := n.meta.ControllerState(ctx)
+		if err != nil {
+			return errResponse(err)
+		}
+		c, err := meta.NewAlterTopicConfig(st, req.Topic, true, req.Configs, nil)
+		if err != nil {
+			return errResponse(err)
+		}
+		res, err := n.meta.Propose(ctx, c)
+		if err != nil {
+			return errResponse(err)
+		}
+		return response{Index: res.Index}
 	case opPIDs:
 		res, err := n.meta.Propose(ctx, &meta.AllocateProducerIDs{Broker: req.Broker})
 		if err != nil {
@@ -71,6 +87,26 @@ func (n *Node) createTopic(ctx context.Context, req request) response {
 	if parts == -1 {
 		parts = 1 // Kafka's num.partitions default
 	}
+	live := n.liveRegistered(st)
+	if rf < 1 || rf > len(live) {
+		return errResponse(fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, rf, len(live)))
+	}
+	n.mu.Lock()
+	c, err := meta.NewCreateTopic(st, req.Topic, parts, rf, req.Configs, live, n.rnd)
+	n.mu.Unlock()
+	if err != nil {
+		return errResponse(err)
+	}
+	res, err := n.meta.Propose(ctx, c)
+	if err != nil {
+		return errResponse(err)
+	}
+	return response{Index: res.Index}
+}
+
+// liveRegistered lists the live registered brokers, by id: those new
+// replicas are assigned over. It takes mu.
+func (n *Node) liveRegistered(st *meta.State) []int32 {
 	var live []int32
 	for id, ok := range n.liveSet(st) {
 		if _, reg := st.Broker(id); ok && reg {
@@ -78,11 +114,19 @@ func (n *Node) createTopic(ctx context.Context, req request) response {
 		}
 	}
 	slices.Sort(live)
-	if rf < 1 || rf > len(live) {
-		return errResponse(fmt.Errorf("%w: %d with %d live brokers", ErrInvalidReplicationFactor, rf, len(live)))
+	return live
+}
+
+// createPartitions plans a topic's new partitions over the live brokers
+// and proposes them.
+func (n *Node) createPartitions(ctx context.Context, req request) response {
+	st, err := n.meta.ControllerState(ctx)
+	if err != nil {
+		return errResponse(err)
 	}
+	live := n.liveRegistered(st) // takes mu itself
 	n.mu.Lock()
-	c, err := meta.NewCreateTopic(st, req.Topic, parts, rf, req.Configs, live, n.rnd)
+	c, err := meta.NewCreatePartitions(st, req.Topic, int(req.Partitions), live, n.rnd)
 	n.mu.Unlock()
 	if err != nil {
 		return errResponse(err)

@@ -32,6 +32,8 @@ const (
 	opCreate    = "create-topic"
 	opDelete    = "delete-topic"
 	opPIDs      = "allocate-producer-ids"
+	opGrow      = "create-partitions"
+	opAlter     = "alter-topic-config"
 )
 
 // request is one forwarded command.
@@ -49,6 +51,8 @@ type request struct {
 	Partitions        int32             `json:"partitions,omitempty"`
 	ReplicationFactor int16             `json:"replication_factor,omitempty"`
 	Configs           map[string]string `json:"configs,omitempty"`
+	// AlterTopicConfig: Configs replaces the topic's overrides.
+	// CreatePartitions: Partitions is the new total.
 	// TimeoutMs is what is left of the sender's deadline.
 	TimeoutMs int64 `json:"timeout_ms"`
 }

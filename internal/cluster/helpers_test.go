@@ -54,13 +54,6 @@ func newCluster(t *testing.T, n int) *tcluster { return newClusterOf(t, n, false
 // newClusterOf starts n nodes, with the real partition manager if real.
 func newClusterOf(t *testing.T, n int, real bool) *tcluster {
 	t.Helper()
-	return newClusterEdit(t, n, real, nil)
-}
-
-// newClusterEdit is newClusterOf with edit applied to every node before
-// any starts.
-func newClusterEdit(t *testing.T, n int, real bool, edit func(*tnode)) *tcluster {
-	t.Helper()
 	c := &tcluster{t: t, real: real, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
 	lns := map[int32]net.Listener{}
 	for i := int32(1); i <= int32(n); i++ {
@@ -71,9 +64,6 @@ func newClusterEdit(t *testing.T, n int, real bool, edit func(*tnode)) *tcluster
 		lns[i] = ln
 		c.voters[i] = ln.Addr().String()
 		c.nodes[i] = &tnode{id: i, dir: fmt.Sprintf("/n%d", i), addr: ln.Addr().String(), kafka: fmt.Sprintf("kafka%d.test:%d", i, 9090+i)}
-		if edit != nil {
-			edit(c.nodes[i])
-		}
 	}
 	t.Cleanup(func() {
 		for _, tn := range c.nodes {
@@ -114,7 +104,7 @@ func (c *tcluster) startWith(tn *tnode, id int32, ln net.Listener) error {
 			return err
 		}
 	}
-	if tn.st, err = store.Open(tn.dir, store.Options{FS: c.fsOf(tn)}); err != nil {
+	if tn.st, err = store.Open(tn.dir, store.Options{FS: c.fsOf(tn), ReplicatedOffsets: true, OffsetsPartitions: 3}); err != nil {
 		ln.Close()
 		return err
 	}

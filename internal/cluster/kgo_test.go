@@ -2,11 +2,7 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -15,89 +11,7 @@ import (
 
 	"github.com/seglog/seglog/internal/nemesis"
 	"github.com/seglog/seglog/internal/testutil"
-	"github.com/seglog/seglog/server"
 )
-
-// kafkaNode is a Kafka listener and the server answering on it, for a
-// tnode of a cluster started with servers.
-type kafkaNode struct {
-	ln  net.Listener
-	srv *server.Server
-	end chan error
-}
-
-// serve starts a server for tn over its node (whose cluster id it waits
-// for) on a new listener at tn.kafka, which the node advertises.
-func (c *tcluster) serve(tn *tnode, kn *kafkaNode) {
-	c.t.Helper()
-	ln, err := net.Listen("tcp", tn.kafka)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	id, err := tn.node.ClusterID(ctxTimeout(c.t))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	srv, err := server.New(tn.st, server.Options{Cluster: tn.node, NodeID: tn.id, ClusterID: id,
-		Advertise: tn.kafka, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	*kn = kafkaNode{ln: ln, srv: srv, end: make(chan error, 1)}
-	go func() { kn.end <- srv.Serve(ln) }()
-}
-
-// unserve stops tn's server, then its node and store, as a process
-// stopping would.
-func (c *tcluster) unserve(tn *tnode, kn *kafkaNode) {
-	c.t.Helper()
-	if err := kn.srv.Shutdown(ctxTimeout(c.t)); err != nil {
-		c.t.Fatal(err)
-	}
-	if err := <-kn.end; !errors.Is(err, server.ErrServerClosed) {
-		c.t.Fatal(err)
-	}
-	c.stop(tn.id)
-}
-
-// newServedCluster starts three nodes with the real partition manager,
-// each with a server on a loopback Kafka port, and returns the servers
-// and the seed addresses.
-func newServedCluster(t *testing.T) (*tcluster, map[int32]*kafkaNode, []string) {
-	t.Helper()
-	c := newClusterWithKafka(t, 3)
-	kns := map[int32]*kafkaNode{}
-	var seeds []string
-	for _, tn := range c.running() {
-		kns[tn.id] = &kafkaNode{}
-		c.serve(tn, kns[tn.id])
-		seeds = append(seeds, tn.kafka)
-	}
-	t.Cleanup(func() {
-		for id, kn := range kns {
-			if c.nodes[id].node != nil {
-				c.unserve(c.nodes[id], kn)
-			}
-		}
-	})
-	return c, kns, seeds
-}
-
-// newClusterWithKafka is newClusterOf(t, n, true) with each node's
-// advertised address a free loopback port the test can serve on.
-func newClusterWithKafka(t *testing.T, n int) *tcluster {
-	t.Helper()
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, ln.Addr().String())
-		ln.Close()
-	}
-	return newClusterEdit(t, n, true, func(tn *tnode) { tn.kafka = addrs[tn.id-1] })
-}
 
 // TestKgoAcksAllAcrossLeaderFailover: an idempotent kgo producer with
 // acks=all writes to a replicated topic while the leader of one of its
@@ -106,7 +20,8 @@ func newClusterWithKafka(t *testing.T, n int) *tcluster {
 // twice, and once the stopped node is back, the three replicas of every
 // partition hold the same batches up to the high watermark.
 func TestKgoAcksAllAcrossLeaderFailover(t *testing.T) {
-	c, kns, seeds := newServedCluster(t)
+	c := newServedCluster(t, 3)
+	seeds := c.seeds()
 	const topic, parts, total = "orders", 2, 2000
 	if err := c.controller().node.CreateTopic(ctxTimeout(t), topic, parts, 3, nil); err != nil {
 		t.Fatal(err)
@@ -151,7 +66,7 @@ func TestKgoAcksAllAcrossLeaderFailover(t *testing.T) {
 	})
 	// Stop partition 0's leader while records are in flight.
 	victim := c.leaderOf(topic, 0)
-	c.unserve(victim, kns[victim.id])
+	c.stopNode(victim.id)
 	produce(total/2, total)
 	wg.Wait()
 	if len(errs) > 0 {
@@ -195,9 +110,7 @@ func TestKgoAcksAllAcrossLeaderFailover(t *testing.T) {
 	}
 
 	// The stopped node comes back and catches up; the replicas agree.
-	c.restart(victim.id)
-	kns[victim.id] = &kafkaNode{}
-	c.serve(victim, kns[victim.id])
+	c.restartNode(victim.id)
 	for p := int32(0); p < parts; p++ {
 		lead := c.leaderOf(topic, p)
 		st, err := lead.node.State(topic, p)

@@ -87,8 +87,8 @@ type Config struct {
 	// FS is the filesystem; nil is the real one.
 	FS vfs.FS
 	// Store is the node's store in Dir, opened by the caller, who closes
-	// it after Close. The node's partition manager writes the partitions
-	// it replicates through it.
+	// it after Close, with store.Options.ReplicatedOffsets. The node's
+	// partition manager writes the partitions it replicates through it.
 	Store *store.Store
 	// NodeID is this node's id, 1 or more (etcd raft, which drives the
 	// partitions, reserves 0), one of Voters.
@@ -250,6 +250,12 @@ func start(cfg Config) (*Node, error) {
 	}
 	if cfg.Store == nil {
 		return nil, fmt.Errorf("%w: no store", ErrConfig)
+	}
+	if !cfg.Store.ReplicatedOffsets() {
+		// A store that replays its offsets topic writes tombstones to
+		// it at Open, outside raft: the replica's log would no longer
+		// be the leader's.
+		return nil, fmt.Errorf("%w: the store must be opened with store.Options.ReplicatedOffsets: in a cluster its offsets topic is written only by the replication", ErrConfig)
 	}
 	host, portStr, err := net.SplitHostPort(cfg.Advertise)
 	port, perr := strconv.ParseUint(portStr, 10, 16)

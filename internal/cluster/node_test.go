@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"path/filepath"
 	"slices"
@@ -431,23 +430,23 @@ func TestAlterAndGrowTopic(t *testing.T) {
 	if have, err := ctrl.st.TopicConfigOf("grow"); err != nil || have != want {
 		t.Fatalf("store config %+v, %v; built %+v", have, err, want)
 	}
-	st, err := ctrl.node.meta.ControllerState(ctx)
-	if err != nil {
+	// Through a follower: forwarded to the controller, which plans and
+	// proposes; the call returns once the follower's store has it.
+	f := c.follower(ctrl)
+	if err := f.node.AlterTopicConfig(ctx, "grow", map[string]string{"retention.ms": "1234"}); err != nil {
 		t.Fatal(err)
 	}
-	alter, err := meta.NewAlterTopicConfig(st, "grow", false, map[string]string{"retention.ms": "1234"}, nil)
-	if err != nil {
+	if err := f.node.CreatePartitions(ctx, "grow", 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ctrl.node.meta.Propose(ctx, alter); err != nil {
-		t.Fatal(err)
+	if n, err := f.st.Partitions("grow"); err != nil || n != 3 {
+		t.Fatalf("the follower's store has %d partitions (%v) when CreatePartitions returned, want 3", n, err)
 	}
-	grow, err := meta.NewCreatePartitions(ctrl.node.meta.State(), "grow", 3, nil, rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
+	if err := f.node.CreatePartitions(ctx, "grow", 2); !errors.Is(err, store.ErrInvalidPartitions) {
+		t.Errorf("shrinking to 2: %v, want store.ErrInvalidPartitions", err)
 	}
-	if _, err := ctrl.node.meta.Propose(ctx, grow); err != nil {
-		t.Fatal(err)
+	if err := f.node.AlterTopicConfig(ctx, "grow", map[string]string{"no.such.config": "1"}); !errors.Is(err, store.ErrInvalidConfig) {
+		t.Errorf("an unknown config: %v, want store.ErrInvalidConfig", err)
 	}
 	for _, tn := range c.running() {
 		testutil.WaitFor(t, fmt.Sprintf("node %d's store to follow the changes", tn.id), func() bool {

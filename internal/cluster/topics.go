@@ -136,8 +136,9 @@ func (n *Node) learnClusterID(st *meta.State) bool {
 // created (topicRecord), then hands the manager the assignments. A
 // deleted topic's groups stop before its data goes, and a topic's data
 // exists before its groups start. The store's own __consumer_offsets is
-// never created nor deleted here (the store keeps it; groups on a
-// replicated one are issue 30's later step). A store topic this node did
+// never created nor deleted here: the store makes it at Open, and the node
+// adopts it as the cluster's offsets topic once the metadata has one
+// (adoptOffsets). A store topic this node did
 // not create (one the store had before it joined) is left alone, and a
 // metadata topic of the same name is not created here: nothing destroys
 // data the cluster did not write. It reports whether everything it
@@ -153,6 +154,7 @@ func (n *Node) syncTopics(st *meta.State) bool {
 		have[name] = true
 	}
 	rec := n.topics
+	changed := false         // rec changed
 	var gone, fresh []string // store topics to delete, metadata topics to create
 	for name, id := range rec.ids {
 		if st.Index() < rec.seen[name] {
@@ -160,12 +162,26 @@ func (n *Node) syncTopics(st *meta.State) bool {
 			// deleted (topicRecord).
 			continue
 		}
-		if t, ok := st.Topic(name); !ok || t.ID != id {
+		if t, ok := st.Topic(name); (!ok || t.ID != id) && name != store.OffsetsTopic {
 			gone = append(gone, name)
 		}
 	}
 	for _, name := range st.TopicNames() {
 		if name == store.OffsetsTopic {
+			t, _ := st.Topic(name)
+			if id, ok := rec.ids[name]; ok && id == t.ID {
+				continue
+			}
+			if err := n.adoptOffsets(t); errors.Is(err, errNotAdoptable) {
+				n.log.Error("cluster: not replicating the offsets topic on this node", "err", err)
+				continue
+			} else if err != nil {
+				fail("cluster: reading the store's offsets topic", "err", err)
+				continue
+			}
+			rec.ids[name] = t.ID
+			rec.seen[name] = st.Index()
+			changed = true
 			continue
 		}
 		t, _ := st.Topic(name)
@@ -190,7 +206,6 @@ func (n *Node) syncTopics(st *meta.State) bool {
 			fail("cluster: stopping deleted partitions", "err", err)
 		}
 	}
-	changed := false
 	for _, name := range gone {
 		if err := n.cfg.Store.DeleteTopic(name); err != nil && !errors.Is(err, store.ErrUnknownTopic) {
 			fail("cluster: deleting a topic", "topic", name, "err", err)
@@ -225,6 +240,40 @@ func (n *Node) syncTopics(st *meta.State) bool {
 		fail("cluster: syncing partitions", "err", err)
 	}
 	return ok
+}
+
+// errNotAdoptable: the store's offsets topic cannot be the cluster's,
+// for good (the sync loop does not retry).
+var errNotAdoptable = errors.New("cluster: the store's offsets topic cannot be adopted")
+
+// adoptOffsets makes the store's own __consumer_offsets the replica of the
+// cluster's offsets topic t: the store made it at Open, and the partition
+// manager runs its partitions as it runs any topic's. It is adopted only
+// if nothing but the replication can ever have written it: the store was
+// opened with store.Options.ReplicatedOffsets (Start checks it), it has
+// t's partition count, and every partition is empty (a DIR that never
+// served as a single node). Otherwise this node does not replicate the
+// offsets topic, and says so: nothing destroys the commits a single node
+// kept there.
+func (n *Node) adoptOffsets(t meta.Topic) error {
+	info, err := n.cfg.Store.DescribeTopic(store.OffsetsTopic)
+	if err != nil {
+		return err
+	}
+	if len(info.Partitions) != len(t.Replicas) {
+		return fmt.Errorf("%w: the store's %s has %d partitions and the cluster's %d (store.Options.OffsetsPartitions must be the same on every node)",
+			errNotAdoptable, store.OffsetsTopic, len(info.Partitions), len(t.Replicas))
+	}
+	for _, p := range info.Partitions {
+		if p.Err != nil {
+			return p.Err
+		}
+		if p.EndOffset > 0 {
+			return fmt.Errorf("%w: the store's %s-%d holds records this node wrote before it joined the cluster; they are kept, and this node does not replicate the cluster's offsets topic",
+				errNotAdoptable, store.OffsetsTopic, p.Partition)
+		}
+	}
+	return nil
 }
 
 // topicConfig is the store's config for t's overrides.

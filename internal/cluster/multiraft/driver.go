@@ -20,7 +20,10 @@ type group struct {
 	apply   ApplyFunc
 	voters  map[uint64]bool // every peer in the configuration, for ReportUnreachable
 
-	dirty    bool
+	dirty bool
+	// fetching is set while a worker copies a snapshot's data: the group
+	// is frozen (snapshot.go).
+	fetching bool
 	proposed []*proposal // accepted by raft this round, index not yet known
 	waiting  []*proposal // indexed, waiting to be applied
 
@@ -151,6 +154,9 @@ func (n *Node) drive() {
 			return
 		case <-t.C:
 			for _, g := range n.groups {
+				if g.fetching {
+					continue
+				}
 				g.rn.Tick()
 				n.mark(g)
 			}
@@ -172,7 +178,7 @@ func (n *Node) drive() {
 			f()
 		case id := <-n.downs:
 			for _, g := range n.groups {
-				if g.voters[id] {
+				if g.voters[id] && !g.fetching {
 					g.rn.ReportUnreachable(id)
 				}
 			}
@@ -242,6 +248,26 @@ func (n *Node) step(batch []inbound) {
 			n.misaddressed.Add(1)
 			continue
 		}
+		if g.fetching {
+			// Frozen while a snapshot's data is copied (snapshot.go):
+			// raft resends what matters once it is back.
+			n.frozenDrops.Add(1)
+			continue
+		}
+		if m.GetType() == pb.MessageType_MsgSnap {
+			if rcv, ok := g.storage.(SnapshotReceiver); ok && rcv.SnapshotNeedsData(m.GetSnapshot()) {
+				if g.rn.HasReady() {
+					// Committed entries not yet applied: a transfer
+					// must not change the log under them. The leader
+					// sends the snapshot again.
+					n.frozenDrops.Add(1)
+					n.mark(g)
+					continue
+				}
+				n.startFetch(g, rcv, m)
+				continue
+			}
+		}
 		// Step fails only for messages raft ignores (a peer it does not
 		// know, a stale response): raft's answer to those is to drop them.
 		_ = g.rn.Step(m)
@@ -284,7 +310,7 @@ func (n *Node) propose(p *proposal) {
 // after every group's writes); then apply the committed entries; then
 // Advance. A Storage or apply failure stops the group.
 func (n *Node) ready(g *group, out *roundOut) {
-	if !g.rn.HasReady() {
+	if g.fetching || !g.rn.HasReady() {
 		return
 	}
 	rd := g.rn.Ready()

@@ -188,6 +188,11 @@ type Stats struct {
 	Dropped      map[uint64]uint64 // messages to each peer dropped (queue full or connection down)
 	Sent         map[uint64]uint64 // messages to each peer handed to its connection
 	Connects     map[uint64]uint64 // connections opened to each peer
+	// Snapshot transfers (a follower copying a snapshot's data):
+	// started, done (the snapshot then stepped into raft), failed (the
+	// snapshot dropped), and messages dropped because their group was
+	// frozen by a transfer or had a Ready pending when one arrived.
+	SnapshotsStarted, SnapshotsDone, SnapshotsFailed, FrozenDrops uint64
 }
 
 // Node runs all of one seglog node's partition groups. Its methods are safe
@@ -195,6 +200,8 @@ type Stats struct {
 type Node struct {
 	cfg   Config
 	layer *raftmux.Layer
+	// snapLayer carries snapshot data (snapshot.go).
+	snapLayer *raftmux.Layer
 
 	inbox     chan []inbound
 	props     chan *proposal
@@ -213,6 +220,8 @@ type Node struct {
 	dirty, spare []*group
 
 	badFrame, unknownGroup, misaddressed, received atomic.Uint64
+	// Snapshot transfers (snapshot.go).
+	snapsStarted, snapsDone, snapsFailed, frozenDrops atomic.Uint64
 }
 
 // New starts a node: it registers cfg.Group on cfg.Mux, starts a sender per
@@ -226,16 +235,22 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	snapLayer, err := cfg.Mux.Register(cfg.Group + "-snap")
+	if err != nil {
+		_ = layer.Close()
+		return nil, err
+	}
 	n := &Node{
-		cfg:    cfg,
-		layer:  layer,
-		inbox:  make(chan []inbound, 256),
-		props:  make(chan *proposal, 1024),
-		ops:    make(chan func()),
-		downs:  make(chan uint64, 64),
-		stop:   make(chan struct{}),
-		peers:  make(map[uint64]*peer),
-		groups: make(map[uint64]*group),
+		cfg:       cfg,
+		layer:     layer,
+		snapLayer: snapLayer,
+		inbox:     make(chan []inbound, 256),
+		props:     make(chan *proposal, 1024),
+		ops:       make(chan func()),
+		downs:     make(chan uint64, 64),
+		stop:      make(chan struct{}),
+		peers:     make(map[uint64]*peer),
+		groups:    make(map[uint64]*group),
 	}
 	for id, addr := range cfg.Peers {
 		if id == cfg.ID {
@@ -246,8 +261,9 @@ func New(cfg Config) (*Node, error) {
 		n.wg.Add(1)
 		go p.run()
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.acceptLoop()
+	go n.serveSnapshots()
 	go n.drive()
 	return n, nil
 }
@@ -262,6 +278,7 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.stop)
 		_ = n.layer.Close()
+		_ = n.snapLayer.Close()
 	})
 	n.wg.Wait()
 	return nil
@@ -274,9 +291,14 @@ func (n *Node) Stats() Stats {
 		BadFrame:     n.badFrame.Load(),
 		UnknownGroup: n.unknownGroup.Load(),
 		Misaddressed: n.misaddressed.Load(),
-		Dropped:      map[uint64]uint64{},
-		Sent:         map[uint64]uint64{},
-		Connects:     map[uint64]uint64{},
+
+		SnapshotsStarted: n.snapsStarted.Load(),
+		SnapshotsDone:    n.snapsDone.Load(),
+		SnapshotsFailed:  n.snapsFailed.Load(),
+		FrozenDrops:      n.frozenDrops.Load(),
+		Dropped:          map[uint64]uint64{},
+		Sent:             map[uint64]uint64{},
+		Connects:         map[uint64]uint64{},
 	}
 	for id, p := range n.peers {
 		s.Dropped[id] = p.dropped.Load()

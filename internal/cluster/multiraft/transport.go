@@ -106,7 +106,13 @@ func (o *roundOut) flush() {
 	for _, to := range o.used {
 		pd := o.per[to]
 		p := o.n.peers[to]
-		if !p.enqueue(pd.b) {
+		if p.enqueue(pd.b) {
+			for gid := range pd.snaps {
+				if g := o.n.groups[gid]; g != nil {
+					snapSent(g, to)
+				}
+			}
+		} else {
 			p.dropped.Add(uint64(pd.b.msgs))
 			for gid := range pd.groups {
 				if g := o.n.groups[gid]; g != nil {

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/internal/cluster/replica"
 	"github.com/seglog/seglog/record"
@@ -77,6 +78,10 @@ type Manager struct {
 type part struct {
 	a  Assignment
 	st *replica.Store
+	// w is the partition in the store, whose cleaning floor the apply
+	// callback moves; floor is the floor last set (driver goroutine).
+	w     store.Writer
+	floor int64
 	// hw is the high watermark: the end of the last batch applied here
 	// (committed, so held by a majority).
 	hw atomic.Int64
@@ -167,7 +172,7 @@ func (m *Manager) add(k key, a Assignment) error {
 	if err != nil {
 		return fmt.Errorf("partition: %s-%d: %w", a.Topic, a.Partition, err)
 	}
-	p := &part{a: a, st: st, waiting: make(map[uint32][]*waiter)}
+	p := &part{a: a, st: st, w: w, waiting: make(map[uint32][]*waiter)}
 	// What the log says was committed before a restart is the high
 	// watermark until raft applies it again.
 	if hs, _, err := st.InitialState(); err == nil {
@@ -175,6 +180,17 @@ func (m *Manager) add(k key, a Assignment) error {
 			p.hw.Store(hw)
 		}
 	}
+	// Until raft applies again, the cleaner keeps every entry of the raft
+	// log: raft applies the committed entries again from the first one
+	// after a restart, and etcd raft panics if one is gone. (A commit
+	// index below 1 gives the first entry's offset.)
+	floor, err := st.HighWatermark(0)
+	if err != nil {
+		_ = st.Close()
+		return fmt.Errorf("partition: %s-%d: %w", a.Topic, a.Partition, err)
+	}
+	p.floor = floor
+	w.SetCleaningFloor(floor)
 	peers := make([]uint64, len(a.Replicas))
 	for i, r := range a.Replicas {
 		peers[i] = uint64(r)
@@ -218,6 +234,9 @@ func (m *Manager) apply(p *part, ents []*pb.Entry) error {
 		p.hw.Store(hw)
 		changed = true
 	}
+	if err := m.moveFloor(p, ents[len(ents)-1].GetIndex(), hw); err != nil {
+		return err
+	}
 	if lead, term, err := m.cfg.Raft.Leader(p.a.Group); err == nil {
 		if p.lead.Swap(lead) != lead || p.term.Swap(term) != term {
 			changed = true
@@ -225,6 +244,38 @@ func (m *Manager) apply(p *part, ents []*pb.Entry) error {
 	}
 	if changed {
 		m.cfg.Notify()
+	}
+	return nil
+}
+
+// moveFloor raises p's cleaning floor after the entries up to applied
+// were applied here; hw is where they end. Retention may then delete what
+// raft applied (a follower that still needs it gets a snapshot), never
+// what raft must still apply. A compacting topic's floor is also the raft
+// log's first entry: the raft log gives up its entries a segment at a
+// time (replica.Store.CompactTo), so compaction, which removes batches,
+// never renumbers an entry raft still reads. The policy is read at each
+// move, so a topic altered to compact is covered from its next apply.
+// On the driver goroutine.
+func (m *Manager) moveFloor(p *part, applied uint64, hw int64) error {
+	// Never past the last anchored batch either (replica.Store.LastAnchor:
+	// a log whose anchored batches are all gone cannot be reopened).
+	hw = min(hw, p.st.LastAnchor())
+	if hw <= p.floor {
+		return nil
+	}
+	floor := hw
+	if tc, err := m.cfg.Store.TopicConfigOf(p.a.Topic); err != nil || tc.CleanupPolicy != cleaner.Delete {
+		// A topic the store no longer knows is held as a compacting one.
+		off, err := p.st.CompactTo(applied)
+		if err != nil {
+			return err
+		}
+		floor = min(off, hw)
+	}
+	if floor > p.floor {
+		p.floor = floor
+		p.w.SetCleaningFloor(floor)
 	}
 	return nil
 }

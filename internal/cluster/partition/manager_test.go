@@ -301,6 +301,13 @@ func (c *cluster) checkMajority(l *node, p int32) {
 // watermark and log end, then compares their batches and segment files.
 func (c *cluster) agree(p int32) {
 	c.t.Helper()
+	c.compare(c.caughtUp(p), p)
+}
+
+// caughtUp waits until every live replica of p has the leader's high
+// watermark and log end, and returns the leader.
+func (c *cluster) caughtUp(p int32) *node {
+	c.t.Helper()
 	l := c.waitLeader(p)
 	testutil.WaitFor(c.t, fmt.Sprintf("every replica of partition %d has the leader's log and high watermark", p), func() bool {
 		lst, err := l.m.State(topic, p)
@@ -322,6 +329,13 @@ func (c *cluster) agree(p int32) {
 		}
 		return true
 	})
+	return l
+}
+
+// compare compares the batches and segment files of every live replica
+// of p with the leader l's.
+func (c *cluster) compare(l *node, p int32) {
+	c.t.Helper()
 	want, wantFiles := l.batches(c.t, p), l.logFiles(c.t, p)
 	for _, n := range c.nodes {
 		if n.m == nil || n == l {
@@ -329,7 +343,7 @@ func (c *cluster) agree(p int32) {
 		}
 		got := n.batches(c.t, p)
 		if len(got) != len(want) {
-			c.t.Fatalf("partition %d: node %d holds %d batches, the leader %d", p, n.id, len(got), len(want))
+			c.t.Fatalf("partition %d: node %d holds %d batches from %d, the leader %d holds %d from %d", p, n.id, len(got), n.view(c.t, p).StartOffset(), l.id, len(want), l.view(c.t, p).StartOffset())
 		}
 		for i := range got {
 			if !bytes.Equal(got[i], want[i]) {

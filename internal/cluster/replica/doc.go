@@ -26,6 +26,11 @@
 //   - raft's HardState and ConfState are in layout.RaftStateFile (state.go).
 //   - The term is also in the partition's leader-epoch-checkpoint
 //     (epochs.go), kept by Kafka's rules, for OffsetForLeaderEpoch.
+//   - A snapshot is the partition (snapshot.go): its Data is where its
+//     index ends, and a follower copies the batches it lacks from the
+//     snapshot's sender (ReceiveSnapshot, ServeSnapshot, which multiraft
+//     runs before raft sees the snapshot). CompactTo gives up entries a
+//     segment at a time, so compaction below never renumbers one.
 //
 // The Store does not own the partition: it is given it (Partition, which
 // *seglog.Log and store.Writer satisfy), and the partition's owner closes

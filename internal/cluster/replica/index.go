@@ -69,9 +69,13 @@ func loadAnchors(fsys vfs.FS, path string) ([]anchor, error) {
 
 // saveAnchors persists the anchors with the atomic replace every
 // checkpoint uses. Called with mu.
-func (s *Store) saveAnchors() error {
-	lines := make([]layout.IndexLine, len(s.anchors))
-	for i, a := range s.anchors {
+func (s *Store) saveAnchors() error { return s.writeAnchors(s.anchors) }
+
+// writeAnchors persists anchors, whatever the in-memory view holds (a
+// snapshot install saves the anchor it ends with first). Called with mu.
+func (s *Store) writeAnchors(anchors []anchor) error {
+	lines := make([]layout.IndexLine, len(anchors))
+	for i, a := range anchors {
 		lines[i] = layout.IndexLine{Index: a.index, Offset: a.offset, Term: a.term}
 	}
 	return vfs.WriteFileAtomic(s.fs, s.indexPath(), layout.FormatRaftIndex(lines))

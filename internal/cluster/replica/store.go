@@ -32,6 +32,9 @@ type Partition interface {
 	AppendEpochBatches(epochs []int32, batches [][]byte) ([]seglog.AppendInfo, error)
 	// TruncateTo removes the records at or after an offset.
 	TruncateTo(offset int64) error
+	// RestartAt empties the partition and restarts it at an offset
+	// (Kafka's truncateFullyAndStartAt), for a snapshot install.
+	RestartAt(offset int64) error
 	// Sync makes what was appended durable.
 	Sync() error
 }
@@ -64,6 +67,9 @@ type Store struct {
 	epochs *epochcache.Cache
 	// state is raft's HardState and ConfState (state.go), written under mu.
 	state raftState
+	// pending is a snapshot install that restarted the partition
+	// (snapshot.go), under mu; retention is not followed meanwhile.
+	pending *pendingSnap
 
 	// idx guards the raft view of the partition. Writers hold mu first.
 	// With no anchor the log is fresh: FirstIndex 1, LastIndex 0. With
@@ -123,6 +129,20 @@ func (s *Store) load() error {
 		k--
 	}
 	changed := k != len(anchors)
+	if k == 1 && len(anchors) == 1 && anchors[0].offset > end && s.state.commit+1 >= anchors[0].index {
+		// The one anchor, past the partition's end, after a commit
+		// index that reaches it: only a snapshot install saves that
+		// (snapshot.go), before it restarts the partition and copies the
+		// leader's batches up to the anchor. The copy did not finish:
+		// the partition restarts at the snapshot's end, as an install
+		// with nothing to copy would, so the entries after it get their
+		// offsets right; the data below is not there (the leader sends it
+		// to no one again).
+		if err := restartAt(s.p, anchors[0].offset); err != nil {
+			return err
+		}
+		end = s.log.EndOffset()
+	}
 	anchors = anchors[:k]
 	if k == 1 && anchors[0].offset > end {
 		anchors[0].offset = end
@@ -214,6 +234,9 @@ func (s *Store) follow() error {
 
 // followLocked is follow for a write, which holds mu.
 func (s *Store) followLocked() error {
+	if s.pending != nil {
+		return nil
+	}
 	s.idx.Lock()
 	moved, err := s.dropBelowStart(true)
 	s.idx.Unlock()
@@ -346,4 +369,14 @@ func (s *Store) readBatch(off int64) (record.Batch, error) {
 // (retention, or a truncation overtaking a read).
 func gone(err error) bool {
 	return errors.Is(err, seglog.ErrOffsetOutOfRange) || errors.Is(err, seglog.ErrTruncated) || errors.Is(err, seglog.ErrSliceTruncated)
+}
+
+// restartAt is p.RestartAt after a Sync: seglog's RestartAt past the end
+// syncs what lies below the recovery point while holding the lock that
+// sync takes (it deadlocks); with nothing unsynced it syncs nothing.
+func restartAt(p Partition, offset int64) error {
+	if err := p.Sync(); err != nil {
+		return err
+	}
+	return p.RestartAt(offset)
 }

@@ -12,9 +12,10 @@ import (
 
 // ErrSnapshotNeedsData is ApplySnapshot's answer to a snapshot past what
 // the partition holds (a follower too far behind, or one whose entries
-// conflict with the snapshot's): the partition up to the snapshot's end
-// offset must first be copied from the leader, which is not built yet
-// (docs/cluster-partitions.md, "What is left"). Nothing is changed.
+// conflict with the snapshot's) when no copy of the leader's data
+// prepared it (ReceiveSnapshot, snapshot.go; multiraft runs it before raft
+// sees the snapshot), and Append's while a copy that restarted the
+// partition is not taken yet. Nothing is changed.
 var ErrSnapshotNeedsData = errors.New("replica: the snapshot needs the leader's data")
 
 // Append writes entries, one batch each: consecutive, the first at most
@@ -52,6 +53,9 @@ func (s *Store) Append(entries []*pb.Entry) error {
 	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if p := s.pending; p != nil && p.restart {
+		return fmt.Errorf("%w: the partition was restarted for the snapshot at %d, which raft has not taken", ErrSnapshotNeedsData, p.index)
 	}
 	if err := s.followLocked(); err != nil {
 		return err
@@ -247,6 +251,9 @@ func (s *Store) truncateFrom(index uint64) error {
 //     snapshot's data says (none: offset 0), as multiraft's bootstrap
 //     snapshot at index 1, term 1 on an empty partition: the log starts
 //     after it, at the partition's end;
+//   - the snapshot a completed copy from the leader prepared
+//     (ReceiveSnapshot): the log becomes empty after it, at its end
+//     offset, the copied batches below;
 //   - anything else needs the partition's data up to the snapshot from the
 //     leader: ErrSnapshotNeedsData, nothing changed.
 //
@@ -270,6 +277,9 @@ func (s *Store) ApplySnapshot(snap *pb.Snapshot) error {
 	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if took, err := s.takePending(index, term, end, md.GetConfState()); took || err != nil {
+		return err
 	}
 	if err := s.followLocked(); err != nil {
 		return err
@@ -341,4 +351,67 @@ func (s *Store) movePrefix(next, term uint64) error {
 	s.anchors = append([]anchor{{next, off, term}}, s.anchors[k+1:]...)
 	s.first = next
 	return s.saveAnchors()
+}
+
+// CompactTo moves the raft log's first entry up to the last anchored
+// entry at or below index+1, index being an entry applied on this node,
+// as raft.MemoryStorage's Compact does after a snapshot: the entries below
+// leave raft's view (a follower that needs them gets a snapshot) and the
+// partition keeps their data. Anchors are the raft log's first entry and
+// every segment's first batch, so the first entry moves a segment at a
+// time and the anchor checkpoint is rewritten only then. It returns the
+// offset of the first entry afterwards (the partition's end for an empty
+// log): nothing below it is raft's any more, so a compaction of the
+// partition below it, which removes batches, renumbers no entry.
+func (s *Store) CompactTo(index uint64) (int64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	if err := s.followLocked(); err != nil {
+		return 0, err
+	}
+	s.idx.Lock()
+	defer s.idx.Unlock()
+	if len(s.anchors) == 0 {
+		return s.log.EndOffset(), nil
+	}
+	k := s.anchorFor(min(index+1, s.last+1))
+	if k <= 0 {
+		return s.anchors[0].offset, nil
+	}
+	old := s.anchors
+	for _, a := range old[:k] {
+		if t := s.tables[a.index]; t != nil {
+			s.tableSize -= len(t.offs)
+			delete(s.tables, a.index)
+		}
+	}
+	s.anchors = append([]anchor(nil), old[k:]...)
+	if err := s.saveAnchors(); err != nil {
+		s.anchors = old
+		return 0, err
+	}
+	s.first = s.anchors[0].index
+	return s.anchors[0].offset, nil
+}
+
+// LastAnchor returns the offset of the last anchored entry: the first
+// batch of the newest segment an append started, or the raft log's first
+// entry (0 for a fresh log). Retention must keep it: were every anchored
+// batch deleted while the Store is closed (or before it notices), nothing
+// would say how many entries followed the last anchor, and Open refuses
+// such a log. The partition manager's cleaning floor stays at or below
+// it, so at least the newest anchored segment stays.
+func (s *Store) LastAnchor() int64 {
+	s.idx.RLock()
+	defer s.idx.RUnlock()
+	if len(s.anchors) == 0 {
+		return 0
+	}
+	return s.anchors[len(s.anchors)-1].offset
 }

@@ -1,0 +1,78 @@
+package replica
+
+import (
+	"testing"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/compaction"
+	"github.com/seglog/seglog/vfs"
+	"go.etcd.io/raft/v3"
+)
+
+// TestCompactTo: the first entry moves up a segment at a time to the last
+// anchor at or below index+1, the reads answer as a MemoryStorage
+// compacted there, and so they still do, reopened, after the partition
+// below the returned offset is compacted (batches removed): no entry of
+// raft's view was renumbered.
+func TestCompactTo(t *testing.T) {
+	fs := vfs.NewMem()
+	const dir = "/data/t-0"
+	s := openT(t, fs, dir)
+	defer func() { closeT(t, s) }()
+	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
+		t.Fatal(err)
+	}
+	es := append(entries(t, 2, 40, 1), entries(t, 41, 80, 2)...)
+	if err := s.Append(es); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Log().Segments()) < 4 {
+		t.Fatalf("%d segments", len(s.Log().Segments()))
+	}
+	// Below the second segment's anchor nothing moves.
+	off, err := s.CompactTo(1)
+	if err != nil || off != 0 {
+		t.Fatalf("CompactTo(1) = %d, %v; want 0", off, err)
+	}
+	const applied = 60
+	off, err = s.CompactTo(applied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := s.FirstIndex()
+	if first <= 2 || first > applied+1 {
+		t.Fatalf("first index %d after CompactTo(%d)", first, applied)
+	}
+	if at, err := s.Offset(first); err != nil || at != off {
+		t.Fatalf("the first entry is at %d (%v), CompactTo said %d", at, err, off)
+	}
+	isSegmentBase := false
+	for _, seg := range s.Log().Segments() {
+		isSegmentBase = isSegmentBase || seg.BaseOffset == off
+	}
+	if !isSegmentBase {
+		t.Fatalf("CompactTo moved to offset %d, not a segment's base", off)
+	}
+	oracle := raft.NewMemoryStorage()
+	if err := oracle.ApplySnapshot(snapAt(first-1, es[first-3].GetTerm())); err != nil {
+		t.Fatal(err)
+	}
+	if err := oracle.Append(es[first-2:]); err != nil {
+		t.Fatal(err)
+	}
+	compareStores(t, "after CompactTo", s, oracle)
+
+	// Every key is "k": compaction below the offset removes batches.
+	before := s.Log().Size()
+	res, err := compaction.Clean(s.p.(*seglog.Log), compaction.NewOffsetMap(1<<20, 0), 0, off, compaction.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SegmentsRead == 0 || s.Log().Size() >= before {
+		t.Fatalf("compaction below %d changed nothing: %+v", off, res)
+	}
+	compareStores(t, "after compaction below it", s, oracle)
+	closeT(t, s)
+	s = openT(t, fs, dir)
+	compareStores(t, "reopened", s, oracle)
+}

@@ -1,0 +1,376 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/cluster/multiraft"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// serveFrom is a FetchFunc that asks leader directly, as the driver's
+// transport would, passing each payload through tamper (nil: as sent).
+// With stopAfter >= 0 it hands on each batch as a payload of its own and
+// breaks off after stopAfter payloads.
+func serveFrom(leader *Store, tamper func(i int, p []byte) []byte, stopAfter int) multiraft.FetchFunc {
+	return func(ctx context.Context, req []byte, recv func([]byte) error) error {
+		i := 0
+		pass := func(p []byte) error {
+			if stopAfter >= 0 && i >= stopAfter {
+				return errors.New("the connection broke")
+			}
+			p = bytes.Clone(p)
+			if tamper != nil {
+				p = tamper(i, p)
+			}
+			i++
+			return recv(p)
+		}
+		return leader.ServeSnapshot(ctx, req, func(p []byte) error {
+			if stopAfter < 0 || p[0] != payloadData {
+				return pass(p)
+			}
+			for data := p[1:]; len(data) > 0; {
+				size := record.Batch(data).Size()
+				if err := pass(append([]byte{payloadData}, data[:size]...)); err != nil {
+					return err
+				}
+				data = data[size:]
+			}
+			return nil
+		})
+	}
+}
+
+// rawBatches reads every batch of s's partition from its start.
+func rawBatches(t *testing.T, s *Store) [][]byte {
+	t.Helper()
+	v := s.Log()
+	var out [][]byte
+	for off := v.StartOffset(); off < v.EndOffset(); {
+		sl, err := v.Read(off, math.MaxInt32, seglog.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := make([]byte, sl.Len())
+		if _, err := sl.ReadAt(data, 0); err != nil {
+			t.Fatal(err)
+		}
+		sl.Close()
+		for len(data) > 0 {
+			b := record.Batch(data)
+			out = append(out, data[:b.Size()])
+			off = b.NextOffset()
+			data = data[b.Size():]
+		}
+	}
+	return out
+}
+
+func sameBatches(t *testing.T, label string, got, want *Store) {
+	t.Helper()
+	g, w := rawBatches(t, got), rawBatches(t, want)
+	if got.Log().StartOffset() != want.Log().StartOffset() || len(g) != len(w) {
+		t.Fatalf("%s: %d batches from %d, the leader %d from %d", label, len(g), got.Log().StartOffset(), len(w), want.Log().StartOffset())
+	}
+	for i := range g {
+		if !bytes.Equal(g[i], w[i]) {
+			t.Fatalf("%s: batch %d differs", label, i)
+		}
+	}
+}
+
+// pair is a leader's log of entries 2..60 in two terms and a follower
+// that has entries 2..10 of it, committed, and a conflicting uncommitted
+// tail 11..14 of term 2.
+func pair(t *testing.T, fs vfs.FS) (leader, follower *Store, es []*pb.Entry) {
+	t.Helper()
+	leader, follower = openT(t, fs, "/l/t-0"), openT(t, fs, "/f/t-0")
+	es = append(entries(t, 2, 30, 1), entries(t, 31, 60, 3)...)
+	for _, s := range []*Store{leader, follower} {
+		if err := s.ApplySnapshot(bootSnap(1, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := leader.Append(es); err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.Append(append(es[:9:9], entries(t, 11, 14, 2)...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.SetHardState(&pb.HardState{Term: new(uint64(2)), Commit: new(uint64(10))}); err != nil {
+		t.Fatal(err)
+	}
+	return leader, follower, es
+}
+
+// take runs a whole install on follower from leader's snapshot, as the
+// driver does: the copy, then raft's ApplySnapshot.
+func take(t *testing.T, leader, follower *Store, snap *pb.Snapshot) {
+	t.Helper()
+	if !follower.SnapshotNeedsData(snap) {
+		t.Fatal("the follower needs no data for a snapshot past its log")
+	}
+	if err := follower.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, nil, -1)); err != nil {
+		t.Fatal(err)
+	}
+	if follower.SnapshotNeedsData(snap) {
+		t.Fatal("the snapshot still needs data after the copy")
+	}
+	// raft must find the snapshot's index absent, to take the snapshot.
+	if _, err := follower.Term(snap.GetMetadata().GetIndex()); !errors.Is(err, raft.ErrUnavailable) {
+		t.Fatalf("Term(%d) before ApplySnapshot: %v, want ErrUnavailable", snap.GetMetadata().GetIndex(), err)
+	}
+	if err := follower.ApplySnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// afterSnap checks follower's raft log is empty after snap, and that the
+// next entries land at the offsets the leader gave them.
+func afterSnap(t *testing.T, label string, leader, follower *Store, snap *pb.Snapshot, es []*pb.Entry) {
+	t.Helper()
+	i, term := snap.GetMetadata().GetIndex(), snap.GetMetadata().GetTerm()
+	if first, _ := follower.FirstIndex(); first != i+1 {
+		t.Fatalf("%s: first index %d, want %d", label, first, i+1)
+	}
+	if got, err := follower.Term(i); err != nil || got != term {
+		t.Fatalf("%s: Term(%d) = %d, %v; want %d", label, i, got, err, term)
+	}
+	if err := follower.Append(es[i-1:]); err != nil {
+		t.Fatal(err)
+	}
+	sameBatches(t, label, follower, leader)
+}
+
+// TestReceiveSnapshotRestart: the leader's retention deleted past the
+// follower's end: the follower's partition restarts at the leader's log
+// start and holds the leader's batches from there; the raft log is empty
+// after the snapshot; the entries after it get the leader's offsets; a
+// reopen reads the same.
+func TestReceiveSnapshotRestart(t *testing.T) {
+	fs := vfs.NewMem()
+	leader, follower, es := pair(t, fs)
+	defer closeT(t, leader)
+	segs := leader.Log().Segments()
+	if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
+		t.Fatal(err)
+	}
+	// The snapshot ends past the log start: there is data to copy.
+	if _, err := leader.CompactTo(50); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := leader.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end, _ := decodeSnapData(snap.GetData()); end <= leader.Log().StartOffset() {
+		t.Fatalf("the snapshot ends at %d, the leader's start", end)
+	}
+	if follower.Log().EndOffset() >= leader.Log().StartOffset() {
+		t.Fatalf("the follower ends at %d, the leader starts at %d", follower.Log().EndOffset(), leader.Log().StartOffset())
+	}
+	take(t, leader, follower, snap)
+	afterSnap(t, "restarted", leader, follower, snap, es)
+	checkEpochs(t, "restarted", fs, follower)
+	closeT(t, follower)
+	follower = openT(t, fs, "/f/t-0")
+	defer closeT(t, follower)
+	if last, _ := follower.LastIndex(); last != 60 {
+		t.Fatalf("reopened: last index %d, want 60", last)
+	}
+	sameBatches(t, "reopened", follower, leader)
+}
+
+// TestReceiveSnapshotEntries: the leader's raft log moved past the
+// follower's (CompactTo) with its partition whole: the follower's
+// uncommitted tail is cut and the leader's batches follow its committed
+// ones, byte for byte.
+func TestReceiveSnapshotEntries(t *testing.T) {
+	fs := vfs.NewMem()
+	leader, follower, es := pair(t, fs)
+	defer closeT(t, leader)
+	defer closeT(t, follower)
+	if _, err := leader.CompactTo(50); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := leader.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.GetMetadata().GetIndex() < 20 {
+		t.Fatalf("the leader's snapshot is at %d", snap.GetMetadata().GetIndex())
+	}
+	take(t, leader, follower, snap)
+	afterSnap(t, "copied", leader, follower, snap, es)
+	checkEpochs(t, "copied", fs, follower)
+}
+
+// crashDuring runs an install from leader's snapshot on follower that a
+// power loss cuts off after the fifth payload (the header and four
+// batches), and returns the follower's filesystem as the power loss left
+// it; the transfer itself then fails.
+func crashDuring(t *testing.T, fs *vfs.MemFS, leader, follower *Store, snap *pb.Snapshot) *vfs.MemFS {
+	t.Helper()
+	var crashed *vfs.MemFS
+	tamper := func(i int, p []byte) []byte {
+		if i == 4 {
+			crashed = fs.CrashClone()
+		}
+		return p
+	}
+	if err := follower.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, tamper, 5)); err == nil {
+		t.Fatal("a broken copy succeeded")
+	}
+	if crashed == nil {
+		t.Fatal("the copy ended before the power loss")
+	}
+	return crashed
+}
+
+// TestReceiveSnapshotInterrupted: a power loss during a copy leaves a log
+// a reopen numbers right: after a restart, the partition restarts at the
+// snapshot's end (nothing of the copy is numbered wrong); after a cut, the
+// batches copied are the entries after the commit index. A copy that just
+// fails leaves, after a cut, the log as raft knew it; after a restart, a
+// log that takes no entries until it is reopened.
+func TestReceiveSnapshotInterrupted(t *testing.T) {
+	t.Run("restart", func(t *testing.T) {
+		fs := vfs.NewMem()
+		leader, follower, es := pair(t, fs)
+		defer closeT(t, leader)
+		segs := leader.Log().Segments()
+		if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := leader.CompactTo(50); err != nil {
+			t.Fatal(err)
+		}
+		snap, _ := leader.Snapshot()
+		crashed := crashDuring(t, fs, leader, follower, snap)
+		i := snap.GetMetadata().GetIndex()
+		if err := follower.Append(es[10:12]); !errors.Is(err, ErrSnapshotNeedsData) {
+			t.Fatalf("Append after a failed restart: %v, want ErrSnapshotNeedsData", err)
+		}
+		closeT(t, follower)
+		for name, fsys := range map[string]vfs.FS{"reopened": fs, "after a power loss": crashed} {
+			follower = openT(t, fsys, "/f/t-0")
+			end, _ := decodeSnapData(snap.GetData())
+			if v := follower.Log(); v.StartOffset() != end || v.EndOffset() != end {
+				t.Fatalf("%s: the partition holds [%d, %d), want it restarted at %d", name, v.StartOffset(), v.EndOffset(), end)
+			}
+			if first, _ := follower.FirstIndex(); first != i+1 {
+				t.Fatalf("%s: first index %d, want %d", name, first, i+1)
+			}
+			if hs, _, _ := follower.InitialState(); hs.GetCommit() < i {
+				t.Fatalf("%s: commit %d below the snapshot's %d", name, hs.GetCommit(), i)
+			}
+			if err := follower.Append(es[i-1:]); err != nil {
+				t.Fatal(err)
+			}
+			if a, b := follower.Log().EndOffset(), leader.Log().EndOffset(); a != b {
+				t.Fatalf("%s: the entries after the snapshot end at %d, the leader's at %d", name, a, b)
+			}
+			closeT(t, follower)
+		}
+	})
+	t.Run("entries", func(t *testing.T) {
+		fs := vfs.NewMem()
+		leader, follower, es := pair(t, fs)
+		defer closeT(t, leader)
+		if _, err := leader.CompactTo(50); err != nil {
+			t.Fatal(err)
+		}
+		snap, _ := leader.Snapshot()
+		cut, err := follower.HighWatermark(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashed := crashDuring(t, fs, leader, follower, snap)
+		if last, _ := follower.LastIndex(); last != 10 || follower.Log().EndOffset() != cut {
+			t.Fatalf("after a failed copy: last index %d, the partition ends at %d; want 10 and %d", last, follower.Log().EndOffset(), cut)
+		}
+		closeT(t, follower)
+		follower = openT(t, crashed, "/f/t-0")
+		defer closeT(t, follower)
+		last, _ := follower.LastIndex()
+		if last <= 10 {
+			t.Fatalf("after a power loss: last index %d, the copied batches are not entries", last)
+		}
+		got, err := follower.Entries(2, last+1, math.MaxUint64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, e := range got {
+			if err := sameEntry(e, es[k]); err != nil {
+				t.Fatalf("after a power loss: %v", err)
+			}
+		}
+	})
+}
+
+// TestReceiveSnapshotRefusesBadData: a damaged batch, one at the wrong
+// offset, a header past the snapshot or no header at all is
+// ErrBadTransfer, and the follower keeps nothing past the last batch
+// checked.
+func TestReceiveSnapshotRefusesBadData(t *testing.T) {
+	cases := map[string]func(i int, p []byte) []byte{
+		"damaged batch": func(i int, p []byte) []byte {
+			if i == 1 {
+				p[len(p)-1] ^= 0xff
+			}
+			return p
+		},
+		"wrong offset": func(i int, p []byte) []byte {
+			if i == 1 {
+				p[1+7]++ // the first batch's base offset, low byte
+			}
+			return p
+		},
+		"header past the end": func(i int, p []byte) []byte {
+			if i == 0 {
+				p[1] = 0x7f
+			}
+			return p
+		},
+		"no header": func(i int, p []byte) []byte {
+			if i == 0 {
+				p[0] = payloadData
+			}
+			return p
+		},
+		"cut short": func(i int, p []byte) []byte {
+			if i == 1 {
+				return p[:len(p)-3]
+			}
+			return p
+		},
+	}
+	for name, tamper := range cases {
+		t.Run(name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			leader, follower, _ := pair(t, fs)
+			defer closeT(t, leader)
+			defer closeT(t, follower)
+			if _, err := leader.CompactTo(50); err != nil {
+				t.Fatal(err)
+			}
+			snap, _ := leader.Snapshot()
+			before := follower.Log().EndOffset()
+			err := follower.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, tamper, -1))
+			if !errors.Is(err, ErrBadTransfer) {
+				t.Fatalf("%v, want ErrBadTransfer", err)
+			}
+			if end := follower.Log().EndOffset(); end > before {
+				t.Fatalf("the partition grew from %d to %d on bad data", before, end)
+			}
+		})
+	}
+}
