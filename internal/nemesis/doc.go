@@ -9,8 +9,10 @@
 //
 // The checker (Check, CompareReplicas, FsckClean) is pure and tested on
 // hand-made histories and directories, including ones that must fail.
-// The processes (Proc) are Linux only: they die with the test through
-// Pdeathsig. TestNemesisSingleNode runs one broker; a cluster's test runs
-// N Procs and compares their partition directories with CompareReplicas.
-// docs/reliability.md says how to run it longer.
+// The processes (Proc, Cluster) are Linux only: they die with the test
+// through Pdeathsig. TestNemesisSingleNode runs one broker;
+// TestNemesisCluster runs three nodes with issue 30's command line
+// (ServeArgs), faults one node at a time and compares the partition
+// directories of the three with CompareReplicas up to each partition's
+// high watermark. docs/reliability.md says how to run them longer.
 package nemesis

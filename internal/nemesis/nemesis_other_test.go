@@ -9,3 +9,8 @@ import "testing"
 func TestNemesisSingleNode(t *testing.T) {
 	t.Skip("the nemesis runs seglog serve processes tied to the test with Pdeathsig: Linux only")
 }
+
+// TestNemesisCluster needs Linux, as TestNemesisSingleNode does.
+func TestNemesisCluster(t *testing.T) {
+	t.Skip("the nemesis runs seglog serve processes tied to the test with Pdeathsig: Linux only")
+}

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,47 +25,34 @@ var (
 	seed   = flag.Uint64("nemesis.seed", 0, "seed of the nemesis's schedule (0: -soak.seed if set, else a new one; printed on failure)")
 )
 
-// The seglog binary the tests run, built once per test binary.
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
 // seglogBinary returns the seglog binary: SEGLOG_BIN if set, else one
-// built from this module with `go build` into a temporary directory the
-// first test to ask makes (and the test binary's exit leaves behind in
-// the test's temporary directory, which testing removes).
+// built from this module with `go build` into the test's temporary
+// directory. Each test builds its own (go's build cache makes the second
+// a link): a binary shared between tests would live in the first one's
+// temporary directory, which testing removes when that test ends.
 func seglogBinary(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv("SEGLOG_BIN"); bin != "" {
 		return bin
 	}
-	dir := t.TempDir()
-	binOnce.Do(func() {
-		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-		if err != nil {
-			binErr = fmt.Errorf("go list -m: %v", err)
-			return
-		}
-		binPath = filepath.Join(dir, "seglog")
-		args := []string{"build", "-o", binPath}
-		if soak.Race {
-			// Under -race the broker is built with it too: the nemesis
-			// then also looks for data races in serve (its report makes
-			// the broker's exit status 66, which Stop reports).
-			args = append(args, "-race")
-		}
-		build := exec.Command("go", append(args, "./cmd/seglog")...)
-		build.Dir = strings.TrimSpace(string(root))
-		if out, err := build.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build ./cmd/seglog: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
 	}
-	return binPath
+	bin := filepath.Join(t.TempDir(), "seglog")
+	args := []string{"build", "-o", bin}
+	if soak.Race {
+		// Under -race the broker is built with it too: the nemesis
+		// then also looks for data races in serve (its report makes
+		// the broker's exit status 66, which Stop reports).
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "./cmd/seglog")...)
+	build.Dir = strings.TrimSpace(string(root))
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/seglog: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // TestNemesisSingleNode runs a real `seglog serve` under five writers
@@ -197,7 +183,7 @@ func TestNemesisSingleNode(t *testing.T) {
 	h := wl.Stop(stopCtx)
 	stopCancel()
 	readCtx, readCancel := context.WithTimeout(context.Background(), time.Minute)
-	h.Read, err = ReadAll(readCtx, brokers, topic)
+	h.Read, _, err = ReadAll(readCtx, brokers, topic)
 	readCancel()
 	if err != nil {
 		t.Error(err)

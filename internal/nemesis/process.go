@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -270,18 +269,6 @@ func (p *Proc) Stop() error {
 		return fmt.Errorf("nemesis: %s after SIGTERM: %v\n%s", p.bin, err, p.Output())
 	}
 	return nil
-}
-
-// FreeAddr returns a loopback address with a port that was free a moment
-// ago, for a process whose address must be known before it starts (a
-// cluster node's --raft-listen, named in every node's --voters).
-func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // tailBuffer is an io.Writer keeping the last outputKept bytes written
