@@ -17,11 +17,6 @@ import (
 // timeout of its own.
 const clusterAdminTimeout = 30 * time.Second
 
-// errNotInCluster refuses the admin requests a cluster does not carry yet
-// (docs/cluster-server.md, "Left"): they change a replicated partition or
-// a topic's config outside the Cluster's write path, on one node only.
-var errNotInCluster = errors.New("not supported by a seglog cluster yet: only on a single node")
-
 // adminContext bounds a controller change by a request's timeout in
 // milliseconds, or clusterAdminTimeout when it gives none.
 func adminContext(ctx context.Context, timeoutMillis int32) (context.Context, context.CancelFunc) {
@@ -158,12 +153,6 @@ func (s *Server) clusterCreateTopic(ctx context.Context, t kmsg.CreateTopicsRequ
 		rf = int16(len(parts[0].Replicas))
 	}
 	return rf, nil
-}
-
-// refuseInCluster is the error a request the cluster does not carry gets,
-// for the responses that hold a message.
-func refuseInCluster(what string) error {
-	return &configError{kerr.PolicyViolation.Code, what + ": " + errNotInCluster.Error()}
 }
 
 // clusterCreatePartitions is CreatePartitions in a cluster: through the
