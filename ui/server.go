@@ -30,8 +30,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Cluster, if set, is called for every state the page draws: a
 	// cluster node's replicas, leaders and ISR as the caller knows them
-	// (seglog ui reads the node's record). nil for a single node's store:
-	// the page shows no replication.
+	// (seglog ui reads the node's record). An error is shown on the page
+	// in place of the view. nil for a single node's store: the page shows
+	// no replication.
 	Cluster func() (Cluster, error)
 }
 
