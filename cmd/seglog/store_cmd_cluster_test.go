@@ -96,51 +96,69 @@ func recordedLeaders(dir, topic string, parts int) []int32 {
 	return out
 }
 
-// checkDescribe runs topics describe on dir and checks that it lists
-// every partition of orders with the leaders given, replicas 1, 2 and 3
-// (in the metadata's order), and
-// changes nothing below dir.
-func checkDescribe(t *testing.T, what, dir string, node int32, leaders []int32) {
+// toolProblems runs topics describe and a ui session on dir and says
+// what is wrong: unless both list every partition of orders with the
+// leader dir's record names and replicas 1, 2 and 3 (in the metadata's
+// order), and leave every entry below dir as it was, byte, mode and time,
+// but those below ownWrites (what a running node writes of its own
+// accord). nil means all is right.
+func toolProblems(t *testing.T, dir string, node int32, ownWrites ...string) []string {
 	t.Helper()
+	leaders := recordedLeaders(dir, "orders", 3)
+	if leaders == nil {
+		return []string{"the record lists no leader of every partition"}
+	}
+	var problems []string
+	diff := func(what string, before, after map[string]string) {
+		for k, v := range after {
+			own := slices.ContainsFunc(ownWrites, func(w string) bool { return strings.HasPrefix(k, w) })
+			if before[k] != v && !own {
+				problems = append(problems, fmt.Sprintf("%s changed %q: %q -> %q", what, k, before[k], v))
+			}
+		}
+		for k := range before {
+			own := slices.ContainsFunc(ownWrites, func(w string) bool { return strings.HasPrefix(k, w) })
+			if _, ok := after[k]; !ok && !own {
+				problems = append(problems, fmt.Sprintf("%s removed %q", what, k))
+			}
+		}
+	}
+
 	before := dirSnapshot(t, dir)
-	out := mustInvoke(t, "", "topics", "describe", dir, "orders").stdout
-	checkUnchanged(t, what+": topics describe", before, dirSnapshot(t, dir))
-	if !strings.Contains(out, fmt.Sprintf("Cluster node %d:", node)) || !regexp.MustCompile(`PARTITION +LEADER +EPOCH +REPLICAS +ISR`).MatchString(out) {
-		t.Fatalf("%s: topics describe printed no replica table:\n%s", what, out)
+	r := invoke(t, "", "topics", "describe", dir, "orders")
+	diff("topics describe", before, dirSnapshot(t, dir))
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("Cluster node %d:", node)) || !regexp.MustCompile(`PARTITION +LEADER +EPOCH +REPLICAS +ISR`).MatchString(r.stdout) {
+		problems = append(problems, fmt.Sprintf("topics describe: exit %d, no replica table:\n%s%s", r.code, r.stdout, r.stderr))
 	}
 	for p, l := range leaders {
 		row := regexp.MustCompile(fmt.Sprintf(`(?m)^%d +%d +[1-9][0-9]* +[123],[123],[123] +[0-9,]*%d`, p, l, l))
-		if !row.MatchString(out) {
-			t.Errorf("%s: topics describe lists no row for partition %d led by %d with replicas 1, 2 and 3:\n%s", what, p, l, out)
+		if !row.MatchString(r.stdout) {
+			problems = append(problems, fmt.Sprintf("topics describe lists no row for partition %d led by %d with replicas 1, 2 and 3:\n%s", p, l, r.stdout))
 		}
 	}
-}
 
-// checkUIReplication loads seglog ui's state for dir and checks that every
-// partition of orders carries the leaders given and replicas 1, 2 and 3.
-func checkUIReplication(t *testing.T, what, dir string, leaders []int32) {
-	t.Helper()
-	before := dirSnapshot(t, dir)
+	before = dirSnapshot(t, dir)
 	url, stop := startUI(t, dir)
 	var st ui.State
 	if err := json.Unmarshal(httpGet(t, url+"/api/state"), &st); err != nil {
 		t.Fatal(err)
 	}
 	stop()
-	checkUnchanged(t, what+": seglog ui", before, dirSnapshot(t, dir))
-	if !strings.Contains(st.Cluster, "Cluster node") {
-		t.Errorf("%s: the UI's state names no cluster view: %q", what, st.Cluster)
+	diff("seglog ui", before, dirSnapshot(t, dir))
+	if !strings.Contains(st.Cluster, fmt.Sprintf("Cluster node %d:", node)) {
+		problems = append(problems, fmt.Sprintf("the UI's state names no cluster view: %q", st.Cluster))
 	}
 	i := slices.IndexFunc(st.Topics, func(tp ui.Topic) bool { return tp.Name == "orders" })
 	if i < 0 || len(st.Topics[i].Partitions) != len(leaders) {
-		t.Fatalf("%s: the UI's state has no orders with %d partitions: %+v", what, len(leaders), st.Topics)
+		return append(problems, fmt.Sprintf("the UI's state has no orders with %d partitions: %+v", len(leaders), st.Topics))
 	}
 	for p, part := range st.Topics[i].Partitions {
 		r := part.Replication
 		if r == nil || r.Leader != leaders[p] || !slices.Equal(slices.Sorted(slices.Values(r.Replicas)), []int32{1, 2, 3}) || !slices.Contains(r.ISR, r.Leader) {
-			t.Errorf("%s: the UI shows orders-%d replication %+v, want leader %d, replicas 1, 2 and 3", what, p, r, leaders[p])
+			problems = append(problems, fmt.Sprintf("the UI shows orders-%d replication %+v, want leader %d, replicas 1, 2 and 3", p, r, leaders[p]))
 		}
 	}
+	return problems
 }
 
 // TestTopicsDescribeCluster: on a three-node cluster, topics describe and
@@ -176,12 +194,30 @@ func TestTopicsDescribeCluster(t *testing.T) {
 		}
 		return true
 	})
-	checkDescribe(t, "a running node", nodes[1].dir, 1, leaders)
-	checkUIReplication(t, "a running node", nodes[1].dir, leaders)
+	// A running node writes its DIR of its own accord: the record when a
+	// leader or an ISR moves, the metadata log when a heartbeat is late
+	// and it registers again (both happen on a loaded machine), and a
+	// partition's log at an election. The tools must not be blamed for
+	// those: the node's own directories are left out of the comparison
+	// here (the stopped node's below is compared whole), and the run is
+	// repeated until one sees no election. A tool that wrote, or showed
+	// other leaders than the record, would fail every time.
+	var problems []string
+	t.Cleanup(func() {
+		if t.Failed() && problems != nil {
+			t.Logf("the last run on the running node:\n%s", strings.Join(problems, "\n"))
+		}
+	})
+	testutil.WaitFor(t, "describe and ui on a running node's DIR to list its record's leaders and change nothing", func() bool {
+		problems = toolProblems(t, nodes[1].dir, 1, ".cluster_node/", ".cluster_metadata/")
+		return problems == nil
+	})
 
+	// A stopped node's DIR changes only by the tools: once is enough.
 	nodes[2].stop(t)
-	checkDescribe(t, "a stopped node", nodes[2].dir, 2, leaders)
-	checkUIReplication(t, "a stopped node", nodes[2].dir, leaders)
+	if p := toolProblems(t, nodes[2].dir, 2); p != nil {
+		t.Fatalf("on a stopped node's DIR:\n%s", strings.Join(p, "\n"))
+	}
 
 	plain := filepath.Join(base, "plain")
 	mustInvoke(t, "", "topics", "create", plain, "orders", "--partitions", "3")
