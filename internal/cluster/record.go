@@ -108,6 +108,15 @@ func (n *Node) recordLoop() {
 	defer n.wg.Done()
 	tick := time.NewTicker(recordRefresh)
 	defer tick.Stop()
+	// After a restart the metadata is replayed from the start: a record
+	// of an earlier state than the one on disk would show the tools
+	// fewer topics than the node last knew. The record on disk stays
+	// until the replay passes it (a damaged one is the node's own,
+	// derived data: it is replaced).
+	var floor uint64
+	if prev, err := ReadReplicaRecord(n.cfg.FS, n.cfg.Dir); err == nil {
+		floor = prev.MetaIndex
+	}
 	var last []byte
 	for {
 		select {
@@ -116,14 +125,7 @@ func (n *Node) recordLoop() {
 		case <-n.recordKick:
 		case <-tick.C:
 		}
-		rec := n.replicaRecord()
-		body, err := json.Marshal(rec.Topics)
-		if err == nil && !bytes.Equal(body, last) {
-			if err = n.writeRecord(rec); err == nil {
-				last = body
-			}
-		}
-		if err != nil {
+		if err := n.updateRecord(floor, &last); err != nil {
 			// The next notification or refresh tries again; the tools
 			// show the older record meanwhile.
 			n.log.Warn("cluster: writing the replica record", "err", err)
@@ -134,6 +136,24 @@ func (n *Node) recordLoop() {
 		case <-time.After(recordInterval):
 		}
 	}
+}
+
+// updateRecord writes the record if it describes the metadata at floor
+// or later and differs from last (the topics written last).
+func (n *Node) updateRecord(floor uint64, last *[]byte) error {
+	rec := n.replicaRecord()
+	if rec.MetaIndex < floor {
+		return nil
+	}
+	body, err := json.Marshal(rec.Topics)
+	if err != nil || bytes.Equal(body, *last) {
+		return err
+	}
+	if err := n.writeRecord(rec); err != nil {
+		return err
+	}
+	*last = body
+	return nil
 }
 
 // replicaRecord builds the record from what Partitions answers: the

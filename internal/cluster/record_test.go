@@ -81,6 +81,17 @@ func TestReplicaRecord(t *testing.T) {
 		t.Fatal("the stopped node's record changed")
 	}
 
+	// A restarted node replays the metadata from the start: no record
+	// of a state before the one on disk is written.
+	tn := c.running()[0]
+	var last []byte
+	if err := tn.node.updateRecord(tn.node.meta.State().Index()+1, &last); err != nil || last != nil {
+		t.Errorf("a state before the record's floor: %v, wrote %q", err, last)
+	}
+	if err := tn.node.updateRecord(tn.node.meta.State().Index(), &last); err != nil || last == nil {
+		t.Errorf("a state at the floor: %v, wrote nothing", err)
+	}
+
 	for dir, want := range map[string]bool{c.nodes[gone].dir: true, "/nowhere": false} {
 		if got, err := IsClusterDir(c.fs, dir); err != nil || got != want {
 			t.Errorf("IsClusterDir(%s) = %v, %v; want %v", dir, got, err, want)
