@@ -28,6 +28,33 @@ type Options struct {
 	FS vfs.FS
 	// Logger receives request failures (default slog.Default()).
 	Logger *slog.Logger
+	// Cluster, if set, is called for every state the page draws: a
+	// cluster node's replicas, leaders and ISR as the caller knows them
+	// (seglog ui reads the node's record). An error is shown on the page
+	// in place of the view. nil for a single node's store: the page shows
+	// no replication.
+	Cluster func() (Cluster, error)
+}
+
+// Cluster is a cluster node's view of its partitions' replication.
+type Cluster struct {
+	// About says whose view it is and as of when; the page shows it.
+	About string
+	// Topics maps each topic to its partitions' replication, indexed by
+	// partition.
+	Topics map[string][]Replication
+}
+
+// Replication is one partition's replication in a cluster.
+type Replication struct {
+	// Leader is the leader's node id and Epoch its leader epoch, both -1
+	// when no leader is known.
+	Leader int32 `json:"leader"`
+	Epoch  int32 `json:"epoch"`
+	// Replicas are the partition's replicas, from the metadata; ISR those
+	// the leader sees as caught up.
+	Replicas []int32 `json:"replicas"`
+	ISR      []int32 `json:"isr"`
 }
 
 // Server is the http.Handler of the UI for one store: the page, its

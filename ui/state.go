@@ -15,11 +15,14 @@ import (
 type State struct {
 	Dir string `json:"dir"`
 	// Now is the time the retention boundary was judged at.
-	Now        int64   `json:"now"`
-	Playground bool    `json:"playground"`
-	Totals     Totals  `json:"totals"`
-	Topics     []Topic `json:"topics"`
-	Groups     []Group `json:"groups"`
+	Now        int64 `json:"now"`
+	Playground bool  `json:"playground"`
+	// Cluster says whose view of the replication the partitions carry
+	// (Options.Cluster), empty for a single node's store.
+	Cluster string  `json:"cluster,omitempty"`
+	Totals  Totals  `json:"totals"`
+	Topics  []Topic `json:"topics"`
+	Groups  []Group `json:"groups"`
 }
 
 // Totals sums the store.
@@ -59,6 +62,9 @@ type Partition struct {
 	Segments  []Segment `json:"segments"`
 	Retention Retention `json:"retention"`
 	Groups    []Marker  `json:"groups"`
+	// Replication is the partition's leader, replicas and ISR in a
+	// cluster (Options.Cluster); absent for a single node's store.
+	Replication *Replication `json:"replication,omitempty"`
 }
 
 // Segment is one segment of a partition.
@@ -173,6 +179,16 @@ func (s *Server) state(only string) (State, error) {
 	st := State{Dir: s.st.Dir(), Now: now.UnixMilli(), Playground: s.play != nil, Topics: []Topic{}, Groups: []Group{}}
 	markers, groups := s.markers()
 	st.Groups = groups
+	var cl Cluster
+	if s.opts.Cluster != nil {
+		// A view the caller cannot give (a damaged record) is said on
+		// the page, which still draws the store: the logs are readable
+		// without it.
+		if cl, err = s.opts.Cluster(); err != nil {
+			cl = Cluster{About: "replication unknown: " + err.Error()}
+		}
+		st.Cluster = cl.About
+	}
 	topics := s.st.Topics()
 	if only != "" {
 		topics = slices.DeleteFunc(topics, func(t string) bool { return t != only })
@@ -194,6 +210,9 @@ func (s *Server) state(only string) (State, error) {
 				continue
 			}
 			p := s.partition(l, pi.Partition, policy, now)
+			if reps := cl.Topics[name]; int(pi.Partition) < len(reps) {
+				p.Replication = &reps[pi.Partition]
+			}
 			for _, m := range markers[topicPartition{name, pi.Partition}] {
 				if pos, err := s.st.Position(m.Group, name, pi.Partition, store.Earliest); err == nil && pos.Offset > m.Committed {
 					m.Skipped = pos.Skipped

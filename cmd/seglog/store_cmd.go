@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog/internal/cluster"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
 )
@@ -142,12 +143,28 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 	describe := &cobra.Command{
 		Use:   "describe DIR [NAME]",
 		Short: "Describe topics: configs, and per partition the offsets, size, segments and each group's lag",
-		Args:  cobra.RangeArgs(1, 2),
+		Long: `Describe topics: configs, and per partition the offsets, size, segments and
+each group's lag. On a cluster node's DIR (seglog serve --voters), also each
+partition's replicas, and its leader, leader epoch and ISR as the node last
+knew them: the node records them in DIR/.cluster_node/` + cluster.ReplicasFile + `
+when they change, so this works the same whether the node runs or not, and
+takes no lock and writes nothing. docs/cluster.md, "Tools".`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A cluster node's DIR: its record of the replicas, read
+			// before the store, so a damaged record fails before any
+			// output.
+			rv, err := readReplicaView(args[0])
+			if err != nil {
+				return err
+			}
 			return readStore(cmd, args[0], func(s *store.Store) error {
 				names := s.Topics()
 				if len(args) == 2 {
 					names = []string{args[1]}
+				}
+				if rv.cluster {
+					fmt.Fprintln(cmd.OutOrStdout(), rv.header())
 				}
 				var errs []error
 				for _, n := range names {
@@ -156,6 +173,7 @@ not "." or "..". Configs are Kafka's topic configs: ` + strings.Join(store.Keys(
 						return err
 					}
 					printTopic(cmd, info)
+					rv.printReplicas(cmd.OutOrStdout(), n)
 					for _, p := range info.Partitions {
 						if p.Err != nil {
 							errs = append(errs, fmt.Errorf("%s-%d: %w", n, p.Partition, p.Err))

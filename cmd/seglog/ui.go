@@ -30,7 +30,9 @@ func newUICmd() *cobra.Command {
 		Long: `Serve a web page showing the store in DIR: each topic's partitions as logs of
 segments drawn to scale, their start and end offsets, what the next
 retention pass would delete, each consumer group's committed offset and
-lag, and the batches and records of any segment. The page updates live
+lag, and the batches and records of any segment. On a cluster node's DIR,
+each partition's leader, replicas and ISR as the node last recorded them
+(docs/cluster.md, "Tools"). The page updates live
 while the store is written. The store is opened read-only: the UI takes no
 lock and writes nothing, so it can run beside "seglog serve" or a program
 that has the store open.
@@ -82,12 +84,23 @@ explains each element.`,
 }
 
 func runStoreUI(ctx context.Context, out io.Writer, dir string, ln net.Listener, logger *slog.Logger) error {
+	// A cluster node's DIR shows its replicas, leaders and ISR from the
+	// record the node keeps there; a damaged record fails here, before
+	// anything is served.
+	rv, err := readReplicaView(dir)
+	if err != nil {
+		return err
+	}
 	st, err := openStoreReadOnly(dir, logger)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return serveUI(ctx, out, ui.New(st, ui.Options{Logger: logger}), ln, "store "+dir)
+	opts := ui.Options{Logger: logger}
+	if rv.cluster {
+		opts.Cluster = uiCluster(dir)
+	}
+	return serveUI(ctx, out, ui.New(st, opts), ln, "store "+dir)
 }
 
 func runPlayground(ctx context.Context, out io.Writer, ln net.Listener, logger *slog.Logger) (err error) {

@@ -178,6 +178,8 @@ type Node struct {
 	closed sync.Once
 
 	notify atomic.Pointer[func()]
+	// recordKick wakes recordLoop (record.go).
+	recordKick chan struct{}
 
 	// mu guards the liveness and registration state and rnd.
 	mu sync.Mutex
@@ -301,7 +303,7 @@ func start(cfg Config) (*Node, error) {
 		lastSeen: map[int32]time.Time{},
 		rnd:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		props:    p, ready: make(chan struct{}), registered: make(chan struct{}),
-		syncedCh: make(chan struct{}), topics: topics,
+		syncedCh: make(chan struct{}), topics: topics, recordKick: make(chan struct{}, 1),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.open(); err != nil {
@@ -309,10 +311,11 @@ func start(cfg Config) (*Node, error) {
 		n.cancel()
 		return nil, err
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.acceptLoop()
 	go n.syncLoop()
 	go n.heartbeatLoop()
+	go n.recordLoop()
 	return n, nil
 }
 
@@ -425,6 +428,7 @@ func (n *Node) ClusterID(ctx context.Context) (string, error) {
 func (n *Node) SetNotify(wake func()) { n.notify.Store(&wake) }
 
 func (n *Node) wake() {
+	n.kickRecord()
 	if f := n.notify.Load(); f != nil {
 		(*f)()
 	}

@@ -97,6 +97,9 @@ function render(st) {
   document.body.dataset.now = st.now;
   $('mode').textContent = st.playground ? 'playground (temporary store)' : 'store (read-only)';
   $('dir').textContent = st.dir;
+  // A cluster node's DIR: whose view of the replication the partitions show.
+  $('cluster').hidden = !st.cluster;
+  $('cluster').textContent = st.cluster || '';
   $('playground').hidden = !st.playground;
   $('clock-box').hidden = !st.playground;
   if (st.playground) {
@@ -251,6 +254,15 @@ function renderPartition(topic, p, maxBytes) {
     el('p', { 'data-role': 'retention' }, r.segments > 0
       ? '✕ next pass deletes ' + plural(r.segments, 'segment') + ' (' + fmtBytes(r.bytes) + ', ' + plural(r.records, 'record') + '); start becomes ' + r.newStart
       : (r.pinned >= 0 ? 'retention pinned by a future timestamp in segment ' + r.pinned : 'next pass deletes nothing')));
+  if (p.replication) {
+    const rep = p.replication;
+    const ids = a => (a && a.length ? a.join(',') : '-');
+    stats.append(el('p', {
+      className: 'replication', 'data-role': 'replication',
+      'data-leader': rep.leader, 'data-replicas': ids(rep.replicas), 'data-isr': ids(rep.isr),
+    }, (rep.leader >= 0 ? 'leader ' + rep.leader + ' (epoch ' + rep.epoch + ')' : 'no leader known') +
+      ' · replicas ' + ids(rep.replicas) + ' · ISR ' + ids(rep.isr)));
+  }
   if (ui.lastProduced && ui.lastProduced.topic === topic && ui.lastProduced.partition === p.partition) {
     stats.append(el('p', { className: 'produced', 'data-offset': ui.lastProduced.offset }, '★ last produced: offset ' + ui.lastProduced.offset));
   }

@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/seglog/seglog/internal/testutil"
+	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
+)
+
+// recordLeaders returns tn's record of topic's leaders, or nil unless
+// it lists every one of its parts partitions with its three replicas and
+// a leader among them in the ISR.
+func recordLeaders(c *tcluster, tn *tnode, topic string, parts int) []int32 {
+	rec, err := ReadReplicaRecord(c.fs, tn.dir)
+	if err != nil || len(rec.Topics[topic]) != parts || rec.Node != tn.id {
+		return nil
+	}
+	var out []int32
+	for p, info := range rec.Topics[topic] {
+		if info.Partition != int32(p) || len(info.Replicas) != 3 || !slices.Contains(info.Replicas, info.Leader) ||
+			!slices.Contains(info.ISR, info.Leader) || info.Epoch < 1 {
+			return nil
+		}
+		out = append(out, info.Leader)
+	}
+	return out
+}
+
+// TestReplicaRecord: each node of a three-node cluster records every
+// partition's replicas, leader, epoch and ISR in its DIR; a stopped
+// node's record keeps what it last knew; when a leader dies, the running
+// nodes' records name its successor.
+func TestReplicaRecord(t *testing.T) {
+	c := newClusterOf(t, 3, true)
+	ctrl := c.controller()
+	if err := ctrl.node.CreateTopic(ctxTimeout(t), "orders", 3, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	var leaders []int32
+	testutil.WaitFor(t, "every node to record the leaders it sees", func() bool {
+		for _, tn := range c.running() {
+			got := recordLeaders(c, tn, "orders", 3)
+			parts, err := tn.node.Partitions("orders")
+			if got == nil || err != nil {
+				return false
+			}
+			for p, l := range got {
+				if parts[p].Leader != l {
+					return false
+				}
+			}
+			leaders = got
+		}
+		return true
+	})
+
+	// The leader of orders-0 stops: its record keeps itself as leader,
+	// and the others' records move to a new one.
+	gone := leaders[0]
+	c.stop(gone)
+	stopped := vfstest.ReadFile(t, c.fs, filepath.Join(c.nodes[gone].dir, nodeDirName, ReplicasFile))
+	if got := recordLeaders(c, c.nodes[gone], "orders", 3); got == nil || got[0] != gone {
+		t.Fatalf("the stopped node's record lists leaders %v, want orders-0 led by itself (%d)", got, gone)
+	}
+	testutil.WaitFor(t, "the running nodes to record a new leader of orders-0", func() bool {
+		for _, tn := range c.running() {
+			got := recordLeaders(c, tn, "orders", 3)
+			if got == nil || got[0] == gone {
+				return false
+			}
+		}
+		return true
+	})
+	if after := vfstest.ReadFile(t, c.fs, filepath.Join(c.nodes[gone].dir, nodeDirName, ReplicasFile)); string(after) != string(stopped) {
+		t.Fatal("the stopped node's record changed")
+	}
+
+	// A restarted node replays the metadata from the start: no record
+	// of a state before the one on disk is written.
+	tn := c.running()[0]
+	var last []byte
+	if err := tn.node.updateRecord(tn.node.meta.State().Index()+1, &last); err != nil || last != nil {
+		t.Errorf("a state before the record's floor: %v, wrote %q", err, last)
+	}
+	if err := tn.node.updateRecord(tn.node.meta.State().Index(), &last); err != nil || last == nil {
+		t.Errorf("a state at the floor: %v, wrote nothing", err)
+	}
+
+	for dir, want := range map[string]bool{c.nodes[gone].dir: true, "/nowhere": false} {
+		if got, err := IsClusterDir(c.fs, dir); err != nil || got != want {
+			t.Errorf("IsClusterDir(%s) = %v, %v; want %v", dir, got, err, want)
+		}
+	}
+}
+
+// TestReplicaRecordDamaged: a record that does not parse is ErrDamaged
+// naming the file and the byte; none at all is fs.ErrNotExist.
+func TestReplicaRecordDamaged(t *testing.T) {
+	m := vfs.NewMem()
+	if _, err := ReadReplicaRecord(m, "/d"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("no record: %v, want fs.ErrNotExist", err)
+	}
+	name := filepath.Join("/d", nodeDirName, ReplicasFile)
+	for _, body := range []string{`{"node": 1, "topics": {"t": [{"partition": "x"}]}}`, `{"node": 1,`, "\x00\x01"} {
+		vfstest.WriteFile(t, m, name, []byte(body))
+		_, err := ReadReplicaRecord(m, "/d")
+		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), name+" byte ") {
+			t.Errorf("record %q: %v, want ErrDamaged naming %s and a byte", body, err, name)
+		}
+	}
+}
