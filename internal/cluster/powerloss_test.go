@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"path/filepath"
 	"sync"
@@ -171,6 +173,9 @@ func copyDir(t *testing.T, from vfs.FS, dir string, to vfs.FS, dst string) strin
 	}
 	for _, n := range names {
 		data, err := vfs.ReadFileLimit(from, filepath.Join(dir, n), 1<<30)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a running node's temporary file, renamed meanwhile
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
