@@ -174,9 +174,9 @@ func (s *Store) SetHardState(hs *pb.HardState) error {
 	}
 	st := s.state
 	st.term, st.vote, st.commit = hs.GetTerm(), hs.GetVote(), hs.GetCommit()
-	if p := s.pending; p != nil && p.restart {
-		// A snapshot install restarted the partition: its commit index
-		// stays on disk, for Open to see the install (snapshot.go).
+	if p := s.pending; p != nil {
+		// A snapshot install is under way: its commit index stays on
+		// disk, for Open to see the install (snapshot.go).
 		st.commit = max(st.commit, p.index)
 	}
 	if st.term == s.state.term && st.vote == s.state.vote && st.commit == s.state.commit {

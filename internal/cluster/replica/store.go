@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -125,7 +126,9 @@ func (s *Store) load() error {
 	}
 	end := s.log.EndOffset()
 	k := len(anchors)
-	for k > 1 && anchors[k-1].offset >= end {
+	// An anchor at the end is kept: it may say the last entry is an empty
+	// one (which has no batch), or that the log ends before its entry.
+	for k > 1 && anchors[k-1].offset > end {
 		k--
 	}
 	changed := k != len(anchors)
@@ -159,20 +162,21 @@ func (s *Store) load() error {
 	}
 	k = len(s.anchors)
 	a := s.anchors[k-1]
-	t, err := s.walk(a.offset, ^uint64(0))
+	t, err := s.walk(a.offset, ^uint64(0), math.MaxInt64)
 	if err != nil {
 		return err
 	}
 	s.first = s.anchors[0].index
 	s.last = a.index + uint64(len(t.offs)) - 1
 	s.end = s.log.EndOffset()
-	s.lastTerm = s.anchors[0].term
+	// With no batch after the last anchor, the log ends at the entry
+	// before it, whose term the anchor keeps (an empty entry's, or the
+	// snapshot's).
+	s.lastTerm = a.term
 	if len(t.offs) > 0 {
 		s.tables[a.index] = t
 		s.tableSize = len(t.offs)
 		s.lastTerm = t.terms[len(t.terms)-1]
-	} else if k > 1 {
-		return fmt.Errorf("%w: %s: anchor %d at offset %d holds no batch", ErrNotAnEntry, s.indexPath(), a.index, a.offset)
 	}
 	if changed {
 		return s.saveAnchors()
