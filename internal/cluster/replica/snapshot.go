@@ -430,7 +430,7 @@ func (s *Store) restartForSnapshot(index, term uint64, end, start int64) error {
 	if err := s.writeAnchors([]anchor{{index + 1, end, term}}); err != nil {
 		return err
 	}
-	if err := restartAt(s.p, start); err != nil {
+	if err := s.p.RestartAt(start); err != nil {
 		return err
 	}
 	if err := s.epochs.Clear(); err != nil {

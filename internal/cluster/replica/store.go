@@ -141,7 +141,7 @@ func (s *Store) load() error {
 		// with nothing to copy would, so the entries after it get their
 		// offsets right; the data below is not there (the leader sends it
 		// to no one again).
-		if err := restartAt(s.p, anchors[0].offset); err != nil {
+		if err := s.p.RestartAt(anchors[0].offset); err != nil {
 			return err
 		}
 		end = s.log.EndOffset()
@@ -373,14 +373,4 @@ func (s *Store) readBatch(off int64) (record.Batch, error) {
 // (retention, or a truncation overtaking a read).
 func gone(err error) bool {
 	return errors.Is(err, seglog.ErrOffsetOutOfRange) || errors.Is(err, seglog.ErrTruncated) || errors.Is(err, seglog.ErrSliceTruncated)
-}
-
-// restartAt is p.RestartAt after a Sync: seglog's RestartAt past the end
-// syncs what lies below the recovery point while holding the lock that
-// sync takes (it deadlocks); with nothing unsynced it syncs nothing.
-func restartAt(p Partition, offset int64) error {
-	if err := p.Sync(); err != nil {
-		return err
-	}
-	return p.RestartAt(offset)
 }
