@@ -68,6 +68,9 @@ type Store struct {
 	epochs *epochcache.Cache
 	// state is raft's HardState and ConfState (state.go), written under mu.
 	state raftState
+	// commitDirty says state's commit index is not on disk yet
+	// (SetHardState), under mu.
+	commitDirty bool
 	// pending is a snapshot install that restarted the partition
 	// (snapshot.go), under mu; retention is not followed meanwhile.
 	pending *pendingSnap
@@ -261,7 +264,9 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return ErrClosed
 	}
-	return nil
+	// The commit index SetHardState kept in memory: a clean stop keeps
+	// it, so the high watermark starts there after a restart.
+	return s.saveCommit()
 }
 
 func (s *Store) checkOpen() error {
