@@ -15,6 +15,8 @@ import (
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // anchor says that the batch at offset is the entry at index, and that
@@ -315,9 +317,64 @@ func (s *Store) noteEmpty(index, term uint64) {
 	s.last, s.lastTerm = index, term
 }
 
-// dropTables forgets every table and moves gen. Called with idx held.
+// dropTables forgets every table and the recent entries, and moves gen.
+// Called with idx held.
 func (s *Store) dropTables() {
 	s.gen++
 	clear(s.tables)
 	s.tableSize = 0
+	s.forgetRecent()
+}
+
+// recentBudget bounds the bytes of the recent entries kept: a few rounds
+// of a busy partition's appends.
+const recentBudget = 16 << 20
+
+// remember adds an entry just stored to the recent ones (see Store.recent);
+// one that does not follow them starts them anew. Called with idx held.
+func (s *Store) remember(e *pb.Entry) {
+	if k := len(s.recent); k > 0 && s.recent[k-1].GetIndex()+1 != e.GetIndex() {
+		s.forgetRecent()
+	}
+	size := uint64(proto.Size(e))
+	s.recent = append(s.recent, e)
+	s.recentSizes = append(s.recentSizes, size)
+	s.recentBytes += int(size)
+	drop := 0
+	for s.recentBytes > recentBudget && drop < len(s.recent)-1 {
+		s.recentBytes -= int(s.recentSizes[drop])
+		drop++
+	}
+	if drop > 0 {
+		// Moved down in place, so the arrays do not grow without bound.
+		s.recent = append(s.recent[:0], s.recent[drop:]...)
+		s.recentSizes = append(s.recentSizes[:0], s.recentSizes[drop:]...)
+	}
+}
+
+// forgetRecent empties the recent entries. Called with idx held.
+func (s *Store) forgetRecent() {
+	clear(s.recent)
+	s.recent, s.recentSizes, s.recentBytes = s.recent[:0], s.recentSizes[:0], 0
+}
+
+// recentEntries answers Entries from the recent entries if they hold
+// [lo, hi): ok false if not. Called with idx held (read).
+func (s *Store) recentEntries(lo, hi, maxSize uint64) (ents []*pb.Entry, ok bool) {
+	if len(s.recent) == 0 {
+		return nil, false
+	}
+	from := s.recent[0].GetIndex()
+	if lo < from || hi > from+uint64(len(s.recent)) {
+		return nil, false
+	}
+	var size uint64
+	for i := lo; i < hi; i++ {
+		size += s.recentSizes[i-from]
+		if i > lo && size > maxSize {
+			break
+		}
+		ents = append(ents, s.recent[i-from])
+	}
+	return ents, true
 }

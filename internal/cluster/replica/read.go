@@ -81,6 +81,12 @@ func (s *Store) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	case lo == hi:
 		return nil, nil
 	}
+	s.idx.RLock()
+	ents, ok := s.recentEntries(lo, hi, maxSize)
+	s.idx.RUnlock()
+	if ok {
+		return ents, nil
+	}
 	for range 8 {
 		ents, gen, err := s.readEntries(lo, hi, maxSize)
 		s.idx.RLock()

@@ -89,6 +89,15 @@ type Store struct {
 	tables   map[uint64]*table
 	// tableSize counts the entries the tables hold.
 	tableSize int
+	// recent is the entries appended last, consecutive, as Entries
+	// returns them (the batches as stored), with their sizes as raft
+	// counts them: raft reads back what it just appended (the committed
+	// entries it applies, a leader's entries for its followers), which
+	// is then answered without reading the partition again. Bounded by
+	// recentBudget bytes; emptied by every truncation (dropTables).
+	recent      []*pb.Entry
+	recentSizes []uint64
+	recentBytes int
 }
 
 // Open opens the raft log kept in partition p: its raft-index checkpoint,

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -104,7 +105,8 @@ func (s *Store) Append(entries []*pb.Entry) error {
 func (s *Store) appendLocked(entries []*pb.Entry) error {
 	// Every batch is encoded into one buffer first, so that the whole call
 	// is one AppendEpochBatches: one write and one fsync for all entries.
-	s.buf = s.buf[:0]
+	// A new buffer each call: the recent entries keep the batches.
+	s.buf = nil
 	ends := make([]int, 0, len(entries))
 	for _, e := range entries {
 		switch {
@@ -160,7 +162,7 @@ func (s *Store) appendLocked(entries []*pb.Entry) error {
 			err = s.p.Sync()
 		}
 	}
-	s.noteStored(entries, infos, err == nil, s.log.NumSegments() != segs)
+	s.noteStored(entries, infos, batches, err == nil, s.log.NumSegments() != segs)
 	stored := end
 	if len(infos) > 0 {
 		stored = infos[len(infos)-1].LastOffset + 1
@@ -185,7 +187,11 @@ func (s *Store) appendLocked(entries []*pb.Entry) error {
 // the segments are listed only then). A missing segment anchor costs a
 // longer walk, never a wrong answer, so the checkpoint's save may fail
 // after the entries are stored; the next one retries it. Called with mu.
-func (s *Store) noteStored(entries []*pb.Entry, infos []seglog.AppendInfo, all, rolled bool) {
+//
+// Each entry noted is remembered as Entries returns it (data[i] is the
+// batch of infos[i], stamped by the append: the bytes stored), and so
+// answered without a read.
+func (s *Store) noteStored(entries []*pb.Entry, infos []seglog.AppendInfo, data [][]byte, all, rolled bool) {
 	var bases map[int64]bool
 	if rolled && len(infos) > 0 {
 		bases = make(map[int64]bool)
@@ -202,6 +208,7 @@ func (s *Store) noteStored(entries []*pb.Entry, infos []seglog.AppendInfo, all, 
 		if isEmpty(e) {
 			if n < len(infos) || all {
 				s.noteEmpty(e.GetIndex(), e.GetTerm())
+				s.remember(&pb.Entry{Index: new(e.GetIndex()), Term: new(e.GetTerm())})
 				continue
 			}
 			break
@@ -210,11 +217,18 @@ func (s *Store) noteStored(entries []*pb.Entry, infos []seglog.AppendInfo, all, 
 			break
 		}
 		info := infos[n]
-		n++
 		if s.noteAppended(e.GetIndex(), e.GetTerm(), info.FirstOffset, bases[info.FirstOffset]) {
 			anchored = true
 		}
 		s.end = info.LastOffset + 1
+		re := &pb.Entry{Index: new(e.GetIndex()), Term: new(e.GetTerm())}
+		if isProducer(e) {
+			re.Data = data[n]
+		} else {
+			re.Type, re.Data = e.GetType().Enum(), bytes.Clone(e.GetData())
+		}
+		s.remember(re)
+		n++
 	}
 	s.idx.Unlock()
 	if anchored {
