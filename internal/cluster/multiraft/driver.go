@@ -313,12 +313,31 @@ type readied struct {
 	rd     raft.Ready
 	placed []*proposal
 	err    error
+	// sent says the messages went before the persist (sendsEarly).
+	sent bool
+}
+
+// sendsEarly reports whether r's messages may go out before its persist:
+// a leader's, as etcd's server sends them, its MsgApp to the followers
+// then overlapping its own write (raft's thesis, 10.2.1). A leader counts
+// its own entries toward a commit only once its Ready is persisted (etcd
+// raft acknowledges them at Advance), and its messages carry no vote nor
+// acknowledgment of its own; a Ready that changes the term, or holds a
+// snapshot, waits as any other.
+func sendsEarly(r *readied) bool {
+	if !raft.IsEmptySnap(r.rd.Snapshot) {
+		return false
+	}
+	if hs := r.rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) && hs.GetTerm() != r.g.term.Load() {
+		return false
+	}
+	return r.g.rn.BasicStatus().RaftState == raft.StateLeader
 }
 
 // readyAll handles the Ready of each group in list, in etcd's order:
 // persist the hard state, snapshot and entries; then queue the messages
-// (sent by out.flush after every group's writes); then apply the committed
-// entries; then Advance. The groups' persists run in parallel (bounded):
+// (sent by out.flush after every group's writes; a leader's go before its
+// writes, see sendsEarly); then apply the committed entries; then Advance. The groups' persists run in parallel (bounded):
 // they touch only their own Storage, and every one has returned before
 // any message of the round is queued, so the durability contract holds
 // for each group. A Storage or apply failure stops the group.
@@ -331,6 +350,18 @@ func (n *Node) readyAll(list []*group, out *roundOut) {
 		}
 		rd := g.rn.Ready()
 		rds = append(rds, readied{g: g, rd: rd, placed: n.indexProposals(g, rd.Entries)})
+	}
+	early := false
+	for i := range rds {
+		if r := &rds[i]; len(r.rd.Messages) > 0 && sendsEarly(r) {
+			for _, m := range r.rd.Messages {
+				out.add(r.g, m)
+			}
+			r.sent, early = true, true
+		}
+	}
+	if early {
+		out.flush()
 	}
 	if len(rds) == 1 {
 		rds[0].err = n.persist(rds[0].g, rds[0].rd)
@@ -371,8 +402,10 @@ func (n *Node) readied(r *readied, out *roundOut) {
 	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
 		g.term.Store(hs.GetTerm())
 	}
-	for _, m := range rd.Messages {
-		out.add(g, m)
+	if !r.sent {
+		for _, m := range rd.Messages {
+			out.add(g, m)
+		}
 	}
 	if err := n.applyCommitted(g, rd.CommittedEntries); err != nil {
 		n.dropGroup(g, err)
