@@ -105,8 +105,16 @@ func (s *Store) Append(entries []*pb.Entry) error {
 func (s *Store) appendLocked(entries []*pb.Entry) error {
 	// Every batch is encoded into one buffer first, so that the whole call
 	// is one AppendEpochBatches: one write and one fsync for all entries.
-	// A new buffer each call: the recent entries keep the batches.
-	s.buf = nil
+	// A new buffer each call, sized at once (no copies as it grows): the
+	// recent entries keep the batches.
+	size := 0
+	for _, e := range entries {
+		size += len(e.GetData())
+		if !isProducer(e) {
+			size += entryValueOverhead + controlOverhead
+		}
+	}
+	s.buf = make([]byte, 0, size)
 	ends := make([]int, 0, len(entries))
 	for _, e := range entries {
 		switch {
