@@ -117,26 +117,32 @@ func TestLeaderSendsBeforeItsWrite(t *testing.T) {
 	if err := nodes[0].campaign(1); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, "node 1 leads, and node 2 holds its first entry", func() bool {
-		l, _, err := nodes[1].Leader(1)
-		if err != nil || l != 1 {
+	// Whichever node won (node 2 may have campaigned first), both agree
+	// and hold the leader's first entry.
+	var lead uint64
+	testutil.WaitFor(t, "a leader both nodes know, whose first entry both hold", func() bool {
+		l1, _, err1 := nodes[0].Leader(1)
+		l2, _, err2 := nodes[1].Leader(1)
+		if err1 != nil || err2 != nil || l1 == 0 || l1 != l2 {
 			return false
 		}
 		a, _ := sts[0].LastIndex()
 		b, _ := sts[1].LastIndex()
+		lead = l1
 		return a == b && a > 1
 	})
-	before, _ := sts[1].LastIndex()
-	release := gate(sts[0])
+	leader, follower := lead-1, 2-lead
+	before, _ := sts[follower].LastIndex()
+	release := gate(sts[leader])
 	defer release()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := nodes[0].Propose(context.Background(), 1, []byte("early"))
+		_, err := nodes[leader].Propose(context.Background(), 1, []byte("early"))
 		errc <- err
 	}()
 	testutil.WaitBlocked(t, "the leader writing the proposal", "(*gatedStorage).Append(", 1)
 	testutil.WaitFor(t, "the follower holds the entry the leader is still writing", func() bool {
-		last, _ := sts[1].LastIndex()
+		last, _ := sts[follower].LastIndex()
 		return last > before
 	})
 	select {
