@@ -46,6 +46,15 @@ func (l *Log) RestartAt(offset int64) error {
 	if err := l.publishLocked(); err != nil {
 		return err
 	}
+	if end := l.segs.active.NextOffset(); offset > l.start.Load() && offset >= end {
+		// Past the end the old records must reach the new start's
+		// checkpoint intact (restartPastEnd). syncBelow takes flushMu,
+		// so it runs before flushMu is held here; mu keeps appends out
+		// until the restart is done.
+		if err := l.syncBelow(end); err != nil {
+			return err
+		}
+	}
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	// Everything from the start goes, so that is the lowest offset removed.

@@ -105,6 +105,38 @@ func TestRestartAt(t *testing.T) {
 	}
 }
 
+// TestRestartAtPastUnsynced: RestartAt past the end of a log holding
+// appends not yet synced syncs them and restarts (it deadlocked, taking the
+// flush lock it held), and a power loss right after finds the log
+// restarted.
+func TestRestartAtPastUnsynced(t *testing.T) {
+	fs := vfs.NewMem()
+	l, err := Open("/p", Options{FS: fs, LogConfig: LogConfig{Sync: SyncNone}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for range 5 {
+		if _, err := l.Append(record.Record{Value: []byte("unsynced")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.RestartAt(100); err != nil {
+		t.Fatal(err)
+	}
+	if l.StartOffset() != 100 || l.EndOffset() != 100 {
+		t.Fatalf("after RestartAt(100): [%d, %d)", l.StartOffset(), l.EndOffset())
+	}
+	crashed, err := Open("/p", Options{FS: fs.CrashClone()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crashed.Close()
+	if crashed.StartOffset() != 100 || crashed.EndOffset() != 100 {
+		t.Fatalf("RestartAt(100), power loss: [%d, %d)", crashed.StartOffset(), crashed.EndOffset())
+	}
+}
+
 // TestAppendEpochBatch: a checked batch is stored with the next offset and
 // the epoch stamped and its other bytes unchanged, control batches
 // included, so two logs fed the same batches hold the same bytes; a bad

@@ -290,14 +290,12 @@ func (l *Log) restartAt(base int64) error {
 }
 
 // restartPastEnd is restartAt for a base at or past the end of the log (and
-// above its start): see restartAt for the order.
+// above its start): see restartAt for the order. The caller (RestartAt,
+// the one that restarts past the end) has synced the records below end
+// already, before it took flushMu, which syncBelow takes: the old records
+// reach base's checkpoint intact, so a crash after it finds the end at
+// least there, not below it for lost unsynced records.
 func (l *Log) restartPastEnd(base, end int64) error {
-	// The old records reach base's checkpoint intact: a crash after it
-	// must find the end at least there, not below it for lost unsynced
-	// records.
-	if err := l.syncBelow(end); err != nil {
-		return err
-	}
 	keep := l.segs.active
 	if keep.BaseOffset() != base || keep.Size() != 0 {
 		// Seal the old active segment first, as roll does: a power loss

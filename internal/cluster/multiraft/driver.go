@@ -3,6 +3,7 @@ package multiraft
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -185,12 +186,7 @@ func (n *Node) drive() {
 		}
 		list := n.dirty
 		n.dirty = nil
-		for _, g := range list {
-			g.dirty = false
-			if n.groups[g.id] == g { // not removed since it was marked
-				n.ready(g, out)
-			}
-		}
+		n.readyAll(list, out)
 		clear(list)
 		n.spare = list[:0]
 		out.flush()
@@ -305,21 +301,99 @@ func (n *Node) propose(p *proposal) {
 	n.mark(g)
 }
 
-// ready handles g's Ready, if it has one, in etcd's order: persist the hard
-// state, snapshot and entries; then queue the messages (sent by out.flush
-// after every group's writes); then apply the committed entries; then
-// Advance. A Storage or apply failure stops the group.
-func (n *Node) ready(g *group, out *roundOut) {
-	if g.fetching || !g.rn.HasReady() {
+// maxParallelPersist bounds the groups whose Ready a round persists at
+// once: each persist is mostly a wait for fsync, which the disk overlaps
+// (and the filesystem batches into one journal commit), so a round costs
+// about one sync instead of one per group.
+const maxParallelPersist = 8
+
+// readied is one group's Ready in a round.
+type readied struct {
+	g      *group
+	rd     raft.Ready
+	placed []*proposal
+	err    error
+	// sent says the messages went before the persist (sendsEarly).
+	sent bool
+}
+
+// sendsEarly reports whether r's messages may go out before its persist:
+// a leader's, as etcd's server sends them, its MsgApp to the followers
+// then overlapping its own write (raft's thesis, 10.2.1). A leader counts
+// its own entries toward a commit only once its Ready is persisted (etcd
+// raft acknowledges them at Advance), and its messages carry no vote nor
+// acknowledgment of its own; a Ready that changes the term, or holds a
+// snapshot, waits as any other.
+func sendsEarly(r *readied) bool {
+	if !raft.IsEmptySnap(r.rd.Snapshot) {
+		return false
+	}
+	if hs := r.rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) && hs.GetTerm() != r.g.term.Load() {
+		return false
+	}
+	return r.g.rn.BasicStatus().RaftState == raft.StateLeader
+}
+
+// readyAll handles the Ready of each group in list, in etcd's order:
+// persist the hard state, snapshot and entries; then queue the messages
+// (sent by out.flush after every group's writes; a leader's go before its
+// writes, see sendsEarly); then apply the committed entries; then Advance. The groups' persists run in parallel (bounded):
+// they touch only their own Storage, and every one has returned before
+// any message of the round is queued, so the durability contract holds
+// for each group. A Storage or apply failure stops the group.
+func (n *Node) readyAll(list []*group, out *roundOut) {
+	rds := n.readies[:0]
+	for _, g := range list {
+		g.dirty = false
+		if n.groups[g.id] != g || g.fetching || !g.rn.HasReady() {
+			continue // removed since it was marked, frozen, or nothing to do
+		}
+		rd := g.rn.Ready()
+		rds = append(rds, readied{g: g, rd: rd, placed: n.indexProposals(g, rd.Entries)})
+	}
+	early := false
+	for i := range rds {
+		if r := &rds[i]; len(r.rd.Messages) > 0 && sendsEarly(r) {
+			for _, m := range r.rd.Messages {
+				out.add(r.g, m)
+			}
+			r.sent, early = true, true
+		}
+	}
+	if early {
+		out.flush()
+	}
+	if len(rds) == 1 {
+		rds[0].err = n.persist(rds[0].g, rds[0].rd)
+	} else if len(rds) > 1 {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, maxParallelPersist)
+		for i := range rds {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(r *readied) {
+				defer wg.Done()
+				r.err = n.persist(r.g, r.rd)
+				<-sem
+			}(&rds[i])
+		}
+		wg.Wait()
+	}
+	for i := range rds {
+		n.readied(&rds[i], out)
+		rds[i] = readied{}
+	}
+	n.readies = rds[:0]
+}
+
+// readied finishes a group's Ready once it is persisted.
+func (n *Node) readied(r *readied, out *roundOut) {
+	g, rd := r.g, r.rd
+	if r.err != nil {
+		n.dropGroup(g, fmt.Errorf("multiraft: group %d storage: %w", g.id, r.err))
 		return
 	}
-	rd := g.rn.Ready()
-	placed := n.indexProposals(g, rd.Entries)
-	if err := n.persist(g, rd); err != nil {
-		n.dropGroup(g, fmt.Errorf("multiraft: group %d storage: %w", g.id, err))
-		return
-	}
-	for _, p := range placed {
+	for _, p := range r.placed {
 		p.place()
 	}
 	if rd.SoftState != nil {
@@ -328,8 +402,10 @@ func (n *Node) ready(g *group, out *roundOut) {
 	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
 		g.term.Store(hs.GetTerm())
 	}
-	for _, m := range rd.Messages {
-		out.add(g, m)
+	if !r.sent {
+		for _, m := range rd.Messages {
+			out.add(g, m)
+		}
 	}
 	if err := n.applyCommitted(g, rd.CommittedEntries); err != nil {
 		n.dropGroup(g, err)
@@ -343,6 +419,9 @@ func (n *Node) ready(g *group, out *roundOut) {
 	}
 }
 
+// persist writes a Ready's hard state, snapshot and entries to g's
+// Storage. It runs beside other groups' persists: it touches g.storage
+// and g.voters (the snapshot's), which nothing else reads meanwhile.
 func (n *Node) persist(g *group, rd raft.Ready) error {
 	// The snapshot, then the entries, then the hard state: the three are
 	// not one atomic write (etcd's WAL makes them one record), and a

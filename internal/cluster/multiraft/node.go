@@ -218,6 +218,8 @@ type Node struct {
 
 	// Groups with something to handle: driver goroutine only.
 	dirty, spare []*group
+	// readies is a round's Readys (readyAll), kept for its capacity.
+	readies []readied
 
 	badFrame, unknownGroup, misaddressed, received atomic.Uint64
 	// Snapshot transfers (snapshot.go).

@@ -31,7 +31,9 @@ import (
 // goroutine only, and after a write has returned they must reflect it.
 //
 // All methods are called from the node's driver goroutine, never
-// concurrently for one group; a Storage serves one group.
+// concurrently for one group, but for the writes of a round's Ready, which
+// the driver runs for several groups at once (each in a goroutine of its
+// own, the driver waiting for them all); a Storage serves one group.
 type Storage interface {
 	raft.Storage
 	// SetHardState records the term, vote and commit index.

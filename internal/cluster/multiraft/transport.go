@@ -31,6 +31,14 @@ const frameHeader = 4 + 8
 // announcing a long frame costs memory only as its bytes arrive.
 const readChunk = 256 << 10
 
+// keepBody is the largest frame buffer a connection's reader keeps for the
+// next frame. Entries of up to a batch each (1 MiB by default) arrive
+// frame after frame: a buffer grown afresh for each, a chunk at a time,
+// cost the reader most of its CPU in copies and page faults. A frame
+// longer than this (a snapshot, or a burst of entries) does not pin its
+// buffer.
+const keepBody = 4 << 20
+
 // outBatch is one round's frames for a peer.
 type outBatch struct {
 	buf  []byte
@@ -320,8 +328,8 @@ func (n *Node) readLoop(conn net.Conn) {
 				n.badFrame.Add(1)
 				return
 			}
-			if cap(body) > readChunk {
-				body = nil // one long frame does not pin its buffer
+			if cap(body) > keepBody {
+				body = nil // one very long frame does not pin its buffer
 			}
 			if n.group(gid) == nil {
 				n.unknownGroup.Add(1)

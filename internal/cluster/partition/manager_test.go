@@ -542,3 +542,42 @@ func TestNoMajority(t *testing.T) {
 		t.Fatalf("high watermark moved from %d to %d with no majority", before.HighWatermark, st.HighWatermark)
 	}
 }
+
+// TestNoOffsetForRaftEntries: raft's empty entries (a new leader's) take
+// no offset: a new partition's first batch is at offset 0 on every
+// replica, and leader changes leave no gap; every replica holds the same
+// batches, contiguous, none a control batch, and the same segment files.
+func TestNoOffsetForRaftEntries(t *testing.T) {
+	c := newCluster(t)
+	if base := c.produce(0, 0); base != 0 {
+		t.Fatalf("the first batch of a new partition is at offset %d, want 0", base)
+	}
+	end := int64(1)
+	for round := 1; round <= 2; round++ {
+		old := c.waitLeader(0)
+		c.stop(old)
+		for i := range 3 {
+			n := round*10 + i
+			if base := c.produce(0, n); base != end {
+				t.Fatalf("after %d leader changes, batch %d at offset %d, want %d (no gap)", round, n, base, end)
+			}
+			end += int64(1 + n%3)
+		}
+		c.start(old)
+	}
+	l := c.caughtUp(0)
+	c.compare(l, 0)
+	for _, n := range c.nodes {
+		next := int64(0)
+		for _, b := range n.batches(t, 0) {
+			bt := record.Batch(b)
+			if bt.IsControl() || bt.BaseOffset() != next {
+				t.Fatalf("node %d: a batch at %d (control %v), want a producer batch at %d", n.id, bt.BaseOffset(), bt.IsControl(), next)
+			}
+			next = bt.NextOffset()
+		}
+		if next != end {
+			t.Fatalf("node %d: the batches end at %d, want %d", n.id, next, end)
+		}
+	}
+}

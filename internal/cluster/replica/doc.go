@@ -10,19 +10,26 @@
 //     fields lie outside the CRC, so the stored bytes are the producer's,
 //     and every replica appending the same entries assigns the same
 //     offsets. Entries returns the batch as stored (stamped).
-//   - Every other entry (the empty entry a new leader appends, a
-//     configuration change) is a control batch of one record holding the
+//   - The empty entry a new leader appends has no batch and takes no
+//     offset: a new partition's first batch is at offset 0, and a leader
+//     change leaves no gap. The anchor of the entry after it, at the same
+//     offset, keeps its term (below).
+//   - A configuration change is a control batch of one record holding the
 //     entry's type and data (see ControlType). Kafka clients skip control
 //     batches, so consumers never see raft's entries, and offsets need no
 //     translation.
 //   - Entry i is the i-th batch after an anchor: the raft-index checkpoint
-//     (layout.RaftIndexFile) holds, for the raft log's first entry and the
-//     first entry of every segment started since, its index, its offset
-//     and the term of the entry before it, so that Term(FirstIndex-1)
-//     answers whatever retention deleted below. Reads walk the batches from
-//     the anchor at or below the index asked for with segment.Scanner (the
-//     one framing loop) and cache their offsets and terms, one table per
-//     anchor; appends extend the last table.
+//     (layout.RaftIndexFile) holds, for the raft log's first entry, the
+//     first entry of every segment started since and the entry after each
+//     empty entry, its index, its offset and the term of the entry before
+//     it, so that Term(FirstIndex-1) answers whatever retention deleted
+//     below, and an empty entry's term is known. The entries of an
+//     anchor's span are batches but the last, which is an empty entry when
+//     the batches before the next anchor are one fewer than the entries.
+//     Reads walk the batches from the anchor at or below the index asked
+//     for with segment.Scanner (the one framing loop) and cache their
+//     offsets and terms, one table per anchor; appends extend the last
+//     table.
 //   - raft's HardState and ConfState are in layout.RaftStateFile (state.go).
 //   - The term is also in the partition's leader-epoch-checkpoint
 //     (epochs.go), kept by Kafka's rules, for OffsetForLeaderEpoch.

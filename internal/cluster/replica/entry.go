@@ -52,6 +52,12 @@ func isProducer(e *pb.Entry) bool {
 	return e.GetType() == pb.EntryType_EntryNormal && len(e.GetData()) > 0
 }
 
+// isEmpty reports whether e is an empty normal entry, the one a new
+// leader appends: it is stored as no batch (an anchor keeps it).
+func isEmpty(e *pb.Entry) bool {
+	return e.GetType() == pb.EntryType_EntryNormal && len(e.GetData()) == 0
+}
+
 // checkEntry refuses, before anything is written, an entry Append cannot
 // store. maxBatch is the partition's MaxBatchBytes.
 func checkEntry(e *pb.Entry, maxBatch int) error {

@@ -15,6 +15,8 @@ import (
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
 	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // anchor says that the batch at offset is the entry at index, and that
@@ -57,9 +59,11 @@ func loadAnchors(fsys vfs.FS, path string) ([]anchor, error) {
 		if a.index == 0 || a.index > math.MaxInt64 || a.offset < 0 || a.term > math.MaxInt32 {
 			return nil, &layout.CheckpointError{Path: path, Pos: l.Pos, Reason: fmt.Sprintf("index %d at offset %d after term %d is out of range", a.index, a.offset, a.term)}
 		}
-		// Each entry is a batch of at least one offset, so offsets grow at
-		// least as fast as indexes; terms never go down.
-		if k := len(out); k > 0 && (a.index <= out[k-1].index || uint64(a.offset-out[k-1].offset) < a.index-out[k-1].index || a.offset <= out[k-1].offset || a.term < out[k-1].term) {
+		// Each entry is a batch of at least one offset but an empty normal
+		// entry, which has none and is always the last of its anchor's
+		// span (the next anchor names the entry after it): offsets grow at
+		// least as fast as indexes, less one; terms never go down.
+		if k := len(out); k > 0 && (a.index <= out[k-1].index || a.offset < out[k-1].offset || uint64(a.offset-out[k-1].offset)+1 < a.index-out[k-1].index || a.term < out[k-1].term) {
 			return nil, &layout.CheckpointError{Path: path, Pos: l.Pos, Reason: fmt.Sprintf("index %d at offset %d after term %d does not follow index %d at offset %d after term %d", a.index, a.offset, a.term, out[k-1].index, out[k-1].offset, out[k-1].term)}
 		}
 		out = append(out, a)
@@ -82,10 +86,26 @@ func (s *Store) writeAnchors(anchors []anchor) error {
 }
 
 // table holds the offsets and terms of the batches of consecutive entries
-// from an anchor: entry anchor.index+i is at offs[i], of terms[i].
+// from an anchor: entry anchor.index+i is at offs[i], of terms[i]. When
+// empty, the last entry is an empty normal entry, which has no batch: its
+// offset is the next anchor's (where the next batch goes) and its term the
+// next anchor's previous-entry term.
 type table struct {
 	offs  []int64
 	terms []uint64
+	empty bool
+}
+
+// where is an entry's place: its batch's base offset (for an empty entry,
+// the offset after the batches before it) and its term.
+type where struct {
+	off   int64
+	term  uint64
+	empty bool
+}
+
+func (t *table) at(i uint64) where {
+	return where{t.offs[i], t.terms[i], t.empty && i == uint64(len(t.offs))-1}
 }
 
 // readLimit is the largest batch a read takes whole: the partition's
@@ -134,14 +154,18 @@ func (s *Store) scan(from int64, fn func(e *segment.Entry) bool) error {
 }
 
 // walk returns the base offsets and terms of up to n consecutive batches
-// from the one at from. It stops early at the log end.
-func (s *Store) walk(from int64, n uint64) (*table, error) {
+// from the one at from, none at or past stop. It stops early at the log
+// end.
+func (s *Store) walk(from int64, n uint64, stop int64) (*table, error) {
 	t := &table{}
-	if n == 0 {
+	if n == 0 || from >= stop {
 		return t, nil
 	}
 	var inside error
 	err := s.scan(from, func(e *segment.Entry) bool {
+		if e.BaseOffset() >= stop {
+			return false
+		}
 		if len(t.offs) == 0 && e.BaseOffset() != from {
 			inside = fmt.Errorf("%w: the anchor at offset %d is inside a batch at %d", ErrNotAnEntry, from, e.BaseOffset())
 			return false
@@ -177,31 +201,58 @@ func (s *Store) spanEnd(k int) uint64 {
 // errNoEntry: the raft log does not hold the index asked for.
 var errNoEntry = raft.ErrUnavailable
 
-// locate returns the offset and term of the batch of entry index, building
-// the table of its anchor if it has none, and the generation it holds for:
-// a read through it is trusted only while gen has not moved. errNoEntry
-// when the raft log does not hold index.
+// locate returns the offset and term of the batch of entry index (see
+// locateEntry).
 func (s *Store) locate(index uint64) (off int64, term uint64, gen uint64, err error) {
+	w, gen, err := s.locateEntry(index)
+	return w.off, w.term, gen, err
+}
+
+// locateEntry returns where entry index is, building the table of its
+// anchor if it has none, and the generation it holds for: a read through
+// it is trusted only while gen has not moved. errNoEntry when the raft log
+// does not hold index.
+func (s *Store) locateEntry(index uint64) (w where, gen uint64, err error) {
 	s.idx.RLock()
 	if len(s.anchors) == 0 || index < s.first || index > s.last {
 		s.idx.RUnlock()
-		return 0, 0, 0, errNoEntry
+		return where{}, 0, errNoEntry
 	}
 	k := s.anchorFor(index)
 	a := s.anchors[k]
 	gen = s.gen
 	end := s.spanEnd(k)
+	next, hasNext := anchor{}, k+1 < len(s.anchors)
+	if hasNext {
+		next = s.anchors[k+1]
+	}
 	if t := s.tables[a.index]; t != nil && index-a.index < uint64(len(t.offs)) {
-		off, term = t.offs[index-a.index], t.terms[index-a.index]
+		w = t.at(index - a.index)
 		s.idx.RUnlock()
-		return off, term, gen, nil
+		return w, gen, nil
 	}
 	s.idx.RUnlock()
 	// Walked without the lock: appends and reads go on meanwhile, and the
 	// table is kept only if no truncation moved gen.
-	t, err := s.walk(a.offset, end-a.index+1)
+	stop := int64(math.MaxInt64)
+	if hasNext {
+		stop = next.offset
+	}
+	n := end - a.index + 1
+	t, err := s.walk(a.offset, n, stop)
 	if err != nil {
-		return 0, 0, gen, err
+		return where{}, gen, err
+	}
+	if hasNext && uint64(len(t.offs)) != n {
+		// A span before another anchor holds every entry up to it, and
+		// the last may be an empty entry with no batch, whose term the
+		// next anchor keeps.
+		if uint64(len(t.offs))+1 != n {
+			return where{}, gen, fmt.Errorf("%w: %s: %d entries from index %d at offset %d to the anchor at offset %d, but %d batches", ErrNotAnEntry, s.indexPath(), n, a.index, a.offset, next.offset, len(t.offs))
+		}
+		t.offs = append(t.offs, next.offset)
+		t.terms = append(t.terms, next.term)
+		t.empty = true
 	}
 	s.idx.Lock()
 	defer s.idx.Unlock()
@@ -219,9 +270,9 @@ func (s *Store) locate(index uint64) (off int64, term uint64, gen uint64, err er
 		}
 	}
 	if index-a.index >= uint64(len(t.offs)) {
-		return 0, 0, gen, fmt.Errorf("%w: entry %d: the log ends %d batches after the anchor at offset %d", errNoEntry, index, len(t.offs), a.offset)
+		return where{}, gen, fmt.Errorf("%w: entry %d: the log ends %d batches after the anchor at offset %d", errNoEntry, index, len(t.offs), a.offset)
 	}
-	return t.offs[index-a.index], t.terms[index-a.index], gen, nil
+	return t.at(index - a.index), gen, nil
 }
 
 // noteAppended records that entry index, of term, is the batch at off,
@@ -248,9 +299,82 @@ func (s *Store) noteAppended(index, term uint64, off int64, newSegment bool) (an
 	return false
 }
 
-// dropTables forgets every table and moves gen. Called with idx held.
+// noteEmpty records that entry index, of term, is an empty normal entry,
+// which has no batch: the anchor of the entry after it, at the log end,
+// keeps its term (the caller saved it). Called with mu and idx held.
+func (s *Store) noteEmpty(index, term uint64) {
+	a := s.anchors[len(s.anchors)-1]
+	if t := s.tables[a.index]; t != nil && a.index+uint64(len(t.offs)) == index {
+		t.offs = append(t.offs, s.end)
+		t.terms = append(t.terms, term)
+		t.empty = true
+		s.tableSize++
+	} else if t == nil && a.index == index {
+		s.tables[index] = &table{offs: []int64{s.end}, terms: []uint64{term}, empty: true}
+		s.tableSize++
+	}
+	s.anchors = append(s.anchors, anchor{index + 1, s.end, term})
+	s.last, s.lastTerm = index, term
+}
+
+// dropTables forgets every table and the recent entries, and moves gen.
+// Called with idx held.
 func (s *Store) dropTables() {
 	s.gen++
 	clear(s.tables)
 	s.tableSize = 0
+	s.forgetRecent()
+}
+
+// recentBudget bounds the bytes of the recent entries kept: a few rounds
+// of a busy partition's appends.
+const recentBudget = 16 << 20
+
+// remember adds an entry just stored to the recent ones (see Store.recent);
+// one that does not follow them starts them anew. Called with idx held.
+func (s *Store) remember(e *pb.Entry) {
+	if k := len(s.recent); k > 0 && s.recent[k-1].GetIndex()+1 != e.GetIndex() {
+		s.forgetRecent()
+	}
+	size := uint64(proto.Size(e))
+	s.recent = append(s.recent, e)
+	s.recentSizes = append(s.recentSizes, size)
+	s.recentBytes += int(size)
+	drop := 0
+	for s.recentBytes > recentBudget && drop < len(s.recent)-1 {
+		s.recentBytes -= int(s.recentSizes[drop])
+		drop++
+	}
+	if drop > 0 {
+		// Moved down in place, so the arrays do not grow without bound.
+		s.recent = append(s.recent[:0], s.recent[drop:]...)
+		s.recentSizes = append(s.recentSizes[:0], s.recentSizes[drop:]...)
+	}
+}
+
+// forgetRecent empties the recent entries. Called with idx held.
+func (s *Store) forgetRecent() {
+	clear(s.recent)
+	s.recent, s.recentSizes, s.recentBytes = s.recent[:0], s.recentSizes[:0], 0
+}
+
+// recentEntries answers Entries from the recent entries if they hold
+// [lo, hi): ok false if not. Called with idx held (read).
+func (s *Store) recentEntries(lo, hi, maxSize uint64) (ents []*pb.Entry, ok bool) {
+	if len(s.recent) == 0 {
+		return nil, false
+	}
+	from := s.recent[0].GetIndex()
+	if lo < from || hi > from+uint64(len(s.recent)) {
+		return nil, false
+	}
+	var size uint64
+	for i := lo; i < hi; i++ {
+		size += s.recentSizes[i-from]
+		if i > lo && size > maxSize {
+			break
+		}
+		ents = append(ents, s.recent[i-from])
+	}
+	return ents, true
 }

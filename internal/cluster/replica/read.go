@@ -81,6 +81,12 @@ func (s *Store) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	case lo == hi:
 		return nil, nil
 	}
+	s.idx.RLock()
+	ents, ok := s.recentEntries(lo, hi, maxSize)
+	s.idx.RUnlock()
+	if ok {
+		return ents, nil
+	}
 	for range 8 {
 		ents, gen, err := s.readEntries(lo, hi, maxSize)
 		s.idx.RLock()
@@ -104,19 +110,55 @@ func (s *Store) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 }
 
 // readEntries reads [lo, hi) from lo's batch on, and the generation the
-// read holds for.
+// read holds for. An empty entry has no batch: it is made from its term.
 func (s *Store) readEntries(lo, hi, maxSize uint64) ([]*pb.Entry, uint64, error) {
-	off, _, gen, err := s.locate(lo)
+	w, gen, err := s.locateEntry(lo)
 	if err != nil {
 		return nil, gen, err
 	}
 	var ents []*pb.Entry
 	var size uint64
+	full := false
+	// take adds an entry, unless it is past maxSize (the first is always
+	// taken); it reports whether to go on.
+	take := func(ent *pb.Entry) bool {
+		size += uint64(proto.Size(ent))
+		if len(ents) > 0 && size > maxSize {
+			full = true
+			return false
+		}
+		ents = append(ents, ent)
+		return lo+uint64(len(ents)) < hi
+	}
+	// empties takes the empty entries from the next one on; it reports
+	// whether to go on, and the next entry's place.
+	empties := func() (bool, where, error) {
+		for lo+uint64(len(ents)) < hi {
+			i := lo + uint64(len(ents))
+			w, g, err := s.locateEntry(i)
+			if err != nil || g != gen {
+				return false, w, err
+			}
+			if !w.empty {
+				return true, w, nil
+			}
+			if !take(&pb.Entry{Index: new(i), Term: new(w.term)}) {
+				return false, w, nil
+			}
+		}
+		return false, where{}, nil
+	}
 	var bad error
-	err = s.scan(off, func(e *segment.Entry) bool {
+	if w.empty {
+		var more bool
+		if more, w, err = empties(); err != nil || !more {
+			return entriesRead(ents, lo, hi, full, gen, err)
+		}
+	}
+	err = s.scan(w.off, func(e *segment.Entry) bool {
 		i := lo + uint64(len(ents))
-		if len(ents) == 0 && e.BaseOffset() != off {
-			bad = fmt.Errorf("%w: entry %d at offset %d is inside a batch at %d", ErrNotAnEntry, lo, off, e.BaseOffset())
+		if e.BaseOffset() != w.off {
+			bad = fmt.Errorf("%w: entry %d at offset %d, but a batch at %d", ErrNotAnEntry, i, w.off, e.BaseOffset())
 			return false
 		}
 		if e.OverLimit() {
@@ -128,20 +170,30 @@ func (s *Store) readEntries(lo, hi, maxSize uint64) ([]*pb.Entry, uint64, error)
 			bad = err
 			return false
 		}
-		size += uint64(proto.Size(ent))
-		if len(ents) > 0 && size > maxSize {
+		if !take(ent) {
 			return false
 		}
-		ents = append(ents, ent)
-		return i+1 < hi
+		w.off = e.LastOffset() + 1
+		more, nw, err := empties()
+		if err != nil {
+			bad = err
+		}
+		w.off = nw.off
+		return more
 	})
 	if err == nil {
 		err = bad
 	}
+	return entriesRead(ents, lo, hi, full, gen, err)
+}
+
+// entriesRead ends readEntries: the entries, unless the log ended before
+// hi with room left.
+func entriesRead(ents []*pb.Entry, lo, hi uint64, full bool, gen uint64, err error) ([]*pb.Entry, uint64, error) {
 	if err != nil {
 		return nil, gen, err
 	}
-	if uint64(len(ents)) < hi-lo && (len(ents) == 0 || size <= maxSize) {
+	if uint64(len(ents)) < hi-lo && !full {
 		return nil, gen, fmt.Errorf("%w: the log ends after %d of entries [%d, %d)", raft.ErrUnavailable, len(ents), lo, hi)
 	}
 	return ents, gen, nil

@@ -158,11 +158,13 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 //
 //   - If the sender still holds that offset, the uncommitted tail, if
 //     any, is cut, and the sender's batches up to the snapshot's end are
-//     stored after the committed ones, at the same offsets: they are the
-//     entries after the commit index (one batch is one entry), which a
-//     reopened Store numbers so. raft, which must not see its log grow
-//     behind its back, takes the snapshot (ApplySnapshot), and the raft
-//     log is empty after it, the batches kept below.
+//     stored after the committed ones, at the same offsets. They cannot be
+//     numbered by counting them (the sender's empty entries have no
+//     batch), so the commit index and the anchor of the log after the
+//     snapshot are saved first, as for a restart: a crash midway restarts
+//     the partition at the snapshot's end (Open). raft, which must not see
+//     its log grow behind its back, takes the snapshot (ApplySnapshot),
+//     and the raft log is empty after it, the batches kept below.
 //   - If the sender's log starts past it (retention deleted what this
 //     node lacks), the partition is emptied and restarted at the sender's
 //     log start, as Kafka's follower does (truncateFullyAndStartAt), and
@@ -227,26 +229,26 @@ func (s *Store) ReceiveSnapshot(ctx context.Context, snap *pb.Snapshot, fetch mu
 	return err
 }
 
-// abortTransfer undoes what a failed transfer did to the raft view, so
-// that raft, unfrozen, finds a log no longer than it was. After a cut the
-// batches stored past the committed entries go again (raft must not see
-// its log grow behind its back). After a restart nothing can be undone:
-// the pending snapshot stays, the commit index saved stays at least its
+// abortTransfer leaves a failed transfer's Store so that raft, unfrozen,
+// finds a log no longer than it was (its view in memory never grew). On
+// disk nothing can be undone, after a cut as after a restart: the pending
+// snapshot stays, the commit index saved stays at least its
 // index (SetHardState), and Append refuses entries, which stops the
 // group until it is reopened (Open then restarts the partition at the
 // snapshot's end) or another transfer completes.
 func (s *Store) abortTransfer(rc *receive) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if rc.restart || s.pending == nil || s.pending.restart {
+	p := s.pending
+	if rc.restart || p == nil || p.restart {
 		return
 	}
-	if s.log.EndOffset() > rc.cut {
-		if s.p.TruncateTo(rc.cut) == nil {
-			_ = s.truncateEpochs(rc.cut)
-		}
-	}
-	s.pending = nil
+	// After a cut the disk holds the log after the snapshot (cutAfter),
+	// which cannot be put back crash-safely (the anchors and the commit
+	// index are two files): as after a restart, Append refuses entries
+	// until the Store is reopened, and Open restarts the partition at the
+	// snapshot's end.
+	p.restart = true
 }
 
 // receive is one transfer's state.
@@ -380,8 +382,20 @@ func (s *Store) cutAfter(commit uint64, cut int64, p *pendingSnap) error {
 			return err
 		}
 	}
+	// The sender's batches after cut are not numbered by counting them
+	// (its empty entries have none): on disk, the log is the one after
+	// the snapshot, as a restart's, so a crash midway restarts the
+	// partition at the snapshot's end (Open) and one after the copy finds
+	// the log empty after it. The raft view in memory keeps the committed
+	// entries until raft takes the snapshot, or a failure puts them back
+	// on disk (abortTransfer).
 	s.pending = p
-	return nil
+	st := s.state
+	st.commit = max(st.commit, p.index)
+	if err := s.saveState(st); err != nil {
+		return err
+	}
+	return s.writeAnchors([]anchor{{p.index + 1, p.end, p.term}})
 }
 
 // restartForSnapshot empties the partition and restarts it at start, the
@@ -416,7 +430,7 @@ func (s *Store) restartForSnapshot(index, term uint64, end, start int64) error {
 	if err := s.writeAnchors([]anchor{{index + 1, end, term}}); err != nil {
 		return err
 	}
-	if err := restartAt(s.p, start); err != nil {
+	if err := s.p.RestartAt(start); err != nil {
 		return err
 	}
 	if err := s.epochs.Clear(); err != nil {

@@ -159,10 +159,13 @@ func (s *Store) saveState(st raftState) error {
 		return fmt.Errorf("replica: saving %s: %w", s.statePath(), err)
 	}
 	s.state = st
+	s.commitDirty = false
 	return nil
 }
 
-// SetHardState records the term, vote and commit index, durably.
+// SetHardState records the term, vote and commit index: durably when the
+// term or the vote changes, else the commit index is written later (with
+// the next such change, or at Close).
 func (s *Store) SetHardState(hs *pb.HardState) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -174,13 +177,31 @@ func (s *Store) SetHardState(hs *pb.HardState) error {
 	}
 	st := s.state
 	st.term, st.vote, st.commit = hs.GetTerm(), hs.GetVote(), hs.GetCommit()
-	if p := s.pending; p != nil && p.restart {
-		// A snapshot install restarted the partition: its commit index
-		// stays on disk, for Open to see the install (snapshot.go).
+	if p := s.pending; p != nil {
+		// A snapshot install is under way: its commit index stays on
+		// disk, for Open to see the install (snapshot.go).
 		st.commit = max(st.commit, p.index)
 	}
-	if st.term == s.state.term && st.vote == s.state.vote && st.commit == s.state.commit {
+	if st.term == s.state.term && st.vote == s.state.vote {
+		// Only the commit index moved: etcd raft needs no sync for it
+		// (raft.MustSync), as a restarted node learns it again from the
+		// leader. It is kept in memory and written with the next change
+		// of term or vote, or at Close; after a crash the one on disk is
+		// older, never past an entry the log holds.
+		if st.commit != s.state.commit {
+			s.state.commit = st.commit
+			s.commitDirty = true
+		}
 		return nil
 	}
 	return s.saveState(st)
+}
+
+// saveCommit writes a commit index SetHardState kept in memory. Called
+// with mu.
+func (s *Store) saveCommit() error {
+	if !s.commitDirty {
+		return nil
+	}
+	return s.saveState(s.state)
 }

@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -67,6 +68,9 @@ type Store struct {
 	epochs *epochcache.Cache
 	// state is raft's HardState and ConfState (state.go), written under mu.
 	state raftState
+	// commitDirty says state's commit index is not on disk yet
+	// (SetHardState), under mu.
+	commitDirty bool
 	// pending is a snapshot install that restarted the partition
 	// (snapshot.go), under mu; retention is not followed meanwhile.
 	pending *pendingSnap
@@ -85,6 +89,15 @@ type Store struct {
 	tables   map[uint64]*table
 	// tableSize counts the entries the tables hold.
 	tableSize int
+	// recent is the entries appended last, consecutive, as Entries
+	// returns them (the batches as stored), with their sizes as raft
+	// counts them: raft reads back what it just appended (the committed
+	// entries it applies, a leader's entries for its followers), which
+	// is then answered without reading the partition again. Bounded by
+	// recentBudget bytes; emptied by every truncation (dropTables).
+	recent      []*pb.Entry
+	recentSizes []uint64
+	recentBytes int
 }
 
 // Open opens the raft log kept in partition p: its raft-index checkpoint,
@@ -125,7 +138,9 @@ func (s *Store) load() error {
 	}
 	end := s.log.EndOffset()
 	k := len(anchors)
-	for k > 1 && anchors[k-1].offset >= end {
+	// An anchor at the end is kept: it may say the last entry is an empty
+	// one (which has no batch), or that the log ends before its entry.
+	for k > 1 && anchors[k-1].offset > end {
 		k--
 	}
 	changed := k != len(anchors)
@@ -138,7 +153,7 @@ func (s *Store) load() error {
 		// with nothing to copy would, so the entries after it get their
 		// offsets right; the data below is not there (the leader sends it
 		// to no one again).
-		if err := restartAt(s.p, anchors[0].offset); err != nil {
+		if err := s.p.RestartAt(anchors[0].offset); err != nil {
 			return err
 		}
 		end = s.log.EndOffset()
@@ -159,20 +174,21 @@ func (s *Store) load() error {
 	}
 	k = len(s.anchors)
 	a := s.anchors[k-1]
-	t, err := s.walk(a.offset, ^uint64(0))
+	t, err := s.walk(a.offset, ^uint64(0), math.MaxInt64)
 	if err != nil {
 		return err
 	}
 	s.first = s.anchors[0].index
 	s.last = a.index + uint64(len(t.offs)) - 1
 	s.end = s.log.EndOffset()
-	s.lastTerm = s.anchors[0].term
+	// With no batch after the last anchor, the log ends at the entry
+	// before it, whose term the anchor keeps (an empty entry's, or the
+	// snapshot's).
+	s.lastTerm = a.term
 	if len(t.offs) > 0 {
 		s.tables[a.index] = t
 		s.tableSize = len(t.offs)
 		s.lastTerm = t.terms[len(t.terms)-1]
-	} else if k > 1 {
-		return fmt.Errorf("%w: %s: anchor %d at offset %d holds no batch", ErrNotAnEntry, s.indexPath(), a.index, a.offset)
 	}
 	if changed {
 		return s.saveAnchors()
@@ -257,7 +273,9 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return ErrClosed
 	}
-	return nil
+	// The commit index SetHardState kept in memory: a clean stop keeps
+	// it, so the high watermark starts there after a restart.
+	return s.saveCommit()
 }
 
 func (s *Store) checkOpen() error {
@@ -369,14 +387,4 @@ func (s *Store) readBatch(off int64) (record.Batch, error) {
 // (retention, or a truncation overtaking a read).
 func gone(err error) bool {
 	return errors.Is(err, seglog.ErrOffsetOutOfRange) || errors.Is(err, seglog.ErrTruncated) || errors.Is(err, seglog.ErrSliceTruncated)
-}
-
-// restartAt is p.RestartAt after a Sync: seglog's RestartAt past the end
-// syncs what lies below the recovery point while holding the lock that
-// sync takes (it deadlocks); with nothing unsynced it syncs nothing.
-func restartAt(p Partition, offset int64) error {
-	if err := p.Sync(); err != nil {
-		return err
-	}
-	return p.RestartAt(offset)
 }

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -96,19 +97,34 @@ func (s *Store) Append(entries []*pb.Entry) error {
 	return s.appendLocked(entries)
 }
 
-// appendLocked encodes entries and appends them after the last. Called
-// with mu.
+// appendLocked encodes entries and appends them after the last. An empty
+// normal entry (a new leader's) takes no batch and no offset: the anchor
+// of the entry after it, at the same offset, keeps its term, and is
+// durable before the batches after it, so no crash numbers them wrong.
+// Called with mu.
 func (s *Store) appendLocked(entries []*pb.Entry) error {
 	// Every batch is encoded into one buffer first, so that the whole call
 	// is one AppendEpochBatches: one write and one fsync for all entries.
-	s.buf = s.buf[:0]
-	ends := make([]int, len(entries))
-	for i, e := range entries {
-		if isProducer(e) {
+	// A new buffer each call, sized at once (no copies as it grows): the
+	// recent entries keep the batches.
+	size := 0
+	for _, e := range entries {
+		size += len(e.GetData())
+		if !isProducer(e) {
+			size += entryValueOverhead + controlOverhead
+		}
+	}
+	s.buf = make([]byte, 0, size)
+	ends := make([]int, 0, len(entries))
+	for _, e := range entries {
+		switch {
+		case isEmpty(e):
+			continue
+		case isProducer(e):
 			// A copy: raft holds the entry's bytes (its unstable log, the
 			// messages to followers), and stamping writes into the batch.
 			s.buf = append(s.buf, e.GetData()...)
-		} else {
+		default:
 			cb, val, err := buildControl(s.bld, e, s.val)
 			s.val = val
 			if err != nil {
@@ -116,31 +132,47 @@ func (s *Store) appendLocked(entries []*pb.Entry) error {
 			}
 			s.buf = append(s.buf, cb...)
 		}
-		ends[i] = len(s.buf)
+		ends = append(ends, len(s.buf))
 	}
-	batches := make([][]byte, len(entries))
-	epochs := make([]int32, len(entries))
+	batches := make([][]byte, len(ends))
+	epochs := make([]int32, len(ends))
+	var empties []anchor
 	end := s.log.EndOffset()
-	off, from := end, 0
-	for i, e := range entries {
-		batches[i] = s.buf[from:ends[i]:ends[i]]
-		from = ends[i]
-		epochs[i] = int32(e.GetTerm())
+	off, from, n := end, 0, 0
+	for _, e := range entries {
+		if isEmpty(e) {
+			empties = append(empties, anchor{e.GetIndex() + 1, off, e.GetTerm()})
+			continue
+		}
+		batches[n] = s.buf[from:ends[n]:ends[n]]
+		from = ends[n]
+		epochs[n] = int32(e.GetTerm())
 		// Each term's first offset is in the epoch checkpoint before its
 		// first batch is on disk.
-		if err := s.assignEpoch(epochs[i], off); err != nil {
+		if err := s.assignEpoch(epochs[n], off); err != nil {
 			return err
 		}
-		off += int64(record.Batch(batches[i]).LastOffsetDelta()) + 1
+		off += int64(record.Batch(batches[n]).LastOffsetDelta()) + 1
+		n++
 	}
+	if len(empties) > 0 {
+		if err := s.writeAnchors(append(append([]anchor(nil), s.anchors...), empties...)); err != nil {
+			_ = s.truncateEpochs(end)
+			return fmt.Errorf("replica: storing entries %d to %d: %w", entries[0].GetIndex(), entries[len(entries)-1].GetIndex(), err)
+		}
+	}
+	var infos []seglog.AppendInfo
+	var err error
 	segs := s.log.NumSegments()
-	infos, err := s.p.AppendEpochBatches(epochs, batches)
-	if err == nil {
-		err = s.p.Sync()
+	if len(batches) > 0 {
+		infos, err = s.p.AppendEpochBatches(epochs, batches)
+		if err == nil {
+			err = s.p.Sync()
+		}
 	}
+	s.noteStored(entries, infos, batches, err == nil, s.log.NumSegments() != segs)
 	stored := end
 	if len(infos) > 0 {
-		s.noteStored(entries[:len(infos)], infos, s.log.NumSegments() != segs)
 		stored = infos[len(infos)-1].LastOffset + 1
 	}
 	if err != nil {
@@ -156,14 +188,20 @@ func (s *Store) appendLocked(entries []*pb.Entry) error {
 	return nil
 }
 
-// noteStored records the entries a call stored, and anchors the first
-// batch of each segment it started (rolled says whether it rolled at all:
+// noteStored records the entries a call stored: those before the first
+// batch not in infos, all of them if all was stored (an empty entry has
+// no batch; its anchor is on disk already). It anchors the first batch of
+// each segment the call started (rolled says whether it rolled at all:
 // the segments are listed only then). A missing segment anchor costs a
 // longer walk, never a wrong answer, so the checkpoint's save may fail
 // after the entries are stored; the next one retries it. Called with mu.
-func (s *Store) noteStored(entries []*pb.Entry, infos []seglog.AppendInfo, rolled bool) {
+//
+// Each entry noted is remembered as Entries returns it (data[i] is the
+// batch of infos[i], stamped by the append: the bytes stored), and so
+// answered without a read.
+func (s *Store) noteStored(entries []*pb.Entry, infos []seglog.AppendInfo, data [][]byte, all, rolled bool) {
 	var bases map[int64]bool
-	if rolled {
+	if rolled && len(infos) > 0 {
 		bases = make(map[int64]bool)
 		for _, seg := range s.log.Segments() {
 			if seg.BaseOffset >= infos[0].FirstOffset {
@@ -173,11 +211,32 @@ func (s *Store) noteStored(entries []*pb.Entry, infos []seglog.AppendInfo, rolle
 	}
 	anchored := false
 	s.idx.Lock()
-	for i, info := range infos {
-		if s.noteAppended(entries[i].GetIndex(), entries[i].GetTerm(), info.FirstOffset, bases[info.FirstOffset]) {
+	n := 0
+	for _, e := range entries {
+		if isEmpty(e) {
+			if n < len(infos) || all {
+				s.noteEmpty(e.GetIndex(), e.GetTerm())
+				s.remember(&pb.Entry{Index: new(e.GetIndex()), Term: new(e.GetTerm())})
+				continue
+			}
+			break
+		}
+		if n == len(infos) {
+			break
+		}
+		info := infos[n]
+		if s.noteAppended(e.GetIndex(), e.GetTerm(), info.FirstOffset, bases[info.FirstOffset]) {
 			anchored = true
 		}
 		s.end = info.LastOffset + 1
+		re := &pb.Entry{Index: new(e.GetIndex()), Term: new(e.GetTerm())}
+		if isProducer(e) {
+			re.Data = data[n]
+		} else {
+			re.Type, re.Data = e.GetType().Enum(), bytes.Clone(e.GetData())
+		}
+		s.remember(re)
+		n++
 	}
 	s.idx.Unlock()
 	if anchored {
@@ -205,9 +264,11 @@ func (s *Store) anchorStart(index, term uint64) error {
 }
 
 // truncateFrom removes entry index and those after it, index in
-// [first, last]. The anchors at or past index go first (the first one
-// stays), so a crash between the two leaves the entries, which raft
-// replaces again. Called with mu.
+// [first, last]. The partition is cut first, then the anchors past index
+// go (the one at index stays: it keeps Term(index-1), and says whether
+// index-1 is an empty entry), so a crash between leaves a prefix of the
+// old log, every anchor past the cut dropped by Open, never a batch
+// numbered as another entry. Called with mu.
 func (s *Store) truncateFrom(index uint64) error {
 	cut, _, _, err := s.locate(index)
 	if err != nil {
@@ -217,23 +278,20 @@ func (s *Store) truncateFrom(index uint64) error {
 	if err != nil {
 		return err
 	}
+	// The view ends before index first (gen moves), so that a read
+	// beside it does not trust what the cut removes.
 	s.idx.Lock()
 	s.dropTables()
-	k := s.anchorFor(index)
-	if k > 0 && s.anchors[k].index == index {
-		k--
-	}
-	s.anchors = s.anchors[:k+1]
+	s.anchors = s.anchors[:s.anchorFor(index)+1]
 	s.last, s.lastTerm, s.end = index-1, prevTerm, cut
-	err = s.saveAnchors()
 	s.idx.Unlock()
-	if err != nil {
-		return err
-	}
 	if err := s.p.TruncateTo(cut); err != nil {
 		return err
 	}
-	return s.truncateEpochs(cut)
+	if err := s.truncateEpochs(cut); err != nil {
+		return err
+	}
+	return s.saveAnchors()
 }
 
 // ApplySnapshot makes the log start after the snapshot's index, with its
