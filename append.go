@@ -172,7 +172,11 @@ func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error)
 // written (segment.ErrBadAppend, ErrPreallocate, a roll that failed)
 // leaves it intact.
 func (l *Log) appendLocked(b record.Batch, now time.Time) (AppendInfo, error) {
-	b.SetBaseOffset(l.mu.next)
+	if b.BaseOffset() != l.mu.next {
+		// Written only when it differs: a batch stamped beforehand
+		// (AppendEpochBatches) may be read meanwhile by its sender.
+		b.SetBaseOffset(l.mu.next)
+	}
 	if err := l.maybeRoll(b, now); err != nil {
 		return AppendInfo{}, err
 	}

@@ -94,10 +94,13 @@ func (l *Log) RestartAt(offset int64) error {
 // The batch is checked as AppendBatch checks it (size, CRC, framing, every
 // record, lastOffsetDelta+1 == count > 0) except for the producer's rules:
 // its base offset is ignored, and control batches are allowed (raft's own
-// entries are stored as control batches). It is stamped in place. A
-// negative epoch is ErrInvalidRecord; a batch over MaxBatchBytes or
-// SegmentBytes is ErrBatchTooLarge; a bad batch is a *BatchError
-// (ErrCorruptBatch). A refused batch leaves the log untouched.
+// entries are stored as control batches). It is stamped in place; a
+// field that holds its value already is not written, so a caller that
+// stamped the batch beforehand (with the offset it will get) may let
+// other goroutines read it meanwhile. A negative epoch is
+// ErrInvalidRecord; a batch over MaxBatchBytes or SegmentBytes is
+// ErrBatchTooLarge; a bad batch is a *BatchError (ErrCorruptBatch). A
+// refused batch leaves the log untouched.
 func (l *Log) AppendEpochBatch(epoch int32, batch []byte) (AppendInfo, error) {
 	infos, err := l.AppendEpochBatches([]int32{epoch}, [][]byte{batch})
 	if len(infos) == 1 {
@@ -173,7 +176,9 @@ func (l *Log) storeEpochBatches(epochs []int32, batches [][]byte) ([]AppendInfo,
 	var err error
 	for i, raw := range batches {
 		b := record.Batch(raw)
-		b.SetPartitionLeaderEpoch(epochs[i])
+		if b.PartitionLeaderEpoch() != epochs[i] {
+			b.SetPartitionLeaderEpoch(epochs[i])
+		}
 		var info AppendInfo
 		if info, err = l.appendLocked(b, now); err != nil {
 			break

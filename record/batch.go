@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"github.com/seglog/seglog/defaults"
@@ -84,6 +85,18 @@ func (t TimestampType) String() string {
 // HeaderSize (call Validate, or at least check the length, before trusting
 // them on untrusted input).
 type Batch []byte
+
+// EqualUnstamped reports whether a and b hold the same batch but for the
+// two fields a broker stamps without touching the CRC, baseOffset and
+// partitionLeaderEpoch: a producer's batch and the one a log stored from
+// it compare equal.
+func EqualUnstamped(a, b []byte) bool {
+	if len(a) != len(b) || len(a) < HeaderSize {
+		return false
+	}
+	return bytes.Equal(a[offBatchLength:offLeaderEpoch], b[offBatchLength:offLeaderEpoch]) &&
+		bytes.Equal(a[offMagic:], b[offMagic:])
+}
 
 // BaseOffset is the offset of the batch's first record (before compaction
 // may have removed it).

@@ -354,6 +354,10 @@ func (n *Node) readyAll(list []*group, out *roundOut) {
 	early := false
 	for i := range rds {
 		if r := &rds[i]; len(r.rd.Messages) > 0 && sendsEarly(r) {
+			if st, ok := r.g.storage.(Stamper); ok && len(r.rd.Entries) > 0 {
+				// Before the messages take the entries' Data (Storage).
+				st.Stamp(r.rd.Entries)
+			}
 			for _, m := range r.rd.Messages {
 				out.add(r.g, m)
 			}

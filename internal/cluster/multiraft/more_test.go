@@ -104,10 +104,25 @@ func TestStalledPeerDoesNotStall(t *testing.T) {
 }
 
 // frame builds one wire frame.
-func frame(group uint64, body []byte) []byte {
-	b := binary.BigEndian.AppendUint32(nil, uint32(8+len(body)))
+// frame is a wire frame for group holding body, an encoded message whose
+// entries carry no Data, followed by the entries' data (their lengths
+// listed after the group id).
+func frame(group uint64, body []byte, data ...[]byte) []byte {
+	size := 8 + 4 + 4*len(data) + len(body)
+	for _, d := range data {
+		size += len(d)
+	}
+	b := binary.BigEndian.AppendUint32(nil, uint32(size))
 	b = binary.BigEndian.AppendUint64(b, group)
-	return append(b, body...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
+	for _, d := range data {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(d)))
+	}
+	b = append(b, body...)
+	for _, d := range data {
+		b = append(b, d...)
+	}
+	return b
 }
 
 func TestGarbageRefused(t *testing.T) {
@@ -167,8 +182,27 @@ func TestGarbageRefused(t *testing.T) {
 	closes(send(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(nil, 3), 1)))
 	// A body that is not a raft message.
 	closes(send(frame(1, []byte{0xFF, 0xFF, 0xFF})))
-	testutil.WaitFor(t, "three bad frames counted", func() bool {
-		return n.Stats().BadFrame >= before.BadFrame+3
+	app := func(ents ...*pb.Entry) []byte {
+		b, err := proto.Marshal(&pb.Message{Type: pb.MessageType_MsgApp.Enum(), To: new(uint64(2)), From: new(uint64(1)), Term: new(uint64(1)), Entries: ents})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ent := func(data []byte) *pb.Entry { return &pb.Entry{Term: new(uint64(1)), Index: new(uint64(1)), Data: data} }
+	// More data lengths than the frame has room for.
+	many := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint32(nil, 8+4+8), 1)
+	closes(send(append(binary.BigEndian.AppendUint32(many, 1<<20), make([]byte, 8)...)))
+	// A data length past the frame's end.
+	long := frame(1, app(ent(nil)), []byte("abcd"))
+	binary.BigEndian.PutUint32(long[16:], 1<<20)
+	closes(send(long))
+	// Two data lengths for a message of one entry.
+	closes(send(frame(1, app(ent(nil)), []byte("ab"), []byte("cd"))))
+	// An entry's Data inside the message instead of after it.
+	closes(send(frame(1, app(ent([]byte("inside"))), nil)))
+	testutil.WaitFor(t, "seven bad frames counted", func() bool {
+		return n.Stats().BadFrame >= before.BadFrame+7
 	})
 
 	// Well-formed messages the node must not step: for a group it does

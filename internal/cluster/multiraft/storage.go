@@ -30,6 +30,15 @@ import (
 // suffix being replaced). Reads (raft.Storage) come from the driver
 // goroutine only, and after a write has returned they must reflect it.
 //
+// Entries' Data: the driver's messages to peers carry the entries' Data as
+// raft holds them, written after the round (no copy), so Append must not
+// change a leader's new entries while their messages may be in flight. The
+// one exception is a Storage that implements Stamper: the driver calls
+// Stamp on a leader's new entries before any message carries them, and
+// Append may then write into them only what Stamp wrote (the same bytes:
+// nothing a sender could see change). Entries a follower receives are
+// decoded into buffers of their own, which Append may change freely.
+//
 // All methods are called from the node's driver goroutine, never
 // concurrently for one group, but for the writes of a round's Ready, which
 // the driver runs for several groups at once (each in a goroutine of its
@@ -44,6 +53,16 @@ type Storage interface {
 	// afterwards starts at the snapshot's index + 1, and Term of the
 	// snapshot's index is its term.
 	ApplySnapshot(snap *pb.Snapshot) error
+}
+
+// A Stamper is a Storage that writes into a leader's new entries, before
+// they are sent, what its Append would write into them (the replica Store
+// stamps each Kafka batch with its offset and leader epoch), so that
+// Append can store them without a copy. Stamp is called from the driver
+// goroutine with a Ready's entries, before its messages are queued; it
+// must leave alone what it cannot stamp.
+type Stamper interface {
+	Stamp(entries []*pb.Entry)
 }
 
 // MemoryStorage is a Storage over raft.MemoryStorage: nothing survives the

@@ -3,6 +3,7 @@ package multiraft
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"slices"
@@ -18,30 +19,43 @@ import (
 // The wire: after raftmux's header naming Config.Group, a connection
 // carries frames one way, from the dialer to the listener, each
 //
-//	length (4 bytes, big endian: what follows) | group id (8 bytes, big endian) | raftpb.Message
+//	length (4 bytes, big endian: what follows) | group id (8 bytes, big endian) |
+//	n (4 bytes) | n data lengths (4 bytes each) |
+//	raftpb.Message, its n entries without their Data | the n entries' Data, in order
 //
-// with 8 < length <= Config.MaxFrame. Each node dials each peer once and
-// writes its messages there; what it receives comes on the connections its
-// peers dialled. A frame too long or too short, or a message that does not
-// decode, closes the connection (the peer's sender redials); a message for
-// a group not on this node is dropped and counted.
+// with 8 < length <= Config.MaxFrame. The entries' Data travel outside the
+// protobuf so that neither side copies them: the sender writes raft's own
+// slices (writev), and the receiver reads each into a buffer of its own
+// that becomes the entry's Data (a protobuf decode would copy every byte
+// of a 1 MiB batch once more; the two copies cost a fifth of a replicated
+// write's CPU, docs/benchmarks.md "Cluster"). Each node dials each peer
+// once and writes its messages there; what it receives comes on the
+// connections its peers dialled. A frame too long or too short, lengths
+// that do not add up, or a message that does not decode, closes the
+// connection (the peer's sender redials); a message for a group not on
+// this node is dropped and counted.
 const frameHeader = 4 + 8
 
 // readChunk is how much a frame's body buffer grows at a time, so a peer
 // announcing a long frame costs memory only as its bytes arrive.
 const readChunk = 256 << 10
 
+// dataChunk is the most an entry's Data buffer is given before its bytes
+// arrive: a batch of up to 1 MiB (the default MaxSizePerMsg) and its
+// envelope fit at once, read without a copy; a longer one grows as it
+// comes.
+const dataChunk = 1<<20 + 64<<10
+
 // keepBody is the largest frame buffer a connection's reader keeps for the
-// next frame. Entries of up to a batch each (1 MiB by default) arrive
-// frame after frame: a buffer grown afresh for each, a chunk at a time,
-// cost the reader most of its CPU in copies and page faults. A frame
-// longer than this (a snapshot, or a burst of entries) does not pin its
-// buffer.
+// next frame. A frame longer than this (a snapshot's metadata, a burst of
+// entry headers) does not pin its buffer.
 const keepBody = 4 << 20
 
-// outBatch is one round's frames for a peer.
+// outBatch is one round's frames for a peer: headers and the entries'
+// Data, written with one writev.
 type outBatch struct {
-	buf  []byte
+	bufs net.Buffers
+	size int
 	msgs int
 }
 
@@ -50,8 +64,10 @@ type outBatch struct {
 type roundOut struct {
 	n    *Node
 	per  map[uint64]*pending
-	tmp  []byte
 	used []uint64 // peers with something this round
+	// stripped holds the entry headers (no Data) a message is encoded
+	// with, reused from message to message.
+	stripped []*pb.Entry
 }
 
 type pending struct {
@@ -64,20 +80,22 @@ func newRoundOut(n *Node) *roundOut {
 	return &roundOut{n: n, per: map[uint64]*pending{}}
 }
 
-// add frames m for its peer.
+// add frames m for its peer: a header with the message and its entries'
+// lengths, then the entries' Data as raft holds them (raft never changes
+// an entry's Data once it is in its log, and nor does this package, so
+// the sender may write them after the round).
 func (o *roundOut) add(g *group, m *pb.Message) {
 	to := m.GetTo()
 	if o.n.peers[to] == nil {
 		return // not a node this one knows: nothing to send it over
 	}
-	var err error
-	o.tmp, err = proto.MarshalOptions{}.MarshalAppend(o.tmp[:0], m)
-	if err != nil {
+	hdr, size, ok := o.frame(g.id, m)
+	if !ok {
 		// A message raft built always marshals; if not, raft treats a
 		// lost message as the network's doing.
 		return
 	}
-	if 8+len(o.tmp) > o.n.cfg.MaxFrame {
+	if size-4 > o.n.cfg.MaxFrame {
 		// The peer would refuse the frame and the connection with it,
 		// again at every retry; drop it here instead. Propose keeps
 		// entries below the bound, so only a snapshot with data over it
@@ -96,14 +114,53 @@ func (o *roundOut) add(g *group, m *pb.Message) {
 	if pd.b.msgs == 0 {
 		o.used = append(o.used, to)
 	}
-	pd.b.buf = binary.BigEndian.AppendUint32(pd.b.buf, uint32(8+len(o.tmp)))
-	pd.b.buf = binary.BigEndian.AppendUint64(pd.b.buf, g.id)
-	pd.b.buf = append(pd.b.buf, o.tmp...)
+	pd.b.bufs = append(pd.b.bufs, hdr)
+	for _, e := range m.GetEntries() {
+		if d := e.GetData(); len(d) > 0 {
+			pd.b.bufs = append(pd.b.bufs, d)
+		}
+	}
+	pd.b.size += size
 	pd.b.msgs++
 	pd.groups[g.id] = true
 	if m.GetType() == pb.MessageType_MsgSnap {
 		pd.snaps[g.id] = true
 	}
+}
+
+// frame encodes m's frame header (everything but its entries' Data) for
+// group gid, and returns it with the whole frame's size. m is left as it
+// was: it is encoded with headers of its entries in their place.
+func (o *roundOut) frame(gid uint64, m *pb.Message) (hdr []byte, size int, ok bool) {
+	ents := m.GetEntries()
+	data := 0
+	for len(o.stripped) < len(ents) {
+		o.stripped = append(o.stripped, new(pb.Entry))
+	}
+	stripped := o.stripped[:len(ents)]
+	for i, e := range ents {
+		data += len(e.GetData())
+		stripped[i].Term, stripped[i].Index, stripped[i].Type = e.Term, e.Index, e.Type
+	}
+	m.Entries = stripped
+	msgLen := proto.Size(m)
+	head := frameHeader + 4 + 4*len(ents)
+	hdr = make([]byte, head, head+msgLen)
+	binary.BigEndian.PutUint32(hdr, uint32(head-4+msgLen+data))
+	binary.BigEndian.PutUint64(hdr[4:], gid)
+	binary.BigEndian.PutUint32(hdr[frameHeader:], uint32(len(ents)))
+	for i, e := range ents {
+		binary.BigEndian.PutUint32(hdr[frameHeader+4+4*i:], uint32(len(e.GetData())))
+	}
+	hdr, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(hdr, m)
+	m.Entries = ents
+	for _, e := range stripped {
+		e.Term, e.Index, e.Type = nil, nil, nil // raft's values are not held
+	}
+	if err != nil {
+		return nil, 0, false
+	}
+	return hdr, len(hdr) + data, true
 }
 
 // flush hands each peer its round's batch. A peer whose connection is down
@@ -164,7 +221,7 @@ func (p *peer) enqueue(b outBatch) bool {
 	}
 	// One batch over the bound still goes when nothing is queued, or a
 	// round with that much to say could never say it.
-	size := int64(len(b.buf))
+	size := int64(b.size)
 	if after := p.queued.Add(size); after > size && after > int64(p.n.cfg.PeerQueueBytes) {
 		p.queued.Add(-size)
 		return false
@@ -180,7 +237,7 @@ func (p *peer) enqueue(b outBatch) bool {
 
 // take is the sender's side of enqueue's byte count.
 func (p *peer) take(b outBatch) outBatch {
-	p.queued.Add(-int64(len(b.buf)))
+	p.queued.Add(-int64(b.size))
 	return b
 }
 
@@ -234,7 +291,7 @@ func (p *peer) serve(conn net.Conn) {
 		_ = conn.Close()
 		<-hungUp
 	}()
-	var bufs net.Buffers
+	var vec net.Buffers
 	for {
 		var b outBatch
 		select {
@@ -245,12 +302,13 @@ func (p *peer) serve(conn net.Conn) {
 		case <-p.n.stop:
 			return
 		}
-		bufs, msgs := append(bufs[:0], b.buf), b.msgs
-		for more := true; more && len(bufs) < 64; {
+		vec = append(vec[:0], b.bufs...)
+		msgs := b.msgs
+		for more := true; more && len(vec) < 1024; {
 			select {
 			case b := <-p.queue:
 				p.take(b)
-				bufs = append(bufs, b.buf)
+				vec = append(vec, b.bufs...)
 				msgs += b.msgs
 			default:
 				more = false
@@ -260,7 +318,10 @@ func (p *peer) serve(conn net.Conn) {
 			p.dropped.Add(uint64(msgs))
 			return
 		}
-		if _, err := bufs.WriteTo(conn); err != nil {
+		bufs := vec // WriteTo consumes its receiver; vec keeps the array
+		_, err := bufs.WriteTo(conn)
+		clear(vec) // the entries' Data are not held past their write
+		if err != nil {
 			p.dropped.Add(uint64(msgs))
 			return
 		}
@@ -302,30 +363,15 @@ func (n *Node) readLoop(conn net.Conn) {
 	defer n.wg.Done()
 	defer conn.Close()
 	r := bufio.NewReaderSize(conn, 64<<10)
-	var hdr [frameHeader]byte
 	var body []byte
 	for {
 		var batch []inbound
 		for len(batch) < 1024 {
-			if _, err := io.ReadFull(r, hdr[:]); err != nil {
-				if err == io.ErrUnexpectedEOF {
+			gid, m, err := n.readFrame(r, &body)
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !isNetErr(err) {
 					n.badFrame.Add(1)
 				}
-				return
-			}
-			size := binary.BigEndian.Uint32(hdr[:4])
-			if size <= 8 || uint64(size) > uint64(n.cfg.MaxFrame) {
-				n.badFrame.Add(1)
-				return
-			}
-			gid := binary.BigEndian.Uint64(hdr[4:])
-			var err error
-			if body, err = readBody(r, body[:0], int(size-8)); err != nil {
-				return
-			}
-			m := new(pb.Message)
-			if err := proto.Unmarshal(body, m); err != nil {
-				n.badFrame.Add(1)
 				return
 			}
 			if cap(body) > keepBody {
@@ -351,11 +397,99 @@ func (n *Node) readLoop(conn net.Conn) {
 	}
 }
 
+// errBadFrame is a frame that breaks the wire's rules; the connection
+// ends.
+var errBadFrame = errors.New("multiraft: bad frame")
+
+// isNetErr reports an error of the connection itself (a peer gone, a
+// deadline), which is no fault of a frame.
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed)
+}
+
+// readFrame reads one frame: the message into *body (reused from frame
+// to frame), each entry's Data into a buffer of its own. Every length is
+// checked against what the frame's length leaves before anything is
+// allocated for it, and buffers grow only as bytes arrive. A frame cut
+// short is io.ErrUnexpectedEOF; a clean end between frames io.EOF.
+func (n *Node) readFrame(r *bufio.Reader, body *[]byte) (uint64, *pb.Message, error) {
+	var hdr [frameHeader + 4]byte
+	if _, err := io.ReadFull(r, hdr[:frameHeader]); err != nil {
+		return 0, nil, err
+	}
+	size := binary.BigEndian.Uint32(hdr[:4])
+	if size <= 8+4 || uint64(size) > uint64(n.cfg.MaxFrame) {
+		return 0, nil, errBadFrame
+	}
+	gid := binary.BigEndian.Uint64(hdr[4:])
+	if _, err := io.ReadFull(r, hdr[frameHeader:]); err != nil {
+		return 0, nil, unexpected(err)
+	}
+	left := uint64(size) - 8 - 4
+	count := uint64(binary.BigEndian.Uint32(hdr[frameHeader:]))
+	if 4*count > left {
+		return 0, nil, errBadFrame
+	}
+	lens, err := readBody(r, (*body)[:0], int(4*count))
+	if err != nil {
+		return 0, nil, unexpected(err)
+	}
+	left -= 4 * count
+	sizes := make([]int, count)
+	for i := range sizes {
+		l := uint64(binary.BigEndian.Uint32(lens[4*i:]))
+		if l > left {
+			return 0, nil, errBadFrame
+		}
+		sizes[i] = int(l)
+		left -= l
+	}
+	msg, err := readBody(r, lens[:0], int(left))
+	if err != nil {
+		return 0, nil, unexpected(err)
+	}
+	*body = msg
+	m := new(pb.Message)
+	if err := proto.Unmarshal(msg, m); err != nil {
+		return 0, nil, errBadFrame
+	}
+	ents := m.GetEntries()
+	if uint64(len(ents)) != count {
+		return 0, nil, errBadFrame
+	}
+	for i, e := range ents {
+		if len(e.GetData()) > 0 {
+			return 0, nil, errBadFrame // Data comes after the message only
+		}
+		if sizes[i] == 0 {
+			continue
+		}
+		// A buffer of its own, which the entry keeps: raft's log, the
+		// Storage and its cache hold it from here on.
+		d, err := readBody(r, make([]byte, 0, min(sizes[i], dataChunk)), sizes[i])
+		if err != nil {
+			return 0, nil, unexpected(err)
+		}
+		e.Data = d
+	}
+	return gid, m, nil
+}
+
+// unexpected is a read's error inside a frame: an end there cuts the
+// frame short.
+func unexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
 // readBody reads size bytes into buf, growing it by at most readChunk ahead
-// of what has arrived.
+// of what has arrived (after what buf has room for already).
 func readBody(r io.Reader, buf []byte, size int) ([]byte, error) {
 	for len(buf) < size {
-		k := min(size-len(buf), readChunk)
+		k := min(size-len(buf), max(readChunk, cap(buf)-len(buf)))
 		buf = slices.Grow(buf, k)
 		if _, err := io.ReadFull(r, buf[len(buf):len(buf)+k]); err != nil {
 			return nil, err

@@ -8,7 +8,6 @@
 package partition
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -305,8 +304,9 @@ func waitKey(b []byte) uint32 {
 }
 
 // Append stores the entries, then tells each waiting producer the index
-// its batch got. raft copies a proposal's bytes, so a batch is recognized
-// by its bytes and its term: entries of a term are made by that term's
+// its batch got. raft copies a proposal's bytes (and the Store stamps the
+// copy with its offset and epoch), so a batch is recognized by its bytes
+// but for those stamps, and its term: entries of a term are made by that term's
 // leader alone, so one of the term a producer's batch was proposed in,
 // with its bytes, is that batch (or one identical to it proposed here
 // too, whose producer takes the next one).
@@ -327,7 +327,7 @@ func (s storage) Append(ents []*pb.Entry) error {
 		k := waitKey(d)
 		ws := s.p.waiting[k]
 		for i, w := range ws {
-			if w.term == e.GetTerm() && bytes.Equal(w.data, d) {
+			if w.term == e.GetTerm() && record.EqualUnstamped(w.data, d) {
 				w.c <- e.GetIndex()
 				s.p.dropWaiter(k, i)
 				break

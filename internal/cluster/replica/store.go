@@ -62,7 +62,6 @@ type Store struct {
 
 	mu  sync.Mutex // serializes writes; under it, scratch buffers
 	bld *record.Builder
-	buf []byte
 	val []byte
 	// epochs is the leader-epoch cache (package epochcache; epochs.go).
 	epochs *epochcache.Cache

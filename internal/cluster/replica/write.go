@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
@@ -23,10 +24,11 @@ var ErrSnapshotNeedsData = errors.New("replica: the snapshot needs the leader's 
 // one past the last index. As raft.MemoryStorage's Append, entries at or
 // below the snapshot are skipped, and an overlap truncates the log at the
 // first new entry before appending (a Kafka truncation: the batch is the
-// entry, so the cut never falls inside one). A producer batch is copied,
-// stamped with the log end as its base offset and the term as its
-// partitionLeaderEpoch, and appended; the caller's bytes are not changed.
-// Entries are on disk when it returns.
+// entry, so the cut never falls inside one). A producer batch is stamped
+// in place with the log end as its base offset and the term as its
+// partitionLeaderEpoch, and appended: the entries' Data are Append's from
+// the call on, and must not be read by another goroutine meanwhile unless
+// Stamp stamped them first. Entries are on disk when it returns.
 //
 // The appends are one seglog AppendEpochBatches and one Sync. A call
 // holding an entry it cannot store is refused, before anything is
@@ -97,63 +99,93 @@ func (s *Store) Append(entries []*pb.Entry) error {
 	return s.appendLocked(entries)
 }
 
+// Stamp writes into a leader's new entries, before raft's messages carry
+// them, the base offset and partitionLeaderEpoch Append will give them, so
+// that the bytes sent are the bytes stored and Append need not write into
+// a batch a sender may be reading (or copy it). The entries must be the
+// next ones after the last, as a leader's are; any other call stamps
+// nothing. Both fields lie outside the CRC, so a follower receiving a
+// stamped batch checks and stores it as any other (and stamps it again
+// with the same values).
+func (s *Store) Stamp(entries []*pb.Entry) {
+	if len(entries) == 0 || s.closed.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idx.RLock()
+	_, last := s.bounds()
+	fresh := len(s.anchors) == 0
+	s.idx.RUnlock()
+	if fresh || entries[0].GetIndex() != last+1 || (s.pending != nil && s.pending.restart) {
+		return
+	}
+	off := s.log.EndOffset()
+	for _, e := range entries {
+		switch {
+		case isEmpty(e):
+			continue // no batch, no offset
+		case !isProducer(e):
+			off++ // raft's own entry: a control batch of one record
+			continue
+		}
+		b := record.Batch(e.GetData())
+		if len(b) < record.HeaderSize || b.LastOffsetDelta() < 0 || e.GetTerm() > math.MaxInt32 {
+			// Append refuses the call (checkEntry); no offset after
+			// this entry is known.
+			return
+		}
+		b.SetBaseOffset(off)
+		b.SetPartitionLeaderEpoch(int32(e.GetTerm()))
+		off += int64(b.LastOffsetDelta()) + 1
+	}
+}
+
 // appendLocked encodes entries and appends them after the last. An empty
 // normal entry (a new leader's) takes no batch and no offset: the anchor
 // of the entry after it, at the same offset, keeps its term, and is
 // durable before the batches after it, so no crash numbers them wrong.
 // Called with mu.
+//
+// A producer batch is stored from the entry's own Data, stamped in place
+// with its offset and epoch (no copy: a copy of every replicated byte was
+// an eighth of a node's CPU, docs/benchmarks.md "Cluster"). That is safe
+// because every entry's Data is Append's to stamp: a follower's entries
+// were decoded into buffers of their own (multiraft's wire), and a
+// leader's were stamped by Stamp before raft's messages took them, so the
+// append finds their stamps in place and writes nothing there.
 func (s *Store) appendLocked(entries []*pb.Entry) error {
-	// Every batch is encoded into one buffer first, so that the whole call
-	// is one AppendEpochBatches: one write and one fsync for all entries.
-	// A new buffer each call, sized at once (no copies as it grows): the
-	// recent entries keep the batches.
-	size := 0
+	batches := make([][]byte, 0, len(entries))
+	epochs := make([]int32, 0, len(entries))
+	var empties []anchor
+	end := s.log.EndOffset()
+	off := end
 	for _, e := range entries {
-		size += len(e.GetData())
-		if !isProducer(e) {
-			size += entryValueOverhead + controlOverhead
-		}
-	}
-	s.buf = make([]byte, 0, size)
-	ends := make([]int, 0, len(entries))
-	for _, e := range entries {
+		var b []byte
 		switch {
 		case isEmpty(e):
+			empties = append(empties, anchor{e.GetIndex() + 1, off, e.GetTerm()})
 			continue
 		case isProducer(e):
-			// A copy: raft holds the entry's bytes (its unstable log, the
-			// messages to followers), and stamping writes into the batch.
-			s.buf = append(s.buf, e.GetData()...)
+			b = e.GetData()
 		default:
 			cb, val, err := buildControl(s.bld, e, s.val)
 			s.val = val
 			if err != nil {
 				return fmt.Errorf("%w: entry %d: %w", ErrBadEntry, e.GetIndex(), err)
 			}
-			s.buf = append(s.buf, cb...)
+			// The builder's buffer is reused: the recent entries keep
+			// the batch.
+			b = bytes.Clone(cb)
 		}
-		ends = append(ends, len(s.buf))
-	}
-	batches := make([][]byte, len(ends))
-	epochs := make([]int32, len(ends))
-	var empties []anchor
-	end := s.log.EndOffset()
-	off, from, n := end, 0, 0
-	for _, e := range entries {
-		if isEmpty(e) {
-			empties = append(empties, anchor{e.GetIndex() + 1, off, e.GetTerm()})
-			continue
-		}
-		batches[n] = s.buf[from:ends[n]:ends[n]]
-		from = ends[n]
-		epochs[n] = int32(e.GetTerm())
+		batches = append(batches, b)
+		epochs = append(epochs, int32(e.GetTerm()))
 		// Each term's first offset is in the epoch checkpoint before its
 		// first batch is on disk.
-		if err := s.assignEpoch(epochs[n], off); err != nil {
+		if err := s.assignEpoch(int32(e.GetTerm()), off); err != nil {
 			return err
 		}
-		off += int64(record.Batch(batches[n]).LastOffsetDelta()) + 1
-		n++
+		off += int64(record.Batch(b).LastOffsetDelta()) + 1
 	}
 	if len(empties) > 0 {
 		if err := s.writeAnchors(append(append([]anchor(nil), s.anchors...), empties...)); err != nil {
