@@ -51,14 +51,23 @@ func TestClusterMetadata(t *testing.T) {
 
 	// A topic asked for by name is created through the controller with
 	// the cluster's default replication factor.
+	// While too few brokers are live for the default replication factor
+	// (a cluster starting), the client is told to retry; then the topic
+	// is created.
 	rt.Topic = kmsg.StringPtr("auto")
 	req.Topics = []kmsg.MetadataRequestTopic{rt}
 	req.AllowAutoTopicCreation = true
+	fc.set(func(fc *fakeCluster) { fc.createErr = fmt.Errorf("fake: 3 with 1 live brokers: %w", ErrInvalidReplicationFactor) })
+	resp = c.do(req).(*kmsg.MetadataResponse)
+	if resp.Topics[0].ErrorCode != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("auto-create with too few live brokers: %+v", resp.Topics[0])
+	}
+	fc.set(func(fc *fakeCluster) { fc.createErr = nil })
 	resp = c.do(req).(*kmsg.MetadataResponse)
 	if resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("auto-created topic: %+v", resp.Topics[0])
 	}
-	if cs := fc.creates(); len(cs) != 1 || cs[0].name != "auto" || cs[0].rf != -1 || cs[0].partitions != 1 {
+	if cs := fc.creates(); len(cs) != 2 || cs[1].name != "auto" || cs[1].rf != -1 || cs[1].partitions != 1 {
 		t.Fatalf("create calls: %+v", cs)
 	}
 

@@ -99,6 +99,12 @@ func (s *Server) clusterCreateOnFirstUse(ctx context.Context, name string) ([]Pa
 	ctx, cancel := adminContext(ctx, 0)
 	defer cancel()
 	err := s.cluster.CreateTopic(ctx, name, int32(s.cfg.NumPartitions), -1, nil)
+	if errors.Is(err, ErrInvalidReplicationFactor) {
+		// Fewer live brokers than the default replication factor, as
+		// while a cluster starts: clients retry, where INVALID_REPLICATION_FACTOR
+		// would fail the first record a script sends to a new cluster.
+		return nil, fmt.Errorf("%w: %w", errNotPlacedYet, err)
+	}
 	if err != nil && !errors.Is(err, store.ErrTopicExists) {
 		return nil, err
 	}

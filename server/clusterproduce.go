@@ -53,10 +53,18 @@ func epochCode(current, leader int32) int16 {
 	return 0
 }
 
+// errNotPlacedYet is a topic created on first use that the controller
+// could not place on enough live brokers for the default replication
+// factor: LEADER_NOT_AVAILABLE, which clients retry, as Kafka answers for
+// a topic still being created.
+var errNotPlacedYet = errors.New("server: the topic waits for enough live brokers")
+
 // clusterErrCode maps the Cluster's sentinels and a replicated write's
 // context to Kafka's codes; 0 for an error that is none of them.
 func clusterErrCode(err error) int16 {
 	switch {
+	case errors.Is(err, errNotPlacedYet):
+		return kerr.LeaderNotAvailable.Code
 	case errors.Is(err, ErrNotLeader):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, ErrNotController):
