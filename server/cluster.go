@@ -53,7 +53,9 @@ type Cluster interface {
 	// majority of the replicas hold it (the high watermark is past it),
 	// acks 1 once this node's log holds it. ErrNotLeader when this node
 	// does not lead the partition, ErrNotEnoughReplicas when no majority
-	// answers in time.
+	// answers in time. Once it returns, whatever its answer, Produce
+	// neither reads nor keeps batch: the server reuses the request's
+	// frame for the next request.
 	Produce(ctx context.Context, topic string, partition int32, batch []byte, acks int16) (baseOffset int64, err error)
 	// State returns what this node knows of a partition it replicates:
 	// whether it leads it, the leader epoch, and the high watermark,

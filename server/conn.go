@@ -314,13 +314,10 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.metadata(c.ctx, r))
 	case *kmsg.ProduceRequest:
 		resp := c.s.produce(r)
-		if c.s.cluster == nil {
-			// Stored (or refused): nothing refers to the frame any more.
-			// A Cluster may keep a batch past Produce (a proposal still
-			// in flight when the request timed out): its frame is left
-			// to the collector.
-			c.s.putFrame(c.produceFrame)
-		}
+		// Stored, replicated or refused: nothing refers to the frame
+		// any more (a Cluster's Produce lets go of its batch when it
+		// returns, whatever the answer).
+		c.s.putFrame(c.produceFrame)
 		c.produceFrame = nil
 		if r.Acks == 0 {
 			// acks=0 gets no response at all. A failed one closes the

@@ -139,6 +139,7 @@ func (n *Node) dropGroup(g *group, err error) {
 // is that a slow Storage or ApplyFunc delays every group.
 func (n *Node) drive() {
 	defer n.wg.Done()
+	defer close(n.driven)
 	t := time.NewTicker(n.cfg.Tick)
 	defer t.Stop()
 	out := newRoundOut(n)

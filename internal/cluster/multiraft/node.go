@@ -203,11 +203,14 @@ type Node struct {
 	// snapLayer carries snapshot data (snapshot.go).
 	snapLayer *raftmux.Layer
 
-	inbox     chan []inbound
-	props     chan *proposal
-	ops       chan func()
-	downs     chan uint64 // peers whose connection failed, for ReportUnreachable
-	stop      chan struct{}
+	inbox chan []inbound
+	props chan *proposal
+	ops   chan func()
+	downs chan uint64 // peers whose connection failed, for ReportUnreachable
+	stop  chan struct{}
+	// driven is closed when the driver goroutine has returned: nothing
+	// reads a proposal's data after that.
+	driven    chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 
@@ -251,6 +254,7 @@ func New(cfg Config) (*Node, error) {
 		ops:       make(chan func()),
 		downs:     make(chan uint64, 64),
 		stop:      make(chan struct{}),
+		driven:    make(chan struct{}),
 		peers:     make(map[uint64]*peer),
 		groups:    make(map[uint64]*group),
 	}
@@ -422,6 +426,10 @@ func (n *Node) Status(ctx context.Context, id uint64) (GroupStatus, error) {
 // returns ctx's error. A caller that reads the log after a failed Propose
 // (the broker's idempotence, rebuilt from the log) thus sees the entry if
 // it can ever commit through this node.
+//
+// Once Propose returns, whatever its answer, nothing reads data again
+// (raft copies an entry's bytes when it appends it): the caller may reuse
+// the buffer, as the broker does its request frames.
 func (n *Node) Propose(ctx context.Context, id uint64, data []byte) (uint64, error) {
 	if len(data) > n.cfg.MaxFrame-frameOverhead {
 		return 0, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
@@ -438,12 +446,16 @@ func (n *Node) Propose(ctx context.Context, id uint64, data []byte) (uint64, err
 	case r := <-p.done:
 		return r.index, r.err
 	case <-n.stop:
+		// The driver may still take the proposal from its queue on
+		// its way out: data is the caller's again only after that.
+		<-n.driven
 		return 0, ErrClosed
 	case <-ctx.Done():
 	}
 	select {
 	case <-p.placed:
 	case <-n.stop:
+		<-n.driven
 		return 0, ErrClosed
 	}
 	select {

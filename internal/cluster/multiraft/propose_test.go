@@ -83,3 +83,68 @@ func TestProposeAfterCtxWaitsForItsRound(t *testing.T) {
 		t.Fatalf("after Propose returned, the log's last entry is %v (%v), want the proposal", ents, err)
 	}
 }
+
+// TestProposeLetsGoOfData: once Propose returns, whatever its answer,
+// the driver never reads its data again, so a caller may reuse the buffer
+// (the broker's request frames). Proposals race the node's Close, and each
+// caller overwrites its buffer the moment Propose returns: under -race, a
+// read of it by the driver after that is reported; without, an entry
+// found with the overwritten bytes fails the test.
+func TestProposeLetsGoOfData(t *testing.T) {
+	mux, err := raftmux.Listen("127.0.0.1:0", raftmux.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mux.Close()
+	n, err := New(Config{ID: 1, Mux: mux, Peers: map[uint64]string{}, Tick: testTick, Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := NewMemoryStorage()
+	if err := n.AddGroup(1, []uint64{1}, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the one node leads its group", func() bool {
+		l, _, err := n.Leader(1)
+		return err == nil && l == 1
+	})
+	const proposers = 16
+	var closed atomic.Int32
+	done := make(chan struct{})
+	for i := range proposers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for j := 0; ; j++ {
+				data := []byte{'p', byte(i), byte(j)}
+				_, err := n.Propose(context.Background(), 1, data)
+				data[0] = 'X' // the caller's again
+				if errors.Is(err, ErrClosed) {
+					closed.Add(1)
+					return
+				}
+			}
+		}()
+	}
+	testutil.WaitFor(t, "proposals committing", func() bool {
+		last, _ := st.LastIndex()
+		return last > 50
+	})
+	n.Close()
+	for range proposers {
+		<-done
+	}
+	if closed.Load() != proposers {
+		t.Fatalf("%d of %d proposers saw ErrClosed", closed.Load(), proposers)
+	}
+	first, _ := st.FirstIndex()
+	last, _ := st.LastIndex()
+	ents, err := st.Entries(first, last+1, ^uint64(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if d := e.GetData(); len(d) > 0 && d[0] != 'p' {
+			t.Fatalf("entry %d holds %q: read after its Propose returned", e.GetIndex(), d)
+		}
+	}
+}

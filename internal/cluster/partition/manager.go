@@ -389,8 +389,11 @@ func (m *Manager) part(topic string, partition int32) (*part, error) {
 // returns once the batch is committed (a majority holds it) and applied
 // here; with acks 1 (or 0) once this node's own log holds it, which the
 // replica store's Append reports (the entry may still be lost to a leader
-// change, as in Kafka). With acks 1 the caller must not change batch until
-// the call returns (raft copies it when it takes the proposal).
+// change, as in Kafka). Once it returns, whatever its answer, nothing reads
+// batch again (raft copies it when it takes the proposal, and
+// multiraft.Propose returns only after that or once it never will): the
+// caller may reuse it. With acks 1 the proposal goes on after the return
+// without its bytes.
 //
 // Errors wrap server.ErrNotLeader (this node is not the leader, or lost
 // the leadership before the batch committed), or
