@@ -57,7 +57,9 @@ func TestClusterMetadata(t *testing.T) {
 	rt.Topic = kmsg.StringPtr("auto")
 	req.Topics = []kmsg.MetadataRequestTopic{rt}
 	req.AllowAutoTopicCreation = true
-	fc.set(func(fc *fakeCluster) { fc.createErr = fmt.Errorf("fake: 3 with 1 live brokers: %w", ErrInvalidReplicationFactor) })
+	fc.set(func(fc *fakeCluster) {
+		fc.createErr = fmt.Errorf("fake: 3 with 1 live brokers: %w", ErrInvalidReplicationFactor)
+	})
 	resp = c.do(req).(*kmsg.MetadataResponse)
 	if resp.Topics[0].ErrorCode != kerr.LeaderNotAvailable.Code {
 		t.Fatalf("auto-create with too few live brokers: %+v", resp.Topics[0])
