@@ -261,7 +261,8 @@ func fixCRC(b []byte) []byte {
 // ErrBadState, never a panic, and what decodes re-encodes to the same
 // bytes.
 func FuzzDecodeState(f *testing.F) {
-	f.Add(raftState{term: 3, vote: 2, commit: 9, voters: []uint64{1, 2, 3}, learners: []uint64{4}}.encode())
+	f.Add(raftState{term: 3, vote: 2, commit: 9, conf: conf{voters: []uint64{1, 2, 3}, learners: []uint64{4}}}.encode())
+	f.Add(raftState{term: 3, commit: 9, conf: conf{voters: []uint64{1}}, inst: &install{index: 20, term: 3, end: 90, from: 40, restart: true, start: 60, cs: conf{voters: []uint64{1, 2}}}}.encode())
 	f.Add(raftState{}.encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := decodeState("raft-state", data)
