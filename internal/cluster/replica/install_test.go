@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/compaction"
+	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -327,6 +329,92 @@ func TestInstallCrashEveryStep(t *testing.T) {
 			if !restart && restarted > 0 {
 				t.Fatalf("%d of %d power losses restarted the partition after a cut", restarted, len(clones))
 			}
+		})
+	}
+}
+
+// TestReceiveSnapshotCompacted: the leader compacted the range a follower
+// needs (CompactTo gave it up, then the cleaner removed records below):
+// the copy stores the leader's batches at their offsets with the gaps
+// compaction left, after the follower's own committed batches (a cut) or
+// from the leader's start (a restart); the entries after the snapshot land
+// at the leader's offsets; reopened, the same; fsck finds the partition
+// clean.
+func TestReceiveSnapshotCompacted(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		name := "cut"
+		if restart {
+			name = "restart"
+		}
+		t.Run(name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			leader, follower, es := pair(t, fs)
+			defer closeT(t, leader)
+			if restart {
+				segs := leader.Log().Segments()
+				if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
+					t.Fatal(err)
+				}
+			}
+			off, err := leader.CompactTo(50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every record's key is "k": all but the last go.
+			if _, err := compaction.Clean(leader.p.(*seglog.Log), compaction.NewOffsetMap(1<<20, 0), 0, off, compaction.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			snap, _ := leader.Snapshot()
+			cut, _ := follower.HighWatermark(10)
+			from := cut
+			if restart {
+				from = leader.Log().StartOffset()
+			}
+			gaps := 0
+			next := from
+			for _, b := range rawBatches(t, leader) {
+				rb := record.Batch(b)
+				if rb.BaseOffset() < from || rb.BaseOffset() >= off {
+					continue
+				}
+				if rb.BaseOffset() != next || int64(rb.NumRecords()) != int64(rb.LastOffsetDelta())+1 {
+					gaps++
+				}
+				next = rb.NextOffset()
+			}
+			if gaps == 0 {
+				t.Fatalf("the leader's [%d, %d) has no gap to copy", from, off)
+			}
+			below := batchesBelow(t, follower, cut)
+			take(t, leader, follower, snap)
+			check := func(label string, f *Store) {
+				t.Helper()
+				if restart {
+					sameBatches(t, label, f, leader)
+				} else {
+					keptBelow(t, label, f, below, cut)
+					sameFrom(t, label, f, leader, cut)
+				}
+			}
+			if err := follower.Append(es[snap.GetMetadata().GetIndex()-1:]); err != nil {
+				t.Fatal(err)
+			}
+			check("copied", follower)
+			checkEpochs(t, "copied", fs, follower)
+			closeT(t, follower)
+			rep, err := fsck.Check(fs, "/f/t-0", fsck.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Clean() {
+				t.Fatalf("fsck: %+v", rep.Problems)
+			}
+			follower = openT(t, fs, "/f/t-0")
+			defer closeT(t, follower)
+			if last, _ := follower.LastIndex(); last != 60 {
+				t.Fatalf("reopened: last index %d, want 60", last)
+			}
+			check("reopened", follower)
 		})
 	}
 }

@@ -108,7 +108,9 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 			bad = err
 			return false
 		}
-		if e.BaseOffset() != next {
+		if e.BaseOffset() < next {
+			// Above is a gap, compaction's; below, a batch holding
+			// offsets before the range (or out of order).
 			bad = fmt.Errorf("%w: a batch at %d where %d was next", ErrBadTransfer, e.BaseOffset(), next)
 			return false
 		}
@@ -169,9 +171,10 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 // restarts at the snapshot's end (the data below is then missing on this
 // replica until retention passes it).
 //
-// Every batch is checked (framing, CRC, the offset it must have, a whole
-// batch of offsets: a compacted range cannot be copied this way) before
-// it is stored.
+// Every batch is checked (framing, CRC, an offset at or past the next
+// one wanted, no more records than offsets) before it is stored, at its
+// own offset (seglog's AppendAsFollower): a range the sender compacted is
+// copied with its gaps.
 func (s *Store) ReceiveSnapshot(ctx context.Context, snap *pb.Snapshot, fetch multiraft.FetchFunc) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -278,8 +281,8 @@ func (rc *receive) payload(p []byte) error {
 }
 
 // check splits data into batches and checks each: its framing and CRC,
-// its base offset (the next one wanted), a whole batch (as many records
-// as offsets: compaction's gaps are refused), and the end.
+// its base offset (at or past the next one wanted: the sender's compaction
+// leaves gaps), its record count (at most its offsets), and the end.
 func (rc *receive) check(data []byte) ([]record.Batch, error) {
 	var out []record.Batch
 	for len(data) > 0 {
@@ -298,14 +301,17 @@ func (rc *receive) check(data []byte) ([]record.Batch, error) {
 		if err := b.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: the batch at %d: %w", ErrBadTransfer, rc.next, err)
 		}
-		if b.BaseOffset() != rc.next {
+		if b.BaseOffset() < rc.next {
 			return nil, fmt.Errorf("%w: a batch at %d where %d is next", ErrBadTransfer, b.BaseOffset(), rc.next)
 		}
-		if b.NumRecords() <= 0 || int64(b.LastOffsetDelta())+1 != int64(b.NumRecords()) {
-			return nil, fmt.Errorf("%w: the batch at %d holds %d records for %d offsets (a compacted range is not copied)", ErrBadTransfer, rc.next, b.NumRecords(), int64(b.LastOffsetDelta())+1)
+		// A batch past rc.next, or with fewer records than offsets (none,
+		// even), is the sender's compaction: below the snapshot nothing
+		// is a raft entry, so its gaps renumber nothing.
+		if b.LastOffsetDelta() < 0 || int64(b.NumRecords()) > int64(b.LastOffsetDelta())+1 {
+			return nil, fmt.Errorf("%w: the batch at %d holds %d records for %d offsets", ErrBadTransfer, b.BaseOffset(), b.NumRecords(), int64(b.LastOffsetDelta())+1)
 		}
-		if b.NextOffset() > rc.end {
-			return nil, fmt.Errorf("%w: the batch at %d ends at %d, past the snapshot's end %d", ErrBadTransfer, rc.next, b.NextOffset(), rc.end)
+		if b.NextOffset() > rc.end || b.NextOffset() <= b.BaseOffset() {
+			return nil, fmt.Errorf("%w: the batch at %d ends at %d, past the snapshot's end %d", ErrBadTransfer, b.BaseOffset(), b.NextOffset(), rc.end)
 		}
 		out = append(out, b)
 		rc.next = b.NextOffset()
@@ -342,19 +348,19 @@ func (s *Store) storeRaw(batches []record.Batch) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if end := s.log.EndOffset(); batches[0].BaseOffset() != end {
+	if end := s.log.EndOffset(); batches[0].BaseOffset() < end {
 		return fmt.Errorf("%w: a batch at %d, the partition ends at %d", ErrBadTransfer, batches[0].BaseOffset(), end)
 	}
-	epochs := make([]int32, len(batches))
 	raw := make([][]byte, len(batches))
 	for i, b := range batches {
-		epochs[i] = max(b.PartitionLeaderEpoch(), 0)
 		raw[i] = b
-		if err := s.assignEpoch(epochs[i], b.BaseOffset()); err != nil {
+		if err := s.assignEpoch(max(b.PartitionLeaderEpoch(), 0), b.BaseOffset()); err != nil {
 			return err
 		}
 	}
-	if _, err := s.p.AppendEpochBatches(epochs, raw); err != nil {
+	// At their own offsets, the sender's bytes unchanged (epochs too),
+	// compaction's gaps kept.
+	if _, err := s.p.AppendAsFollower(raw); err != nil {
 		return err
 	}
 	return s.p.Sync()

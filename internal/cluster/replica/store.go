@@ -30,6 +30,9 @@ type Partition interface {
 	View() seglog.View
 	// AppendEpochBatches stamps and appends batches, one per entry.
 	AppendEpochBatches(epochs []int32, batches [][]byte) ([]seglog.AppendInfo, error)
+	// AppendAsFollower stores batches copied from the leader at their own
+	// offsets, gaps (compaction's) allowed, for a snapshot install.
+	AppendAsFollower(batches [][]byte) ([]seglog.AppendInfo, error)
 	// TruncateTo removes the records at or after an offset.
 	TruncateTo(offset int64) error
 	// RestartAt empties the partition and restarts it at an offset
