@@ -237,6 +237,14 @@ func TestBadStateFile(t *testing.T) {
 		},
 		"other version": func(b []byte) []byte { b[5] = 9; return fixCRC(b) },
 		"trailing byte": func(b []byte) []byte { return fixCRC(append(b[:len(b)-4], 0, 0, 0, 0, 0)) },
+		// Version 2 without the install it announces.
+		"install missing": func(b []byte) []byte { b[5] = installVersion; return fixCRC(b) },
+		"install out of order": func([]byte) []byte {
+			return raftState{term: 4, commit: 1, inst: &install{index: 9, term: 4, end: 10, from: 20}}.encode()
+		},
+		"restart below from": func([]byte) []byte {
+			return raftState{term: 4, commit: 1, inst: &install{index: 9, term: 4, end: 30, from: 20, restart: true, start: 20}}.encode()
+		},
 	} {
 		data := mutate(bytes.Clone(good))
 		if err := vfs.WriteFileAtomic(fs, path, data); err != nil {
