@@ -63,6 +63,13 @@ func (w Writer) AppendEpochBatches(epochs []int32, batches [][]byte) ([]seglog.A
 	return w.l.AppendEpochBatches(epochs, batches)
 }
 
+// AppendAsFollower stores batches copied from a replica's leader at the
+// offsets they carry, compaction's gaps kept (seglog.Log.AppendAsFollower):
+// a replicated partition's snapshot install (internal/cluster/replica).
+func (w Writer) AppendAsFollower(batches [][]byte) ([]seglog.AppendInfo, error) {
+	return w.l.AppendAsFollower(batches)
+}
+
 // TruncateTo removes every record at or after offset
 // (seglog.Log.TruncateTo): a replica dropping the uncommitted entries that
 // conflict with its leader's, which is why a Writer may do it at all.

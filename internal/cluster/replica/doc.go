@@ -36,8 +36,10 @@
 //   - A snapshot is the partition (snapshot.go): its Data is where its
 //     index ends, and a follower copies the batches it lacks from the
 //     snapshot's sender (ReceiveSnapshot, ServeSnapshot, which multiraft
-//     runs before raft sees the snapshot). CompactTo gives up entries a
-//     segment at a time, so compaction below never renumbers one.
+//     runs before raft sees the snapshot); an install under way is kept in
+//     the raft state, so a copy cut short resumes (install.go). CompactTo
+//     gives up entries a segment at a time, so compaction below never
+//     renumbers one.
 //
 // The Store does not own the partition: it is given it (Partition, which
 // *seglog.Log and store.Writer satisfy), and the partition's owner closes

@@ -237,6 +237,14 @@ func TestBadStateFile(t *testing.T) {
 		},
 		"other version": func(b []byte) []byte { b[5] = 9; return fixCRC(b) },
 		"trailing byte": func(b []byte) []byte { return fixCRC(append(b[:len(b)-4], 0, 0, 0, 0, 0)) },
+		// Version 2 without the install it announces.
+		"install missing": func(b []byte) []byte { b[5] = installVersion; return fixCRC(b) },
+		"install out of order": func([]byte) []byte {
+			return raftState{term: 4, commit: 1, inst: &install{index: 9, term: 4, end: 10, from: 20}}.encode()
+		},
+		"restart below from": func([]byte) []byte {
+			return raftState{term: 4, commit: 1, inst: &install{index: 9, term: 4, end: 30, from: 20, restart: true, start: 20}}.encode()
+		},
 	} {
 		data := mutate(bytes.Clone(good))
 		if err := vfs.WriteFileAtomic(fs, path, data); err != nil {
@@ -261,7 +269,8 @@ func fixCRC(b []byte) []byte {
 // ErrBadState, never a panic, and what decodes re-encodes to the same
 // bytes.
 func FuzzDecodeState(f *testing.F) {
-	f.Add(raftState{term: 3, vote: 2, commit: 9, voters: []uint64{1, 2, 3}, learners: []uint64{4}}.encode())
+	f.Add(raftState{term: 3, vote: 2, commit: 9, conf: conf{voters: []uint64{1, 2, 3}, learners: []uint64{4}}}.encode())
+	f.Add(raftState{term: 3, commit: 9, conf: conf{voters: []uint64{1}}, inst: &install{index: 20, term: 3, end: 90, from: 40, restart: true, start: 60, cs: conf{voters: []uint64{1, 2}}}}.encode())
 	f.Add(raftState{}.encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := decodeState("raft-state", data)

@@ -37,16 +37,6 @@ const (
 	payloadData   = 'D'
 )
 
-// pendingSnap is a snapshot whose data a transfer wrote below a restarted
-// partition, for ApplySnapshot to take.
-type pendingSnap struct {
-	index, term uint64
-	end         int64
-	// complete is set once every batch up to end is stored; restart
-	// says the partition was restarted for it.
-	complete, restart bool
-}
-
 // SnapshotNeedsData reports whether snap needs the sender's data: not
 // when the log holds its index with its term, nor when the log is fresh
 // and the partition ends where snap does, nor when a transfer has already
@@ -118,7 +108,9 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 			bad = err
 			return false
 		}
-		if e.BaseOffset() != next {
+		if e.BaseOffset() < next {
+			// Above is a gap, compaction's; below, a batch holding
+			// offsets before the range (or out of order).
 			bad = fmt.Errorf("%w: a batch at %d where %d was next", ErrBadTransfer, e.BaseOffset(), next)
 			return false
 		}
@@ -154,30 +146,35 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 // ReceiveSnapshot copies what snap needs from its sender (fetch) into the
 // partition. It runs while the group is frozen (multiraft stops raft
 // reading or writing this Store meanwhile). The part of the log raft has
-// committed here is kept: the copy starts where the committed entries end.
+// committed here is kept: the copy starts where the committed entries end,
+// or, when a copy before this one stopped short, where the partition ends
+// (its batches past the raft log are that copy's, checked as they came).
 //
-//   - If the sender still holds that offset, the uncommitted tail, if
-//     any, is cut, and the sender's batches up to the snapshot's end are
-//     stored after the committed ones, at the same offsets. They cannot be
-//     numbered by counting them (the sender's empty entries have no
-//     batch), so the commit index and the anchor of the log after the
-//     snapshot are saved first, as for a restart: a crash midway restarts
-//     the partition at the snapshot's end (Open). raft, which must not see
-//     its log grow behind its back, takes the snapshot (ApplySnapshot),
-//     and the raft log is empty after it, the batches kept below.
-//   - If the sender's log starts past it (retention deleted what this
-//     node lacks), the partition is emptied and restarted at the sender's
-//     log start, as Kafka's follower does (truncateFullyAndStartAt), and
-//     the sender's batches up to the snapshot's end are stored there: the
-//     raft log becomes empty after the snapshot's index when raft applies
-//     it (ApplySnapshot). The commit index and that anchor are saved
-//     before the partition is restarted, so a crash midway leaves a
-//     partition that restarts at the snapshot's end (Open), never a log
-//     numbered wrong.
+// Before the partition changes, the install is saved in the raft-state
+// file (install, state.go): the uncommitted tail, if any, is cut first, so
+// that the raft log the anchors describe ends where the committed entries
+// do, and every batch past it is the sender's. The sender's batches cannot
+// be numbered as entries by counting them (its empty entries have no
+// batch), and they are not: the raft log, on disk as in memory, stays the
+// committed entries until raft takes the snapshot (ApplySnapshot, which
+// then replaces the anchors with the snapshot's and drops the install).
+// Should the copy fail or the power go meanwhile, the partition keeps
+// every batch it had below the cut and the batches copied after it; the
+// next copy resumes at its end, and entries raft appends instead replace
+// the copied batches (abandonInstall).
 //
-// Every batch is checked (framing, CRC, the offset it must have, a whole
-// batch of offsets: a compacted range cannot be copied this way) before
-// it is stored.
+// If the sender's log starts past that point (retention deleted what this
+// node lacks), the partition is emptied and restarted at the sender's log
+// start, as Kafka's follower does (truncateFullyAndStartAt), and the
+// sender's batches up to the snapshot's end are stored there; a copy that
+// does not finish leaves a partition whose own data is gone, which Open
+// restarts at the snapshot's end (the data below is then missing on this
+// replica until retention passes it).
+//
+// Every batch is checked (framing, CRC, an offset at or past the next
+// one wanted, no more records than offsets) before it is stored, at its
+// own offset (seglog's AppendAsFollower): a range the sender compacted is
+// copied with its gaps.
 func (s *Store) ReceiveSnapshot(ctx context.Context, snap *pb.Snapshot, fetch multiraft.FetchFunc) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -191,12 +188,13 @@ func (s *Store) ReceiveSnapshot(ctx context.Context, snap *pb.Snapshot, fetch mu
 	if term > uint64(^uint32(0)>>1) {
 		return fmt.Errorf("%w: snapshot term %d above the largest leader epoch", ErrBadEntry, term)
 	}
-	s.mu.Lock()
-	commit := s.state.commit
-	s.mu.Unlock()
 	if err := s.follow(); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	commit := s.state.commit
+	p := s.pending
+	s.mu.Unlock()
 	s.idx.RLock()
 	first := s.first
 	fresh := len(s.anchors) == 0
@@ -204,51 +202,37 @@ func (s *Store) ReceiveSnapshot(ctx context.Context, snap *pb.Snapshot, fetch mu
 	if commit >= index {
 		return fmt.Errorf("replica: snapshot at %d is not past the commit index %d", index, commit)
 	}
-	cut := int64(0)
-	if !fresh {
-		if commit+1 < first {
-			commit = first - 1
-		}
-		if cut, err = s.HighWatermark(commit); err != nil {
-			return err
-		}
+	if fresh {
+		// multiraft bootstraps every group before raft runs: a log with
+		// no anchor has nothing to number the sender's batches from.
+		return fmt.Errorf("%w: a log never started takes no snapshot data", ErrBadTransfer)
+	}
+	commit = max(commit, first-1)
+	cut, err := s.HighWatermark(commit)
+	if err != nil {
+		return err
 	}
 	if cut > end {
 		return fmt.Errorf("%w: the committed entries end at %d, past the snapshot's end %d", ErrBadTransfer, cut, end)
 	}
-	rc := &receive{s: s, index: index, term: term, end: end, commit: commit, cut: cut, next: cut}
-	req := binary.BigEndian.AppendUint64(nil, uint64(cut))
+	next := cut
+	if p != nil && (p.restart || p.from == cut) {
+		// An earlier copy's batches are kept: this one goes on after
+		// them (up to the snapshot's end: past it, the batches are the
+		// entries after the snapshot, which raft appends).
+		next = max(cut, min(s.log.EndOffset(), end))
+	}
+	rc := &receive{s: s, index: index, term: term, end: end, commit: commit, cut: cut, next: next, cs: md.GetConfState()}
+	req := binary.BigEndian.AppendUint64(nil, uint64(next))
 	req = binary.BigEndian.AppendUint64(req, uint64(end))
 	err = fetch(ctx, req, rc.payload)
 	if err == nil {
 		err = rc.finish()
 	}
 	if err != nil {
-		s.abortTransfer(rc)
+		s.abortTransfer()
 	}
 	return err
-}
-
-// abortTransfer leaves a failed transfer's Store so that raft, unfrozen,
-// finds a log no longer than it was (its view in memory never grew). On
-// disk nothing can be undone, after a cut as after a restart: the pending
-// snapshot stays, the commit index saved stays at least its
-// index (SetHardState), and Append refuses entries, which stops the
-// group until it is reopened (Open then restarts the partition at the
-// snapshot's end) or another transfer completes.
-func (s *Store) abortTransfer(rc *receive) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.pending
-	if rc.restart || p == nil || p.restart {
-		return
-	}
-	// After a cut the disk holds the log after the snapshot (cutAfter),
-	// which cannot be put back crash-safely (the anchors and the commit
-	// index are two files): as after a restart, Append refuses entries
-	// until the Store is reopened, and Open restarts the partition at the
-	// snapshot's end.
-	p.restart = true
 }
 
 // receive is one transfer's state.
@@ -257,10 +241,12 @@ type receive struct {
 	index, term uint64
 	end         int64
 	commit      uint64
-	cut, next   int64
-	// started says the header came; restart that the partition was
-	// restarted at the sender's start (else the batches are entries).
-	started, restart bool
+	// cut is where the committed entries end, next where the next batch
+	// goes.
+	cut, next int64
+	cs        *pb.ConfState
+	// started says the header came.
+	started bool
 }
 
 // payload takes one payload of the sender's answer.
@@ -278,11 +264,11 @@ func (rc *receive) payload(p []byte) error {
 		if start < 0 || start > rc.end {
 			return fmt.Errorf("%w: the sender starts at %d, past the snapshot's end %d", ErrBadTransfer, start, rc.end)
 		}
-		if start > rc.cut {
-			rc.restart, rc.next = true, start
-			return s.restartForSnapshot(rc.index, rc.term, rc.end, start)
+		if start > rc.next {
+			rc.next = start
+			return s.restartForSnapshot(rc, start)
 		}
-		return s.cutAfter(rc.commit, rc.cut, &pendingSnap{index: rc.index, term: rc.term, end: rc.end})
+		return s.prepareCopy(rc)
 	}
 	if p[0] != payloadData {
 		return fmt.Errorf("%w: a payload of kind %q", ErrBadTransfer, p[0])
@@ -295,8 +281,8 @@ func (rc *receive) payload(p []byte) error {
 }
 
 // check splits data into batches and checks each: its framing and CRC,
-// its base offset (the next one wanted), a whole batch (as many records
-// as offsets: compaction's gaps are refused), and the end.
+// its base offset (at or past the next one wanted: the sender's compaction
+// leaves gaps), its record count (at most its offsets), and the end.
 func (rc *receive) check(data []byte) ([]record.Batch, error) {
 	var out []record.Batch
 	for len(data) > 0 {
@@ -315,14 +301,17 @@ func (rc *receive) check(data []byte) ([]record.Batch, error) {
 		if err := b.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: the batch at %d: %w", ErrBadTransfer, rc.next, err)
 		}
-		if b.BaseOffset() != rc.next {
+		if b.BaseOffset() < rc.next {
 			return nil, fmt.Errorf("%w: a batch at %d where %d is next", ErrBadTransfer, b.BaseOffset(), rc.next)
 		}
-		if b.NumRecords() <= 0 || int64(b.LastOffsetDelta())+1 != int64(b.NumRecords()) {
-			return nil, fmt.Errorf("%w: the batch at %d holds %d records for %d offsets (a compacted range is not copied)", ErrBadTransfer, rc.next, b.NumRecords(), int64(b.LastOffsetDelta())+1)
+		// A batch past rc.next, or with fewer records than offsets (none,
+		// even), is the sender's compaction: below the snapshot nothing
+		// is a raft entry, so its gaps renumber nothing.
+		if b.LastOffsetDelta() < 0 || int64(b.NumRecords()) > int64(b.LastOffsetDelta())+1 {
+			return nil, fmt.Errorf("%w: the batch at %d holds %d records for %d offsets", ErrBadTransfer, b.BaseOffset(), b.NumRecords(), int64(b.LastOffsetDelta())+1)
 		}
-		if b.NextOffset() > rc.end {
-			return nil, fmt.Errorf("%w: the batch at %d ends at %d, past the snapshot's end %d", ErrBadTransfer, rc.next, b.NextOffset(), rc.end)
+		if b.NextOffset() > rc.end || b.NextOffset() <= b.BaseOffset() {
+			return nil, fmt.Errorf("%w: the batch at %d ends at %d, past the snapshot's end %d", ErrBadTransfer, b.BaseOffset(), b.NextOffset(), rc.end)
 		}
 		out = append(out, b)
 		rc.next = b.NextOffset()
@@ -343,152 +332,36 @@ func (rc *receive) finish() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.log.EndOffset() != rc.end || s.pending == nil {
+	if p := s.pending; p == nil || p.index != rc.index || p.term != rc.term || p.end != rc.end || s.log.EndOffset() != rc.end {
 		return fmt.Errorf("%w: the partition ends at %d after the copy, the snapshot at %d", ErrBadTransfer, s.log.EndOffset(), rc.end)
 	}
 	s.pending.complete = true
 	return nil
 }
 
-// cutAfter removes the entries after commit, if any (a tail raft has not
-// committed here, which the sender's batches replace), and whatever a
-// transfer before left after cut, the end of the committed entries. The
-// batches then stored after cut are the sender's entries after commit, so
-// a crash before raft takes the snapshot leaves a log whose entries are
-// numbered right (Open walks them from the last anchor). The in-memory
-// raft view ends at commit until ApplySnapshot takes p.
-func (s *Store) cutAfter(commit uint64, cut int64, p *pendingSnap) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.idx.RLock()
-	_, last := s.bounds()
-	fresh := len(s.anchors) == 0
-	s.idx.RUnlock()
-	if fresh {
-		// multiraft bootstraps every group before raft runs: a log with
-		// no anchor has nothing to number the sender's batches from.
-		return fmt.Errorf("%w: a log never started takes no snapshot data", ErrBadTransfer)
-	}
-	if last > commit {
-		if err := s.truncateFrom(commit + 1); err != nil {
-			return err
-		}
-	}
-	if s.log.EndOffset() > cut {
-		if err := s.p.TruncateTo(cut); err != nil {
-			return err
-		}
-		if err := s.truncateEpochs(cut); err != nil {
-			return err
-		}
-	}
-	// The sender's batches after cut are not numbered by counting them
-	// (its empty entries have none): on disk, the log is the one after
-	// the snapshot, as a restart's, so a crash midway restarts the
-	// partition at the snapshot's end (Open) and one after the copy finds
-	// the log empty after it. The raft view in memory keeps the committed
-	// entries until raft takes the snapshot, or a failure puts them back
-	// on disk (abortTransfer).
-	s.pending = p
-	st := s.state
-	st.commit = max(st.commit, p.index)
-	if err := s.saveState(st); err != nil {
-		return err
-	}
-	return s.writeAnchors([]anchor{{p.index + 1, p.end, p.term}})
-}
-
-// restartForSnapshot empties the partition and restarts it at start, the
-// sender's log start, for the batches up to end, the snapshot (index,
-// term)'s. The commit index and the anchor of the log after the snapshot
-// are saved first: should the copy not finish, Open finds the partition
-// ending before that anchor and restarts it at the snapshot's end. The
-// in-memory raft view becomes an empty log after the commit index: what
-// raft (frozen, every committed entry applied) still takes for its log,
-// in which it finds the snapshot's index absent, so it takes the
-// snapshot; ApplySnapshot then switches to the saved anchor. Until then
-// retention is not followed (the anchors on disk are the snapshot's).
-func (s *Store) restartForSnapshot(index, term uint64, end, start int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.idx.RLock()
-	commit := s.state.commit
-	if commit+1 < s.first {
-		commit = s.first - 1
-	}
-	s.idx.RUnlock()
-	commitTerm, err := s.term(commit)
-	if err != nil {
-		return err
-	}
-	s.pending = &pendingSnap{index: index, term: term, end: end, restart: true}
-	st := s.state
-	st.commit = max(st.commit, index)
-	if err := s.saveState(st); err != nil {
-		return err
-	}
-	if err := s.writeAnchors([]anchor{{index + 1, end, term}}); err != nil {
-		return err
-	}
-	if err := s.p.RestartAt(start); err != nil {
-		return err
-	}
-	if err := s.epochs.Clear(); err != nil {
-		return err
-	}
-	s.idx.Lock()
-	s.dropTables()
-	s.anchors = []anchor{{commit + 1, start, commitTerm}}
-	s.first, s.last, s.lastTerm, s.end = commit+1, commit, commitTerm, start
-	s.idx.Unlock()
-	return nil
-}
-
-// storeRaw appends checked batches of a restarted partition, outside the
-// raft view, keeping their epochs (and the epoch checkpoint with them).
+// storeRaw appends checked batches of the sender past the raft log (no
+// entry of it: the install says so, install.go), keeping their epochs (and
+// the epoch checkpoint with them), synced before it returns.
 func (s *Store) storeRaw(batches []record.Batch) error {
 	if len(batches) == 0 {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if end := s.log.EndOffset(); batches[0].BaseOffset() != end {
+	if end := s.log.EndOffset(); batches[0].BaseOffset() < end {
 		return fmt.Errorf("%w: a batch at %d, the partition ends at %d", ErrBadTransfer, batches[0].BaseOffset(), end)
 	}
-	epochs := make([]int32, len(batches))
 	raw := make([][]byte, len(batches))
 	for i, b := range batches {
-		epochs[i] = max(b.PartitionLeaderEpoch(), 0)
 		raw[i] = b
-		if err := s.assignEpoch(epochs[i], b.BaseOffset()); err != nil {
+		if err := s.assignEpoch(max(b.PartitionLeaderEpoch(), 0), b.BaseOffset()); err != nil {
 			return err
 		}
 	}
-	if _, err := s.p.AppendEpochBatches(epochs, raw); err != nil {
+	// At their own offsets, the sender's bytes unchanged (epochs too),
+	// compaction's gaps kept.
+	if _, err := s.p.AppendAsFollower(raw); err != nil {
 		return err
 	}
 	return s.p.Sync()
-}
-
-// takePending makes the log empty after the pending snapshot, if it is
-// (index, term) and the partition ends at its end; it reports whether it
-// did. Called with mu.
-func (s *Store) takePending(index, term uint64, end int64, cs *pb.ConfState) (bool, error) {
-	p := s.pending
-	if p == nil || !p.complete || p.index != index || p.term != term || p.end != end || s.log.EndOffset() != end {
-		return false, nil
-	}
-	st := s.state
-	st.setConfState(cs)
-	st.commit = max(st.commit, index)
-	if err := s.saveState(st); err != nil {
-		return false, err
-	}
-	s.idx.Lock()
-	defer s.idx.Unlock()
-	s.dropTables()
-	s.anchors = []anchor{{index + 1, end, term}}
-	s.first, s.last, s.lastTerm, s.end = index+1, index, term, end
-	s.pending = nil
-	return true, s.saveAnchors()
 }

@@ -3,7 +3,6 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -31,6 +30,9 @@ type Partition interface {
 	View() seglog.View
 	// AppendEpochBatches stamps and appends batches, one per entry.
 	AppendEpochBatches(epochs []int32, batches [][]byte) ([]seglog.AppendInfo, error)
+	// AppendAsFollower stores batches copied from the leader at their own
+	// offsets, gaps (compaction's) allowed, for a snapshot install.
+	AppendAsFollower(batches [][]byte) ([]seglog.AppendInfo, error)
 	// TruncateTo removes the records at or after an offset.
 	TruncateTo(offset int64) error
 	// RestartAt empties the partition and restarts it at an offset
@@ -70,8 +72,8 @@ type Store struct {
 	// commitDirty says state's commit index is not on disk yet
 	// (SetHardState), under mu.
 	commitDirty bool
-	// pending is a snapshot install that restarted the partition
-	// (snapshot.go), under mu; retention is not followed meanwhile.
+	// pending is a snapshot install under way (install.go), under mu;
+	// retention is not followed meanwhile.
 	pending *pendingSnap
 
 	// idx guards the raft view of the partition. Writers hold mu first.
@@ -135,7 +137,12 @@ func (s *Store) load() error {
 	if err != nil {
 		return err
 	}
-	end := s.log.EndOffset()
+	// end is where the raft log's batches end: the partition's end, but
+	// for a snapshot install under way (install.go).
+	anchors, end, err := s.loadInstall(anchors)
+	if err != nil {
+		return err
+	}
 	k := len(anchors)
 	// An anchor at the end is kept: it may say the last entry is an empty
 	// one (which has no batch), or that the log ends before its entry.
@@ -143,20 +150,6 @@ func (s *Store) load() error {
 		k--
 	}
 	changed := k != len(anchors)
-	if k == 1 && len(anchors) == 1 && anchors[0].offset > end && s.state.commit+1 >= anchors[0].index {
-		// The one anchor, past the partition's end, after a commit
-		// index that reaches it: only a snapshot install saves that
-		// (snapshot.go), before it restarts the partition and copies the
-		// leader's batches up to the anchor. The copy did not finish:
-		// the partition restarts at the snapshot's end, as an install
-		// with nothing to copy would, so the entries after it get their
-		// offsets right; the data below is not there (the leader sends it
-		// to no one again).
-		if err := s.p.RestartAt(anchors[0].offset); err != nil {
-			return err
-		}
-		end = s.log.EndOffset()
-	}
 	anchors = anchors[:k]
 	if k == 1 && anchors[0].offset > end {
 		anchors[0].offset = end
@@ -173,13 +166,13 @@ func (s *Store) load() error {
 	}
 	k = len(s.anchors)
 	a := s.anchors[k-1]
-	t, err := s.walk(a.offset, ^uint64(0), math.MaxInt64)
+	t, err := s.walk(a.offset, ^uint64(0), end)
 	if err != nil {
 		return err
 	}
 	s.first = s.anchors[0].index
 	s.last = a.index + uint64(len(t.offs)) - 1
-	s.end = s.log.EndOffset()
+	s.end = end
 	// With no batch after the last anchor, the log ends at the entry
 	// before it, whose term the anchor keeps (an empty entry's, or the
 	// snapshot's).

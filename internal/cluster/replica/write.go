@@ -57,8 +57,8 @@ func (s *Store) Append(entries []*pb.Entry) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if p := s.pending; p != nil && p.restart {
-		return fmt.Errorf("%w: the partition was restarted for the snapshot at %d, which raft has not taken", ErrSnapshotNeedsData, p.index)
+	if err := s.abandonInstall(); err != nil {
+		return err
 	}
 	if err := s.followLocked(); err != nil {
 		return err

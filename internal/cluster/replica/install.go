@@ -1,0 +1,285 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/seglog/seglog/internal/epochcache"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// A snapshot install's life on disk (docs/cluster-partitions.md, "Snapshot
+// install"). Two files say what a partition's raft log is: the anchors
+// (raft-index-checkpoint) and the commit index (raft-state). An install
+// changes both, and the partition, so it is kept in raft-state (install,
+// state.go), written atomically with the commit index, before anything
+// else changes:
+//
+//  1. prepareCopy cuts the uncommitted tail (a truncation, crash-safe as
+//     any) and saves the install: the anchors still describe the committed
+//     entries, which end at from; every batch past from is the sender's.
+//  2. The copy appends the sender's batches past from (storeRaw), each
+//     synced; for a restart, restartForSnapshot first saves the install
+//     with restart set, then empties the partition at the sender's start.
+//  3. takePending, once the copy reached the snapshot's end and raft takes
+//     the snapshot, replaces the anchors with the snapshot's, then saves
+//     the state with the snapshot's commit index and configuration and no
+//     install.
+//
+// Open (loadInstall) finds one of: the snapshot's anchor first in the
+// anchors (a crash inside 3: the state is finished from the install); a
+// restarted partition (its start past from: its own data is gone, so it
+// is moved to the snapshot, restarted at its end unless the copy reached
+// it); or the committed entries with the sender's batches after them (a
+// crash in 1 or 2, or a restart that did not happen), which it keeps: the
+// raft log ends at from, the install stays, and the next copy resumes at
+// the partition's end.
+
+// pendingSnap is the install under way as the Store holds it: the one
+// saved in the raft state, and whether the copy has reached its end.
+type pendingSnap struct {
+	install
+	// complete says every batch up to end is stored: raft may take it.
+	complete bool
+}
+
+// setInstall saves in as the install under way, with the state as it is.
+// Called with mu.
+func (s *Store) setInstall(in *install) error {
+	st := s.state
+	st.inst = in
+	if err := s.saveState(st); err != nil {
+		return err
+	}
+	s.pending = &pendingSnap{install: *in}
+	return nil
+}
+
+// prepareCopy readies the partition for rc's batches after the committed
+// entries (or, after a restart for an earlier snapshot, after the batches
+// copied since): it cuts the uncommitted tail, and whatever an earlier copy
+// stored past the snapshot's end, then saves the install. Called from a
+// transfer once the sender's header came.
+func (s *Store) prepareCopy(rc *receive) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := &install{index: rc.index, term: rc.term, end: rc.end, from: rc.cut}
+	in.cs.setConfState(rc.cs)
+	if p := s.pending; p != nil && p.restart {
+		// The raft log is the empty one restartForSnapshot left in memory
+		// (on disk, the anchors are still the old log's): the install
+		// stays a restart, from the offset it was restarted past.
+		in.from, in.restart, in.start = p.from, true, p.start
+	} else {
+		s.idx.RLock()
+		_, last := s.bounds()
+		s.idx.RUnlock()
+		if last > rc.commit {
+			// A tail raft has not committed here, which the sender's
+			// batches replace: cut before the install is saved, so that
+			// every batch past from is the sender's.
+			if err := s.truncateFrom(rc.commit + 1); err != nil {
+				return err
+			}
+		}
+	}
+	if s.log.EndOffset() > rc.next {
+		// Batches of an earlier copy past this snapshot's end: the entries
+		// after the snapshot, which raft appends again, the same bytes.
+		if err := s.p.TruncateTo(rc.next); err != nil {
+			return err
+		}
+		if err := s.truncateEpochs(rc.next); err != nil {
+			return err
+		}
+	}
+	return s.setInstall(in)
+}
+
+// restartForSnapshot empties the partition and restarts it at start, the
+// sender's log start, past the batches this node has (Kafka's
+// truncateFullyAndStartAt). The uncommitted tail is cut and the install is
+// saved, restart set, first: a crash before the restart leaves the
+// committed entries (Open keeps them), one after it a partition Open moves
+// to the snapshot. The in-memory raft view becomes an empty log after the
+// commit index, at start: what raft (frozen, every committed entry
+// applied) still takes for its log, in which it finds the snapshot's index
+// absent, so it takes the snapshot; ApplySnapshot then switches to the
+// snapshot's anchor. Until then retention is not followed.
+func (s *Store) restartForSnapshot(rc *receive, start int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idx.RLock()
+	commit := max(rc.commit, s.first-1)
+	_, last := s.bounds()
+	s.idx.RUnlock()
+	commitTerm, err := s.term(commit)
+	if err != nil {
+		return err
+	}
+	in := &install{index: rc.index, term: rc.term, end: rc.end, from: rc.cut, restart: true, start: start}
+	in.cs.setConfState(rc.cs)
+	if p := s.pending; p != nil && p.restart {
+		in.from = p.from
+	} else if last > commit {
+		if err := s.truncateFrom(commit + 1); err != nil {
+			return err
+		}
+	}
+	if err := s.setInstall(in); err != nil {
+		return err
+	}
+	if err := s.p.RestartAt(start); err != nil {
+		return err
+	}
+	if err := s.epochs.Clear(); err != nil {
+		return err
+	}
+	s.idx.Lock()
+	s.dropTables()
+	s.anchors = []anchor{{commit + 1, start, commitTerm}}
+	s.first, s.last, s.lastTerm, s.end = commit+1, commit, commitTerm, start
+	s.idx.Unlock()
+	return nil
+}
+
+// abortTransfer leaves a failed transfer's Store so that raft, unfrozen,
+// finds its log as it was (its view in memory never grew): the install
+// stays, incomplete, with the batches copied so far, for the next copy to
+// resume or an Append to replace (abandonInstall). The epochs of batches a
+// failed append did not store go.
+func (s *Store) abortTransfer() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending != nil {
+		s.pending.complete = false
+	}
+	_ = s.truncateEpochs(s.log.EndOffset())
+}
+
+// abandonInstall ends an install raft did not take, before Append stores
+// entries after the raft log: the sender's batches copied past it are
+// removed (the entries appended in their place are the same committed
+// batches, stamped alike), then the install. After a restart the raft log
+// has no batch to append after: Append is refused until the snapshot is
+// taken, or Open moves the partition to it. Called with mu.
+func (s *Store) abandonInstall() error {
+	p := s.pending
+	if p == nil {
+		return nil
+	}
+	if p.restart {
+		return fmt.Errorf("%w: the partition was restarted for the snapshot at %d, which raft has not taken", ErrSnapshotNeedsData, p.index)
+	}
+	s.idx.RLock()
+	end := s.end
+	s.idx.RUnlock()
+	if s.log.EndOffset() > end {
+		if err := s.p.TruncateTo(end); err != nil {
+			return err
+		}
+		if err := s.truncateEpochs(end); err != nil {
+			return err
+		}
+	}
+	st := s.state
+	st.inst = nil
+	if err := s.saveState(st); err != nil {
+		return err
+	}
+	s.pending = nil
+	return nil
+}
+
+// takePending makes the log empty after the pending snapshot, if it is
+// (index, term) and the partition ends at its end; it reports whether it
+// did. The snapshot's anchor is saved first, then the state without the
+// install: a crash between leaves the install with its anchor, which Open
+// finishes. Called with mu.
+func (s *Store) takePending(index, term uint64, end int64, cs *pb.ConfState) (bool, error) {
+	p := s.pending
+	if p == nil || !p.complete || p.index != index || p.term != term || p.end != end || s.log.EndOffset() != end {
+		return false, nil
+	}
+	a := p.snapAnchor()
+	if err := s.writeAnchors([]anchor{a}); err != nil {
+		return false, err
+	}
+	st := s.state
+	st.setConfState(cs)
+	st.commit = max(st.commit, index)
+	st.inst = nil
+	if err := s.saveState(st); err != nil {
+		return false, err
+	}
+	s.idx.Lock()
+	defer s.idx.Unlock()
+	s.dropTables()
+	s.anchors = []anchor{a}
+	s.first, s.last, s.lastTerm, s.end = index+1, index, term, end
+	s.pending = nil
+	return true, nil
+}
+
+// loadInstall is Open's part for an install saved in the raft state (see
+// the top of this file), given the anchors on disk; it returns the anchors
+// to go on with and the end of the raft log's batches (the partition's end
+// but for an install kept). Called from Open, before the Store is shared.
+func (s *Store) loadInstall(anchors []anchor) ([]anchor, int64, error) {
+	in := s.state.inst
+	end := s.log.EndOffset()
+	if in == nil {
+		return anchors, end, nil
+	}
+	a := in.snapAnchor()
+	switch {
+	case len(anchors) > 0 && anchors[0] == a:
+		// takePending saved the snapshot's anchor, once the copy was
+		// whole; the state is finished here.
+		return anchors, end, s.finishInstall(in)
+	case in.restart && s.log.StartOffset() > in.from:
+		// The partition was restarted for the snapshot: the entries it
+		// held are gone, so the log can only go on from the snapshot.
+		// A copy that reached its end is kept; otherwise the partition
+		// restarts there (the data below is missing on this replica).
+		if s.log.StartOffset() != in.start || end != in.end {
+			if err := s.p.RestartAt(in.end); err != nil {
+				return nil, 0, err
+			}
+			// Epochs of batches the restart removed, if a crash came
+			// before restartForSnapshot cleared them (the cache is not
+			// loaded yet: Open loads it after the anchors).
+			if err := epochcache.New(s.fs, s.dir).Replace(nil); err != nil {
+				return nil, 0, err
+			}
+		}
+		if err := s.writeAnchors([]anchor{a}); err != nil {
+			return nil, 0, err
+		}
+		return []anchor{a}, s.log.EndOffset(), s.finishInstall(in)
+	}
+	// The committed entries, then the batches copied after them: both
+	// stay. The raft log ends at from; the install stays (not a restart
+	// any more: that did not happen), so the next copy resumes.
+	kept := *in
+	kept.restart, kept.start = false, 0
+	if in.restart {
+		st := s.state
+		st.inst = &kept
+		if err := s.saveState(st); err != nil {
+			return nil, 0, err
+		}
+	}
+	s.pending = &pendingSnap{install: kept, complete: end == kept.end}
+	return anchors, min(end, kept.from), nil
+}
+
+// finishInstall saves the state an install leaves once its anchor is
+// saved: committed up to the snapshot, its configuration, no install.
+func (s *Store) finishInstall(in *install) error {
+	st := s.state
+	st.conf = in.cs
+	st.commit = max(st.commit, in.index)
+	st.inst = nil
+	return s.saveState(st)
+}

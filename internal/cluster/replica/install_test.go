@@ -1,0 +1,420 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/compaction"
+	"github.com/seglog/seglog/fsck"
+	"github.com/seglog/seglog/internal/cluster/multiraft"
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// batchesBelow returns s's batches whose base offset is below off.
+func batchesBelow(t *testing.T, s *Store, off int64) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, b := range rawBatches(t, s) {
+		if record.Batch(b).BaseOffset() < off {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// keptBelow checks that s still holds, byte for byte, the batches it had
+// below the cut before an install.
+func keptBelow(t *testing.T, label string, s *Store, want [][]byte, cut int64) {
+	t.Helper()
+	got := batchesBelow(t, s, cut)
+	if s.Log().StartOffset() != 0 || len(got) != len(want) {
+		t.Fatalf("%s: %d batches below %d from offset %d, had %d from 0", label, len(got), cut, s.Log().StartOffset(), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("%s: batch %d below the cut changed", label, i)
+		}
+	}
+}
+
+// sameFrom checks that s holds the leader's batches from off on.
+func sameFrom(t *testing.T, label string, s, leader *Store, off int64) {
+	t.Helper()
+	var g, w [][]byte
+	for _, b := range rawBatches(t, s) {
+		if record.Batch(b).BaseOffset() >= off {
+			g = append(g, b)
+		}
+	}
+	for _, b := range rawBatches(t, leader) {
+		if record.Batch(b).BaseOffset() >= off {
+			w = append(w, b)
+		}
+	}
+	if len(g) != len(w) {
+		t.Fatalf("%s: %d batches from %d, the leader %d", label, len(g), off, len(w))
+	}
+	for i := range g {
+		if !bytes.Equal(g[i], w[i]) {
+			t.Fatalf("%s: batch %d from %d differs from the leader's", label, i, off)
+		}
+	}
+}
+
+// recordFrom wraps fetch, noting the offset each request starts at.
+func recordFrom(fetch multiraft.FetchFunc, froms *[]int64) multiraft.FetchFunc {
+	return func(ctx context.Context, req []byte, recv func([]byte) error) error {
+		*froms = append(*froms, int64(binary.BigEndian.Uint64(req)))
+		return fetch(ctx, req, recv)
+	}
+}
+
+// entriesCase is pair's leader with its raft log moved past the
+// follower's (the leader's partition whole), its snapshot, and where the
+// follower's committed entries end.
+func entriesCase(t *testing.T, fs vfs.FS) (leader, follower *Store, es []*pb.Entry, snap *pb.Snapshot, cut int64) {
+	t.Helper()
+	leader, follower, es = pair(t, fs)
+	if _, err := leader.CompactTo(50); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := leader.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut, err = follower.HighWatermark(10); err != nil {
+		t.Fatal(err)
+	}
+	return leader, follower, es, snap, cut
+}
+
+// TestInstallAfterCutResumes: a copy that breaks off after the cut keeps
+// every batch the follower had below it and the batches it copied; the
+// raft log stays the committed entries (10), and the next copy resumes at
+// the partition's end, in place or after a power loss.
+func TestInstallAfterCutResumes(t *testing.T) {
+	fs := vfs.NewMem()
+	leader, follower, es, snap, cut := entriesCase(t, fs)
+	defer closeT(t, leader)
+	below := batchesBelow(t, follower, cut)
+	crashed := crashDuring(t, fs, leader, follower, snap)
+	keptBelow(t, "after the failed copy", follower, below, cut)
+	copied := follower.Log().EndOffset()
+	if copied <= cut {
+		t.Fatalf("the copy stored nothing past %d", cut)
+	}
+	if last, _ := follower.LastIndex(); last != 10 {
+		t.Fatalf("after the failed copy: last index %d, want the commit index 10", last)
+	}
+	var froms []int64
+	fetch := recordFrom(serveFrom(leader, nil, -1), &froms)
+	if err := follower.ReceiveSnapshot(context.Background(), snap, fetch); err != nil {
+		t.Fatal(err)
+	}
+	if len(froms) != 1 || froms[0] != copied {
+		t.Fatalf("the second copy asked from %v, want the partition's end %d", froms, copied)
+	}
+	if err := follower.ApplySnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	afterSnap(t, "resumed", leader, follower, snap, es)
+	checkEpochs(t, "resumed", fs, follower)
+	closeT(t, follower)
+
+	follower = openT(t, crashed, "/f/t-0")
+	defer closeT(t, follower)
+	keptBelow(t, "after a power loss", follower, below, cut)
+	if last, _ := follower.LastIndex(); last != 10 {
+		t.Fatalf("after a power loss: last index %d, want the commit index 10", last)
+	}
+	if hs, _, _ := follower.InitialState(); hs.GetCommit() != 10 {
+		t.Fatalf("after a power loss: commit %d, want 10", hs.GetCommit())
+	}
+	froms = nil
+	resumeAt := follower.Log().EndOffset()
+	if !follower.SnapshotNeedsData(snap) {
+		t.Fatal("an unfinished copy needs no data")
+	}
+	if err := follower.ReceiveSnapshot(context.Background(), snap, recordFrom(serveFrom(leader, nil, -1), &froms)); err != nil {
+		t.Fatal(err)
+	}
+	if len(froms) != 1 || froms[0] != resumeAt || resumeAt <= cut {
+		t.Fatalf("after a power loss the copy asked from %v, want the partition's end %d (past the cut %d)", froms, resumeAt, cut)
+	}
+	if err := follower.ApplySnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	afterSnap(t, "resumed after a power loss", leader, follower, snap, es)
+	checkEpochs(t, "resumed after a power loss", crashed, follower)
+}
+
+// TestInstallAbandonedForEntries: after a copy that broke off, raft may
+// append the leader's entries after its commit index instead (a leader
+// that still has them): the copied batches are replaced by the same
+// entries, and the partition ends as the leader's, reopened too.
+func TestInstallAbandonedForEntries(t *testing.T) {
+	fs := vfs.NewMem()
+	leader, follower, es, snap, cut := entriesCase(t, fs)
+	defer closeT(t, leader)
+	below := batchesBelow(t, follower, cut)
+	if err := follower.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, nil, 5)); err == nil {
+		t.Fatal("a broken copy succeeded")
+	}
+	if err := follower.Append(es[9:]); err != nil {
+		t.Fatal(err)
+	}
+	sameBatches(t, "appended", follower, leader)
+	keptBelow(t, "appended", follower, below, cut)
+	closeT(t, follower)
+	follower = openT(t, fs, "/f/t-0")
+	defer closeT(t, follower)
+	if last, _ := follower.LastIndex(); last != 60 {
+		t.Fatalf("reopened: last index %d, want 60", last)
+	}
+	if follower.SnapshotNeedsData(snap) {
+		t.Fatal("reopened: the log holds the snapshot's index, but it needs data")
+	}
+	sameBatches(t, "reopened", follower, leader)
+	checkEpochs(t, "reopened", fs, follower)
+}
+
+// TestInstallFailedWrite: a write that fails during the copy, after the
+// cut, fails the install and the partition (which refuses writes until
+// reopened); reopened, the partition holds what it had below the cut, and
+// raft takes the snapshot again.
+func TestInstallFailedWrite(t *testing.T) {
+	mem := vfs.NewMem()
+	var mu sync.Mutex
+	armed, writes := false, 0
+	fs := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if armed && strings.HasPrefix(op.Path, "/f/") && strings.HasSuffix(op.Path, ".log") && (op.Kind == vfs.OpWrite || op.Kind == vfs.OpWriteAt) {
+			if writes++; writes == 3 {
+				return errors.New("no space left on device")
+			}
+		}
+		return nil
+	}))
+	leader, follower, es, snap, cut := entriesCase(t, fs)
+	defer closeT(t, leader)
+	below := batchesBelow(t, follower, cut)
+	mu.Lock()
+	armed = true
+	mu.Unlock()
+	err := follower.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, nil, 1<<20))
+	mu.Lock()
+	armed = false
+	n := writes
+	mu.Unlock()
+	if !errors.Is(err, vfs.ErrInjected) {
+		t.Fatalf("the copy with a failing write: %v (%d writes), want the injected error", err, n)
+	}
+	_ = follower.Close()
+	_ = follower.p.(*seglog.Log).Close()
+	follower = openT(t, fs, "/f/t-0")
+	defer closeT(t, follower)
+	keptBelow(t, "reopened", follower, below, cut)
+	if last, _ := follower.LastIndex(); last != 10 {
+		t.Fatalf("reopened: last index %d, want the commit index 10", last)
+	}
+	take(t, leader, follower, snap)
+	afterSnap(t, "taken again", leader, follower, snap, es)
+	checkEpochs(t, "taken again", fs, follower)
+}
+
+// TestInstallCrashEveryStep: a power loss at each filesystem operation of
+// a whole install (the copy and raft's ApplySnapshot), unsynced data kept
+// at random, for a copy after the cut and a copy that restarts the
+// partition. Reopened, the Store opens; after a cut the partition keeps
+// every batch it had below it; raft takes the snapshot again (or has), and
+// the entries after it land at the leader's offsets.
+func TestInstallCrashEveryStep(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		name := "cut"
+		if restart {
+			name = "restart"
+		}
+		t.Run(name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			rng := rand.New(rand.NewPCG(7, 1))
+			var mu sync.Mutex
+			armed := false
+			var clones []*vfs.MemFS
+			crash := func() {
+				clones = append(clones, mem.CrashCloneWith(vfs.CrashOptions{Rand: rng, KeepUnsynced: 0.5}))
+			}
+			fs := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if armed && strings.HasPrefix(op.Path, "/f/") && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize {
+					crash()
+				}
+				return nil
+			}))
+			leader, follower, es := pair(t, fs)
+			defer closeT(t, leader)
+			if restart {
+				segs := leader.Log().Segments()
+				if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := leader.CompactTo(50); err != nil {
+				t.Fatal(err)
+			}
+			snap, _ := leader.Snapshot()
+			index := snap.GetMetadata().GetIndex()
+			end, _ := decodeSnapData(snap.GetData())
+			cut, _ := follower.HighWatermark(10)
+			below := batchesBelow(t, follower, cut)
+			mu.Lock()
+			armed = true
+			mu.Unlock()
+			take(t, leader, follower, snap)
+			mu.Lock()
+			armed = false
+			crash()
+			mu.Unlock()
+			closeT(t, follower)
+			if len(clones) < 10 {
+				t.Fatalf("only %d operations in an install", len(clones))
+			}
+			restarted := 0
+			for i, c := range clones {
+				label := fmt.Sprintf("%s: crash %d", name, i)
+				f := openT(t, c, "/f/t-0")
+				if first, _ := f.FirstIndex(); first != index+1 {
+					// Not taken: the committed entries (and what was
+					// copied after them) are there.
+					keptBelow(t, label, f, below, cut)
+					if f.SnapshotNeedsData(snap) {
+						if err := f.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, nil, -1)); err != nil {
+							t.Fatalf("%s: copying again: %v", label, err)
+						}
+					}
+					if err := f.ApplySnapshot(snap); err != nil {
+						t.Fatalf("%s: taking the snapshot again: %v", label, err)
+					}
+				} else if !restart {
+					keptBelow(t, label, f, below, cut)
+				}
+				if f.Log().StartOffset() == end {
+					restarted++
+				}
+				if hs, _, _ := f.InitialState(); hs.GetCommit() < index {
+					t.Fatalf("%s: commit %d below the snapshot's %d", label, hs.GetCommit(), index)
+				}
+				if err := f.Append(es[index-1:]); err != nil {
+					t.Fatalf("%s: appending after the snapshot: %v", label, err)
+				}
+				if restart && f.Log().StartOffset() == end {
+					sameFrom(t, label, f, leader, end)
+				} else {
+					sameBatches(t, label, f, leader)
+				}
+				checkEpochs(t, label, c, f)
+				closeT(t, f)
+			}
+			if !restart && restarted > 0 {
+				t.Fatalf("%d of %d power losses restarted the partition after a cut", restarted, len(clones))
+			}
+		})
+	}
+}
+
+// TestReceiveSnapshotCompacted: the leader compacted the range a follower
+// needs (CompactTo gave it up, then the cleaner removed records below):
+// the copy stores the leader's batches at their offsets with the gaps
+// compaction left, after the follower's own committed batches (a cut) or
+// from the leader's start (a restart); the entries after the snapshot land
+// at the leader's offsets; reopened, the same; fsck finds the partition
+// clean.
+func TestReceiveSnapshotCompacted(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		name := "cut"
+		if restart {
+			name = "restart"
+		}
+		t.Run(name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			leader, follower, es := pair(t, fs)
+			defer closeT(t, leader)
+			if restart {
+				segs := leader.Log().Segments()
+				if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
+					t.Fatal(err)
+				}
+			}
+			off, err := leader.CompactTo(50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Every record's key is "k": all but the last go.
+			if _, err := compaction.Clean(leader.p.(*seglog.Log), compaction.NewOffsetMap(1<<20, 0), 0, off, compaction.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			snap, _ := leader.Snapshot()
+			cut, _ := follower.HighWatermark(10)
+			from := cut
+			if restart {
+				from = leader.Log().StartOffset()
+			}
+			gaps := 0
+			next := from
+			for _, b := range rawBatches(t, leader) {
+				rb := record.Batch(b)
+				if rb.BaseOffset() < from || rb.BaseOffset() >= off {
+					continue
+				}
+				if rb.BaseOffset() != next || int64(rb.NumRecords()) != int64(rb.LastOffsetDelta())+1 {
+					gaps++
+				}
+				next = rb.NextOffset()
+			}
+			if gaps == 0 {
+				t.Fatalf("the leader's [%d, %d) has no gap to copy", from, off)
+			}
+			below := batchesBelow(t, follower, cut)
+			take(t, leader, follower, snap)
+			check := func(label string, f *Store) {
+				t.Helper()
+				if restart {
+					sameBatches(t, label, f, leader)
+				} else {
+					keptBelow(t, label, f, below, cut)
+					sameFrom(t, label, f, leader, cut)
+				}
+			}
+			if err := follower.Append(es[snap.GetMetadata().GetIndex()-1:]); err != nil {
+				t.Fatal(err)
+			}
+			check("copied", follower)
+			checkEpochs(t, "copied", fs, follower)
+			closeT(t, follower)
+			rep, err := fsck.Check(fs, "/f/t-0", fsck.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Clean() {
+				t.Fatalf("fsck: %+v", rep.Problems)
+			}
+			follower = openT(t, fs, "/f/t-0")
+			defer closeT(t, follower)
+			if last, _ := follower.LastIndex(); last != 60 {
+				t.Fatalf("reopened: last index %d, want 60", last)
+			}
+			check("reopened", follower)
+		})
+	}
+}
