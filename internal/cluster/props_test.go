@@ -10,6 +10,7 @@ import (
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestPropsDamaged: a damaged meta.properties is ErrDamaged, as the
@@ -17,12 +18,7 @@ import (
 // byte (layout's tests cover the reader itself).
 func TestPropsDamaged(t *testing.T) {
 	fs := vfs.NewMem()
-	if err := fs.MkdirAll("/d"); err != nil {
-		t.Fatal(err)
-	}
-	if err := vfs.WriteFileAtomic(fs, filepath.Join("/d", layout.MetaPropertiesFile), []byte("node.id=1\ngarbage\n")); err != nil {
-		t.Fatal(err)
-	}
+	vfstest.WriteFile(t, fs, filepath.Join("/d", layout.MetaPropertiesFile), []byte("node.id=1\ngarbage\n"))
 	_, err := readProps(fs, "/d")
 	var me *layout.MetaPropertiesError
 	if !errors.Is(err, ErrDamaged) || !errors.As(err, &me) || me.Line != 2 || me.Pos != 10 || !strings.Contains(err.Error(), layout.MetaPropertiesFile) {
