@@ -3,7 +3,9 @@
 // machine with Go alone, so there such a test skips, naming the Debian
 // package that provides the program; under CI, which must run every test
 // and installs the programs (.ci/run), a missing program fails the test
-// instead of letting a skip hide it.
+// instead of letting a skip hide it. Kcat runs the one such program that
+// several packages' tests drive (the server's, the cluster's) under that
+// rule.
 package testenv
 
 import (
