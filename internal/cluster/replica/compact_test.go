@@ -1,7 +1,6 @@
 package replica
 
 import (
-
 	"testing"
 
 	"github.com/seglog/seglog"
