@@ -132,7 +132,16 @@ func formatMetaProperties(p MetaProperties) []byte {
 }
 
 // WriteMetaProperties writes p to path atomically (a temporary file
-// renamed over it), so a crash leaves the old file or the new one.
+// renamed over it), so a crash leaves the old file or the new one. A
+// negative node id, or a cluster id that would not read back as written
+// (a line break, which would also let it add lines of its own, or spaces
+// around it), is refused with a *MetaPropertiesError and nothing written.
 func WriteMetaProperties(fsys vfs.FS, path string, p MetaProperties) error {
+	if p.NodeID < 0 {
+		return &MetaPropertiesError{Path: path, Reason: fmt.Sprintf("node id %d is negative", p.NodeID)}
+	}
+	if strings.ContainsAny(p.ClusterID, "\r\n") || strings.TrimSpace(p.ClusterID) != p.ClusterID {
+		return &MetaPropertiesError{Path: path, Reason: fmt.Sprintf("cluster id %q would not read back", p.ClusterID)}
+	}
 	return vfs.WriteFileAtomic(fsys, path, formatMetaProperties(p))
 }

@@ -28,6 +28,14 @@ func TestMetaPropertiesRoundTrip(t *testing.T) {
 			t.Errorf("wrote %+v, read %+v, %v", p, got, err)
 		}
 	}
+	for _, bad := range []MetaProperties{{NodeID: 1, ClusterID: "a\nnode.id=2"}, {NodeID: 1, ClusterID: " a"}, {NodeID: -1}} {
+		if err := WriteMetaProperties(fsys, path, bad); !errors.Is(err, ErrBadMetaProperties) {
+			t.Errorf("writing %+v: %v, want ErrBadMetaProperties", bad, err)
+		}
+	}
+	if got, err := ReadMetaProperties(fsys, path); err != nil || got.NodeID != 1<<31-1 {
+		t.Errorf("after refused writes: %+v, %v; want the last good file", got, err)
+	}
 	kafka := "#\n#Thu Dec 04 10:00:00 UTC 2026\r\nversion=1\nbroker.id = 7\ndirectory.id=abc\n\ncluster.id=q1Sh-9_ISia_zwGINzRvyQ\n"
 	want := MetaProperties{NodeID: 7, ClusterID: "q1Sh-9_ISia_zwGINzRvyQ"}
 	if got, err := ParseMetaProperties(path, []byte(kafka)); err != nil || got != want {
@@ -88,10 +96,15 @@ func FuzzMetaProperties(f *testing.F) {
 			}
 			return
 		}
-		if strings.ContainsAny(p.ClusterID, "\r\n") {
-			return // one line's value cannot hold a line break
+		fsys := vfs.NewMem()
+		if err := WriteMetaProperties(fsys, "/m", p); err != nil {
+			// Only a value no file line can hold is refused.
+			if !strings.ContainsAny(p.ClusterID, "\r\n") {
+				t.Fatalf("%q: parsed %+v, and writing it: %v", data, p, err)
+			}
+			return
 		}
-		back, err := ParseMetaProperties("/m", formatMetaProperties(p))
+		back, err := ReadMetaProperties(fsys, "/m")
 		if err != nil || back != p {
 			t.Fatalf("%q: parsed %+v, written and read back %+v, %v", data, p, back, err)
 		}
