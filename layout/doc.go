@@ -22,7 +22,10 @@
 //   - the log.dir around partition directories: the files a broker or a
 //     store keeps there (IsLogDirFile), whether a directory is a
 //     partition of one (PartitionLogDir), and who holds its lock, as the
-//     lock file says (Holder).
+//     lock file says (Holder);
+//   - meta.properties, a broker's node and cluster ids, which seglog serve
+//     and a cluster node keep in their directory (ReadMetaProperties,
+//     ParseMetaProperties, WriteMetaProperties).
 //
 // The swap protocol, as Kafka's LogCleaner and LogLoader run it: the
 // compacted replacement of segments [lo, hi) is written as files with the

@@ -27,14 +27,15 @@ func adminContext(ctx context.Context, timeoutMillis int32) (context.Context, co
 	return context.WithTimeout(ctx, d)
 }
 
-// clusterMetadata answers Metadata from the Cluster: its live brokers and
-// controller, and each partition's leader, leader epoch, replicas, ISR and
-// offline replicas as this node last knows them. A partition without a
-// leader is LEADER_NOT_AVAILABLE, which clients retry. A topic asked for
-// by name is created through the controller on first use, with the
-// cluster's default replication factor.
-func (s *Server) clusterMetadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.Response {
-	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+// clusterTopics fills Metadata's brokers and controller from the Cluster
+// (its live brokers) and is the topicSource of a cluster: each
+// partition's leader, leader epoch, replicas, ISR and offline replicas as
+// this node last knows them (a partition without a leader is
+// LEADER_NOT_AVAILABLE, which clients retry). A topic asked for by name is
+// created through the controller on first use, with the cluster's default
+// replication factor; the offsets topic never is (the nodes adopt it at
+// start-up).
+func (s *Server) clusterTopics(ctx context.Context, resp *kmsg.MetadataResponse) topicSource {
 	brokers, controller := s.cluster.Brokers()
 	for _, b := range brokers {
 		mb := kmsg.NewMetadataResponseBroker()
@@ -44,54 +45,17 @@ func (s *Server) clusterMetadata(ctx context.Context, req *kmsg.MetadataRequest)
 		}
 		resp.Brokers = append(resp.Brokers, mb)
 	}
-	resp.ClusterID = kmsg.StringPtr(s.cfg.ClusterID)
 	resp.ControllerID = controller
-	var names []string
-	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
-	if all {
-		names = s.cluster.Topics()
-	} else {
-		for _, t := range req.Topics {
-			if t.Topic != nil {
-				names = append(names, *t.Topic)
+	return topicSource{
+		all:        s.cluster.Topics,
+		partitions: s.cluster.Partitions,
+		createOnFirstUse: func(name string) ([]PartitionInfo, error) {
+			if name == store.OffsetsTopic {
+				return s.cluster.Partitions(name)
 			}
-		}
+			return s.clusterCreateOnFirstUse(ctx, name)
+		},
 	}
-	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
-	for _, name := range names {
-		t := kmsg.NewMetadataResponseTopic()
-		t.Topic = kmsg.StringPtr(name)
-		t.IsInternal = name == store.OffsetsTopic
-		parts, err := s.cluster.Partitions(name)
-		if errors.Is(err, store.ErrUnknownTopic) && !all && allowCreate && s.autoCreate() && name != store.OffsetsTopic {
-			parts, err = s.clusterCreateOnFirstUse(ctx, name)
-		}
-		if err != nil {
-			t.ErrorCode = errCode(err)
-			resp.Topics = append(resp.Topics, t)
-			continue
-		}
-		for _, pi := range parts {
-			mp := kmsg.NewMetadataResponseTopicPartition()
-			mp.Partition, mp.Leader, mp.LeaderEpoch = pi.Partition, pi.Leader, pi.LeaderEpoch
-			mp.Replicas, mp.ISR, mp.OfflineReplicas = nonNil(pi.Replicas), nonNil(pi.ISR), nonNil(pi.Offline)
-			if pi.Leader < 0 {
-				mp.ErrorCode = kerr.LeaderNotAvailable.Code
-			}
-			t.Partitions = append(t.Partitions, mp)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return resp
-}
-
-// nonNil is ids or an empty list: a null array is not valid before the
-// versions that allow it, and clients read an empty one the same.
-func nonNil(ids []int32) []int32 {
-	if ids == nil {
-		return []int32{}
-	}
-	return ids
 }
 
 // clusterCreateOnFirstUse is createOnFirstUse through the controller.

@@ -1,14 +1,10 @@
 package server
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/seglog/seglog/internal/testenv"
 	"github.com/seglog/seglog/internal/testutil"
@@ -16,25 +12,6 @@ import (
 	"github.com/seglog/seglog/store"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// kcat runs kcat (librdkafka) against the server with stdin and returns
-// its standard output. Without kcat the test skips, or fails under CI
-// (testenv.LookPath; .ci/run installs it); each kcat test looks it up
-// first, before starting a server for nothing.
-func kcat(t *testing.T, addr, stdin string, args ...string) string {
-	t.Helper()
-	path := testenv.LookPath(t, "kcat", "kcat")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, append([]string{"-b", addr, "-X", "topic.metadata.refresh.interval.ms=1000"}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kcat %v: %v\n%s", args, err, errb.String())
-	}
-	return out.String()
-}
 
 func kcatLines(n int, tag string) (string, []string) {
 	var in strings.Builder
@@ -71,8 +48,8 @@ func TestKcatEveryCodec(t *testing.T) {
 		t.Run(codec, func(t *testing.T) {
 			topic := "kcat-" + codec
 			in, want := kcatLines(300, codec)
-			kcat(t, ts.addr, in, "-P", "-t", topic, "-K", ":", "-z", codec, "-X", "linger.ms=200")
-			out := kcat(t, ts.addr, "", "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%k:%s\n")
+			testenv.Kcat(t, []string{ts.addr}, in, "-P", "-t", topic, "-K", ":", "-z", codec, "-X", "linger.ms=200")
+			out := testenv.Kcat(t, []string{ts.addr}, "", "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%k:%s\n")
 			got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 			if !slices.Equal(got, want) {
 				t.Fatalf("read back %d lines, want %d; first got %q", len(got), len(want), got[0])
@@ -95,8 +72,8 @@ func TestKcatIdempotent(t *testing.T) {
 	testenv.LookPath(t, "kcat", "kcat")
 	ts := startServer(t, "", Options{})
 	in, want := kcatLines(50, "idem")
-	kcat(t, ts.addr, in, "-P", "-t", "idem", "-K", ":", "-X", "enable.idempotence=true")
-	out := kcat(t, ts.addr, "", "-C", "-t", "idem", "-o", "beginning", "-e", "-f", "%k:%s\n")
+	testenv.Kcat(t, []string{ts.addr}, in, "-P", "-t", "idem", "-K", ":", "-X", "enable.idempotence=true")
+	out := testenv.Kcat(t, []string{ts.addr}, "", "-C", "-t", "idem", "-o", "beginning", "-e", "-f", "%k:%s\n")
 	if got := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); !slices.Equal(got, want) {
 		t.Fatalf("read back %d lines, want %d", len(got), len(want))
 	}
@@ -126,8 +103,8 @@ func TestKcatGroup(t *testing.T) {
 		t.Fatal("the group coordinator does not advertise JoinGroup v0")
 	}
 	in, want := kcatLines(40, "grp")
-	kcat(t, ts.addr, in, "-P", "-t", "grp", "-K", ":")
-	out := kcat(t, ts.addr, "", "-G", "g1", "-o", "beginning", "-e", "-f", "%k:%s\n", "grp")
+	testenv.Kcat(t, []string{ts.addr}, in, "-P", "-t", "grp", "-K", ":")
+	out := testenv.Kcat(t, []string{ts.addr}, "", "-G", "g1", "-o", "beginning", "-e", "-f", "%k:%s\n", "grp")
 	got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	slices.Sort(got)
 	slices.Sort(want)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/seglog/seglog/layout"
@@ -65,5 +66,40 @@ func TestMetaOnTheStoresFS(t *testing.T) {
 	s.Close()
 	if _, err := mem.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a read-only store got meta.properties: %v", err)
+	}
+}
+
+// TestMetaDamaged: a meta.properties the server cannot use stops New with
+// layout's typed error naming the file (and the line and byte where one
+// is at fault), never a new cluster id over it; one a cluster node wrote
+// before it knew its cluster (node.id alone) is refused too.
+func TestMetaDamaged(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		says string
+	}{
+		{"version=1\nnode.id=oops\ncluster.id=x\n", "line 2, at byte 10"},
+		{"node.id=1\n", "no cluster.id"},
+	} {
+		mem := vfs.NewMem()
+		st, err := store.Open("/s", store.Options{FS: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("/s", layout.MetaPropertiesFile)
+		if err := vfs.WriteFileAtomic(mem, path, []byte(c.body)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(st, Options{})
+		if err == nil {
+			s.Close()
+		}
+		if !errors.Is(err, layout.ErrBadMetaProperties) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%q: New: %v, want layout.ErrBadMetaProperties naming %s, %s", c.body, err, path, c.says)
+		}
+		if got, _ := vfs.ReadFileLimit(mem, path, 1<<10); string(got) != c.body {
+			t.Errorf("%q: the file became %q", c.body, got)
+		}
+		st.Close()
 	}
 }

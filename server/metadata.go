@@ -10,27 +10,44 @@ import (
 	"github.com/seglog/seglog/store"
 )
 
-// metadata answers with this one broker as leader, replica and in-sync
-// replica of every partition. A topic asked for by name that does not exist
-// is created when auto creation is on and the client allows it (Metadata
-// v4+ says so per request; older versions always allow it, as Kafka does).
+// topicSource is where Metadata's topics and partitions come from: the
+// store of this one node, or the Cluster. Both answer through one loop,
+// so what a request asks for, what auto creation does and how a topic's
+// error is reported are the same whichever answers.
+type topicSource struct {
+	// all lists every topic, the internal offsets topic included (Kafka
+	// lists it, marked internal; clients matching topics by regex rely on
+	// the mark to skip it).
+	all func() []string
+	// partitions is a topic's partitions, or an error matching
+	// store.ErrUnknownTopic when there is no such topic.
+	partitions func(name string) ([]PartitionInfo, error)
+	// createOnFirstUse creates an unknown topic asked for by name, as
+	// auto.create.topics.enable does, and returns its partitions.
+	createOnFirstUse func(name string) ([]PartitionInfo, error)
+}
+
+// metadata answers Metadata: this one broker as leader, replica and
+// in-sync replica of every partition, or, in a cluster, what the Cluster
+// knows (clusterTopics). A topic asked for by name that does not exist is
+// created when auto creation is on and the client allows it (Metadata
+// v4+ says so per request; older versions always allow it, as Kafka
+// does).
 func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.Response {
-	if s.cluster != nil {
-		return s.clusterMetadata(ctx, req)
-	}
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port}}
 	resp.ClusterID = kmsg.StringPtr(s.cfg.ClusterID)
-	resp.ControllerID = s.cfg.NodeID
+	var src topicSource
+	if s.cluster != nil {
+		src = s.clusterTopics(ctx, resp)
+	} else {
+		resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port}}
+		resp.ControllerID = s.cfg.NodeID
+		src = s.storeTopics()
+	}
 	var names []string
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		// Kafka lists its internal offsets topic too, marked internal;
-		// clients matching topics by regex rely on the mark to skip it.
-		names = s.st.Topics()
-		if _, err := s.st.Partitions(store.OffsetsTopic); err == nil {
-			names = append(names, store.OffsetsTopic)
-		}
+		names = src.all()
 	} else {
 		for _, t := range req.Topics {
 			if t.Topic != nil {
@@ -43,28 +60,64 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.R
 		t := kmsg.NewMetadataResponseTopic()
 		t.Topic = kmsg.StringPtr(name)
 		t.IsInternal = name == store.OffsetsTopic
-		n, err := s.st.Partitions(name)
+		parts, err := src.partitions(name)
 		if errors.Is(err, store.ErrUnknownTopic) && !all && allowCreate && s.autoCreate() {
-			n, err = s.createOnFirstUse(name)
+			parts, err = src.createOnFirstUse(name)
 		}
 		if err != nil {
 			t.ErrorCode = errCode(err)
 			resp.Topics = append(resp.Topics, t)
 			continue
 		}
-		for p := range int32(n) {
+		for _, pi := range parts {
 			mp := kmsg.NewMetadataResponseTopicPartition()
-			mp.Partition = p
-			mp.Leader = s.cfg.NodeID
-			mp.LeaderEpoch = 0
-			mp.Replicas = []int32{s.cfg.NodeID}
-			mp.ISR = []int32{s.cfg.NodeID}
-			mp.OfflineReplicas = []int32{}
+			mp.Partition, mp.Leader, mp.LeaderEpoch = pi.Partition, pi.Leader, pi.LeaderEpoch
+			mp.Replicas, mp.ISR, mp.OfflineReplicas = nonNil(pi.Replicas), nonNil(pi.ISR), nonNil(pi.Offline)
+			if pi.Leader < 0 {
+				// LEADER_NOT_AVAILABLE during an election: clients retry.
+				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
 			t.Partitions = append(t.Partitions, mp)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
 	return resp
+}
+
+// nonNil is ids or an empty list: a null array is not valid before the
+// versions that allow it, and clients read an empty one the same.
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
+}
+
+// storeTopics is the single node's topicSource: the store's topics, each
+// partition led and replicated by this broker alone, at leader epoch 0.
+func (s *Server) storeTopics() topicSource {
+	parts := func(n int, err error) ([]PartitionInfo, error) {
+		if err != nil {
+			return nil, err
+		}
+		out := make([]PartitionInfo, n)
+		for p := range out {
+			out[p] = PartitionInfo{Partition: int32(p), Leader: s.cfg.NodeID,
+				Replicas: []int32{s.cfg.NodeID}, ISR: []int32{s.cfg.NodeID}}
+		}
+		return out, nil
+	}
+	return topicSource{
+		all: func() []string {
+			names := s.st.Topics()
+			if _, err := s.st.Partitions(store.OffsetsTopic); err == nil {
+				names = append(names, store.OffsetsTopic)
+			}
+			return names
+		},
+		partitions:       func(name string) ([]PartitionInfo, error) { return parts(s.st.Partitions(name)) },
+		createOnFirstUse: func(name string) ([]PartitionInfo, error) { return parts(s.createOnFirstUse(name)) },
+	}
 }
 
 // createOnFirstUse creates a topic as auto.create.topics.enable does, with

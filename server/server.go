@@ -151,7 +151,7 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.NodeID, cfg.ClusterID = m.nodeID, m.clusterID
+		cfg.NodeID, cfg.ClusterID = m.NodeID, m.ClusterID
 	}
 	s := &Server{st: st, cfg: cfg, logger: cfg.Logger,
 		listeners: make(map[net.Listener]struct{}), conns: make(map[*conn]struct{})}

@@ -3,7 +3,6 @@ package benchcluster
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,27 +41,6 @@ func TestConfigCheck(t *testing.T) {
 	c.Kills, c.FailoverRate, c.Records = 0, 0, c.Partitions
 	if err := c.Check(); err != nil {
 		t.Errorf("%+v: %v", c, err)
-	}
-}
-
-// Each node's command line is issue 30's, with every node given the same
-// --voters, itself included; the ports are distinct.
-func TestServeArgs(t *testing.T) {
-	nodes, err := planCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrs := map[string]bool{}
-	for _, n := range nodes {
-		addrs[n.kafka], addrs[n.raft] = true, true
-	}
-	if len(addrs) != 6 {
-		t.Fatalf("6 distinct addresses wanted: %+v", nodes)
-	}
-	want := fmt.Sprintf("1@%s,2@%s,3@%s", nodes[0].raft, nodes[1].raft, nodes[2].raft)
-	got := serveArgs("/d/node-2", nodes, nodes[1])
-	if w := []string{"/d/node-2", "--node-id", "2", "--listen", nodes[1].kafka, "--raft-listen", nodes[1].raft, "--voters", want}; !slices.Equal(got, w) {
-		t.Errorf("serveArgs = %q, want %q", got, w)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog/internal/nemesis"
 )
@@ -27,56 +26,8 @@ const readyTimeout = 60 * time.Second
 // pollEvery is how often a wait asks Metadata again.
 const pollEvery = 20 * time.Millisecond
 
-// partState is what Metadata says of one partition.
-type partState struct {
-	Leader   int32   // -1 while there is none
-	Replicas []int32 // sorted
-	ISR      []int32 // sorted: the replicas the leader sees as caught up
-}
-
-// inSync reports whether the partition has a leader and every replica is
-// in its ISR.
-func (s partState) inSync() bool {
-	return s.Leader >= 0 && len(s.Replicas) > 0 && slices.Equal(s.Replicas, s.ISR)
-}
-
-func (s partState) String() string {
-	return fmt.Sprintf("leader %d, replicas %v, isr %v", s.Leader, s.Replicas, s.ISR)
-}
-
-// topicState asks Metadata for the state of each of topic's partitions:
-// of whichever broker kgo picks when cl is a *kgo.Client, of that broker
-// when it is a *kgo.Broker.
-func topicState(ctx context.Context, cl kmsg.Requestor, topic string) (map[int32]partState, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return nil, err
-	}
-	if len(resp.Topics) != 1 {
-		return nil, fmt.Errorf("metadata of %s: %d topics answered", topic, len(resp.Topics))
-	}
-	t := resp.Topics[0]
-	if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
-	}
-	out := make(map[int32]partState, len(t.Partitions))
-	for _, p := range t.Partitions {
-		s := partState{Leader: p.Leader, Replicas: slices.Sorted(slices.Values(p.Replicas)), ISR: slices.Sorted(slices.Values(p.ISR))}
-		if kerr.ErrorForCode(p.ErrorCode) != nil {
-			// LEADER_NOT_AVAILABLE during an election.
-			s.Leader = -1
-		}
-		out[p.Partition] = s
-	}
-	return out, nil
-}
-
 // describe lists a topic state by partition, for errors.
-func describe(st map[int32]partState) string {
+func describe(st map[int32]nemesis.PartitionState) string {
 	ps := make([]int32, 0, len(st))
 	for p := range st {
 		ps = append(ps, p)
@@ -91,13 +42,13 @@ func describe(st map[int32]partState) string {
 
 // waitState waits until every one of topic's partitions (partitions of
 // them) satisfies ok, and says what the state was if it never does.
-func waitState(ctx context.Context, cl *kgo.Client, topic string, partitions int, what string, ok func(partState) bool) error {
+func waitState(ctx context.Context, cl *kgo.Client, topic string, partitions int, what string, ok func(nemesis.PartitionState) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	var last map[int32]partState
+	var last map[int32]nemesis.PartitionState
 	var lastErr error
 	for {
-		st, err := topicState(ctx, cl, topic)
+		st, err := nemesis.TopicState(ctx, cl, topic)
 		if err == nil && len(st) == partitions {
 			all := true
 			for _, s := range st {
@@ -142,7 +93,7 @@ func createTopic(ctx context.Context, cl *kgo.Client, brokers []string, topic st
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return waitState(ctx, cl, topic, partitions, "led", func(s partState) bool { return s.Leader >= 0 })
+	return waitState(ctx, cl, topic, partitions, "led", func(s nemesis.PartitionState) bool { return s.Leader >= 0 })
 }
 
 // newClient is a kgo client of the benchmark: idempotent, acks=all (kgo's

@@ -15,14 +15,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/seglog/seglog/bench"
+	"github.com/seglog/seglog/internal/nemesis"
 )
 
 // Nodes is the size of the cluster bench cluster runs: issue 30's three.
@@ -32,12 +31,10 @@ const Nodes = 3
 // node starts (every node's --voters names every node's raft address),
 // and the process running it, nil while it is down.
 type node struct {
-	id    int32
-	kafka string // --listen
-	raft  string // --raft-listen
-	args  []string
-	child *bench.ServeChild
-	log   nodeLog // its standard error, over all its runs
+	nemesis.Node // the ids and addresses of its command line
+	args         []string
+	child        *bench.ServeChild
+	log          nodeLog // its standard error, over all its runs
 }
 
 // cluster is the nodes, started and restarted with sc.
@@ -46,59 +43,22 @@ type cluster struct {
 	nodes []*node
 }
 
-// planCluster picks an n-node cluster's addresses on the loopback: node
-// ids 1 to n, each with a Kafka and a raft port that were free a moment
-// ago. All 2n listeners are held until every port is picked, so none is
-// picked twice.
-func planCluster(n int) ([]*node, error) {
-	lns := make([]net.Listener, 0, 2*n)
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range 2 * n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-	}
-	nodes := make([]*node, n)
-	for i := range nodes {
-		nodes[i] = &node{id: int32(i + 1), kafka: lns[2*i].Addr().String(), raft: lns[2*i+1].Addr().String()}
-	}
-	return nodes, nil
-}
-
-// voters is the --voters value every node gets, itself included.
-func voters(nodes []*node) string {
-	vs := make([]string, len(nodes))
-	for i, n := range nodes {
-		vs[i] = strconv.Itoa(int(n.id)) + "@" + n.raft
-	}
-	return strings.Join(vs, ",")
-}
-
-// serveArgs is node n's command line after `seglog serve`, exactly as
-// issue 30 gives it: DIR --node-id N --listen HOST:KPORT --raft-listen
-// HOST:RPORT --voters 1@HOST:RPORT1,2@...,3@...
-func serveArgs(dir string, nodes []*node, n *node) []string {
-	return []string{dir, "--node-id", strconv.Itoa(int(n.id)), "--listen", n.kafka, "--raft-listen", n.raft, "--voters", voters(nodes)}
-}
-
 // startCluster starts a cluster of Nodes nodes, each in root/node-ID, all
 // at once: a node may wait for a quorum of the others before it says it
 // listens. If one fails the ones started are killed.
 func startCluster(ctx context.Context, sc bench.ServeCommand, root string) (*cluster, error) {
-	nodes, err := planCluster(Nodes)
+	// The addresses, and each node's command line exactly as issue 30
+	// gives it, are the nemesis's: both run the same cluster.
+	plan, err := nemesis.PlanCluster(Nodes)
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{sc: sc, nodes: nodes}
-	for _, n := range nodes {
-		n.args = serveArgs(filepath.Join(root, fmt.Sprintf("node-%d", n.id)), nodes, n)
+	nodes := make([]*node, len(plan))
+	for i, pn := range plan {
+		dir := filepath.Join(root, fmt.Sprintf("node-%d", pn.ID))
+		nodes[i] = &node{Node: pn, args: append([]string{dir}, nemesis.ServeArgs(plan, i)...)}
 	}
+	c := &cluster{sc: sc, nodes: nodes}
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
@@ -124,7 +84,7 @@ func (c *cluster) start(ctx context.Context, n *node) error {
 	fmt.Fprintf(&n.log, "--- bench cluster: seglog serve %s\n", strings.Join(n.args, " "))
 	child, err := bench.StartServeArgs(ctx, sc, n.args...)
 	if err != nil {
-		return fmt.Errorf("node %d: %w", n.id, err)
+		return fmt.Errorf("node %d: %w", n.ID, err)
 	}
 	n.child = child
 	return nil
@@ -134,7 +94,7 @@ func (c *cluster) start(ctx context.Context, n *node) error {
 func (c *cluster) brokers() []string {
 	out := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
-		out[i] = n.kafka
+		out[i] = n.Kafka
 	}
 	return out
 }
@@ -142,7 +102,7 @@ func (c *cluster) brokers() []string {
 // node returns the node with id, or nil.
 func (c *cluster) node(id int32) *node {
 	for _, n := range c.nodes {
-		if n.id == id {
+		if n.ID == id {
 			return n
 		}
 	}
@@ -181,7 +141,7 @@ func (c *cluster) stop() error {
 		go func() {
 			defer wg.Done()
 			if err := n.child.StopChecked(); err != nil {
-				errs[i] = fmt.Errorf("node %d: %w", n.id, err)
+				errs[i] = fmt.Errorf("node %d: %w", n.ID, err)
 			}
 			n.child = nil
 		}()

@@ -157,7 +157,7 @@ func failovers(ctx context.Context, say func(string, ...any), c *cluster, cfg Co
 		return err
 	}
 	defer w.close()
-	inSync := func(s partState) bool { return s.inSync() }
+	inSync := nemesis.PartitionState.InSync
 	for k := range cfg.Kills {
 		if err := waitState(ctx, admin, failoverTopic, cfg.Partitions, "in sync on every replica", inSync); err != nil {
 			return fmt.Errorf("before kill %d: %w", k+1, err)
@@ -195,7 +195,7 @@ func failovers(ctx context.Context, say func(string, ...any), c *cluster, cfg Co
 // in sync, the outage is returned with the error, RejoinSec -1 (and
 // ListenSec -1 if it never listened).
 func failover(ctx context.Context, c *cluster, admin *kgo.Client, w *writer, p int32) (Failover, error) {
-	st, err := topicState(ctx, admin, failoverTopic)
+	st, err := nemesis.TopicState(ctx, admin, failoverTopic)
 	if err != nil {
 		return Failover{}, err
 	}
@@ -209,7 +209,7 @@ func failover(ctx context.Context, c *cluster, admin *kgo.Client, w *writer, p i
 	var survivors []*kgo.Broker
 	for _, o := range c.nodes {
 		if o != n {
-			survivors = append(survivors, admin.Broker(int(o.id)))
+			survivors = append(survivors, admin.Broker(int(o.ID)))
 		}
 	}
 	t0 := time.Now()
@@ -226,7 +226,7 @@ func failover(ctx context.Context, c *cluster, admin *kgo.Client, w *writer, p i
 			// A failed Metadata request is asked again, of the other
 			// survivor, on the next turn.
 			rctx, cancel := context.WithTimeout(ctx, time.Second)
-			st, err := topicState(rctx, survivors[turn%len(survivors)], failoverTopic)
+			st, err := nemesis.TopicState(rctx, survivors[turn%len(survivors)], failoverTopic)
 			cancel()
 			if err == nil {
 				if l := st[p].Leader; l >= 0 && l != f.Killed {
@@ -251,8 +251,8 @@ func failover(ctx context.Context, c *cluster, admin *kgo.Client, w *writer, p i
 		return f, fmt.Errorf("restart: %w", err)
 	}
 	f.ListenSec = time.Since(start).Seconds()
-	if err := waitState(ctx, admin, failoverTopic, len(w.lastAck), "back in sync after the restart", func(s partState) bool { return s.inSync() }); err != nil {
-		return f, fmt.Errorf("node %d restarted: %w", n.id, err)
+	if err := waitState(ctx, admin, failoverTopic, len(w.lastAck), "back in sync after the restart", nemesis.PartitionState.InSync); err != nil {
+		return f, fmt.Errorf("node %d restarted: %w", n.ID, err)
 	}
 	f.RejoinSec = time.Since(start).Seconds()
 	return f, nil

@@ -56,7 +56,7 @@ func (l *nodeLog) tail(n int) string {
 func (c *cluster) logs() string {
 	var b strings.Builder
 	for _, n := range c.nodes {
-		fmt.Fprintf(&b, "\n--- node %d (%s), the end of its log:\n%s", n.id, n.args[0], n.log.tail(logLines))
+		fmt.Fprintf(&b, "\n--- node %d (%s), the end of its log:\n%s", n.ID, n.args[0], n.log.tail(logLines))
 	}
 	return b.String()
 }

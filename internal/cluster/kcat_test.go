@@ -1,34 +1,13 @@
 package cluster
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/seglog/seglog/internal/testenv"
 )
-
-// kcat runs kcat (librdkafka) against brokers with stdin and returns its
-// standard output; without kcat the test skips, or fails under CI.
-func kcat(t *testing.T, brokers []string, stdin string, args ...string) string {
-	t.Helper()
-	path := testenv.LookPath(t, "kcat", "kcat")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, append([]string{"-b", strings.Join(brokers, ","), "-X", "topic.metadata.refresh.interval.ms=1000"}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kcat %v: %v\n%s", args, err, errb.String())
-	}
-	return out.String()
-}
 
 // sortedLines splits kcat's output into sorted lines.
 func sortedLines(out string) []string {
@@ -62,13 +41,13 @@ func TestKcatCluster(t *testing.T) {
 		return in.String(), want
 	}
 	in, want := lines(0, 200)
-	kcat(t, c.seeds(), in, "-P", "-t", topic, "-K", ":", "-X", "acks=all", "-X", "enable.idempotence=true")
-	got := sortedLines(kcat(t, c.seeds(), "", "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%k:%s\n"))
+	testenv.Kcat(t, c.seeds(), in, "-P", "-t", topic, "-K", ":", "-X", "acks=all", "-X", "enable.idempotence=true")
+	got := sortedLines(testenv.Kcat(t, c.seeds(), "", "-C", "-t", topic, "-o", "beginning", "-e", "-f", "%k:%s\n"))
 	if !slices.Equal(got, want) {
 		t.Fatalf("consumed %d lines, want %d", len(got), len(want))
 	}
 	group := []string{"-G", "g1", "-X", "auto.offset.reset=earliest", "-e", "-f", "%k:%s\n", topic}
-	if got := sortedLines(kcat(t, c.seeds(), "", group...)); !slices.Equal(got, want) {
+	if got := sortedLines(testenv.Kcat(t, c.seeds(), "", group...)); !slices.Equal(got, want) {
 		t.Fatalf("the group consumed %d lines, want %d", len(got), len(want))
 	}
 
@@ -76,8 +55,8 @@ func TestKcatCluster(t *testing.T) {
 	// the group reads: its commits were replicated.
 	c.stopNode(c.leaderOf(topic, 0).id)
 	in, want = lines(200, 260)
-	kcat(t, c.seeds(), in, "-P", "-t", topic, "-K", ":", "-X", "acks=all", "-X", "enable.idempotence=true")
-	if got := sortedLines(kcat(t, c.seeds(), "", group...)); !slices.Equal(got, want) {
+	testenv.Kcat(t, c.seeds(), in, "-P", "-t", topic, "-K", ":", "-X", "acks=all", "-X", "enable.idempotence=true")
+	if got := sortedLines(testenv.Kcat(t, c.seeds(), "", group...)); !slices.Equal(got, want) {
 		t.Fatalf("after the stop the group consumed %d lines (%q...), want the %d new ones", len(got), got[:min(3, len(got))], len(want))
 	}
 }

@@ -18,11 +18,12 @@ import (
 
 // ErrDamaged reports a file of the node's own (meta.properties, the
 // topic record) that does not parse; the message names the file and
-// line.
+// line. A damaged meta.properties also matches
+// layout.ErrBadMetaProperties (its reader is layout's, shared with the
+// single node's server).
 var ErrDamaged = errors.New("cluster: damaged node file")
 
-// maxNodeFile bounds what is read of meta.properties and the topic
-// record: both are a few lines per topic at most.
+// maxNodeFile bounds what is read of the topic record: a line per topic.
 const maxNodeFile = 16 << 20
 
 // props is DIR's meta.properties as Kafka's KRaft keeps it: node.id and
@@ -39,48 +40,22 @@ type props struct {
 
 func readProps(fsys vfs.FS, dir string) (props, error) {
 	p := props{path: filepath.Join(dir, layout.MetaPropertiesFile)}
-	data, err := vfs.ReadFileLimit(fsys, p.path, maxNodeFile)
+	m, err := layout.ReadMetaProperties(fsys, p.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return p, nil
+	}
+	if errors.Is(err, layout.ErrBadMetaProperties) {
+		return p, fmt.Errorf("%w: %w", ErrDamaged, err)
 	}
 	if err != nil {
 		return p, err
 	}
-	p.exists = true
-	var haveNode bool
-	for i, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			return p, fmt.Errorf("%w: %s line %d: no '='", ErrDamaged, p.path, i+1)
-		}
-		v = strings.TrimSpace(v)
-		switch strings.TrimSpace(k) {
-		case "node.id", "broker.id":
-			id, err := strconv.ParseInt(v, 10, 32)
-			if err != nil || id < 0 {
-				return p, fmt.Errorf("%w: %s line %d: bad node id %q", ErrDamaged, p.path, i+1, v)
-			}
-			p.nodeID, haveNode = int32(id), true
-		case "cluster.id":
-			p.clusterID = v
-		}
-	}
-	if !haveNode {
-		return p, fmt.Errorf("%w: %s has no node.id", ErrDamaged, p.path)
-	}
+	p.exists, p.nodeID, p.clusterID = true, m.NodeID, m.ClusterID
 	return p, nil
 }
 
 func (p props) write(fsys vfs.FS) error {
-	body := fmt.Sprintf("#written by seglog serve (cluster node)\nversion=1\nnode.id=%d\n", p.nodeID)
-	if p.clusterID != "" {
-		body += "cluster.id=" + p.clusterID + "\n"
-	}
-	return vfs.WriteFileAtomic(fsys, p.path, []byte(body))
+	return layout.WriteMetaProperties(fsys, p.path, layout.MetaProperties{NodeID: p.nodeID, ClusterID: p.clusterID})
 }
 
 // nodeDirName is the hidden directory in DIR holding the node's own

@@ -10,20 +10,19 @@ import (
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
+// TestPropsDamaged: a damaged meta.properties is ErrDamaged, as the
+// node's other files, and layout's typed error naming the file, line and
+// byte (layout's tests cover the reader itself).
 func TestPropsDamaged(t *testing.T) {
 	fs := vfs.NewMem()
-	if err := fs.MkdirAll("/d"); err != nil {
-		t.Fatal(err)
-	}
-	for _, body := range []string{"node.id=x\ncluster.id=a\n", "cluster.id=a\n", "garbage\n", "node.id=-1\n"} {
-		if err := vfs.WriteFileAtomic(fs, filepath.Join("/d", layout.MetaPropertiesFile), []byte(body)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := readProps(fs, "/d"); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), layout.MetaPropertiesFile) {
-			t.Errorf("%q: %v, want ErrDamaged naming the file", body, err)
-		}
+	vfstest.WriteFile(t, fs, filepath.Join("/d", layout.MetaPropertiesFile), []byte("node.id=1\ngarbage\n"))
+	_, err := readProps(fs, "/d")
+	var me *layout.MetaPropertiesError
+	if !errors.Is(err, ErrDamaged) || !errors.As(err, &me) || me.Line != 2 || me.Pos != 10 || !strings.Contains(err.Error(), layout.MetaPropertiesFile) {
+		t.Errorf("damaged meta.properties: %v, want ErrDamaged and layout's error at line 2, byte 10", err)
 	}
 }
 

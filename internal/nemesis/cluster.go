@@ -3,12 +3,14 @@ package nemesis
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Node is one node of a replicated cluster as its command line names it,
@@ -18,6 +20,31 @@ type Node struct {
 	ID    int32  // --node-id, the broker id clients see and the N of N@ in --voters
 	Kafka string // --listen, host:port, where clients connect
 	Raft  string // --raft-listen, host:port, where the other nodes connect
+}
+
+// PlanCluster picks the addresses of an n-node cluster on the loopback:
+// node ids 1 to n, each with a Kafka and a raft port that were free a
+// moment ago. The 2n listeners are held open until all are picked, so
+// no port is picked twice.
+func PlanCluster(n int) ([]Node, error) {
+	lns := make([]net.Listener, 0, 2*n)
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for range 2 * n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+	}
+	nodes := make([]Node, n)
+	for i := range nodes {
+		nodes[i] = Node{ID: int32(i + 1), Kafka: lns[2*i].Addr().String(), Raft: lns[2*i+1].Addr().String()}
+	}
+	return nodes, nil
 }
 
 // Voters is the --voters value every node of nodes gets, itself
@@ -69,6 +96,14 @@ func Partitions(ctx context.Context, brokers []string, topic string) (map[int32]
 		return nil, err
 	}
 	defer cl.Close()
+	return TopicState(ctx, cl, topic)
+}
+
+// TopicState is Partitions through a client of the caller's: of
+// whichever broker kgo picks when cl is a *kgo.Client, of that broker
+// when it is a *kgo.Broker (to ask a survivor rather than wait out a
+// dead node's retries).
+func TopicState(ctx context.Context, cl kmsg.Requestor, topic string) (map[int32]PartitionState, error) {
 	mt, err := topicMetadata(ctx, cl, topic)
 	if err != nil {
 		return nil, err

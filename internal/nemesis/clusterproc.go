@@ -5,36 +5,10 @@ package nemesis
 import (
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
 )
-
-// PlanCluster picks the addresses of an n-node cluster on the loopback:
-// node ids 1 to n, each with a Kafka and a raft port that were free a
-// moment ago. The 2n listeners are held open until all are picked, so
-// no port is picked twice.
-func PlanCluster(n int) ([]Node, error) {
-	lns := make([]net.Listener, 0, 2*n)
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range 2 * n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-	}
-	nodes := make([]Node, n)
-	for i := range nodes {
-		nodes[i] = Node{ID: int32(i + 1), Kafka: lns[2*i].Addr().String(), Raft: lns[2*i+1].Addr().String()}
-	}
-	return nodes, nil
-}
 
 // Cluster is the processes of a replicated cluster, one `seglog serve`
 // per node, each in its own directory.

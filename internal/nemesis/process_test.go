@@ -47,23 +47,3 @@ func TestTailBuffer(t *testing.T) {
 		t.Fatalf("%d bytes kept, want %d", n, outputKept)
 	}
 }
-
-// TestPlanCluster: ids 1 to n, and 2n distinct loopback ports.
-func TestPlanCluster(t *testing.T) {
-	nodes, err := PlanCluster(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for i, n := range nodes {
-		if n.ID != int32(i+1) {
-			t.Errorf("node %d has id %d", i, n.ID)
-		}
-		for _, a := range []string{n.Kafka, n.Raft} {
-			if seen[a] || !strings.HasPrefix(a, "127.0.0.1:") {
-				t.Errorf("address %s picked twice or not on the loopback: %v", a, nodes)
-			}
-			seen[a] = true
-		}
-	}
-}

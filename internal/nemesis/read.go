@@ -198,7 +198,7 @@ func (f *leaderFetcher) fetch(ctx context.Context, offset int64) (*kmsg.FetchRes
 }
 
 // topicMetadata asks Metadata for topic.
-func topicMetadata(ctx context.Context, cl *kgo.Client, topic string) (*kmsg.MetadataResponseTopic, error) {
+func topicMetadata(ctx context.Context, cl kmsg.Requestor, topic string) (*kmsg.MetadataResponseTopic, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	mt := kmsg.NewMetadataRequestTopic()
 	mt.Topic = kmsg.StringPtr(topic)

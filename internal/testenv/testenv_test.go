@@ -54,3 +54,12 @@ func TestLookPath(t *testing.T) {
 		t.Error("LookPath found no go, which is running this test")
 	}
 }
+
+// TestKcat: Kcat runs the kcat LookPath finds with the brokers and the
+// arguments given (here -V, which needs no broker) and returns what it
+// printed.
+func TestKcat(t *testing.T) {
+	if out := Kcat(t, []string{"127.0.0.1:1"}, "", "-V"); !strings.Contains(out, "kcat") {
+		t.Errorf("kcat -V printed %q", out)
+	}
+}

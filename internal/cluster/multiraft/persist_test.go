@@ -5,9 +5,43 @@ import (
 	"sync/atomic"
 	"testing"
 
+	pb "go.etcd.io/raft/v3/raftpb"
+
 	"github.com/seglog/seglog/internal/cluster/raftmux"
 	"github.com/seglog/seglog/internal/testutil"
 )
+
+// gatedStorage is a MemoryStorage whose Append waits on gate while armed.
+type gatedStorage struct {
+	MemoryStorage
+	gate atomic.Pointer[chan struct{}]
+}
+
+func (s *gatedStorage) Append(ents []*pb.Entry) error {
+	if g := s.gate.Load(); g != nil {
+		<-*g
+	}
+	return s.MemoryStorage.Append(ents)
+}
+
+// soloNode is a node of its own, with no peers: it leads every group it
+// is given, so a test drives its rounds alone. The node and its mux are
+// closed when the test ends (after the test's own defers, so a gate the
+// test releases in one is open before Close waits for the driver).
+func soloNode(t *testing.T) *Node {
+	t.Helper()
+	mux, err := raftmux.Listen("127.0.0.1:0", raftmux.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mux.Close() })
+	n, err := New(Config{ID: 1, Mux: mux, Peers: map[uint64]string{}, Tick: testTick, Logger: QuietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
 
 // gate arms s's Append until the returned release is called (once).
 func gate(s *gatedStorage) (release func()) {
@@ -25,16 +59,7 @@ func gate(s *gatedStorage) (release func()) {
 // TestRoundPersistsGroupsInParallel: the writes of one round's groups run
 // at once, so a round costs one storage wait rather than one per group.
 func TestRoundPersistsGroupsInParallel(t *testing.T) {
-	mux, err := raftmux.Listen("127.0.0.1:0", raftmux.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mux.Close()
-	n, err := New(Config{ID: 1, Mux: mux, Peers: map[uint64]string{}, Tick: testTick, Logger: QuietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := soloNode(t)
 	sts := []*gatedStorage{{MemoryStorage: NewMemoryStorage()}, {MemoryStorage: NewMemoryStorage()}}
 	for i, st := range sts {
 		if err := n.AddGroup(uint64(i+1), []uint64{1}, st, nil); err != nil {

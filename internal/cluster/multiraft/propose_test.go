@@ -6,40 +6,15 @@ import (
 	"sync/atomic"
 	"testing"
 
-	pb "go.etcd.io/raft/v3/raftpb"
-
-	"github.com/seglog/seglog/internal/cluster/raftmux"
 	"github.com/seglog/seglog/internal/testutil"
 )
-
-// gatedStorage is a MemoryStorage whose Append waits on gate while armed.
-type gatedStorage struct {
-	MemoryStorage
-	gate atomic.Pointer[chan struct{}]
-}
-
-func (s *gatedStorage) Append(ents []*pb.Entry) error {
-	if g := s.gate.Load(); g != nil {
-		<-*g
-	}
-	return s.MemoryStorage.Append(ents)
-}
 
 // TestProposeAfterCtxWaitsForItsRound: a Propose whose ctx ends while the
 // driver is persisting its entry returns only once the entry is in the log,
 // so a caller that reads the log after the error (the broker rebuilding
 // its idempotence state) sees it.
 func TestProposeAfterCtxWaitsForItsRound(t *testing.T) {
-	mux, err := raftmux.Listen("127.0.0.1:0", raftmux.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mux.Close()
-	n, err := New(Config{ID: 1, Mux: mux, Peers: map[uint64]string{}, Tick: testTick, Logger: QuietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := soloNode(t)
 	st := &gatedStorage{MemoryStorage: NewMemoryStorage()}
 	if err := n.AddGroup(1, []uint64{1}, st, nil); err != nil {
 		t.Fatal(err)
@@ -48,16 +23,8 @@ func TestProposeAfterCtxWaitsForItsRound(t *testing.T) {
 		l, _, err := n.Leader(1)
 		return err == nil && l == 1
 	})
-	gate := make(chan struct{})
-	st.gate.Store(&gate)
-	var once atomic.Bool
-	release := func() {
-		if once.CompareAndSwap(false, true) {
-			st.gate.Store(nil)
-			close(gate)
-		}
-	}
-	defer release() // before n.Close, which waits for the driver
+	release := gate(st)
+	defer release() // before n.Close (a cleanup), which waits for the driver
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -73,7 +40,7 @@ func TestProposeAfterCtxWaitsForItsRound(t *testing.T) {
 	default:
 	}
 	release()
-	err = <-errc
+	err := <-errc
 	if err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("Propose: %v", err)
 	}
@@ -91,15 +58,7 @@ func TestProposeAfterCtxWaitsForItsRound(t *testing.T) {
 // read of it by the driver after that is reported; without, an entry
 // found with the overwritten bytes fails the test.
 func TestProposeLetsGoOfData(t *testing.T) {
-	mux, err := raftmux.Listen("127.0.0.1:0", raftmux.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mux.Close()
-	n, err := New(Config{ID: 1, Mux: mux, Peers: map[uint64]string{}, Tick: testTick, Logger: QuietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := soloNode(t)
 	st := NewMemoryStorage()
 	if err := n.AddGroup(1, []uint64{1}, st, nil); err != nil {
 		t.Fatal(err)

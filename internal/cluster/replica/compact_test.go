@@ -1,8 +1,6 @@
 package replica
 
 import (
-	pb "go.etcd.io/raft/v3/raftpb"
-
 	"testing"
 
 	"github.com/seglog/seglog"
@@ -20,9 +18,7 @@ func TestCompactTo(t *testing.T) {
 	const dir = "/data/t-0"
 	s := openT(t, fs, dir)
 	defer func() { closeT(t, s) }()
-	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
-		t.Fatal(err)
-	}
+	bootT(t, s)
 	es := append(entries(t, 2, 40, 1), entries(t, 41, 80, 2)...)
 	if err := s.Append(es); err != nil {
 		t.Fatal(err)
@@ -56,19 +52,7 @@ func TestCompactTo(t *testing.T) {
 	if !isSegmentBase && !isEmpty(es[first-3]) {
 		t.Fatalf("CompactTo moved to offset %d, not a segment's base nor after an empty entry", off)
 	}
-	oracle := newOracle()
-	// The store's first index moved by compaction, not a snapshot: no
-	// commit rule (memOracle's) applies.
-	if err := oracle.MemoryStorage.ApplySnapshot(snapAt(first-1, es[first-3].GetTerm())); err != nil {
-		t.Fatal(err)
-	}
-	// The store's bootstrap snapshot committed index 1.
-	if err := oracle.SetHardState(&pb.HardState{Term: new(uint64(0)), Vote: new(uint64(0)), Commit: new(uint64(1))}); err != nil {
-		t.Fatal(err)
-	}
-	if err := oracle.Append(es[first-2:]); err != nil {
-		t.Fatal(err)
-	}
+	oracle := oracleBelow(t, es, first)
 	compareStores(t, "after CompactTo", s, oracle)
 
 	// Every key is "k": compaction below the offset removes batches.

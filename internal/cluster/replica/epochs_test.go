@@ -15,9 +15,7 @@ func TestEndOffsetForEpoch(t *testing.T) {
 	if ep, off, err := s.EndOffsetForEpoch(1); err != nil || ep != -1 || off != -1 {
 		t.Fatalf("empty: %d, %d, %v", ep, off, err)
 	}
-	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
-		t.Fatal(err)
-	}
+	bootT(t, s)
 	for _, r := range [][3]uint64{{2, 10, 2}, {11, 20, 4}, {21, 25, 6}} {
 		if err := s.Append(entries(t, r[0], r[1], r[2])); err != nil {
 			t.Fatal(err)
@@ -47,9 +45,7 @@ func TestEndOffsetForEpoch(t *testing.T) {
 func TestReadersBesideAppends(t *testing.T) {
 	s := openT(t, vfs.NewMem(), "/data/t-0")
 	defer closeT(t, s)
-	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
-		t.Fatal(err)
-	}
+	bootT(t, s)
 	const last = 200
 	done := make(chan struct{})
 	var wg sync.WaitGroup

@@ -247,6 +247,35 @@ func bootSnap(voters ...uint64) *pb.Snapshot {
 	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{Voters: voters}, Index: new(uint64(1)), Term: new(uint64(1))}}
 }
 
+// bootT applies the bootstrap snapshot of a one-voter group to s, as a
+// new replica starts: its raft log then starts at index 2, at offset 0.
+func bootT(t testing.TB, s *Store) {
+	t.Helper()
+	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oracleBelow is the oracle of a booted store (bootT) that was given es,
+// entries from index 2 on, and whose first index then moved up to first
+// by retention or compaction, not by a snapshot: no commit rule
+// (memOracle's) applies, and the commit index is the bootstrap
+// snapshot's, 1.
+func oracleBelow(t testing.TB, es []*pb.Entry, first uint64) memOracle {
+	t.Helper()
+	o := newOracle()
+	if err := o.MemoryStorage.ApplySnapshot(snapAt(first-1, es[first-3].GetTerm())); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.SetHardState(&pb.HardState{Term: new(uint64(0)), Vote: new(uint64(0)), Commit: new(uint64(1))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Append(es[first-2:]); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
 // snapAt is a snapshot at index and term with one voter.
 func snapAt(index, term uint64) *pb.Snapshot {
 	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{Voters: []uint64{1}}, Index: new(index), Term: new(term)}}

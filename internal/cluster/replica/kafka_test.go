@@ -43,9 +43,7 @@ func producerValues(t *testing.T, es []*pb.Entry) []string {
 func TestConsumerView(t *testing.T) {
 	s := openT(t, vfs.NewMem(), "/data/t-0")
 	defer closeT(t, s)
-	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
-		t.Fatal(err)
-	}
+	bootT(t, s)
 	if first, _ := s.FirstIndex(); first != 2 {
 		t.Fatalf("first index %d after the bootstrap snapshot", first)
 	}
@@ -181,9 +179,7 @@ func TestRetentionBelow(t *testing.T) {
 	const dir = "/data/t-0"
 	s := openT(t, fs, dir)
 	defer func() { closeT(t, s) }()
-	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
-		t.Fatal(err)
-	}
+	bootT(t, s)
 	es := append(entries(t, 2, 30, 1), entries(t, 31, 60, 2)...)
 	if err := s.Append(es); err != nil {
 		t.Fatal(err)
@@ -204,21 +200,6 @@ func TestRetentionBelow(t *testing.T) {
 			cut = seg.BaseOffset
 			break
 		}
-	}
-	oracleAt := func(first uint64) memOracle {
-		ms := newOracle()
-		// Retention moved the first index, not a snapshot: no commit rule.
-		if err := ms.MemoryStorage.ApplySnapshot(snapAt(first-1, es[first-3].GetTerm())); err != nil {
-			t.Fatal(err)
-		}
-		// The store's bootstrap snapshot committed index 1.
-		if err := ms.SetHardState(&pb.HardState{Term: new(uint64(0)), Vote: new(uint64(0)), Commit: new(uint64(1))}); err != nil {
-			t.Fatal(err)
-		}
-		if err := ms.Append(es[first-2:]); err != nil {
-			t.Fatal(err)
-		}
-		return ms
 	}
 	if _, err := s.p.(interface {
 		DeleteBefore(int64) (int, error)
@@ -242,10 +223,10 @@ func TestRetentionBelow(t *testing.T) {
 	if hw, err := s.HighWatermark(first - 1); err != nil || hw != cut {
 		t.Fatalf("HighWatermark(%d) = %d, %v; want %d", first-1, hw, err, cut)
 	}
-	compareStores(t, "after retention", s, oracleAt(first))
+	compareStores(t, "after retention", s, oracleBelow(t, es, first))
 	closeT(t, s)
 	s = openT(t, fs, dir)
-	compareStores(t, "after retention, reopened", s, oracleAt(first))
+	compareStores(t, "after retention, reopened", s, oracleBelow(t, es, first))
 	// It goes on: the next term's entries after the last.
 	if err := s.Append(entries(t, 61, 65, 3)); err != nil {
 		t.Fatal(err)
@@ -261,9 +242,7 @@ func TestRetentionTakesAll(t *testing.T) {
 	const dir = "/data/t-0"
 	s := openT(t, fs, dir)
 	defer func() { closeT(t, s) }()
-	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
-		t.Fatal(err)
-	}
+	bootT(t, s)
 	if err := s.Append(entries(t, 2, 40, 2)); err != nil {
 		t.Fatal(err)
 	}

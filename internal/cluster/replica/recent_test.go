@@ -19,9 +19,7 @@ func TestRecentEntries(t *testing.T) {
 	fs := vfs.NewMem()
 	const dir = "/data/t-0"
 	s := openT(t, fs, dir)
-	if err := s.ApplySnapshot(bootSnap(1)); err != nil {
-		t.Fatal(err)
-	}
+	bootT(t, s)
 	if err := s.Append(entries(t, 2, 30, 1)); err != nil {
 		t.Fatal(err)
 	}
