@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 
 	"github.com/seglog/seglog/internal/cluster/raftmux"
 	"github.com/seglog/seglog/internal/testutil"
@@ -157,6 +158,19 @@ func TestLeaderSendsBeforeItsWrite(t *testing.T) {
 		return a == b && a > 1
 	})
 	leader, follower := lead-1, 2-lead
+	// The early send needs the follower in raft's replicate state: in
+	// probe state the leader's append waits for a heartbeat's answer,
+	// which the blocked write below would hold up (seen once in about
+	// thirty runs under -race).
+	testutil.WaitFor(t, "the leader streaming appends to the follower", func() bool {
+		st, err := nodes[leader].Status(context.Background(), 1)
+		if err != nil {
+			return false
+		}
+		pr, ok := st.Progress[follower+1]
+		last, _ := sts[leader].LastIndex()
+		return ok && pr.State == tracker.StateReplicate && !pr.MsgAppFlowPaused && pr.Match == last
+	})
 	before, _ := sts[follower].LastIndex()
 	release := gate(sts[leader])
 	defer release()
