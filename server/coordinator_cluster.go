@@ -416,7 +416,7 @@ func (g *clusterGroups) write(group string, recs []record.Record) error {
 	defer cancel()
 	if _, err := g.cl.Produce(ctx, store.OffsetsTopic, p, batch, -1); err != nil {
 		err = fmt.Errorf("server: writing group %q to %s-%d: %w", group, store.OffsetsTopic, p, err)
-		if !errors.Is(err, ErrNotLeader) {
+		if !errors.Is(err, ErrNotLeader) && g.ctx.Err() == nil { // not for the node's stop
 			g.logger.Warn("server: a group's write failed", "err", err)
 		}
 		return err

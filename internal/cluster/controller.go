@@ -29,16 +29,34 @@ func (n *Node) handle(ctx context.Context, req request) response {
 	case opHeartbeat:
 		st := n.meta.State()
 		b, ok := st.Broker(req.Broker)
-		if ok && b.Epoch == req.Epoch {
+		known := ok && b.Epoch == req.Epoch
+		if known {
 			n.seen(req.Broker)
 		}
 		live := n.liveSet(st)
-		resp := response{Index: st.Index(), Known: ok && b.Epoch == req.Epoch}
+		resp := response{Index: st.Index(), Known: known}
 		for id := range live {
 			resp.Live = append(resp.Live, id)
 		}
 		slices.Sort(resp.Live)
+		n.mu.Lock()
+		if known {
+			n.noteLeaders(req.Broker, req.Leaders)
+		}
+		resp.Leaders = leaderList(n.mergedLeaders(live))
+		n.mu.Unlock()
 		return resp
+	case opLeave:
+		st := n.meta.State()
+		if b, ok := st.Broker(req.Broker); ok && b.Epoch == req.Epoch {
+			n.mu.Lock()
+			if n.left == nil {
+				n.left = map[int32]uint64{}
+			}
+			n.left[req.Broker] = req.Epoch
+			n.mu.Unlock()
+		}
+		return response{Index: st.Index()}
 	case opCreate:
 		return n.createTopic(ctx, req)
 	case opDelete:
@@ -200,19 +218,51 @@ func (n *Node) beat() {
 		n.log.Info("cluster: registered", "epoch", resp.Epoch)
 		return
 	}
+	led := n.ledPartitions(n.meta.State())
 	if ctrl {
 		n.seen(n.cfg.NodeID)
+		n.mu.Lock()
+		n.noteLeaders(n.cfg.NodeID, led)
+		n.mu.Unlock()
 		return
 	}
-	resp, err := n.forward(ctx, request{Op: opHeartbeat, Broker: n.cfg.NodeID, Epoch: epoch})
+	resp, err := n.forward(ctx, request{Op: opHeartbeat, Broker: n.cfg.NodeID, Epoch: epoch, Leaders: led})
 	if err != nil {
 		return
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.liveView, n.liveIndex, n.liveAt = resp.Live, resp.Index, time.Now()
+	now := time.Now()
+	n.liveView, n.liveIndex, n.liveAt = resp.Live, resp.Index, now
+	changed := n.setLeaderView(resp.Leaders, now)
 	if !resp.Known && n.epoch == epoch {
 		n.epoch = 0 // registered again at the next beat
+	}
+	n.mu.Unlock()
+	if changed {
+		n.kickRecord()
+	}
+}
+
+// leave tells the controller that this node is stopping, as Kafka's
+// controlled shutdown does: the controller stops counting it live at
+// once (until it registers again, with a new epoch), so Metadata and
+// FindCoordinator stop naming it within a heartbeat interval rather than
+// a liveness timeout later, and clients stop sending to a node that
+// refuses connections (kgo ends a group member's heartbeat loop when its
+// coordinator lookups reach a dead broker twice in a row). Best effort,
+// for at most two heartbeat intervals; a controller that stops cannot
+// tell its successor, which drops it one liveness timeout later.
+func (n *Node) leave() {
+	n.mu.Lock()
+	epoch := n.epoch
+	n.mu.Unlock()
+	if epoch == 0 || n.meta.IsController() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, 2*n.cfg.HeartbeatInterval)
+	defer cancel()
+	if _, err := n.forward(ctx, request{Op: opLeave, Broker: n.cfg.NodeID, Epoch: epoch}); err != nil {
+		n.log.Debug("cluster: telling the controller this node stops", "err", err)
 	}
 }
 

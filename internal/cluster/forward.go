@@ -29,6 +29,7 @@ const maxFrame = 1 << 20
 const (
 	opRegister  = "register"
 	opHeartbeat = "heartbeat"
+	opLeave     = "leave"
 	opCreate    = "create-topic"
 	opDelete    = "delete-topic"
 	opPIDs      = "allocate-producer-ids"
@@ -40,8 +41,8 @@ const (
 type request struct {
 	Op     string `json:"op"`
 	Broker int32  `json:"broker"`
-	// Register: the advertised listener and raft address. Heartbeat:
-	// the epoch the broker registered with.
+	// Register: the advertised listener and raft address. Heartbeat and
+	// leave: the epoch the broker registered with.
 	Host     string `json:"host,omitempty"`
 	Port     int32  `json:"port,omitempty"`
 	RaftAddr string `json:"raft_addr,omitempty"`
@@ -59,6 +60,9 @@ type request struct {
 	// CreatePartitions: Partitions is the new total.
 	// TimeoutMs is what is left of the sender's deadline.
 	TimeoutMs int64 `json:"timeout_ms"`
+	// Leaders are, on a heartbeat, the partitions the broker leads
+	// (leaders.go).
+	Leaders []leaderReport `json:"leaders,omitempty"`
 }
 
 // response is the controller's answer: Code "" on success, else one of
@@ -77,6 +81,9 @@ type response struct {
 	// heartbeating broker's registration is current, on a heartbeat.
 	Live  []int32 `json:"live,omitempty"`
 	Known bool    `json:"known,omitempty"`
+	// Leaders are, on a heartbeat, the leaders the live brokers
+	// report, this one's included (leaders.go).
+	Leaders []leaderReport `json:"leaders,omitempty"`
 }
 
 // errCodes names the errors that cross the wire, so the sender's error

@@ -186,7 +186,10 @@ type Node struct {
 	// lastSeen is, on the controller, when each broker last sent a
 	// heartbeat; since is when this node last became the controller
 	// (heartbeats sent to a previous controller are not seen here).
-	lastSeen     map[int32]time.Time
+	lastSeen map[int32]time.Time
+	// left is, on the controller, the registration epoch of each broker
+	// that said it stops (leave): not live until it registers again.
+	left         map[int32]uint64
 	isController bool
 	since        time.Time
 	// liveView is the live set the controller answered this node's last
@@ -194,6 +197,13 @@ type Node struct {
 	liveView  []int32
 	liveIndex uint64
 	liveAt    time.Time
+	// reports is, on the controller, the partitions each broker last
+	// reported leading (leaders.go); leaderView, on the others, the
+	// leaders the controller answered this node's last heartbeat with,
+	// at leaderAt.
+	reports    map[int32][]leaderReport
+	leaderView map[uint64]leaderReport
+	leaderAt   time.Time
 	// epoch is this node's registration epoch, 0 until registered;
 	// registered is closed at the first registration.
 	epoch      uint64
@@ -387,12 +397,14 @@ func (n *Node) shut() error {
 	return errors.Join(errs...)
 }
 
-// Close stops the node: its loops, the partition manager, the driver,
-// the metadata group and the raft port. The store is the caller's. A
-// node started again over the same Dir rejoins.
+// Close stops the node: it tells the controller it stops (leave), then
+// stops its loops, the partition manager, the driver, the metadata group
+// and the raft port. The store is the caller's. A node started again
+// over the same Dir rejoins.
 func (n *Node) Close() error {
 	var err error
 	n.closed.Do(func() {
+		n.leave()
 		n.cancel()
 		if n.fwd != nil {
 			n.fwd.Close() // stops acceptLoop and the connections it serves
@@ -464,6 +476,11 @@ func (n *Node) liveSet(st *meta.State) map[int32]bool {
 	switch {
 	case ctrl:
 		for _, id := range st.BrokerIDs() {
+			if ep, ok := n.left[id]; ok && id != n.cfg.NodeID {
+				if b, _ := st.Broker(id); b.Epoch == ep {
+					continue // it stopped, and has not registered since
+				}
+			}
 			seen := n.lastSeen[id]
 			if seen.Before(n.since) {
 				seen = n.since
@@ -496,6 +513,9 @@ func (n *Node) liveSet(st *meta.State) map[int32]bool {
 func (n *Node) noteController(ctrl bool, now time.Time) {
 	if ctrl && !n.isController {
 		n.since = now
+		// Reports sent to an earlier term of this node's are stale;
+		// each broker reports again within a heartbeat interval.
+		n.reports = nil
 	}
 	n.isController = ctrl
 }
