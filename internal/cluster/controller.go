@@ -218,7 +218,9 @@ func (n *Node) beat() {
 		n.log.Info("cluster: registered", "epoch", resp.Epoch)
 		return
 	}
-	led := n.ledPartitions(n.meta.State())
+	n.mu.Lock()
+	led := n.led
+	n.mu.Unlock()
 	if ctrl {
 		n.seen(n.cfg.NodeID)
 		n.mu.Lock()

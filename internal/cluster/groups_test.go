@@ -63,6 +63,12 @@ func newServedCluster(t *testing.T, n int) *served {
 	for i := int32(1); i <= int32(n); i++ {
 		s.serve(c.nodes[i], kafka[i])
 	}
+	// Every node live on the controller, so that a topic of the default
+	// replication factor can be created at once (under load, a node's
+	// heartbeats were once seen to miss a new controller's liveness
+	// timeout at start, and CreateTopic refused three replicas).
+	ctrl := c.controller()
+	testutil.WaitFor(t, "every node to be live", func() bool { return len(brokerIDs(ctrl)) == n })
 	return s
 }
 

@@ -11,10 +11,10 @@ import (
 // Leaders of partitions this node does not replicate (docs
 // /cluster-node.md, "Leaders"): only a partition's replicas run its raft
 // group, so only they know its leader. Every node reports the partitions
-// it leads in its liveness heartbeat; the controller keeps each live
+// it leads (as leaderLoop last found them) in its liveness heartbeat; the controller keeps each live
 // node's last report and answers every heartbeat with their union, which
 // the node keeps as its view of the other partitions' leaders. The view
-// is as stale as a heartbeat interval or two (a client told of a leader
+// is as stale as two or three heartbeat intervals (a client told of a leader
 // that moved gets NOT_LEADER_OR_FOLLOWER and asks again), and it lapses
 // with the node's live set, when no controller answers.
 //
@@ -33,6 +33,28 @@ type leaderReport struct {
 	Leader int32   `json:"l"`
 	Epoch  int32   `json:"e"`
 	ISR    []int32 `json:"i,omitempty"`
+}
+
+// leaderLoop refreshes, every HeartbeatInterval, the partitions this
+// node leads, which its heartbeats carry. It runs apart from the
+// heartbeats: a leader's ISR is asked of the raft driver, partition by
+// partition, which a busy node answers slowly, and a heartbeat that
+// waited for that could miss the liveness timeout.
+func (n *Node) leaderLoop() {
+	defer n.wg.Done()
+	t := time.NewTicker(n.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		led := n.ledPartitions(n.meta.State())
+		n.mu.Lock()
+		n.led = led
+		n.mu.Unlock()
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // ledPartitions lists the partitions this node leads now, as the

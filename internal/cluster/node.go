@@ -201,6 +201,8 @@ type Node struct {
 	// reported leading (leaders.go); leaderView, on the others, the
 	// leaders the controller answered this node's last heartbeat with,
 	// at leaderAt.
+	// led is what this node leads, as leaderLoop last found it.
+	led        []leaderReport
 	reports    map[int32][]leaderReport
 	leaderView map[uint64]leaderReport
 	leaderAt   time.Time
@@ -321,11 +323,12 @@ func start(cfg Config) (*Node, error) {
 		n.cancel()
 		return nil, err
 	}
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go n.acceptLoop()
 	go n.syncLoop()
 	go n.heartbeatLoop()
 	go n.recordLoop()
+	go n.leaderLoop()
 	return n, nil
 }
 

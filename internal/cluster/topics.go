@@ -349,7 +349,7 @@ func (n *Node) Topics() []string { return n.meta.State().TopicNames() }
 // Partitions describes a topic's partitions from the metadata and the
 // partition manager. A partition this node does not replicate has the
 // leader, epoch and ISR its leader reports in the liveness heartbeats
-// (leaders.go), a heartbeat or two old; -1 while none is reported.
+// (leaders.go), a few heartbeat intervals old; -1 while none is reported.
 func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
 	st := n.meta.State()
 	t, ok := st.Topic(topic)
