@@ -46,17 +46,6 @@ func (n *Node) handle(ctx context.Context, req request) response {
 		resp.Leaders = leaderList(n.mergedLeaders(live))
 		n.mu.Unlock()
 		return resp
-	case opLeave:
-		st := n.meta.State()
-		if b, ok := st.Broker(req.Broker); ok && b.Epoch == req.Epoch {
-			n.mu.Lock()
-			if n.left == nil {
-				n.left = map[int32]uint64{}
-			}
-			n.left[req.Broker] = req.Epoch
-			n.mu.Unlock()
-		}
-		return response{Index: st.Index()}
 	case opCreate:
 		return n.createTopic(ctx, req)
 	case opDelete:
@@ -242,29 +231,6 @@ func (n *Node) beat() {
 	n.mu.Unlock()
 	if changed {
 		n.kickRecord()
-	}
-}
-
-// leave tells the controller that this node is stopping, as Kafka's
-// controlled shutdown does: the controller stops counting it live at
-// once (until it registers again, with a new epoch), so Metadata and
-// FindCoordinator stop naming it within a heartbeat interval rather than
-// a liveness timeout later, and clients stop sending to a node that
-// refuses connections (kgo ends a group member's heartbeat loop when its
-// coordinator lookups reach a dead broker twice in a row). Best effort,
-// for at most two heartbeat intervals; a controller that stops cannot
-// tell its successor, which drops it one liveness timeout later.
-func (n *Node) leave() {
-	n.mu.Lock()
-	epoch := n.epoch
-	n.mu.Unlock()
-	if epoch == 0 || n.meta.IsController() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(n.ctx, 2*n.cfg.HeartbeatInterval)
-	defer cancel()
-	if _, err := n.forward(ctx, request{Op: opLeave, Broker: n.cfg.NodeID, Epoch: epoch}); err != nil {
-		n.log.Debug("cluster: telling the controller this node stops", "err", err)
 	}
 }
 

@@ -29,7 +29,6 @@ const maxFrame = 1 << 20
 const (
 	opRegister  = "register"
 	opHeartbeat = "heartbeat"
-	opLeave     = "leave"
 	opCreate    = "create-topic"
 	opDelete    = "delete-topic"
 	opPIDs      = "allocate-producer-ids"
@@ -41,8 +40,8 @@ const (
 type request struct {
 	Op     string `json:"op"`
 	Broker int32  `json:"broker"`
-	// Register: the advertised listener and raft address. Heartbeat and
-	// leave: the epoch the broker registered with.
+	// Register: the advertised listener and raft address. Heartbeat:
+	// the epoch the broker registered with.
 	Host     string `json:"host,omitempty"`
 	Port     int32  `json:"port,omitempty"`
 	RaftAddr string `json:"raft_addr,omitempty"`

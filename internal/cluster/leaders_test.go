@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/seglog/seglog/internal/testutil"
@@ -81,30 +80,4 @@ func TestMetadataNamesLeadersEverywhere(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestStoppingNodeLeaves: a node that stops tells the controller, which
-// drops it from the live brokers at once, not a liveness timeout later
-// (the other nodes at their next heartbeat); started again, it registers
-// and is live again.
-func TestStoppingNodeLeaves(t *testing.T) {
-	c := newCluster(t, 3)
-	ctrl := c.controller()
-	for _, tn := range c.running() {
-		testutil.WaitFor(t, "all three brokers live", func() bool { return len(brokerIDs(tn)) == 3 })
-	}
-	gone := c.follower(ctrl)
-	c.stop(gone.id)
-	if ids := brokerIDs(ctrl); slices.Contains(ids, gone.id) {
-		t.Fatalf("the controller lists %v live once node %d has stopped", ids, gone.id)
-	}
-	for _, tn := range c.running() {
-		testutil.WaitFor(t, fmt.Sprintf("node %d to drop node %d", tn.id, gone.id), func() bool {
-			return !slices.Contains(brokerIDs(tn), gone.id)
-		})
-	}
-	c.restart(gone.id)
-	testutil.WaitFor(t, "the restarted node to be live again", func() bool {
-		return slices.Contains(brokerIDs(ctrl), gone.id)
-	})
 }

@@ -186,10 +186,7 @@ type Node struct {
 	// lastSeen is, on the controller, when each broker last sent a
 	// heartbeat; since is when this node last became the controller
 	// (heartbeats sent to a previous controller are not seen here).
-	lastSeen map[int32]time.Time
-	// left is, on the controller, the registration epoch of each broker
-	// that said it stops (leave): not live until it registers again.
-	left         map[int32]uint64
+	lastSeen     map[int32]time.Time
 	isController bool
 	since        time.Time
 	// liveView is the live set the controller answered this node's last
@@ -197,11 +194,11 @@ type Node struct {
 	liveView  []int32
 	liveIndex uint64
 	liveAt    time.Time
-	// reports is, on the controller, the partitions each broker last
+	// led is what this node leads, as leaderLoop last found it;
+	// reports, on the controller, the partitions each broker last
 	// reported leading (leaders.go); leaderView, on the others, the
 	// leaders the controller answered this node's last heartbeat with,
 	// at leaderAt.
-	// led is what this node leads, as leaderLoop last found it.
 	led        []leaderReport
 	reports    map[int32][]leaderReport
 	leaderView map[uint64]leaderReport
@@ -400,14 +397,12 @@ func (n *Node) shut() error {
 	return errors.Join(errs...)
 }
 
-// Close stops the node: it tells the controller it stops (leave), then
-// stops its loops, the partition manager, the driver, the metadata group
-// and the raft port. The store is the caller's. A node started again
-// over the same Dir rejoins.
+// Close stops the node: its loops, the partition manager, the driver,
+// the metadata group and the raft port. The store is the caller's. A
+// node started again over the same Dir rejoins.
 func (n *Node) Close() error {
 	var err error
 	n.closed.Do(func() {
-		n.leave()
 		n.cancel()
 		if n.fwd != nil {
 			n.fwd.Close() // stops acceptLoop and the connections it serves
@@ -479,11 +474,6 @@ func (n *Node) liveSet(st *meta.State) map[int32]bool {
 	switch {
 	case ctrl:
 		for _, id := range st.BrokerIDs() {
-			if ep, ok := n.left[id]; ok && id != n.cfg.NodeID {
-				if b, _ := st.Broker(id); b.Epoch == ep {
-					continue // it stopped, and has not registered since
-				}
-			}
 			seen := n.lastSeen[id]
 			if seen.Before(n.since) {
 				seen = n.since
