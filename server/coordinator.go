@@ -68,11 +68,20 @@ type coordinator struct {
 	// (loadGroups).
 	emptied map[string]string
 	closed  bool
+
+	// writes is, per group id, the end of the group's last membership
+	// write still queued or under way (queueWrite): each write waits
+	// for the one before, so a group's records reach the log in the
+	// order the coordinator made them, across a group dropped and made
+	// again. writing counts the writers, which close waits for.
+	writes  map[string]chan struct{}
+	writing sync.WaitGroup
 }
 
 func newCoordinator(st *store.Store, cfg coordinatorConfig) *coordinator {
 	cfg.withDefaults()
-	c := &coordinator{st: st, cfg: cfg, gs: localGroups{st}, groups: make(map[string]*group), emptied: make(map[string]string)}
+	c := &coordinator{st: st, cfg: cfg, gs: localGroups{st}, groups: make(map[string]*group), emptied: make(map[string]string),
+		writes: make(map[string]chan struct{})}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.loadGroups()
@@ -172,19 +181,24 @@ func (c *coordinator) speaks(key, version int16) bool {
 }
 
 // close wakes every JoinGroup and SyncGroup still waiting (with
-// NOT_COORDINATOR, so clients look for the coordinator again) and stops
-// the timers. Requests after close get NOT_COORDINATOR too.
+// NOT_COORDINATOR, so clients look for the coordinator again), stops
+// the timers, and waits for the membership writes under way (a cluster's
+// fail at once: stop cancels them). Requests after close get
+// NOT_COORDINATOR too.
 func (c *coordinator) close() {
 	if c.cl != nil {
 		c.cl.stop() // its loads take c.mu: stopped before it is held
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
 	for _, g := range c.groups {
 		g.shutdown()
 	}
 	c.groups = map[string]*group{}
+	c.mu.Unlock()
+	// The writers finish with c.mu held: waited for without it. None
+	// starts once closed is set (queueWrite).
+	c.writing.Wait()
 }
 
 // findCoordinator answers every group with this node, or in a cluster

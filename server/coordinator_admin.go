@@ -142,13 +142,20 @@ func (c *coordinator) deleteGroup(id string) int16 {
 		g.state = stateDead
 		delete(c.groups, id)
 	}
-	c.mu.Unlock()
 	known := g != nil || emptied
+	var forgot <-chan struct{}
+	var ferr error
 	if known {
-		// A crash between this tombstone and the offsets' leaves a
-		// group that is still listed and that deleting again removes.
-		if err := c.forgetGroup(id); err != nil {
-			return storeErrorCode(err)
+		// Queued after the group's own writes (an Empty record may be
+		// under way). A crash between this tombstone and the offsets'
+		// leaves a group that is still listed and that deleting again
+		// removes.
+		forgot = c.forgetGroup(id, &ferr)
+	}
+	c.mu.Unlock()
+	if known {
+		if <-forgot; ferr != nil {
+			return storeErrorCode(ferr)
 		}
 	}
 	err := c.gs.deleteGroup(id)

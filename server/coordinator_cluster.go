@@ -99,7 +99,8 @@ func (t *offsetsTable) apply(group, topic string, partition int32, c *store.Comm
 // the channel the server's notify hook sends on.
 func newClusterCoordinator(st *store.Store, cl Cluster, cfg coordinatorConfig, kick chan struct{}, logger *slog.Logger) *coordinator {
 	cfg.withDefaults()
-	c := &coordinator{st: st, cfg: cfg, groups: make(map[string]*group), emptied: make(map[string]string)}
+	c := &coordinator{st: st, cfg: cfg, groups: make(map[string]*group), emptied: make(map[string]string),
+		writes: make(map[string]chan struct{})}
 	g := &clusterGroups{c: c, cl: cl, st: st, logger: logger, clock: cfg.clock, kick: kick,
 		tables: make(map[int32]*offsetsTable), writers: make(map[int32]*sync.Mutex)}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
@@ -415,7 +416,7 @@ func (g *clusterGroups) write(group string, recs []record.Record) error {
 	defer cancel()
 	if _, err := g.cl.Produce(ctx, store.OffsetsTopic, p, batch, -1); err != nil {
 		err = fmt.Errorf("server: writing group %q to %s-%d: %w", group, store.OffsetsTopic, p, err)
-		if !errors.Is(err, ErrNotLeader) {
+		if !errors.Is(err, ErrNotLeader) && g.ctx.Err() == nil { // not for the node's stop
 			g.logger.Warn("server: a group's write failed", "err", err)
 		}
 		return err

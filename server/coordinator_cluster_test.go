@@ -292,3 +292,158 @@ func TestClusterGroupsCommitManyPartitions(t *testing.T) {
 		}
 	}
 }
+
+// joinAlone joins a member to group on c, once the group's partition is
+// loaded, and returns the answer: with the initial rebalance delay off,
+// a lone member's join ends the join phase at once, writing nothing.
+func joinAlone(t *testing.T, c *rawConn, group string) *kmsg.JoinGroupResponse {
+	t.Helper()
+	var jr *kmsg.JoinGroupResponse
+	testutil.WaitFor(t, "the join of "+group+" is served", func() bool {
+		j := kmsg.NewPtrJoinGroupRequest()
+		j.SetVersion(3)
+		j.Group, j.SessionTimeoutMillis, j.RebalanceTimeoutMillis, j.ProtocolType = group, 30000, 30000, "consumer"
+		j.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
+		jr = c.do(j).(*kmsg.JoinGroupResponse)
+		return jr.ErrorCode == 0
+	})
+	return jr
+}
+
+// leaderSync is the SyncGroup of a lone member, which leads its group,
+// assigning itself assignment.
+func leaderSync(group string, jr *kmsg.JoinGroupResponse, assignment []byte) *kmsg.SyncGroupRequest {
+	s := kmsg.NewPtrSyncGroupRequest()
+	s.SetVersion(3)
+	s.Group, s.Generation, s.MemberID = group, jr.Generation, jr.MemberID
+	s.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: jr.MemberID, MemberAssignment: assignment}}
+	return s
+}
+
+func describedState(t *testing.T, c *rawConn, group string) string {
+	t.Helper()
+	d := kmsg.NewPtrDescribeGroupsRequest()
+	d.SetVersion(3)
+	d.Groups = []string{group}
+	return c.do(d).(*kmsg.DescribeGroupsResponse).Groups[0].State
+}
+
+// memberships returns the GroupMetadata records of group in its offsets
+// partition, in log order, each as its member count (-1 for a
+// tombstone).
+func memberships(t *testing.T, st *store.Store, group string) []int {
+	t.Helper()
+	n, _ := st.Partitions(store.OffsetsTopic)
+	l, err := st.Log(store.OffsetsTopic, store.OffsetsPartitionFor(group, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for r, err := range l.Records(0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k kmsg.GroupMetadataKey
+		if !isMembership(r.Key) || k.ReadFrom(r.Key) != nil || k.Group != group {
+			continue
+		}
+		if r.Value == nil {
+			out = append(out, -1)
+			continue
+		}
+		var v kmsg.GroupMetadataValue
+		if err := v.ReadFrom(r.Value); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, len(v.Members))
+	}
+	return out
+}
+
+// TestClusterGroupsWriteOutsideLock: while one group's membership waits
+// for the replicas, the coordinator answers another group's requests
+// (and the waiting group's own that need no write); the waiting leader's
+// SyncGroup is answered only once its generation is written, and the
+// group is not Stable before.
+func TestClusterGroupsWriteOutsideLock(t *testing.T) {
+	ts, fc := startCluster(t, Options{GroupInitialRebalanceDelay: -1})
+	createTestTopic(t, ts.st, "g", 1)
+	c1, c2 := dialRaw(t, ts.addr), dialRaw(t, ts.addr)
+	ja := joinAlone(t, c1, "a")
+	gate := make(chan struct{})
+	fc.set(func(fc *fakeCluster) { fc.gate = gate })
+	released := false
+	defer func() {
+		if !released {
+			close(gate)
+		}
+	}()
+	sa := leaderSync("a", ja, []byte{7})
+	corr := c1.send(sa)
+	testutil.WaitBlocked(t, "group a's generation waits for the replicas", "(*fakeCluster).Produce(", 1)
+
+	// Another group joins, and a's member heartbeats, meanwhile.
+	if jb := joinAlone(t, c2, "b"); jb.Generation != 1 {
+		t.Fatalf("group b joined in generation %d, want 1", jb.Generation)
+	}
+	h := kmsg.NewPtrHeartbeatRequest()
+	h.SetVersion(3)
+	h.Group, h.Generation, h.MemberID = "a", ja.Generation, ja.MemberID
+	if code := c2.do(h).(*kmsg.HeartbeatResponse).ErrorCode; code != 0 {
+		t.Fatalf("group a's heartbeat while its generation is written: %v", kerr.ErrorForCode(code))
+	}
+	if got := describedState(t, c2, "a"); got != "CompletingRebalance" {
+		t.Fatalf("group a while its generation is written: %s, want CompletingRebalance (no assignment handed out)", got)
+	}
+
+	close(gate)
+	released = true
+	r := c1.recv(sa, corr).(*kmsg.SyncGroupResponse)
+	if r.ErrorCode != 0 || string(r.MemberAssignment) != "\x07" {
+		t.Fatalf("group a's sync: %v, assignment %x", kerr.ErrorForCode(r.ErrorCode), r.MemberAssignment)
+	}
+	if got := memberships(t, ts.st, "a"); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("group a's membership records: %v, want its generation with one member", got)
+	}
+	if got := describedState(t, c2, "a"); got != "Stable" {
+		t.Fatalf("group a once written: %s, want Stable", got)
+	}
+}
+
+// TestClusterGroupsWritesInOrder: a group's records reach its partition
+// in the order the coordinator made them, though written outside its
+// lock: the member that leaves while its generation is being written
+// leaves the group Empty after it, not before.
+func TestClusterGroupsWritesInOrder(t *testing.T) {
+	ts, fc := startCluster(t, Options{GroupInitialRebalanceDelay: -1})
+	createTestTopic(t, ts.st, "g", 1)
+	c1, c2 := dialRaw(t, ts.addr), dialRaw(t, ts.addr)
+	ja := joinAlone(t, c1, "a")
+	gate := make(chan struct{})
+	fc.set(func(fc *fakeCluster) { fc.gate = gate })
+	sa := leaderSync("a", ja, []byte{7})
+	corr := c1.send(sa)
+	testutil.WaitBlocked(t, "group a's generation waits for the replicas", "(*fakeCluster).Produce(", 1)
+
+	l := kmsg.NewPtrLeaveGroupRequest()
+	l.SetVersion(3)
+	l.Group = "a"
+	l.Members = []kmsg.LeaveGroupRequestMember{{MemberID: ja.MemberID}}
+	if r := c2.do(l).(*kmsg.LeaveGroupResponse); r.ErrorCode != 0 || r.Members[0].ErrorCode != 0 {
+		t.Fatalf("leave while the generation is written: %+v", r)
+	}
+	// The leader's SyncGroup is answered as its member leaves.
+	if r := c1.recv(sa, corr).(*kmsg.SyncGroupResponse); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("the sync of a member that left: %v, want UNKNOWN_MEMBER_ID", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// The Empty record waits for the generation's write, not in Produce.
+	testutil.WaitBlocked(t, "the Empty record waits for the write before it", "(*coordinator).queueWrite.func", 2)
+	if n := testutil.Blocked("(*fakeCluster).Produce("); n != 1 {
+		t.Fatalf("%d writes in Produce, want the generation's alone", n)
+	}
+	close(gate)
+	testutil.WaitFor(t, "both records are written", func() bool { return len(memberships(t, ts.st, "a")) == 2 })
+	if got := memberships(t, ts.st, "a"); got[0] != 1 || got[1] != 0 {
+		t.Fatalf("group a's membership records: %v, want its generation, then Empty", got)
+	}
+}

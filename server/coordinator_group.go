@@ -64,6 +64,10 @@ type group struct {
 	// persisted says the offsets topic holds a generation of this group
 	// with members, which an empty group must tombstone.
 	persisted bool
+	// assigning says the leader's assignment of this generation is being
+	// written: the group stays CompletingRebalance until it is durable,
+	// and a repeated SyncGroup of the leader does not write it again.
+	assigning bool
 }
 
 type member struct {
@@ -477,7 +481,7 @@ func (g *group) tryCompleteJoin() {
 // members then have a rebalance timeout to send SyncGroup.
 func (g *group) completeJoin() {
 	g.stopTimers()
-	g.initialDelay = false
+	g.initialDelay, g.assigning = false, false
 	g.joinEpoch++
 	for _, id := range slices.Clone(g.order) {
 		if m := g.members[id]; m.join == nil {
@@ -488,9 +492,10 @@ func (g *group) completeJoin() {
 	if len(g.members) == 0 {
 		g.state = stateEmpty
 		g.protocol = ""
-		// Should the tombstone not be written, a restart loads members
-		// that are gone; their sessions expire and the group empties.
-		_ = g.persist()
+		// Should the Empty record not be written, a restart loads
+		// members that are gone; their sessions expire and the group
+		// empties.
+		g.persist(nil)
 		g.maybeDrop()
 		return
 	}

@@ -55,24 +55,64 @@ func (g *group) groupMetadataRecord() record.Record {
 	return r
 }
 
-// persist writes the group's membership (Empty once it has none left) to
-// the offsets topic, durably: the topic syncs every append, and a
-// cluster's write is committed by a majority.
-func (g *group) persist() error {
+// persist queues the group's membership (Empty once it has none left)
+// for the offsets topic (c.mu held); then, if not nil, runs with c.mu
+// held once the record is durable (the topic syncs every append, and a
+// cluster's write is committed by a majority) or has failed. persisted
+// is set as the record is queued: a failed write leaves it set, which
+// costs at most one Empty record more, never a member left in the log.
+func (g *group) persist(then func(error)) {
 	if len(g.members) == 0 && !g.persisted {
-		return nil
-	}
-	if err := g.c.gs.writeMembership(g.id, g.groupMetadataRecord()); err != nil {
-		return err
+		return
 	}
 	g.persisted = len(g.members) > 0
-	return nil
+	g.c.queueWrite(g.id, g.groupMetadataRecord(), then)
 }
 
-// forgetGroup writes the tombstone of a deleted group's GroupMetadata
-// record, so that a restart does not list it Empty again.
-func (c *coordinator) forgetGroup(id string) error {
-	return c.gs.writeMembership(id, record.Record{Key: groupMetadataKey(id), Timestamp: c.cfg.clock.Now().UnixMilli()})
+// queueWrite writes a membership record of group id outside c.mu (held
+// by the caller), after the group's earlier ones, so that a slow write
+// (a cluster's waits for a majority, up to offsetsCommitTimeout) stalls
+// only the requests that wait for it, never the other groups' requests
+// on this node. then, if not nil, runs with c.mu held when the write is
+// done; it must check that what it answers is still current (the group
+// may have moved on, been dropped, or the coordinator closed). The
+// returned channel is closed after then has run. Once closed, the
+// coordinator queues nothing: the channel is closed at once, then never
+// runs.
+func (c *coordinator) queueWrite(id string, r record.Record, then func(error)) <-chan struct{} {
+	done := make(chan struct{})
+	if c.closed {
+		close(done)
+		return done
+	}
+	prev := c.writes[id]
+	c.writes[id] = done
+	c.writing.Add(1)
+	go func() {
+		defer c.writing.Done()
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		err := c.gs.writeMembership(id, r)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.writes[id] == done {
+			delete(c.writes, id)
+		}
+		if then != nil {
+			then(err)
+		}
+	}()
+	return done
+}
+
+// forgetGroup queues the tombstone of a deleted group's GroupMetadata
+// record (c.mu held), so that a restart does not list it Empty again;
+// the channel is closed once it is written, with its error in *err.
+func (c *coordinator) forgetGroup(id string, err *error) <-chan struct{} {
+	return c.queueWrite(id, record.Record{Key: groupMetadataKey(id), Timestamp: c.cfg.clock.Now().UnixMilli()},
+		func(e error) { *err = e })
 }
 
 // loadGroups rebuilds a single node's groups whose last generation had

@@ -57,7 +57,7 @@ func (c *coordinator) sync(r *kmsg.SyncGroupRequest) (chan *kmsg.SyncGroupRespon
 		m.sync = ch
 		delete(g.pendingSync, m.id)
 		g.heartbeat(m)
-		if m.id == g.leader {
+		if m.id == g.leader && !g.assigning {
 			g.assign(r.GroupAssignment)
 		}
 		return ch, nil
@@ -71,9 +71,12 @@ func (c *coordinator) sync(r *kmsg.SyncGroupRequest) (chan *kmsg.SyncGroupRespon
 }
 
 // assign stores the leader's assignments (an empty one for a member the
-// leader left out, as Kafka does), makes the group stable, writes the
-// generation to the offsets topic and answers every member waiting in
-// SyncGroup.
+// leader left out, as Kafka does) and writes the generation to the
+// offsets topic, outside the coordinator's mutex (queueWrite). Once it
+// is durable, the group becomes stable and every member waiting in
+// SyncGroup gets its assignment: none is handed out before (Kafka's
+// GroupCoordinator does the same in storeGroup's callback). Meanwhile
+// the group stays CompletingRebalance, and members that sync wait.
 func (g *group) assign(as []kmsg.SyncGroupRequestGroupAssignment) {
 	for _, m := range g.members {
 		m.assignment = []byte{}
@@ -83,20 +86,32 @@ func (g *group) assign(as []kmsg.SyncGroupRequestGroupAssignment) {
 			m.assignment = a.MemberAssignment
 		}
 	}
-	g.state = stateStable
-	if err := g.persist(); err != nil {
-		// As in Kafka: a generation that could not be stored is not
-		// handed out; the members learn it from SyncGroup and rejoin.
-		g.failSync(kerr.CoordinatorNotAvailable.Code)
-		g.prepareRebalance()
-		return
-	}
-	for _, m := range g.members {
-		if m.sync != nil {
-			m.sync <- g.syncResponse(m)
-			m.sync = nil
+	g.assigning = true
+	gen := g.generation
+	g.persist(func(err error) {
+		// A member that left, a rejoin, a deletion or the end of this
+		// node's coordination moved the group on meanwhile: what was
+		// written is a generation nobody is answered with.
+		if !g.live() || g.generation != gen || g.state != stateCompletingRebalance {
+			return
 		}
-	}
+		g.assigning = false
+		if err != nil {
+			// As in Kafka: a generation that could not be stored is
+			// not handed out; the members learn it from SyncGroup and
+			// rejoin.
+			g.failSync(kerr.CoordinatorNotAvailable.Code)
+			g.prepareRebalance()
+			return
+		}
+		g.state = stateStable
+		for _, m := range g.members {
+			if m.sync != nil {
+				m.sync <- g.syncResponse(m)
+				m.sync = nil
+			}
+		}
+	})
 }
 
 func (g *group) syncResponse(m *member) *kmsg.SyncGroupResponse {

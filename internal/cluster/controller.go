@@ -29,15 +29,22 @@ func (n *Node) handle(ctx context.Context, req request) response {
 	case opHeartbeat:
 		st := n.meta.State()
 		b, ok := st.Broker(req.Broker)
-		if ok && b.Epoch == req.Epoch {
+		known := ok && b.Epoch == req.Epoch
+		if known {
 			n.seen(req.Broker)
 		}
 		live := n.liveSet(st)
-		resp := response{Index: st.Index(), Known: ok && b.Epoch == req.Epoch}
+		resp := response{Index: st.Index(), Known: known}
 		for id := range live {
 			resp.Live = append(resp.Live, id)
 		}
 		slices.Sort(resp.Live)
+		n.mu.Lock()
+		if known {
+			n.noteLeaders(req.Broker, req.Leaders)
+		}
+		resp.Leaders = leaderList(n.mergedLeaders(live))
+		n.mu.Unlock()
 		return resp
 	case opCreate:
 		return n.createTopic(ctx, req)
@@ -200,19 +207,30 @@ func (n *Node) beat() {
 		n.log.Info("cluster: registered", "epoch", resp.Epoch)
 		return
 	}
+	n.mu.Lock()
+	led := n.led
+	n.mu.Unlock()
 	if ctrl {
 		n.seen(n.cfg.NodeID)
+		n.mu.Lock()
+		n.noteLeaders(n.cfg.NodeID, led)
+		n.mu.Unlock()
 		return
 	}
-	resp, err := n.forward(ctx, request{Op: opHeartbeat, Broker: n.cfg.NodeID, Epoch: epoch})
+	resp, err := n.forward(ctx, request{Op: opHeartbeat, Broker: n.cfg.NodeID, Epoch: epoch, Leaders: led})
 	if err != nil {
 		return
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.liveView, n.liveIndex, n.liveAt = resp.Live, resp.Index, time.Now()
+	now := time.Now()
+	n.liveView, n.liveIndex, n.liveAt = resp.Live, resp.Index, now
+	changed := n.setLeaderView(resp.Leaders, now)
 	if !resp.Known && n.epoch == epoch {
 		n.epoch = 0 // registered again at the next beat
+	}
+	n.mu.Unlock()
+	if changed {
+		n.kickRecord()
 	}
 }
 

@@ -59,6 +59,9 @@ type request struct {
 	// CreatePartitions: Partitions is the new total.
 	// TimeoutMs is what is left of the sender's deadline.
 	TimeoutMs int64 `json:"timeout_ms"`
+	// Leaders are, on a heartbeat, the partitions the broker leads
+	// (leaders.go).
+	Leaders []leaderReport `json:"leaders,omitempty"`
 }
 
 // response is the controller's answer: Code "" on success, else one of
@@ -77,6 +80,9 @@ type response struct {
 	// heartbeating broker's registration is current, on a heartbeat.
 	Live  []int32 `json:"live,omitempty"`
 	Known bool    `json:"known,omitempty"`
+	// Leaders are, on a heartbeat, the leaders the live brokers
+	// report, this one's included (leaders.go).
+	Leaders []leaderReport `json:"leaders,omitempty"`
 }
 
 // errCodes names the errors that cross the wire, so the sender's error

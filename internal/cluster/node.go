@@ -194,6 +194,15 @@ type Node struct {
 	liveView  []int32
 	liveIndex uint64
 	liveAt    time.Time
+	// led is what this node leads, as leaderLoop last found it;
+	// reports, on the controller, the partitions each broker last
+	// reported leading (leaders.go); leaderView, on the others, the
+	// leaders the controller answered this node's last heartbeat with,
+	// at leaderAt.
+	led        []leaderReport
+	reports    map[int32][]leaderReport
+	leaderView map[uint64]leaderReport
+	leaderAt   time.Time
 	// epoch is this node's registration epoch, 0 until registered;
 	// registered is closed at the first registration.
 	epoch      uint64
@@ -311,11 +320,12 @@ func start(cfg Config) (*Node, error) {
 		n.cancel()
 		return nil, err
 	}
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go n.acceptLoop()
 	go n.syncLoop()
 	go n.heartbeatLoop()
 	go n.recordLoop()
+	go n.leaderLoop()
 	return n, nil
 }
 
@@ -496,6 +506,9 @@ func (n *Node) liveSet(st *meta.State) map[int32]bool {
 func (n *Node) noteController(ctrl bool, now time.Time) {
 	if ctrl && !n.isController {
 		n.since = now
+		// Reports sent to an earlier term of this node's are stale;
+		// each broker reports again within a heartbeat interval.
+		n.reports = nil
 	}
 	n.isController = ctrl
 }

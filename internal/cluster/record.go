@@ -44,8 +44,9 @@ type ReplicaRecord struct {
 }
 
 // ReplicaInfo is one partition in the record. Leader and Epoch are -1,
-// and ISR empty, when this node does not replicate the partition or knew
-// no leader.
+// and ISR empty, when this node knew no leader: neither its replica's
+// raft group nor, for a partition it does not replicate, the leaders'
+// heartbeat reports (leaders.go) named one.
 type ReplicaInfo struct {
 	Partition int32   `json:"partition"`
 	Replicas  []int32 `json:"replicas"`

@@ -347,9 +347,9 @@ func (n *Node) waitSynced(ctx context.Context, index uint64) error {
 func (n *Node) Topics() []string { return n.meta.State().TopicNames() }
 
 // Partitions describes a topic's partitions from the metadata and the
-// partition manager. A partition this node does not replicate has no
-// leader here (-1, epoch -1, ISR empty): only its replicas know; the
-// client's Metadata retry reaches a broker that replicates it.
+// partition manager. A partition this node does not replicate has the
+// leader, epoch and ISR its leader reports in the liveness heartbeats
+// (leaders.go), a few heartbeat intervals old; -1 while none is reported.
 func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
 	st := n.meta.State()
 	t, ok := st.Topic(topic)
@@ -357,11 +357,22 @@ func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
 		return nil, fmt.Errorf("%w: %s", store.ErrUnknownTopic, topic)
 	}
 	live := n.liveSet(st)
+	// The reported leaders, read at the first partition not replicated
+	// here.
+	var reported map[uint64]leaderReport
+	asked := false
 	out := make([]server.PartitionInfo, len(t.Replicas))
 	for p, r := range t.Replicas {
 		info := server.PartitionInfo{Partition: int32(p), Leader: -1, LeaderEpoch: -1, Replicas: r}
 		if leader, epoch, isr, ok := n.parts.Leader(topic, int32(p)); ok {
 			info.Leader, info.LeaderEpoch, info.ISR = leader, epoch, isr
+		} else {
+			if !asked {
+				reported, asked = n.reportedLeaders(st), true
+			}
+			if l, ok := reported[GroupID(t.ID, int32(p))]; ok {
+				info.Leader, info.LeaderEpoch, info.ISR = l.Leader, l.Epoch, slices.Clone(l.ISR)
+			}
 		}
 		for _, id := range r {
 			if !live[id] {

@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/seglog/seglog/internal/testutil"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestMetadataNamesLeadersEverywhere: a topic of replication factor 1 on
+// three nodes: Metadata from every node, those that do not replicate a
+// partition included, names its leader (its one replica) in the same
+// epoch, learnt from the liveness heartbeats; and kgo, seeded with any
+// one node, produces to every partition.
+func TestMetadataNamesLeadersEverywhere(t *testing.T) {
+	s := newServedCluster(t, 3)
+	ctrl := s.controller()
+	ctx := ctxTimeout(t)
+	const topic, parts = "solo", 3
+	if err := ctrl.node.CreateTopic(ctx, topic, parts, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	infos, err := ctrl.node.Partitions(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := map[int32]int32{}
+	for _, p := range infos {
+		if len(p.Replicas) != 1 {
+			t.Fatalf("partition %d has replicas %v, want one", p.Partition, p.Replicas)
+		}
+		replica[p.Partition] = p.Replicas[0]
+	}
+
+	type leader struct{ id, epoch int32 }
+	// leaders asks node id's Metadata for the topic's leaders and
+	// epochs, by partition.
+	leaders := func(cl *kgo.Client, id int32) map[int32]leader {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = []kmsg.MetadataRequestTopic{rt}
+		resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+		if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+			return nil
+		}
+		out := map[int32]leader{}
+		for _, p := range resp.Topics[0].Partitions {
+			out[p.Partition] = leader{p.Leader, p.LeaderEpoch}
+		}
+		return out
+	}
+	clients := map[int32]*kgo.Client{}
+	for _, tn := range s.running() {
+		clients[tn.id] = s.client(t, kgo.SeedBrokers(tn.kafka))
+	}
+	// Each replica names itself, as its raft group knows it.
+	want := map[int32]leader{}
+	testutil.WaitFor(t, "the replicas to lead their partitions", func() bool {
+		for p, id := range replica {
+			l, ok := leaders(clients[id], id)[p]
+			if !ok || l.id != id || l.epoch < 1 {
+				return false
+			}
+			want[p] = l
+		}
+		return true
+	})
+	for _, tn := range s.running() {
+		testutil.WaitFor(t, fmt.Sprintf("node %d's Metadata to name every leader", tn.id), func() bool {
+			return fmt.Sprint(leaders(clients[tn.id], tn.id)) == fmt.Sprint(want)
+		})
+		prod := s.client(t, kgo.SeedBrokers(tn.kafka), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		for p := range int32(parts) {
+			r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("via %d", tn.id))}
+			if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("producing to partition %d seeded with node %d: %v", p, tn.id, err)
+			}
+		}
+	}
+}
