@@ -3,6 +3,7 @@ package server
 import (
 	"testing"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -59,7 +60,12 @@ func TestCoordinatorGroupMetadataRecords(t *testing.T) {
 		t.Errorf("member: %+v", m)
 	}
 	h.leave("g", ids...)
-	recs = h.groupRecords("g")
+	// The Empty record is written after LeaveGroup is answered (outside
+	// the coordinator's lock), as Kafka's storeGroup is.
+	testutil.WaitFor(t, "the Empty record after everybody left", func() bool {
+		recs = h.groupRecords("g")
+		return len(recs) >= 2
+	})
 	if len(recs) != 2 || recs[1] == nil {
 		t.Fatalf("records after everybody left: %v", recs)
 	}
