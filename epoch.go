@@ -185,6 +185,14 @@ func (l *Log) storeEpochBatches(epochs []int32, batches [][]byte) ([]AppendInfo,
 		}
 		infos = append(infos, info)
 	}
+	return l.endAppend(infos, err)
+}
+
+// endAppend ends a call that stored infos with appendLocked, l.mu held:
+// with none stored it releases the lock and returns err; else
+// finishAppend publishes them and waits as the sync mode says, and a
+// failure there comes before err.
+func (l *Log) endAppend(infos []AppendInfo, err error) ([]AppendInfo, error) {
 	if len(infos) == 0 {
 		l.mu.Unlock()
 		return nil, err

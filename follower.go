@@ -108,14 +108,7 @@ func (l *Log) AppendAsFollower(batches [][]byte) ([]AppendInfo, error) {
 		}
 		infos = append(infos, info)
 	}
-	if len(infos) == 0 {
-		l.mu.Unlock()
-		return nil, err
-	}
-	if werr := l.finishAppend(infos[len(infos)-1].LastOffset + 1); werr != nil {
-		return infos, werr
-	}
-	return infos, err
+	return l.endAppend(infos, err)
 }
 
 // checkFollowerBatch is AppendAsFollower's check of one batch:
