@@ -118,6 +118,9 @@ store cleanly.`,
 			var serveErr error
 			select {
 			case <-ctx.Done():
+				// A controlled shutdown: the partitions' clients move to
+				// their new leaders while this node still answers.
+				cl.handOver(cmd.ErrOrStderr())
 			case serveErr = <-served:
 			}
 			sctx, cancel := context.WithTimeout(context.Background(), grace)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -130,6 +131,26 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	}
 	opts.Cluster, opts.ClusterID, opts.Advertise = n, id, advertise
 	return nil
+}
+
+// handOverLimit bounds a stopping node's controlled shutdown: a transfer
+// raft cannot finish sooner (a follower far behind) is left to the
+// election after the stop.
+const handOverLimit = 5 * time.Second
+
+// handOver hands this node's partition leaderships and the controller's
+// role to other nodes before serve stops (Kafka's controlled shutdown),
+// for at most handOverLimit; what is not handed over fails over after the
+// stop, as after a kill.
+func (c *clusterFlags) handOver(w io.Writer) {
+	if c.node == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handOverLimit)
+	defer cancel()
+	if err := c.node.HandOver(ctx); err != nil {
+		fmt.Fprintf(w, "seglog serve: handing leadership over: %v; the rest fails over once this node stops\n", err)
+	}
 }
 
 // close stops the node (or the raft listener it never got); nil when

@@ -81,3 +81,51 @@ func TestMetadataNamesLeadersEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestHandOverLeadership: a node's controlled shutdown (HandOver) leaves
+// it leading no partition and not the controller, every partition it led
+// led by another replica, while the node still runs: its clients move
+// before it stops.
+func TestHandOverLeadership(t *testing.T) {
+	s := newServedCluster(t, 3)
+	ctrl := s.controller()
+	ctx := ctxTimeout(t)
+	const topic, parts = "handed", 6
+	if err := ctrl.node.CreateTopic(ctx, topic, parts, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	led := func(tn *tnode) []int32 {
+		var out []int32
+		for p := range int32(parts) {
+			if st, err := tn.node.State(topic, p); err == nil && st.Leader {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	testutil.WaitFor(t, "every partition led", func() bool {
+		n := 0
+		for _, tn := range s.running() {
+			n += len(led(tn))
+		}
+		return n == parts
+	})
+	if err := ctrl.node.HandOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := led(ctrl); len(got) != 0 {
+		t.Fatalf("node %d still leads partitions %v after HandOver", ctrl.id, got)
+	}
+	if ctrl.node.meta.IsController() {
+		t.Fatalf("node %d is still the controller after HandOver", ctrl.id)
+	}
+	testutil.WaitFor(t, "the other nodes lead every partition", func() bool {
+		n := 0
+		for _, tn := range s.running() {
+			if tn.id != ctrl.id {
+				n += len(led(tn))
+			}
+		}
+		return n == parts
+	})
+}

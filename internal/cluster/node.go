@@ -397,6 +397,27 @@ func (n *Node) shut() error {
 	return errors.Join(errs...)
 }
 
+// HandOver is the first step of a controlled shutdown, as Kafka's: the
+// partitions this node leads are handed to their most caught-up
+// followers, and the controller's role to another voter, so that their
+// clients find new leaders while this node still answers (with
+// NOT_LEADER_OR_FOLLOWER) instead of after an election timeout once it
+// is gone. It returns when nothing is led here any more or ctx ends
+// (ctx's error); Close follows. A partition with no follower heard from
+// stays led here.
+func (n *Node) HandOver(ctx context.Context) error {
+	var errs []error
+	if n.mr != nil {
+		errs = append(errs, n.mr.HandOver(ctx))
+	}
+	if n.meta != nil {
+		if err := n.meta.HandOver(ctx); err != nil && !errors.As(err, new(*meta.NotControllerError)) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Close stops the node: its loops, the partition manager, the driver,
 // the metadata group and the raft port. The store is the caller's. A
 // node started again over the same Dir rejoins.

@@ -314,6 +314,18 @@ func (n *Node) Propose(ctx context.Context, c Command) (Result, error) {
 	return res, res.Err
 }
 
+// HandOver moves the controller's role to the most up-to-date other
+// voter (hashicorp raft's leadership transfer) when this node holds it,
+// and returns once the transfer is done or ctx ends: a node about to stop
+// spares the cluster an election timeout without a controller. Nothing
+// is done, and nil returned, on a node that is not the controller.
+func (n *Node) HandOver(ctx context.Context) error {
+	if !n.IsController() {
+		return nil
+	}
+	return n.wait(ctx, n.raft.LeadershipTransfer())
+}
+
 // Close stops raft and closes the store. It does not remove the node from
 // the voters: a node closed and opened again with the same Dir rejoins.
 func (n *Node) Close() error {

@@ -290,6 +290,79 @@ func (n *Node) Close() error {
 	return nil
 }
 
+// HandOver moves the leadership of every group this node leads to the
+// follower that has most of its log among those recently heard from
+// (raft's leadership transfer: the follower is brought up to date, then
+// told to campaign at once), and returns once this node knows another
+// leader of every group it led, or with ctx's error. It is Kafka's controlled shutdown: a node about to
+// stop hands its partitions over, so their clients find a new leader in
+// a round trip instead of an election timeout after the node is gone.
+// Proposals meanwhile fail with ErrProposalDropped; a group with no
+// follower heard from, or whose transfer raft gives up (after an
+// election timeout), stays led here until the node stops.
+func (n *Node) HandOver(ctx context.Context) error {
+	var led []uint64
+	if err := n.do(ctx, func() {
+		for id, g := range n.groups {
+			if g.fetching {
+				continue
+			}
+			st := g.rn.Status()
+			if st.RaftState != raft.StateLeader {
+				continue
+			}
+			var to, match uint64
+			for pid, pr := range st.Progress {
+				if pid != n.cfg.ID && pr.RecentActive && !pr.IsLearner && (to == 0 || pr.Match > match) {
+					to, match = pid, pr.Match
+				}
+			}
+			if to != 0 {
+				g.rn.TransferLeader(to)
+				n.mark(g)
+				led = append(led, id)
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	t := time.NewTicker(n.cfg.Tick)
+	defer t.Stop()
+	for {
+		// Done with a group once this node knows another leader of it,
+		// or once raft gave the transfer up (an election timeout without
+		// the transferee taking over: it is gone or far behind).
+		pending := false
+		if err := n.do(ctx, func() {
+			for _, id := range led {
+				g := n.groups[id]
+				if g == nil {
+					continue
+				}
+				st := g.rn.BasicStatus()
+				transferring := st.RaftState == raft.StateLeader && st.LeadTransferee != 0
+				electing := st.RaftState != raft.StateLeader && st.Lead == raft.None
+				if transferring || electing {
+					pending = true
+					return
+				}
+			}
+		}); err != nil {
+			return err
+		}
+		if !pending {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.stop:
+			return ErrClosed
+		case <-t.C:
+		}
+	}
+}
+
 // Stats returns the transport's counters so far.
 func (n *Node) Stats() Stats {
 	s := Stats{
