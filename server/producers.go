@@ -221,9 +221,9 @@ func (pp *partProducers) lockProducer(pid int64) (unlock func()) {
 // producers not found there (a snapshot holds each producer's last batch
 // only, as Kafka's does). A snapshot older than those two segments is not
 // used: producers whose batches lie between it and the scanned segments
-// would be left with a stale last sequence. Reading stops quietly at
-// anything it cannot read: the state is then partial, which only means a
-// producer is treated as new.
+// would be left with a stale last sequence. Without a snapshot the whole
+// log is read. Reading stops quietly at anything it cannot read: the
+// state is then partial, and a producer not found is treated as new.
 func (pp *partProducers) load(l seglog.View) {
 	if pp.loaded {
 		return
@@ -245,6 +245,15 @@ func (pp *partProducers) load(l seglog.View) {
 				}
 			}
 		}()
+	} else {
+		// No snapshot holds the producers before those segments (a
+		// cluster writes none: a new leader's log has only what raft
+		// replicated): the whole log is read. From the last two segments
+		// alone, a producer whose batches lie further back would be taken
+		// for a new one, which may write any sequence, and a late retry
+		// of its batch stored twice (TestNemesisCluster found such
+		// batches 30,000 offsets apart after a node's SIGSTOP).
+		from = l.StartOffset()
 	}
 	end := l.EndOffset()
 	var hdr [record.HeaderSize]byte
