@@ -99,15 +99,24 @@ func TestSnapshotKeepsOlderProducers(t *testing.T) {
 		t.Fatalf("log end %d, want 6", v.EndOffset())
 	}
 
-	// Without the snapshot (or with a damaged one) the producer is
-	// unknown, and its batch is taken at any sequence (KIP-360).
+	// Without the snapshot (or with a damaged one) the state is read
+	// from the whole log, as Kafka rebuilds it without a snapshot: the
+	// producer is still known, its old batch a duplicate, a gap refused.
 	ts.stop()
 	if err := vfs.WriteFileAtomic(vfs.Default, filepath.Join(part, layout.FileName(6, layout.SnapshotSuffix)), []byte("damaged")); err != nil {
 		t.Fatal(err)
 	}
 	ts = startServer(t, dir, Options{})
 	c = dialRaw(t, ts.addr)
-	if rp := produceOne(t, c, 9, "s", makeBatch(t, record.None, 100, 0, 9, 1, "gap")); rp.ErrorCode != 0 || rp.BaseOffset != 6 {
+	if rp := produceOne(t, c, 9, "s", append([]byte(nil), old...)); rp.ErrorCode != 0 || rp.BaseOffset != 0 {
+		t.Fatalf("retry of the old batch without the snapshot: error %d offset %d, want the original offset 0", rp.ErrorCode, rp.BaseOffset)
+	}
+	if rp := produceOne(t, c, 9, "s", makeBatch(t, record.None, 100, 0, 9, 1, "gap")); rp.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("gap without the snapshot: error %d offset %d", rp.ErrorCode, rp.BaseOffset)
+	}
+	// A producer the log no longer holds at all is unknown, and its
+	// batch is taken at any sequence (KIP-360).
+	if rp := produceOne(t, c, 9, "s", makeBatch(t, record.None, 300, 0, 9, 1, "new")); rp.ErrorCode != 0 || rp.BaseOffset != 6 {
 		t.Fatalf("unknown producer: error %d offset %d", rp.ErrorCode, rp.BaseOffset)
 	}
 }
