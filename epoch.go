@@ -138,6 +138,20 @@ func (l *Log) checkEpochBatch(epoch int32, batch []byte) error {
 		return fmt.Errorf("%w: negative leader epoch %d", ErrInvalidRecord, epoch)
 	}
 	b := record.Batch(batch)
+	return l.checkReplicatedBatch(b, func() error {
+		if b.NumRecords() == 0 || int64(b.LastOffsetDelta())+1 != int64(b.NumRecords()) {
+			return fmt.Errorf("%w: lastOffsetDelta %d with %d records", record.ErrInvalidProducerBatch, b.LastOffsetDelta(), b.NumRecords())
+		}
+		return nil
+	})
+}
+
+// checkReplicatedBatch is the check AppendEpochBatches and
+// AppendAsFollower make of a batch another replica wrote: size within
+// MaxBatchBytes and SegmentBytes (ErrBatchTooLarge), CRC and framing,
+// counts (their own rule, a *BatchError when it fails), and a walk of
+// every record (framing, and that the count is true).
+func (l *Log) checkReplicatedBatch(b record.Batch, counts func() error) error {
 	lim := l.lim()
 	if len(b) > lim.MaxBatchBytes {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), lim.MaxBatchBytes)
@@ -148,10 +162,9 @@ func (l *Log) checkEpochBatch(epoch int32, batch []byte) error {
 	if err := b.Validate(); err != nil {
 		return badBatch(err)
 	}
-	if b.NumRecords() == 0 || int64(b.LastOffsetDelta())+1 != int64(b.NumRecords()) {
-		return badBatch(fmt.Errorf("%w: lastOffsetDelta %d with %d records", record.ErrInvalidProducerBatch, b.LastOffsetDelta(), b.NumRecords()))
+	if err := counts(); err != nil {
+		return badBatch(err)
 	}
-	// The walk checks every record's framing and that the count is true.
 	it := iterators.Get().(*record.Iterator)
 	it.MaxDecompressed = l.maxDecompressed()
 	_, err := record.MaxRecordTimestamp(b, it)

@@ -112,27 +112,13 @@ func (l *Log) AppendAsFollower(batches [][]byte) ([]AppendInfo, error) {
 }
 
 // checkFollowerBatch is AppendAsFollower's check of one batch:
-// checkEpochBatch's but for the record count, and the offsets in range.
+// checkEpochBatch's but for the record count (compaction leaves fewer
+// records than offsets), and the offsets in range.
 func (l *Log) checkFollowerBatch(b record.Batch) error {
-	lim := l.lim()
-	if len(b) > lim.MaxBatchBytes {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), lim.MaxBatchBytes)
-	}
-	if int64(len(b)) > lim.SegmentBytes {
-		return fmt.Errorf("%w: %d bytes, segment size %d", ErrBatchTooLarge, len(b), lim.SegmentBytes)
-	}
-	if err := b.Validate(); err != nil {
-		return badBatch(err)
-	}
-	if b.BaseOffset() < 0 || b.LastOffsetDelta() < 0 || int64(b.NumRecords()) > int64(b.LastOffsetDelta())+1 || b.LastOffset() < b.BaseOffset() {
-		return badBatch(fmt.Errorf("%w: base offset %d, lastOffsetDelta %d with %d records", record.ErrInvalidProducerBatch, b.BaseOffset(), b.LastOffsetDelta(), b.NumRecords()))
-	}
-	it := iterators.Get().(*record.Iterator)
-	it.MaxDecompressed = l.maxDecompressed()
-	_, err := record.MaxRecordTimestamp(b, it)
-	iterators.Put(it)
-	if err != nil {
-		return badBatch(err)
-	}
-	return nil
+	return l.checkReplicatedBatch(b, func() error {
+		if b.BaseOffset() < 0 || b.LastOffsetDelta() < 0 || int64(b.NumRecords()) > int64(b.LastOffsetDelta())+1 || b.LastOffset() < b.BaseOffset() {
+			return fmt.Errorf("%w: base offset %d, lastOffsetDelta %d with %d records", record.ErrInvalidProducerBatch, b.BaseOffset(), b.LastOffsetDelta(), b.NumRecords())
+		}
+		return nil
+	})
 }
