@@ -75,6 +75,12 @@ type Cluster interface {
 	// watermark advances or a leader changes, so parked fetches wake.
 	// The server calls it once, before serving.
 	SetNotify(wake func())
+	// SetObserver gives the cluster the observer to report every change
+	// its replication makes to this node's partitions (LogObserver). The
+	// server calls it once, before serving; the server's idempotent
+	// produce relies on it: a batch stored and not reported would not be
+	// found by its retry.
+	SetObserver(o LogObserver)
 }
 
 // Broker is a live broker of a cluster, as Metadata lists it.

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 
+	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 )
 
@@ -25,6 +27,7 @@ type fakeCluster struct {
 
 	mu         sync.Mutex
 	notify     func()
+	observer   LogObserver
 	brokers    []Broker
 	controller int32
 	follower   map[tp]bool  // not the leader
@@ -60,11 +63,18 @@ func newFakeCluster(t testing.TB) *fakeCluster {
 // startCluster serves a store as node 1 of a fake three-node cluster.
 func startCluster(t *testing.T, cfg Options) (*testServer, *fakeCluster) {
 	t.Helper()
+	return startClusterIn(t, "", cfg)
+}
+
+// startClusterIn is startCluster on the store in dir (a new temporary one
+// when dir is empty): a node restarted on its directory.
+func startClusterIn(t *testing.T, dir string, cfg Options) (*testServer, *fakeCluster) {
+	t.Helper()
 	fc := newFakeCluster(t)
 	cfg.Cluster = fc
 	cfg.NodeID = 1
 	cfg.ClusterID = "fake-cluster"
-	ts := startServer(t, "", cfg)
+	ts := startServer(t, dir, cfg)
 	fc.st = ts.st
 	close(fc.ready)
 	// Node 1 is this server: clients connect to it where it listens.
@@ -127,6 +137,49 @@ func (fc *fakeCluster) holdHW(topic string, partition int32, hw int64) {
 	}
 	fc.mu.Unlock()
 	fc.wake()
+}
+
+// replicate stores batch as the replication of another leader's write
+// would on this node: appended, then reported to the observer. It returns
+// the batch's base offset.
+func (fc *fakeCluster) replicate(topic string, partition int32, batch []byte) int64 {
+	fc.t.Helper()
+	w, err := fc.store().Writer(topic, partition)
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	stored := bytes.Clone(batch)
+	info, err := w.AppendBatch(stored)
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	record.Batch(stored).SetBaseOffset(info.FirstOffset)
+	if obs := fc.logObserver(); obs != nil {
+		obs.Appended(topic, partition, [][]byte{stored})
+	}
+	return info.FirstOffset
+}
+
+// truncate cuts the partition's log at offset as a replica replacing
+// uncommitted entries does: reported to the observer, then cut.
+func (fc *fakeCluster) truncate(topic string, partition int32, offset int64) {
+	fc.t.Helper()
+	w, err := fc.store().Writer(topic, partition)
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	if obs := fc.logObserver(); obs != nil {
+		obs.Truncating(topic, partition, offset)
+	}
+	if err := w.TruncateTo(offset); err != nil {
+		fc.t.Fatal(err)
+	}
+}
+
+func (fc *fakeCluster) logObserver() LogObserver {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.observer
 }
 
 func (fc *fakeCluster) endLocked(topic string, partition int32) int64 {
@@ -225,6 +278,13 @@ func (fc *fakeCluster) Produce(ctx context.Context, topic string, partition int3
 	if err != nil {
 		return 0, err
 	}
+	// Reported as a replica reports a batch it stored: stamped, before
+	// anyone is answered.
+	stored := record.Batch(bytes.Clone(batch))
+	stored.SetBaseOffset(info.FirstOffset)
+	if obs := fc.logObserver(); obs != nil {
+		obs.Appended(topic, partition, [][]byte{stored})
+	}
 	if gate != nil {
 		// Appended here, not yet confirmed by the replicas.
 		select {
@@ -286,6 +346,15 @@ func (fc *fakeCluster) SetNotify(wake func()) {
 		fc.t.Error("SetNotify called twice")
 	}
 	fc.notify = wake
+}
+
+func (fc *fakeCluster) SetObserver(o LogObserver) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.observer != nil {
+		fc.t.Error("SetObserver called twice")
+	}
+	fc.observer = o
 }
 
 func (fc *fakeCluster) CreatePartitions(ctx context.Context, topic string, total int32) error {

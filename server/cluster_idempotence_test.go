@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
-	"github.com/seglog/seglog/store"
 )
 
 func initProducer(t *testing.T, c *rawConn) int64 {
@@ -48,13 +46,7 @@ func TestClusterIdempotenceAcrossEpochs(t *testing.T) {
 	// The next batch went to the other leader, which replicated it here;
 	// its answer was lost, and the producer retries it with us.
 	next := makeBatch(t, record.None, pid, 0, 2, 2, "b")
-	w, err := ts.st.Writer("i", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.AppendBatch(append([]byte(nil), next...)); err != nil {
-		t.Fatal(err)
-	}
+	fc.replicate("i", 0, next)
 	if rp := produceOne(t, c, 9, "i", append([]byte(nil), next...)); rp.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("retry to a follower: error %d", rp.ErrorCode)
 	}
@@ -126,51 +118,5 @@ func TestClusterIdempotenceInFlight(t *testing.T) {
 	}
 	if end := logEnd(t, ts, "i"); end != 5 {
 		t.Fatalf("log end %d, want 5: the retry was stored again", end)
-	}
-}
-
-// TestClusterIdempotenceOldBatches: a node that becomes the leader knows
-// every producer its log holds, however far back the producer's last
-// batches lie: a cluster writes no producer snapshots, so the state is
-// read from the whole log, not only its last two segments. A late retry
-// of a producer's last batch, many segments later, is a duplicate (found
-// by TestNemesisCluster: batches stored twice, 30,000 offsets apart, after
-// a node's SIGSTOP).
-func TestClusterIdempotenceOldBatches(t *testing.T) {
-	ts, fc := startCluster(t, Options{})
-	cfg := store.DefaultTopicConfig()
-	cfg.SegmentBytes, cfg.MaxMessageBytes = 4<<10, 2<<10
-	if err := ts.st.CreateTopic("old", 1, cfg); err != nil {
-		t.Fatal(err)
-	}
-	c := dialRaw(t, ts.addr)
-	pid := initProducer(t, c)
-	last := makeBatch(t, record.None, pid, 0, 0, 2, "a")
-	if rp := produceOne(t, c, 9, "old", append([]byte(nil), last...)); rp.ErrorCode != 0 || rp.BaseOffset != 0 {
-		t.Fatalf("the producer's batch: %+v", rp)
-	}
-	// Other producers fill several segments after it.
-	other := initProducer(t, c)
-	for i := range 40 {
-		if rp := produceOne(t, c, 9, "old", makeBatch(t, record.None, other, 0, int32(10*i), 10, strings.Repeat("x", 100))); rp.ErrorCode != 0 {
-			t.Fatalf("other producer's batch %d: %+v", i, rp)
-		}
-	}
-	l, err := ts.st.Log("old", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := l.NumSegments(); n < 4 {
-		t.Fatalf("%d segments, want the first producer's batch three segments back", n)
-	}
-	// A leader change: the new epoch's state is read from the log.
-	fc.setLeader("old", 0, false)
-	fc.setLeader("old", 0, true)
-	end := logEnd(t, ts, "old")
-	if rp := produceOne(t, c, 9, "old", append([]byte(nil), last...)); rp.ErrorCode != 0 || rp.BaseOffset != 0 {
-		t.Fatalf("a late retry of the first producer's batch: %+v, want its original offset 0", rp)
-	}
-	if got := logEnd(t, ts, "old"); got != end {
-		t.Fatalf("log end %d after the retry, want %d: it was stored again", got, end)
 	}
 }

@@ -128,19 +128,15 @@ func (s *Server) replicatePartition(ctx context.Context, version, acks int16, to
 	// waits here and then finds it recorded (a duplicate) or failed, and
 	// the sequence check of the next batch sees the one before it.
 	// Other producers go on meanwhile.
-	pp := s.pids.partition(topic, p.Partition)
+	pp := s.pids.partition(topic, p.Partition, l)
 	// Read before Produce: the batch is the Cluster's from then on.
-	pid, epoch, first, last := b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), b.LastSequence()
-	delta := int64(b.LastOffsetDelta())
+	pid, delta := b.ProducerID(), int64(b.LastOffsetDelta())
 	unlock := pp.lockProducer(pid)
 	defer unlock()
-	pp.mu.Lock()
-	if pp.epoch != st.LeaderEpoch {
-		// The state is a cache of the log as it was when loaded: under
-		// another leader the log changed without this node's produce path.
-		pp.reset(st.LeaderEpoch)
-	}
-	pp.load(l)
+	// The state follows this replica's log whoever wrote it (the
+	// replication reports every batch stored and every truncation,
+	// observe.go), so it holds what earlier leaders wrote.
+	pp.lockLoaded()
 	v := pp.check(b)
 	pp.mu.Unlock()
 	switch {
@@ -164,23 +160,11 @@ func (s *Server) replicatePartition(ctx context.Context, version, acks int16, to
 		rp.LogStartOffset = l.StartOffset()
 		return
 	}
+	// Stored or not, the replication reported it before Produce returned:
+	// a batch in this node's log is in the state, where a retry finds
+	// it, even when the write failed (a timeout while the replicas
+	// confirm it, a leader lost after its append).
 	off, err := s.cluster.Produce(ctx, topic, p.Partition, p.Records, acks)
-	pp.mu.Lock()
-	switch {
-	case err != nil:
-		// The batch may be in the log all the same (a timeout while
-		// the replicas confirm it, a leader lost after its append): the
-		// state is read again from the log, where a retry finds it.
-		pp.reset(pp.epoch)
-	case pp.loaded:
-		// The usual case, or the state was reset and loaded again since
-		// the check (another producer's write failed, the epoch moved)
-		// and may hold the batch already, which record skips; this
-		// producer's lock keeps any later batch of it out of the log.
-		pp.record(pid, epoch, first, last, off, off+delta)
-	}
-	// Reset and not loaded yet: the next load reads the batch from the log.
-	pp.mu.Unlock()
 	s.answerReplicated(l, off, err, rp)
 }
 

@@ -102,10 +102,9 @@ func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRe
 		s.answerAppend(l, info, err, rp)
 		return
 	}
-	pp := s.pids.partition(topic, p.Partition)
-	pp.mu.Lock()
+	pp := s.pids.partition(topic, p.Partition, l)
+	pp.lockLoaded()
 	defer pp.mu.Unlock()
-	pp.load(l)
 	v := pp.check(b)
 	switch {
 	case v.code != 0:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/vfs"
 )
 
 // batchesToRetain is Kafka's NUM_BATCHES_TO_RETAIN: a retried batch among
@@ -31,11 +32,16 @@ const (
 // producers is the idempotent producers' state, per partition: for each
 // producer id its epoch and its last batches. It is a cache of what the
 // batch headers in the log say (producer id, epoch, base sequence), built
-// on a partition's first idempotent produce by reading the headers of the
-// log's last two segments. A producer whose batches lie further back is
-// unknown, and an unknown producer's batch is accepted at any sequence, as
-// Kafka does since KIP-360 for producers whose state expired.
+// by reading them once (load) and then kept by every append: on one node
+// the produce path records what it appends; in a cluster the replication
+// reports every batch it stores and every truncation (Cluster.SetObserver,
+// observe.go), on followers as on the leader, so a new leader has the
+// state of its log and a retried batch is found wherever it was first
+// written. A producer not found is unknown, and an unknown producer's batch
+// is accepted at any sequence, as Kafka does since KIP-360 for producers
+// whose state expired.
 type producers struct {
+	fs    vfs.FS // the store's: snapshots are in its partition directories
 	mu    sync.Mutex
 	parts map[tp]*partProducers
 }
@@ -45,11 +51,32 @@ type tp struct {
 	partition int32
 }
 
+// loadState is where a partition's producer state is: not read from the
+// log yet, being read, or read and kept up to date since.
+type loadState uint8
+
+const (
+	unloaded loadState = iota
+	loading
+	loaded
+)
+
 // partProducers serializes the check-and-append of idempotent batches on
 // one partition: the check must see every batch appended before it.
 type partProducers struct {
-	mu        sync.Mutex
-	loaded    bool
+	mu sync.Mutex
+	fs vfs.FS
+	// view is the log the state describes: a topic deleted and created
+	// again under the name is another log, with a state of its own.
+	view  seglog.View
+	state loadState
+	// While loading: ready is closed when the load ends; cut says a
+	// truncation came meanwhile (the load read what it removed and is
+	// thrown away); observed holds the batches reported meanwhile, which
+	// the load may have read too.
+	ready     chan struct{}
+	cut       bool
+	observed  []observedBatch
 	m         map[int64]*producerEntry
 	lastSweep time.Time
 	// segments is the log's segment count at the last look: when it grows
@@ -57,12 +84,18 @@ type partProducers struct {
 	// Kafka writes one at every roll.
 	segments int
 
-	// In a cluster (clusterproduce.go): epoch is the leader epoch the
-	// state was loaded in, and locks serialize each producer's
-	// check-propose-record, so that a retry of a batch still being
+	// In a cluster (clusterproduce.go), locks serialize each producer's
+	// check-propose-answer, so that a retry of a batch still being
 	// replicated waits for it instead of being proposed a second time.
-	epoch int32
 	locks map[int64]*producerLock
+}
+
+// observedBatch is what the state keeps of a reported batch.
+type observedBatch struct {
+	pid               int64
+	epoch             int16
+	firstSeq, lastSeq int32
+	firstOff, lastOff int64
 }
 
 // producerLock is one producer's lock on a partition, dropped from
@@ -83,15 +116,19 @@ type batchMeta struct {
 	firstOff, lastOff int64
 }
 
-func newProducers() *producers { return &producers{parts: make(map[tp]*partProducers)} }
+func newProducers(fsys vfs.FS) *producers {
+	return &producers{fs: fsys, parts: make(map[tp]*partProducers)}
+}
 
-func (p *producers) partition(topic string, partition int32) *partProducers {
+// partition returns the producer state of a partition whose log is l: the
+// one held, or a new one (unloaded) if none is held or the one held
+// describes another log under the name.
+func (p *producers) partition(topic string, partition int32, l seglog.View) *partProducers {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k := tp{topic, partition}
-	pp := p.parts[k]
-	if pp == nil {
-		pp = &partProducers{m: make(map[int64]*producerEntry), epoch: -1, locks: make(map[int64]*producerLock)}
+	pp := p.parts[tp{topic, partition}]
+	if pp == nil || pp.view != l {
+		pp = &partProducers{fs: p.fs, view: l, m: make(map[int64]*producerEntry), locks: make(map[int64]*producerLock)}
 		// The name may alias a request's frame; the map outlives it.
 		p.parts[tp{strings.Clone(topic), partition}] = pp
 	}
@@ -162,11 +199,6 @@ func (pp *partProducers) record(pid int64, epoch int16, first, last int32, first
 	if epoch != e.epoch {
 		e.epoch, e.batches = epoch, e.batches[:0]
 	}
-	if n := len(e.batches); n > 0 && e.batches[n-1].firstOff == firstOff {
-		// Already noted: a replicated write that settled after a reload
-		// had read it from the log.
-		return
-	}
 	if len(e.batches) == batchesToRetain {
 		e.batches = append(e.batches[:0], e.batches[1:]...)
 	}
@@ -181,16 +213,6 @@ func (pp *partProducers) record(pid int64, epoch int16, first, last int32, first
 			}
 		}
 	}
-}
-
-// reset drops the state (pp.mu held): the next check reloads it from the
-// log. A cluster resets when the leader epoch changes (a node that led,
-// lost and regained leadership holds what other leaders wrote
-// meanwhile) and when a replicated write ends in an error (it may still
-// be in the log).
-func (pp *partProducers) reset(epoch int32) {
-	pp.loaded, pp.epoch = false, epoch
-	clear(pp.m)
 }
 
 // lockProducer takes producer pid's lock on the partition and returns
@@ -215,27 +237,73 @@ func (pp *partProducers) lockProducer(pid int64) (unlock func()) {
 	}
 }
 
-// load rebuilds the state (pp.mu held) from the batch headers of the log's
-// last two segments, which give each producer found there its last five
-// batches, and from the partition's newest producer snapshot for the
-// producers not found there (a snapshot holds each producer's last batch
-// only, as Kafka's does). A snapshot older than those two segments is not
-// used: producers whose batches lie between it and the scanned segments
-// would be left with a stale last sequence. Without a snapshot the whole
-// log is read. Reading stops quietly at anything it cannot read: the
-// state is then partial, and a producer not found is treated as new.
-func (pp *partProducers) load(l seglog.View) {
-	if pp.loaded {
+// lockLoaded locks pp.mu with the state loaded: it reads the log if
+// nobody has, or waits for the load under way. The log is read without
+// pp.mu held, so that the batches a cluster's replication reports
+// meanwhile are not held up behind the read (observe.go).
+func (pp *partProducers) lockLoaded() {
+	pp.mu.Lock()
+	for pp.state != loaded {
+		if pp.state == loading {
+			ready := pp.ready
+			pp.mu.Unlock()
+			<-ready
+			pp.mu.Lock()
+			continue
+		}
+		pp.beginLoad()
+		pp.mu.Unlock()
+		pp.runLoad()
+		pp.mu.Lock()
+	}
+}
+
+// beginLoad marks a load under way (pp.mu held); runLoad then does it.
+func (pp *partProducers) beginLoad() {
+	pp.state, pp.ready, pp.cut, pp.observed = loading, make(chan struct{}), false, nil
+}
+
+// runLoad reads the state from the log (without pp.mu) and installs it,
+// with the batches reported meanwhile past what the read covered; a
+// truncation reported meanwhile leaves the state unloaded, for the next
+// look to read again.
+func (pp *partProducers) runLoad() {
+	m, end := readProducers(pp.fs, pp.view)
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	defer close(pp.ready)
+	observed := pp.observed
+	pp.observed = nil
+	if pp.cut {
+		pp.state = unloaded
 		return
 	}
-	pp.loaded = true
+	pp.m, pp.state, pp.segments = m, loaded, pp.view.NumSegments()
+	for _, o := range observed {
+		if o.firstOff >= end {
+			pp.record(o.pid, o.epoch, o.firstSeq, o.lastSeq, o.firstOff, o.lastOff)
+		}
+	}
+}
+
+// readProducers rebuilds a state from the batch headers of l's last two
+// segments, which give each producer found there its last five batches,
+// and from the partition's newest producer snapshot for the producers not
+// found there (a snapshot holds each producer's last batch only, as
+// Kafka's does). A snapshot older than those two segments is not used:
+// producers whose batches lie between it and the scanned segments would be
+// left with a stale last sequence. Without a snapshot the whole log is
+// read. It returns the state and the offset it covers to (the batches
+// below end). Reading stops quietly at anything it cannot read: the state
+// is then partial, and a producer not found is treated as new.
+func readProducers(fsys vfs.FS, l seglog.View) (map[int64]*producerEntry, int64) {
+	pp := &partProducers{fs: fsys, m: make(map[int64]*producerEntry)}
 	segs := l.Segments()
-	pp.segments = len(segs)
 	from := l.StartOffset()
 	if len(segs) >= 2 {
 		from = max(from, segs[len(segs)-2].BaseOffset)
 	}
-	if snap, _, ok := loadSnapshot(l, from); ok {
+	if snap, _, ok := loadSnapshot(fsys, l, from); ok {
 		defer func() {
 			now := time.Now()
 			for id, e := range snap {
@@ -246,13 +314,12 @@ func (pp *partProducers) load(l seglog.View) {
 			}
 		}()
 	} else {
-		// No snapshot holds the producers before those segments (a
-		// cluster writes none: a new leader's log has only what raft
-		// replicated): the whole log is read. From the last two segments
-		// alone, a producer whose batches lie further back would be taken
-		// for a new one, which may write any sequence, and a late retry
-		// of its batch stored twice (TestNemesisCluster found such
-		// batches 30,000 offsets apart after a node's SIGSTOP).
+		// No snapshot holds the producers before those segments: the
+		// whole log is read. From the last two segments alone, a
+		// producer whose batches lie further back would be taken for a
+		// new one, which may write any sequence, and a late retry of its
+		// batch stored twice (TestNemesisCluster found such batches
+		// 30,000 offsets apart after a node's SIGSTOP).
 		from = l.StartOffset()
 	}
 	end := l.EndOffset()
@@ -260,19 +327,21 @@ func (pp *partProducers) load(l seglog.View) {
 	for from < end {
 		sl, err := l.Read(from, math.MaxInt32, seglog.ReadOptions{})
 		if err != nil {
-			return
+			return pp.m, end
 		}
 		if sl.Len() == 0 {
 			sl.Close()
-			return
+			return pp.m, end
 		}
 		for pos := int64(0); pos+int64(len(hdr)) <= sl.Len(); {
 			if _, err := sl.ReadAt(hdr[:], pos); err != nil {
 				sl.Close()
-				return
+				return pp.m, end
 			}
 			b := record.Batch(hdr[:])
-			if b.BatchLength() <= 0 {
+			if b.BatchLength() <= 0 || b.BaseOffset() >= end {
+				// Past end: appended after the read began, and
+				// reported to the state as it was.
 				break
 			}
 			if b.ProducerID() >= 0 && !b.IsControl() && b.BaseOffset() >= from {
@@ -283,10 +352,11 @@ func (pp *partProducers) load(l seglog.View) {
 		next := sl.LastOffset() + 1
 		sl.Close()
 		if next <= from {
-			return
+			break
 		}
 		from = next
 	}
+	return pp.m, end
 }
 
 // newProducerID draws a producer id: random, positive, like kfake's, so no

@@ -155,7 +155,7 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	}
 	s := &Server{st: st, cfg: cfg, logger: cfg.Logger,
 		listeners: make(map[net.Listener]struct{}), conns: make(map[*conn]struct{})}
-	s.pids = newProducers()
+	s.pids = newProducers(st.FS())
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Cluster != nil {
 		s.cluster = cfg.Cluster
@@ -170,6 +170,7 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 			default:
 			}
 		})
+		s.cluster.SetObserver(observer{s})
 	}
 	if cfg.Advertise != "" {
 		if err := s.setAdvertise(cfg.Advertise); err != nil {
@@ -355,7 +356,7 @@ func (s *Server) writeSnapshots() {
 			continue // deleted meanwhile
 		}
 		pp.mu.Lock()
-		if pp.loaded {
+		if pp.state == loaded && pp.view == l {
 			if err := writeSnapshot(l, pp); err != nil {
 				s.logger.Warn("server: writing a producer snapshot", "dir", l.Dir(), "err", err)
 			}

@@ -103,8 +103,8 @@ func decodeSnapshot(path string, b []byte) (map[int64]*producerEntry, error) {
 }
 
 // snapshots lists a partition directory's snapshot offsets, newest first.
-func snapshots(dir string) ([]int64, error) {
-	names, err := vfs.Default.List(dir)
+func snapshots(fsys vfs.FS, dir string) ([]int64, error) {
+	names, err := fsys.List(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -123,8 +123,8 @@ func snapshots(dir string) ([]int64, error) {
 // and at or above notBefore, and its offset; ok is false when there is
 // none. Damaged snapshots are skipped (an older one is tried, as Kafka
 // does); they are left for fsck to report.
-func loadSnapshot(l seglog.View, notBefore int64) (map[int64]*producerEntry, int64, bool) {
-	offs, err := snapshots(l.Dir())
+func loadSnapshot(fsys vfs.FS, l seglog.View, notBefore int64) (map[int64]*producerEntry, int64, bool) {
+	offs, err := snapshots(fsys, l.Dir())
 	if err != nil {
 		return nil, 0, false
 	}
@@ -137,7 +137,7 @@ func loadSnapshot(l seglog.View, notBefore int64) (map[int64]*producerEntry, int
 			return nil, 0, false
 		}
 		path := filepath.Join(l.Dir(), layout.FileName(off, layout.SnapshotSuffix))
-		data, err := vfs.ReadFileLimit(vfs.Default, path, maxSnapshotBytes)
+		data, err := vfs.ReadFileLimit(fsys, path, maxSnapshotBytes)
 		if err != nil {
 			continue
 		}
@@ -153,19 +153,20 @@ func loadSnapshot(l seglog.View, notBefore int64) (map[int64]*producerEntry, int
 // writeSnapshot writes pp's state as of the log's end and removes the
 // partition's older snapshots.
 func writeSnapshot(l seglog.View, pp *partProducers) error {
+	fsys := pp.fs
 	end := l.EndOffset()
 	path := filepath.Join(l.Dir(), layout.FileName(end, layout.SnapshotSuffix))
-	if err := vfs.WriteFileAtomic(vfs.Default, path, encodeSnapshot(pp)); err != nil {
+	if err := vfs.WriteFileAtomic(fsys, path, encodeSnapshot(pp)); err != nil {
 		return err
 	}
-	offs, err := snapshots(l.Dir())
+	offs, err := snapshots(fsys, l.Dir())
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, off := range offs {
 		if off != end {
-			if err := vfs.Default.Remove(filepath.Join(l.Dir(), layout.FileName(off, layout.SnapshotSuffix))); err != nil {
+			if err := fsys.Remove(filepath.Join(l.Dir(), layout.FileName(off, layout.SnapshotSuffix))); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -148,7 +148,7 @@ func TestSnapshotAtRoll(t *testing.T) {
 	if n := l.NumSegments(); n < 4 {
 		t.Fatalf("%d segments: the test needs rolls", n)
 	}
-	offs, err := snapshots(l.Dir())
+	offs, err := snapshots(vfs.Default, l.Dir())
 	if err != nil || len(offs) != 1 || offs[0] < l.Segments()[l.NumSegments()-1].BaseOffset {
 		t.Fatalf("snapshots %v (%v), want one in the active segment", offs, err)
 	}

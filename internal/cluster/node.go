@@ -458,6 +458,10 @@ func (n *Node) ClusterID(ctx context.Context) (string, error) {
 // or leader changes, or the metadata does.
 func (n *Node) SetNotify(wake func()) { n.notify.Store(&wake) }
 
+// SetObserver sets the observer the node's replicas report their writes
+// to (server.LogObserver).
+func (n *Node) SetObserver(o server.LogObserver) { n.parts.SetObserver(o) }
+
 func (n *Node) wake() {
 	n.kickRecord()
 	if f := n.notify.Load(); f != nil {

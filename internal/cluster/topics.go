@@ -30,6 +30,7 @@ type partitions interface {
 	State(topic string, p int32) (server.PartitionState, error)
 	Leader(topic string, p int32) (leader, epoch int32, isr []int32, ok bool)
 	EndOffsetForEpoch(topic string, p int32, epoch int32) (int32, int64, error)
+	SetObserver(o server.LogObserver)
 	Close() error
 }
 

@@ -68,9 +68,10 @@ type key struct {
 type Manager struct {
 	cfg Config
 
-	mu     sync.RWMutex
-	parts  map[key]*part
-	closed bool
+	mu       sync.RWMutex
+	parts    map[key]*part
+	closed   bool
+	observer atomic.Pointer[server.LogObserver]
 }
 
 // part is one replica this node runs.
@@ -167,7 +168,7 @@ func (m *Manager) add(k key, a Assignment) error {
 	if err != nil {
 		return fmt.Errorf("partition: %s-%d: %w", a.Topic, a.Partition, err)
 	}
-	st, err := replica.Open(w, replica.Options{FS: m.cfg.Store.FS(), MaxBatchBytes: tc.MaxMessageBytes})
+	st, err := replica.Open(&observed{Writer: w, m: m, topic: a.Topic, partition: a.Partition}, replica.Options{FS: m.cfg.Store.FS(), MaxBatchBytes: tc.MaxMessageBytes})
 	if err != nil {
 		return fmt.Errorf("partition: %s-%d: %w", a.Topic, a.Partition, err)
 	}
