@@ -1,7 +1,6 @@
 package server
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
 // createSmallSegments creates a one-partition topic whose segments roll
@@ -26,9 +26,13 @@ func createSmallSegments(t *testing.T, st *store.Store, name string) {
 // snapshotFiles lists a partition directory's producer snapshots.
 func snapshotFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	names, err := filepath.Glob(filepath.Join(dir, "*"+layout.SnapshotSuffix))
+	offs, err := snapshots(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var names []string
+	for _, off := range offs {
+		names = append(names, filepath.Join(dir, layout.FileName(off, layout.SnapshotSuffix)))
 	}
 	return names
 }
@@ -73,7 +77,7 @@ func TestClusterIdempotenceOldBatches(t *testing.T) {
 		ts.stop()
 		if !withSnapshot {
 			for _, f := range snapshotFiles(t, partDir) {
-				if err := os.Remove(f); err != nil {
+				if err := vfs.Default.Remove(f); err != nil {
 					t.Fatal(err)
 				}
 			}
