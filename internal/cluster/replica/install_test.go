@@ -47,6 +47,27 @@ func keptBelow(t *testing.T, label string, s *Store, want [][]byte, cut int64) {
 	}
 }
 
+// sameUpTo checks that s holds the leader's batches from its start (the
+// leader's) up to off.
+func sameUpTo(t *testing.T, label string, s, leader *Store, off int64) {
+	t.Helper()
+	g := rawBatches(t, s)
+	var w [][]byte
+	for _, b := range rawBatches(t, leader) {
+		if record.Batch(b).BaseOffset() < off {
+			w = append(w, b)
+		}
+	}
+	if s.Log().StartOffset() != leader.Log().StartOffset() || s.Log().EndOffset() != off || len(g) != len(w) {
+		t.Fatalf("%s: [%d, %d) in %d batches, want the leader's from %d to %d, %d batches", label, s.Log().StartOffset(), s.Log().EndOffset(), len(g), leader.Log().StartOffset(), off, len(w))
+	}
+	for i := range g {
+		if !bytes.Equal(g[i], w[i]) {
+			t.Fatalf("%s: batch %d differs from the leader's", label, i)
+		}
+	}
+}
+
 // sameFrom checks that s holds the leader's batches from off on.
 func sameFrom(t *testing.T, label string, s, leader *Store, off int64) {
 	t.Helper()
@@ -237,8 +258,12 @@ func TestInstallFailedWrite(t *testing.T) {
 // a whole install (the copy and raft's ApplySnapshot), unsynced data kept
 // at random, for a copy after the cut and a copy that restarts the
 // partition. Reopened, the Store opens; after a cut the partition keeps
-// every batch it had below it; raft takes the snapshot again (or has), and
-// the entries after it land at the leader's offsets.
+// every batch it had below it; after a restart it holds the leader's
+// batches from the leader's start up to where the copy got, the raft log
+// empty after the commit index, and the next copy resumes at its end;
+// raft takes the snapshot again (or has), the entries after it land at the
+// leader's offsets, and the partition is the leader's batch for batch,
+// never restarted at the snapshot's end.
 func TestInstallCrashEveryStep(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		name := "cut"
@@ -290,17 +315,42 @@ func TestInstallCrashEveryStep(t *testing.T) {
 			if len(clones) < 10 {
 				t.Fatalf("only %d operations in an install", len(clones))
 			}
-			restarted := 0
+			restarted, resumed := 0, 0
 			for i, c := range clones {
 				label := fmt.Sprintf("%s: crash %d", name, i)
 				f := openT(t, c, "/f/t-0")
 				if first, _ := f.FirstIndex(); first != index+1 {
 					// Not taken: the committed entries (and what was
-					// copied after them) are there.
-					keptBelow(t, label, f, below, cut)
+					// copied after them) are there, or, restarted, the
+					// leader's batches copied since.
+					v := f.Log()
+					resumeAt := v.EndOffset()
+					wasRestarted := restart && v.StartOffset() > cut
+					if wasRestarted {
+						sameUpTo(t, label, f, leader, resumeAt)
+						if last, _ := f.LastIndex(); last != 10 || first != 11 {
+							t.Fatalf("%s: restarted, the raft log is [%d, %d], want empty after the commit index 10", label, first, last)
+						}
+						if err := f.Append(es[10:12]); !errors.Is(err, ErrSnapshotNeedsData) {
+							t.Fatalf("%s: Append on a restarted partition: %v, want ErrSnapshotNeedsData", label, err)
+						}
+					} else {
+						keptBelow(t, label, f, below, cut)
+					}
 					if f.SnapshotNeedsData(snap) {
-						if err := f.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, nil, -1)); err != nil {
+						var froms []int64
+						if err := f.ReceiveSnapshot(context.Background(), snap, recordFrom(serveFrom(leader, nil, -1), &froms)); err != nil {
 							t.Fatalf("%s: copying again: %v", label, err)
+						}
+						if wasRestarted {
+							// What the copy stored before the power
+							// loss is kept: this one goes on after it.
+							if len(froms) != 1 || froms[0] != resumeAt {
+								t.Fatalf("%s: the copy asked from %v, want the partition's end %d", label, froms, resumeAt)
+							}
+							if resumeAt > leader.Log().StartOffset() {
+								resumed++
+							}
 						}
 					}
 					if err := f.ApplySnapshot(snap); err != nil {
@@ -318,16 +368,17 @@ func TestInstallCrashEveryStep(t *testing.T) {
 				if err := f.Append(es[index-1:]); err != nil {
 					t.Fatalf("%s: appending after the snapshot: %v", label, err)
 				}
-				if restart && f.Log().StartOffset() == end {
-					sameFrom(t, label, f, leader, end)
-				} else {
-					sameBatches(t, label, f, leader)
-				}
+				// Batch for batch the leader's, from the leader's start
+				// (a restart) or from 0 (a cut).
+				sameBatches(t, label, f, leader)
 				checkEpochs(t, label, c, f)
 				closeT(t, f)
 			}
-			if !restart && restarted > 0 {
-				t.Fatalf("%d of %d power losses restarted the partition after a cut", restarted, len(clones))
+			if restarted > 0 {
+				t.Fatalf("%d of %d power losses restarted the partition at the snapshot's end", restarted, len(clones))
+			}
+			if restart && resumed == 0 {
+				t.Fatalf("none of %d power losses left a restarted copy to resume", len(clones))
 			}
 		})
 	}

@@ -235,14 +235,14 @@ func crashDuring(t *testing.T, fs *vfs.MemFS, leader, follower *Store, snap *pb.
 	return crashed
 }
 
-// TestReceiveSnapshotInterrupted: a power loss during a copy that
-// restarted the partition (the leader's log starts past the follower's
-// end) leaves a log a reopen numbers right: the partition, whose own data
-// the restart removed, restarts at the snapshot's end (the sender's
-// batches cannot be numbered by counting them: its empty entries have no
-// batch). A copy that just fails leaves a log that takes no entries until
-// it is reopened or the snapshot is taken. (A copy after a cut keeps the
-// partition: install_test.go.)
+// TestReceiveSnapshotInterrupted: a copy that restarted the partition
+// (the leader's log starts past the follower's end) and then broke off, or
+// was cut by a power loss, keeps what it copied: the partition holds the
+// leader's batches from its start, the raft log is empty after the commit
+// index and takes no entries (the follower's own data is gone), and the
+// next copy, in place, reopened or after the power loss, resumes at the
+// partition's end; raft then takes the snapshot and the partition is the
+// leader's batch for batch. (A copy after a cut: install_test.go.)
 func TestReceiveSnapshotInterrupted(t *testing.T) {
 	fs := vfs.NewMem()
 	leader, follower, es := pair(t, fs)
@@ -256,40 +256,67 @@ func TestReceiveSnapshotInterrupted(t *testing.T) {
 	}
 	snap, _ := leader.Snapshot()
 	crashed := crashDuring(t, fs, leader, follower, snap)
-	afterFailedCopy(t, fs, crashed, leader, follower, snap, es)
+	resumeAfterFailedCopy(t, "in place", leader, follower, snap, es)
+	closeT(t, follower)
+	for name, fsys := range map[string]*vfs.MemFS{"reopened": fs, "after a power loss": crashed} {
+		// In place the copy went on and was taken; the power loss left
+		// the batches synced before it.
+		f := openT(t, fsys, "/f/t-0")
+		if name == "reopened" {
+			sameBatches(t, name, f, leader)
+			closeT(t, f)
+			continue
+		}
+		resumeAfterFailedCopy(t, name, leader, f, snap, es)
+		closeT(t, f)
+		f = openT(t, fsys, "/f/t-0")
+		if last, _ := f.LastIndex(); last != 60 {
+			t.Fatalf("%s, reopened: last index %d, want 60", name, last)
+		}
+		sameBatches(t, name+", reopened", f, leader)
+		checkEpochs(t, name+", reopened", fsys, f)
+		closeT(t, f)
+	}
 }
 
-// afterFailedCopy checks a follower whose copy of snap failed after a
-// restart: it takes no entries; reopened, as is or after the power loss crashed holds, its
-// partition restarts at the snapshot's end, and the leader's entries after
-// the snapshot land at the leader's offsets.
-func afterFailedCopy(t *testing.T, fs, crashed *vfs.MemFS, leader, follower *Store, snap *pb.Snapshot, es []*pb.Entry) {
+// resumeAfterFailedCopy checks a follower whose copy of snap, after a
+// restart, stopped short: it holds the leader's batches from the leader's
+// start, its raft log is empty after the commit index (10), it takes no
+// entries; the next copy resumes at the partition's end, and once raft has
+// taken the snapshot the entries after it land at the leader's offsets.
+func resumeAfterFailedCopy(t *testing.T, label string, leader, follower *Store, snap *pb.Snapshot, es []*pb.Entry) {
 	t.Helper()
-	i := snap.GetMetadata().GetIndex()
+	at := follower.Log().EndOffset()
+	if at <= leader.Log().StartOffset() {
+		t.Fatalf("%s: the copy stored nothing (the partition ends at %d)", label, at)
+	}
+	sameUpTo(t, label, follower, leader, at)
+	first, _ := follower.FirstIndex()
+	last, _ := follower.LastIndex()
+	if first != 11 || last != 10 {
+		t.Fatalf("%s: the raft log is [%d, %d], want empty after the commit index 10", label, first, last)
+	}
+	if hs, _, _ := follower.InitialState(); hs.GetCommit() != 10 {
+		t.Fatalf("%s: commit %d, want 10", label, hs.GetCommit())
+	}
 	if err := follower.Append(es[10:12]); !errors.Is(err, ErrSnapshotNeedsData) {
-		t.Fatalf("Append after a failed copy: %v, want ErrSnapshotNeedsData", err)
+		t.Fatalf("%s: Append after a failed copy: %v, want ErrSnapshotNeedsData", label, err)
 	}
-	closeT(t, follower)
-	for name, fsys := range map[string]vfs.FS{"reopened": fs, "after a power loss": crashed} {
-		follower = openT(t, fsys, "/f/t-0")
-		end, _ := decodeSnapData(snap.GetData())
-		if v := follower.Log(); v.StartOffset() != end || v.EndOffset() != end {
-			t.Fatalf("%s: the partition holds [%d, %d), want it restarted at %d", name, v.StartOffset(), v.EndOffset(), end)
-		}
-		if first, _ := follower.FirstIndex(); first != i+1 {
-			t.Fatalf("%s: first index %d, want %d", name, first, i+1)
-		}
-		if hs, _, _ := follower.InitialState(); hs.GetCommit() < i {
-			t.Fatalf("%s: commit %d below the snapshot's %d", name, hs.GetCommit(), i)
-		}
-		if err := follower.Append(es[i-1:]); err != nil {
-			t.Fatal(err)
-		}
-		if a, b := follower.Log().EndOffset(), leader.Log().EndOffset(); a != b {
-			t.Fatalf("%s: the entries after the snapshot end at %d, the leader's at %d", name, a, b)
-		}
-		closeT(t, follower)
+	if !follower.SnapshotNeedsData(snap) {
+		t.Fatalf("%s: an unfinished copy needs no data", label)
 	}
+	var froms []int64
+	if err := follower.ReceiveSnapshot(context.Background(), snap, recordFrom(serveFrom(leader, nil, -1), &froms)); err != nil {
+		t.Fatal(err)
+	}
+	if len(froms) != 1 || froms[0] != at {
+		t.Fatalf("%s: the copy asked from %v, want the partition's end %d", label, froms, at)
+	}
+	if err := follower.ApplySnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	afterSnap(t, label, leader, follower, snap, es)
+	checkEpochs(t, label, follower.fs, follower)
 }
 
 // TestReceiveSnapshotRefusesBadData: a damaged batch, one at the wrong
