@@ -1,12 +1,10 @@
 package replica
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -17,80 +15,7 @@ import (
 	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
-	pb "go.etcd.io/raft/v3/raftpb"
 )
-
-// batchesBelow returns s's batches whose base offset is below off.
-func batchesBelow(t *testing.T, s *Store, off int64) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for _, b := range rawBatches(t, s) {
-		if record.Batch(b).BaseOffset() < off {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// keptBelow checks that s still holds, byte for byte, the batches it had
-// below the cut before an install.
-func keptBelow(t *testing.T, label string, s *Store, want [][]byte, cut int64) {
-	t.Helper()
-	got := batchesBelow(t, s, cut)
-	if s.Log().StartOffset() != 0 || len(got) != len(want) {
-		t.Fatalf("%s: %d batches below %d from offset %d, had %d from 0", label, len(got), cut, s.Log().StartOffset(), len(want))
-	}
-	for i := range got {
-		if !bytes.Equal(got[i], want[i]) {
-			t.Fatalf("%s: batch %d below the cut changed", label, i)
-		}
-	}
-}
-
-// sameUpTo checks that s holds the leader's batches from its start (the
-// leader's) up to off.
-func sameUpTo(t *testing.T, label string, s, leader *Store, off int64) {
-	t.Helper()
-	g := rawBatches(t, s)
-	var w [][]byte
-	for _, b := range rawBatches(t, leader) {
-		if record.Batch(b).BaseOffset() < off {
-			w = append(w, b)
-		}
-	}
-	if s.Log().StartOffset() != leader.Log().StartOffset() || s.Log().EndOffset() != off || len(g) != len(w) {
-		t.Fatalf("%s: [%d, %d) in %d batches, want the leader's from %d to %d, %d batches", label, s.Log().StartOffset(), s.Log().EndOffset(), len(g), leader.Log().StartOffset(), off, len(w))
-	}
-	for i := range g {
-		if !bytes.Equal(g[i], w[i]) {
-			t.Fatalf("%s: batch %d differs from the leader's", label, i)
-		}
-	}
-}
-
-// sameFrom checks that s holds the leader's batches from off on.
-func sameFrom(t *testing.T, label string, s, leader *Store, off int64) {
-	t.Helper()
-	var g, w [][]byte
-	for _, b := range rawBatches(t, s) {
-		if record.Batch(b).BaseOffset() >= off {
-			g = append(g, b)
-		}
-	}
-	for _, b := range rawBatches(t, leader) {
-		if record.Batch(b).BaseOffset() >= off {
-			w = append(w, b)
-		}
-	}
-	if len(g) != len(w) {
-		t.Fatalf("%s: %d batches from %d, the leader %d", label, len(g), off, len(w))
-	}
-	for i := range g {
-		if !bytes.Equal(g[i], w[i]) {
-			t.Fatalf("%s: batch %d from %d differs from the leader's", label, i, off)
-		}
-	}
-}
 
 // recordFrom wraps fetch, noting the offset each request starts at.
 func recordFrom(fetch multiraft.FetchFunc, froms *[]int64) multiraft.FetchFunc {
@@ -100,34 +25,15 @@ func recordFrom(fetch multiraft.FetchFunc, froms *[]int64) multiraft.FetchFunc {
 	}
 }
 
-// entriesCase is pair's leader with its raft log moved past the
-// follower's (the leader's partition whole), its snapshot, and where the
-// follower's committed entries end.
-func entriesCase(t *testing.T, fs vfs.FS) (leader, follower *Store, es []*pb.Entry, snap *pb.Snapshot, cut int64) {
-	t.Helper()
-	leader, follower, es = pair(t, fs)
-	if _, err := leader.CompactTo(50); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := leader.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cut, err = follower.HighWatermark(10); err != nil {
-		t.Fatal(err)
-	}
-	return leader, follower, es, snap, cut
-}
-
 // TestInstallAfterCutResumes: a copy that breaks off after the cut keeps
 // every batch the follower had below it and the batches it copied; the
 // raft log stays the committed entries (10), and the next copy resumes at
 // the partition's end, in place or after a power loss.
 func TestInstallAfterCutResumes(t *testing.T) {
 	fs := vfs.NewMem()
-	leader, follower, es, snap, cut := entriesCase(t, fs)
+	leader, follower, es, snap, cut := installCase(t, fs, false)
 	defer closeT(t, leader)
-	below := batchesBelow(t, follower, cut)
+	below := batchesIn(t, follower, 0, cut)
 	crashed := crashDuring(t, fs, leader, follower, snap)
 	keptBelow(t, "after the failed copy", follower, below, cut)
 	copied := follower.Log().EndOffset()
@@ -185,9 +91,9 @@ func TestInstallAfterCutResumes(t *testing.T) {
 // entries, and the partition ends as the leader's, reopened too.
 func TestInstallAbandonedForEntries(t *testing.T) {
 	fs := vfs.NewMem()
-	leader, follower, es, snap, cut := entriesCase(t, fs)
+	leader, follower, es, snap, cut := installCase(t, fs, false)
 	defer closeT(t, leader)
-	below := batchesBelow(t, follower, cut)
+	below := batchesIn(t, follower, 0, cut)
 	if err := follower.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, nil, 5)); err == nil {
 		t.Fatal("a broken copy succeeded")
 	}
@@ -227,9 +133,9 @@ func TestInstallFailedWrite(t *testing.T) {
 		}
 		return nil
 	}))
-	leader, follower, es, snap, cut := entriesCase(t, fs)
+	leader, follower, es, snap, cut := installCase(t, fs, false)
 	defer closeT(t, leader)
-	below := batchesBelow(t, follower, cut)
+	below := batchesIn(t, follower, 0, cut)
 	mu.Lock()
 	armed = true
 	mu.Unlock()
@@ -271,46 +177,17 @@ func TestInstallCrashEveryStep(t *testing.T) {
 			name = "restart"
 		}
 		t.Run(name, func(t *testing.T) {
-			mem := vfs.NewMem()
-			rng := rand.New(rand.NewPCG(7, 1))
-			var mu sync.Mutex
-			armed := false
-			var clones []*vfs.MemFS
-			crash := func() {
-				clones = append(clones, mem.CrashCloneWith(vfs.CrashOptions{Rand: rng, KeepUnsynced: 0.5}))
-			}
-			fs := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if armed && strings.HasPrefix(op.Path, "/f/") && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize {
-					crash()
-				}
-				return nil
-			}))
-			leader, follower, es := pair(t, fs)
+			pl := newPowerLosses(7, func(op vfs.Op) bool {
+				return strings.HasPrefix(op.Path, "/f/") && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize
+			})
+			leader, follower, es, snap, cut := installCase(t, pl.fs, restart)
 			defer closeT(t, leader)
-			if restart {
-				segs := leader.Log().Segments()
-				if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := leader.CompactTo(50); err != nil {
-				t.Fatal(err)
-			}
-			snap, _ := leader.Snapshot()
 			index := snap.GetMetadata().GetIndex()
 			end, _ := decodeSnapData(snap.GetData())
-			cut, _ := follower.HighWatermark(10)
-			below := batchesBelow(t, follower, cut)
-			mu.Lock()
-			armed = true
-			mu.Unlock()
+			below := batchesIn(t, follower, 0, cut)
+			pl.rec.Arm(true)
 			take(t, leader, follower, snap)
-			mu.Lock()
-			armed = false
-			crash()
-			mu.Unlock()
+			clones := pl.images()
 			closeT(t, follower)
 			if len(clones) < 10 {
 				t.Fatalf("only %d operations in an install", len(clones))
@@ -399,35 +276,21 @@ func TestReceiveSnapshotCompacted(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			fs := vfs.NewMem()
-			leader, follower, es := pair(t, fs)
+			leader, follower, es, snap, cut := installCase(t, fs, restart)
 			defer closeT(t, leader)
-			if restart {
-				segs := leader.Log().Segments()
-				if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
-					t.Fatal(err)
-				}
-			}
-			off, err := leader.CompactTo(50)
-			if err != nil {
-				t.Fatal(err)
-			}
+			off, _ := decodeSnapData(snap.GetData())
 			// Every record's key is "k": all but the last go.
 			if _, err := compaction.Clean(leader.p.(*seglog.Log), compaction.NewOffsetMap(1<<20, 0), 0, off, compaction.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			snap, _ := leader.Snapshot()
-			cut, _ := follower.HighWatermark(10)
 			from := cut
 			if restart {
 				from = leader.Log().StartOffset()
 			}
 			gaps := 0
 			next := from
-			for _, b := range rawBatches(t, leader) {
+			for _, b := range batchesIn(t, leader, from, off) {
 				rb := record.Batch(b)
-				if rb.BaseOffset() < from || rb.BaseOffset() >= off {
-					continue
-				}
 				if rb.BaseOffset() != next || int64(rb.NumRecords()) != int64(rb.LastOffsetDelta())+1 {
 					gaps++
 				}
@@ -436,7 +299,7 @@ func TestReceiveSnapshotCompacted(t *testing.T) {
 			if gaps == 0 {
 				t.Fatalf("the leader's [%d, %d) has no gap to copy", from, off)
 			}
-			below := batchesBelow(t, follower, cut)
+			below := batchesIn(t, follower, 0, cut)
 			take(t, leader, follower, snap)
 			check := func(label string, f *Store) {
 				t.Helper()

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math"
 	"testing"
 
-	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -46,44 +44,6 @@ func serveFrom(leader *Store, tamper func(i int, p []byte) []byte, stopAfter int
 			}
 			return nil
 		})
-	}
-}
-
-// rawBatches reads every batch of s's partition from its start.
-func rawBatches(t *testing.T, s *Store) [][]byte {
-	t.Helper()
-	v := s.Log()
-	var out [][]byte
-	for off := v.StartOffset(); off < v.EndOffset(); {
-		sl, err := v.Read(off, math.MaxInt32, seglog.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data := make([]byte, sl.Len())
-		if _, err := sl.ReadAt(data, 0); err != nil {
-			t.Fatal(err)
-		}
-		sl.Close()
-		for len(data) > 0 {
-			b := record.Batch(data)
-			out = append(out, data[:b.Size()])
-			off = b.NextOffset()
-			data = data[b.Size():]
-		}
-	}
-	return out
-}
-
-func sameBatches(t *testing.T, label string, got, want *Store) {
-	t.Helper()
-	g, w := rawBatches(t, got), rawBatches(t, want)
-	if got.Log().StartOffset() != want.Log().StartOffset() || len(g) != len(w) {
-		t.Fatalf("%s: %d batches from %d, the leader %d from %d", label, len(g), got.Log().StartOffset(), len(w), want.Log().StartOffset())
-	}
-	for i := range g {
-		if !bytes.Equal(g[i], w[i]) {
-			t.Fatalf("%s: batch %d differs", label, i)
-		}
 	}
 }
 
@@ -157,26 +117,8 @@ func afterSnap(t *testing.T, label string, leader, follower *Store, snap *pb.Sna
 // reopen reads the same.
 func TestReceiveSnapshotRestart(t *testing.T) {
 	fs := vfs.NewMem()
-	leader, follower, es := pair(t, fs)
+	leader, follower, es, snap, _ := installCase(t, fs, true)
 	defer closeT(t, leader)
-	segs := leader.Log().Segments()
-	if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
-		t.Fatal(err)
-	}
-	// The snapshot ends past the log start: there is data to copy.
-	if _, err := leader.CompactTo(50); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := leader.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if end, _ := decodeSnapData(snap.GetData()); end <= leader.Log().StartOffset() {
-		t.Fatalf("the snapshot ends at %d, the leader's start", end)
-	}
-	if follower.Log().EndOffset() >= leader.Log().StartOffset() {
-		t.Fatalf("the follower ends at %d, the leader starts at %d", follower.Log().EndOffset(), leader.Log().StartOffset())
-	}
 	take(t, leader, follower, snap)
 	afterSnap(t, "restarted", leader, follower, snap, es)
 	checkEpochs(t, "restarted", fs, follower)
@@ -195,16 +137,9 @@ func TestReceiveSnapshotRestart(t *testing.T) {
 // ones, byte for byte.
 func TestReceiveSnapshotEntries(t *testing.T) {
 	fs := vfs.NewMem()
-	leader, follower, es := pair(t, fs)
+	leader, follower, es, snap, _ := installCase(t, fs, false)
 	defer closeT(t, leader)
 	defer closeT(t, follower)
-	if _, err := leader.CompactTo(50); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := leader.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if snap.GetMetadata().GetIndex() < 20 {
 		t.Fatalf("the leader's snapshot is at %d", snap.GetMetadata().GetIndex())
 	}
@@ -245,16 +180,8 @@ func crashDuring(t *testing.T, fs *vfs.MemFS, leader, follower *Store, snap *pb.
 // leader's batch for batch. (A copy after a cut: install_test.go.)
 func TestReceiveSnapshotInterrupted(t *testing.T) {
 	fs := vfs.NewMem()
-	leader, follower, es := pair(t, fs)
+	leader, follower, es, snap, _ := installCase(t, fs, true)
 	defer closeT(t, leader)
-	segs := leader.Log().Segments()
-	if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := leader.CompactTo(50); err != nil {
-		t.Fatal(err)
-	}
-	snap, _ := leader.Snapshot()
 	crashed := crashDuring(t, fs, leader, follower, snap)
 	resumeAfterFailedCopy(t, "in place", leader, follower, snap, es)
 	closeT(t, follower)
@@ -359,13 +286,9 @@ func TestReceiveSnapshotRefusesBadData(t *testing.T) {
 	for name, tamper := range cases {
 		t.Run(name, func(t *testing.T) {
 			fs := vfs.NewMem()
-			leader, follower, _ := pair(t, fs)
+			leader, follower, _, snap, _ := installCase(t, fs, false)
 			defer closeT(t, leader)
 			defer closeT(t, follower)
-			if _, err := leader.CompactTo(50); err != nil {
-				t.Fatal(err)
-			}
-			snap, _ := leader.Snapshot()
 			before := follower.Log().EndOffset()
 			err := follower.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, tamper, -1))
 			if !errors.Is(err, ErrBadTransfer) {
