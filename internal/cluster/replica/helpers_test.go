@@ -14,6 +14,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/crashtest"
+	"github.com/seglog/seglog/internal/seglogtest"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
@@ -320,35 +321,11 @@ func (p *powerLosses) images() []*vfs.MemFS {
 	return append(out, p.mem.CrashClone())
 }
 
-// readBatches reads every batch of v from its start, whole.
-func readBatches(t *testing.T, v seglog.View) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for off := v.StartOffset(); off < v.EndOffset(); {
-		sl, err := v.Read(off, math.MaxInt32, seglog.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data := make([]byte, sl.Len())
-		if _, err := sl.ReadAt(data, 0); err != nil {
-			t.Fatal(err)
-		}
-		sl.Close()
-		for len(data) > 0 {
-			b := record.Batch(data)
-			out = append(out, data[:b.Size()])
-			off = b.NextOffset()
-			data = data[b.Size():]
-		}
-	}
-	return out
-}
-
 // batchesIn returns s's batches whose base offset is in [lo, hi).
 func batchesIn(t *testing.T, s *Store, lo, hi int64) [][]byte {
 	t.Helper()
 	var out [][]byte
-	for _, b := range readBatches(t, s.Log()) {
+	for _, b := range seglogtest.Batches(t, s.Log()) {
 		if off := record.Batch(b).BaseOffset(); off >= lo && off < hi {
 			out = append(out, b)
 		}
@@ -377,7 +354,7 @@ func sameBatches(t *testing.T, label string, got, want *Store) {
 	if a, b := got.Log().StartOffset(), want.Log().StartOffset(); a != b {
 		t.Fatalf("%s: the partition starts at %d, the leader's at %d", label, a, b)
 	}
-	sameList(t, label, "of the partition", readBatches(t, got.Log()), readBatches(t, want.Log()))
+	sameList(t, label, "of the partition", seglogtest.Batches(t, got.Log()), seglogtest.Batches(t, want.Log()))
 }
 
 // sameFrom checks that s holds the leader's batches from off on.
@@ -393,7 +370,7 @@ func sameUpTo(t *testing.T, label string, s, leader *Store, off int64) {
 	if a, b := s.Log().StartOffset(), leader.Log().StartOffset(); a != b || s.Log().EndOffset() != off {
 		t.Fatalf("%s: the partition holds [%d, %d), want the leader's from %d to %d", label, a, s.Log().EndOffset(), b, off)
 	}
-	sameList(t, label, fmt.Sprintf("below %d", off), readBatches(t, s.Log()), batchesIn(t, leader, 0, off))
+	sameList(t, label, fmt.Sprintf("below %d", off), seglogtest.Batches(t, s.Log()), batchesIn(t, leader, 0, off))
 }
 
 // keptBelow checks that s still holds, byte for byte, the batches it had
