@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/seglog/seglog/compaction"
 	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/internal/cluster/multiraft"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 )
@@ -331,4 +333,44 @@ func TestReceiveSnapshotCompacted(t *testing.T) {
 			check("reopened", follower)
 		})
 	}
+}
+
+// TestInstallRestartOlderAnchors: a restart's copy cut by a power loss in
+// a directory whose anchors are still the old log's (as a build before
+// restartForSnapshot saved the empty log's anchor left it): nothing says
+// the commit index's term, so Open moves the partition to the snapshot,
+// restarted at its end, and the entries after it land at the leader's
+// offsets.
+func TestInstallRestartOlderAnchors(t *testing.T) {
+	fs := vfs.NewMem()
+	leader, follower, es, snap, _ := installCase(t, fs, true)
+	defer closeT(t, leader)
+	path := filepath.Join("/f/t-0", layout.RaftIndexFile)
+	old, err := vfs.ReadFileLimit(fs, path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed := crashDuring(t, fs, leader, follower, snap)
+	closeT(t, follower)
+	if err := vfs.WriteFileAtomic(crashed, path, old); err != nil {
+		t.Fatal(err)
+	}
+	f := openT(t, crashed, "/f/t-0")
+	defer closeT(t, f)
+	i := snap.GetMetadata().GetIndex()
+	end, _ := decodeSnapData(snap.GetData())
+	if v := f.Log(); v.StartOffset() != end || v.EndOffset() != end {
+		t.Fatalf("the partition holds [%d, %d), want it restarted at %d", v.StartOffset(), v.EndOffset(), end)
+	}
+	if first, _ := f.FirstIndex(); first != i+1 {
+		t.Fatalf("first index %d, want %d", first, i+1)
+	}
+	if hs, _, _ := f.InitialState(); hs.GetCommit() < i {
+		t.Fatalf("commit %d below the snapshot's %d", hs.GetCommit(), i)
+	}
+	if err := f.Append(es[i-1:]); err != nil {
+		t.Fatal(err)
+	}
+	sameFrom(t, "appended", f, leader, end)
+	checkEpochs(t, "appended", crashed, f)
 }
