@@ -1,8 +1,6 @@
 package replica
 
 import (
-	"fmt"
-
 	"github.com/seglog/seglog/internal/epochcache"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -194,18 +192,43 @@ func (s *Store) abortTransfer() {
 }
 
 // abandonInstall ends an install raft did not take, before Append stores
-// entries after the raft log: the sender's batches copied past it are
-// removed (the entries appended in their place are the same committed
-// batches, stamped alike), then the install. After a restart the raft log
-// has no batch to append after: Append is refused until the snapshot is
-// taken (a copy resumes after a reopen too). Called with mu.
-func (s *Store) abandonInstall() error {
+// entries after the raft log (a leader that still has them sends them
+// instead of a snapshot): the sender's batches copied past it are removed
+// (the entries appended in their place are the same committed batches,
+// stamped alike), then the install. Called with mu.
+//
+// After a restart the raft log is empty after the commit index, whose
+// batches ended at from, below the partition's start: only entries that
+// follow it (the first at most one past the last index, the last past
+// it) end the install, which restarts the partition at from (empty) first,
+// so that they land at the offsets every replica gives them; the anchors
+// already say that empty log at from (restartForSnapshot). A crash
+// between leaves a partition at from with the install, which Open keeps as
+// after a restart that did not happen. Any other call leaves the install
+// to Append's own checks.
+func (s *Store) abandonInstall(entries []*pb.Entry) error {
 	p := s.pending
 	if p == nil {
 		return nil
 	}
 	if p.restart {
-		return fmt.Errorf("%w: the partition was restarted for the snapshot at %d, which raft has not taken", ErrSnapshotNeedsData, p.index)
+		s.idx.RLock()
+		a, last := s.anchors[0], s.last
+		s.idx.RUnlock()
+		if entries[0].GetIndex() > last+1 || entries[len(entries)-1].GetIndex() <= last {
+			return nil
+		}
+		if err := s.p.RestartAt(p.from); err != nil {
+			return err
+		}
+		if err := s.epochs.Clear(); err != nil {
+			return err
+		}
+		a.offset = p.from
+		if err := s.writeAnchors([]anchor{a}); err != nil {
+			return err
+		}
+		s.setEmptyLog(a)
 	}
 	s.idx.RLock()
 	end := s.end
@@ -276,11 +299,10 @@ func (s *Store) loadInstall(anchors []anchor) ([]anchor, int64, error) {
 	case in.restart && s.log.StartOffset() > in.from:
 		// The partition was restarted for the snapshot: the entries it
 		// held are gone, and every batch in it is the sender's, copied
-		// since the restart.
-		// Epochs of batches the restart removed may be left, if a crash
-		// came before restartForSnapshot cleared them: the cache is
-		// rebuilt from the batches there are (Open loads it after the
-		// anchors).
+		// since the restart. Epochs of batches the restart removed may
+		// be left, if a crash came before restartForSnapshot cleared
+		// them: the cache is rebuilt from the batches there are (Open
+		// loads it after the anchors).
 		if err := epochcache.New(s.fs, s.dir).Replace(nil); err != nil {
 			return nil, 0, err
 		}

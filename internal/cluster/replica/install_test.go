@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -210,8 +211,8 @@ func TestInstallCrashEveryStep(t *testing.T) {
 						if last, _ := f.LastIndex(); last != 10 || first != 11 {
 							t.Fatalf("%s: restarted, the raft log is [%d, %d], want empty after the commit index 10", label, first, last)
 						}
-						if err := f.Append(es[10:12]); !errors.Is(err, ErrSnapshotNeedsData) {
-							t.Fatalf("%s: Append on a restarted partition: %v, want ErrSnapshotNeedsData", label, err)
+						if err := f.Append(es[10:12]); !errors.Is(err, ErrBadEntry) || f.Log().EndOffset() != resumeAt {
+							t.Fatalf("%s: entries not after the commit index on a restarted partition: %v, the partition ends at %d; want ErrBadEntry and the copy kept", label, err, f.Log().EndOffset())
 						}
 					} else {
 						keptBelow(t, label, f, below, cut)
@@ -373,4 +374,121 @@ func TestInstallRestartOlderAnchors(t *testing.T) {
 	}
 	sameFrom(t, "appended", f, leader, end)
 	checkEpochs(t, "appended", crashed, f)
+}
+
+// TestInstallRestartAbandonedForEntries: after a copy that restarted the
+// partition broke off, in place or cut by a power loss, raft may append
+// the entries after its commit index instead (a leader whose retention
+// kept them): the partition restarts where the committed entries ended
+// and takes them there, the copied batches replaced by the same batches,
+// so it ends as the leader's did before its retention; reopened, the
+// same.
+func TestInstallRestartAbandonedForEntries(t *testing.T) {
+	fs := vfs.NewMem()
+	leader, follower, es, snap, cut := installCase(t, fs, true)
+	defer closeT(t, leader)
+	// A leader that still has every entry: the same entries, appended
+	// to a log retention has not touched.
+	whole := openT(t, fs, "/w/t-0")
+	defer closeT(t, whole)
+	bootT(t, whole)
+	if err := whole.Append(es); err != nil {
+		t.Fatal(err)
+	}
+	crashed := crashDuring(t, fs, leader, follower, snap)
+	check := func(label string, fsys vfs.FS, f *Store) {
+		t.Helper()
+		if f.Log().EndOffset() <= leader.Log().StartOffset() {
+			t.Fatalf("%s: the copy stored nothing", label)
+		}
+		if err := f.Append(es[9:]); err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		if last, _ := f.LastIndex(); last != 60 {
+			t.Fatalf("%s: last index %d, want 60", label, last)
+		}
+		if start := f.Log().StartOffset(); start != cut {
+			t.Fatalf("%s: the partition starts at %d, want the committed entries' end %d", label, start, cut)
+		}
+		sameFrom(t, label, f, whole, cut)
+		if got, want := f.Log().EndOffset(), leader.Log().EndOffset(); got != want {
+			t.Fatalf("%s: the partition ends at %d, the leader's at %d", label, got, want)
+		}
+		compareEntries(t, label, f, whole, 11, 61)
+		checkEpochs(t, label, fsys, f)
+		closeT(t, f)
+		f = openT(t, fsys, "/f/t-0")
+		defer closeT(t, f)
+		if last, _ := f.LastIndex(); last != 60 {
+			t.Fatalf("%s, reopened: last index %d, want 60", label, last)
+		}
+		sameFrom(t, label+", reopened", f, whole, cut)
+		compareEntries(t, label+", reopened", f, whole, 11, 61)
+	}
+	check("in place", fs, follower)
+	check("after a power loss", crashed, openT(t, crashed, "/f/t-0"))
+}
+
+// compareEntries checks that s answers Entries(lo, hi) as want does.
+func compareEntries(t *testing.T, label string, s, want *Store, lo, hi uint64) {
+	t.Helper()
+	got, err := s.Entries(lo, hi, math.MaxUint64)
+	if err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	w, err := want.Entries(lo, hi, math.MaxUint64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(w) {
+		t.Fatalf("%s: %d entries, want %d", label, len(got), len(w))
+	}
+	for i := range got {
+		if err := sameEntry(got[i], w[i]); err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+	}
+}
+
+// TestInstallRestartAbandonCrash: a power loss at each filesystem
+// operation of an Append that ends a restarted install (the partition
+// restarted at the committed entries' end, the anchors, the state, then
+// the entries): reopened, the Store takes the same entries again, and the
+// partition ends as the leader's did before its retention.
+func TestInstallRestartAbandonCrash(t *testing.T) {
+	pl := newPowerLosses(11, func(op vfs.Op) bool {
+		return strings.HasPrefix(op.Path, "/f/") && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize
+	})
+	leader, follower, es, snap, cut := installCase(t, pl.fs, true)
+	defer closeT(t, leader)
+	whole := openT(t, pl.fs, "/w/t-0")
+	defer closeT(t, whole)
+	bootT(t, whole)
+	if err := whole.Append(es); err != nil {
+		t.Fatal(err)
+	}
+	crashDuring(t, pl.mem, leader, follower, snap)
+	pl.rec.Arm(true)
+	if err := follower.Append(es[9:]); err != nil {
+		t.Fatal(err)
+	}
+	clones := pl.images()
+	closeT(t, follower)
+	if len(clones) < 5 {
+		t.Fatalf("only %d operations", len(clones))
+	}
+	for i, c := range clones {
+		label := fmt.Sprintf("crash %d", i)
+		f := openT(t, c, "/f/t-0")
+		if err := f.Append(es[9:]); err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		if start := f.Log().StartOffset(); start != cut {
+			t.Fatalf("%s: the partition starts at %d, want %d", label, start, cut)
+		}
+		sameFrom(t, label, f, whole, cut)
+		compareEntries(t, label, f, whole, 11, 61)
+		checkEpochs(t, label, c, f)
+		closeT(t, f)
+	}
 }

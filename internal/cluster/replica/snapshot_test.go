@@ -174,8 +174,7 @@ func crashDuring(t *testing.T, fs *vfs.MemFS, leader, follower *Store, snap *pb.
 // (the leader's log starts past the follower's end) and then broke off, or
 // was cut by a power loss, keeps what it copied: the partition holds the
 // leader's batches from its start, the raft log is empty after the commit
-// index and takes no entries (the follower's own data is gone), and the
-// next copy, in place, reopened or after the power loss, resumes at the
+// index (the follower's own data is gone), and the next copy, in place, reopened or after the power loss, resumes at the
 // partition's end; raft then takes the snapshot and the partition is the
 // leader's batch for batch. (A copy after a cut: install_test.go.)
 func TestReceiveSnapshotInterrupted(t *testing.T) {
@@ -208,8 +207,8 @@ func TestReceiveSnapshotInterrupted(t *testing.T) {
 
 // resumeAfterFailedCopy checks a follower whose copy of snap, after a
 // restart, stopped short: it holds the leader's batches from the leader's
-// start, its raft log is empty after the commit index (10), it takes no
-// entries; the next copy resumes at the partition's end, and once raft has
+// start, its raft log is empty after the commit index (10) and takes only
+// entries that follow it; the next copy resumes at the partition's end, and once raft has
 // taken the snapshot the entries after it land at the leader's offsets.
 func resumeAfterFailedCopy(t *testing.T, label string, leader, follower *Store, snap *pb.Snapshot, es []*pb.Entry) {
 	t.Helper()
@@ -226,8 +225,10 @@ func resumeAfterFailedCopy(t *testing.T, label string, leader, follower *Store, 
 	if hs, _, _ := follower.InitialState(); hs.GetCommit() != 10 {
 		t.Fatalf("%s: commit %d, want 10", label, hs.GetCommit())
 	}
-	if err := follower.Append(es[10:12]); !errors.Is(err, ErrSnapshotNeedsData) {
-		t.Fatalf("%s: Append after a failed copy: %v, want ErrSnapshotNeedsData", label, err)
+	// Entries that do not follow the commit index are refused, the copy
+	// kept.
+	if err := follower.Append(es[10:12]); !errors.Is(err, ErrBadEntry) || follower.Log().EndOffset() != at {
+		t.Fatalf("%s: Append of entries 12 and 13 after a failed copy: %v, the partition ends at %d; want ErrBadEntry and the copy kept", label, err, follower.Log().EndOffset())
 	}
 	if !follower.SnapshotNeedsData(snap) {
 		t.Fatalf("%s: an unfinished copy needs no data", label)
