@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/internal/cluster/raftmux"
 	"github.com/seglog/seglog/internal/cluster/replica"
+	"github.com/seglog/seglog/internal/seglogtest"
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
@@ -203,30 +203,7 @@ func (n *node) view(t *testing.T, p int32) seglog.View {
 // batches reads every batch of n's partition p, whole.
 func (n *node) batches(t *testing.T, p int32) [][]byte {
 	t.Helper()
-	v := n.view(t, p)
-	var out [][]byte
-	for off := v.StartOffset(); off < v.EndOffset(); {
-		sl, err := v.Read(off, math.MaxInt32, seglog.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data := make([]byte, sl.Len())
-		if _, err := sl.ReadAt(data, 0); err != nil {
-			t.Fatal(err)
-		}
-		sl.Close()
-		for len(data) > 0 {
-			b := record.Batch(data)
-			size := b.Size()
-			if size <= 0 || size > len(data) {
-				t.Fatalf("node %d partition %d: a batch of %d bytes in %d at offset %d", n.id, p, size, len(data), off)
-			}
-			out = append(out, data[:size])
-			off = b.NextOffset()
-			data = data[size:]
-		}
-	}
-	return out
+	return seglogtest.Batches(t, n.view(t, p))
 }
 
 // logFiles reads n's segment files of partition p.

@@ -2,8 +2,6 @@ package replica
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"sync"
 	"testing"
 
 	"github.com/seglog/seglog/fsck"
@@ -16,39 +14,19 @@ const crashDir = "/data/topic-0"
 
 // crashEveryOp runs op on a Store over a fresh FS after prepare, and
 // returns the machine's state as a power loss leaves it at each
-// filesystem operation op performs, with torn tails kept at random.
+// filesystem operation op performs (powerLosses), and after it.
 func crashEveryOp(t *testing.T, seed uint64, prepare, op func(s *Store) error) []*vfs.MemFS {
 	t.Helper()
-	mem := vfs.NewMem()
-	rng := rand.New(rand.NewPCG(seed, 1))
-	var mu sync.Mutex
-	armed := false
-	var clones []*vfs.MemFS
-	crash := func() {
-		clones = append(clones, mem.CrashCloneWith(vfs.CrashOptions{Rand: rng, KeepUnsynced: 0.5}))
-	}
-	fs := vfs.Inject(mem, vfs.InjectorFunc(func(vfs.Op) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if armed {
-			crash()
-		}
-		return nil
-	}))
-	s := openT(t, fs, crashDir)
+	pl := newPowerLosses(seed, nil)
+	s := openT(t, pl.fs, crashDir)
 	if err := prepare(s); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	armed = true
-	mu.Unlock()
+	pl.rec.Arm(true)
 	if err := op(s); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	armed = false
-	crash()
-	mu.Unlock()
+	clones := pl.images()
 	closeT(t, s)
 	return clones
 }

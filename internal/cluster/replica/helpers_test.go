@@ -7,10 +7,14 @@ import (
 	"io"
 	iofs "io/fs"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/crashtest"
+	"github.com/seglog/seglog/internal/seglogtest"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
@@ -279,4 +283,136 @@ func oracleBelow(t testing.TB, es []*pb.Entry, first uint64) memOracle {
 // snapAt is a snapshot at index and term with one voter.
 func snapAt(index, term uint64) *pb.Snapshot {
 	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{Voters: []uint64{1}}, Index: new(index), Term: new(term)}}
+}
+
+// powerLosses is a filesystem on which, while armed, every operation that
+// match accepts (all, when nil) records the machine's state as a power
+// loss just before it would leave it (crashtest.Recorder: half the images
+// keep random unsynced data).
+type powerLosses struct {
+	fs  vfs.FS
+	mem *vfs.MemFS
+	rec *crashtest.Recorder[struct{}]
+}
+
+func newPowerLosses(seed uint64, match func(vfs.Op) bool) *powerLosses {
+	mem := vfs.NewMem()
+	rec := crashtest.New(mem, struct{}{}, nil, crashtest.Options{Rand: rand.New(rand.NewPCG(seed, 1)), KeepUnsynced: 0.5})
+	var inj vfs.Injector = rec
+	if match != nil {
+		inj = vfs.InjectorFunc(func(op vfs.Op) error {
+			if match(op) {
+				return rec.Inject(op)
+			}
+			return nil
+		})
+	}
+	return &powerLosses{fs: vfs.Inject(mem, inj), mem: mem, rec: rec}
+}
+
+// images disarms p and returns the images recorded, then that of a power
+// loss now.
+func (p *powerLosses) images() []*vfs.MemFS {
+	p.rec.Arm(false)
+	var out []*vfs.MemFS
+	for _, pt := range p.rec.Take() {
+		out = append(out, pt.FS)
+	}
+	return append(out, p.mem.CrashClone())
+}
+
+// batchesIn returns s's batches whose base offset is in [lo, hi).
+func batchesIn(t *testing.T, s *Store, lo, hi int64) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, b := range seglogtest.Batches(t, s.Log()) {
+		if off := record.Batch(b).BaseOffset(); off >= lo && off < hi {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// sameList checks that got holds want's batches, byte for byte; what
+// names the range compared.
+func sameList(t *testing.T, label, what string, got, want [][]byte) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d batches %s, want %d", label, len(got), what, len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("%s: batch %d %s (offset %d) differs", label, i, what, record.Batch(got[i]).BaseOffset())
+		}
+	}
+}
+
+// sameBatches checks that got's partition is want's, batch for batch,
+// from the same start.
+func sameBatches(t *testing.T, label string, got, want *Store) {
+	t.Helper()
+	if a, b := got.Log().StartOffset(), want.Log().StartOffset(); a != b {
+		t.Fatalf("%s: the partition starts at %d, the leader's at %d", label, a, b)
+	}
+	sameList(t, label, "of the partition", seglogtest.Batches(t, got.Log()), seglogtest.Batches(t, want.Log()))
+}
+
+// sameFrom checks that s holds the leader's batches from off on.
+func sameFrom(t *testing.T, label string, s, leader *Store, off int64) {
+	t.Helper()
+	sameList(t, label, fmt.Sprintf("from %d", off), batchesIn(t, s, off, math.MaxInt64), batchesIn(t, leader, off, math.MaxInt64))
+}
+
+// sameUpTo checks that s holds the leader's batches from the leader's
+// start up to off, where it ends.
+func sameUpTo(t *testing.T, label string, s, leader *Store, off int64) {
+	t.Helper()
+	if a, b := s.Log().StartOffset(), leader.Log().StartOffset(); a != b || s.Log().EndOffset() != off {
+		t.Fatalf("%s: the partition holds [%d, %d), want the leader's from %d to %d", label, a, s.Log().EndOffset(), b, off)
+	}
+	sameList(t, label, fmt.Sprintf("below %d", off), seglogtest.Batches(t, s.Log()), batchesIn(t, leader, 0, off))
+}
+
+// keptBelow checks that s still holds, byte for byte, the batches it had
+// below the cut before an install, from offset 0.
+func keptBelow(t *testing.T, label string, s *Store, want [][]byte, cut int64) {
+	t.Helper()
+	if start := s.Log().StartOffset(); start != 0 {
+		t.Fatalf("%s: the partition starts at %d, had its batches from 0", label, start)
+	}
+	sameList(t, label, fmt.Sprintf("below the cut %d", cut), batchesIn(t, s, 0, cut), want)
+}
+
+// installCase is pair's leader with its raft log moved past the
+// follower's (CompactTo), its snapshot, and where the follower's
+// committed entries end (the cut). With restart, the leader's retention
+// first deleted its first two segments, past the follower's end, so the
+// copy restarts the follower's partition at the leader's start.
+func installCase(t *testing.T, fs vfs.FS, restart bool) (leader, follower *Store, es []*pb.Entry, snap *pb.Snapshot, cut int64) {
+	t.Helper()
+	leader, follower, es = pair(t, fs)
+	if restart {
+		segs := leader.Log().Segments()
+		if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
+			t.Fatal(err)
+		}
+		if end, start := follower.Log().EndOffset(), leader.Log().StartOffset(); end >= start {
+			t.Fatalf("the follower ends at %d, the leader starts at %d", end, start)
+		}
+	}
+	if _, err := leader.CompactTo(50); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := leader.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The snapshot ends past the log start: there is data to copy.
+	if end, _ := decodeSnapData(snap.GetData()); end <= leader.Log().StartOffset() {
+		t.Fatalf("the snapshot ends at %d, the leader's start", end)
+	}
+	if cut, err = follower.HighWatermark(10); err != nil {
+		t.Fatal(err)
+	}
+	return leader, follower, es, snap, cut
 }

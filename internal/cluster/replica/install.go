@@ -1,8 +1,6 @@
 package replica
 
 import (
-	"fmt"
-
 	"github.com/seglog/seglog/internal/epochcache"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -19,8 +17,11 @@ import (
 //     any) and saves the install: the anchors still describe the committed
 //     entries, which end at from; every batch past from is the sender's.
 //  2. The copy appends the sender's batches past from (storeRaw), each
-//     synced; for a restart, restartForSnapshot first saves the install
-//     with restart set, then empties the partition at the sender's start.
+//     synced. For a restart, restartForSnapshot first saves the install
+//     with restart set, then the anchors of a raft log empty after the
+//     commit index, at from (the commit's term is in them, which nothing
+//     else keeps once the partition's own batches are gone), then empties
+//     the partition at the sender's start.
 //  3. takePending, once the copy reached the snapshot's end and raft takes
 //     the snapshot, replaces the anchors with the snapshot's, then saves
 //     the state with the snapshot's commit index and configuration and no
@@ -28,12 +29,17 @@ import (
 //
 // Open (loadInstall) finds one of: the snapshot's anchor first in the
 // anchors (a crash inside 3: the state is finished from the install); a
-// restarted partition (its start past from: its own data is gone, so it
-// is moved to the snapshot, restarted at its end unless the copy reached
-// it); or the committed entries with the sender's batches after them (a
-// crash in 1 or 2, or a restart that did not happen), which it keeps: the
-// raft log ends at from, the install stays, and the next copy resumes at
-// the partition's end.
+// restarted partition (its start past from), which holds only the
+// sender's batches copied since the restart: one whose copy reached the
+// snapshot's end is moved to the snapshot, any other keeps them, the raft
+// log empty after the commit index at the partition's start, and the
+// install (still a restart) stays, so the next copy resumes at the
+// partition's end; or the committed entries with the sender's batches
+// after them (a crash in 1 or 2, or a restart that did not happen), which
+// it keeps: the raft log ends at from, the install stays, and the next
+// copy resumes at the partition's end. Nothing the copy stored is thrown
+// away: the follower's partition ends up the leader's, batch for batch,
+// from the leader's start.
 
 // pendingSnap is the install under way as the Store holds it: the one
 // saved in the raft state, and whether the copy has reached its end.
@@ -46,7 +52,14 @@ type pendingSnap struct {
 // setInstall saves in as the install under way, with the state as it is.
 // Called with mu.
 func (s *Store) setInstall(in *install) error {
+	return s.setInstallCommit(in, s.state.commit)
+}
+
+// setInstallCommit is setInstall with the commit index raised to commit in
+// the same write. Called with mu.
+func (s *Store) setInstallCommit(in *install, commit uint64) error {
 	st := s.state
+	st.commit = max(st.commit, commit)
 	st.inst = in
 	if err := s.saveState(st); err != nil {
 		return err
@@ -99,13 +112,20 @@ func (s *Store) prepareCopy(rc *receive) error {
 // restartForSnapshot empties the partition and restarts it at start, the
 // sender's log start, past the batches this node has (Kafka's
 // truncateFullyAndStartAt). The uncommitted tail is cut and the install is
-// saved, restart set, first: a crash before the restart leaves the
-// committed entries (Open keeps them), one after it a partition Open moves
-// to the snapshot. The in-memory raft view becomes an empty log after the
-// commit index, at start: what raft (frozen, every committed entry
+// saved, restart set, first (with the commit index at least the raft log's
+// first index less one, which raft requires at a restart), then the
+// anchors of a raft log empty after the commit index, at from, where the
+// committed entries end: a crash before the restart leaves the committed
+// batches, which Open keeps (the log starts after them, as after a
+// snapshot this node took itself); one after it a partition holding the
+// sender's batches copied since, which Open keeps with the install, the
+// anchor moved to the partition's start. The in-memory raft view becomes
+// that empty log, at start: what raft (frozen, every committed entry
 // applied) still takes for its log, in which it finds the snapshot's index
 // absent, so it takes the snapshot; ApplySnapshot then switches to the
-// snapshot's anchor. Until then retention is not followed.
+// snapshot's anchor. Until then retention is not followed. A restart
+// after an earlier one (the sender's start moved past what was copied)
+// changes no anchor: they are already that empty log's.
 func (s *Store) restartForSnapshot(rc *receive, start int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -119,15 +139,23 @@ func (s *Store) restartForSnapshot(rc *receive, start int64) error {
 	}
 	in := &install{index: rc.index, term: rc.term, end: rc.end, from: rc.cut, restart: true, start: start}
 	in.cs.setConfState(rc.cs)
-	if p := s.pending; p != nil && p.restart {
-		in.from = p.from
+	again := s.pending != nil && s.pending.restart
+	if again {
+		in.from = s.pending.from
 	} else if last > commit {
 		if err := s.truncateFrom(commit + 1); err != nil {
 			return err
 		}
 	}
-	if err := s.setInstall(in); err != nil {
+	if err := s.setInstallCommit(in, commit); err != nil {
 		return err
+	}
+	if !again {
+		a := anchor{commit + 1, in.from, commitTerm}
+		if err := s.writeAnchors([]anchor{a}); err != nil {
+			return err
+		}
+		s.setEmptyLog(a)
 	}
 	if err := s.p.RestartAt(start); err != nil {
 		return err
@@ -135,12 +163,18 @@ func (s *Store) restartForSnapshot(rc *receive, start int64) error {
 	if err := s.epochs.Clear(); err != nil {
 		return err
 	}
-	s.idx.Lock()
-	s.dropTables()
-	s.anchors = []anchor{{commit + 1, start, commitTerm}}
-	s.first, s.last, s.lastTerm, s.end = commit+1, commit, commitTerm, start
-	s.idx.Unlock()
+	s.setEmptyLog(anchor{commit + 1, start, commitTerm})
 	return nil
+}
+
+// setEmptyLog makes the in-memory raft view the empty log a starts.
+// Called with mu.
+func (s *Store) setEmptyLog(a anchor) {
+	s.idx.Lock()
+	defer s.idx.Unlock()
+	s.dropTables()
+	s.anchors = []anchor{a}
+	s.first, s.last, s.lastTerm, s.end = a.index, a.index-1, a.term, a.offset
 }
 
 // abortTransfer leaves a failed transfer's Store so that raft, unfrozen,
@@ -158,18 +192,43 @@ func (s *Store) abortTransfer() {
 }
 
 // abandonInstall ends an install raft did not take, before Append stores
-// entries after the raft log: the sender's batches copied past it are
-// removed (the entries appended in their place are the same committed
-// batches, stamped alike), then the install. After a restart the raft log
-// has no batch to append after: Append is refused until the snapshot is
-// taken, or Open moves the partition to it. Called with mu.
-func (s *Store) abandonInstall() error {
+// entries after the raft log (a leader that still has them sends them
+// instead of a snapshot): the sender's batches copied past it are removed
+// (the entries appended in their place are the same committed batches,
+// stamped alike), then the install. Called with mu.
+//
+// After a restart the raft log is empty after the commit index, whose
+// batches ended at from, below the partition's start: only entries that
+// follow it (the first at most one past the last index, the last past
+// it) end the install, which restarts the partition at from (empty) first,
+// so that they land at the offsets every replica gives them; the anchors
+// already say that empty log at from (restartForSnapshot). A crash
+// between leaves a partition at from with the install, which Open keeps as
+// after a restart that did not happen. Any other call leaves the install
+// to Append's own checks.
+func (s *Store) abandonInstall(entries []*pb.Entry) error {
 	p := s.pending
 	if p == nil {
 		return nil
 	}
 	if p.restart {
-		return fmt.Errorf("%w: the partition was restarted for the snapshot at %d, which raft has not taken", ErrSnapshotNeedsData, p.index)
+		s.idx.RLock()
+		a, last := s.anchors[0], s.last
+		s.idx.RUnlock()
+		if entries[0].GetIndex() > last+1 || entries[len(entries)-1].GetIndex() <= last {
+			return nil
+		}
+		if err := s.p.RestartAt(p.from); err != nil {
+			return err
+		}
+		if err := s.epochs.Clear(); err != nil {
+			return err
+		}
+		a.offset = p.from
+		if err := s.writeAnchors([]anchor{a}); err != nil {
+			return err
+		}
+		s.setEmptyLog(a)
 	}
 	s.idx.RLock()
 	end := s.end
@@ -239,20 +298,26 @@ func (s *Store) loadInstall(anchors []anchor) ([]anchor, int64, error) {
 		return anchors, end, s.finishInstall(in)
 	case in.restart && s.log.StartOffset() > in.from:
 		// The partition was restarted for the snapshot: the entries it
-		// held are gone, so the log can only go on from the snapshot.
-		// A copy that reached its end is kept; otherwise the partition
-		// restarts there (the data below is missing on this replica).
-		if s.log.StartOffset() != in.start || end != in.end {
+		// held are gone, and every batch in it is the sender's, copied
+		// since the restart. Epochs of batches the restart removed may
+		// be left, if a crash came before restartForSnapshot cleared
+		// them: the cache is rebuilt from the batches there are (Open
+		// loads it after the anchors).
+		if err := epochcache.New(s.fs, s.dir).Replace(nil); err != nil {
+			return nil, 0, err
+		}
+		if end != in.end {
+			if len(anchors) == 1 && anchors[0].offset == in.from {
+				return s.resumeRestart(in, anchors[0])
+			}
+			// Anchors an earlier build left, which do not say the
+			// commit index's term: the log can only go on from the
+			// snapshot, the partition restarted at its end.
 			if err := s.p.RestartAt(in.end); err != nil {
 				return nil, 0, err
 			}
-			// Epochs of batches the restart removed, if a crash came
-			// before restartForSnapshot cleared them (the cache is not
-			// loaded yet: Open loads it after the anchors).
-			if err := epochcache.New(s.fs, s.dir).Replace(nil); err != nil {
-				return nil, 0, err
-			}
 		}
+		// The copy reached the snapshot's end: the log goes on from it.
 		if err := s.writeAnchors([]anchor{a}); err != nil {
 			return nil, 0, err
 		}
@@ -272,6 +337,20 @@ func (s *Store) loadInstall(anchors []anchor) ([]anchor, int64, error) {
 	}
 	s.pending = &pendingSnap{install: kept, complete: end == kept.end}
 	return anchors, min(end, kept.from), nil
+}
+
+// resumeRestart keeps a restart's install whose copy stopped short: the
+// raft log is empty after the commit index, its anchor (at from on disk,
+// restartForSnapshot's) moved to the partition's start, the batches there
+// the sender's, and the install stays pending (still a restart, so Append
+// is refused and the next copy goes on at the partition's end).
+func (s *Store) resumeRestart(in *install, a anchor) ([]anchor, int64, error) {
+	start := s.log.StartOffset()
+	a.offset = start
+	kept := *in
+	kept.start = start
+	s.pending = &pendingSnap{install: kept}
+	return []anchor{a}, start, nil
 }
 
 // finishInstall saves the state an install leaves once its anchor is

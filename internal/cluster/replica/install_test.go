@@ -1,12 +1,12 @@
 package replica
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"math"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,61 +15,10 @@ import (
 	"github.com/seglog/seglog/compaction"
 	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/internal/cluster/multiraft"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
-	pb "go.etcd.io/raft/v3/raftpb"
 )
-
-// batchesBelow returns s's batches whose base offset is below off.
-func batchesBelow(t *testing.T, s *Store, off int64) [][]byte {
-	t.Helper()
-	var out [][]byte
-	for _, b := range rawBatches(t, s) {
-		if record.Batch(b).BaseOffset() < off {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// keptBelow checks that s still holds, byte for byte, the batches it had
-// below the cut before an install.
-func keptBelow(t *testing.T, label string, s *Store, want [][]byte, cut int64) {
-	t.Helper()
-	got := batchesBelow(t, s, cut)
-	if s.Log().StartOffset() != 0 || len(got) != len(want) {
-		t.Fatalf("%s: %d batches below %d from offset %d, had %d from 0", label, len(got), cut, s.Log().StartOffset(), len(want))
-	}
-	for i := range got {
-		if !bytes.Equal(got[i], want[i]) {
-			t.Fatalf("%s: batch %d below the cut changed", label, i)
-		}
-	}
-}
-
-// sameFrom checks that s holds the leader's batches from off on.
-func sameFrom(t *testing.T, label string, s, leader *Store, off int64) {
-	t.Helper()
-	var g, w [][]byte
-	for _, b := range rawBatches(t, s) {
-		if record.Batch(b).BaseOffset() >= off {
-			g = append(g, b)
-		}
-	}
-	for _, b := range rawBatches(t, leader) {
-		if record.Batch(b).BaseOffset() >= off {
-			w = append(w, b)
-		}
-	}
-	if len(g) != len(w) {
-		t.Fatalf("%s: %d batches from %d, the leader %d", label, len(g), off, len(w))
-	}
-	for i := range g {
-		if !bytes.Equal(g[i], w[i]) {
-			t.Fatalf("%s: batch %d from %d differs from the leader's", label, i, off)
-		}
-	}
-}
 
 // recordFrom wraps fetch, noting the offset each request starts at.
 func recordFrom(fetch multiraft.FetchFunc, froms *[]int64) multiraft.FetchFunc {
@@ -79,34 +28,15 @@ func recordFrom(fetch multiraft.FetchFunc, froms *[]int64) multiraft.FetchFunc {
 	}
 }
 
-// entriesCase is pair's leader with its raft log moved past the
-// follower's (the leader's partition whole), its snapshot, and where the
-// follower's committed entries end.
-func entriesCase(t *testing.T, fs vfs.FS) (leader, follower *Store, es []*pb.Entry, snap *pb.Snapshot, cut int64) {
-	t.Helper()
-	leader, follower, es = pair(t, fs)
-	if _, err := leader.CompactTo(50); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := leader.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cut, err = follower.HighWatermark(10); err != nil {
-		t.Fatal(err)
-	}
-	return leader, follower, es, snap, cut
-}
-
 // TestInstallAfterCutResumes: a copy that breaks off after the cut keeps
 // every batch the follower had below it and the batches it copied; the
 // raft log stays the committed entries (10), and the next copy resumes at
 // the partition's end, in place or after a power loss.
 func TestInstallAfterCutResumes(t *testing.T) {
 	fs := vfs.NewMem()
-	leader, follower, es, snap, cut := entriesCase(t, fs)
+	leader, follower, es, snap, cut := installCase(t, fs, false)
 	defer closeT(t, leader)
-	below := batchesBelow(t, follower, cut)
+	below := batchesIn(t, follower, 0, cut)
 	crashed := crashDuring(t, fs, leader, follower, snap)
 	keptBelow(t, "after the failed copy", follower, below, cut)
 	copied := follower.Log().EndOffset()
@@ -164,9 +94,9 @@ func TestInstallAfterCutResumes(t *testing.T) {
 // entries, and the partition ends as the leader's, reopened too.
 func TestInstallAbandonedForEntries(t *testing.T) {
 	fs := vfs.NewMem()
-	leader, follower, es, snap, cut := entriesCase(t, fs)
+	leader, follower, es, snap, cut := installCase(t, fs, false)
 	defer closeT(t, leader)
-	below := batchesBelow(t, follower, cut)
+	below := batchesIn(t, follower, 0, cut)
 	if err := follower.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, nil, 5)); err == nil {
 		t.Fatal("a broken copy succeeded")
 	}
@@ -206,9 +136,9 @@ func TestInstallFailedWrite(t *testing.T) {
 		}
 		return nil
 	}))
-	leader, follower, es, snap, cut := entriesCase(t, fs)
+	leader, follower, es, snap, cut := installCase(t, fs, false)
 	defer closeT(t, leader)
-	below := batchesBelow(t, follower, cut)
+	below := batchesIn(t, follower, 0, cut)
 	mu.Lock()
 	armed = true
 	mu.Unlock()
@@ -237,8 +167,12 @@ func TestInstallFailedWrite(t *testing.T) {
 // a whole install (the copy and raft's ApplySnapshot), unsynced data kept
 // at random, for a copy after the cut and a copy that restarts the
 // partition. Reopened, the Store opens; after a cut the partition keeps
-// every batch it had below it; raft takes the snapshot again (or has), and
-// the entries after it land at the leader's offsets.
+// every batch it had below it; after a restart it holds the leader's
+// batches from the leader's start up to where the copy got, the raft log
+// empty after the commit index, and the next copy resumes at its end;
+// raft takes the snapshot again (or has), the entries after it land at the
+// leader's offsets, and the partition is the leader's batch for batch,
+// never restarted at the snapshot's end.
 func TestInstallCrashEveryStep(t *testing.T) {
 	for _, restart := range []bool{false, true} {
 		name := "cut"
@@ -246,61 +180,57 @@ func TestInstallCrashEveryStep(t *testing.T) {
 			name = "restart"
 		}
 		t.Run(name, func(t *testing.T) {
-			mem := vfs.NewMem()
-			rng := rand.New(rand.NewPCG(7, 1))
-			var mu sync.Mutex
-			armed := false
-			var clones []*vfs.MemFS
-			crash := func() {
-				clones = append(clones, mem.CrashCloneWith(vfs.CrashOptions{Rand: rng, KeepUnsynced: 0.5}))
-			}
-			fs := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if armed && strings.HasPrefix(op.Path, "/f/") && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize {
-					crash()
-				}
-				return nil
-			}))
-			leader, follower, es := pair(t, fs)
+			pl := newPowerLosses(7, func(op vfs.Op) bool {
+				return strings.HasPrefix(op.Path, "/f/") && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize
+			})
+			leader, follower, es, snap, cut := installCase(t, pl.fs, restart)
 			defer closeT(t, leader)
-			if restart {
-				segs := leader.Log().Segments()
-				if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, err := leader.CompactTo(50); err != nil {
-				t.Fatal(err)
-			}
-			snap, _ := leader.Snapshot()
 			index := snap.GetMetadata().GetIndex()
 			end, _ := decodeSnapData(snap.GetData())
-			cut, _ := follower.HighWatermark(10)
-			below := batchesBelow(t, follower, cut)
-			mu.Lock()
-			armed = true
-			mu.Unlock()
+			below := batchesIn(t, follower, 0, cut)
+			pl.rec.Arm(true)
 			take(t, leader, follower, snap)
-			mu.Lock()
-			armed = false
-			crash()
-			mu.Unlock()
+			clones := pl.images()
 			closeT(t, follower)
 			if len(clones) < 10 {
 				t.Fatalf("only %d operations in an install", len(clones))
 			}
-			restarted := 0
+			restarted, resumed := 0, 0
 			for i, c := range clones {
 				label := fmt.Sprintf("%s: crash %d", name, i)
 				f := openT(t, c, "/f/t-0")
 				if first, _ := f.FirstIndex(); first != index+1 {
 					// Not taken: the committed entries (and what was
-					// copied after them) are there.
-					keptBelow(t, label, f, below, cut)
+					// copied after them) are there, or, restarted, the
+					// leader's batches copied since.
+					v := f.Log()
+					resumeAt := v.EndOffset()
+					wasRestarted := restart && v.StartOffset() > cut
+					if wasRestarted {
+						sameUpTo(t, label, f, leader, resumeAt)
+						if last, _ := f.LastIndex(); last != 10 || first != 11 {
+							t.Fatalf("%s: restarted, the raft log is [%d, %d], want empty after the commit index 10", label, first, last)
+						}
+						if err := f.Append(es[10:12]); !errors.Is(err, ErrBadEntry) || f.Log().EndOffset() != resumeAt {
+							t.Fatalf("%s: entries not after the commit index on a restarted partition: %v, the partition ends at %d; want ErrBadEntry and the copy kept", label, err, f.Log().EndOffset())
+						}
+					} else {
+						keptBelow(t, label, f, below, cut)
+					}
 					if f.SnapshotNeedsData(snap) {
-						if err := f.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, nil, -1)); err != nil {
+						var froms []int64
+						if err := f.ReceiveSnapshot(context.Background(), snap, recordFrom(serveFrom(leader, nil, -1), &froms)); err != nil {
 							t.Fatalf("%s: copying again: %v", label, err)
+						}
+						if wasRestarted {
+							// What the copy stored before the power
+							// loss is kept: this one goes on after it.
+							if len(froms) != 1 || froms[0] != resumeAt {
+								t.Fatalf("%s: the copy asked from %v, want the partition's end %d", label, froms, resumeAt)
+							}
+							if resumeAt > leader.Log().StartOffset() {
+								resumed++
+							}
 						}
 					}
 					if err := f.ApplySnapshot(snap); err != nil {
@@ -318,16 +248,17 @@ func TestInstallCrashEveryStep(t *testing.T) {
 				if err := f.Append(es[index-1:]); err != nil {
 					t.Fatalf("%s: appending after the snapshot: %v", label, err)
 				}
-				if restart && f.Log().StartOffset() == end {
-					sameFrom(t, label, f, leader, end)
-				} else {
-					sameBatches(t, label, f, leader)
-				}
+				// Batch for batch the leader's, from the leader's start
+				// (a restart) or from 0 (a cut).
+				sameBatches(t, label, f, leader)
 				checkEpochs(t, label, c, f)
 				closeT(t, f)
 			}
-			if !restart && restarted > 0 {
-				t.Fatalf("%d of %d power losses restarted the partition after a cut", restarted, len(clones))
+			if restarted > 0 {
+				t.Fatalf("%d of %d power losses restarted the partition at the snapshot's end", restarted, len(clones))
+			}
+			if restart && resumed == 0 {
+				t.Fatalf("none of %d power losses left a restarted copy to resume", len(clones))
 			}
 		})
 	}
@@ -348,35 +279,21 @@ func TestReceiveSnapshotCompacted(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			fs := vfs.NewMem()
-			leader, follower, es := pair(t, fs)
+			leader, follower, es, snap, cut := installCase(t, fs, restart)
 			defer closeT(t, leader)
-			if restart {
-				segs := leader.Log().Segments()
-				if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
-					t.Fatal(err)
-				}
-			}
-			off, err := leader.CompactTo(50)
-			if err != nil {
-				t.Fatal(err)
-			}
+			off, _ := decodeSnapData(snap.GetData())
 			// Every record's key is "k": all but the last go.
 			if _, err := compaction.Clean(leader.p.(*seglog.Log), compaction.NewOffsetMap(1<<20, 0), 0, off, compaction.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			snap, _ := leader.Snapshot()
-			cut, _ := follower.HighWatermark(10)
 			from := cut
 			if restart {
 				from = leader.Log().StartOffset()
 			}
 			gaps := 0
 			next := from
-			for _, b := range rawBatches(t, leader) {
+			for _, b := range batchesIn(t, leader, from, off) {
 				rb := record.Batch(b)
-				if rb.BaseOffset() < from || rb.BaseOffset() >= off {
-					continue
-				}
 				if rb.BaseOffset() != next || int64(rb.NumRecords()) != int64(rb.LastOffsetDelta())+1 {
 					gaps++
 				}
@@ -385,7 +302,7 @@ func TestReceiveSnapshotCompacted(t *testing.T) {
 			if gaps == 0 {
 				t.Fatalf("the leader's [%d, %d) has no gap to copy", from, off)
 			}
-			below := batchesBelow(t, follower, cut)
+			below := batchesIn(t, follower, 0, cut)
 			take(t, leader, follower, snap)
 			check := func(label string, f *Store) {
 				t.Helper()
@@ -416,5 +333,162 @@ func TestReceiveSnapshotCompacted(t *testing.T) {
 			}
 			check("reopened", follower)
 		})
+	}
+}
+
+// TestInstallRestartOlderAnchors: a restart's copy cut by a power loss in
+// a directory whose anchors are still the old log's (as a build before
+// restartForSnapshot saved the empty log's anchor left it): nothing says
+// the commit index's term, so Open moves the partition to the snapshot,
+// restarted at its end, and the entries after it land at the leader's
+// offsets.
+func TestInstallRestartOlderAnchors(t *testing.T) {
+	fs := vfs.NewMem()
+	leader, follower, es, snap, _ := installCase(t, fs, true)
+	defer closeT(t, leader)
+	path := filepath.Join("/f/t-0", layout.RaftIndexFile)
+	old, err := vfs.ReadFileLimit(fs, path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed := crashDuring(t, fs, leader, follower, snap)
+	closeT(t, follower)
+	if err := vfs.WriteFileAtomic(crashed, path, old); err != nil {
+		t.Fatal(err)
+	}
+	f := openT(t, crashed, "/f/t-0")
+	defer closeT(t, f)
+	i := snap.GetMetadata().GetIndex()
+	end, _ := decodeSnapData(snap.GetData())
+	if v := f.Log(); v.StartOffset() != end || v.EndOffset() != end {
+		t.Fatalf("the partition holds [%d, %d), want it restarted at %d", v.StartOffset(), v.EndOffset(), end)
+	}
+	if first, _ := f.FirstIndex(); first != i+1 {
+		t.Fatalf("first index %d, want %d", first, i+1)
+	}
+	if hs, _, _ := f.InitialState(); hs.GetCommit() < i {
+		t.Fatalf("commit %d below the snapshot's %d", hs.GetCommit(), i)
+	}
+	if err := f.Append(es[i-1:]); err != nil {
+		t.Fatal(err)
+	}
+	sameFrom(t, "appended", f, leader, end)
+	checkEpochs(t, "appended", crashed, f)
+}
+
+// TestInstallRestartAbandonedForEntries: after a copy that restarted the
+// partition broke off, in place or cut by a power loss, raft may append
+// the entries after its commit index instead (a leader whose retention
+// kept them): the partition restarts where the committed entries ended
+// and takes them there, the copied batches replaced by the same batches,
+// so it ends as the leader's did before its retention; reopened, the
+// same.
+func TestInstallRestartAbandonedForEntries(t *testing.T) {
+	fs := vfs.NewMem()
+	leader, follower, es, snap, cut := installCase(t, fs, true)
+	defer closeT(t, leader)
+	// A leader that still has every entry: the same entries, appended
+	// to a log retention has not touched.
+	whole := openT(t, fs, "/w/t-0")
+	defer closeT(t, whole)
+	bootT(t, whole)
+	if err := whole.Append(es); err != nil {
+		t.Fatal(err)
+	}
+	crashed := crashDuring(t, fs, leader, follower, snap)
+	check := func(label string, fsys vfs.FS, f *Store) {
+		t.Helper()
+		if f.Log().EndOffset() <= leader.Log().StartOffset() {
+			t.Fatalf("%s: the copy stored nothing", label)
+		}
+		if err := f.Append(es[9:]); err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		if last, _ := f.LastIndex(); last != 60 {
+			t.Fatalf("%s: last index %d, want 60", label, last)
+		}
+		if start := f.Log().StartOffset(); start != cut {
+			t.Fatalf("%s: the partition starts at %d, want the committed entries' end %d", label, start, cut)
+		}
+		sameFrom(t, label, f, whole, cut)
+		if got, want := f.Log().EndOffset(), leader.Log().EndOffset(); got != want {
+			t.Fatalf("%s: the partition ends at %d, the leader's at %d", label, got, want)
+		}
+		compareEntries(t, label, f, whole, 11, 61)
+		checkEpochs(t, label, fsys, f)
+		closeT(t, f)
+		f = openT(t, fsys, "/f/t-0")
+		defer closeT(t, f)
+		if last, _ := f.LastIndex(); last != 60 {
+			t.Fatalf("%s, reopened: last index %d, want 60", label, last)
+		}
+		sameFrom(t, label+", reopened", f, whole, cut)
+		compareEntries(t, label+", reopened", f, whole, 11, 61)
+	}
+	check("in place", fs, follower)
+	check("after a power loss", crashed, openT(t, crashed, "/f/t-0"))
+}
+
+// compareEntries checks that s answers Entries(lo, hi) as want does.
+func compareEntries(t *testing.T, label string, s, want *Store, lo, hi uint64) {
+	t.Helper()
+	got, err := s.Entries(lo, hi, math.MaxUint64)
+	if err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	w, err := want.Entries(lo, hi, math.MaxUint64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(w) {
+		t.Fatalf("%s: %d entries, want %d", label, len(got), len(w))
+	}
+	for i := range got {
+		if err := sameEntry(got[i], w[i]); err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+	}
+}
+
+// TestInstallRestartAbandonCrash: a power loss at each filesystem
+// operation of an Append that ends a restarted install (the partition
+// restarted at the committed entries' end, the anchors, the state, then
+// the entries): reopened, the Store takes the same entries again, and the
+// partition ends as the leader's did before its retention.
+func TestInstallRestartAbandonCrash(t *testing.T) {
+	pl := newPowerLosses(11, func(op vfs.Op) bool {
+		return strings.HasPrefix(op.Path, "/f/") && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize
+	})
+	leader, follower, es, snap, cut := installCase(t, pl.fs, true)
+	defer closeT(t, leader)
+	whole := openT(t, pl.fs, "/w/t-0")
+	defer closeT(t, whole)
+	bootT(t, whole)
+	if err := whole.Append(es); err != nil {
+		t.Fatal(err)
+	}
+	crashDuring(t, pl.mem, leader, follower, snap)
+	pl.rec.Arm(true)
+	if err := follower.Append(es[9:]); err != nil {
+		t.Fatal(err)
+	}
+	clones := pl.images()
+	closeT(t, follower)
+	if len(clones) < 5 {
+		t.Fatalf("only %d operations", len(clones))
+	}
+	for i, c := range clones {
+		label := fmt.Sprintf("crash %d", i)
+		f := openT(t, c, "/f/t-0")
+		if err := f.Append(es[9:]); err != nil {
+			t.Fatalf("%s: %v", label, err)
+		}
+		if start := f.Log().StartOffset(); start != cut {
+			t.Fatalf("%s: the partition starts at %d, want %d", label, start, cut)
+		}
+		sameFrom(t, label, f, whole, cut)
+		compareEntries(t, label, f, whole, 11, 61)
+		checkEpochs(t, label, c, f)
+		closeT(t, f)
 	}
 }

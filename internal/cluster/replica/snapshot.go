@@ -166,10 +166,13 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 // If the sender's log starts past that point (retention deleted what this
 // node lacks), the partition is emptied and restarted at the sender's log
 // start, as Kafka's follower does (truncateFullyAndStartAt), and the
-// sender's batches up to the snapshot's end are stored there; a copy that
-// does not finish leaves a partition whose own data is gone, which Open
-// restarts at the snapshot's end (the data below is then missing on this
-// replica until retention passes it).
+// sender's batches up to the snapshot's end are stored there. A copy that
+// does not finish leaves a partition whose own data is gone, holding the
+// sender's batches from its start, and a raft log empty after the commit
+// index: in place or reopened, the install stays, and the next copy
+// resumes at the partition's end (restarting again only if the sender's
+// start has moved past it), so the replica ends up holding what the
+// sender holds from its start.
 //
 // Every batch is checked (framing, CRC, an offset at or past the next
 // one wanted, no more records than offsets) before it is stored, at its

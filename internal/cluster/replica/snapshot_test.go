@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math"
 	"testing"
 
-	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
@@ -46,44 +44,6 @@ func serveFrom(leader *Store, tamper func(i int, p []byte) []byte, stopAfter int
 			}
 			return nil
 		})
-	}
-}
-
-// rawBatches reads every batch of s's partition from its start.
-func rawBatches(t *testing.T, s *Store) [][]byte {
-	t.Helper()
-	v := s.Log()
-	var out [][]byte
-	for off := v.StartOffset(); off < v.EndOffset(); {
-		sl, err := v.Read(off, math.MaxInt32, seglog.ReadOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		data := make([]byte, sl.Len())
-		if _, err := sl.ReadAt(data, 0); err != nil {
-			t.Fatal(err)
-		}
-		sl.Close()
-		for len(data) > 0 {
-			b := record.Batch(data)
-			out = append(out, data[:b.Size()])
-			off = b.NextOffset()
-			data = data[b.Size():]
-		}
-	}
-	return out
-}
-
-func sameBatches(t *testing.T, label string, got, want *Store) {
-	t.Helper()
-	g, w := rawBatches(t, got), rawBatches(t, want)
-	if got.Log().StartOffset() != want.Log().StartOffset() || len(g) != len(w) {
-		t.Fatalf("%s: %d batches from %d, the leader %d from %d", label, len(g), got.Log().StartOffset(), len(w), want.Log().StartOffset())
-	}
-	for i := range g {
-		if !bytes.Equal(g[i], w[i]) {
-			t.Fatalf("%s: batch %d differs", label, i)
-		}
 	}
 }
 
@@ -157,26 +117,8 @@ func afterSnap(t *testing.T, label string, leader, follower *Store, snap *pb.Sna
 // reopen reads the same.
 func TestReceiveSnapshotRestart(t *testing.T) {
 	fs := vfs.NewMem()
-	leader, follower, es := pair(t, fs)
+	leader, follower, es, snap, _ := installCase(t, fs, true)
 	defer closeT(t, leader)
-	segs := leader.Log().Segments()
-	if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
-		t.Fatal(err)
-	}
-	// The snapshot ends past the log start: there is data to copy.
-	if _, err := leader.CompactTo(50); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := leader.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if end, _ := decodeSnapData(snap.GetData()); end <= leader.Log().StartOffset() {
-		t.Fatalf("the snapshot ends at %d, the leader's start", end)
-	}
-	if follower.Log().EndOffset() >= leader.Log().StartOffset() {
-		t.Fatalf("the follower ends at %d, the leader starts at %d", follower.Log().EndOffset(), leader.Log().StartOffset())
-	}
 	take(t, leader, follower, snap)
 	afterSnap(t, "restarted", leader, follower, snap, es)
 	checkEpochs(t, "restarted", fs, follower)
@@ -195,16 +137,9 @@ func TestReceiveSnapshotRestart(t *testing.T) {
 // ones, byte for byte.
 func TestReceiveSnapshotEntries(t *testing.T) {
 	fs := vfs.NewMem()
-	leader, follower, es := pair(t, fs)
+	leader, follower, es, snap, _ := installCase(t, fs, false)
 	defer closeT(t, leader)
 	defer closeT(t, follower)
-	if _, err := leader.CompactTo(50); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := leader.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if snap.GetMetadata().GetIndex() < 20 {
 		t.Fatalf("the leader's snapshot is at %d", snap.GetMetadata().GetIndex())
 	}
@@ -235,61 +170,81 @@ func crashDuring(t *testing.T, fs *vfs.MemFS, leader, follower *Store, snap *pb.
 	return crashed
 }
 
-// TestReceiveSnapshotInterrupted: a power loss during a copy that
-// restarted the partition (the leader's log starts past the follower's
-// end) leaves a log a reopen numbers right: the partition, whose own data
-// the restart removed, restarts at the snapshot's end (the sender's
-// batches cannot be numbered by counting them: its empty entries have no
-// batch). A copy that just fails leaves a log that takes no entries until
-// it is reopened or the snapshot is taken. (A copy after a cut keeps the
-// partition: install_test.go.)
+// TestReceiveSnapshotInterrupted: a copy that restarted the partition
+// (the leader's log starts past the follower's end) and then broke off, or
+// was cut by a power loss, keeps what it copied: the partition holds the
+// leader's batches from its start, the raft log is empty after the commit
+// index (the follower's own data is gone), and the next copy, in place, reopened or after the power loss, resumes at the
+// partition's end; raft then takes the snapshot and the partition is the
+// leader's batch for batch. (A copy after a cut: install_test.go.)
 func TestReceiveSnapshotInterrupted(t *testing.T) {
 	fs := vfs.NewMem()
-	leader, follower, es := pair(t, fs)
+	leader, follower, es, snap, _ := installCase(t, fs, true)
 	defer closeT(t, leader)
-	segs := leader.Log().Segments()
-	if _, err := leader.p.(*seglog.Log).DeleteBefore(segs[2].BaseOffset); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := leader.CompactTo(50); err != nil {
-		t.Fatal(err)
-	}
-	snap, _ := leader.Snapshot()
 	crashed := crashDuring(t, fs, leader, follower, snap)
-	afterFailedCopy(t, fs, crashed, leader, follower, snap, es)
+	resumeAfterFailedCopy(t, "in place", leader, follower, snap, es)
+	closeT(t, follower)
+	for name, fsys := range map[string]*vfs.MemFS{"reopened": fs, "after a power loss": crashed} {
+		// In place the copy went on and was taken; the power loss left
+		// the batches synced before it.
+		f := openT(t, fsys, "/f/t-0")
+		if name == "reopened" {
+			sameBatches(t, name, f, leader)
+			closeT(t, f)
+			continue
+		}
+		resumeAfterFailedCopy(t, name, leader, f, snap, es)
+		closeT(t, f)
+		f = openT(t, fsys, "/f/t-0")
+		if last, _ := f.LastIndex(); last != 60 {
+			t.Fatalf("%s, reopened: last index %d, want 60", name, last)
+		}
+		sameBatches(t, name+", reopened", f, leader)
+		checkEpochs(t, name+", reopened", fsys, f)
+		closeT(t, f)
+	}
 }
 
-// afterFailedCopy checks a follower whose copy of snap failed after a
-// restart: it takes no entries; reopened, as is or after the power loss crashed holds, its
-// partition restarts at the snapshot's end, and the leader's entries after
-// the snapshot land at the leader's offsets.
-func afterFailedCopy(t *testing.T, fs, crashed *vfs.MemFS, leader, follower *Store, snap *pb.Snapshot, es []*pb.Entry) {
+// resumeAfterFailedCopy checks a follower whose copy of snap, after a
+// restart, stopped short: it holds the leader's batches from the leader's
+// start, its raft log is empty after the commit index (10) and takes only
+// entries that follow it; the next copy resumes at the partition's end, and once raft has
+// taken the snapshot the entries after it land at the leader's offsets.
+func resumeAfterFailedCopy(t *testing.T, label string, leader, follower *Store, snap *pb.Snapshot, es []*pb.Entry) {
 	t.Helper()
-	i := snap.GetMetadata().GetIndex()
-	if err := follower.Append(es[10:12]); !errors.Is(err, ErrSnapshotNeedsData) {
-		t.Fatalf("Append after a failed copy: %v, want ErrSnapshotNeedsData", err)
+	at := follower.Log().EndOffset()
+	if at <= leader.Log().StartOffset() {
+		t.Fatalf("%s: the copy stored nothing (the partition ends at %d)", label, at)
 	}
-	closeT(t, follower)
-	for name, fsys := range map[string]vfs.FS{"reopened": fs, "after a power loss": crashed} {
-		follower = openT(t, fsys, "/f/t-0")
-		end, _ := decodeSnapData(snap.GetData())
-		if v := follower.Log(); v.StartOffset() != end || v.EndOffset() != end {
-			t.Fatalf("%s: the partition holds [%d, %d), want it restarted at %d", name, v.StartOffset(), v.EndOffset(), end)
-		}
-		if first, _ := follower.FirstIndex(); first != i+1 {
-			t.Fatalf("%s: first index %d, want %d", name, first, i+1)
-		}
-		if hs, _, _ := follower.InitialState(); hs.GetCommit() < i {
-			t.Fatalf("%s: commit %d below the snapshot's %d", name, hs.GetCommit(), i)
-		}
-		if err := follower.Append(es[i-1:]); err != nil {
-			t.Fatal(err)
-		}
-		if a, b := follower.Log().EndOffset(), leader.Log().EndOffset(); a != b {
-			t.Fatalf("%s: the entries after the snapshot end at %d, the leader's at %d", name, a, b)
-		}
-		closeT(t, follower)
+	sameUpTo(t, label, follower, leader, at)
+	first, _ := follower.FirstIndex()
+	last, _ := follower.LastIndex()
+	if first != 11 || last != 10 {
+		t.Fatalf("%s: the raft log is [%d, %d], want empty after the commit index 10", label, first, last)
 	}
+	if hs, _, _ := follower.InitialState(); hs.GetCommit() != 10 {
+		t.Fatalf("%s: commit %d, want 10", label, hs.GetCommit())
+	}
+	// Entries that do not follow the commit index are refused, the copy
+	// kept.
+	if err := follower.Append(es[10:12]); !errors.Is(err, ErrBadEntry) || follower.Log().EndOffset() != at {
+		t.Fatalf("%s: Append of entries 12 and 13 after a failed copy: %v, the partition ends at %d; want ErrBadEntry and the copy kept", label, err, follower.Log().EndOffset())
+	}
+	if !follower.SnapshotNeedsData(snap) {
+		t.Fatalf("%s: an unfinished copy needs no data", label)
+	}
+	var froms []int64
+	if err := follower.ReceiveSnapshot(context.Background(), snap, recordFrom(serveFrom(leader, nil, -1), &froms)); err != nil {
+		t.Fatal(err)
+	}
+	if len(froms) != 1 || froms[0] != at {
+		t.Fatalf("%s: the copy asked from %v, want the partition's end %d", label, froms, at)
+	}
+	if err := follower.ApplySnapshot(snap); err != nil {
+		t.Fatal(err)
+	}
+	afterSnap(t, label, leader, follower, snap, es)
+	checkEpochs(t, label, follower.fs, follower)
 }
 
 // TestReceiveSnapshotRefusesBadData: a damaged batch, one at the wrong
@@ -332,13 +287,9 @@ func TestReceiveSnapshotRefusesBadData(t *testing.T) {
 	for name, tamper := range cases {
 		t.Run(name, func(t *testing.T) {
 			fs := vfs.NewMem()
-			leader, follower, _ := pair(t, fs)
+			leader, follower, _, snap, _ := installCase(t, fs, false)
 			defer closeT(t, leader)
 			defer closeT(t, follower)
-			if _, err := leader.CompactTo(50); err != nil {
-				t.Fatal(err)
-			}
-			snap, _ := leader.Snapshot()
 			before := follower.Log().EndOffset()
 			err := follower.ReceiveSnapshot(context.Background(), snap, serveFrom(leader, tamper, -1))
 			if !errors.Is(err, ErrBadTransfer) {

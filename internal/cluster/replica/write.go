@@ -16,8 +16,7 @@ import (
 // the partition holds (a follower too far behind, or one whose entries
 // conflict with the snapshot's) when no copy of the leader's data
 // prepared it (ReceiveSnapshot, snapshot.go; multiraft runs it before raft
-// sees the snapshot), and Append's while a copy that restarted the
-// partition is not taken yet. Nothing is changed.
+// sees the snapshot). Nothing is changed.
 var ErrSnapshotNeedsData = errors.New("replica: the snapshot needs the leader's data")
 
 // Append writes entries, one batch each: consecutive, the first at most
@@ -57,7 +56,7 @@ func (s *Store) Append(entries []*pb.Entry) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if err := s.abandonInstall(); err != nil {
+	if err := s.abandonInstall(entries); err != nil {
 		return err
 	}
 	if err := s.followLocked(); err != nil {
