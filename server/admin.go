@@ -117,9 +117,16 @@ func (s *Server) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest
 }
 
 // deleteRecords moves partitions' log start offsets, as Kafka's
-// DeleteRecords does: offset -1 means the high watermark.
-func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
+// DeleteRecords does: offset -1 means the high watermark. In a cluster
+// the partition's leader moves it on every replica (Cluster's
+// DeleteRecords), within the request's timeout.
+func (s *Server) deleteRecords(ctx context.Context, req *kmsg.DeleteRecordsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	if s.cluster != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = adminContext(ctx, req.TimeoutMillis)
+		defer cancel()
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
@@ -135,9 +142,13 @@ func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
 				continue
 			}
 			if s.cluster != nil {
-				// Moving a replicated partition's start is the
-				// replication's to do on every replica, not one node's.
-				rp.ErrorCode = kerr.PolicyViolation.Code
+				// The replication moves it on every replica, never one
+				// node's store alone.
+				if low, err := s.cluster.DeleteRecords(ctx, t.Topic, p.Partition, p.Offset); err != nil {
+					rp.ErrorCode = errCode(err)
+				} else {
+					rp.LowWatermark = low
+				}
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

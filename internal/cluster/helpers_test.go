@@ -259,4 +259,7 @@ func (f *fakeParts) Leader(topic string, p int32) (int32, int32, []int32, bool) 
 func (f *fakeParts) EndOffsetForEpoch(string, int32, int32) (int32, int64, error) {
 	return 0, 0, server.ErrNotLeader
 }
+func (f *fakeParts) DeleteRecords(context.Context, string, int32, int64) (int64, error) {
+	return 0, server.ErrNotLeader
+}
 func (f *fakeParts) Close() error { return nil }

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/store"
+)
+
+// TestClusterDeleteRecords: in a cluster, DeleteRecords goes through the
+// Cluster (never the node's store alone), and its errors come back as
+// Kafka's codes: NOT_LEADER_OR_FOLLOWER on a follower, OFFSET_OUT_OF_RANGE
+// past the high watermark, REQUEST_TIMED_OUT when the entry does not
+// commit in the request's timeout, UNKNOWN_TOPIC_OR_PARTITION; -1 is the
+// high watermark, and the offsets topic is refused before the Cluster is
+// asked.
+func TestClusterDeleteRecords(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "d", 1)
+	c := dialRaw(t, ts.addr)
+	for i := range 3 {
+		if rp := produceOne(t, c, 9, "d", makeBatch(t, record.None, -1, 0, 0, 10, fmt.Sprint(i))); rp.ErrorCode != 0 {
+			t.Fatalf("produce %d: error %d", i, rp.ErrorCode)
+		}
+	}
+	del := func(topic string, off int64, timeout int32) kmsg.DeleteRecordsResponseTopicPartition {
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.SetVersion(2)
+		req.TimeoutMillis = timeout
+		req.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: topic, Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: off}}}}
+		return c.do(req).(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0]
+	}
+	fc.holdHW("d", 0, 20)
+	if got := del("d", 15, 0); got.ErrorCode != 0 || got.LowWatermark != 15 {
+		t.Fatalf("delete to 15: %+v", got)
+	}
+	if got := del("d", 21, 0); got.ErrorCode != kerr.OffsetOutOfRange.Code || got.LowWatermark != -1 {
+		t.Fatalf("delete past the high watermark 20: %+v", got)
+	}
+	if got := del("d", -2, 0); got.ErrorCode != kerr.OffsetOutOfRange.Code {
+		t.Fatalf("delete to -2: %+v", got)
+	}
+	if got := del("d", -1, 0); got.ErrorCode != 0 || got.LowWatermark != 20 {
+		t.Fatalf("delete to the high watermark 20: %+v", got)
+	}
+	if l, err := ts.st.Log("d", 0); err != nil || l.StartOffset() != 20 {
+		t.Fatalf("the store's start after the deletes: %v", err)
+	}
+	fc.setLeader("d", 0, false)
+	if got := del("d", 25, 0); got.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("delete on a follower: %+v", got)
+	}
+	fc.setLeader("d", 0, true)
+	// The request's timeout bounds the wait for the commit.
+	fc.set(func(fc *fakeCluster) { fc.deleteHang = true })
+	if got := del("d", 25, 50); got.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("no commit in the timeout: %+v", got)
+	}
+	fc.set(func(fc *fakeCluster) {
+		fc.deleteHang = false
+		fc.deleteErr = fmt.Errorf("fake: %w: gone", store.ErrUnknownTopic)
+	})
+	if got := del("gone", 0, 0); got.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("unknown topic: %+v", got)
+	}
+	fc.set(func(fc *fakeCluster) { fc.deleteErr = nil })
+	if got := del(store.OffsetsTopic, -1, 0); got.ErrorCode != kerr.InvalidTopicException.Code {
+		t.Fatalf("delete records of the offsets topic: %+v", got)
+	}
+	fc.mu.Lock()
+	asked := slices.Clone(fc.deletes)
+	fc.mu.Unlock()
+	if want := []int64{15, 21, -2, -1, 25, 25, 0}; !slices.Equal(asked, want) {
+		t.Errorf("the Cluster was asked for %v, want %v (never for the offsets topic)", asked, want)
+	}
+}
