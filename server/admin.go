@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/store"
 )
 
@@ -142,6 +143,16 @@ func (s *Server) deleteRecords(ctx context.Context, req *kmsg.DeleteRecordsReque
 				continue
 			}
 			if s.cluster != nil {
+				// Kafka refuses a topic that only compacts (its
+				// leader's log config says no delete); here it also
+				// keeps a follower from taking a raft snapshot past the
+				// entry without its log start (docs/cluster-partitions.md,
+				// "DeleteRecords").
+				if tc, err := s.st.TopicConfigOf(t.Topic); err == nil && tc.CleanupPolicy == cleaner.Compact {
+					rp.ErrorCode = kerr.PolicyViolation.Code
+					rt.Partitions = append(rt.Partitions, rp)
+					continue
+				}
 				// The replication moves it on every replica, never one
 				// node's store alone.
 				if low, err := s.cluster.DeleteRecords(ctx, t.Topic, p.Partition, p.Offset); err != nil {

@@ -17,8 +17,8 @@ import (
 // Kafka's codes: NOT_LEADER_OR_FOLLOWER on a follower, OFFSET_OUT_OF_RANGE
 // past the high watermark, REQUEST_TIMED_OUT when the entry does not
 // commit in the request's timeout, UNKNOWN_TOPIC_OR_PARTITION; -1 is the
-// high watermark, and the offsets topic is refused before the Cluster is
-// asked.
+// high watermark, and the offsets topic and a topic that only compacts
+// (POLICY_VIOLATION, as Kafka) are refused before the Cluster is asked.
 func TestClusterDeleteRecords(t *testing.T) {
 	ts, fc := startCluster(t, Options{})
 	createTestTopic(t, ts.st, "d", 1)
@@ -69,6 +69,17 @@ func TestClusterDeleteRecords(t *testing.T) {
 		t.Fatalf("unknown topic: %+v", got)
 	}
 	fc.set(func(fc *fakeCluster) { fc.deleteErr = nil })
+	// A topic that only compacts is refused, as Kafka refuses it.
+	cfg := store.DefaultTopicConfig()
+	if err := cfg.Set("cleanup.policy", "compact"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.st.CreateTopic("compacted", 1, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := del("compacted", -1, 0); got.ErrorCode != kerr.PolicyViolation.Code {
+		t.Fatalf("delete records of a compacted topic: %+v", got)
+	}
 	if got := del(store.OffsetsTopic, -1, 0); got.ErrorCode != kerr.InvalidTopicException.Code {
 		t.Fatalf("delete records of the offsets topic: %+v", got)
 	}

@@ -18,7 +18,8 @@ import (
 // entry, and a log start moved inside the span before it (mid-batch, as a
 // DeleteRecords offset may be) moves no entry out of raft's view: the
 // reads answer as a MemoryStorage compacted at the entry before it, and
-// so they do reopened.
+// so they do reopened. The commit index is durable before the first
+// entry moves (a power loss between them).
 func TestDeleteRecordsEntry(t *testing.T) {
 	fs := vfs.NewMem()
 	const dir = "/data/t-0"
@@ -73,6 +74,11 @@ func TestDeleteRecordsEntry(t *testing.T) {
 	if _, err := s.KeepFrom(del); !errors.Is(err, ErrBadEntry) {
 		t.Fatalf("KeepFrom past the commit index: %v, want ErrBadEntry", err)
 	}
+	// The term first (written at once), then the commit index alone,
+	// which the Store keeps in memory (as etcd raft allows).
+	if err := s.SetHardState(&pb.HardState{Term: new(uint64(2)), Vote: new(uint64(1)), Commit: new(uint64(1))}); err != nil {
+		t.Fatal(err)
+	}
 	hs := &pb.HardState{Term: new(uint64(2)), Vote: new(uint64(1)), Commit: new(uint64(45))}
 	if err := s.SetHardState(hs); err != nil {
 		t.Fatal(err)
@@ -88,6 +94,19 @@ func TestDeleteRecordsEntry(t *testing.T) {
 	if off, err := s.KeepFrom(del - 5); err != nil || off != at {
 		t.Fatalf("KeepFrom below the first entry = %d, %v; want %d, nothing moved", off, err, at)
 	}
+	// A power loss now, before the log start moves: the raft log starts
+	// at the entry, and the commit index on disk covers it (etcd raft
+	// refuses a commit index below FirstIndex-1), so raft applies the
+	// entry again after the restart.
+	crashed := fs.CrashClone()
+	cs := openT(t, crashed, dir)
+	if first, err := cs.FirstIndex(); err != nil || first != del {
+		t.Fatalf("after a power loss the first index is %d (%v), want %d", first, err, del)
+	}
+	if hs, _, err := cs.InitialState(); err != nil || hs.GetCommit() < del {
+		t.Fatalf("after a power loss the commit index is %d (%v), below the first entry %d", hs.GetCommit(), err, del)
+	}
+	closeT(t, cs)
 	// The log start moves inside entry 28's batch, as the node's apply
 	// does after KeepFrom.
 	if _, err := s.p.(*seglog.Log).DeleteBefore(x); err != nil {
