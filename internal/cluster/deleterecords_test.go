@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/internal/testutil"
 )
 
@@ -22,7 +24,7 @@ import (
 // moves its start when it catches up, one stopped after it starts there
 // again, and once the leader stops the new leader's earliest offset is
 // still the offset. -1 deletes up to the high watermark. The replicas hold
-// the same records from the start.
+// the same records from the start, and fsck finds each directory clean.
 func TestDeleteRecordsReplicated(t *testing.T) {
 	c := newServedCluster(t, 3)
 	const topic = "dr"
@@ -216,6 +218,18 @@ func TestDeleteRecordsReplicated(t *testing.T) {
 	for _, tn := range c.running()[1:] {
 		if got := recordsFrom(t, tn, topic, r.LowWatermark, hw); !slices.Equal(got, want) {
 			t.Errorf("node %d holds %q from the start, node %d %q", tn.id, got, c.running()[0].id, want)
+		}
+	}
+	// Every replica's directory is a clean Kafka partition directory,
+	// the DeleteRecords entries' control batches in it.
+	for _, tn := range c.running() {
+		c.stopNode(tn.id)
+		rep, err := fsck.Check(c.fs, filepath.Join(tn.dir, topic+"-0"), fsck.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Clean() || rep.Stats.ControlBatches == 0 {
+			t.Errorf("node %d: fsck: %+v, %d control batches", tn.id, rep.Problems, rep.Stats.ControlBatches)
 		}
 	}
 }
