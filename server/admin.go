@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -120,9 +121,17 @@ func (s *Server) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest
 // deleteRecords moves partitions' log start offsets, as Kafka's
 // DeleteRecords does: offset -1 means the high watermark. In a cluster
 // the partition's leader moves it on every replica (Cluster's
-// DeleteRecords), within the request's timeout.
+// DeleteRecords), the request's partitions at once, within the request's
+// timeout.
 func (s *Server) deleteRecords(ctx context.Context, req *kmsg.DeleteRecordsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	// replicated are the partitions the Cluster deletes from: their
+	// places in resp, filled once every answer is in.
+	type replicated struct {
+		t, p   int
+		offset int64
+	}
+	var pending []replicated
 	if s.cluster != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = adminContext(ctx, req.TimeoutMillis)
@@ -155,11 +164,7 @@ func (s *Server) deleteRecords(ctx context.Context, req *kmsg.DeleteRecordsReque
 				}
 				// The replication moves it on every replica, never one
 				// node's store alone.
-				if low, err := s.cluster.DeleteRecords(ctx, t.Topic, p.Partition, p.Offset); err != nil {
-					rp.ErrorCode = errCode(err)
-				} else {
-					rp.LowWatermark = low
-				}
+				pending = append(pending, replicated{len(resp.Topics), len(rt.Partitions), p.Offset})
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
@@ -189,6 +194,21 @@ func (s *Server) deleteRecords(ctx context.Context, req *kmsg.DeleteRecordsReque
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	// Each waits for its own commit; resp is complete, so each fills its
+	// own place.
+	var wg sync.WaitGroup
+	for _, r := range pending {
+		wg.Go(func() {
+			rt := &resp.Topics[r.t]
+			rp := &rt.Partitions[r.p]
+			if low, err := s.cluster.DeleteRecords(ctx, rt.Topic, rp.Partition, r.offset); err != nil {
+				rp.ErrorCode = errCode(err)
+			} else {
+				rp.LowWatermark = low
+			}
+		})
+	}
+	wg.Wait()
 	return resp
 }
 

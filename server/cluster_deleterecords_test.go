@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 )
@@ -19,6 +20,7 @@ import (
 // commit in the request's timeout, UNKNOWN_TOPIC_OR_PARTITION; -1 is the
 // high watermark, and the offsets topic and a topic that only compacts
 // (POLICY_VIOLATION, as Kafka) are refused before the Cluster is asked.
+// A request's partitions are deleted at once.
 func TestClusterDeleteRecords(t *testing.T) {
 	ts, fc := startCluster(t, Options{})
 	createTestTopic(t, ts.st, "d", 1)
@@ -83,10 +85,32 @@ func TestClusterDeleteRecords(t *testing.T) {
 	if got := del(store.OffsetsTopic, -1, 0); got.ErrorCode != kerr.InvalidTopicException.Code {
 		t.Fatalf("delete records of the offsets topic: %+v", got)
 	}
+	// A request's partitions are deleted at once, each waiting for its
+	// own commit.
+	createTestTopic(t, ts.st, "two", 2)
+	gate := make(chan struct{})
+	fc.set(func(fc *fakeCluster) { fc.deleteGate = gate })
+	answer := make(chan *kmsg.DeleteRecordsResponse, 1)
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.SetVersion(2)
+	req.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "two", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: -1}, {Partition: 1, Offset: -1}}}}
+	go func() { answer <- c.do(req).(*kmsg.DeleteRecordsResponse) }()
+	testutil.WaitFor(t, "both partitions' deletes in flight at once", func() bool {
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		return fc.deleting == 2
+	})
+	close(gate)
+	for i, p := range (<-answer).Topics[0].Partitions {
+		if p.Partition != int32(i) || p.ErrorCode != 0 || p.LowWatermark != 0 {
+			t.Errorf("partition %d of two: %+v", i, p)
+		}
+	}
+	fc.set(func(fc *fakeCluster) { fc.deleteGate = nil })
 	fc.mu.Lock()
 	asked := slices.Clone(fc.deletes)
 	fc.mu.Unlock()
-	if want := []int64{15, 21, -2, -1, 25, 25, 0}; !slices.Equal(asked, want) {
+	if want := []int64{15, 21, -2, -1, 25, 25, 0, -1, -1}; !slices.Equal(asked, want) {
 		t.Errorf("the Cluster was asked for %v, want %v (never for the offsets topic)", asked, want)
 	}
 }

@@ -37,6 +37,10 @@ type fakeCluster struct {
 	acks       int16   // the last Produce's acks
 	deleteErr  error   // DeleteRecords' error, when set
 	deleteHang bool    // DeleteRecords waits for its ctx to end (no commit)
+	// deleteGate, when set, holds every DeleteRecords until it closes;
+	// deleting counts those held.
+	deleteGate chan struct{}
+	deleting   int
 	deletes    []int64 // the offsets DeleteRecords was asked for
 	created    []createCall
 	createErr  error
@@ -279,8 +283,18 @@ func (fc *fakeCluster) EndOffsetForEpoch(topic string, partition int32, epoch in
 func (fc *fakeCluster) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
 	fc.mu.Lock()
 	fc.deletes = append(fc.deletes, offset)
-	err, hang, follower := fc.deleteErr, fc.deleteHang, fc.follower[tp{topic, partition}]
+	err, hang, gate, follower := fc.deleteErr, fc.deleteHang, fc.deleteGate, fc.follower[tp{topic, partition}]
+	if gate != nil {
+		fc.deleting++
+	}
 	fc.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
 	switch {
 	case hang:
 		<-ctx.Done()
