@@ -33,10 +33,10 @@ type fakeCluster struct {
 	heldHW     map[tp]int64 // the high watermark while held; otherwise the log end
 	produceErr error        // Produce's error, when set
 	gate       chan struct{}
-	produced   int     // Produce calls
-	acks       int16   // the last Produce's acks
-	deleteErr  error   // DeleteRecords' error, when set
-	deleteHang bool    // DeleteRecords waits for its ctx to end (no commit)
+	produced   int   // Produce calls
+	acks       int16 // the last Produce's acks
+	deleteErr  error // DeleteRecords' error, when set
+	deleteHang bool  // DeleteRecords waits for its ctx to end (no commit)
 	// deleteGate, when set, holds every DeleteRecords until it closes;
 	// deleting counts those held.
 	deleteGate chan struct{}
