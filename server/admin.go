@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/store"
 )
 
@@ -117,9 +119,24 @@ func (s *Server) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest
 }
 
 // deleteRecords moves partitions' log start offsets, as Kafka's
-// DeleteRecords does: offset -1 means the high watermark.
-func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
+// DeleteRecords does: offset -1 means the high watermark. In a cluster
+// the partition's leader moves it on every replica (Cluster's
+// DeleteRecords), the request's partitions at once, within the request's
+// timeout.
+func (s *Server) deleteRecords(ctx context.Context, req *kmsg.DeleteRecordsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	// replicated are the partitions the Cluster deletes from: their
+	// places in resp, filled once every answer is in.
+	type replicated struct {
+		t, p   int
+		offset int64
+	}
+	var pending []replicated
+	if s.cluster != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = adminContext(ctx, req.TimeoutMillis)
+		defer cancel()
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
@@ -135,9 +152,19 @@ func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
 				continue
 			}
 			if s.cluster != nil {
-				// Moving a replicated partition's start is the
-				// replication's to do on every replica, not one node's.
-				rp.ErrorCode = kerr.PolicyViolation.Code
+				// Kafka refuses a topic that only compacts (its
+				// leader's log config says no delete); here it also
+				// keeps a follower from taking a raft snapshot past the
+				// entry without its log start (docs/cluster-partitions.md,
+				// "DeleteRecords").
+				if tc, err := s.st.TopicConfigOf(t.Topic); err == nil && tc.CleanupPolicy == cleaner.Compact {
+					rp.ErrorCode = kerr.PolicyViolation.Code
+					rt.Partitions = append(rt.Partitions, rp)
+					continue
+				}
+				// The replication moves it on every replica, never one
+				// node's store alone.
+				pending = append(pending, replicated{len(resp.Topics), len(rt.Partitions), p.Offset})
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
@@ -167,6 +194,21 @@ func (s *Server) deleteRecords(req *kmsg.DeleteRecordsRequest) kmsg.Response {
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	// Each waits for its own commit; resp is complete, so each fills its
+	// own place.
+	var wg sync.WaitGroup
+	for _, r := range pending {
+		wg.Go(func() {
+			rt := &resp.Topics[r.t]
+			rp := &rt.Partitions[r.p]
+			if low, err := s.cluster.DeleteRecords(ctx, rt.Topic, rp.Partition, r.offset); err != nil {
+				rp.ErrorCode = errCode(err)
+			} else {
+				rp.LowWatermark = low
+			}
+		})
+	}
+	wg.Wait()
 	return resp
 }
 

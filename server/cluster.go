@@ -69,6 +69,13 @@ type Cluster interface {
 	// below every known one, epoch itself and the first epoch's start;
 	// -1, -1 for an epoch above every known one.
 	EndOffsetForEpoch(topic string, partition int32, epoch int32) (leaderEpoch int32, endOffset int64, err error)
+	// DeleteRecords moves a partition's log start to offset on every
+	// replica (Kafka's DeleteRecords; -1 is the high watermark) through
+	// this node, its leader, and returns the log start afterwards, the
+	// low watermark. ErrNotLeader when this node does not lead the
+	// partition, seglog.ErrOffsetOutOfRange for an offset past the high
+	// watermark, context.DeadlineExceeded when ctx ends first.
+	DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (lowWatermark int64, err error)
 	// AllocateProducerID returns a producer id no other node hands out.
 	AllocateProducerID(ctx context.Context) (int64, error)
 	// SetNotify gives the cluster a function to call whenever a high

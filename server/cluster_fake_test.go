@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 )
@@ -37,6 +38,13 @@ type fakeCluster struct {
 	gate       chan struct{}
 	produced   int   // Produce calls
 	acks       int16 // the last Produce's acks
+	deleteErr  error // DeleteRecords' error, when set
+	deleteHang bool  // DeleteRecords waits for its ctx to end (no commit)
+	// deleteGate, when set, holds every DeleteRecords until it closes;
+	// deleting counts those held.
+	deleteGate chan struct{}
+	deleting   int
+	deletes    []int64 // the offsets DeleteRecords was asked for
 	created    []createCall
 	createErr  error
 	nextPID    int64
@@ -327,6 +335,46 @@ func (fc *fakeCluster) EndOffsetForEpoch(topic string, partition int32, epoch in
 		return int32(e), int64(all[e+1]), nil
 	}
 	return int32(e), end, nil
+}
+
+// DeleteRecords moves the start of the store's partition as the leader's
+// replication would, by the rules a node's applies: -1 is the high
+// watermark, an offset past it is out of range.
+func (fc *fakeCluster) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
+	fc.mu.Lock()
+	fc.deletes = append(fc.deletes, offset)
+	err, hang, gate, follower := fc.deleteErr, fc.deleteHang, fc.deleteGate, fc.follower[tp{topic, partition}]
+	if gate != nil {
+		fc.deleting++
+	}
+	fc.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	switch {
+	case hang:
+		<-ctx.Done()
+		return 0, fmt.Errorf("fake: waiting for the commit: %w", ctx.Err())
+	case err != nil:
+		return 0, err
+	case follower:
+		return 0, fmt.Errorf("fake: %s-%d: %w", topic, partition, ErrNotLeader)
+	}
+	st, err := fc.State(topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	if offset == -1 {
+		offset = st.HighWatermark
+	}
+	if offset < 0 || offset > st.HighWatermark {
+		return 0, fmt.Errorf("fake: %w: %d past the high watermark %d", seglog.ErrOffsetOutOfRange, offset, st.HighWatermark)
+	}
+	return fc.store().DeleteRecords(topic, partition, offset)
 }
 
 func (fc *fakeCluster) AllocateProducerID(ctx context.Context) (int64, error) {

@@ -346,7 +346,7 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 	case *kmsg.DeleteTopicsRequest:
 		return c.writeKmsg(h.corr, c.s.deleteTopics(c.ctx, r))
 	case *kmsg.DeleteRecordsRequest:
-		return c.writeKmsg(h.corr, c.s.deleteRecords(r))
+		return c.writeKmsg(h.corr, c.s.deleteRecords(c.ctx, r))
 	case *kmsg.CreatePartitionsRequest:
 		return c.writeKmsg(h.corr, c.s.createPartitions(r))
 	case *kmsg.DescribeClusterRequest:

@@ -31,6 +31,7 @@ type partitions interface {
 	Leader(topic string, p int32) (leader, epoch int32, isr []int32, ok bool)
 	EndOffsetForEpoch(topic string, p int32, epoch int32) (int32, int64, error)
 	SetObserver(o server.LogObserver)
+	DeleteRecords(ctx context.Context, topic string, p int32, offset int64) (int64, error)
 	Close() error
 }
 
@@ -467,4 +468,19 @@ func (n *Node) State(topic string, partition int32) (server.PartitionState, erro
 // manager.
 func (n *Node) EndOffsetForEpoch(topic string, partition int32, epoch int32) (int32, int64, error) {
 	return n.parts.EndOffsetForEpoch(topic, partition, epoch)
+}
+
+// DeleteRecords moves a partition's log start on every replica through
+// its leader's partition manager (partition.Manager.DeleteRecords). A
+// topic or partition the metadata does not hold is
+// store.ErrUnknownTopic or store.ErrUnknownPartition.
+func (n *Node) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
+	t, ok := n.meta.State().Topic(topic)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("%w: %s", store.ErrUnknownTopic, topic)
+	case partition < 0 || int(partition) >= len(t.Replicas):
+		return 0, fmt.Errorf("%w: %s-%d", store.ErrUnknownPartition, topic, partition)
+	}
+	return n.parts.DeleteRecords(ctx, topic, partition, offset)
 }

@@ -223,8 +223,16 @@ func (m *Manager) remove(k key, p *part) error {
 // batch and notifies; entries after a restart that are already below it
 // change nothing. A leader change is noticed here too: a new leader's
 // first entry is an empty one it commits at once. It runs on the driver
-// goroutine.
+// goroutine. A DeleteRecords entry moves the log start here
+// (applyDelete).
 func (m *Manager) apply(p *part, ents []*pb.Entry) error {
+	for _, e := range ents {
+		if off, ok := replica.DeleteRecordsOffset(e); ok {
+			if err := m.applyDelete(p, e.GetIndex(), off); err != nil {
+				return err
+			}
+		}
+	}
 	hw, err := p.st.HighWatermark(ents[len(ents)-1].GetIndex())
 	if err != nil {
 		return err

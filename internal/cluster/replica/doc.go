@@ -17,7 +17,9 @@
 //   - A configuration change is a control batch of one record holding the
 //     entry's type and data (see ControlType). Kafka clients skip control
 //     batches, so consumers never see raft's entries, and offsets need no
-//     translation.
+//     translation. A DeleteRecords entry (a normal entry whose data is a
+//     command, DeleteRecordsEntry) is stored the same way; KeepFrom is
+//     what its apply does to the raft log before the log start moves.
 //   - Entry i is the i-th batch after an anchor: the raft-index checkpoint
 //     (layout.RaftIndexFile) holds, for the raft log's first entry, the
 //     first entry of every segment started since and the entry after each

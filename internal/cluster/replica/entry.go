@@ -47,9 +47,51 @@ var (
 )
 
 // isProducer reports whether e is a producer batch: a normal entry with
-// data. The empty normal entry is the one a new leader appends.
+// data that is not a command (a DeleteRecords entry). The empty normal
+// entry is the one a new leader appends.
 func isProducer(e *pb.Entry) bool {
-	return e.GetType() == pb.EntryType_EntryNormal && len(e.GetData()) > 0
+	return e.GetType() == pb.EntryType_EntryNormal && len(e.GetData()) > 0 && !isCommand(e.GetData())
+}
+
+// A DeleteRecords entry moves the partition's log start on every replica
+// that applies it (docs/cluster-partitions.md, "DeleteRecords"). It is a
+// normal entry whose data is
+//
+//	"SGDR", int16 version (1), int64 offset
+//
+// 14 bytes, fewer than any batch's header (record.HeaderSize), so no
+// producer batch is ever taken for one: a producer entry is a whole,
+// checked batch. It is stored as a control batch like raft's other
+// entries (entry type EntryNormal, the data after it), which consumers
+// skip.
+const (
+	commandMagic   = "SGDR"
+	commandVersion = 1
+	commandSize    = len(commandMagic) + 2 + 8
+)
+
+// isCommand reports whether data is a DeleteRecords entry's.
+func isCommand(data []byte) bool {
+	return len(data) == commandSize && string(data[:len(commandMagic)]) == commandMagic &&
+		binary.BigEndian.Uint16(data[len(commandMagic):]) == commandVersion
+}
+
+// DeleteRecordsEntry is the data of an entry that moves the log start to
+// offset, to propose.
+func DeleteRecordsEntry(offset int64) []byte {
+	b := append(make([]byte, 0, commandSize), commandMagic...)
+	b = binary.BigEndian.AppendUint16(b, commandVersion)
+	return binary.BigEndian.AppendUint64(b, uint64(offset))
+}
+
+// DeleteRecordsOffset returns the offset a DeleteRecords entry moves the
+// log start to, and whether e is one. A negative offset is returned as
+// stored: the applier refuses it.
+func DeleteRecordsOffset(e *pb.Entry) (int64, bool) {
+	if e.GetType() != pb.EntryType_EntryNormal || !isCommand(e.GetData()) {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(e.GetData()[len(commandMagic)+2:])), true
 }
 
 // isEmpty reports whether e is an empty normal entry, the one a new
@@ -152,7 +194,9 @@ func decodeValue(v []byte, e *pb.Entry) error {
 	typ := pb.EntryType(v[2])
 	switch typ {
 	case pb.EntryType_EntryNormal:
-		if len(v) > entryValueOverhead {
+		// An empty one is never stored (an anchor keeps it); one with
+		// data only as a command.
+		if len(v) > entryValueOverhead && !isCommand(v[entryValueOverhead:]) {
 			return errors.New("a normal entry with data stored as a control batch")
 		}
 	case pb.EntryType_EntryConfChange, pb.EntryType_EntryConfChangeV2:

@@ -261,9 +261,14 @@ func (s *Store) noteStored(entries []*pb.Entry, infos []seglog.AppendInfo, data 
 		}
 		s.end = info.LastOffset + 1
 		re := &pb.Entry{Index: new(e.GetIndex()), Term: new(e.GetTerm())}
-		if isProducer(e) {
+		switch {
+		case isProducer(e):
 			re.Data = data[n]
-		} else {
+		case e.GetType() == pb.EntryType_EntryNormal:
+			// A command: its Type unset, as raft proposed it and
+			// decodeEntry reads it back.
+			re.Data = bytes.Clone(e.GetData())
+		default:
 			re.Type, re.Data = e.GetType().Enum(), bytes.Clone(e.GetData())
 		}
 		s.remember(re)
