@@ -5,7 +5,10 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/compaction"
+	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/vfs"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // TestCompactTo: the first entry moves up a segment at a time to the last
@@ -68,4 +71,47 @@ func TestCompactTo(t *testing.T) {
 	closeT(t, s)
 	s = openT(t, fs, dir)
 	compareStores(t, "reopened", s, oracle)
+}
+
+// TestCompactToThenKill: CompactTo moves the first entry at once, the
+// commit index is saved lazily; after a kill the saved commit index may be
+// below the first entry, and InitialState still answers one etcd raft
+// starts from (it refused such a state with "commit is out of range").
+func TestCompactToThenKill(t *testing.T) {
+	fs := vfs.NewMem()
+	const dir = "/data/t-0"
+	s := openT(t, fs, dir)
+	defer func() { closeT(t, s) }()
+	bootT(t, s)
+	if err := s.Append(append(entries(t, 2, 40, 1), entries(t, 41, 80, 2)...)); err != nil {
+		t.Fatal(err)
+	}
+	saved, _, err := s.InitialState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A commit index alone is kept in memory (raft.MustSync says no sync).
+	if err := s.SetHardState(&pb.HardState{Term: new(saved.GetTerm()), Vote: new(saved.GetVote()), Commit: new(uint64(70))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CompactTo(60); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := s.FirstIndex()
+	if first <= saved.GetCommit()+1 {
+		t.Fatalf("first index %d after CompactTo(60) with %d committed on disk: the test needs it past", first, saved.GetCommit())
+	}
+
+	killed := openT(t, fs.CrashClone(), dir)
+	defer closeT(t, killed)
+	hs, _, err := killed.InitialState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := killed.FirstIndex(); hs.GetCommit() < f-1 {
+		t.Fatalf("after a kill: commit %d below the first index %d", hs.GetCommit(), f)
+	}
+	if _, err := raft.NewRawNode(&raft.Config{ID: 1, ElectionTick: 10, HeartbeatTick: 1, Storage: killed, MaxInflightMsgs: 1, Logger: multiraft.QuietLogger()}); err != nil {
+		t.Fatalf("etcd raft refuses the reopened log: %v", err)
+	}
 }

@@ -126,11 +126,25 @@ func contractRun(t *testing.T, seed uint64, steps int) {
 	}
 }
 
-// memOracle is raft.MemoryStorage with the one rule the Store adds: a
+// memOracle is raft.MemoryStorage with the two rules the Store adds: a
 // snapshot raises the commit index to its own index in the same write
 // (ApplySnapshot), so a crash before the driver's SetHardState cannot
-// leave a commit below the log's first entry.
+// leave a commit below the log's first entry; and InitialState never
+// answers a commit index below the first entry's predecessor (every entry
+// below the first was committed; the Store saves the commit index lazily
+// while retention and CompactTo move the first entry at once).
 type memOracle struct{ *raft.MemoryStorage }
+
+func (o memOracle) InitialState() (*pb.HardState, *pb.ConfState, error) {
+	hs, cs, err := o.MemoryStorage.InitialState()
+	if err != nil {
+		return nil, nil, err
+	}
+	if first, _ := o.FirstIndex(); hs.GetCommit() < first-1 {
+		hs = &pb.HardState{Term: new(hs.GetTerm()), Vote: new(hs.GetVote()), Commit: new(first - 1)}
+	}
+	return hs, cs, nil
+}
 
 func newOracle() memOracle { return memOracle{raft.NewMemoryStorage()} }
 

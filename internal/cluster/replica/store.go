@@ -293,14 +293,31 @@ func (s *Store) bounds() (first, last uint64) {
 	return s.first, s.last
 }
 
-// InitialState returns the HardState and ConfState last saved.
+// InitialState returns the HardState and ConfState last saved, the commit
+// index raised to the entry before the first if it was saved below it.
 func (s *Store) InitialState() (*pb.HardState, *pb.ConfState, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.state.hardState(), s.state.confState(), nil
+	if err := s.followLocked(); err != nil {
+		return nil, nil, err
+	}
+	hs := s.state.hardState()
+	s.idx.RLock()
+	first, _ := s.bounds()
+	s.idx.RUnlock()
+	if hs.GetCommit() < first-1 {
+		// Every entry below the first was committed (only applied
+		// entries are compacted away, and retention keeps what raft
+		// has not applied), but the commit index is saved lazily
+		// (SetHardState) while CompactTo and retention move the first
+		// entry at once: after a kill the file may say less, which etcd
+		// raft refuses at start ("commit is out of range").
+		hs.Commit = new(first - 1)
+	}
+	return hs, s.state.confState(), nil
 }
 
 // FirstIndex returns the first entry's index (1 for a fresh log; one past
