@@ -386,8 +386,9 @@ func (s *Store) finishInstall(in *install) error {
 // where the sender's is. The start never passes the snapshot's end, where
 // its anchor is (saved first), so no entry leaves raft's view, and only
 // segments wholly below it go (seglog.Log.DeleteBefore, which writes the
-// log-start checkpoint before it removes any, and is done again, changing
-// nothing, if a crash repeats it). Called with mu, or from Open.
+// log-start checkpoint before it removes any, so a crash keeps the new
+// start or the old one, and Open, finding the old, raises it again).
+// Called with mu, or from Open.
 func (s *Store) raiseStart(in *install) error {
 	if in.logStart <= s.log.StartOffset() {
 		return nil
