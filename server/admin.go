@@ -119,8 +119,10 @@ func (s *Server) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest
 }
 
 // deleteRecords moves partitions' log start offsets, as Kafka's
-// DeleteRecords does: offset -1 means the high watermark. In a cluster
-// the partition's leader moves it on every replica (Cluster's
+// DeleteRecords does: offset -1 means the high watermark; the offsets
+// topic is INVALID_TOPIC_EXCEPTION and a topic whose cleanup.policy is
+// compact alone POLICY_VIOLATION, on one node as in a cluster. In a
+// cluster the partition's leader moves it on every replica (Cluster's
 // DeleteRecords), the request's partitions at once, within the request's
 // timeout.
 func (s *Server) deleteRecords(ctx context.Context, req *kmsg.DeleteRecordsRequest) kmsg.Response {
@@ -151,17 +153,15 @@ func (s *Server) deleteRecords(ctx context.Context, req *kmsg.DeleteRecordsReque
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
+			if tc, err := s.st.TopicConfigOf(t.Topic); err == nil && tc.CleanupPolicy == cleaner.Compact {
+				// Kafka refuses a topic that only compacts: its log
+				// config says no delete, and moving the start is
+				// deleting. (An unknown topic is answered below.)
+				rp.ErrorCode = kerr.PolicyViolation.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			if s.cluster != nil {
-				// Kafka refuses a topic that only compacts (its
-				// leader's log config says no delete); here it also
-				// keeps a follower from taking a raft snapshot past the
-				// entry without its log start (docs/cluster-partitions.md,
-				// "DeleteRecords").
-				if tc, err := s.st.TopicConfigOf(t.Topic); err == nil && tc.CleanupPolicy == cleaner.Compact {
-					rp.ErrorCode = kerr.PolicyViolation.Code
-					rt.Partitions = append(rt.Partitions, rp)
-					continue
-				}
 				// The replication moves it on every replica, never one
 				// node's store alone.
 				pending = append(pending, replicated{len(resp.Topics), len(rt.Partitions), p.Offset})

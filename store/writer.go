@@ -80,3 +80,11 @@ func (w Writer) TruncateTo(offset int64) error { return w.l.TruncateTo(offset) }
 // installing its leader's snapshot when its own log ends below the
 // leader's start.
 func (w Writer) RestartAt(offset int64) error { return w.l.RestartAt(offset) }
+
+// DeleteBefore moves the log start up to offset and removes the segments
+// wholly below it (seglog.Log.DeleteBefore): a replica installing its
+// leader's snapshot takes the leader's log start, as a Kafka follower
+// takes the start its leader's fetch answers carry. It is for a replicated
+// partition's raft log (internal/cluster/replica) only: a user deletes
+// records through Store.DeleteRecords.
+func (w Writer) DeleteBefore(offset int64) (int, error) { return w.l.DeleteBefore(offset) }

@@ -63,8 +63,9 @@ func (m *Manager) DeleteRecords(ctx context.Context, topic string, partition int
 // watermark, and the entry came after it), so the log start never passes
 // the raft log's first anchor (replica.Store.KeepFrom); then the store
 // moves the start, as a single node's DeleteRecords does: the log-start
-// checkpoint first, then the segments wholly below it go. Applied again
-// after a restart, it finds the start already there and changes nothing.
+// checkpoint first, then the segments wholly below it go; then the epoch
+// cache is trimmed to the start (replica.Store.StartMoved). Applied again
+// after a restart, it finds the start already there and moves nothing.
 // An offset past the entry's own (which no leader proposes) is ignored on
 // every replica alike, with a warning. On the driver goroutine.
 func (m *Manager) applyDelete(p *part, index uint64, offset int64) error {
@@ -79,12 +80,15 @@ func (m *Manager) applyDelete(p *part, index uint64, offset int64) error {
 	if _, err := p.st.KeepFrom(index); err != nil {
 		return fmt.Errorf("partition: %s-%d: DeleteRecords entry %d: %w", p.a.Topic, p.a.Partition, index, err)
 	}
-	if offset <= p.st.Log().StartOffset() {
-		return nil
+	if offset > p.st.Log().StartOffset() {
+		if _, err := m.cfg.Store.DeleteRecords(p.a.Topic, p.a.Partition, offset); err != nil {
+			return fmt.Errorf("partition: %s-%d: DeleteRecords entry %d: %w", p.a.Topic, p.a.Partition, index, err)
+		}
+		m.cfg.Logger.Info("partition: log start moved", "topic", p.a.Topic, "partition", p.a.Partition, "index", index, "start", offset)
 	}
-	if _, err := m.cfg.Store.DeleteRecords(p.a.Topic, p.a.Partition, offset); err != nil {
+	// Applied again after a restart, it trims what a crash left.
+	if err := p.st.StartMoved(); err != nil {
 		return fmt.Errorf("partition: %s-%d: DeleteRecords entry %d: %w", p.a.Topic, p.a.Partition, index, err)
 	}
-	m.cfg.Logger.Info("partition: log start moved", "topic", p.a.Topic, "partition", p.a.Partition, "index", index, "start", offset)
 	return nil
 }

@@ -245,6 +245,15 @@ func TestBadStateFile(t *testing.T) {
 		"restart below from": func([]byte) []byte {
 			return raftState{term: 4, commit: 1, inst: &install{index: 9, term: 4, end: 30, from: 20, restart: true, start: 20}}.encode()
 		},
+		"log start past the end": func([]byte) []byte {
+			return raftState{term: 4, commit: 1, inst: &install{index: 9, term: 4, end: 30, from: 20, logStart: 31}}.encode()
+		},
+		// Version 3 says a log start; 0 is written as version 2.
+		"log start zero": func([]byte) []byte {
+			b := raftState{term: 4, commit: 1, inst: &install{index: 9, term: 4, end: 30, from: 20, logStart: 25}}.encode()
+			binary.BigEndian.PutUint64(b[len(b)-12:], 0)
+			return fixCRC(b)
+		},
 	} {
 		data := mutate(bytes.Clone(good))
 		if err := vfs.WriteFileAtomic(fs, path, data); err != nil {
@@ -271,6 +280,7 @@ func fixCRC(b []byte) []byte {
 func FuzzDecodeState(f *testing.F) {
 	f.Add(raftState{term: 3, vote: 2, commit: 9, conf: conf{voters: []uint64{1, 2, 3}, learners: []uint64{4}}}.encode())
 	f.Add(raftState{term: 3, commit: 9, conf: conf{voters: []uint64{1}}, inst: &install{index: 20, term: 3, end: 90, from: 40, restart: true, start: 60, cs: conf{voters: []uint64{1, 2}}}}.encode())
+	f.Add(raftState{term: 3, commit: 9, conf: conf{voters: []uint64{1}}, inst: &install{index: 20, term: 3, end: 90, from: 40, restart: true, start: 60, logStart: 61, cs: conf{voters: []uint64{1, 2}}}}.encode())
 	f.Add(raftState{}.encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := decodeState("raft-state", data)

@@ -20,7 +20,8 @@ import (
 // and kept the Kafka data).
 
 // loadEpochs reads the checkpoint (epochcache) and makes it agree with the
-// batches: entries at or past the end go; if what is left does not end
+// batches: entries at or past the end go, the first kept starts at the log
+// start at the earliest; if what is left does not end
 // with the last batch's epoch, or is missing or malformed (it is derived
 // data), it is rebuilt from every batch's header. Called from Open.
 func (s *Store) loadEpochs() error {
@@ -31,6 +32,11 @@ func (s *Store) loadEpochs() error {
 	}
 	end := s.log.EndOffset()
 	if err := s.epochs.TruncateFromEnd(end); err != nil {
+		return err
+	}
+	// As Kafka's log does at load: a start moved while the cache was not
+	// trimmed (a crash between, StartMoved) is followed here.
+	if err := s.epochs.TruncateFromStart(s.log.StartOffset()); err != nil {
 		return err
 	}
 	if s.log.StartOffset() == end {

@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"fmt"
+
 	"github.com/seglog/seglog/internal/epochcache"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -21,14 +23,17 @@ import (
 //     with restart set, then the anchors of a raft log empty after the
 //     commit index, at from (the commit's term is in them, which nothing
 //     else keeps once the partition's own batches are gone), then empties
-//     the partition at the sender's start.
+//     the partition where the sender's batches begin (its start, or the
+//     base offset of the batch holding it).
 //  3. takePending, once the copy reached the snapshot's end and raft takes
-//     the snapshot, replaces the anchors with the snapshot's, then saves
-//     the state with the snapshot's commit index and configuration and no
-//     install.
+//     the snapshot, replaces the anchors with the snapshot's, raises the
+//     partition's log start to the sender's (saved with the install) if it
+//     is higher, then saves the state with the snapshot's commit index and
+//     configuration and no install.
 //
 // Open (loadInstall) finds one of: the snapshot's anchor first in the
-// anchors (a crash inside 3: the state is finished from the install); a
+// anchors (a crash inside 3: the start is raised and the state finished
+// from the install); a
 // restarted partition (its start past from), which holds only the
 // sender's batches copied since the restart: one whose copy reached the
 // snapshot's end is moved to the snapshot, any other keeps them, the raft
@@ -76,7 +81,7 @@ func (s *Store) setInstallCommit(in *install, commit uint64) error {
 func (s *Store) prepareCopy(rc *receive) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := &install{index: rc.index, term: rc.term, end: rc.end, from: rc.cut}
+	in := &install{index: rc.index, term: rc.term, end: rc.end, from: rc.cut, logStart: rc.start}
 	in.cs.setConfState(rc.cs)
 	if p := s.pending; p != nil && p.restart {
 		// The raft log is the empty one restartForSnapshot left in memory
@@ -109,8 +114,9 @@ func (s *Store) prepareCopy(rc *receive) error {
 	return s.setInstall(in)
 }
 
-// restartForSnapshot empties the partition and restarts it at start, the
-// sender's log start, past the batches this node has (Kafka's
+// restartForSnapshot empties the partition and restarts it at start, where
+// the sender's batches begin (its log start, or the base offset of the
+// batch holding it), past the batches this node has (Kafka's
 // truncateFullyAndStartAt). The uncommitted tail is cut and the install is
 // saved, restart set, first (with the commit index at least the raft log's
 // first index less one, which raft requires at a restart), then the
@@ -137,7 +143,7 @@ func (s *Store) restartForSnapshot(rc *receive, start int64) error {
 	if err != nil {
 		return err
 	}
-	in := &install{index: rc.index, term: rc.term, end: rc.end, from: rc.cut, restart: true, start: start}
+	in := &install{index: rc.index, term: rc.term, end: rc.end, from: rc.cut, restart: true, start: start, logStart: rc.start}
 	in.cs.setConfState(rc.cs)
 	again := s.pending != nil && s.pending.restart
 	if again {
@@ -252,9 +258,10 @@ func (s *Store) abandonInstall(entries []*pb.Entry) error {
 
 // takePending makes the log empty after the pending snapshot, if it is
 // (index, term) and the partition ends at its end; it reports whether it
-// did. The snapshot's anchor is saved first, then the state without the
-// install: a crash between leaves the install with its anchor, which Open
-// finishes. Called with mu.
+// did. The snapshot's anchor is saved first, then the log start rises to
+// the sender's (raiseStart), then the state is saved without the install:
+// a crash after the anchor leaves the install with it, which Open
+// finishes, the start raised again if it was not. Called with mu.
 func (s *Store) takePending(index, term uint64, end int64, cs *pb.ConfState) (bool, error) {
 	p := s.pending
 	if p == nil || !p.complete || p.index != index || p.term != term || p.end != end || s.log.EndOffset() != end {
@@ -262,6 +269,9 @@ func (s *Store) takePending(index, term uint64, end int64, cs *pb.ConfState) (bo
 	}
 	a := p.snapAnchor()
 	if err := s.writeAnchors([]anchor{a}); err != nil {
+		return false, err
+	}
+	if err := s.raiseStart(&p.install); err != nil {
 		return false, err
 	}
 	st := s.state
@@ -354,11 +364,37 @@ func (s *Store) resumeRestart(in *install, a anchor) ([]anchor, int64, error) {
 }
 
 // finishInstall saves the state an install leaves once its anchor is
-// saved: committed up to the snapshot, its configuration, no install.
+// saved: the log start raised to the sender's, then committed up to the
+// snapshot, its configuration, no install.
 func (s *Store) finishInstall(in *install) error {
+	if err := s.raiseStart(in); err != nil {
+		return err
+	}
 	st := s.state
 	st.conf = in.cs
 	st.commit = max(st.commit, in.index)
 	st.inst = nil
 	return s.saveState(st)
+}
+
+// raiseStart moves the partition's log start up to the install's sender's,
+// when that is higher, as a Kafka follower takes the log start its
+// leader's fetch answers carry (maybeIncrementLogStartOffset): the start a
+// DeleteRecords entry set on the sender holds here even when the snapshot
+// is past the entry, which this replica then never applies, and a start
+// the sender's batches began below (inside the batch holding it) moves to
+// where the sender's is. The start never passes the snapshot's end, where
+// its anchor is (saved first), so no entry leaves raft's view, and only
+// segments wholly below it go (seglog.Log.DeleteBefore, which writes the
+// log-start checkpoint before it removes any, so a crash keeps the new
+// start or the old one, and Open, finding the old, raises it again).
+// Called with mu, or from Open.
+func (s *Store) raiseStart(in *install) error {
+	if in.logStart <= s.log.StartOffset() {
+		return nil
+	}
+	if _, err := s.p.DeleteBefore(in.logStart); err != nil {
+		return fmt.Errorf("replica: %s: moving the log start to the snapshot sender's %d: %w", s.dir, in.logStart, err)
+	}
+	return s.trimEpochs()
 }

@@ -65,3 +65,33 @@ func (s *Store) KeepFrom(index uint64) (int64, error) {
 	defer s.idx.RUnlock()
 	return s.anchors[0].offset, nil
 }
+
+// StartMoved drops from the leader-epoch cache what lies below the
+// partition's log start, once its owner moved the start (a DeleteRecords
+// entry's apply, after the store's DeleteRecords), as Kafka truncates its
+// cache from the start when the log start advances
+// (LeaderEpochFileCache.truncateFromStart): the first epoch kept starts
+// at the start, on every replica alike, whether it applied the entry or
+// took a snapshot past it (raiseStart, install.go). It is derived data: a
+// crash before it leaves the older first line, and the entry applied
+// again after the restart trims it then.
+func (s *Store) StartMoved() error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.trimEpochs()
+}
+
+// trimEpochs truncates the epoch cache from the log start. Called with
+// mu, or from Open before the cache is read (loadEpochs trims it then).
+func (s *Store) trimEpochs() error {
+	if s.epochs == nil {
+		return nil
+	}
+	return s.epochs.TruncateFromStart(s.log.StartOffset())
+}

@@ -30,11 +30,20 @@ var ErrBadTransfer = errors.New("replica: bad snapshot data")
 
 // The pull's request is from and to (8 bytes each, big endian): the
 // batches [from, to) are wanted. The answer's first payload is a header,
-// 'H' and the sender's log start offset (8 bytes); every other payload is
-// 'D' and whole batches, as stored, in offset order.
+// 'H', the sender's log start offset and the offset its batches begin at
+// (8 bytes each); every other payload is 'D' and whole batches, as
+// stored, in offset order.
+//
+// The batches begin at from, or, when from is below the sender's log
+// start, at the start, unless the start lies inside a batch (DeleteRecords
+// moves it to any offset): then at that batch's base offset, as Kafka
+// serves a fetch at the log start with the whole batch holding it. A
+// follower that restarts its partition does so there, below the start,
+// and takes the sender's start once the copy is whole (takePending).
 const (
 	payloadHeader = 'H'
 	payloadData   = 'D'
+	headerSize    = 1 + 8 + 8
 )
 
 // SnapshotNeedsData reports whether snap needs the sender's data: not
@@ -74,10 +83,11 @@ func (s *Store) SnapshotNeedsData(snap *pb.Snapshot) bool {
 }
 
 // ServeSnapshot answers a follower's pull of the batches [from, to):
-// the header (this partition's start), then the batches from the later
-// of from and the start, as stored, in payloads of at most
-// multiraft.MaxSnapshotPayload bytes. It fails if no batch starts there,
-// or none ends at to.
+// the header (this partition's start, and where the batches begin), then
+// the batches from the later of from and the start (from the batch
+// holding the start, when it lies inside one), as stored, in payloads of
+// at most multiraft.MaxSnapshotPayload bytes. It fails if no batch starts
+// there, or none ends at to.
 func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte) error) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -90,10 +100,19 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 		return fmt.Errorf("%w: the range [%d, %d)", ErrBadTransfer, from, to)
 	}
 	start := s.log.StartOffset()
-	if err := send(binary.BigEndian.AppendUint64([]byte{payloadHeader}, uint64(start))); err != nil {
+	off := max(from, start)
+	first := off
+	if from < start && start < to {
+		base, err := s.batchHolding(start)
+		if err != nil {
+			return err
+		}
+		first = max(from, base)
+	}
+	h := binary.BigEndian.AppendUint64([]byte{payloadHeader}, uint64(start))
+	if err := send(binary.BigEndian.AppendUint64(h, uint64(first))); err != nil {
 		return err
 	}
-	off := max(from, start)
 	if off >= to {
 		if off > to {
 			return fmt.Errorf("%w: the partition starts at %d, past %d", ErrBadTransfer, start, to)
@@ -101,7 +120,7 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 		return nil
 	}
 	buf := []byte{payloadData}
-	next := off
+	next := first
 	var bad error
 	err := s.scan(off, func(e *segment.Entry) bool {
 		if err := ctx.Err(); err != nil {
@@ -135,12 +154,24 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 		return err
 	}
 	if next != to {
-		return fmt.Errorf("%w: the batches from %d end at %d, not %d", ErrBadTransfer, off, next, to)
+		return fmt.Errorf("%w: the batches from %d end at %d, not %d", ErrBadTransfer, first, next, to)
 	}
 	if len(buf) > 1 {
 		return send(buf)
 	}
 	return nil
+}
+
+// batchHolding returns the base offset of the batch holding off, which
+// lies at or after the log start: off itself when no batch holds it (a
+// gap compaction left, or the end).
+func (s *Store) batchHolding(off int64) (int64, error) {
+	base := off
+	err := s.scan(off, func(e *segment.Entry) bool {
+		base = min(off, e.BaseOffset())
+		return false
+	})
+	return base, err
 }
 
 // ReceiveSnapshot copies what snap needs from its sender (fetch) into the
@@ -163,10 +194,12 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 // next copy resumes at its end, and entries raft appends instead replace
 // the copied batches (abandonInstall).
 //
-// If the sender's log starts past that point (retention deleted what this
-// node lacks), the partition is emptied and restarted at the sender's log
-// start, as Kafka's follower does (truncateFullyAndStartAt), and the
-// sender's batches up to the snapshot's end are stored there. A copy that
+// If the sender's log starts past that point (retention or DeleteRecords
+// deleted what this node lacks), the partition is emptied and restarted
+// where the sender's batches begin: its log start, or the base offset of
+// the batch holding it (a start DeleteRecords moved inside a batch), as
+// Kafka's follower does (truncateFullyAndStartAt), and the sender's
+// batches up to the snapshot's end are stored there. A copy that
 // does not finish leaves a partition whose own data is gone, holding the
 // sender's batches from its start, and a raft log empty after the commit
 // index: in place or reopened, the install stays, and the next copy
@@ -178,6 +211,12 @@ func (s *Store) ServeSnapshot(ctx context.Context, req []byte, send func([]byte)
 // one wanted, no more records than offsets) before it is stored, at its
 // own offset (seglog's AppendAsFollower): a range the sender compacted is
 // copied with its gaps.
+//
+// When raft takes the snapshot, the partition's log start rises to the
+// sender's, if that is higher (takePending), as a Kafka follower takes its
+// leader's log start: a DeleteRecords entry the snapshot is past (the
+// sender's raft log moved beyond it: retention, or compaction on a
+// compact,delete topic) is never applied here, yet its start holds.
 func (s *Store) ReceiveSnapshot(ctx context.Context, snap *pb.Snapshot, fetch multiraft.FetchFunc) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -248,8 +287,10 @@ type receive struct {
 	// goes.
 	cut, next int64
 	cs        *pb.ConfState
-	// started says the header came.
+	// started says the header came; start is the sender's log start it
+	// carried, which the follower takes with the snapshot.
 	started bool
+	start   int64
 }
 
 // payload takes one payload of the sender's answer.
@@ -259,17 +300,23 @@ func (rc *receive) payload(p []byte) error {
 		return fmt.Errorf("%w: an empty payload", ErrBadTransfer)
 	}
 	if !rc.started {
-		if p[0] != payloadHeader || len(p) != 9 {
+		if p[0] != payloadHeader || len(p) != headerSize {
 			return fmt.Errorf("%w: the answer does not start with a header", ErrBadTransfer)
 		}
 		rc.started = true
-		start := int64(binary.BigEndian.Uint64(p[1:]))
+		start, first := int64(binary.BigEndian.Uint64(p[1:])), int64(binary.BigEndian.Uint64(p[9:]))
 		if start < 0 || start > rc.end {
 			return fmt.Errorf("%w: the sender starts at %d, past the snapshot's end %d", ErrBadTransfer, start, rc.end)
 		}
-		if start > rc.next {
-			rc.next = start
-			return s.restartForSnapshot(rc, start)
+		// The batches begin where they were asked for, or past it, at
+		// the sender's start or the base of the batch holding it.
+		if first < rc.next || first > max(rc.next, start) {
+			return fmt.Errorf("%w: the sender's batches begin at %d, asked from %d, its log start %d", ErrBadTransfer, first, rc.next, start)
+		}
+		rc.start = start
+		if first > rc.next {
+			rc.next = first
+			return s.restartForSnapshot(rc, first)
 		}
 		return s.prepareCopy(rc)
 	}

@@ -3,6 +3,7 @@ package replica
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -248,7 +249,8 @@ func resumeAfterFailedCopy(t *testing.T, label string, leader, follower *Store, 
 }
 
 // TestReceiveSnapshotRefusesBadData: a damaged batch, one at the wrong
-// offset, a header past the snapshot or no header at all is
+// offset, a header past the snapshot, one whose batches begin below the
+// offset asked for, one without where they begin, or no header at all is
 // ErrBadTransfer, and the follower keeps nothing past the last batch
 // checked.
 func TestReceiveSnapshotRefusesBadData(t *testing.T) {
@@ -268,6 +270,18 @@ func TestReceiveSnapshotRefusesBadData(t *testing.T) {
 		"header past the end": func(i int, p []byte) []byte {
 			if i == 0 {
 				p[1] = 0x7f
+			}
+			return p
+		},
+		"batches begin below the ask": func(i int, p []byte) []byte {
+			if i == 0 {
+				binary.BigEndian.PutUint64(p[9:], binary.BigEndian.Uint64(p[9:])-1)
+			}
+			return p
+		},
+		"old header": func(i int, p []byte) []byte {
+			if i == 0 {
+				return p[:9]
 			}
 			return p
 		},

@@ -19,28 +19,32 @@ import (
 // atomically (vfs.WriteFileAtomic: written, synced, renamed, directory
 // synced) on every change:
 //
-//	"SGRS" uint16 version (1, or 2 with an install)
+//	"SGRS" uint16 version (1; 2 or 3 with an install)
 //	uint64 term, vote, commit
 //	a configuration: four lists (voters, learners, outgoing voters,
 //	  incoming learners), each uint32 count then count uint64 ids,
 //	  then uint8 autoLeave
-//	version 2 only, the install (see install):
+//	versions 2 and 3, the install (see install):
 //	  uint64 index, term, end, from, start; uint8 restart;
 //	  the snapshot's configuration, as above
+//	version 3 only, uint64 logStart (above 0: a log start of 0 moves
+//	  nothing, and is written as version 2)
 //	uint32 CRC-32C of everything before it
 //
 // The install is in this file because it must change in one write with the
 // commit index: together they say which raft log the anchors describe and
 // what the partition holds past it (snapshot.go). A file with no install is
 // version 1, as before installs were kept, so only a directory mid-install
-// needs this build to read it.
+// needs this build to read it; one whose install carries no log start to
+// take is version 2, as before it was kept.
 //
 // A file that fails its checksum or framing is an error naming the file
 // and the byte: raft's vote must never be forgotten silently.
 const (
-	stateMagic     = "SGRS"
-	stateVersion   = 1
-	installVersion = 2
+	stateMagic      = "SGRS"
+	stateVersion    = 1
+	installVersion  = 2
+	logStartVersion = 3
 	// maxStateFile bounds what is read: a configuration of thousands of
 	// replicas is far less.
 	maxStateFile = 1 << 20
@@ -81,10 +85,15 @@ type raftState struct {
 type install struct {
 	index, term uint64
 	end, from   int64
-	// restart says the partition is restarted at start, the sender's log
-	// start, past from: the copy then begins there (snapshot.go).
+	// restart says the partition is restarted at start, past from, where
+	// the sender's batches begin (its log start, or the base offset of
+	// the batch holding it): the copy then begins there (snapshot.go).
 	restart bool
 	start   int64
+	// logStart is the sender's log start, which the partition's start
+	// rises to when the install is taken (raiseStart, install.go); 0
+	// moves nothing.
+	logStart int64
 	// cs is the snapshot's configuration, saved when the install is taken.
 	cs conf
 }
@@ -120,6 +129,9 @@ func (st raftState) encode() []byte {
 	version := byte(stateVersion)
 	if st.inst != nil {
 		version = installVersion
+		if st.inst.logStart > 0 {
+			version = logStartVersion
+		}
 	}
 	b := append([]byte(stateMagic), 0, version)
 	b = binary.BigEndian.AppendUint64(b, st.term)
@@ -132,6 +144,9 @@ func (st raftState) encode() []byte {
 		}
 		b = appendFlag(b, in.restart)
 		b = in.cs.encode(b)
+		if version == logStartVersion {
+			b = binary.BigEndian.AppendUint64(b, uint64(in.logStart))
+		}
 	}
 	return binary.BigEndian.AppendUint32(b, crcOf(b))
 }
@@ -185,8 +200,8 @@ func decodeState(path string, data []byte) (raftState, error) {
 		return st, bad(0, fmt.Sprintf("magic %q", body[:4]))
 	}
 	v := binary.BigEndian.Uint16(body[4:])
-	if v != stateVersion && v != installVersion {
-		return st, bad(4, fmt.Sprintf("version %d, this build reads %d and %d", v, stateVersion, installVersion))
+	if v < stateVersion || v > logStartVersion {
+		return st, bad(4, fmt.Sprintf("version %d, this build reads %d to %d", v, stateVersion, logStartVersion))
 	}
 	pos := head
 	st.term = binary.BigEndian.Uint64(body[pos:])
@@ -197,10 +212,21 @@ func decodeState(path string, data []byte) (raftState, error) {
 	if err != nil {
 		return st, err
 	}
-	if v == installVersion {
+	if v >= installVersion {
 		in := &install{}
 		if pos, err = in.decode(body, pos, bad); err != nil {
 			return st, err
+		}
+		if v == logStartVersion {
+			if len(body)-pos < 8 {
+				return st, bad(pos, "an install's log start cut short")
+			}
+			ls := binary.BigEndian.Uint64(body[pos:])
+			if ls == 0 || ls > uint64(in.end) {
+				return st, bad(pos, fmt.Sprintf("an install's log start %d, its snapshot ends at %d", ls, in.end))
+			}
+			in.logStart = int64(ls)
+			pos += 8
 		}
 		st.inst = in
 	}

@@ -38,6 +38,11 @@ type Partition interface {
 	// RestartAt empties the partition and restarts it at an offset
 	// (Kafka's truncateFullyAndStartAt), for a snapshot install.
 	RestartAt(offset int64) error
+	// DeleteBefore moves the log start up to an offset and removes the
+	// segments wholly below it (seglog.Log.DeleteBefore), for a snapshot
+	// install that raises the start to its sender's; nothing at or above
+	// the offset goes.
+	DeleteBefore(offset int64) (int, error)
 	// Sync makes what was appended durable.
 	Sync() error
 }
