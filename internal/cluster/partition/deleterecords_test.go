@@ -24,13 +24,7 @@ import (
 // it, and an offset past the high watermark or below -1 is out of range.
 func TestDeleteRecordsUnderRaft(t *testing.T) {
 	c := newCluster(t)
-	i := 0
-	produceSome := func(n int) {
-		for range n {
-			c.produce(0, i)
-			i++
-		}
-	}
+	produceSome := c.sender(0)
 	produceSome(120)
 	c.agree(0)
 	l := c.waitLeader(0)

@@ -227,6 +227,18 @@ func (n *node) logFiles(t *testing.T, p int32) map[string][]byte {
 	return out
 }
 
+// sender returns a function that sends the next n batches to
+// partition p (c.produce), numbered from 0 on across its calls.
+func (c *cluster) sender(p int32) func(n int) {
+	i := 0
+	return func(n int) {
+		for range n {
+			c.produce(p, i)
+			i++
+		}
+	}
+}
+
 // produce sends batch i to p's leader with acks -1, going again to
 // whichever node leads on "not leader", as a Kafka client does, and checks
 // the high watermark never passes what a majority of the replicas hold.

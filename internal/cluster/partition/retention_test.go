@@ -47,13 +47,7 @@ func (n *node) clean(t *testing.T) {
 // once without losing an entry raft needs, and catches up.
 func TestRetentionUnderRaft(t *testing.T) {
 	c := newCluster(t)
-	i := 0
-	produceSome := func(n int) {
-		for range n {
-			c.produce(0, i)
-			i++
-		}
-	}
+	produceSome := c.sender(0)
 	produceSome(120)
 	c.agree(0)
 	l := c.waitLeader(0)
