@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -71,6 +72,9 @@ func TestClusterMetadata(t *testing.T) {
 	}
 	if cs := fc.creates(); len(cs) != 2 || cs[1].name != "auto" || cs[1].rf != -1 || cs[1].partitions != 1 {
 		t.Fatalf("create calls: %+v", cs)
+	}
+	if cs := fc.creates(); len(cs[1].configs) != 0 {
+		t.Fatalf("auto-create with the default topic config asked for overrides: %+v", cs[1])
 	}
 
 	// DescribeCluster from the Cluster too.
@@ -514,5 +518,54 @@ func TestClusterProduceInParallel(t *testing.T) {
 		if p.Partition != int32(i) || p.ErrorCode != 0 || p.BaseOffset != 0 {
 			t.Fatalf("partition answer %d: %+v", i, p)
 		}
+	}
+}
+
+// TestClusterServerTopicConfig: the server's topic config (serve
+// --config) reaches the controller for topics created through this node,
+// on first use and by CreateTopics, under the request's own configs.
+func TestClusterServerTopicConfig(t *testing.T) {
+	cfg := store.DefaultTopicConfig()
+	if err := cfg.SetAll([]string{"segment.bytes=4194304", "retention.ms=5000"}); err != nil {
+		t.Fatal(err)
+	}
+	ts, fc := startCluster(t, Options{TopicConfig: &cfg})
+	c := dialRaw(t, ts.addr)
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(9)
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("auto")
+	req.Topics = []kmsg.MetadataRequestTopic{rt}
+	req.AllowAutoTopicCreation = true
+	if resp := c.do(req).(*kmsg.MetadataResponse); resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("auto-create: %+v", resp.Topics[0])
+	}
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.SetVersion(7)
+	ct.TimeoutMillis = 5000
+	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "made", NumPartitions: 1, ReplicationFactor: 1,
+		Configs: []kmsg.CreateTopicsRequestTopicConfig{{Name: "retention.ms", Value: kmsg.StringPtr("9000")}}}}
+	if r := c.do(ct).(*kmsg.CreateTopicsResponse).Topics[0]; r.ErrorCode != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	cs := fc.creates()
+	if len(cs) != 2 {
+		t.Fatalf("create calls: %+v", cs)
+	}
+	want := []map[string]string{
+		{"segment.bytes": "4194304", "retention.ms": "5000"},
+		{"segment.bytes": "4194304", "retention.ms": "9000"},
+	}
+	for i, c := range cs {
+		if !maps.Equal(c.configs, want[i]) {
+			t.Fatalf("create %q: configs %v, want %v", c.name, c.configs, want[i])
+		}
+	}
+	got, err := ts.st.TopicConfigOf("auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SegmentBytes != 4194304 {
+		t.Fatalf("the auto-created topic has segment.bytes %d", got.SegmentBytes)
 	}
 }

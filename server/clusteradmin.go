@@ -62,7 +62,7 @@ func (s *Server) clusterTopics(ctx context.Context, resp *kmsg.MetadataResponse)
 func (s *Server) clusterCreateOnFirstUse(ctx context.Context, name string) ([]PartitionInfo, error) {
 	ctx, cancel := adminContext(ctx, 0)
 	defer cancel()
-	err := s.cluster.CreateTopic(ctx, name, int32(s.cfg.NumPartitions), -1, nil)
+	err := s.cluster.CreateTopic(ctx, name, int32(s.cfg.NumPartitions), -1, s.clusterTopicConfigs(nil))
 	if errors.Is(err, ErrInvalidReplicationFactor) {
 		// Fewer live brokers than the default replication factor, as
 		// while a cluster starts: clients retry, where INVALID_REPLICATION_FACTOR
@@ -73,6 +73,26 @@ func (s *Server) clusterCreateOnFirstUse(ctx context.Context, name string) ([]Pa
 		return nil, err
 	}
 	return s.cluster.Partitions(name)
+}
+
+// clusterTopicConfigs is the config a topic created through this node
+// gets in a cluster: the server's topic config (serve --config) where it
+// differs from the default, then the request's own. On one node the
+// server's config is the base the store creates from; the controller
+// knows only the map it is given, and creates the topic alike on every
+// replica, so the base travels in it (as overrides of the topic).
+func (s *Server) clusterTopicConfigs(requested map[string]string) map[string]string {
+	def := store.DefaultTopicConfig()
+	configs := make(map[string]string)
+	for _, k := range store.Keys() {
+		if v := s.cfg.TopicConfig.Get(k); v != def.Get(k) {
+			configs[k] = v
+		}
+	}
+	for k, v := range requested {
+		configs[k] = v
+	}
+	return configs
 }
 
 // clusterDescribeCluster fills DescribeCluster's brokers and controller
@@ -110,13 +130,13 @@ func (s *Server) clusterCreateTopic(ctx context.Context, t kmsg.CreateTopicsRequ
 		}
 		return rf, err
 	}
-	configs := make(map[string]string)
+	requested := make(map[string]string)
 	for _, c := range t.Configs {
 		if c.Value != nil {
-			configs[c.Name] = *c.Value
+			requested[c.Name] = *c.Value
 		}
 	}
-	if err := s.cluster.CreateTopic(ctx, t.Topic, int32(n), rf, configs); err != nil {
+	if err := s.cluster.CreateTopic(ctx, t.Topic, int32(n), rf, s.clusterTopicConfigs(requested)); err != nil {
 		return 0, err
 	}
 	if parts, err := s.cluster.Partitions(t.Topic); err == nil && len(parts) > 0 {
