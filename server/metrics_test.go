@@ -1,0 +1,119 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog/internal/testutil"
+)
+
+func topicMetrics(m Metrics, topic string) TopicMetrics {
+	for _, t := range m.Topics {
+		if t.Topic == topic {
+			return t
+		}
+	}
+	return TopicMetrics{Topic: topic}
+}
+
+func requestMetrics(m Metrics, key int16) RequestMetrics {
+	for _, r := range m.Requests {
+		if r.Key == key {
+			return r
+		}
+	}
+	return RequestMetrics{Key: key}
+}
+
+// TestMetricsCountProduceAndFetch checks that the traffic counters hold
+// exactly what went through: the bytes of the batches stored, which the
+// log holds as they arrived, and the records produced, in and then out.
+func TestMetricsCountProduceAndFetch(t *testing.T) {
+	ts := startServer(t, "", Options{NumPartitions: 2})
+	const n = 300
+	produceRecords(t, ts.client(kgo.ProducerBatchMaxBytes(4<<10), kgo.AllowAutoTopicCreation()), "counted", n, "m")
+	var logBytes, end int64
+	for p := range int32(2) {
+		l, err := ts.st.Log("counted", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logBytes += l.Size()
+		end += l.EndOffset()
+	}
+	if end != n {
+		t.Fatalf("the log holds %d records, want %d", end, n)
+	}
+	m := ts.srv.Metrics()
+	if got := topicMetrics(m, "counted"); got.BytesIn != logBytes || got.MessagesIn != n || got.BytesOut != 0 || got.MessagesOut != 0 {
+		t.Fatalf("after producing: %+v, want %d bytes and %d messages in, nothing out", got, logBytes, n)
+	}
+	consumeAll(t, ts.addr, "counted", n)
+	m = ts.srv.Metrics()
+	if got := topicMetrics(m, "counted"); got.BytesIn != logBytes || got.MessagesIn != n || got.BytesOut != logBytes || got.MessagesOut != n {
+		t.Fatalf("after consuming: %+v, want %d bytes and %d messages in and out", got, logBytes, n)
+	}
+	for _, key := range []int16{int16(kmsg.Produce), int16(kmsg.Fetch), int16(kmsg.Metadata), int16(kmsg.ApiVersions)} {
+		r := requestMetrics(m, key)
+		if r.Requests == 0 || r.Latency.Count != uint64(r.Requests) || r.Name != kmsg.NameForKey(key) {
+			t.Errorf("key %d: %+v, want requests counted in the histogram", key, r)
+		}
+		if len(r.Latency.Cumulative) != len(r.Latency.Bounds) || r.Latency.Cumulative[len(r.Latency.Bounds)-1] > r.Latency.Count {
+			t.Errorf("key %d: buckets %v of %d requests", key, r.Latency.Cumulative, r.Latency.Count)
+		}
+	}
+	if m.ConnectionsAccepted < 2 || m.ConnectionsOpen < 1 {
+		t.Errorf("connections: %d accepted, %d open", m.ConnectionsAccepted, m.ConnectionsOpen)
+	}
+	var parts int
+	for _, p := range m.Partitions {
+		if p.Topic == "counted" {
+			parts++
+			if p.Err != nil || p.Size == 0 || p.StartOffset != 0 || p.EndOffset == 0 {
+				t.Errorf("partition %+v", p)
+			}
+		}
+	}
+	if parts != 2 {
+		t.Errorf("%d partitions of counted in the snapshot, want 2", parts)
+	}
+}
+
+// TestMetricsGroupLagAndParkedFetch checks the figures read at snapshot
+// time (a group's lag from its commit) and the parked-fetch gauge.
+func TestMetricsGroupLagAndParkedFetch(t *testing.T) {
+	ts := startServer(t, "", Options{})
+	produceRecords(t, ts.client(kgo.AllowAutoTopicCreation()), "lagged", 10, "g")
+	if err := ts.st.Commit("readers", "lagged", map[int32]int64{0: 4}); err != nil {
+		t.Fatal(err)
+	}
+	m := ts.srv.Metrics()
+	var found bool
+	for _, g := range m.GroupLag {
+		if g.Group == "readers" && g.Topic == "lagged" && g.Partition == 0 {
+			found = true
+			if g.Committed != 4 || g.End != 10 || g.Lag != 6 {
+				t.Errorf("lag %+v, want committed 4, end 10, lag 6", g)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no lag for group readers in %+v", m.GroupLag)
+	}
+
+	// A consumer at the end parks its fetch until something arrives.
+	cl := ts.client(kgo.ConsumeTopics("lagged"), kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(30e9))
+	polled := make(chan int, 1)
+	go func() { polled <- len(cl.PollFetches(testCtx(t)).Records()) }()
+	testutil.WaitFor(t, "a parked fetch", func() bool { return ts.srv.Metrics().ParkedFetches == 1 })
+	produceRecords(t, ts.client(), "lagged", 1, "wake")
+	if got := <-polled; got != 1 {
+		t.Fatalf("polled %d records, want 1", got)
+	}
+	// The consumer's next fetch parks again; its connection's end answers
+	// it.
+	cl.Close()
+	testutil.WaitFor(t, "no parked fetch", func() bool { return ts.srv.Metrics().ParkedFetches == 0 })
+}
