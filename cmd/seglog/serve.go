@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog/internal/promexport"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
 )
@@ -33,6 +35,8 @@ func newServeCmd() *cobra.Command {
 		fetchCopy         bool
 		rebalanceDelay    time.Duration
 		cl                clusterFlags
+		metricsListen     string
+		withPprof         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR",
@@ -62,6 +66,11 @@ store cleanly.`,
 			if err := checkListenAddress(cmd, "listen", listen); err != nil {
 				return err
 			}
+			if metricsListen != "" {
+				if err := checkListenAddress(cmd, "metrics-listen", metricsListen); err != nil {
+					return err
+				}
+			}
 			if advertise != "" {
 				if err := server.CheckAdvertise(advertise); err != nil {
 					return usageErrorf(cmd, "invalid --advertise: %v", err)
@@ -76,6 +85,15 @@ store cleanly.`,
 			}
 			if err := cl.listen(); err != nil {
 				return errors.Join(err, ln.Close())
+			}
+			// Bound with the other listeners, before the store is opened;
+			// closed by the deferred calls on every way out.
+			var metricsLn net.Listener
+			if metricsListen != "" {
+				if metricsLn, err = net.Listen("tcp", metricsListen); err != nil {
+					return errors.Join(err, ln.Close(), cl.close())
+				}
+				defer metricsLn.Close()
 			}
 			level := slog.LevelWarn
 			if verbose {
@@ -113,6 +131,13 @@ store cleanly.`,
 				return errors.Join(err, cl.close(), st.Close())
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: listening on %s, node %d, cluster %s\n", ln.Addr(), srv.NodeID(), srv.ClusterID())
+			var page *http.Server
+			if metricsLn != nil {
+				page = &http.Server{Handler: promexport.Handler(srv.Metrics, withPprof),
+					ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+				go page.Serve(metricsLn)
+				fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: metrics on http://%s/metrics\n", metricsLn.Addr())
+			}
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 			var serveErr error
@@ -122,6 +147,10 @@ store cleanly.`,
 				// their new leaders while this node still answers.
 				cl.handOver(cmd.ErrOrStderr())
 			case serveErr = <-served:
+			}
+			if page != nil {
+				// Before the store closes: a scrape reads it.
+				page.Close()
 			}
 			sctx, cancel := context.WithTimeout(context.Background(), grace)
 			defer cancel()
@@ -150,6 +179,9 @@ store cleanly.`,
 	f.BoolVar(&verbose, "verbose", false, "log connection errors")
 	f.DurationVar(&rebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0 for none)")
 	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
+	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md; port 0 picks a free one)")
+	f.BoolVar(&withPprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics-listen address")
+	onlyWith(cmd, "pprof", "metrics-listen")
 	cl.flags(cmd)
 	limitFlag(cmd, "node-id", 0, math.MaxInt32)
 	limitFlag(cmd, "num-partitions", 1, store.MaxPartitions)

@@ -1,0 +1,131 @@
+// Package promexport exports a server's figures (server.Metrics) in the
+// Prometheus text format: a Collector over the snapshot, and the HTTP
+// handler seglog serve --metrics-listen answers with. It is the one
+// package that imports the Prometheus client, so that the engine and an
+// embedder who does not want it carry no such dependency. docs/metrics.md
+// lists every name and the Kafka metric it corresponds to.
+package promexport
+
+import (
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seglog/seglog/server"
+)
+
+// Collector is a prometheus.Collector over a snapshot function: every
+// scrape takes one snapshot and reports it whole, so the figures of a
+// scrape are of one moment.
+type Collector struct {
+	snapshot func() server.Metrics
+}
+
+// NewCollector returns a Collector over snapshot, usually a
+// (*server.Server).Metrics.
+func NewCollector(snapshot func() server.Metrics) *Collector {
+	return &Collector{snapshot: snapshot}
+}
+
+// desc builds the metric descriptions below; the names follow Prometheus'
+// conventions (a unit suffix, _total on counters).
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// The metrics, in the order of docs/metrics.md.
+var (
+	connectionsOpen     = desc("seglog_server_connections", "Client connections being served.")
+	connectionsAccepted = desc("seglog_server_connections_accepted_total", "Client connections accepted.")
+	parkedFetches       = desc("seglog_server_parked_fetches", "Fetch requests waiting for data (long polling).")
+	requests            = desc("seglog_server_requests_total", "Requests answered, per API.", "api")
+	requestDuration     = desc("seglog_server_request_duration_seconds", "Time from a request parsed to its answer written, per API.", "api")
+	bytesIn             = desc("seglog_topic_bytes_in_total", "Bytes of record batches stored by Produce, per topic.", "topic")
+	messagesIn          = desc("seglog_topic_messages_in_total", "Records stored by Produce, per topic.", "topic")
+	bytesOut            = desc("seglog_topic_bytes_out_total", "Bytes of record batches sent by Fetch, per topic.", "topic")
+	messagesOut         = desc("seglog_topic_messages_out_total", "Offsets spanned by the batches sent by Fetch (records, but for compaction gaps), per topic.", "topic")
+	logStart            = desc("seglog_partition_log_start_offset", "A partition's log start offset.", "topic", "partition")
+	logEnd              = desc("seglog_partition_log_end_offset", "A partition's log end offset (the next offset written).", "topic", "partition")
+	logSize             = desc("seglog_partition_size_bytes", "Bytes of a partition's segments.", "topic", "partition")
+	logSegments         = desc("seglog_partition_segments", "Segments of a partition's log.", "topic", "partition")
+	groupCommitted      = desc("seglog_consumer_group_committed_offset", "A consumer group's committed offset on a partition.", "group", "topic", "partition")
+	groupLag            = desc("seglog_consumer_group_lag", "Records between a consumer group's committed offset and the partition's end.", "group", "topic", "partition")
+)
+
+var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, parkedFetches, requests, requestDuration,
+	bytesIn, messagesIn, bytesOut, messagesOut, logStart, logEnd, logSize, logSegments, groupCommitted, groupLag}
+
+// Describe sends every metric's description.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range descs {
+		ch <- d
+	}
+}
+
+// Collect takes a snapshot and sends it as metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	m := c.snapshot()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge(connectionsOpen, float64(m.ConnectionsOpen))
+	counter(connectionsAccepted, float64(m.ConnectionsAccepted))
+	gauge(parkedFetches, float64(m.ParkedFetches))
+	for _, r := range m.Requests {
+		counter(requests, float64(r.Requests), r.Name)
+		buckets := make(map[float64]uint64, len(r.Latency.Bounds))
+		for i, b := range r.Latency.Bounds {
+			buckets[b] = r.Latency.Cumulative[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(requestDuration, r.Latency.Count, r.Latency.Sum, buckets, r.Name)
+	}
+	for _, t := range m.Topics {
+		counter(bytesIn, float64(t.BytesIn), t.Topic)
+		counter(messagesIn, float64(t.MessagesIn), t.Topic)
+		counter(bytesOut, float64(t.BytesOut), t.Topic)
+		counter(messagesOut, float64(t.MessagesOut), t.Topic)
+	}
+	for _, p := range m.Partitions {
+		if p.Err != nil {
+			continue // no figures: the log does not open
+		}
+		part := strconv.Itoa(int(p.Partition))
+		gauge(logStart, float64(p.StartOffset), p.Topic, part)
+		gauge(logEnd, float64(p.EndOffset), p.Topic, part)
+		gauge(logSize, float64(p.Size), p.Topic, part)
+		gauge(logSegments, float64(p.Segments), p.Topic, part)
+	}
+	for _, g := range m.GroupLag {
+		part := strconv.Itoa(int(g.Partition))
+		gauge(groupCommitted, float64(g.Committed), g.Group, g.Topic, part)
+		gauge(groupLag, float64(g.Lag), g.Group, g.Topic, part)
+	}
+}
+
+// Handler serves /metrics in the Prometheus text format: the snapshot's
+// figures, the Go runtime's and the process'. With pprof, it also serves
+// net/http/pprof under /debug/pprof/, which an operator asks for
+// explicitly: profiles show the program's internals and cost CPU.
+func Handler(snapshot func() server.Metrics, withPprof bool) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(snapshot),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
