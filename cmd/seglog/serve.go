@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -37,6 +38,8 @@ func newServeCmd() *cobra.Command {
 		cl                clusterFlags
 		metricsListen     string
 		withPprof         bool
+		logFormat         string
+		logLevel          string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR",
@@ -95,11 +98,7 @@ store cleanly.`,
 				}
 				defer metricsLn.Close()
 			}
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelDebug
-			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			logger := serveLogger(cmd.ErrOrStderr(), logFormat, logLevel, verbose)
 			// The lock file names the listener, so that a command the
 			// store's lock turns away can go through the server instead.
 			// In a cluster __consumer_offsets is a replicated topic:
@@ -137,7 +136,9 @@ store cleanly.`,
 					ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 				go page.Serve(metricsLn)
 				fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: metrics on http://%s/metrics\n", metricsLn.Addr())
+				logger.Info("seglog serve: metrics", "addr", metricsLn.Addr().String())
 			}
+			logger.Info("seglog serve: listening", "addr", ln.Addr().String(), "node", srv.NodeID(), "cluster", srv.ClusterID())
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 			var serveErr error
@@ -182,6 +183,11 @@ store cleanly.`,
 	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md; port 0 picks a free one)")
 	f.BoolVar(&withPprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics-listen address")
 	onlyWith(cmd, "pprof", "metrics-listen")
+	f.StringVar(&logFormat, "log-format", "text", "how log lines are written to standard error: text (key=value) or json (one object a line)")
+	f.StringVar(&logLevel, "log-level", "warn", "lowest level logged: debug, info, warn or error (--verbose is debug)")
+	oneOf(cmd, "log-format", "text", "json")
+	oneOf(cmd, "log-level", "debug", "info", "warn", "error")
+	exclusive(cmd, "verbose", "log-level")
 	cl.flags(cmd)
 	limitFlag(cmd, "node-id", 0, math.MaxInt32)
 	limitFlag(cmd, "num-partitions", 1, store.MaxPartitions)
@@ -201,4 +207,21 @@ func serveHolder(ln net.Listener, advertise string) store.Holder {
 		addr = ln.Addr().String()
 	}
 	return store.Holder{Command: "seglog serve", Listener: addr}
+}
+
+// serveLogger is serve's logger: text or JSON lines on w (--log-format),
+// from the --log-level given (the flags' values are checked already), or
+// debug with --verbose, which predates --log-level.
+func serveLogger(w io.Writer, format, level string, verbose bool) *slog.Logger {
+	var l slog.Level
+	if verbose {
+		l = slog.LevelDebug
+	} else if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelWarn
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

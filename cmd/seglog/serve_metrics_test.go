@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,8 +18,9 @@ import (
 )
 
 // TestServeMetricsFlagsRefusedFirst: a bad --metrics-listen, --pprof
-// without it, and a metrics port in use are refused before the store is
-// created, as --listen's are: usage errors exit 2, the port in use 1.
+// without it, a bad --log-format or --log-level, and a metrics port in use
+// are refused before the store is created, as --listen's are: usage
+// errors exit 2, the port in use 1.
 func TestServeMetricsFlagsRefusedFirst(t *testing.T) {
 	fresh := filepath.Join(t.TempDir(), "new")
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -33,6 +36,9 @@ func TestServeMetricsFlagsRefusedFirst(t *testing.T) {
 		{[]string{"--metrics-listen", "bogus"}, `invalid --metrics-listen "bogus"`, 2},
 		{[]string{"--metrics-listen", "127.0.0.1:70000"}, "invalid --metrics-listen", 2},
 		{[]string{"--pprof"}, "--pprof only applies with --metrics-listen", 2},
+		{[]string{"--log-format", "xml"}, `invalid --log-format "xml"`, 2},
+		{[]string{"--log-level", "loud"}, `invalid --log-level "loud"`, 2},
+		{[]string{"--log-level", "info", "--verbose"}, "not both", 2},
 		{[]string{"--metrics-listen", busy.Addr().String()}, "address already in use", 1},
 	} {
 		args := append([]string{"serve", fresh, "--listen", "127.0.0.1:0"}, c.args...)
@@ -137,5 +143,46 @@ func TestServePprof(t *testing.T) {
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d; stderr: %s", code, stderr.String())
+	}
+}
+
+// TestServeJSONLogs: with --log-format json every line on standard error
+// is a JSON object, at the levels --log-level lets through: a client
+// sending a request size out of bounds is logged at info, as it is
+// closed.
+func TestServeJSONLogs(t *testing.T) {
+	var stderr lockedBuffer
+	stop, addr, _ := startMetricsServe(t, &stderr, "--log-format", "json", "--log-level", "info")
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write([]byte{0, 0, 0, 1}); err != nil { // a request of 1 byte
+		t.Fatal(err)
+	}
+	// The server closes the connection after logging why.
+	if _, err := nc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the connection stayed open")
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, stderr.String())
+	}
+	var msgs []string
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var rec struct{ Level, Msg, Reason string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON line: %q (%v)", line, err)
+		}
+		if rec.Level == "DEBUG" {
+			t.Errorf("debug line at --log-level info: %q", line)
+		}
+		msgs = append(msgs, rec.Msg+": "+rec.Reason)
+	}
+	if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "server: closing connection: request size 1") }) {
+		t.Errorf("no line about the closed connection in %q", msgs)
+	}
+	if !slices.Contains(msgs, "seglog serve: listening: ") {
+		t.Errorf("no listening line in %q", msgs)
 	}
 }
