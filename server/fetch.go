@@ -62,11 +62,8 @@ func (c *conn) fetch(corr int32, req *kmsg.FetchRequest) error {
 		a := c.s.readFetch(req)
 		if a.errors || a.bytes >= int64(req.MinBytes) || !time.Now().Before(deadline) || c.ctx.Err() != nil {
 			defer a.close()
-			err := c.writeFetch(corr, req.Version, 0, a.topics)
-			if err == nil {
-				c.s.metrics.fetched(a.topics)
-			}
-			return err
+			c.s.metrics.fetched(a.topics)
+			return c.writeFetch(corr, req.Version, 0, a.topics)
 		}
 		a.close()
 		if timer == nil {

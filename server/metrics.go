@@ -42,10 +42,11 @@ type serverMetrics struct {
 }
 
 type apiCounters struct {
-	requests atomic.Int64
-	nanos    atomic.Int64
+	nanos atomic.Int64
 	// buckets[i] counts requests at or under latencyBounds[i] and above
-	// the bound before; the last slot, those above every bound.
+	// the bound before; the last slot, those above every bound. Their
+	// sum is the requests answered, so that a snapshot's count and
+	// histogram agree.
 	buckets [latencyBuckets + 1]atomic.Int64
 }
 
@@ -68,7 +69,6 @@ func (m *serverMetrics) request(key int16, start time.Time) {
 	}
 	d := time.Since(start)
 	a := &m.apis[key]
-	a.requests.Add(1)
 	a.nanos.Add(int64(d))
 	secs := d.Seconds()
 	i, _ := slices.BinarySearch(latencyBounds[:], secs)
@@ -96,7 +96,9 @@ func (m *serverMetrics) produced(req *kmsg.ProduceRequest, resp *kmsg.ProduceRes
 	}
 }
 
-// fetched counts the record sets of a Fetch response once it is sent.
+// fetched counts the record sets of a Fetch response as it is sent:
+// before, as Kafka counts BytesOutPerSec when it builds the response, so
+// that a client holding the records finds them counted.
 // Messages are the offsets the batches span: the response carries the
 // batches as files hold them, and their record counts would cost a read
 // of every batch header; the two differ only where compaction left gaps.
@@ -139,6 +141,9 @@ type Metrics struct {
 	// GroupLag has one entry per committed offset of a group this node
 	// coordinates, by group, topic and partition.
 	GroupLag []GroupLagMetrics
+	// Cluster is a cluster node's view of the cluster; nil on a single
+	// node.
+	Cluster *ClusterMetrics
 }
 
 // RequestMetrics counts the requests of one API key.
@@ -219,10 +224,6 @@ func (s *Server) Metrics() Metrics {
 	}
 	for key := range m.apis {
 		a := &m.apis[key]
-		n := a.requests.Load()
-		if n == 0 {
-			continue
-		}
 		h := Histogram{Bounds: slices.Clone(latencyBounds[:]), Cumulative: make([]uint64, latencyBuckets),
 			Sum: float64(a.nanos.Load()) / float64(time.Second)}
 		var total uint64
@@ -232,9 +233,12 @@ func (s *Server) Metrics() Metrics {
 				h.Cumulative[i] = total
 			}
 		}
+		if total == 0 {
+			continue
+		}
 		h.Count = total
 		out.Requests = append(out.Requests, RequestMetrics{Key: int16(key), Name: kmsg.NameForKey(int16(key)),
-			Requests: n, Latency: h})
+			Requests: int64(total), Latency: h})
 	}
 	m.topics.Range(func(k, v any) bool {
 		c := v.(*topicCounters)
@@ -246,6 +250,7 @@ func (s *Server) Metrics() Metrics {
 	slices.SortFunc(out.Topics, func(a, b TopicMetrics) int { return strings.Compare(a.Topic, b.Topic) })
 	out.Partitions = s.partitionMetrics()
 	out.GroupLag = s.groupLag(out.Partitions)
+	out.Cluster = s.clusterMetrics()
 	return out
 }
 

@@ -56,7 +56,10 @@ func TestMetricsCountProduceAndFetch(t *testing.T) {
 		t.Fatalf("after consuming: %+v, want %d bytes and %d messages in and out", got, logBytes, n)
 	}
 	for _, key := range []int16{int16(kmsg.Produce), int16(kmsg.Fetch), int16(kmsg.Metadata), int16(kmsg.ApiVersions)} {
-		r := requestMetrics(m, key)
+		// A request is counted once its answer is written, which the
+		// client may have read first.
+		testutil.WaitFor(t, "a request counted", func() bool { return requestMetrics(ts.srv.Metrics(), key).Requests > 0 })
+		r := requestMetrics(ts.srv.Metrics(), key)
 		if r.Requests == 0 || r.Latency.Count != uint64(r.Requests) || r.Name != kmsg.NameForKey(key) {
 			t.Errorf("key %d: %+v, want requests counted in the histogram", key, r)
 		}
@@ -116,4 +119,78 @@ func TestMetricsGroupLagAndParkedFetch(t *testing.T) {
 	// it.
 	cl.Close()
 	testutil.WaitFor(t, "no parked fetch", func() bool { return ts.srv.Metrics().ParkedFetches == 0 })
+}
+
+// TestClusterMetricsCount: the leader's own partitions with an ISR short
+// of the replicas are under-replicated, a partition without a leader is
+// offline wherever it is seen from.
+func TestClusterMetricsCount(t *testing.T) {
+	parts := map[string][]PartitionInfo{
+		"a": {
+			{Partition: 0, Leader: 1, LeaderEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}},
+			{Partition: 1, Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1}},
+			{Partition: 2, Leader: 2, LeaderEpoch: 2, Replicas: []int32{1, 2, 3}, ISR: []int32{2}},
+		},
+		"b": {{Partition: 0, Leader: -1, LeaderEpoch: 5, Replicas: []int32{2, 3}}},
+	}
+	m := countCluster(1, []string{"a", "b"}, parts)
+	if m.LeaderPartitions != 2 || m.UnderReplicated != 1 || m.Offline != 1 || len(m.Partitions) != 4 {
+		t.Fatalf("%+v: want 2 led, 1 under-replicated, 1 offline, 4 partitions", m)
+	}
+	if p := m.Partitions[3]; p.Topic != "b" || p.Leader != -1 || p.LeaderEpoch != 5 || p.Replicas != 2 || p.InSync != 0 {
+		t.Fatalf("partition b-0: %+v", p)
+	}
+}
+
+// TestClusterMetricsFromNode: a cluster node's snapshot has the cluster's
+// view, and a leader change shows as a new leader epoch.
+func TestClusterMetricsFromNode(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "c", 2)
+	fc.setLeader("c", 1, false)
+	m := ts.srv.Metrics().Cluster
+	if m == nil {
+		t.Fatal("no cluster figures on a cluster node")
+	}
+	// The fake's replicas are 1, 2, 3 with 1 and 2 in sync: node 1 leads
+	// c-0 (under-replicated), node 2 c-1.
+	var c0, c1 ClusterPartitionMetrics
+	for _, p := range m.Partitions {
+		if p.Topic == "c" && p.Partition == 0 {
+			c0 = p
+		}
+		if p.Topic == "c" && p.Partition == 1 {
+			c1 = p
+		}
+	}
+	if c0.Leader != 1 || c1.Leader != 2 || c0.Replicas != 3 || c0.InSync != 2 {
+		t.Fatalf("c-0 %+v, c-1 %+v", c0, c1)
+	}
+	if m.Brokers != 3 || m.ActiveController || m.UnderReplicated != m.LeaderPartitions || m.Offline != 0 {
+		t.Fatalf("%+v", m)
+	}
+	fc.setLeader("c", 1, true)
+	after := ts.srv.Metrics().Cluster
+	for _, p := range after.Partitions {
+		if p.Topic == "c" && p.Partition == 1 && (p.Leader != 1 || p.LeaderEpoch != c1.LeaderEpoch+1) {
+			t.Fatalf("after the election: %+v, was %+v", p, c1)
+		}
+	}
+	if after.LeaderPartitions != m.LeaderPartitions+1 {
+		t.Fatalf("led %d partitions after taking c-1, %d before", after.LeaderPartitions, m.LeaderPartitions)
+	}
+
+	// What the cluster's write path stored is counted in as on one node.
+	produceRecords(t, ts.client(), "c", 50, "x")
+	var size int64
+	for p := range int32(2) {
+		l, err := ts.st.Log("c", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += l.Size()
+	}
+	if got := topicMetrics(ts.srv.Metrics(), "c"); got.BytesIn != size || got.MessagesIn != 50 {
+		t.Fatalf("in a cluster: %+v, want %d bytes and 50 messages in", got, size)
+	}
 }

@@ -54,10 +54,21 @@ var (
 	logSegments         = desc("seglog_partition_segments", "Segments of a partition's log.", "topic", "partition")
 	groupCommitted      = desc("seglog_consumer_group_committed_offset", "A consumer group's committed offset on a partition.", "group", "topic", "partition")
 	groupLag            = desc("seglog_consumer_group_lag", "Records between a consumer group's committed offset and the partition's end.", "group", "topic", "partition")
+	brokers             = desc("seglog_cluster_brokers", "Live brokers of the cluster.")
+	activeController    = desc("seglog_cluster_active_controller", "1 on the node that is the cluster's controller, else 0.")
+	leaderPartitions    = desc("seglog_cluster_leader_partitions", "Partitions this node leads.")
+	underReplicated     = desc("seglog_cluster_under_replicated_partitions", "Partitions this node leads with fewer in-sync replicas than replicas.")
+	offlinePartitions   = desc("seglog_cluster_offline_partitions", "Partitions without a leader, in this node's view.")
+	partLeader          = desc("seglog_cluster_partition_leader", "A partition's leader node id (-1 for none).", "topic", "partition")
+	partLeaderEpoch     = desc("seglog_cluster_partition_leader_epoch", "A partition's leader epoch: it goes up with every election.", "topic", "partition")
+	partReplicas        = desc("seglog_cluster_partition_replicas", "A partition's replicas.", "topic", "partition")
+	partInSync          = desc("seglog_cluster_partition_in_sync_replicas", "A partition's in-sync replicas.", "topic", "partition")
 )
 
 var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, parkedFetches, requests, requestDuration,
-	bytesIn, messagesIn, bytesOut, messagesOut, logStart, logEnd, logSize, logSegments, groupCommitted, groupLag}
+	bytesIn, messagesIn, bytesOut, messagesOut, logStart, logEnd, logSize, logSegments, groupCommitted, groupLag,
+	brokers, activeController, leaderPartitions, underReplicated, offlinePartitions,
+	partLeader, partLeaderEpoch, partReplicas, partInSync}
 
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -106,6 +117,24 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		part := strconv.Itoa(int(g.Partition))
 		gauge(groupCommitted, float64(g.Committed), g.Group, g.Topic, part)
 		gauge(groupLag, float64(g.Lag), g.Group, g.Topic, part)
+	}
+	if cl := m.Cluster; cl != nil {
+		active := 0.0
+		if cl.ActiveController {
+			active = 1
+		}
+		gauge(brokers, float64(cl.Brokers))
+		gauge(activeController, active)
+		gauge(leaderPartitions, float64(cl.LeaderPartitions))
+		gauge(underReplicated, float64(cl.UnderReplicated))
+		gauge(offlinePartitions, float64(cl.Offline))
+		for _, p := range cl.Partitions {
+			part := strconv.Itoa(int(p.Partition))
+			gauge(partLeader, float64(p.Leader), p.Topic, part)
+			gauge(partLeaderEpoch, float64(p.LeaderEpoch), p.Topic, part)
+			gauge(partReplicas, float64(p.Replicas), p.Topic, part)
+			gauge(partInSync, float64(p.InSync), p.Topic, part)
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -145,11 +146,13 @@ func TestScrapeCountsWhatWasSent(t *testing.T) {
 		}
 		stored += l.Size()
 	}
-	before := scrape(t, page.URL+"/metrics")
-	produces, _ := value(before, "seglog_server_requests_total", "api", "Produce")
-	if produces < 1 {
-		t.Fatalf("Produce requests: %v", produces)
-	}
+	// A request is counted once its answer is written, which the client
+	// may have read first.
+	var produces float64
+	testutil.WaitFor(t, "Produce requests counted", func() bool {
+		produces, _ = value(scrape(t, page.URL+"/metrics"), "seglog_server_requests_total", "api", "Produce")
+		return produces >= 1
+	})
 
 	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("scraped"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -178,15 +181,12 @@ func TestScrapeCountsWhatWasSent(t *testing.T) {
 			t.Errorf("%s{topic=scraped} = %v (found %v), want %v", c.name, got, ok, c.want)
 		}
 	}
-	if fetches, _ := value(fams, "seglog_server_requests_total", "api", "Fetch"); fetches < 1 {
-		t.Errorf("Fetch requests: %v", fetches)
-	}
-	if h, _ := value(fams, "seglog_server_request_duration_seconds", "api", "Fetch"); h < 1 {
-		t.Errorf("Fetch latency observations: %v", h)
-	}
-	if got, _ := value(fams, "seglog_server_requests_total", "api", "Produce"); got != produces {
-		t.Errorf("Produce requests moved from %v to %v with nothing produced", produces, got)
-	}
+	testutil.WaitFor(t, "Fetch requests counted", func() bool {
+		fams := scrape(t, page.URL+"/metrics")
+		fetches, _ := value(fams, "seglog_server_requests_total", "api", "Fetch")
+		observed, _ := value(fams, "seglog_server_request_duration_seconds", "api", "Fetch")
+		return fetches >= 1 && observed == fetches
+	})
 	var end float64
 	for p := range 2 {
 		e, ok := value(fams, "seglog_partition_log_end_offset", "topic", "scraped", "partition", fmt.Sprint(p))
@@ -206,10 +206,11 @@ func TestScrapeCountsWhatWasSent(t *testing.T) {
 	if err := prod.ProduceSync(ctx(t), &kgo.Record{Topic: "scraped", Value: []byte("one more")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	testutil.WaitFor(t, "one more Produce request counted", func() bool {
+		got, _ := value(scrape(t, page.URL+"/metrics"), "seglog_server_requests_total", "api", "Produce")
+		return got > produces
+	})
 	after := scrape(t, page.URL+"/metrics")
-	if got, _ := value(after, "seglog_server_requests_total", "api", "Produce"); got <= produces {
-		t.Errorf("Produce requests %v after one more produce, were %v", got, produces)
-	}
 	if got, _ := value(after, "seglog_topic_messages_in_total", "topic", "scraped"); got != n+1 {
 		t.Errorf("messages in %v after one more, want %d", got, n+1)
 	}
@@ -248,5 +249,40 @@ func TestDocsListEveryMetric(t *testing.T) {
 		if !strings.Contains(string(doc), "`"+m[1]+"`") {
 			t.Errorf("docs/metrics.md does not list %s", m[1])
 		}
+	}
+}
+
+// TestClusterFigures: a cluster node's view is exported, and a single
+// node's page has no cluster metrics.
+func TestClusterFigures(t *testing.T) {
+	snap := server.Metrics{Cluster: &server.ClusterMetrics{Brokers: 3, ActiveController: true, LeaderPartitions: 2,
+		UnderReplicated: 1, Offline: 1, Partitions: []server.ClusterPartitionMetrics{
+			{Topic: "t", Partition: 4, Leader: -1, LeaderEpoch: 7, Replicas: 3, InSync: 0}}}}
+	page := httptest.NewServer(Handler(func() server.Metrics { return snap }, false))
+	defer page.Close()
+	fams := scrape(t, page.URL+"/metrics")
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"seglog_cluster_brokers", nil, 3},
+		{"seglog_cluster_active_controller", nil, 1},
+		{"seglog_cluster_leader_partitions", nil, 2},
+		{"seglog_cluster_under_replicated_partitions", nil, 1},
+		{"seglog_cluster_offline_partitions", nil, 1},
+		{"seglog_cluster_partition_leader", []string{"topic", "t", "partition", "4"}, -1},
+		{"seglog_cluster_partition_leader_epoch", []string{"topic", "t", "partition", "4"}, 7},
+		{"seglog_cluster_partition_replicas", []string{"topic", "t", "partition", "4"}, 3},
+		{"seglog_cluster_partition_in_sync_replicas", []string{"topic", "t", "partition", "4"}, 0},
+	} {
+		if got, ok := value(fams, c.name, c.labels...); !ok || got != c.want {
+			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	single := httptest.NewServer(Handler(func() server.Metrics { return server.Metrics{} }, false))
+	defer single.Close()
+	if fams := scrape(t, single.URL+"/metrics"); fams["seglog_cluster_brokers"] != nil {
+		t.Error("cluster metrics on a single node")
 	}
 }
