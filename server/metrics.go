@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog/record"
+	"github.com/seglog/seglog/store"
 )
 
 // What the server counts, for an operator's dashboards (docs/metrics.md).
@@ -248,16 +249,33 @@ func (s *Server) Metrics() Metrics {
 		return true
 	})
 	slices.SortFunc(out.Topics, func(a, b TopicMetrics) int { return strings.Compare(a.Topic, b.Topic) })
-	out.Partitions = s.partitionMetrics()
-	out.GroupLag = s.groupLag(out.Partitions)
+	out.Partitions = partitionMetrics(s.st)
+	s.mu.Lock()
+	coord := s.coord
+	s.mu.Unlock()
+	if coord != nil { // nil until Serve
+		out.GroupLag = s.groupLag(coord.gs, out.Partitions)
+	}
 	out.Cluster = s.clusterMetrics()
 	return out
 }
 
-func (s *Server) partitionMetrics() []PartitionMetrics {
+// StoreMetrics is the part of a Metrics snapshot a store holds without a
+// server: every partition's bounds and size, and the lag of every group
+// with commits in the store's offsets topic. Nothing is counted, so the
+// traffic figures are empty. For a read-only store, Refresh it first, as
+// every reader of one does.
+func StoreMetrics(st *store.Store) Metrics {
+	var out Metrics
+	out.Partitions = partitionMetrics(st)
+	out.GroupLag = groupLag(localGroups{st}, nil)
+	return out
+}
+
+func partitionMetrics(st *store.Store) []PartitionMetrics {
 	var out []PartitionMetrics
-	for _, topic := range s.st.Topics() {
-		info, err := s.st.DescribeTopic(topic)
+	for _, topic := range st.Topics() {
+		info, err := st.DescribeTopic(topic)
 		if err != nil {
 			continue // deleted since the listing
 		}
@@ -275,12 +293,9 @@ func (s *Server) partitionMetrics() []PartitionMetrics {
 // kafka-consumer-groups --describe does; a cluster's commits come without
 // bounds, and their lag is taken against the high watermark, the end a
 // consumer can read to.
-func (s *Server) groupLag(parts []PartitionMetrics) []GroupLagMetrics {
-	s.mu.Lock()
-	coord := s.coord
-	s.mu.Unlock()
-	if coord == nil {
-		return nil // not serving yet
+func (s *Server) groupLag(gs groupStore, parts []PartitionMetrics) []GroupLagMetrics {
+	if s.cluster == nil {
+		return groupLag(gs, nil)
 	}
 	type key struct {
 		topic     string
@@ -290,9 +305,31 @@ func (s *Server) groupLag(parts []PartitionMetrics) []GroupLagMetrics {
 	for _, p := range parts {
 		bounds[key{p.Topic, p.Partition}] = p
 	}
+	return groupLag(gs, func(row *GroupLagMetrics) bool {
+		b, ok := bounds[key{row.Topic, row.Partition}]
+		if !ok || b.Err != nil {
+			return false
+		}
+		end := b.EndOffset
+		if st, err := s.cluster.State(row.Topic, row.Partition); err == nil {
+			end = min(max(st.HighWatermark, b.StartOffset), end)
+		}
+		// As the store's lag: negative past the end, and counted from
+		// the start when retention passed the commit.
+		row.End, row.Lag = end, end-max(row.Committed, b.StartOffset)
+		if row.Committed > end {
+			row.Lag = end - row.Committed
+		}
+		return true
+	})
+}
+
+// groupLag lists every commit of gs's groups with the lag gs computed;
+// bound, when not nil, sets a row's end and lag instead, or drops the row.
+func groupLag(gs groupStore, bound func(*GroupLagMetrics) bool) []GroupLagMetrics {
 	var out []GroupLagMetrics
-	for _, g := range coord.gs.groups() {
-		rows, err := coord.gs.committedAll(g)
+	for _, g := range gs.groups() {
+		rows, err := gs.committedAll(g)
 		if err != nil {
 			continue // deleted since the listing
 		}
@@ -301,21 +338,8 @@ func (s *Server) groupLag(parts []PartitionMetrics) []GroupLagMetrics {
 				continue // the partition's own entry carries its error
 			}
 			row := GroupLagMetrics{Group: g, Topic: r.Topic, Partition: r.Partition, Committed: r.Committed, End: r.End, Lag: r.Lag}
-			if s.cluster != nil {
-				b, ok := bounds[key{r.Topic, r.Partition}]
-				if !ok || b.Err != nil {
-					continue
-				}
-				end := b.EndOffset
-				if st, err := s.cluster.State(r.Topic, r.Partition); err == nil {
-					end = min(max(st.HighWatermark, b.StartOffset), end)
-				}
-				// As the store's lag: negative past the end, and counted
-				// from the start when retention passed the commit.
-				row.End, row.Lag = end, end-max(r.Committed, b.StartOffset)
-				if r.Committed > end {
-					row.Lag = end - r.Committed
-				}
+			if bound != nil && !bound(&row) {
+				continue
 			}
 			out = append(out, row)
 		}

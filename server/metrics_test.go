@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -104,6 +105,11 @@ func TestMetricsGroupLagAndParkedFetch(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no lag for group readers in %+v", m.GroupLag)
+	}
+	// The store alone gives the same figures of what it holds.
+	sm := StoreMetrics(ts.st)
+	if !slices.Equal(sm.GroupLag, m.GroupLag) || !slices.Equal(sm.Partitions, m.Partitions) || sm.Topics != nil {
+		t.Fatalf("StoreMetrics: %+v\nServer.Metrics: %+v", sm, m)
 	}
 
 	// A consumer at the end parks its fetch until something arrives.

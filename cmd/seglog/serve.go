@@ -132,7 +132,7 @@ store cleanly.`,
 			fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: listening on %s, node %d, cluster %s\n", ln.Addr(), srv.NodeID(), srv.ClusterID())
 			var page *http.Server
 			if metricsLn != nil {
-				page = &http.Server{Handler: promexport.Handler(srv.Metrics, withPprof),
+				page = &http.Server{Handler: promexport.Handler(promexport.Of(srv), withPprof),
 					ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 				go page.Serve(metricsLn)
 				fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: metrics on http://%s/metrics\n", metricsLn.Addr())

@@ -22,12 +22,21 @@ import (
 // scrape takes one snapshot and reports it whole, so the figures of a
 // scrape are of one moment.
 type Collector struct {
-	snapshot func() server.Metrics
+	snapshot func() (server.Metrics, error)
 }
 
-// NewCollector returns a Collector over snapshot, usually a
-// (*server.Server).Metrics.
-func NewCollector(snapshot func() server.Metrics) *Collector {
+// Snapshot is what a Collector reports: a (*server.Server).Metrics, or
+// server.StoreMetrics of a store that may fail to refresh. An error fails
+// the scrape, rather than report figures that vanish.
+type Snapshot func() (server.Metrics, error)
+
+// Of is the Snapshot of a server.
+func Of(srv *server.Server) Snapshot {
+	return func() (server.Metrics, error) { return srv.Metrics(), nil }
+}
+
+// NewCollector returns a Collector over snapshot.
+func NewCollector(snapshot Snapshot) *Collector {
 	return &Collector{snapshot: snapshot}
 }
 
@@ -79,7 +88,11 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect takes a snapshot and sends it as metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	m := c.snapshot()
+	m, err := c.snapshot()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(connectionsOpen, err)
+		return
+	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -142,7 +155,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // figures, the Go runtime's and the process'. With pprof, it also serves
 // net/http/pprof under /debug/pprof/, which an operator asks for
 // explicitly: profiles show the program's internals and cost CPU.
-func Handler(snapshot func() server.Metrics, withPprof bool) http.Handler {
+func Handler(snapshot Snapshot, withPprof bool) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(snapshot),
 		collectors.NewGoCollector(),

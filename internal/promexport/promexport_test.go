@@ -120,7 +120,7 @@ func ctx(t *testing.T) context.Context {
 // them, and the per-API request counters moved.
 func TestScrapeCountsWhatWasSent(t *testing.T) {
 	srv, addr, st := serve(t)
-	page := httptest.NewServer(Handler(srv.Metrics, false))
+	page := httptest.NewServer(Handler(Of(srv), false))
 	defer page.Close()
 
 	const n = 500
@@ -218,7 +218,7 @@ func TestScrapeCountsWhatWasSent(t *testing.T) {
 
 // TestPprofOnlyWhenAsked: /debug/pprof/ answers only with pprof on.
 func TestPprofOnlyWhenAsked(t *testing.T) {
-	snap := func() server.Metrics { return server.Metrics{} }
+	snap := func() (server.Metrics, error) { return server.Metrics{}, nil }
 	for _, on := range []bool{false, true} {
 		page := httptest.NewServer(Handler(snap, on))
 		resp, err := http.Get(page.URL + "/debug/pprof/")
@@ -258,7 +258,7 @@ func TestClusterFigures(t *testing.T) {
 	snap := server.Metrics{Cluster: &server.ClusterMetrics{Brokers: 3, ActiveController: true, LeaderPartitions: 2,
 		UnderReplicated: 1, Offline: 1, Partitions: []server.ClusterPartitionMetrics{
 			{Topic: "t", Partition: 4, Leader: -1, LeaderEpoch: 7, Replicas: 3, InSync: 0}}}}
-	page := httptest.NewServer(Handler(func() server.Metrics { return snap }, false))
+	page := httptest.NewServer(Handler(func() (server.Metrics, error) { return snap, nil }, false))
 	defer page.Close()
 	fams := scrape(t, page.URL+"/metrics")
 	for _, c := range []struct {
@@ -280,9 +280,25 @@ func TestClusterFigures(t *testing.T) {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
 	}
-	single := httptest.NewServer(Handler(func() server.Metrics { return server.Metrics{} }, false))
+	single := httptest.NewServer(Handler(func() (server.Metrics, error) { return server.Metrics{}, nil }, false))
 	defer single.Close()
 	if fams := scrape(t, single.URL+"/metrics"); fams["seglog_cluster_brokers"] != nil {
 		t.Error("cluster metrics on a single node")
+	}
+}
+
+// TestSnapshotErrorFailsScrape: a snapshot that cannot be taken fails the
+// scrape (500) instead of reporting no figures.
+func TestSnapshotErrorFailsScrape(t *testing.T) {
+	page := httptest.NewServer(Handler(func() (server.Metrics, error) { return server.Metrics{}, errors.New("no refresh") }, false))
+	defer page.Close()
+	resp, err := http.Get(page.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), "no refresh") {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
 }
