@@ -57,7 +57,12 @@ use exits 1, and DIR is left as it was.
 The node id and cluster id are kept in DIR/meta.properties (--node-id
 applies on the first start only). SIGTERM or SIGINT stops accepting
 connections, lets in-flight requests finish (up to --grace) and closes the
-store cleanly.`,
+store cleanly.
+
+--metrics-listen HOST:PORT serves Prometheus metrics at /metrics (bytes and
+messages per topic, requests and latency per API, partitions' offsets,
+groups' lag; docs/metrics.md), and with --pprof Go's profiler.
+--log-format json writes the log lines as JSON objects.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Everything that can be refused is, before the store is
