@@ -200,3 +200,25 @@ func TestClusterMetricsFromNode(t *testing.T) {
 		t.Fatalf("in a cluster: %+v, want %d bytes and 50 messages in", got, size)
 	}
 }
+
+// TestClusterMetricsGroupLag: a cluster node's commits come from its
+// offsets partitions, and their lag is counted to the high watermark, the
+// end a consumer can read to, not the log end.
+func TestClusterMetricsGroupLag(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "g", 1)
+	produceRecords(t, ts.client(), "g", 10, "l")
+	fc.holdHW("g", 0, 6)
+	c := dialRaw(t, ts.addr)
+	testutil.WaitFor(t, "the offsets partition is loaded", func() bool { return commitOffset(t, c, "grp", "g", 0, 2) == 0 })
+	var got []GroupLagMetrics
+	for _, g := range ts.srv.Metrics().GroupLag {
+		if g.Group == "grp" {
+			got = append(got, g)
+		}
+	}
+	want := []GroupLagMetrics{{Group: "grp", Topic: "g", Partition: 0, Committed: 2, End: 6, Lag: 4}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("lag %+v, want %+v", got, want)
+	}
+}
