@@ -87,6 +87,8 @@ func (s *Server) putFrame(frame []byte) {
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, coord: s.coord}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	s.metrics.connsAccepted.Add(1)
+	s.metrics.connsOpen.Add(1)
 	return c
 }
 
@@ -111,6 +113,7 @@ type errCloseConn struct {
 func (e *errCloseConn) Error() string { return "closing connection: " + e.reason }
 
 func (c *conn) serve() {
+	defer c.s.metrics.connsOpen.Add(-1)
 	defer c.nc.Close()
 	defer c.cancel()
 	frames := make(chan []byte, 1)
@@ -220,7 +223,11 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 			err = &errCloseConn{reason: fmt.Sprint("internal error: ", r), internal: true}
 		}
 	}()
+	start := time.Now()
 	h, req, err := c.decodeRequest(frame)
+	if _, ok := err.(*errUnsupported); ok || err == nil {
+		defer c.s.metrics.request(h.key, start)
+	}
 	if ue, ok := err.(*errUnsupported); ok {
 		return c.writeKmsg(h.corr, unsupportedResponse(ue.req, ue.parsed))
 	}

@@ -62,12 +62,15 @@ func (c *conn) fetch(corr int32, req *kmsg.FetchRequest) error {
 		a := c.s.readFetch(req)
 		if a.errors || a.bytes >= int64(req.MinBytes) || !time.Now().Before(deadline) || c.ctx.Err() != nil {
 			defer a.close()
+			c.s.metrics.fetched(a.topics)
 			return c.writeFetch(corr, req.Version, 0, a.topics)
 		}
 		a.close()
 		if timer == nil {
 			timer = time.NewTimer(time.Until(deadline))
 			defer timer.Stop()
+			c.s.metrics.parkedFetches.Add(1)
+			defer c.s.metrics.parkedFetches.Add(-1)
 		}
 		select {
 		case <-woken:

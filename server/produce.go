@@ -74,6 +74,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	replicating.Wait()
+	s.metrics.produced(req, resp)
 	if stored {
 		s.notify.wake()
 	}

@@ -111,6 +111,8 @@ type Server struct {
 	// framesMade counts the frames read into fresh memory (tests check
 	// that the pool is used).
 	framesMade atomic.Int64
+	// metrics is what Metrics reports (metrics.go).
+	metrics serverMetrics
 
 	// ctx ends at Shutdown: parked fetches answer at once and blocking
 	// group requests return.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog/internal/promexport"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
 )
@@ -33,6 +36,10 @@ func newServeCmd() *cobra.Command {
 		fetchCopy         bool
 		rebalanceDelay    time.Duration
 		cl                clusterFlags
+		metricsListen     string
+		withPprof         bool
+		logFormat         string
+		logLevel          string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR",
@@ -50,7 +57,12 @@ use exits 1, and DIR is left as it was.
 The node id and cluster id are kept in DIR/meta.properties (--node-id
 applies on the first start only). SIGTERM or SIGINT stops accepting
 connections, lets in-flight requests finish (up to --grace) and closes the
-store cleanly.`,
+store cleanly.
+
+--metrics-listen HOST:PORT serves Prometheus metrics at /metrics (bytes and
+messages per topic, requests and latency per API, partitions' offsets,
+groups' lag; docs/metrics.md), and with --pprof Go's profiler.
+--log-format json writes the log lines as JSON objects.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Everything that can be refused is, before the store is
@@ -61,6 +73,11 @@ store cleanly.`,
 			}
 			if err := checkListenAddress(cmd, "listen", listen); err != nil {
 				return err
+			}
+			if metricsListen != "" {
+				if err := checkListenAddress(cmd, "metrics-listen", metricsListen); err != nil {
+					return err
+				}
 			}
 			if advertise != "" {
 				if err := server.CheckAdvertise(advertise); err != nil {
@@ -77,11 +94,16 @@ store cleanly.`,
 			if err := cl.listen(); err != nil {
 				return errors.Join(err, ln.Close())
 			}
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelDebug
+			// Bound with the other listeners, before the store is opened;
+			// closed by the deferred calls on every way out.
+			var metricsLn net.Listener
+			if metricsListen != "" {
+				if metricsLn, err = net.Listen("tcp", metricsListen); err != nil {
+					return errors.Join(err, ln.Close(), cl.close())
+				}
+				defer metricsLn.Close()
 			}
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			logger := serveLogger(cmd.ErrOrStderr(), logFormat, logLevel, verbose)
 			// The lock file names the listener, so that a command the
 			// store's lock turns away can go through the server instead.
 			// In a cluster __consumer_offsets is a replicated topic:
@@ -113,6 +135,15 @@ store cleanly.`,
 				return errors.Join(err, cl.close(), st.Close())
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: listening on %s, node %d, cluster %s\n", ln.Addr(), srv.NodeID(), srv.ClusterID())
+			var page *http.Server
+			if metricsLn != nil {
+				page = &http.Server{Handler: promexport.Handler(promexport.Of(srv), withPprof),
+					ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+				go page.Serve(metricsLn)
+				fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: metrics on http://%s/metrics\n", metricsLn.Addr())
+				logger.Info("seglog serve: metrics", "addr", metricsLn.Addr().String())
+			}
+			logger.Info("seglog serve: listening", "addr", ln.Addr().String(), "node", srv.NodeID(), "cluster", srv.ClusterID())
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 			var serveErr error
@@ -122,6 +153,10 @@ store cleanly.`,
 				// their new leaders while this node still answers.
 				cl.handOver(cmd.ErrOrStderr())
 			case serveErr = <-served:
+			}
+			if page != nil {
+				// Before the store closes: a scrape reads it.
+				page.Close()
 			}
 			sctx, cancel := context.WithTimeout(context.Background(), grace)
 			defer cancel()
@@ -150,6 +185,14 @@ store cleanly.`,
 	f.BoolVar(&verbose, "verbose", false, "log connection errors")
 	f.DurationVar(&rebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0 for none)")
 	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
+	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md; port 0 picks a free one)")
+	f.BoolVar(&withPprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics-listen address")
+	onlyWith(cmd, "pprof", "metrics-listen")
+	f.StringVar(&logFormat, "log-format", "text", "how log lines are written to standard error: text (key=value) or json (one object a line)")
+	f.StringVar(&logLevel, "log-level", "warn", "lowest level logged: debug, info, warn or error (--verbose is debug)")
+	oneOf(cmd, "log-format", "text", "json")
+	oneOf(cmd, "log-level", "debug", "info", "warn", "error")
+	exclusive(cmd, "verbose", "log-level")
 	cl.flags(cmd)
 	limitFlag(cmd, "node-id", 0, math.MaxInt32)
 	limitFlag(cmd, "num-partitions", 1, store.MaxPartitions)
@@ -169,4 +212,21 @@ func serveHolder(ln net.Listener, advertise string) store.Holder {
 		addr = ln.Addr().String()
 	}
 	return store.Holder{Command: "seglog serve", Listener: addr}
+}
+
+// serveLogger is serve's logger: text or JSON lines on w (--log-format),
+// from the --log-level given (the flags' values are checked already), or
+// debug with --verbose, which predates --log-level.
+func serveLogger(w io.Writer, format, level string, verbose bool) *slog.Logger {
+	var l slog.Level
+	if verbose {
+		l = slog.LevelDebug
+	} else if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelWarn
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

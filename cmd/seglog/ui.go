@@ -100,7 +100,7 @@ func runStoreUI(ctx context.Context, out io.Writer, dir string, ln net.Listener,
 	if rv.cluster {
 		opts.Cluster = uiCluster(dir)
 	}
-	return serveUI(ctx, out, ui.New(st, opts), ln, "store "+dir)
+	return serveUI(ctx, out, withMetricsPage(ui.New(st, opts)), ln, "store "+dir)
 }
 
 func runPlayground(ctx context.Context, out io.Writer, ln net.Listener, logger *slog.Logger) (err error) {
@@ -114,7 +114,7 @@ func runPlayground(ctx context.Context, out io.Writer, ln net.Listener, logger *
 		return err
 	}
 	defer func() { err = errors.Join(err, p.Close()) }()
-	return serveUI(ctx, out, p.Server(), ln, "playground (temporary store "+dir+")")
+	return serveUI(ctx, out, withMetricsPage(p.Server()), ln, "playground (temporary store "+dir+")")
 }
 
 // serveUI serves h on ln until ctx ends, printing the URL first.

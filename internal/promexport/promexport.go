@@ -1,0 +1,173 @@
+// Package promexport exports a server's figures (server.Metrics) in the
+// Prometheus text format: a Collector over the snapshot, and the HTTP
+// handler seglog serve --metrics-listen answers with. It is the one
+// package that imports the Prometheus client, so that the engine and an
+// embedder who does not want it carry no such dependency. docs/metrics.md
+// lists every name and the Kafka metric it corresponds to.
+package promexport
+
+import (
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/seglog/seglog/server"
+)
+
+// Collector is a prometheus.Collector over a snapshot function: every
+// scrape takes one snapshot and reports it whole, so the figures of a
+// scrape are of one moment.
+type Collector struct {
+	snapshot func() (server.Metrics, error)
+}
+
+// Snapshot is what a Collector reports: a (*server.Server).Metrics, or
+// server.StoreMetrics of a store that may fail to refresh. An error fails
+// the scrape, rather than report figures that vanish.
+type Snapshot func() (server.Metrics, error)
+
+// Of is the Snapshot of a server.
+func Of(srv *server.Server) Snapshot {
+	return func() (server.Metrics, error) { return srv.Metrics(), nil }
+}
+
+// NewCollector returns a Collector over snapshot.
+func NewCollector(snapshot Snapshot) *Collector {
+	return &Collector{snapshot: snapshot}
+}
+
+// desc builds the metric descriptions below; the names follow Prometheus'
+// conventions (a unit suffix, _total on counters).
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// The metrics, in the order of docs/metrics.md.
+var (
+	connectionsOpen     = desc("seglog_server_connections", "Client connections being served.")
+	connectionsAccepted = desc("seglog_server_connections_accepted_total", "Client connections accepted.")
+	parkedFetches       = desc("seglog_server_parked_fetches", "Fetch requests waiting for data (long polling).")
+	requests            = desc("seglog_server_requests_total", "Requests answered, per API.", "api")
+	requestDuration     = desc("seglog_server_request_duration_seconds", "Time from a request parsed to its answer written, per API.", "api")
+	bytesIn             = desc("seglog_topic_bytes_in_total", "Bytes of record batches stored by Produce, per topic.", "topic")
+	messagesIn          = desc("seglog_topic_messages_in_total", "Records stored by Produce, per topic.", "topic")
+	bytesOut            = desc("seglog_topic_bytes_out_total", "Bytes of record batches sent by Fetch, per topic.", "topic")
+	messagesOut         = desc("seglog_topic_messages_out_total", "Offsets spanned by the batches sent by Fetch (records, but for compaction gaps), per topic.", "topic")
+	logStart            = desc("seglog_partition_log_start_offset", "A partition's log start offset.", "topic", "partition")
+	logEnd              = desc("seglog_partition_log_end_offset", "A partition's log end offset (the next offset written).", "topic", "partition")
+	logSize             = desc("seglog_partition_size_bytes", "Bytes of a partition's segments.", "topic", "partition")
+	logSegments         = desc("seglog_partition_segments", "Segments of a partition's log.", "topic", "partition")
+	groupCommitted      = desc("seglog_consumer_group_committed_offset", "A consumer group's committed offset on a partition.", "group", "topic", "partition")
+	groupLag            = desc("seglog_consumer_group_lag", "Records between a consumer group's committed offset and the partition's end.", "group", "topic", "partition")
+	brokers             = desc("seglog_cluster_brokers", "Live brokers of the cluster.")
+	activeController    = desc("seglog_cluster_active_controller", "1 on the node that is the cluster's controller, else 0.")
+	leaderPartitions    = desc("seglog_cluster_leader_partitions", "Partitions this node leads.")
+	underReplicated     = desc("seglog_cluster_under_replicated_partitions", "Partitions this node leads with fewer in-sync replicas than replicas.")
+	offlinePartitions   = desc("seglog_cluster_offline_partitions", "Partitions without a leader, in this node's view.")
+	partLeader          = desc("seglog_cluster_partition_leader", "A partition's leader node id (-1 for none).", "topic", "partition")
+	partLeaderEpoch     = desc("seglog_cluster_partition_leader_epoch", "A partition's leader epoch: it goes up with every election.", "topic", "partition")
+	partReplicas        = desc("seglog_cluster_partition_replicas", "A partition's replicas.", "topic", "partition")
+	partInSync          = desc("seglog_cluster_partition_in_sync_replicas", "A partition's in-sync replicas.", "topic", "partition")
+)
+
+var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, parkedFetches, requests, requestDuration,
+	bytesIn, messagesIn, bytesOut, messagesOut, logStart, logEnd, logSize, logSegments, groupCommitted, groupLag,
+	brokers, activeController, leaderPartitions, underReplicated, offlinePartitions,
+	partLeader, partLeaderEpoch, partReplicas, partInSync}
+
+// Describe sends every metric's description.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range descs {
+		ch <- d
+	}
+}
+
+// Collect takes a snapshot and sends it as metrics.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	m, err := c.snapshot()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(connectionsOpen, err)
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	gauge(connectionsOpen, float64(m.ConnectionsOpen))
+	counter(connectionsAccepted, float64(m.ConnectionsAccepted))
+	gauge(parkedFetches, float64(m.ParkedFetches))
+	for _, r := range m.Requests {
+		counter(requests, float64(r.Requests), r.Name)
+		buckets := make(map[float64]uint64, len(r.Latency.Bounds))
+		for i, b := range r.Latency.Bounds {
+			buckets[b] = r.Latency.Cumulative[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(requestDuration, r.Latency.Count, r.Latency.Sum, buckets, r.Name)
+	}
+	for _, t := range m.Topics {
+		counter(bytesIn, float64(t.BytesIn), t.Topic)
+		counter(messagesIn, float64(t.MessagesIn), t.Topic)
+		counter(bytesOut, float64(t.BytesOut), t.Topic)
+		counter(messagesOut, float64(t.MessagesOut), t.Topic)
+	}
+	for _, p := range m.Partitions {
+		if p.Err != nil {
+			continue // no figures: the log does not open
+		}
+		part := strconv.Itoa(int(p.Partition))
+		gauge(logStart, float64(p.StartOffset), p.Topic, part)
+		gauge(logEnd, float64(p.EndOffset), p.Topic, part)
+		gauge(logSize, float64(p.Size), p.Topic, part)
+		gauge(logSegments, float64(p.Segments), p.Topic, part)
+	}
+	for _, g := range m.GroupLag {
+		part := strconv.Itoa(int(g.Partition))
+		gauge(groupCommitted, float64(g.Committed), g.Group, g.Topic, part)
+		gauge(groupLag, float64(g.Lag), g.Group, g.Topic, part)
+	}
+	if cl := m.Cluster; cl != nil {
+		active := 0.0
+		if cl.ActiveController {
+			active = 1
+		}
+		gauge(brokers, float64(cl.Brokers))
+		gauge(activeController, active)
+		gauge(leaderPartitions, float64(cl.LeaderPartitions))
+		gauge(underReplicated, float64(cl.UnderReplicated))
+		gauge(offlinePartitions, float64(cl.Offline))
+		for _, p := range cl.Partitions {
+			part := strconv.Itoa(int(p.Partition))
+			gauge(partLeader, float64(p.Leader), p.Topic, part)
+			gauge(partLeaderEpoch, float64(p.LeaderEpoch), p.Topic, part)
+			gauge(partReplicas, float64(p.Replicas), p.Topic, part)
+			gauge(partInSync, float64(p.InSync), p.Topic, part)
+		}
+	}
+}
+
+// Handler serves /metrics in the Prometheus text format: the snapshot's
+// figures, the Go runtime's and the process'. With pprof, it also serves
+// net/http/pprof under /debug/pprof/, which an operator asks for
+// explicitly: profiles show the program's internals and cost CPU.
+func Handler(snapshot Snapshot, withPprof bool) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(snapshot),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
