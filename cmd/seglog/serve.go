@@ -33,6 +33,7 @@ func newServeCmd() *cobra.Command {
 		fetchCopy         bool
 		rebalanceDelay    time.Duration
 		cl                clusterFlags
+		sec               securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR",
@@ -70,6 +71,9 @@ store cleanly.`,
 			if err := cl.check(cmd, nodeID, listen, advertise); err != nil {
 				return err
 			}
+			if err := sec.check(cmd); err != nil {
+				return err
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return err
@@ -98,6 +102,7 @@ store cleanly.`,
 				AutoCreateTopics: &autoCreate, NumPartitions: numPartitions, TopicConfig: &cfg,
 				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy,
 				GroupInitialRebalanceDelay: rebalanceDelay}
+			sec.apply(&opts)
 			if rebalanceDelay == 0 {
 				opts.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none"; the Config's zero is Kafka's default
 			}
@@ -151,6 +156,7 @@ store cleanly.`,
 	f.DurationVar(&rebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0 for none)")
 	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
 	cl.flags(cmd)
+	sec.flags(cmd)
 	limitFlag(cmd, "node-id", 0, math.MaxInt32)
 	limitFlag(cmd, "num-partitions", 1, store.MaxPartitions)
 	// A request's size is a 32-bit field.
