@@ -39,6 +39,8 @@ type conn struct {
 	produceFrame []byte
 
 	clientID string // the last request's header client id, for the coordinator
+
+	sasl *saslConn // nil unless Options.SASL: this connection's login
 }
 
 // remoteHost is the client's address as the coordinator shows it
@@ -86,6 +88,9 @@ func (s *Server) putFrame(frame []byte) {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, coord: s.coord}
+	if s.cfg.SASL != nil {
+		c.sasl = &saslConn{}
+	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	return c
 }
@@ -157,9 +162,10 @@ func (c *conn) readFrames(frames chan<- []byte) {
 		}
 		size := int32(binary.BigEndian.Uint32(hdr[:]))
 		// A request has at least key, version and correlation id.
-		if size < 8 || int64(size) > int64(c.s.cfg.MaxRequestBytes) {
+		lo, hi := c.frameBounds()
+		if size < lo || int64(size) > int64(hi) {
 			c.s.logger.Info("server: closing connection", "remote", c.nc.RemoteAddr().String(),
-				"reason", fmt.Sprintf("request size %d outside [8, %d]", size, c.s.cfg.MaxRequestBytes))
+				"reason", fmt.Sprintf("request size %d outside [%d, %d]", size, lo, hi))
 			return
 		}
 		buf := c.s.getFrame(int(size))
@@ -220,6 +226,11 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 			err = &errCloseConn{reason: fmt.Sprint("internal error: ", r), internal: true}
 		}
 	}()
+	if c.sasl != nil {
+		if handled, err := c.saslGate(frame); handled {
+			return err
+		}
+	}
 	h, req, err := c.decodeRequest(frame)
 	if ue, ok := err.(*errUnsupported); ok {
 		return c.writeKmsg(h.corr, unsupportedResponse(ue.req, ue.parsed))
@@ -359,6 +370,10 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.alterConfigs(r))
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return c.writeKmsg(h.corr, c.s.incrementalAlterConfigs(r))
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		return c.writeKmsg(h.corr, c.s.describeUserSCRAM(r))
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return c.writeKmsg(h.corr, c.s.alterUserSCRAM(r))
 	}
 	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
 }

@@ -89,6 +89,9 @@ type Options struct {
 	// (LoadTLSConfig makes one from PEM files). Fetched records are then
 	// copied through the TLS connection: sendfile cannot encrypt.
 	TLS *tls.Config
+	// SASL, when set, requires every connection to authenticate before
+	// it is served (sasl.go, docs/security.md).
+	SASL *SASLConfig
 }
 
 // Server answers the Kafka protocol for one store. Create it with New, run
@@ -108,6 +111,9 @@ type Server struct {
 	// groupKick tells a cluster node's coordinator that a leader or a
 	// high watermark changed: it loads or drops offsets partitions.
 	groupKick chan struct{}
+
+	// logins counts failed SASL logins per address (sasl.go).
+	logins *loginLimiter
 
 	// frames holds Produce request frames between requests (conn.go,
 	// "Request frames"), for any connection to read its next request
@@ -161,6 +167,15 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	s := &Server{st: st, cfg: cfg, logger: cfg.Logger,
 		listeners: make(map[net.Listener]struct{}), conns: make(map[*conn]struct{})}
 	s.pids = newProducers(st.FS())
+	if cfg.SASL != nil {
+		if err := CheckMechanisms(cfg.SASL.Mechanisms); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		if cfg.SASL.Credentials == nil {
+			return nil, errors.New("server: SASL without credentials")
+		}
+		s.logins = newLoginLimiter(cfg.SASL.MaxFailures, cfg.SASL.FailureWindow)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Cluster != nil {
 		s.cluster = cfg.Cluster
