@@ -71,7 +71,7 @@ store cleanly.`,
 			if err := cl.check(cmd, nodeID, listen, advertise); err != nil {
 				return err
 			}
-			if err := sec.check(cmd); err != nil {
+			if err := sec.check(cmd, args[0], listen, cl.voters != ""); err != nil {
 				return err
 			}
 			ln, err := net.Listen("tcp", listen)
@@ -102,7 +102,7 @@ store cleanly.`,
 				AutoCreateTopics: &autoCreate, NumPartitions: numPartitions, TopicConfig: &cfg,
 				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy,
 				GroupInitialRebalanceDelay: rebalanceDelay}
-			sec.apply(&opts)
+			sec.apply(&opts, logger, listen)
 			if rebalanceDelay == 0 {
 				opts.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none"; the Config's zero is Kafka's default
 			}
