@@ -185,7 +185,11 @@ func (x *scramExchange) final(msg []byte) ([]byte, error) {
 	if len(attrs) < 2 || attrs[0] != "c="+base64.StdEncoding.EncodeToString([]byte(x.gs2)) {
 		return nil, &errSCRAM{"channel binding does not match the client's first message"}
 	}
-	if attrs[1] != "r="+x.nonce {
+	// The nonce must end with the server's (client's and server's
+	// parts): librdkafka sends its own part again in front, and Kafka
+	// accepts that (ScramSaslServer checks endsWith), so seglog does too.
+	// The proof covers the message as sent either way.
+	if !strings.HasPrefix(attrs[1], "r=") || !strings.HasSuffix(attrs[1], x.nonce) {
 		return nil, &errSCRAM{"nonce does not match"}
 	}
 	h, _ := mechanismHash(x.mech)
