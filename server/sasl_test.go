@@ -285,3 +285,19 @@ func TestSASLLoginsRateLimited(t *testing.T) {
 		t.Fatalf("after two failures: error %d %q, want refused as too many", code, msg)
 	}
 }
+
+// The 64 KiB bound holds only before authentication: a logged-in
+// producer's large request is served.
+func TestSASLLargeRequestAfterAuth(t *testing.T) {
+	ts, _ := saslServer(t)
+	mech := scram.Auth{User: "alice", Pass: "alice-pw"}.AsSha512Mechanism()
+	cl := ts.client(kgo.SASL(mech), kgo.AllowAutoTopicCreation(), kgo.ProducerBatchMaxBytes(2<<20))
+	big := &kgo.Record{Topic: "big", Value: bytes.Repeat([]byte("v"), 1<<20)}
+	if err := cl.ProduceSync(testCtx(t), big).FirstErr(); err != nil {
+		t.Fatalf("a 1 MiB record after authentication: %v", err)
+	}
+	got := consumeAll(t, ts.addr, "big", 1, kgo.SASL(mech))
+	if len(got[0].Value) != 1<<20 {
+		t.Fatalf("read back %d bytes", len(got[0].Value))
+	}
+}

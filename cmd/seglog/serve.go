@@ -48,6 +48,11 @@ Every flag is checked and the listener bound before DIR is opened or
 created: a bad value or address is a usage error (exit status 2), a port in
 use exits 1, and DIR is left as it was.
 
+TLS (--tls-cert, --tls-key, --tls-client-ca) and SASL logins
+(--sasl-mechanisms, users from seglog users add) are in docs/security.md.
+Without TLS and client authentication, a --listen address other than
+loopback is refused unless --insecure, which logs a warning.
+
 The node id and cluster id are kept in DIR/meta.properties (--node-id
 applies on the first start only). SIGTERM or SIGINT stops accepting
 connections, lets in-flight requests finish (up to --grace) and closes the
