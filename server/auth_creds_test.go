@@ -193,3 +193,54 @@ func FuzzSASLInput(f *testing.F) {
 		x.final(b)
 	})
 }
+
+// A change that fails at any filesystem operation is an error, is not
+// seen by logins, and leaves a file that loads, with the users before or
+// after it, also after a power loss; nothing valid is lost.
+func TestCredentialsWriteFaults(t *testing.T) {
+	for n := 1; ; n++ {
+		mem := vfs.NewMem()
+		base, err := LoadCredentials(mem, "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := base.SetPassword("alice", MechanismPlain, "a", 0); err != nil {
+			t.Fatal(err)
+		}
+		calls, armed := 0, false
+		fs := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+			if !armed {
+				return nil
+			}
+			calls++
+			if calls == n {
+				return errors.New("disk on fire")
+			}
+			return nil
+		}))
+		c, err := LoadCredentials(fs, "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		armed = true // the n-th operation of the write fails
+		err = c.SetPassword("bob", MechanismPlain, "b", 0)
+		if err == nil {
+			if n < 6 {
+				t.Fatalf("the write took only %d operations", n-1)
+			}
+			return // every operation of the write has had its fault
+		}
+		if _, ok := c.Lookup("bob", MechanismPlain); ok {
+			t.Fatalf("fault at operation %d: bob is seen though the write failed", n)
+		}
+		for _, fsys := range []vfs.FS{mem, mem.CrashClone()} {
+			after, err := LoadCredentials(fsys, "/")
+			if err != nil {
+				t.Fatalf("fault at operation %d: the file no longer loads: %v", n, err)
+			}
+			if _, ok := after.Lookup("alice", MechanismPlain); !ok {
+				t.Fatalf("fault at operation %d: alice is lost", n)
+			}
+		}
+	}
+}
