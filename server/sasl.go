@@ -17,7 +17,8 @@ import (
 // connection must authenticate, with one of Mechanisms and a credential of
 // Credentials, before any request but ApiVersions, SaslHandshake and
 // SaslAuthenticate; any other request before that closes the
-// connection, as Kafka does.
+// connection, as Kafka does. New refuses it with Options.Cluster: a
+// cluster's users would have to be replicated.
 type SASLConfig struct {
 	// Mechanisms are those clients may use: PLAIN, SCRAM-SHA-256,
 	// SCRAM-SHA-512.

@@ -174,6 +174,11 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 		if cfg.SASL.Credentials == nil {
 			return nil, errors.New("server: SASL without credentials")
 		}
+		if cfg.Cluster != nil {
+			// The users are one node's file, not the cluster's
+			// (docs/security.md, "In a cluster").
+			return nil, errors.New("server: SASL in a cluster is not supported yet")
+		}
 		s.logins = newLoginLimiter(cfg.SASL.MaxFailures, cfg.SASL.FailureWindow)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
