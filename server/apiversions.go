@@ -40,10 +40,11 @@ var advertised = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
 }
 
-// apiKeys is the full advertisement: the server's keys and the
-// coordinator's, sorted by key. A key both list keeps the server's range.
-func apiKeys(coord *coordinator) []kmsg.ApiVersionsResponseApiKey {
-	keys := slices.Clone(advertised)
+// apiKeys is the full advertisement: the server's keys, the security
+// ones in use (sasl.go) and the coordinator's, sorted by key. A key both
+// list keeps the server's range.
+func apiKeys(coord *coordinator, security ...kmsg.ApiVersionsResponseApiKey) []kmsg.ApiVersionsResponseApiKey {
+	keys := append(slices.Clone(advertised), security...)
 	if coord != nil {
 		for _, k := range coord.apiKeys() {
 			if !slices.ContainsFunc(keys, func(a kmsg.ApiVersionsResponseApiKey) bool { return a.ApiKey == k.ApiKey }) {
@@ -63,6 +64,11 @@ func (s *Server) supports(coord *coordinator, key, version int16) bool {
 			return version >= k.MinVersion && version <= k.MaxVersion
 		}
 	}
+	for _, k := range s.securityKeys() {
+		if k.ApiKey == key {
+			return version >= k.MinVersion && version <= k.MaxVersion
+		}
+	}
 	if coord != nil {
 		for _, k := range coord.apiKeys() {
 			if k.ApiKey == key {
@@ -76,7 +82,7 @@ func (s *Server) supports(coord *coordinator, key, version int16) bool {
 func (s *Server) apiVersions(coord *coordinator, req *kmsg.ApiVersionsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.SetVersion(req.Version)
-	resp.ApiKeys = apiKeys(coord)
+	resp.ApiKeys = apiKeys(coord, s.securityKeys()...)
 	resp.FinalizedFeaturesEpoch = -1
 	return resp
 }

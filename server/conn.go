@@ -39,6 +39,8 @@ type conn struct {
 	produceFrame []byte
 
 	clientID string // the last request's header client id, for the coordinator
+
+	sasl *saslConn // nil unless Options.SASL: this connection's login
 }
 
 // remoteHost is the client's address as the coordinator shows it
@@ -86,6 +88,9 @@ func (s *Server) putFrame(frame []byte) {
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, coord: s.coord}
+	if s.cfg.SASL != nil {
+		c.sasl = &saslConn{}
+	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	s.metrics.connsAccepted.Add(1)
 	s.metrics.connsOpen.Add(1)
@@ -160,9 +165,10 @@ func (c *conn) readFrames(frames chan<- []byte) {
 		}
 		size := int32(binary.BigEndian.Uint32(hdr[:]))
 		// A request has at least key, version and correlation id.
-		if size < 8 || int64(size) > int64(c.s.cfg.MaxRequestBytes) {
+		lo, hi := c.frameBounds()
+		if size < lo || int64(size) > int64(hi) {
 			c.s.logger.Info("server: closing connection", "remote", c.nc.RemoteAddr().String(),
-				"reason", fmt.Sprintf("request size %d outside [8, %d]", size, c.s.cfg.MaxRequestBytes))
+				"reason", fmt.Sprintf("request size %d outside [%d, %d]", size, lo, hi))
 			return
 		}
 		buf := c.s.getFrame(int(size))
@@ -223,6 +229,11 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 			err = &errCloseConn{reason: fmt.Sprint("internal error: ", r), internal: true}
 		}
 	}()
+	if c.sasl != nil {
+		if handled, err := c.saslGate(frame); handled {
+			return err
+		}
+	}
 	start := time.Now()
 	h, req, err := c.decodeRequest(frame)
 	if _, ok := err.(*errUnsupported); ok || err == nil {
@@ -366,6 +377,10 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.alterConfigs(r))
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return c.writeKmsg(h.corr, c.s.incrementalAlterConfigs(r))
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		return c.writeKmsg(h.corr, c.s.describeUserSCRAM(r))
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return c.writeKmsg(h.corr, c.s.alterUserSCRAM(r))
 	}
 	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
 }

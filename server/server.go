@@ -16,6 +16,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,6 +85,13 @@ type Options struct {
 	// come from it, and only a partition's leader serves it. Nil is a
 	// single node, which leads every partition of its store.
 	Cluster Cluster
+	// TLS, when set, makes every listener given to Serve speak TLS
+	// (LoadTLSConfig makes one from PEM files). Fetched records are then
+	// copied through the TLS connection: sendfile cannot encrypt.
+	TLS *tls.Config
+	// SASL, when set, requires every connection to authenticate before
+	// it is served (sasl.go, docs/security.md).
+	SASL *SASLConfig
 }
 
 // Server answers the Kafka protocol for one store. Create it with New, run
@@ -103,6 +111,9 @@ type Server struct {
 	// groupKick tells a cluster node's coordinator that a leader or a
 	// high watermark changed: it loads or drops offsets partitions.
 	groupKick chan struct{}
+
+	// logins counts failed SASL logins per address (sasl.go).
+	logins *loginLimiter
 
 	// frames holds Produce request frames between requests (conn.go,
 	// "Request frames"), for any connection to read its next request
@@ -158,6 +169,20 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	s := &Server{st: st, cfg: cfg, logger: cfg.Logger,
 		listeners: make(map[net.Listener]struct{}), conns: make(map[*conn]struct{})}
 	s.pids = newProducers(st.FS())
+	if cfg.SASL != nil {
+		if err := CheckMechanisms(cfg.SASL.Mechanisms); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		if cfg.SASL.Credentials == nil {
+			return nil, errors.New("server: SASL without credentials")
+		}
+		if cfg.Cluster != nil {
+			// The users are one node's file, not the cluster's
+			// (docs/security.md, "In a cluster").
+			return nil, errors.New("server: SASL in a cluster is not supported yet")
+		}
+		s.logins = newLoginLimiter(cfg.SASL.MaxFailures, cfg.SASL.FailureWindow)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Cluster != nil {
 		s.cluster = cfg.Cluster
@@ -245,6 +270,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	} else if s.coord == nil {
 		s.coord = newCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port,
 			InitialRebalanceDelay: s.cfg.GroupInitialRebalanceDelay})
+	}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
 	s.listeners[ln] = struct{}{}
 	s.mu.Unlock()

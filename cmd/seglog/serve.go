@@ -40,6 +40,7 @@ func newServeCmd() *cobra.Command {
 		withPprof         bool
 		logFormat         string
 		logLevel          string
+		sec               securityFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR",
@@ -53,6 +54,11 @@ versions spoken, idempotence, acks and what is not supported.
 Every flag is checked and the listener bound before DIR is opened or
 created: a bad value or address is a usage error (exit status 2), a port in
 use exits 1, and DIR is left as it was.
+
+TLS (--tls-cert, --tls-key, --tls-client-ca) and SASL logins
+(--sasl-mechanisms, users from seglog users add) are in docs/security.md.
+Without TLS and client authentication, a --listen address other than
+loopback is refused unless --insecure, which logs a warning.
 
 The node id and cluster id are kept in DIR/meta.properties (--node-id
 applies on the first start only). SIGTERM or SIGINT stops accepting
@@ -85,6 +91,9 @@ groups' lag; docs/metrics.md), and with --pprof Go's profiler.
 				}
 			}
 			if err := cl.check(cmd, nodeID, listen, advertise); err != nil {
+				return err
+			}
+			if err := sec.check(cmd, args[0], listen, cl.voters != ""); err != nil {
 				return err
 			}
 			ln, err := net.Listen("tcp", listen)
@@ -120,6 +129,7 @@ groups' lag; docs/metrics.md), and with --pprof Go's profiler.
 				AutoCreateTopics: &autoCreate, NumPartitions: numPartitions, TopicConfig: &cfg,
 				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy,
 				GroupInitialRebalanceDelay: rebalanceDelay}
+			sec.apply(&opts, logger, listen)
 			if rebalanceDelay == 0 {
 				opts.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none"; the Config's zero is Kafka's default
 			}
@@ -194,6 +204,7 @@ groups' lag; docs/metrics.md), and with --pprof Go's profiler.
 	oneOf(cmd, "log-level", "debug", "info", "warn", "error")
 	exclusive(cmd, "verbose", "log-level")
 	cl.flags(cmd)
+	sec.flags(cmd)
 	limitFlag(cmd, "node-id", 0, math.MaxInt32)
 	limitFlag(cmd, "num-partitions", 1, store.MaxPartitions)
 	// A request's size is a 32-bit field.

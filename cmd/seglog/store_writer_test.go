@@ -26,10 +26,10 @@ import (
 // startServe runs seglog serve on dir as a process and returns the
 // address it listens on, as its lock file names it, and a function that
 // stops it (SIGTERM) and returns its exit status.
-func startServe(t *testing.T, dir string) (string, func() int) {
+func startServe(t *testing.T, dir string, extra ...string) (string, func() int) {
 	t.Helper()
 	var stderr lockedBuffer
-	cmd := seglogProcess(t, &stderr, "serve", dir, "--listen", "127.0.0.1:0")
+	cmd := seglogProcess(t, &stderr, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog/server"
+	"github.com/seglog/seglog/vfs"
+)
+
+// securityFlags are serve's TLS and SASL flags (docs/security.md). Each
+// is checked, and every file they name read, before the listener is
+// bound or the store opened: a missing or bad file is a usage error and
+// nothing is created.
+type securityFlags struct {
+	tlsCert, tlsKey, tlsClientCA string
+	saslMechanisms               string
+	insecure                     bool
+
+	tls        *tls.Config
+	sasl       *server.SASLConfig
+	insecureOn bool // --insecure let a non-loopback address be served
+}
+
+func (s *securityFlags) flags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&s.tlsCert, "tls-cert", "", "PEM certificate (chain) the Kafka listener presents: clients connect with TLS (security.protocol=SSL)")
+	f.StringVar(&s.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&s.tlsClientCA, "tls-client-ca", "", "PEM CA certificates: clients must present a certificate signed by one (ssl.client.auth=required)")
+	f.StringVar(&s.saslMechanisms, "sasl-mechanisms", "", "require SASL authentication with these mechanisms, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (users: seglog users add DIR)")
+	f.BoolVar(&s.insecure, "insecure", false, "serve a non-loopback --listen address without TLS and client authentication (a warning is logged)")
+	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
+	onlyWith(cmd, "tls-client-ca", "tls-cert")
+}
+
+// check reads the TLS files and the store's credentials, and refuses a
+// non-loopback listener that would serve anyone in the clear.
+func (s *securityFlags) check(cmd *cobra.Command, dir, listen string, cluster bool) error {
+	if s.saslMechanisms != "" {
+		if cluster {
+			// The credentials would be one node's file, not the
+			// cluster's: refused until they live in the replicated
+			// metadata (docs/security.md).
+			return usageErrorf(cmd, "--sasl-mechanisms cannot be used with --voters yet: a cluster's users would have to be replicated (docs/security.md)")
+		}
+		mechs, err := checkMechanismsFlag(cmd, s.saslMechanisms)
+		if err != nil {
+			return err
+		}
+		// A damaged credentials file is refused before the store is
+		// opened; a missing one is no users yet.
+		creds, err := server.LoadCredentials(vfs.Default, dir)
+		if err != nil {
+			return err
+		}
+		s.sasl = &server.SASLConfig{Mechanisms: mechs, Credentials: creds}
+	}
+	if s.tlsCert != "" {
+		cfg, err := server.LoadTLSConfig(vfs.Default, s.tlsCert, s.tlsKey, s.tlsClientCA)
+		if err != nil {
+			return usageErrorf(cmd, "%v", err)
+		}
+		s.tls = cfg
+	}
+	secure := s.tls != nil && (s.sasl != nil || s.tlsClientCA != "")
+	// An empty host is every interface; a name other than localhost is
+	// taken as reachable from elsewhere.
+	if host, _, _ := net.SplitHostPort(listen); !secure && !isLoopback(host) {
+		if !s.insecure {
+			return usageErrorf(cmd, "--listen %s is not a loopback address: serving it needs TLS and client authentication (--tls-cert and --tls-key, with --sasl-mechanisms or --tls-client-ca), or --insecure to serve it as it is (docs/security.md)", listen)
+		}
+		s.insecureOn = true
+	}
+	return nil
+}
+
+// apply sets the server's options from the checked flags, and says so
+// when --insecure was needed.
+func (s *securityFlags) apply(opts *server.Options, logger *slog.Logger, listen string) {
+	opts.TLS = s.tls
+	opts.SASL = s.sasl
+	if s.insecureOn {
+		logger.Warn("seglog serve: --insecure: serving a non-loopback address without TLS and client authentication; anyone who reaches it can read, write and delete every topic",
+			"listen", listen, "tls", s.tls != nil, "sasl", s.sasl != nil)
+	}
+	if s.sasl != nil && len(s.sasl.Credentials.List()) == 0 {
+		logger.Warn("seglog serve: --sasl-mechanisms with no users: no client can log in until one is added (seglog users add DIR NAME --password P, before serve starts)")
+	}
+}

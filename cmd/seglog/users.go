@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/seglog/seglog/server"
+	"github.com/seglog/seglog/store"
+)
+
+func init() { register(newUsersCmd) }
+
+func newUsersCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "users",
+		Short: "Add, delete and list the SASL users of a store directory (seglog serve --sasl-mechanisms)",
+		Long: `Manage the users seglog serve --sasl-mechanisms authenticates, kept in
+DIR/` + server.CredentialsFile + `: per user and mechanism a salt, the iteration count and
+SCRAM's StoredKey and ServerKey (KIP-554), never a password, PLAIN included.
+A user may have a credential for each mechanism; a client logs in with the
+mechanism its credential is for. docs/security.md.
+
+add and delete take the store's lock: a store a server holds is refused,
+with the kafka-configs.sh command that does the same through it (SCRAM
+only). list opens the store read-only and writes nothing.`,
+	}
+	var password, mechanism string
+	add := &cobra.Command{
+		Use:   "add DIR NAME --password P",
+		Short: "Add a user, or replace its credential for --mechanism",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			user := args[1]
+			advice := func(addr string) string {
+				return fmt.Sprintf("add it through the server: kafka-configs.sh --bootstrap-server %s --alter --add-config '%s=[password=...]' --entity-type users --entity-name %s", addr, mechanism, user)
+			}
+			// A new store may be made for its first user, before the
+			// first seglog serve.
+			return withStore(cmd, args[0], true, advice, func(s *store.Store) error {
+				creds, err := server.LoadCredentials(s.FS(), s.Dir())
+				if err != nil {
+					return err
+				}
+				if err := creds.SetPassword(user, mechanism, password, 0); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Added user %s (%s).\n", user, mechanism)
+				return nil
+			})
+		},
+	}
+	add.Flags().StringVar(&password, "password", "", "the user's password (required)")
+	add.Flags().StringVar(&mechanism, "mechanism", server.MechanismSCRAMSHA256, "the SASL mechanism the credential is for")
+	_ = add.MarkFlagRequired("password")
+	oneOf(add, "mechanism", server.Mechanisms...)
+
+	var delMech string
+	del := &cobra.Command{
+		Use:   "delete DIR NAME",
+		Short: "Delete a user's credentials (every mechanism's, or --mechanism's)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			user := args[1]
+			advice := func(addr string) string {
+				return fmt.Sprintf("delete it through the server: kafka-configs.sh --bootstrap-server %s --alter --delete-config 'SCRAM-SHA-256' --entity-type users --entity-name %s", addr, user)
+			}
+			return withStore(cmd, args[0], false, advice, func(s *store.Store) error {
+				creds, err := server.LoadCredentials(s.FS(), s.Dir())
+				if err != nil {
+					return err
+				}
+				n, err := creds.Delete(user, delMech)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					return fmt.Errorf("no such user: %s", user)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Deleted user %s (%d credentials).\n", user, n)
+				return nil
+			})
+		},
+	}
+	del.Flags().StringVar(&delMech, "mechanism", "", "delete only this mechanism's credential")
+	oneOf(del, "mechanism", append([]string{""}, server.Mechanisms...)...)
+
+	list := &cobra.Command{
+		Use:   "list DIR",
+		Short: "List the users, their mechanisms and iteration counts",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return readStore(cmd, args[0], func(s *store.Store) error {
+				creds, err := server.LoadCredentials(s.FS(), s.Dir())
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "USER\tMECHANISM\tITERATIONS")
+				for _, c := range creds.List() {
+					fmt.Fprintf(tw, "%s\t%s\t%d\n", c.User, c.Mechanism, c.Iterations)
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.AddCommand(add, del, list)
+	acceptDirFirst(cmd)
+	return cmd
+}
+
+// checkMechanismsFlag splits --sasl-mechanisms.
+func checkMechanismsFlag(cmd *cobra.Command, value string) ([]string, error) {
+	var mechs []string
+	for _, m := range strings.Split(value, ",") {
+		mechs = append(mechs, strings.ToUpper(strings.TrimSpace(m)))
+	}
+	if err := server.CheckMechanisms(mechs); err != nil {
+		return nil, usageErrorf(cmd, "invalid --sasl-mechanisms: %v", err)
+	}
+	return mechs, nil
+}
