@@ -145,6 +145,10 @@ type Metrics struct {
 	// Cluster is a cluster node's view of the cluster; nil on a single
 	// node.
 	Cluster *ClusterMetrics
+	// Cleaner is what the store's cleaner did (retention's deletions,
+	// compaction's bytes, each partition's dirty ratio); nil for a
+	// read-only store, which runs none.
+	Cleaner *store.CleanerMetrics
 }
 
 // RequestMetrics counts the requests of one API key.
@@ -250,6 +254,7 @@ func (s *Server) Metrics() Metrics {
 	})
 	slices.SortFunc(out.Topics, func(a, b TopicMetrics) int { return strings.Compare(a.Topic, b.Topic) })
 	out.Partitions = partitionMetrics(s.st)
+	out.Cleaner = cleanerMetrics(s.st)
 	s.mu.Lock()
 	coord := s.coord
 	s.mu.Unlock()
@@ -262,14 +267,27 @@ func (s *Server) Metrics() Metrics {
 
 // StoreMetrics is the part of a Metrics snapshot a store holds without a
 // server: every partition's bounds and size, and the lag of every group
-// with commits in the store's offsets topic. Nothing is counted, so the
-// traffic figures are empty. For a read-only store, Refresh it first, as
-// every reader of one does.
+// with commits in the store's offsets topic, and its cleaner's figures
+// unless it is read-only. Nothing is counted, so the traffic figures are
+// empty. For a read-only store, Refresh it first, as every reader of one
+// does.
 func StoreMetrics(st *store.Store) Metrics {
 	var out Metrics
 	out.Partitions = partitionMetrics(st)
+	out.Cleaner = cleanerMetrics(st)
 	out.GroupLag = groupLag(localGroups{st}, nil)
 	return out
+}
+
+// cleanerMetrics is the store's cleaner figures, or nil for a read-only
+// store: its zeros would read as a cleaner that never ran, on a page
+// beside a broker whose cleaner does.
+func cleanerMetrics(st *store.Store) *store.CleanerMetrics {
+	if st.ReadOnly() {
+		return nil
+	}
+	m := st.CleanerMetrics()
+	return &m
 }
 
 func partitionMetrics(st *store.Store) []PartitionMetrics {

@@ -287,6 +287,48 @@ func TestClusterFigures(t *testing.T) {
 	}
 }
 
+// TestCleanerFigures: the store's cleaner figures are exported, a
+// partition's dirty ratio only where it was measured, and a snapshot
+// without them (a read-only store's) has no cleaner metrics.
+func TestCleanerFigures(t *testing.T) {
+	last := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	snap := server.Metrics{Cleaner: &store.CleanerMetrics{Passes: 4, LastRun: last, SegmentsDeleted: 3,
+		BytesDeleted: 6000, RecordsDeleted: 70, CompactionRounds: 2, BytesRead: 9000, BytesWritten: 1000, Failures: 1,
+		Partitions: []store.PartitionCleanerMetrics{
+			{Topic: "c", Partition: 1, DirtyRatio: 0.75},
+			{Topic: "r", Partition: 0, DirtyRatio: -1, BytesDeleted: 6000}}}}
+	page := httptest.NewServer(Handler(func() (server.Metrics, error) { return snap, nil }, false))
+	defer page.Close()
+	fams := scrape(t, page.URL+"/metrics")
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"seglog_cleaner_passes_total", nil, 4},
+		{"seglog_cleaner_last_run_timestamp_seconds", nil, float64(last.Unix())},
+		{"seglog_cleaner_deleted_bytes_total", nil, 6000},
+		{"seglog_cleaner_deleted_segments_total", nil, 3},
+		{"seglog_cleaner_compaction_rounds_total", nil, 2},
+		{"seglog_cleaner_compaction_read_bytes_total", nil, 9000},
+		{"seglog_cleaner_compaction_written_bytes_total", nil, 1000},
+		{"seglog_cleaner_failures_total", nil, 1},
+		{"seglog_partition_dirty_ratio", []string{"topic", "c", "partition", "1"}, 0.75},
+	} {
+		if got, ok := value(fams, c.name, c.labels...); !ok || got != c.want {
+			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if _, ok := value(fams, "seglog_partition_dirty_ratio", "topic", "r"); ok {
+		t.Error("a dirty ratio for a partition never measured")
+	}
+	none := httptest.NewServer(Handler(func() (server.Metrics, error) { return server.Metrics{}, nil }, false))
+	defer none.Close()
+	if fams := scrape(t, none.URL+"/metrics"); fams["seglog_cleaner_passes_total"] != nil {
+		t.Error("cleaner metrics without cleaner figures")
+	}
+}
+
 // TestSnapshotErrorFailsScrape: a snapshot that cannot be taken fails the
 // scrape (500) instead of reporting no figures.
 func TestSnapshotErrorFailsScrape(t *testing.T) {
