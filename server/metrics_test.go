@@ -131,7 +131,8 @@ func TestMetricsGroupLagAndParkedFetch(t *testing.T) {
 
 // TestMetricsCleaner: the snapshot carries the store's cleaner figures:
 // after a round under retention.bytes 1, the bytes deleted are what the
-// partition shrank by. A read-only store's snapshot has none.
+// partition shrank by; and its Logs' counters. A read-only store's
+// snapshot has neither.
 func TestMetricsCleaner(t *testing.T) {
 	ts := startServer(t, "", Options{})
 	cfg := store.DefaultTopicConfig()
@@ -159,13 +160,17 @@ func TestMetricsCleaner(t *testing.T) {
 	if sm := StoreMetrics(ts.st); sm.Cleaner == nil || sm.Cleaner.BytesDeleted != deleted {
 		t.Errorf("StoreMetrics' cleaner figures: %+v", sm.Cleaner)
 	}
+	// Filling the segments that retention deleted rolled the log.
+	if m.Logs == nil || m.Logs.Rolls < 1 || m.Logs.Opens < 1 {
+		t.Errorf("the Logs' counters: %+v", m.Logs)
+	}
 	ro, err := store.Open(ts.dir, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ro.Close()
-	if sm := StoreMetrics(ro); sm.Cleaner != nil {
-		t.Errorf("a read-only store's snapshot has cleaner figures: %+v", sm.Cleaner)
+	if sm := StoreMetrics(ro); sm.Cleaner != nil || sm.Logs != nil {
+		t.Errorf("a read-only store's snapshot has cleaner figures or Log counters: %+v, %+v", sm.Cleaner, sm.Logs)
 	}
 }
 

@@ -81,6 +81,15 @@ var (
 	compactionWritten   = desc("seglog_cleaner_compaction_written_bytes_total", "Segment bytes compaction wrote.")
 	cleanerFailures     = desc("seglog_cleaner_failures_total", "Failed retention passes and compaction rounds.")
 	dirtyRatio          = desc("seglog_partition_dirty_ratio", "A compacted partition's dirty share of its cleanable bytes at the cleaner's last pass.", "topic", "partition")
+	logRolls            = desc("seglog_log_rolls_total", "Active segments rolled, over every partition.")
+	logRollSeconds      = desc("seglog_log_roll_seconds_total", "Time spent rolling segments.")
+	logFlushes          = desc("seglog_log_flushes_total", "Flushes (fsync rounds) that made appended records durable.")
+	logFlushSeconds     = desc("seglog_log_flush_seconds_total", "Time spent flushing.")
+	logOpens            = desc("seglog_log_opens_total", "Partition Logs opened (first use, or reopened after the budget of open Logs closed them).")
+	logOpenSeconds      = desc("seglog_log_open_seconds_total", "Time spent opening partition Logs, recovery included.")
+	logRecoveries       = desc("seglog_log_recoveries_total", "Partition Logs recovered after a crash (on their first use).")
+	logRecoverySeconds  = desc("seglog_log_recovery_seconds_total", "Time spent opening partition Logs that needed recovery.")
+	logRecoveredSegs    = desc("seglog_log_recovered_segments_total", "Segments scanned by recovery.")
 )
 
 var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, parkedFetches, requests, requestDuration,
@@ -88,7 +97,9 @@ var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, parkedFetch
 	brokers, activeController, leaderPartitions, underReplicated, offlinePartitions,
 	partLeader, partLeaderEpoch, partReplicas, partInSync,
 	cleanerPasses, cleanerLastRun, cleanerDeleted, cleanerDeletedSegs, compactionRounds, compactionRead,
-	compactionWritten, cleanerFailures, dirtyRatio}
+	compactionWritten, cleanerFailures, dirtyRatio,
+	logRolls, logRollSeconds, logFlushes, logFlushSeconds, logOpens, logOpenSeconds,
+	logRecoveries, logRecoverySeconds, logRecoveredSegs}
 
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -177,6 +188,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(dirtyRatio, p.DirtyRatio, p.Topic, strconv.Itoa(int(p.Partition)))
 		}
+	}
+	if lg := m.Logs; lg != nil {
+		counter(logRolls, float64(lg.Rolls))
+		counter(logRollSeconds, lg.RollTime.Seconds())
+		counter(logFlushes, float64(lg.Flushes))
+		counter(logFlushSeconds, lg.FlushTime.Seconds())
+		counter(logOpens, float64(lg.Opens))
+		counter(logOpenSeconds, lg.OpenTime.Seconds())
+		counter(logRecoveries, float64(lg.Recoveries))
+		counter(logRecoverySeconds, lg.RecoveryTime.Seconds())
+		counter(logRecoveredSegs, float64(lg.SegmentsRecovered))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
@@ -324,8 +325,29 @@ func TestCleanerFigures(t *testing.T) {
 	}
 	none := httptest.NewServer(Handler(func() (server.Metrics, error) { return server.Metrics{}, nil }, false))
 	defer none.Close()
-	if fams := scrape(t, none.URL+"/metrics"); fams["seglog_cleaner_passes_total"] != nil {
-		t.Error("cleaner metrics without cleaner figures")
+	if fams := scrape(t, none.URL+"/metrics"); fams["seglog_cleaner_passes_total"] != nil || fams["seglog_log_rolls_total"] != nil {
+		t.Error("cleaner or log metrics without their figures")
+	}
+}
+
+// TestLogFigures: the Logs' counters are exported, times in seconds.
+func TestLogFigures(t *testing.T) {
+	snap := server.Metrics{Logs: &seglog.StatsSnapshot{Rolls: 3, RollTime: 1500 * time.Millisecond,
+		Flushes: 9, FlushTime: 250 * time.Millisecond, Opens: 5, OpenTime: 4 * time.Second,
+		Recoveries: 2, RecoveryTime: 3 * time.Second, SegmentsRecovered: 7}}
+	page := httptest.NewServer(Handler(func() (server.Metrics, error) { return snap, nil }, false))
+	defer page.Close()
+	fams := scrape(t, page.URL+"/metrics")
+	for name, want := range map[string]float64{
+		"seglog_log_rolls_total": 3, "seglog_log_roll_seconds_total": 1.5,
+		"seglog_log_flushes_total": 9, "seglog_log_flush_seconds_total": 0.25,
+		"seglog_log_opens_total": 5, "seglog_log_open_seconds_total": 4,
+		"seglog_log_recoveries_total": 2, "seglog_log_recovery_seconds_total": 3,
+		"seglog_log_recovered_segments_total": 7,
+	} {
+		if got, ok := value(fams, name); !ok || got != want {
+			t.Errorf("%s = %v (found %v), want %v", name, got, ok, want)
+		}
 	}
 }
 
