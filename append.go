@@ -255,6 +255,7 @@ func (l *Log) roll(base int64) error {
 	if old.Size() == 0 && old.BaseOffset() == base {
 		return nil
 	}
+	began := time.Now()
 	if err := old.Seal(); err != nil {
 		return fmt.Errorf("seglog: sealing %s: %w", old.LogPath(), err)
 	}
@@ -287,6 +288,7 @@ func (l *Log) roll(base int64) error {
 	} else {
 		l.kickFlusher(base)
 	}
+	l.countRoll(began)
 	return nil
 }
 

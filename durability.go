@@ -130,6 +130,7 @@ func (l *Log) syncActive() error {
 		return err
 	}
 	l.commit.lastSync.Store(int64(time.Since(t0)))
+	l.countFlush(t0)
 	l.commit.lastGroup.Store(group)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -250,9 +251,11 @@ func (l *Log) flushAll(upTo int64, checkpoint bool) error {
 			s.Release()
 		}
 	}()
+	began := time.Now()
 	if err := l.flushSegments(segs); err != nil {
 		return l.fail(err)
 	}
+	l.countFlush(began)
 	l.mu.Lock()
 	advanced := false
 	// A segment sealed by a roll after it was synced here as the active

@@ -275,6 +275,7 @@ func (l *Log) applyLoad(p *loadPlan, dirChanged bool) error {
 // reported here; then the plan is applied). The last segment is left
 // active. It reports whether bytes were cut.
 func (l *Log) recoverSegment(base int64, p *segment.RecoveryPlan, o segment.RecoverOptions, last bool) (*segment.Segment, bool, error) {
+	l.recovered++
 	if p == nil {
 		var err error
 		if p, err = segment.PlanRecovery(l.fs, l.dir, base, l.segmentOptions(), o); err != nil {

@@ -127,6 +127,9 @@ type Log struct {
 	// everCompacted caches a true compacted() (missing.go): gaps between
 	// batches are then compaction's, not missing data.
 	everCompacted atomic.Bool
+	// recovered counts the segments Open's load scanned (recoverSegment),
+	// for Options.Stats; written only before Open returns.
+	recovered int
 
 	ro *readOnly // nil unless opened with Options.ReadOnly (readonly.go)
 }

@@ -3,6 +3,7 @@ package seglog
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/seglog/seglog/layout"
 )
@@ -38,6 +39,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.ReadOnly {
 		return openReadOnly(dir, opts)
 	}
+	began := time.Now()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -88,6 +90,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	l.commit.init(l.mu.recoveryPoint)
 	l.mu.activeJitter = l.drawJitter()
 	l.startFlusher()
+	l.countOpen(began, l.recovered)
 	return l, nil
 }
 

@@ -157,6 +157,9 @@ type Options struct {
 	// must not call back into the Log; a function shared by the Options
 	// of several logs may be called by their Opens at the same time.
 	OnQuarantine func(Quarantine)
+	// Stats, when set, counts the Log's rolls, flushes and its Open's
+	// recovery (see Stats); several Logs may share one. Nil counts nothing.
+	Stats *Stats
 	// Clock is the time source of append, roll and delete-delay times;
 	// nil means RealClock. Tests set a fake one.
 	Clock Clock

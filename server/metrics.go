@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 )
@@ -145,6 +146,14 @@ type Metrics struct {
 	// Cluster is a cluster node's view of the cluster; nil on a single
 	// node.
 	Cluster *ClusterMetrics
+	// Cleaner is what the store's cleaner did (retention's deletions,
+	// compaction's bytes, each partition's dirty ratio); nil for a
+	// read-only store, which runs none.
+	Cleaner *store.CleanerMetrics
+	// Logs is what the store's partition Logs spent on rolls, flushes,
+	// opens and recovery (store.Store.LogStats); nil for a read-only
+	// store.
+	Logs *seglog.StatsSnapshot
 }
 
 // RequestMetrics counts the requests of one API key.
@@ -250,6 +259,7 @@ func (s *Server) Metrics() Metrics {
 	})
 	slices.SortFunc(out.Topics, func(a, b TopicMetrics) int { return strings.Compare(a.Topic, b.Topic) })
 	out.Partitions = partitionMetrics(s.st)
+	out.Cleaner, out.Logs = storeCounters(s.st)
 	s.mu.Lock()
 	coord := s.coord
 	s.mu.Unlock()
@@ -262,14 +272,28 @@ func (s *Server) Metrics() Metrics {
 
 // StoreMetrics is the part of a Metrics snapshot a store holds without a
 // server: every partition's bounds and size, and the lag of every group
-// with commits in the store's offsets topic. Nothing is counted, so the
-// traffic figures are empty. For a read-only store, Refresh it first, as
-// every reader of one does.
+// with commits in the store's offsets topic, and its cleaner's and Logs'
+// counters unless it is read-only. Nothing is counted, so the traffic figures are
+// empty. For a read-only store, Refresh it first, as every reader of one
+// does.
 func StoreMetrics(st *store.Store) Metrics {
 	var out Metrics
 	out.Partitions = partitionMetrics(st)
+	out.Cleaner, out.Logs = storeCounters(st)
 	out.GroupLag = groupLag(localGroups{st}, nil)
 	return out
+}
+
+// storeCounters is the store's cleaner figures and its Logs' counters,
+// or nils for a read-only store: its zeros would read as a cleaner that
+// never ran and logs never flushed, on a page beside a broker whose
+// cleaner runs and whose logs flush.
+func storeCounters(st *store.Store) (*store.CleanerMetrics, *seglog.StatsSnapshot) {
+	if st.ReadOnly() {
+		return nil, nil
+	}
+	m, l := st.CleanerMetrics(), st.LogStats()
+	return &m, &l
 }
 
 func partitionMetrics(st *store.Store) []PartitionMetrics {

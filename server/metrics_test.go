@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog/internal/testutil"
+	"github.com/seglog/seglog/store"
 )
 
 func topicMetrics(m Metrics, topic string) TopicMetrics {
@@ -125,6 +127,51 @@ func TestMetricsGroupLagAndParkedFetch(t *testing.T) {
 	// it.
 	cl.Close()
 	testutil.WaitFor(t, "no parked fetch", func() bool { return ts.srv.Metrics().ParkedFetches == 0 })
+}
+
+// TestMetricsCleaner: the snapshot carries the store's cleaner figures:
+// after a round under retention.bytes 1, the bytes deleted are what the
+// partition shrank by; and its Logs' counters. A read-only store's
+// snapshot has neither.
+func TestMetricsCleaner(t *testing.T) {
+	ts := startServer(t, "", Options{})
+	cfg := store.DefaultTopicConfig()
+	cfg.SegmentBytes, cfg.MaxMessageBytes, cfg.SegmentIndexBytes, cfg.RetentionBytes = 2<<10, 1<<10, 4096, 1
+	if err := ts.st.CreateTopic("retained", 1, cfg); err != nil {
+		t.Fatal(err)
+	}
+	produceRecords(t, ts.client(kgo.ProducerBatchMaxBytes(1<<10)), "retained", 100, "r")
+	l, err := ts.st.Log("retained", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := l.Size()
+	if m := ts.srv.Metrics(); m.Cleaner == nil || m.Cleaner.Passes != 0 || m.Cleaner.BytesDeleted != 0 {
+		t.Fatalf("cleaner figures before a round: %+v", m.Cleaner)
+	}
+	if err := ts.st.CleanOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m := ts.srv.Metrics()
+	deleted := before - l.Size()
+	if m.Cleaner == nil || deleted <= 0 || m.Cleaner.BytesDeleted != deleted || m.Cleaner.Passes != 1 {
+		t.Fatalf("after a round that deleted %d bytes: %+v", deleted, m.Cleaner)
+	}
+	if sm := StoreMetrics(ts.st); sm.Cleaner == nil || sm.Cleaner.BytesDeleted != deleted {
+		t.Errorf("StoreMetrics' cleaner figures: %+v", sm.Cleaner)
+	}
+	// Filling the segments that retention deleted rolled the log.
+	if m.Logs == nil || m.Logs.Rolls < 1 || m.Logs.Opens < 1 {
+		t.Errorf("the Logs' counters: %+v", m.Logs)
+	}
+	ro, err := store.Open(ts.dir, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if sm := StoreMetrics(ro); sm.Cleaner != nil || sm.Logs != nil {
+		t.Errorf("a read-only store's snapshot has cleaner figures or Log counters: %+v, %+v", sm.Cleaner, sm.Logs)
+	}
 }
 
 // TestClusterMetricsCount: the leader's own partitions with an ISR short

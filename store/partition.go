@@ -333,6 +333,7 @@ func (s *Store) openLog(p *partition) (*seglog.Log, error) {
 	o.FS = s.fs
 	o.Logger = s.logger
 	o.Clock = s.opts.Clock
+	o.Stats = &s.stats
 	o = embed.WithHooks(o, embed.Hooks{
 		Checkpoints: partitionCheckpoints{d: s.ckpt, k: tp{p.topic, p.id}, unclean: p.unclean},
 		FlushPool:   s.pool,

@@ -195,6 +195,9 @@ type Store struct {
 	ckpt   *dirCheckpoints
 	clean  *cleaner.Cleaner
 	pool   embed.FlushPool
+	// stats counts every partition Log's rolls, flushes and recoveries
+	// across their opens and closes (LogStats).
+	stats seglog.Stats
 
 	// mu guards topics and closed; topic changes take it for writing,
 	// produce and commit for reading.

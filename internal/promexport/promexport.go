@@ -72,12 +72,34 @@ var (
 	partLeaderEpoch     = desc("seglog_cluster_partition_leader_epoch", "A partition's leader epoch: it goes up with every election.", "topic", "partition")
 	partReplicas        = desc("seglog_cluster_partition_replicas", "A partition's replicas.", "topic", "partition")
 	partInSync          = desc("seglog_cluster_partition_in_sync_replicas", "A partition's in-sync replicas.", "topic", "partition")
+	cleanerPasses       = desc("seglog_cleaner_passes_total", "Rounds of the store's cleaner over every partition.")
+	cleanerLastRun      = desc("seglog_cleaner_last_run_timestamp_seconds", "When the cleaner's last round ended, in Unix seconds.")
+	cleanerDeleted      = desc("seglog_cleaner_deleted_bytes_total", "Bytes of segments retention deleted.")
+	cleanerDeletedSegs  = desc("seglog_cleaner_deleted_segments_total", "Segments retention deleted.")
+	compactionRounds    = desc("seglog_cleaner_compaction_rounds_total", "Compaction rounds run.")
+	compactionRead      = desc("seglog_cleaner_compaction_read_bytes_total", "Segment bytes compaction read.")
+	compactionWritten   = desc("seglog_cleaner_compaction_written_bytes_total", "Segment bytes compaction wrote.")
+	cleanerFailures     = desc("seglog_cleaner_failures_total", "Failed retention passes and compaction rounds.")
+	dirtyRatio          = desc("seglog_partition_dirty_ratio", "A compacted partition's dirty share of its cleanable bytes at the cleaner's last pass.", "topic", "partition")
+	logRolls            = desc("seglog_log_rolls_total", "Active segments rolled, over every partition.")
+	logRollSeconds      = desc("seglog_log_roll_seconds_total", "Time spent rolling segments.")
+	logFlushes          = desc("seglog_log_flushes_total", "Flushes (fsync rounds) that made appended records durable.")
+	logFlushSeconds     = desc("seglog_log_flush_seconds_total", "Time spent flushing.")
+	logOpens            = desc("seglog_log_opens_total", "Partition Logs opened (first use, or reopened after the budget of open Logs closed them).")
+	logOpenSeconds      = desc("seglog_log_open_seconds_total", "Time spent opening partition Logs, recovery included.")
+	logRecoveries       = desc("seglog_log_recoveries_total", "Partition Logs recovered after a crash (on their first use).")
+	logRecoverySeconds  = desc("seglog_log_recovery_seconds_total", "Time spent opening partition Logs that needed recovery.")
+	logRecoveredSegs    = desc("seglog_log_recovered_segments_total", "Segments scanned by recovery.")
 )
 
 var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, parkedFetches, requests, requestDuration,
 	bytesIn, messagesIn, bytesOut, messagesOut, logStart, logEnd, logSize, logSegments, groupCommitted, groupLag,
 	brokers, activeController, leaderPartitions, underReplicated, offlinePartitions,
-	partLeader, partLeaderEpoch, partReplicas, partInSync}
+	partLeader, partLeaderEpoch, partReplicas, partInSync,
+	cleanerPasses, cleanerLastRun, cleanerDeleted, cleanerDeletedSegs, compactionRounds, compactionRead,
+	compactionWritten, cleanerFailures, dirtyRatio,
+	logRolls, logRollSeconds, logFlushes, logFlushSeconds, logOpens, logOpenSeconds,
+	logRecoveries, logRecoverySeconds, logRecoveredSegs}
 
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
@@ -148,6 +170,35 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(partReplicas, float64(p.Replicas), p.Topic, part)
 			gauge(partInSync, float64(p.InSync), p.Topic, part)
 		}
+	}
+	if cm := m.Cleaner; cm != nil {
+		counter(cleanerPasses, float64(cm.Passes))
+		if !cm.LastRun.IsZero() {
+			gauge(cleanerLastRun, float64(cm.LastRun.UnixNano())/1e9)
+		}
+		counter(cleanerDeleted, float64(cm.BytesDeleted))
+		counter(cleanerDeletedSegs, float64(cm.SegmentsDeleted))
+		counter(compactionRounds, float64(cm.CompactionRounds))
+		counter(compactionRead, float64(cm.BytesRead))
+		counter(compactionWritten, float64(cm.BytesWritten))
+		counter(cleanerFailures, float64(cm.Failures))
+		for _, p := range cm.Partitions {
+			if p.DirtyRatio < 0 {
+				continue // not compacted, or not measured yet
+			}
+			gauge(dirtyRatio, p.DirtyRatio, p.Topic, strconv.Itoa(int(p.Partition)))
+		}
+	}
+	if lg := m.Logs; lg != nil {
+		counter(logRolls, float64(lg.Rolls))
+		counter(logRollSeconds, lg.RollTime.Seconds())
+		counter(logFlushes, float64(lg.Flushes))
+		counter(logFlushSeconds, lg.FlushTime.Seconds())
+		counter(logOpens, float64(lg.Opens))
+		counter(logOpenSeconds, lg.OpenTime.Seconds())
+		counter(logRecoveries, float64(lg.Recoveries))
+		counter(logRecoverySeconds, lg.RecoveryTime.Seconds())
+		counter(logRecoveredSegs, float64(lg.SegmentsRecovered))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
@@ -284,6 +285,69 @@ func TestClusterFigures(t *testing.T) {
 	defer single.Close()
 	if fams := scrape(t, single.URL+"/metrics"); fams["seglog_cluster_brokers"] != nil {
 		t.Error("cluster metrics on a single node")
+	}
+}
+
+// TestCleanerFigures: the store's cleaner figures are exported, a
+// partition's dirty ratio only where it was measured, and a snapshot
+// without them (a read-only store's) has no cleaner metrics.
+func TestCleanerFigures(t *testing.T) {
+	last := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	snap := server.Metrics{Cleaner: &store.CleanerMetrics{Passes: 4, LastRun: last, SegmentsDeleted: 3,
+		BytesDeleted: 6000, RecordsDeleted: 70, CompactionRounds: 2, BytesRead: 9000, BytesWritten: 1000, Failures: 1,
+		Partitions: []store.PartitionCleanerMetrics{
+			{Topic: "c", Partition: 1, DirtyRatio: 0.75},
+			{Topic: "r", Partition: 0, DirtyRatio: -1, BytesDeleted: 6000}}}}
+	page := httptest.NewServer(Handler(func() (server.Metrics, error) { return snap, nil }, false))
+	defer page.Close()
+	fams := scrape(t, page.URL+"/metrics")
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"seglog_cleaner_passes_total", nil, 4},
+		{"seglog_cleaner_last_run_timestamp_seconds", nil, float64(last.Unix())},
+		{"seglog_cleaner_deleted_bytes_total", nil, 6000},
+		{"seglog_cleaner_deleted_segments_total", nil, 3},
+		{"seglog_cleaner_compaction_rounds_total", nil, 2},
+		{"seglog_cleaner_compaction_read_bytes_total", nil, 9000},
+		{"seglog_cleaner_compaction_written_bytes_total", nil, 1000},
+		{"seglog_cleaner_failures_total", nil, 1},
+		{"seglog_partition_dirty_ratio", []string{"topic", "c", "partition", "1"}, 0.75},
+	} {
+		if got, ok := value(fams, c.name, c.labels...); !ok || got != c.want {
+			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if _, ok := value(fams, "seglog_partition_dirty_ratio", "topic", "r"); ok {
+		t.Error("a dirty ratio for a partition never measured")
+	}
+	none := httptest.NewServer(Handler(func() (server.Metrics, error) { return server.Metrics{}, nil }, false))
+	defer none.Close()
+	if fams := scrape(t, none.URL+"/metrics"); fams["seglog_cleaner_passes_total"] != nil || fams["seglog_log_rolls_total"] != nil {
+		t.Error("cleaner or log metrics without their figures")
+	}
+}
+
+// TestLogFigures: the Logs' counters are exported, times in seconds.
+func TestLogFigures(t *testing.T) {
+	snap := server.Metrics{Logs: &seglog.StatsSnapshot{Rolls: 3, RollTime: 1500 * time.Millisecond,
+		Flushes: 9, FlushTime: 250 * time.Millisecond, Opens: 5, OpenTime: 4 * time.Second,
+		Recoveries: 2, RecoveryTime: 3 * time.Second, SegmentsRecovered: 7}}
+	page := httptest.NewServer(Handler(func() (server.Metrics, error) { return snap, nil }, false))
+	defer page.Close()
+	fams := scrape(t, page.URL+"/metrics")
+	for name, want := range map[string]float64{
+		"seglog_log_rolls_total": 3, "seglog_log_roll_seconds_total": 1.5,
+		"seglog_log_flushes_total": 9, "seglog_log_flush_seconds_total": 0.25,
+		"seglog_log_opens_total": 5, "seglog_log_open_seconds_total": 4,
+		"seglog_log_recoveries_total": 2, "seglog_log_recovery_seconds_total": 3,
+		"seglog_log_recovered_segments_total": 7,
+	} {
+		if got, ok := value(fams, name); !ok || got != want {
+			t.Errorf("%s = %v (found %v), want %v", name, got, ok, want)
+		}
 	}
 }
 
