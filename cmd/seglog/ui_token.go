@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
@@ -76,10 +77,15 @@ func warnInsecure(logger *slog.Logger, listen string) {
 // (scrapers of /metrics, scripts), in the cookie, or as ?token=, which
 // sets the cookie and, for a GET, redirects to the same URL without it,
 // so the printed URL opens the page and the token leaves the address
-// bar. The comparison takes the same time whatever the guess.
+// bar. The comparison takes the same time whatever the guess: digests
+// are compared, since subtle.ConstantTimeCompare returns at once on
+// inputs of different lengths and would tell the token's length.
 func requireToken(h http.Handler, token string) http.Handler {
-	want := []byte(token)
-	match := func(got string) bool { return subtle.ConstantTimeCompare([]byte(got), want) == 1 }
+	want := sha256.Sum256([]byte(token))
+	match := func(got string) bool {
+		sum := sha256.Sum256([]byte(got))
+		return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && match(auth) {
 			h.ServeHTTP(w, r)
