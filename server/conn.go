@@ -90,6 +90,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, coord: s.coord}
 	if s.cfg.SASL != nil {
 		c.sasl = &saslConn{}
+		c.startLoginTimer()
 	}
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	s.metrics.connsAccepted.Add(1)
@@ -120,6 +121,7 @@ func (e *errCloseConn) Error() string { return "closing connection: " + e.reason
 func (c *conn) serve() {
 	defer c.s.metrics.connsOpen.Add(-1)
 	defer c.nc.Close()
+	defer c.stopLoginTimer()
 	defer c.cancel()
 	frames := make(chan []byte, 1)
 	go c.readFrames(frames)

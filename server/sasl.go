@@ -31,6 +31,10 @@ type SASLConfig struct {
 	// checked (0 means 10 and a minute).
 	MaxFailures   int
 	FailureWindow time.Duration
+
+	// clock runs the login timeout (loginTimeout); nil is the real one.
+	// Tests set a fake clock to pass the time without waiting for it.
+	clock clock
 }
 
 // CheckMechanisms refuses an empty list, a mechanism the server does not
@@ -64,6 +68,15 @@ const (
 // and an anonymous client must not make the server hold more.
 const maxSASLFrame = 64 << 10
 
+// loginTimeout closes a connection that has not authenticated this long
+// after it was accepted. A login is a few round trips; without this bound
+// an anonymous client could hold a connection, its goroutines and a frame
+// for as long as it sends a byte now and then, or for Kafka's general idle
+// bound (Options.IdleTimeout, connections.max.idle.ms: ten minutes) if it
+// sends nothing. Ten seconds is ample for any client that means to log
+// in, even over a slow link with SCRAM's hashing.
+const loginTimeout = 10 * time.Second
+
 // securityKeys are the API keys SASL adds to ApiVersions.
 func (s *Server) securityKeys() []kmsg.ApiVersionsResponseApiKey {
 	if s.cfg.SASL == nil {
@@ -88,6 +101,35 @@ type saslConn struct {
 	raw           bool   // SaslHandshake v0: tokens come without Kafka framing
 	scram         *scramExchange
 	user          string
+	// loginTimer closes the connection at loginTimeout unless it has
+	// authenticated; set before the connection is served.
+	loginTimer timer
+}
+
+// startLoginTimer arms the login timeout of a new connection with SASL on.
+// A login completing as the timer fires may still see its connection
+// closed: the client then reconnects, as after any dropped connection.
+func (c *conn) startLoginTimer() {
+	clk := c.s.cfg.SASL.clock
+	if clk == nil {
+		clk = realClock{}
+	}
+	c.sasl.loginTimer = clk.AfterFunc(loginTimeout, func() {
+		if c.sasl.authenticated.Load() {
+			return
+		}
+		c.s.logger.Info("server: closing connection", "remote", c.nc.RemoteAddr().String(),
+			"reason", fmt.Sprintf("not authenticated within %v", loginTimeout))
+		c.nc.Close()
+	})
+}
+
+// stopLoginTimer disarms the login timeout: the connection authenticated
+// or ended, and the timer should not keep it in memory until it fires.
+func (c *conn) stopLoginTimer() {
+	if c.sasl != nil && c.sasl.loginTimer != nil {
+		c.sasl.loginTimer.Stop()
+	}
 }
 
 // frameBounds are the smallest and largest request sizes the reader
@@ -252,6 +294,7 @@ func (c *conn) saslStep(msg []byte) ([]byte, error) {
 func (c *conn) authenticated(user string) {
 	c.sasl.user = user
 	c.sasl.authenticated.Store(true)
+	c.stopLoginTimer()
 	c.s.logger.Debug("server: SASL authenticated", "remote", c.nc.RemoteAddr().String(), "mechanism", c.sasl.mech, "user", user)
 }
 

@@ -301,3 +301,54 @@ func TestSASLLargeRequestAfterAuth(t *testing.T) {
 		t.Fatalf("read back %d bytes", len(got[0].Value))
 	}
 }
+
+// TestSASLLoginTimeout: with SASL on, a connection that has not logged in
+// loginTimeout after it was accepted is closed, whether it sent nothing,
+// only ApiVersions, or half a frame; one that logged in stays.
+func TestSASLLoginTimeout(t *testing.T) {
+	creds, err := LoadCredentials(vfs.NewMem(), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := creds.SetPassword("alice", MechanismPlain, "alice-pw", 0); err != nil {
+		t.Fatal(err)
+	}
+	clk := newFakeClock()
+	ts := startServer(t, "", Options{SASL: &SASLConfig{Mechanisms: Mechanisms, Credentials: creds, clock: clk}})
+
+	silent := dialRaw(t, ts.addr)
+	asked := dialRaw(t, ts.addr)
+	asked.do(kmsg.NewPtrApiVersionsRequest())
+	partial := dialRaw(t, ts.addr)
+	if _, err := partial.nc.Write([]byte{0, 0, 0, 100, 0, 17}); err != nil {
+		t.Fatal(err)
+	}
+	in := dialRaw(t, ts.addr)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Version = 1 // the token then goes in SaslAuthenticate
+	hs.Mechanism = MechanismPlain
+	if r := in.do(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+		t.Fatalf("handshake: error %d", r.ErrorCode)
+	}
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SASLAuthBytes = []byte("\x00alice\x00alice-pw")
+	if r := in.do(auth).(*kmsg.SASLAuthenticateResponse); r.ErrorCode != 0 {
+		t.Fatalf("authenticate: error %d", r.ErrorCode)
+	}
+	// The three that have not logged in have their timers armed; the
+	// logged-in one's is stopped.
+	clk.WaitForTimers(t, 3)
+
+	clk.Advance(loginTimeout - time.Nanosecond)
+	asked.do(kmsg.NewPtrApiVersionsRequest()) // not yet
+	clk.Advance(time.Nanosecond)
+	for name, c := range map[string]*rawConn{"silent": silent, "asked": asked, "partial": partial} {
+		t.Run(name, func(t *testing.T) { c.t = t; c.expectClosed() })
+	}
+	if r := in.do(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse); len(r.Brokers) != 1 {
+		t.Fatalf("metadata after the login timeout on a logged-in connection: %d brokers", len(r.Brokers))
+	}
+	if n := len(clk.Pending()); n != 0 {
+		t.Errorf("%d timers still armed", n)
+	}
+}

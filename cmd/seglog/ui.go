@@ -24,6 +24,7 @@ func init() { register(newUICmd) }
 func newUICmd() *cobra.Command {
 	var listen string
 	var playground bool
+	var access uiAccess
 	cmd := &cobra.Command{
 		Use:   "ui [DIR]",
 		Short: "show a store in a browser: partitions, segments, offsets, groups and lag, retention (or --playground)",
@@ -46,6 +47,12 @@ The listener is bound before the store is opened or the playground's
 directory made: a bad --listen is a usage error (exit status 2) and a port
 in use exits 1, with nothing opened or made.
 
+On a non-loopback --listen the page needs --token TOKEN (or --token-file
+FILE): every request must carry it, as "Authorization: Bearer TOKEN" or,
+in a browser, by opening the printed URL once (?token= sets a cookie).
+Without one, such an address is a usage error unless --insecure, which
+warns at start. On loopback no token is needed (docs/security.md).
+
 The page is self-contained: no request leaves the server. docs/ui.md
 explains each element.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -64,6 +71,10 @@ explains each element.`,
 			if err := checkListenAddress(cmd, "listen", listen); err != nil {
 				return err
 			}
+			token, warn, err := access.check(cmd, listen)
+			if err != nil {
+				return err
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("ui: %w", err)
@@ -72,18 +83,24 @@ explains each element.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			if playground {
-				return runPlayground(ctx, cmd.OutOrStdout(), ln, logger)
+			if warn {
+				warnInsecure(logger, listen)
 			}
-			return runStoreUI(ctx, cmd.OutOrStdout(), args[0], ln, logger)
+			if playground {
+				return runPlayground(ctx, cmd.OutOrStdout(), ln, logger, token)
+			}
+			return runStoreUI(ctx, cmd.OutOrStdout(), args[0], ln, logger, token)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on (host:port; port 0 picks a free one)")
 	cmd.Flags().BoolVar(&playground, "playground", false, "serve a temporary store with the bookings scenario instead of DIR")
+	access.flags(cmd)
 	return cmd
 }
 
-func runStoreUI(ctx context.Context, out io.Writer, dir string, ln net.Listener, logger *slog.Logger) error {
+// runStoreUI serves the store in dir on ln; token, if not empty, is
+// needed by every request (requireToken).
+func runStoreUI(ctx context.Context, out io.Writer, dir string, ln net.Listener, logger *slog.Logger, token string) error {
 	// A cluster node's DIR shows its replicas, leaders and ISR from the
 	// record the node keeps there; a damaged record fails here, before
 	// anything is served.
@@ -100,10 +117,10 @@ func runStoreUI(ctx context.Context, out io.Writer, dir string, ln net.Listener,
 	if rv.cluster {
 		opts.Cluster = uiCluster(dir)
 	}
-	return serveUI(ctx, out, withMetricsPage(ui.New(st, opts)), ln, "store "+dir)
+	return serveUI(ctx, out, withMetricsPage(ui.New(st, opts)), ln, token, "store "+dir)
 }
 
-func runPlayground(ctx context.Context, out io.Writer, ln net.Listener, logger *slog.Logger) (err error) {
+func runPlayground(ctx context.Context, out io.Writer, ln net.Listener, logger *slog.Logger, token string) (err error) {
 	dir, err := makeTempDir(vfs.Default, "seglog-playground")
 	if err != nil {
 		return err
@@ -114,16 +131,20 @@ func runPlayground(ctx context.Context, out io.Writer, ln net.Listener, logger *
 		return err
 	}
 	defer func() { err = errors.Join(err, p.Close()) }()
-	return serveUI(ctx, out, withMetricsPage(p.Server()), ln, "playground (temporary store "+dir+")")
+	return serveUI(ctx, out, withMetricsPage(p.Server()), ln, token, "playground (temporary store "+dir+")")
 }
 
-// serveUI serves h on ln until ctx ends, printing the URL first.
-func serveUI(ctx context.Context, out io.Writer, h http.Handler, ln net.Listener, what string) error {
+// serveUI serves h on ln until ctx ends, printing the URL first. With a
+// token, every request must carry it, the page and /metrics alike.
+func serveUI(ctx context.Context, out io.Writer, h http.Handler, ln net.Listener, token, what string) error {
+	if token != "" {
+		h = requireToken(h, token)
+	}
 	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil && isLoopback(host) {
 		h = loopbackHostOnly(h)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(out, "seglog ui: serving %s at http://%s/ (Ctrl-C to stop)\n", what, ln.Addr())
+	fmt.Fprintf(out, "seglog ui: serving %s at %s (Ctrl-C to stop)\n", what, uiURL(ln, token))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

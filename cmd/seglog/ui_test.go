@@ -22,6 +22,14 @@ import (
 // base URL and a stop function that waits for it to end.
 func startUI(t *testing.T, dir string) (string, func()) {
 	t.Helper()
+	url, _, stop := startUIToken(t, dir, "")
+	return url, stop
+}
+
+// startUIToken is startUI with --token token; it also returns the URL
+// seglog ui printed.
+func startUIToken(t *testing.T, dir, token string) (base, printed string, stop func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +38,7 @@ func startUI(t *testing.T, dir string) (string, func()) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := runStoreUI(ctx, pw, dir, ln, slog.New(slog.DiscardHandler))
+		err := runStoreUI(ctx, pw, dir, ln, slog.New(slog.DiscardHandler), token)
 		pw.CloseWithError(io.EOF)
 		done <- err
 	}()
@@ -44,8 +52,9 @@ func startUI(t *testing.T, dir string) (string, func()) {
 	if i < 0 {
 		t.Fatalf("seglog ui printed %q", line)
 	}
-	url := strings.TrimSuffix(strings.Fields(line[i:])[0], "/")
-	return url, func() {
+	printed = strings.Fields(line[i:])[0]
+	base, _, _ = strings.Cut(printed, "/?")
+	return strings.TrimSuffix(base, "/"), printed, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("seglog ui: %v", err)
