@@ -12,7 +12,6 @@ import (
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/server"
-	"github.com/seglog/seglog/store"
 )
 
 // TestDeleteRecordsUnderRaft: a DeleteRecords through the leader, to an
@@ -239,14 +238,7 @@ func TestDeleteRecordsMidBatchFollowerBehind(t *testing.T) {
 // every directory clean.
 func TestDeleteRecordsSnapshotPastEntry(t *testing.T) {
 	c := newCluster(t)
-	for _, n := range c.nodes {
-		if err := n.st.UpdateTopicConfig(topic, false, func(tc store.TopicConfig) (store.TopicConfig, error) {
-			tc.CleanupPolicy = cleaner.CompactDelete
-			return tc, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.setPolicy(cleaner.CompactDelete)
 	p := &producer{c: c}
 	p.send(40)
 	c.agree(0)

@@ -165,6 +165,19 @@ func TestSnapshotInstallAfterRetention(t *testing.T) {
 	c.fsckClean()
 }
 
+// setPolicy sets the test topic's cleanup.policy on every node.
+func (c *cluster) setPolicy(policy cleaner.CleanupPolicy) {
+	c.t.Helper()
+	for _, n := range c.nodes {
+		if err := n.st.UpdateTopicConfig(topic, false, func(tc store.TopicConfig) (store.TopicConfig, error) {
+			tc.CleanupPolicy = policy
+			return tc, nil
+		}); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
 // TestSnapshotInstallFromEntries: on a compacting topic the leader's raft
 // log gives up its entries a segment at a time as they are applied
 // (replica.Store.CompactTo) while the partition keeps them; a follower
@@ -172,14 +185,7 @@ func TestSnapshotInstallAfterRetention(t *testing.T) {
 // index, stores them as the entries they are, and matches the leader.
 func TestSnapshotInstallFromEntries(t *testing.T) {
 	c := newCluster(t)
-	for _, n := range c.nodes {
-		if err := n.st.UpdateTopicConfig(topic, false, func(tc store.TopicConfig) (store.TopicConfig, error) {
-			tc.CleanupPolicy = cleaner.Compact
-			return tc, nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.setPolicy(cleaner.Compact)
 	p := &producer{c: c}
 	p.send(10)
 	c.agree(0)
