@@ -290,6 +290,28 @@ func (n *Node) Close() error {
 	return nil
 }
 
+// transfer starts moving g's leadership, if this node leads it, to the
+// follower with most of its log among those recently heard from, and
+// reports whether it did (driver goroutine).
+func (n *Node) transfer(g *group) bool {
+	st := g.rn.Status()
+	if st.RaftState != raft.StateLeader {
+		return false
+	}
+	var to, match uint64
+	for pid, pr := range st.Progress {
+		if pid != n.cfg.ID && pr.RecentActive && !pr.IsLearner && (to == 0 || pr.Match > match) {
+			to, match = pid, pr.Match
+		}
+	}
+	if to == 0 {
+		return false
+	}
+	g.rn.TransferLeader(to)
+	n.mark(g)
+	return true
+}
+
 // HandOver moves the leadership of every group this node leads to the
 // follower that has most of its log among those recently heard from
 // (raft's leadership transfer: the follower is brought up to date, then
@@ -297,29 +319,14 @@ func (n *Node) Close() error {
 // leader of every group it led, or with ctx's error. It is Kafka's controlled shutdown: a node about to
 // stop hands its partitions over, so their clients find a new leader in
 // a round trip instead of an election timeout after the node is gone.
-// Proposals meanwhile fail with ErrProposalDropped; a group with no
-// follower heard from, or whose transfer raft gives up (after an
-// election timeout), stays led here until the node stops.
+// Proposals meanwhile fail with ErrProposalDropped. A transfer raft gives
+// up (after an election timeout) is asked for again while ctx lasts; a
+// group with no follower heard from stays led here until the node stops.
 func (n *Node) HandOver(ctx context.Context) error {
 	var led []uint64
 	if err := n.do(ctx, func() {
 		for id, g := range n.groups {
-			if g.fetching {
-				continue
-			}
-			st := g.rn.Status()
-			if st.RaftState != raft.StateLeader {
-				continue
-			}
-			var to, match uint64
-			for pid, pr := range st.Progress {
-				if pid != n.cfg.ID && pr.RecentActive && !pr.IsLearner && (to == 0 || pr.Match > match) {
-					to, match = pid, pr.Match
-				}
-			}
-			if to != 0 {
-				g.rn.TransferLeader(to)
-				n.mark(g)
+			if !g.fetching && n.transfer(g) {
 				led = append(led, id)
 			}
 		}
@@ -330,8 +337,7 @@ func (n *Node) HandOver(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		// Done with a group once this node knows another leader of it,
-		// or once raft gave the transfer up (an election timeout without
-		// the transferee taking over: it is gone or far behind).
+		// or once no follower is left to hand it to.
 		pending := false
 		if err := n.do(ctx, func() {
 			for _, id := range led {
@@ -340,11 +346,17 @@ func (n *Node) HandOver(ctx context.Context) error {
 					continue
 				}
 				st := g.rn.BasicStatus()
-				transferring := st.RaftState == raft.StateLeader && st.LeadTransferee != 0
+				if st.RaftState == raft.StateLeader && st.LeadTransferee == 0 && !n.transfer(g) {
+					// Raft gave the transfer up (an election timeout
+					// without the transferee taking over, as on a
+					// loaded machine; it is asked for again while ctx
+					// lasts), and no follower is heard from now.
+					continue
+				}
+				transferring := st.RaftState == raft.StateLeader
 				electing := st.RaftState != raft.StateLeader && st.Lead == raft.None
 				if transferring || electing {
 					pending = true
-					return
 				}
 			}
 		}); err != nil {
