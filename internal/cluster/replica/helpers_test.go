@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/seglog/seglog"
@@ -285,6 +286,14 @@ func oracleBelow(t testing.TB, es []*pb.Entry, first uint64) memOracle {
 // snapAt is a snapshot at index and term with one voter.
 func snapAt(index, term uint64) *pb.Snapshot {
 	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{ConfState: &pb.ConfState{Voters: []uint64{1}}, Index: new(index), Term: new(term)}}
+}
+
+// writesUnder matches the operations that change files below dir (not
+// reads, stats, listings or sizes): the points a power loss may cut.
+func writesUnder(dir string) func(vfs.Op) bool {
+	return func(op vfs.Op) bool {
+		return strings.HasPrefix(op.Path, dir) && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize
+	}
 }
 
 // powerLosses is a filesystem on which, while armed, every operation that

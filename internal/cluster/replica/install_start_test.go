@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/seglog/seglog"
@@ -155,9 +154,7 @@ func TestInstallSenderStartCrashEveryStep(t *testing.T) {
 			name = "restart"
 		}
 		t.Run(name, func(t *testing.T) {
-			pl := newPowerLosses(13, func(op vfs.Op) bool {
-				return strings.HasPrefix(op.Path, "/f/") && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize
-			})
+			pl := newPowerLosses(13, writesUnder("/f/"))
 			leader, follower, es, snap, _, start := installStartCase(t, pl.fs, restart)
 			defer closeT(t, leader)
 			index := snap.GetMetadata().GetIndex()

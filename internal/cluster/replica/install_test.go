@@ -180,9 +180,7 @@ func TestInstallCrashEveryStep(t *testing.T) {
 			name = "restart"
 		}
 		t.Run(name, func(t *testing.T) {
-			pl := newPowerLosses(7, func(op vfs.Op) bool {
-				return strings.HasPrefix(op.Path, "/f/") && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize
-			})
+			pl := newPowerLosses(7, writesUnder("/f/"))
 			leader, follower, es, snap, cut := installCase(t, pl.fs, restart)
 			defer closeT(t, leader)
 			index := snap.GetMetadata().GetIndex()
@@ -456,9 +454,7 @@ func compareEntries(t *testing.T, label string, s, want *Store, lo, hi uint64) {
 // the entries): reopened, the Store takes the same entries again, and the
 // partition ends as the leader's did before its retention.
 func TestInstallRestartAbandonCrash(t *testing.T) {
-	pl := newPowerLosses(11, func(op vfs.Op) bool {
-		return strings.HasPrefix(op.Path, "/f/") && op.Kind != vfs.OpRead && op.Kind != vfs.OpStat && op.Kind != vfs.OpList && op.Kind != vfs.OpSize
-	})
+	pl := newPowerLosses(11, writesUnder("/f/"))
 	leader, follower, es, snap, cut := installCase(t, pl.fs, true)
 	defer closeT(t, leader)
 	whole := openT(t, pl.fs, "/w/t-0")
