@@ -48,6 +48,12 @@ func (o observer) Appended(topic string, partition int32, batches [][]byte) {
 			break
 		}
 	}
+	if !idempotent {
+		// Nothing for the state (a roll they caused is seen at the next
+		// idempotent batch, as on one node): the replication's common
+		// path pays no lookup.
+		return
+	}
 	l, err := o.s.partitionLog(topic, partition)
 	if err != nil {
 		return
@@ -56,10 +62,6 @@ func (o observer) Appended(topic string, partition int32, batches [][]byte) {
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
 	if pp.state == unloaded {
-		if !idempotent {
-			// The load, whenever it comes, reads these from the log.
-			return
-		}
 		pp.beginLoad()
 		go pp.runLoad()
 	}
