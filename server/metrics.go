@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/latency"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 )
@@ -22,34 +23,17 @@ import (
 // (internal/promexport). What lives in the store (offsets, sizes, group
 // commits) is read when a snapshot is taken, not counted.
 
-// latencyBounds are the upper bounds, in seconds, of the request latency
-// histograms: from half a millisecond (a metadata answer) to the longest
-// a parked fetch or a group join usually waits, as Kafka's request timers
-// span. An array, so that a key's counters are one the zero Server holds.
-var latencyBounds = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
-
-const latencyBuckets = len(latencyBounds)
-
 // serverMetrics is what the server counts as it answers; its zero value
 // is ready.
 type serverMetrics struct {
 	connsOpen     atomic.Int64
 	connsAccepted atomic.Int64
 	parkedFetches atomic.Int64
-	apis          [kmsg.MaxKey + 1]apiCounters
+	apis          [kmsg.MaxKey + 1]latency.Histogram
 	// topics maps a topic name to its *topicCounters. An entry is made
 	// only for a topic a request succeeded on, so a client naming random
 	// topics grows nothing.
 	topics sync.Map
-}
-
-type apiCounters struct {
-	nanos atomic.Int64
-	// buckets[i] counts requests at or under latencyBounds[i] and above
-	// the bound before; the last slot, those above every bound. Their
-	// sum is the requests answered, so that a snapshot's count and
-	// histogram agree.
-	buckets [latencyBuckets + 1]atomic.Int64
 }
 
 type topicCounters struct {
@@ -69,12 +53,7 @@ func (m *serverMetrics) request(key int16, start time.Time) {
 	if key < 0 || int(key) >= len(m.apis) {
 		return
 	}
-	d := time.Since(start)
-	a := &m.apis[key]
-	a.nanos.Add(int64(d))
-	secs := d.Seconds()
-	i, _ := slices.BinarySearch(latencyBounds[:], secs)
-	a.buckets[i].Add(1)
+	m.apis[key].Observe(time.Since(start))
 }
 
 // produced counts the batches of a Produce that were stored (or
@@ -183,6 +162,12 @@ type Histogram struct {
 	Sum float64
 }
 
+// histogramOf snapshots h.
+func histogramOf(h *latency.Histogram) Histogram {
+	cum, count, sum := h.Snapshot()
+	return Histogram{Bounds: slices.Clone(latency.Bounds[:]), Cumulative: cum, Count: count, Sum: sum}
+}
+
 // TopicMetrics is one topic's traffic through the server.
 type TopicMetrics struct {
 	Topic string
@@ -233,22 +218,12 @@ func (s *Server) Metrics() Metrics {
 		ParkedFetches:       m.parkedFetches.Load(),
 	}
 	for key := range m.apis {
-		a := &m.apis[key]
-		h := Histogram{Bounds: slices.Clone(latencyBounds[:]), Cumulative: make([]uint64, latencyBuckets),
-			Sum: float64(a.nanos.Load()) / float64(time.Second)}
-		var total uint64
-		for i := range a.buckets {
-			total += uint64(a.buckets[i].Load())
-			if i < latencyBuckets {
-				h.Cumulative[i] = total
-			}
-		}
-		if total == 0 {
+		h := histogramOf(&m.apis[key])
+		if h.Count == 0 {
 			continue
 		}
-		h.Count = total
 		out.Requests = append(out.Requests, RequestMetrics{Key: int16(key), Name: kmsg.NameForKey(int16(key)),
-			Requests: int64(total), Latency: h})
+			Requests: int64(h.Count), Latency: h})
 	}
 	m.topics.Range(func(k, v any) bool {
 		c := v.(*topicCounters)

@@ -23,6 +23,23 @@ type ClusterMetrics struct {
 	// Partitions has one entry per partition of the cluster, by topic
 	// and partition.
 	Partitions []ClusterPartitionMetrics
+	// ISRShrinks and ISRExpands count the times an in-sync set of a
+	// partition this node led lost or gained a member, and CommitLatency
+	// times this node's proposals of producer batches from the proposal
+	// to the commit, when the Cluster counts them (ReplicationCounter);
+	// zero otherwise.
+	ISRShrinks, ISRExpands int64
+	CommitLatency          Histogram
+}
+
+// ReplicationCounter is implemented by a Cluster that counts its
+// replication (internal/cluster's node does): Metrics then reports the
+// counts in ClusterMetrics.
+type ReplicationCounter interface {
+	// ReplicationCounts returns the in-sync sets' shrinks and expansions
+	// on the partitions this node led, counted since it started, and the
+	// latency from proposing a producer batch to its commit.
+	ReplicationCounts() (isrShrinks, isrExpands int64, commitLatency Histogram)
 }
 
 // ClusterPartitionMetrics is one partition as this node last knows it.
@@ -56,6 +73,9 @@ func (s *Server) clusterMetrics() *ClusterMetrics {
 	}
 	m := countCluster(s.cfg.NodeID, topics, parts)
 	m.Brokers, m.ActiveController = len(brokers), controller == s.cfg.NodeID
+	if rc, ok := s.cluster.(ReplicationCounter); ok {
+		m.ISRShrinks, m.ISRExpands, m.CommitLatency = rc.ReplicationCounts()
+	}
 	return m
 }
 

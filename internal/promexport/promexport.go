@@ -72,6 +72,9 @@ var (
 	partLeaderEpoch     = desc("seglog_cluster_partition_leader_epoch", "A partition's leader epoch: it goes up with every election.", "topic", "partition")
 	partReplicas        = desc("seglog_cluster_partition_replicas", "A partition's replicas.", "topic", "partition")
 	partInSync          = desc("seglog_cluster_partition_in_sync_replicas", "A partition's in-sync replicas.", "topic", "partition")
+	isrShrinks          = desc("seglog_cluster_isr_shrinks_total", "Times an in-sync set of a partition this node led lost a member.")
+	isrExpands          = desc("seglog_cluster_isr_expands_total", "Times an in-sync set of a partition this node led gained a member.")
+	commitDuration      = desc("seglog_cluster_commit_duration_seconds", "Time from proposing a producer batch to its raft commit, on this node.")
 	cleanerPasses       = desc("seglog_cleaner_passes_total", "Rounds of the store's cleaner over every partition.")
 	cleanerLastRun      = desc("seglog_cleaner_last_run_timestamp_seconds", "When the cleaner's last round ended, in Unix seconds.")
 	cleanerDeleted      = desc("seglog_cleaner_deleted_bytes_total", "Bytes of segments retention deleted.")
@@ -95,7 +98,7 @@ var (
 var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, parkedFetches, requests, requestDuration,
 	bytesIn, messagesIn, bytesOut, messagesOut, logStart, logEnd, logSize, logSegments, groupCommitted, groupLag,
 	brokers, activeController, leaderPartitions, underReplicated, offlinePartitions,
-	partLeader, partLeaderEpoch, partReplicas, partInSync,
+	partLeader, partLeaderEpoch, partReplicas, partInSync, isrShrinks, isrExpands, commitDuration,
 	cleanerPasses, cleanerLastRun, cleanerDeleted, cleanerDeletedSegs, compactionRounds, compactionRead,
 	compactionWritten, cleanerFailures, dirtyRatio,
 	logRolls, logRollSeconds, logFlushes, logFlushSeconds, logOpens, logOpenSeconds,
@@ -121,16 +124,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
+	histogram := func(d *prometheus.Desc, h server.Histogram, labels ...string) {
+		buckets := make(map[float64]uint64, len(h.Bounds))
+		for i, b := range h.Bounds {
+			buckets[b] = h.Cumulative[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets, labels...)
+	}
 	gauge(connectionsOpen, float64(m.ConnectionsOpen))
 	counter(connectionsAccepted, float64(m.ConnectionsAccepted))
 	gauge(parkedFetches, float64(m.ParkedFetches))
 	for _, r := range m.Requests {
 		counter(requests, float64(r.Requests), r.Name)
-		buckets := make(map[float64]uint64, len(r.Latency.Bounds))
-		for i, b := range r.Latency.Bounds {
-			buckets[b] = r.Latency.Cumulative[i]
-		}
-		ch <- prometheus.MustNewConstHistogram(requestDuration, r.Latency.Count, r.Latency.Sum, buckets, r.Name)
+		histogram(requestDuration, r.Latency, r.Name)
 	}
 	for _, t := range m.Topics {
 		counter(bytesIn, float64(t.BytesIn), t.Topic)
@@ -163,6 +169,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(leaderPartitions, float64(cl.LeaderPartitions))
 		gauge(underReplicated, float64(cl.UnderReplicated))
 		gauge(offlinePartitions, float64(cl.Offline))
+		counter(isrShrinks, float64(cl.ISRShrinks))
+		counter(isrExpands, float64(cl.ISRExpands))
+		histogram(commitDuration, cl.CommitLatency)
 		for _, p := range cl.Partitions {
 			part := strconv.Itoa(int(p.Partition))
 			gauge(partLeader, float64(p.Leader), p.Topic, part)

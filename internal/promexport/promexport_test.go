@@ -258,7 +258,9 @@ func TestDocsListEveryMetric(t *testing.T) {
 func TestClusterFigures(t *testing.T) {
 	snap := server.Metrics{Cluster: &server.ClusterMetrics{Brokers: 3, ActiveController: true, LeaderPartitions: 2,
 		UnderReplicated: 1, Offline: 1, Partitions: []server.ClusterPartitionMetrics{
-			{Topic: "t", Partition: 4, Leader: -1, LeaderEpoch: 7, Replicas: 3, InSync: 0}}}}
+			{Topic: "t", Partition: 4, Leader: -1, LeaderEpoch: 7, Replicas: 3, InSync: 0}},
+		ISRShrinks: 2, ISRExpands: 5,
+		CommitLatency: server.Histogram{Bounds: []float64{0.001, 0.01}, Cumulative: []uint64{4, 6}, Count: 9, Sum: 1.5}}}
 	page := httptest.NewServer(Handler(func() (server.Metrics, error) { return snap, nil }, false))
 	defer page.Close()
 	fams := scrape(t, page.URL+"/metrics")
@@ -276,6 +278,9 @@ func TestClusterFigures(t *testing.T) {
 		{"seglog_cluster_partition_leader_epoch", []string{"topic", "t", "partition", "4"}, 7},
 		{"seglog_cluster_partition_replicas", []string{"topic", "t", "partition", "4"}, 3},
 		{"seglog_cluster_partition_in_sync_replicas", []string{"topic", "t", "partition", "4"}, 0},
+		{"seglog_cluster_isr_shrinks_total", nil, 2},
+		{"seglog_cluster_isr_expands_total", nil, 5},
+		{"seglog_cluster_commit_duration_seconds", nil, 9},
 	} {
 		if got, ok := value(fams, c.name, c.labels...); !ok || got != c.want {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)

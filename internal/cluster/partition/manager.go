@@ -72,6 +72,8 @@ type Manager struct {
 	parts    map[key]*part
 	closed   bool
 	observer atomic.Pointer[server.LogObserver]
+	// stats is what the replication counts (stats.go).
+	stats replStats
 }
 
 // part is one replica this node runs.
@@ -94,6 +96,9 @@ type part struct {
 	wmu     sync.Mutex
 	waiting map[uint32][]*waiter
 	nwait   atomic.Int32
+
+	// isrSeen is the in-sync set last computed as leader (stats.go).
+	isrSeen isrSeen
 }
 
 // New returns a Manager running no group yet: Sync starts them.
@@ -422,7 +427,11 @@ func (m *Manager) Produce(ctx context.Context, topic string, partition int32, ba
 	}
 	var index uint64
 	if acks == -1 {
+		start := time.Now()
 		index, err = m.cfg.Raft.Propose(ctx, p.a.Group, batch)
+		if err == nil {
+			m.timeCommit(start)
+		}
 	} else {
 		index, err = m.proposeLocal(ctx, p, batch, term)
 	}
@@ -446,7 +455,11 @@ func (m *Manager) proposeLocal(ctx context.Context, p *part, batch []byte, term 
 	go func() {
 		// The proposal goes on after an early return: it ends when the
 		// batch commits or is lost, or ctx ends.
+		start := time.Now()
 		i, err := m.cfg.Raft.Propose(ctx, p.a.Group, batch)
+		if err == nil {
+			m.timeCommit(start)
+		}
 		done <- result{i, err}
 	}()
 	select {
@@ -513,6 +526,7 @@ func (m *Manager) Leader(topic string, partition int32) (leader, epoch int32, is
 				isr = append(isr, int32(id))
 			}
 			slices.Sort(isr)
+			m.noteISR(p, term, isr)
 		}
 	}
 	return leader, epoch, isr, true
