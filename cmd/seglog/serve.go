@@ -41,6 +41,7 @@ func newServeCmd() *cobra.Command {
 		logFormat         string
 		logLevel          string
 		sec               securityFlags
+		metricsAcc        = metricsAccess()
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR",
@@ -67,7 +68,9 @@ store cleanly.
 
 --metrics-listen HOST:PORT serves Prometheus metrics at /metrics (bytes and
 messages per topic, requests and latency per API, partitions' offsets,
-groups' lag; docs/metrics.md), and with --pprof Go's profiler.
+groups' lag; docs/metrics.md), and with --pprof Go's profiler. On an
+address other than loopback the page needs --metrics-token (or
+--metrics-token-file), or --insecure to serve it to anyone.
 --log-format json writes the log lines as JSON objects.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,8 +83,15 @@ groups' lag; docs/metrics.md), and with --pprof Go's profiler.
 			if err := checkListenAddress(cmd, "listen", listen); err != nil {
 				return err
 			}
+			var metricsToken string
+			var metricsOpen bool
 			if metricsListen != "" {
 				if err := checkListenAddress(cmd, "metrics-listen", metricsListen); err != nil {
+					return err
+				}
+				metricsAcc.insecure = sec.insecure
+				var err error
+				if metricsToken, metricsOpen, err = metricsAcc.check(cmd, metricsListen); err != nil {
 					return err
 				}
 			}
@@ -147,7 +157,11 @@ groups' lag; docs/metrics.md), and with --pprof Go's profiler.
 			fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: listening on %s, node %d, cluster %s\n", ln.Addr(), srv.NodeID(), srv.ClusterID())
 			var page *http.Server
 			if metricsLn != nil {
-				page = &http.Server{Handler: promexport.Handler(promexport.Of(srv), withPprof),
+				if metricsOpen {
+					logger.Warn("seglog serve: --insecure: serving metrics on a non-loopback address without a token; anyone who reaches it reads every topic's and group's name and figures",
+						"metrics-listen", metricsListen)
+				}
+				page = &http.Server{Handler: guard(promexport.Handler(promexport.Of(srv), withPprof), metricsLn.Addr(), metricsToken),
 					ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
 				go page.Serve(metricsLn)
 				fmt.Fprintf(cmd.OutOrStdout(), "seglog serve: metrics on http://%s/metrics\n", metricsLn.Addr())
@@ -198,6 +212,9 @@ groups' lag; docs/metrics.md), and with --pprof Go's profiler.
 	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md; port 0 picks a free one)")
 	f.BoolVar(&withPprof, "pprof", false, "also serve Go's profiler at /debug/pprof/ on the --metrics-listen address")
 	onlyWith(cmd, "pprof", "metrics-listen")
+	metricsAcc.flags(cmd, false)
+	onlyWith(cmd, "metrics-token", "metrics-listen")
+	onlyWith(cmd, "metrics-token-file", "metrics-listen")
 	f.StringVar(&logFormat, "log-format", "text", "how log lines are written to standard error: text (key=value) or json (one object a line)")
 	f.StringVar(&logLevel, "log-level", "warn", "lowest level logged: debug, info, warn or error (--verbose is debug)")
 	oneOf(cmd, "log-format", "text", "json")

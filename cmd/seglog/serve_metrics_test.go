@@ -40,6 +40,10 @@ func TestServeMetricsFlagsRefusedFirst(t *testing.T) {
 		{[]string{"--log-level", "loud"}, `invalid --log-level "loud"`, 2},
 		{[]string{"--log-level", "info", "--verbose"}, "not both", 2},
 		{[]string{"--metrics-listen", busy.Addr().String()}, "address already in use", 1},
+		{[]string{"--metrics-listen", "0.0.0.0:0"}, "--metrics-listen 0.0.0.0:0 is not a loopback address", 2},
+		{[]string{"--metrics-listen", ":0"}, "needs --metrics-token TOKEN or --metrics-token-file FILE, or --insecure", 2},
+		{[]string{"--metrics-token", "t"}, "--metrics-token only applies with --metrics-listen", 2},
+		{[]string{"--metrics-listen", "0.0.0.0:0", "--metrics-token", " "}, "--metrics-token is empty", 2},
 	} {
 		args := append([]string{"serve", fresh, "--listen", "127.0.0.1:0"}, c.args...)
 		r := invoke(t, "", args...)
@@ -131,6 +135,61 @@ func TestServeMetricsPage(t *testing.T) {
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d; stderr: %s", code, stderr.String())
+	}
+}
+
+// TestServeMetricsToken: on an address other than loopback the page (and
+// the profiler) answers only a scraper sending the token; with --insecure
+// and no token it answers anyone, and the start says so.
+func TestServeMetricsToken(t *testing.T) {
+	const token = "scrape-me"
+	var stderr lockedBuffer
+	stop, _, metrics := startMetricsServe(t, &stderr, "--metrics-listen", "0.0.0.0:0", "--metrics-token", token, "--pprof")
+	get := func(url, bearer string) int {
+		t.Helper()
+		req, err := http.NewRequest("GET", url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	pprof := strings.TrimSuffix(metrics, "/metrics") + "/debug/pprof/"
+	for _, c := range []struct {
+		url, bearer string
+		want        int
+	}{
+		{metrics, "", http.StatusUnauthorized},
+		{metrics, "wrong", http.StatusUnauthorized},
+		{pprof, "", http.StatusUnauthorized},
+		{metrics, token, http.StatusOK},
+		{pprof, token, http.StatusOK},
+	} {
+		if got := get(c.url, c.bearer); got != c.want {
+			t.Errorf("GET %s with token %q: %d, want %d", c.url, c.bearer, got, c.want)
+		}
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, stderr.String())
+	}
+
+	var open lockedBuffer
+	stop, _, metrics = startMetricsServe(t, &open, "--metrics-listen", "0.0.0.0:0", "--insecure", "--log-level", "warn")
+	if got := get(metrics, ""); got != http.StatusOK {
+		t.Errorf("GET %s with --insecure: %d", metrics, got)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, open.String())
+	}
+	if !strings.Contains(open.String(), "serving metrics on a non-loopback address without a token") {
+		t.Errorf("no warning for open metrics: %s", open.String())
 	}
 }
 

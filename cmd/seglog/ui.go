@@ -24,7 +24,7 @@ func init() { register(newUICmd) }
 func newUICmd() *cobra.Command {
 	var listen string
 	var playground bool
-	var access uiAccess
+	access := uiAccess()
 	cmd := &cobra.Command{
 		Use:   "ui [DIR]",
 		Short: "show a store in a browser: partitions, segments, offsets, groups and lag, retention (or --playground)",
@@ -94,7 +94,7 @@ explains each element.`,
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address to serve on (host:port; port 0 picks a free one)")
 	cmd.Flags().BoolVar(&playground, "playground", false, "serve a temporary store with the bookings scenario instead of DIR")
-	access.flags(cmd)
+	access.flags(cmd, true)
 	return cmd
 }
 
@@ -137,13 +137,7 @@ func runPlayground(ctx context.Context, out io.Writer, ln net.Listener, logger *
 // serveUI serves h on ln until ctx ends, printing the URL first. With a
 // token, every request must carry it, the page and /metrics alike.
 func serveUI(ctx context.Context, out io.Writer, h http.Handler, ln net.Listener, token, what string) error {
-	if token != "" {
-		h = requireToken(h, token)
-	}
-	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil && isLoopback(host) {
-		h = loopbackHostOnly(h)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: guard(h, ln.Addr(), token), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(out, "seglog ui: serving %s at %s (Ctrl-C to stop)\n", what, uiURL(ln, token))
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -182,7 +176,7 @@ func loopbackHostOnly(h http.Handler) http.Handler {
 			host = hh
 		}
 		if !isLoopback(host) {
-			http.Error(w, "seglog ui: Host "+r.Host+" refused: this server answers loopback names only", http.StatusForbidden)
+			http.Error(w, "seglog: Host "+r.Host+" refused: this server answers loopback names only", http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)

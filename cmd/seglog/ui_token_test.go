@@ -65,7 +65,7 @@ func TestUIAccessCheck(t *testing.T) {
 		if err := cmd.ParseFlags(c.args); err != nil {
 			t.Fatal(err)
 		}
-		var a uiAccess
+		a := uiAccess()
 		a.token, _ = cmd.Flags().GetString("token")
 		a.tokenFile, _ = cmd.Flags().GetString("token-file")
 		a.insecure, _ = cmd.Flags().GetBool("insecure")
