@@ -209,6 +209,7 @@ func (c *Cleaner) Remove(l Log) error {
 	c.mu.Lock()
 	st.removed = true
 	c.mu.Unlock()
+	c.forgetCompaction(st.dir)
 	st.mu.Unlock()
 	return nil
 }

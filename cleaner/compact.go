@@ -74,6 +74,10 @@ type compactState struct {
 	opts    CompactionOptions
 	lso     map[string]int64
 	metrics map[string]*CompactionMetrics
+	// removed adds up the records of removed logs (Remove), so that the
+	// totals never go down while a log added again under the same
+	// directory (a topic deleted and created again) starts from zero.
+	removed CompactionMetrics
 	// maps is the pool of offset maps, one per worker at most.
 	maps      chan *compaction.OffsetMap
 	allocated int
@@ -107,12 +111,45 @@ func (c *Cleaner) SetLastStableOffset(l Log, offset int64) error {
 func (c *Cleaner) CompactionMetrics() []CompactionMetrics {
 	c.comp.mu.Lock()
 	defer c.comp.mu.Unlock()
+	return c.compactionMetricsLocked()
+}
+
+func (c *Cleaner) compactionMetricsLocked() []CompactionMetrics {
 	out := make([]CompactionMetrics, 0, len(c.comp.metrics))
 	for _, m := range c.comp.metrics {
 		out = append(out, *m)
 	}
 	slices.SortFunc(out, func(a, b CompactionMetrics) int { return cmp.Compare(a.Dir, b.Dir) })
 	return out
+}
+
+// CompactionTotals returns CompactionMetrics' records and, read at the
+// same moment, the sums of the records of the logs removed so far
+// (Rounds, BytesRead, BytesWritten, RecordsRemoved, Failures; the other
+// fields are zero): together, the cleaner's totals since it was made,
+// each record counted once.
+func (c *Cleaner) CompactionTotals() (logs []CompactionMetrics, removed CompactionMetrics) {
+	c.comp.mu.Lock()
+	defer c.comp.mu.Unlock()
+	return c.compactionMetricsLocked(), c.comp.removed
+}
+
+// forgetCompaction moves dir's compaction record into the removed sums;
+// the log is being removed, with its logState's mu held, so no round
+// records into it afterwards.
+func (c *Cleaner) forgetCompaction(dir string) {
+	c.comp.mu.Lock()
+	defer c.comp.mu.Unlock()
+	if m := c.comp.metrics[dir]; m != nil {
+		r := &c.comp.removed
+		r.Rounds += m.Rounds
+		r.BytesRead += m.BytesRead
+		r.BytesWritten += m.BytesWritten
+		r.RecordsRemoved += m.RecordsRemoved
+		r.Failures += m.Failures
+		delete(c.comp.metrics, dir)
+	}
+	delete(c.comp.lso, dir)
 }
 
 // getMap takes an offset map from the pool, allocating one while fewer
@@ -310,8 +347,11 @@ func (c *Cleaner) Compact(ctx context.Context, l Log, p Policy) (LogCompacted, e
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	c.mu.Lock()
-	upper := st.upper
+	upper, removed := st.upper, st.removed
 	c.mu.Unlock()
+	if removed {
+		return LogCompacted{}, fmt.Errorf("%w: %s", ErrUnknownLog, l.Dir())
+	}
 	res, ratio, ran, err := c.compactOnce(ctx, st, p, upper, true)
 	c.recordCompaction(st.dir, res, ratio, ran, err)
 	if err == nil && !ran {

@@ -2,6 +2,7 @@ package cleaner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -95,6 +96,29 @@ func TestCleanerCompacts(t *testing.T) {
 	}
 	if len(events) != 1 {
 		t.Fatalf("a clean log was compacted again: %+v", events[1:])
+	}
+
+	// Removed, the log's record goes to the removed sums: the totals
+	// keep it, and the log added again starts from zero.
+	if err := c.Remove(Wrap(l)); err != nil {
+		t.Fatal(err)
+	}
+	logs, removed := c.CompactionTotals()
+	if len(logs) != 0 || removed.Rounds != 1 || removed.RecordsRemoved != 17 || removed.BytesRead != m[0].BytesRead {
+		t.Fatalf("after Remove: records %+v, removed sums %+v", logs, removed)
+	}
+	if _, err := c.Compact(context.Background(), Wrap(l), compactPolicy()); !errors.Is(err, ErrUnknownLog) {
+		t.Fatalf("Compact of a removed log: %v", err)
+	}
+	if err := c.Add(Wrap(l), compactPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compact(context.Background(), Wrap(l), compactPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	logs, removed = c.CompactionTotals()
+	if len(logs) != 1 || logs[0].Rounds != 1 || logs[0].RecordsRemoved != 0 || removed.Rounds != 1 {
+		t.Fatalf("added again and compacted: records %+v, removed sums %+v", logs, removed)
 	}
 }
 

@@ -69,12 +69,15 @@ func (s *Store) CleanerMetrics() CleanerMetrics {
 	// calls into the cleaner under its lock (Add), never the reverse
 	// while holding the cleaner's.
 	ret := s.clean.Metrics()
-	comp := s.clean.CompactionMetrics()
+	comp, removed := s.clean.CompactionTotals()
 	out := CleanerMetrics{Passes: ret.Passes, LastRun: ret.LastRun, SegmentsDeleted: ret.SegmentsDeleted,
 		BytesDeleted: ret.BytesDeleted, RecordsDeleted: ret.RecordsDeleted, Failures: ret.Failures}
-	// The compaction records outlive their partitions (the cleaner keeps
-	// them by directory), so their sum counts deleted topics too, as the
-	// retention totals do.
+	// A deleted partition's compaction record goes to the cleaner's
+	// removed sums, so the totals count deleted topics too, as the
+	// retention totals do, and a topic created again under the same name
+	// starts from zero.
+	out.CompactionRounds, out.BytesRead, out.BytesWritten = removed.Rounds, removed.BytesRead, removed.BytesWritten
+	out.Failures += removed.Failures
 	compByDir := make(map[string]*cleaner.CompactionMetrics, len(comp))
 	for i := range comp {
 		c := &comp[i]

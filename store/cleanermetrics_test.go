@@ -117,6 +117,18 @@ func TestCleanerMetrics(t *testing.T) {
 	if gone.BytesDeleted != m.BytesDeleted || gone.BytesRead != m.BytesRead {
 		t.Errorf("totals went down with the topic: %+v, were %+v", gone, m)
 	}
+
+	// A compacted topic deleted and created again under its name starts
+	// its figures from zero; the totals keep the old one's.
+	mustf(t, s.DeleteTopic("c"), "delete c")
+	mustf(t, s.CreateTopic("c", 1, comp), "create c again")
+	again := s.CleanerMetrics()
+	if c2 := partitionCleaner(t, again, "c"); c2.CompactionRounds != 0 || c2.BytesRead != 0 || c2.DirtyRatio != -1 {
+		t.Errorf("c-0 created again inherits the old one's figures: %+v", c2)
+	}
+	if again.CompactionRounds != gone.CompactionRounds || again.BytesRead != gone.BytesRead || again.BytesWritten != gone.BytesWritten {
+		t.Errorf("totals changed with c deleted and created again: %+v, were %+v", again, gone)
+	}
 }
 
 // A read-only store runs no cleaner: no figures.
