@@ -210,6 +210,7 @@ func (l *Log) segmentOptions() segment.Options {
 		FileCache:          l.files,
 		Logger:             l.logger,
 		ReserveBytes:       min(l.lim().SegmentBytes, reserveChunk),
+		WriteBackBytes:     writeBackChunk,
 		Preallocate:        l.preallocateBytes(),
 		Now:                l.opts.Clock.Now,
 	}
@@ -229,6 +230,13 @@ func (l *Log) preallocateBytes() int64 {
 // fallocate call (about 10 µs) is rare, small enough that the space held
 // past the end of each partition's active segment stays modest.
 const reserveChunk = 16 << 20
+
+// writeBackChunk is how many bytes an active segment appends between two
+// starts of their writeback (segment.Options.WriteBackBytes): without it,
+// the background fdatasync of a sealed 1 GiB segment wrote most of it at
+// once and held ext4's journal, stalling appends in the new segment for
+// tens of milliseconds (docs/benchmarks.md, "Issue 32").
+const writeBackChunk = 8 << 20
 
 // segItem is a segment in the tree, keyed by its base offset; a bare base
 // offset serves as a search key.
