@@ -232,11 +232,14 @@ func (l *Log) preallocateBytes() int64 {
 const reserveChunk = 16 << 20
 
 // writeBackChunk is how many bytes an active segment appends between two
-// starts of their writeback (segment.Options.WriteBackBytes): without it,
-// the background fdatasync of a sealed 1 GiB segment wrote most of it at
-// once and held ext4's journal, stalling appends in the new segment for
-// tens of milliseconds (docs/benchmarks.md, "Issue 32").
-const writeBackChunk = 8 << 20
+// starts of their writeback (segment.Options.WriteBackBytes); 0 turns it
+// off. It is off because it did not pay here: with 8 MiB (issue 32,
+// docs/benchmarks.md "Issue 32 (seventh session)") the appends ran at a
+// lower rate and CPU ratio against the floor and with no better p99.9 or
+// longest stall, the writeback's page submission being paid inside the
+// write rounds whatever goroutine starts it. A one-line change to measure
+// again on another disk.
+const writeBackChunk = 0
 
 // segItem is a segment in the tree, keyed by its base offset; a bare base
 // offset serves as a search key.
