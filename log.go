@@ -210,6 +210,7 @@ func (l *Log) segmentOptions() segment.Options {
 		FileCache:          l.files,
 		Logger:             l.logger,
 		ReserveBytes:       min(l.lim().SegmentBytes, reserveChunk),
+		WriteBackBytes:     writeBackChunk,
 		Preallocate:        l.preallocateBytes(),
 		Now:                l.opts.Clock.Now,
 	}
@@ -229,6 +230,16 @@ func (l *Log) preallocateBytes() int64 {
 // fallocate call (about 10 µs) is rare, small enough that the space held
 // past the end of each partition's active segment stays modest.
 const reserveChunk = 16 << 20
+
+// writeBackChunk is how many bytes an active segment appends between two
+// starts of their writeback (segment.Options.WriteBackBytes); 0 turns it
+// off. It is off because it did not pay here: with 8 MiB (issue 32,
+// docs/benchmarks.md "Issue 32 (seventh session)") the appends ran at a
+// lower rate and CPU ratio against the floor and with no better p99.9 or
+// longest stall, the writeback's page submission being paid inside the
+// write rounds whatever goroutine starts it. A one-line change to measure
+// again on another disk.
+const writeBackChunk = 0
 
 // segItem is a segment in the tree, keyed by its base offset; a bare base
 // offset serves as a search key.

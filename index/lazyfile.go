@@ -240,6 +240,17 @@ func (lf *LazyFile) Reserve(off, length int64) error {
 	return f.Reserve(off, length)
 }
 
+// WriteBack starts the writeback of [off, off+length) where the file can
+// (vfs.WriteBack); it makes nothing durable.
+func (lf *LazyFile) WriteBack(off, length int64) error {
+	f, excl, err := lf.use()
+	if err != nil {
+		return err
+	}
+	defer lf.release(excl)
+	return vfs.WriteBack(f, off, length)
+}
+
 // Map maps the file's first length bytes. The mapping outlives the
 // descriptor: the Cache may close the file while it is mapped.
 func (lf *LazyFile) Map(length int, writable bool) (vfs.Mapping, error) {

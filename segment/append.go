@@ -190,6 +190,7 @@ func (s *Segment) write(entry []byte, last, batchTS, pos int64, deferred bool) e
 	s.maxTS.Store(maxTS)
 	s.size.Store(pos + n)
 	s.next.Store(last + 1)
+	s.maybeWriteBack(pos + n)
 	return nil
 }
 

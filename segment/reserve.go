@@ -3,6 +3,8 @@ package segment
 import (
 	"errors"
 	"fmt"
+
+	"github.com/seglog/seglog/vfs"
 )
 
 // Block reservation for the active .log (Options.ReserveBytes).
@@ -60,3 +62,31 @@ func (s *Segment) releaseReserved() error {
 // recovery point pass such a segment, since recovery trusts the size of
 // the segments below it.
 func (s *Segment) TrimPending() bool { return s.trimPending.Load() }
+
+// maybeWriteBack starts the writeback of the .log's pages written since the
+// last one once there are Options.WriteBackBytes of them. It runs in a
+// goroutine of its own, one at a time per segment: done inline,
+// sync_file_range's submission of the pages cost the appender more than
+// the stall it saved (docs/benchmarks.md, "Issue 32"). It is a hint, as
+// reserveFor is: a failure is ignored, since the pages stay dirty in the
+// page cache and the next Flush writes them and reports any error.
+func (s *Segment) maybeWriteBack(end int64) {
+	chunk := s.opts.WriteBackBytes
+	if chunk <= 0 {
+		return
+	}
+	if end < s.writtenBack {
+		s.writtenBack = 0 // cut back: start again from the front
+	}
+	if end-s.writtenBack < chunk || !s.writeBackBusy.CompareAndSwap(false, true) {
+		return
+	}
+	from := s.writtenBack
+	s.writtenBack = end
+	s.writeBacks.Add(1)
+	go func() {
+		defer s.writeBacks.Done()
+		_ = vfs.WriteBack(s.log, from, end-from) // a hint; see above
+		s.writeBackBusy.Store(false)
+	}()
+}

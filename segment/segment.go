@@ -72,6 +72,14 @@ type Options struct {
 	// and so everything a reader or recovery sees, is unchanged. Sealing or
 	// closing the segment releases what was reserved past its end.
 	ReserveBytes int64
+	// WriteBackBytes, when positive, makes an active segment start the
+	// writeback of its .log's new pages every this many bytes of appends
+	// (vfs.WriteBack: sync_file_range with SYNC_FILE_RANGE_WRITE), as
+	// RocksDB's bytes_per_sync does, so the fdatasync that seals the
+	// segment finds little left to write and does not hold the
+	// filesystem's journal, and with it the appends, for long. It makes
+	// nothing durable and changes nothing a reader or recovery sees.
+	WriteBackBytes int64
 	// Preallocate, when positive, makes an active segment extend its .log
 	// to this many bytes with vfs.File.Preallocate (fallocate mode 0) when
 	// it is created and before its first append after it was opened,
@@ -170,6 +178,13 @@ type Segment struct {
 	// reserved is where the blocks reserved ahead of the appends end
 	// (Options.ReserveBytes); writer only. Zero when nothing is reserved.
 	reserved int64
+	// writtenBack is where the writeback started by Options.WriteBackBytes
+	// has reached; writer only.
+	writtenBack int64
+	// writeBackBusy says a writeback started by maybeWriteBack is still
+	// running; writeBacks counts them, for closeLog to wait.
+	writeBackBusy atomic.Bool
+	writeBacks    sync.WaitGroup
 	// preallocated says the .log was extended to Options.Preallocate and
 	// not trimmed since; writer only.
 	preallocated bool
@@ -653,6 +668,9 @@ func (s *Segment) closeFiles() error {
 
 // closeLog closes the .log descriptor once.
 func (s *Segment) closeLog() error {
-	s.closeOnce.Do(func() { s.closeErr = errors.Join(s.lmap.Close(), s.log.Close()) })
+	s.closeOnce.Do(func() {
+		s.writeBacks.Wait() // none may outlive the descriptor it uses
+		s.closeErr = errors.Join(s.lmap.Close(), s.log.Close())
+	})
 	return s.closeErr
 }

@@ -44,6 +44,7 @@ const (
 	OpFlush                           // Mapping.Flush
 	OpUnmap                           // Mapping.Unmap
 	OpSetOwner                        // Lock.SetOwner (Close's emptying of the file is OpUnlock's)
+	OpWriteBack                       // WriteBacker.WriteBack (vfs.WriteBack of a file that has it)
 )
 
 var opNames = [...]string{
@@ -53,6 +54,7 @@ var opNames = [...]string{
 	OpWrite: "write", OpWriteAt: "writeat", OpSize: "size", OpSync: "sync",
 	OpTruncate: "truncate", OpPreallocate: "preallocate", OpReserve: "reserve", OpMap: "mmap", OpFd: "fd",
 	OpClose: "close", OpFlush: "msync", OpUnmap: "munmap", OpSetOwner: "setowner",
+	OpWriteBack: "writeback",
 }
 
 // String returns the operation's name, as used in error messages.
@@ -309,6 +311,15 @@ func (f *injectFile) Reserve(off, length int64) error {
 		return err
 	}
 	return f.f.Reserve(off, length)
+}
+
+// WriteBack reports OpWriteBack and passes the call on to the wrapped
+// file, which may not have it (vfs.WriteBack then does nothing).
+func (f *injectFile) WriteBack(off, length int64) error {
+	if err := f.op(OpWriteBack, off, length); err != nil {
+		return err
+	}
+	return WriteBack(f.f, off, length)
 }
 
 func (f *injectFile) Map(length int, writable bool) (Mapping, error) {

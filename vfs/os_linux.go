@@ -288,6 +288,26 @@ func (f *osFile) Reserve(off, length int64) error {
 	return nil
 }
 
+// WriteBack uses sync_file_range(SYNC_FILE_RANGE_WRITE): it queues the
+// range's dirty pages for writeback and returns without waiting for them.
+func (f *osFile) WriteBack(off, length int64) error {
+	if off < 0 || length <= 0 {
+		return &os.PathError{Op: "writeback", Path: f.name, Err: unix.EINVAL}
+	}
+	err := control(f.f, func(fd int) error {
+		for {
+			err := unix.SyncFileRange(fd, off, length, unix.SYNC_FILE_RANGE_WRITE)
+			if err != unix.EINTR {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return &os.PathError{Op: "writeback", Path: f.name, Err: err}
+	}
+	return nil
+}
+
 // Preallocate uses fallocate mode 0. Filesystems without fallocate (EOPNOTSUPP,
 // e.g. some network or FUSE filesystems) get an ftruncate extension instead:
 // the size is right but blocks are not reserved, so a later store into the

@@ -307,6 +307,7 @@ func newBenchScanCmd() *cobra.Command {
 		logBytes   int64
 		fetchBytes int
 		mode       string
+		floorCRC   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "scan",
@@ -316,8 +317,9 @@ of it from the start: through Records (--mode records), or with Read of
 --fetch-bytes at a time, each slice's bytes read and parsed with
 record.Iterator (--mode read). The baseline preads the same segment files
 256 KiB at a time and runs record.Iterator over each batch, with no log
-logic and no CRC check. Both sides touch every value; both are checked to read
-every record.`,
+logic and no CRC check (with --floor-crc, checking each batch's CRC-32C as
+Records does). Both sides touch every value; both are checked to read every
+record.`,
 		Args: cobra.NoArgs,
 	}
 	lf := bindLogFlags(cmd)
@@ -328,6 +330,7 @@ every record.`,
 	fl.Int64Var(&logBytes, "log-bytes", 256<<20, "size of the log read in each round")
 	fl.IntVar(&fetchBytes, "fetch-bytes", 1<<20, "with --mode read: maxBytes of each Read")
 	fl.StringVar(&mode, "mode", bench.ScanRecords, "records (Log.Records) or read (Log.Read + parse)")
+	fl.BoolVar(&floorCRC, "floor-crc", false, "the baseline checks each batch's CRC-32C before iterating it, as Records does")
 	limitSizeFlags(cmd)
 	limitFlag(cmd, "log-bytes", 1, math.MaxInt64)
 	limitFlag(cmd, "fetch-bytes", 1, math.MaxInt32)
@@ -342,7 +345,7 @@ every record.`,
 		return out.sweep(cmd, title, sizes, func(ctx context.Context, env bench.Env, size int) (*bench.Result, error) {
 			return bench.RunScan(ctx, env, bench.ScanConfig{
 				Options: opts, RecordSize: size, Batch: batch, LogBytes: logBytes,
-				FetchBytes: fetchBytes, Mode: mode, Rounds: out.rounds,
+				FetchBytes: fetchBytes, Mode: mode, Rounds: out.rounds, FloorCRC: floorCRC,
 			})
 		})
 	}
