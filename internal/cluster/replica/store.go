@@ -100,7 +100,8 @@ type Store struct {
 	// counts them: raft reads back what it just appended (the committed
 	// entries it applies, a leader's entries for its followers), which
 	// is then answered without reading the partition again. Bounded by
-	// recentBudget bytes; emptied by every truncation (dropTables).
+	// recentBudget bytes, let go once applied (Applied); emptied by every
+	// truncation (dropTables).
 	recent      []*pb.Entry
 	recentSizes []uint64
 	recentBytes int
