@@ -105,6 +105,10 @@ type Store struct {
 	recent      []*pb.Entry
 	recentSizes []uint64
 	recentBytes int
+
+	// own is the entries the driver last said this node proposed
+	// (Proposed), which Append need not check for CRC.
+	own ownList
 }
 
 // Open opens the raft log kept in partition p: its raft-index checkpoint,
