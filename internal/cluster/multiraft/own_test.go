@@ -2,6 +2,7 @@ package multiraft
 
 import (
 	"context"
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -91,5 +92,28 @@ func TestProposedNamesTheProposals(t *testing.T) {
 		if !slices.Contains(st.matched, d) || !slices.Contains(st.proposed, d) {
 			t.Fatalf("%q: Proposed named %q, Append matched %q", d, st.proposed, st.matched)
 		}
+	}
+}
+
+// wrapped is a connection with NetConn, as raftmux's are.
+type wrapped struct {
+	net.Conn
+	inner net.Conn
+}
+
+func (w wrapped) NetConn() net.Conn { return w.inner }
+
+// TestVectorWriterUnwraps: the sender writes a round's buffers to the
+// connection under a wrapper that has one (so that net.Buffers can use
+// writev), and to the connection itself otherwise.
+func TestVectorWriterUnwraps(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if w := vectorWriter(wrapped{Conn: a, inner: b}); w != b {
+		t.Fatalf("vectorWriter of a wrapper: %v, want its NetConn", w)
+	}
+	if w := vectorWriter(a); w != a {
+		t.Fatalf("vectorWriter of a plain connection: %v, want it", w)
 	}
 }
