@@ -350,7 +350,12 @@ func (n *Node) readyAll(list []*group, out *roundOut) {
 			continue // removed since it was marked, frozen, or nothing to do
 		}
 		rd := g.rn.Ready()
-		rds = append(rds, readied{g: g, rd: rd, placed: n.indexProposals(g, rd.Entries)})
+		placed := n.indexProposals(g, rd.Entries)
+		if op, ok := g.storage.(OwnProposals); ok && len(placed) > 0 {
+			// indexProposals matched them to the Ready's last entries.
+			op.Proposed(rd.Entries[len(rd.Entries)-len(placed):])
+		}
+		rds = append(rds, readied{g: g, rd: rd, placed: placed})
 	}
 	early := false
 	for i := range rds {

@@ -65,6 +65,19 @@ type Stamper interface {
 	Stamp(entries []*pb.Entry)
 }
 
+// An OwnProposals Storage is told which of the entries it is about to
+// Append are this node's own proposals: Proposed is called from the
+// driver goroutine, before that Append, with the entries raft made of the
+// data given to Propose (the Ready's last ones; entries from peers are
+// never passed). Such a Storage may rely on what the proposer checked of
+// that data rather than check it again: the replica Store skips the CRC
+// of a batch the server has just checked, while every follower, which
+// receives the batch from the network, still checks it. Each call
+// replaces the previous one's entries.
+type OwnProposals interface {
+	Proposed(entries []*pb.Entry)
+}
+
 // MemoryStorage is a Storage over raft.MemoryStorage: nothing survives the
 // process, so it is for tests, where the test keeps it across a node's
 // restart to stand for a disk.

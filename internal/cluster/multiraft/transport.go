@@ -291,6 +291,7 @@ func (p *peer) serve(conn net.Conn) {
 		_ = conn.Close()
 		<-hungUp
 	}()
+	w := vectorWriter(conn)
 	var vec net.Buffers
 	for {
 		var b outBatch
@@ -319,7 +320,7 @@ func (p *peer) serve(conn net.Conn) {
 			return
 		}
 		bufs := vec // WriteTo consumes its receiver; vec keeps the array
-		_, err := bufs.WriteTo(conn)
+		_, err := bufs.WriteTo(w)
 		clear(vec) // the entries' Data are not held past their write
 		if err != nil {
 			p.dropped.Add(uint64(msgs))
@@ -327,6 +328,20 @@ func (p *peer) serve(conn net.Conn) {
 		}
 		p.sent.Add(uint64(msgs))
 	}
+}
+
+// vectorWriter is what serve writes a round's buffers to: the connection
+// under raftmux's (NetConn), when there is one, because net.Buffers uses
+// writev only on the net package's own connections and makes one write
+// call per buffer on any other (a frame's header and each entry's Data:
+// 4,100 writes a round of the cluster bench, docs/benchmarks.md
+// "Cluster", seventh session). Deadlines set on conn are the same
+// connection's.
+func vectorWriter(conn net.Conn) io.Writer {
+	if u, ok := conn.(interface{ NetConn() net.Conn }); ok {
+		return u.NetConn()
+	}
+	return conn
 }
 
 // drain drops what was queued for a connection that is gone.

@@ -250,6 +250,8 @@ func (m *Manager) apply(p *part, ents []*pb.Entry) error {
 	if err := m.moveFloor(p, ents[len(ents)-1].GetIndex(), hw); err != nil {
 		return err
 	}
+	// Raft has what it applies; the Store need not keep the batches.
+	p.st.Applied(ents[len(ents)-1].GetIndex())
 	if lead, term, err := m.cfg.Raft.Leader(p.a.Group); err == nil {
 		if p.lead.Swap(lead) != lead || p.term.Swap(term) != term {
 			changed = true

@@ -547,6 +547,14 @@ type conn struct {
 	once  sync.Once
 }
 
+// NetConn returns the connection under the Layer's tracking (the
+// Dialer's, or the one the Mux accepted), as tls.Conn's NetConn does.
+// Writes on it are the connection's own writes; a writer of several
+// buffers at once takes it so that net.Buffers reaches writev (a wrapped
+// connection gets one write call per buffer). Close the Layer's
+// connection, not this one.
+func (c *conn) NetConn() net.Conn { return c.Conn }
+
 // Close closes the connection and forgets it.
 func (c *conn) Close() error {
 	err := c.Conn.Close()

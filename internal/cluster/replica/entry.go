@@ -101,8 +101,10 @@ func isEmpty(e *pb.Entry) bool {
 }
 
 // checkEntry refuses, before anything is written, an entry Append cannot
-// store. maxBatch is the partition's MaxBatchBytes.
-func checkEntry(e *pb.Entry, maxBatch int) error {
+// store. maxBatch is the partition's MaxBatchBytes; checked says the
+// entry's batch is this node's own proposal, checked whole before it was
+// proposed (Proposed), whose CRC is not computed again.
+func checkEntry(e *pb.Entry, maxBatch int, checked bool) error {
 	if e.GetTerm() > math.MaxInt32 {
 		return fmt.Errorf("%w: entry %d has term %d, above the largest leader epoch %d", ErrBadEntry, e.GetIndex(), e.GetTerm(), math.MaxInt32)
 	}
@@ -121,8 +123,14 @@ func checkEntry(e *pb.Entry, maxBatch int) error {
 	}
 	// The CRC and framing are checked here so that a bad batch in the
 	// middle of a call stores nothing; AppendEpochBatches checks them
-	// again with the record walk.
-	if err := b.Validate(); err != nil {
+	// again with the record walk. A batch this node proposed was checked
+	// whole before it was proposed (Proposed): only the header this
+	// check and the append read is made sure of.
+	if checked {
+		if len(b) < record.HeaderSize || int64(b.BatchLength()) != int64(len(b))-record.LogOverhead {
+			return fmt.Errorf("%w: entry %d: a proposed batch of %d bytes with length field %d", ErrBadEntry, e.GetIndex(), len(b), b.BatchLength())
+		}
+	} else if err := b.Validate(); err != nil {
 		return fmt.Errorf("%w: entry %d: %w", ErrBadEntry, e.GetIndex(), err)
 	}
 	if b.IsControl() {

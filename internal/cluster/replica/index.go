@@ -347,9 +347,39 @@ func (s *Store) remember(e *pb.Entry) {
 	}
 	if drop > 0 {
 		// Moved down in place, so the arrays do not grow without bound.
+		k := len(s.recent)
 		s.recent = append(s.recent[:0], s.recent[drop:]...)
+		clear(s.recent[len(s.recent):k])
 		s.recentSizes = append(s.recentSizes[:0], s.recentSizes[drop:]...)
 	}
+}
+
+// Applied tells the Store that the entries up to index were applied: the
+// recent entries at or below it are let go. Raft reads an entry after its
+// application only to send it to a follower that has fallen behind, which
+// Entries then answers from the partition; until then the recent entries
+// are what raft asks for next (the committed entries to apply, a leader's
+// appends to resend). Held to the budget alone, every partition kept its
+// last 16 MiB of batches alive, so a node's heap grew with its partitions
+// and each replicated byte landed in memory fresh from the kernel (a page
+// fault per 4 KiB: docs/benchmarks.md "Cluster", seventh session).
+func (s *Store) Applied(index uint64) {
+	s.idx.Lock()
+	defer s.idx.Unlock()
+	k := len(s.recent)
+	if k == 0 || s.recent[0].GetIndex() > index {
+		return
+	}
+	drop := k
+	if last := s.recent[k-1].GetIndex(); index < last {
+		drop = int(index - s.recent[0].GetIndex() + 1)
+	}
+	for _, n := range s.recentSizes[:drop] {
+		s.recentBytes -= int(n)
+	}
+	s.recent = append(s.recent[:0], s.recent[drop:]...)
+	clear(s.recent[len(s.recent):k]) // the batches let go are not pinned by the array
+	s.recentSizes = append(s.recentSizes[:0], s.recentSizes[drop:]...)
 }
 
 // forgetRecent empties the recent entries. Called with idx held.

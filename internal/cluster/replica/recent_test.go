@@ -77,3 +77,68 @@ func TestRecentEntries(t *testing.T) {
 		t.Fatalf("Entries past the end: %v", err)
 	}
 }
+
+// TestAppliedLetsGo: Applied drops the recent entries at or below its
+// index, and Entries still answers every entry the same (those let go
+// from the partition); entries appended after it are kept again.
+func TestAppliedLetsGo(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openT(t, fs, "/data/t-0")
+	defer func() { closeT(t, s) }()
+	bootT(t, s)
+	if err := s.Append(entries(t, 2, 30, 1)); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Entries(2, 31, ^uint64(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func() (first uint64, n int) {
+		s.idx.RLock()
+		defer s.idx.RUnlock()
+		if len(s.recent) > 0 {
+			first = s.recent[0].GetIndex()
+		}
+		return first, len(s.recent)
+	}
+	s.Applied(1) // below every recent entry: nothing moves
+	if first, n := held(); first != 2 || n != 29 {
+		t.Fatalf("after Applied(1): recent from %d, %d entries; want from 2, 29", first, n)
+	}
+	s.Applied(20)
+	if first, n := held(); first != 21 || n != 10 {
+		t.Fatalf("after Applied(20): recent from %d, %d entries; want from 21, 10", first, n)
+	}
+	s.idx.RLock()
+	var size uint64
+	for _, n := range s.recentSizes {
+		size += n
+	}
+	bytes := s.recentBytes
+	s.idx.RUnlock()
+	if uint64(bytes) != size {
+		t.Fatalf("recentBytes %d, the sizes kept add up to %d", bytes, size)
+	}
+	after, err := s.Entries(2, 31, ^uint64(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("%d entries after Applied, %d before", len(after), len(before))
+	}
+	for i := range before {
+		if !proto.Equal(before[i], after[i]) {
+			t.Fatalf("entry %d differs after Applied: %v, %v", before[i].GetIndex(), before[i], after[i])
+		}
+	}
+	s.Applied(100) // past the last: all let go
+	if _, n := held(); n != 0 {
+		t.Fatalf("after Applied past the end: %d recent entries", n)
+	}
+	if err := s.Append(entries(t, 31, 32, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if first, n := held(); first != 31 || n != 2 {
+		t.Fatalf("after the next append: recent from %d, %d entries; want from 31, 2", first, n)
+	}
+}

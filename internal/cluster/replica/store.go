@@ -100,10 +100,15 @@ type Store struct {
 	// counts them: raft reads back what it just appended (the committed
 	// entries it applies, a leader's entries for its followers), which
 	// is then answered without reading the partition again. Bounded by
-	// recentBudget bytes; emptied by every truncation (dropTables).
+	// recentBudget bytes, let go once applied (Applied); emptied by every
+	// truncation (dropTables).
 	recent      []*pb.Entry
 	recentSizes []uint64
 	recentBytes int
+
+	// own is the entries the driver last said this node proposed
+	// (Proposed), which Append need not check for CRC.
+	own ownList
 }
 
 // Open opens the raft log kept in partition p: its raft-index checkpoint,

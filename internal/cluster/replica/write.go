@@ -40,8 +40,9 @@ func (s *Store) Append(entries []*pb.Entry) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	own := s.takeOwn(entries)
 	for i, e := range entries {
-		if err := checkEntry(e, s.maxBatch); err != nil {
+		if err := checkEntry(e, s.maxBatch, own != nil && own[i]); err != nil {
 			return err
 		}
 		if i > 0 && e.GetIndex() != entries[i-1].GetIndex()+1 {
