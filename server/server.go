@@ -39,6 +39,11 @@ const (
 	// DefaultNumPartitions is Kafka's num.partitions, for topics created
 	// on first use.
 	DefaultNumPartitions = 1
+	// DefaultRequestReadTimeout bounds how long a request may take to
+	// arrive once its size has: Kafka clients give up on a request after
+	// request.timeout.ms, 30 s by default, so one still arriving later is
+	// no client's any more, only a slow one's.
+	DefaultRequestReadTimeout = 30 * time.Second
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -70,6 +75,11 @@ type Options struct {
 	// and bounds how long a response may take to be written (0 means 10
 	// minutes).
 	IdleTimeout time.Duration
+	// RequestReadTimeout closes a connection whose request, once its size
+	// has been read, has not arrived whole this long after (0 means 30
+	// s): a client sending a byte a second holds its connection no
+	// longer. The wait for a request's size is IdleTimeout's.
+	RequestReadTimeout time.Duration
 	// Logger receives connection errors; nil means slog.Default.
 	Logger *slog.Logger
 	// FetchCopy sends fetched records by reading them into memory and
@@ -119,6 +129,9 @@ type Server struct {
 	// "Request frames"), for any connection to read its next request
 	// into.
 	frames framePool
+	// outs holds response buffers (*[]byte) between answers
+	// (conn.writeResponse), so an idle connection keeps none.
+	outs sync.Pool
 	// framesMade counts the frames read into fresh memory (tests check
 	// that the pool is used).
 	framesMade atomic.Int64
@@ -152,6 +165,9 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.RequestReadTimeout <= 0 {
+		cfg.RequestReadTimeout = DefaultRequestReadTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -168,6 +184,7 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	}
 	s := &Server{st: st, cfg: cfg, logger: cfg.Logger,
 		listeners: make(map[net.Listener]struct{}), conns: make(map[*conn]struct{})}
+	s.outs.New = newOut
 	s.pids = newProducers(st.FS())
 	if cfg.SASL != nil {
 		if err := CheckMechanisms(cfg.SASL.Mechanisms); err != nil {
