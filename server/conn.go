@@ -101,6 +101,46 @@ func (s *Server) putFrame(frame []byte) {
 	}
 }
 
+// admitLocked decides whether a connection just accepted is served: not
+// when MaxConnections are served already, or MaxConnectionsPerIP from its
+// address. Kafka closes such a connection as it accepts it; so does Serve,
+// before anything is allocated for it, and counts it. It returns the
+// address the connection is counted under, for releaseLocked.
+func (s *Server) admitLocked(nc net.Conn) (string, bool) {
+	ip := remoteIP(nc)
+	if max := s.cfg.MaxConnections; max > 0 && len(s.conns) >= max {
+		s.refuse(nc, fmt.Sprintf("%d connections served (max connections)", len(s.conns)))
+		return "", false
+	}
+	if max := s.cfg.MaxConnectionsPerIP; max > 0 {
+		if n := s.perIP[ip]; n >= max {
+			s.refuse(nc, fmt.Sprintf("%d connections from %s (max connections per ip)", n, ip))
+			return "", false
+		}
+		if s.perIP == nil {
+			s.perIP = make(map[string]int)
+		}
+		s.perIP[ip]++
+	}
+	return ip, true
+}
+
+func (s *Server) refuse(nc net.Conn, why string) {
+	s.metrics.connsRefused.Add(1)
+	// Debug: a flood of refusals must not become a flood of log lines.
+	s.logger.Debug("server: refusing connection", "remote", nc.RemoteAddr().String(), "reason", why)
+}
+
+// releaseLocked uncounts a connection admitLocked admitted from ip.
+func (s *Server) releaseLocked(ip string) {
+	if s.cfg.MaxConnectionsPerIP <= 0 {
+		return
+	}
+	if s.perIP[ip]--; s.perIP[ip] <= 0 {
+		delete(s.perIP, ip)
+	}
+}
+
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, coord: s.coord, frames: make(chan []byte, 1)}
 	if s.cfg.SASL != nil {

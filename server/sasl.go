@@ -246,7 +246,7 @@ func errAuthFailed(mech string) error {
 func (c *conn) saslStep(msg []byte) ([]byte, error) {
 	st := c.sasl
 	cfg := c.s.cfg.SASL
-	host := c.remoteIP()
+	host := remoteIP(c.nc)
 	now := time.Now()
 	if st.scram == nil && !c.s.logins.allow(host, now) {
 		return nil, fmt.Errorf("too many failed logins from %s: try again later", host)
@@ -299,12 +299,12 @@ func (c *conn) authenticated(user string) {
 }
 
 // remoteIP is the client's address without its port: what failed logins
-// are counted by.
-func (c *conn) remoteIP() string {
-	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+// and connections per address are counted by.
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		return a.IP.String()
 	}
-	return c.nc.RemoteAddr().String()
+	return nc.RemoteAddr().String()
 }
 
 // loginLimiter counts failed logins per address in fixed windows and

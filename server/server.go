@@ -44,6 +44,15 @@ const (
 	// request.timeout.ms, 30 s by default, so one still arriving later is
 	// no client's any more, only a slow one's.
 	DefaultRequestReadTimeout = 30 * time.Second
+	// DefaultMaxConnections bounds the connections served at once
+	// (Kafka's max.connections, unbounded there): an idle one costs about
+	// 5 KB, so ten thousand idle clients cost about 50 MB.
+	DefaultMaxConnections = 10000
+	// DefaultMaxConnectionsPerIP bounds those from one address (Kafka's
+	// max.connections.per.ip, unbounded there): ample for the clients
+	// of one host, and a tenth of the total, so that one host cannot
+	// take every connection.
+	DefaultMaxConnectionsPerIP = 1000
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -80,6 +89,14 @@ type Options struct {
 	// s): a client sending a byte a second holds its connection no
 	// longer. The wait for a request's size is IdleTimeout's.
 	RequestReadTimeout time.Duration
+	// MaxConnections bounds the connections served at once (Kafka's
+	// max.connections): one more is closed as it is accepted. Zero means
+	// DefaultMaxConnections, negative no bound.
+	MaxConnections int
+	// MaxConnectionsPerIP bounds the connections from one IP address
+	// (Kafka's max.connections.per.ip), the same way. Zero means
+	// DefaultMaxConnectionsPerIP, negative no bound.
+	MaxConnectionsPerIP int
 	// Logger receives connection errors; nil means slog.Default.
 	Logger *slog.Logger
 	// FetchCopy sends fetched records by reading them into memory and
@@ -146,6 +163,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	perIP     map[string]int // connections served per address (admit)
 	closed    bool
 	connWG    sync.WaitGroup
 }
@@ -164,6 +182,12 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxConnectionsPerIP == 0 {
+		cfg.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
 	}
 	if cfg.RequestReadTimeout <= 0 {
 		cfg.RequestReadTimeout = DefaultRequestReadTimeout
@@ -319,6 +343,12 @@ func (s *Server) Serve(ln net.Listener) error {
 			nc.Close()
 			return ErrServerClosed
 		}
+		ip, ok := s.admitLocked(nc)
+		if !ok {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
 		c := newConn(s, nc)
 		s.conns[c] = struct{}{}
 		s.connWG.Add(1)
@@ -328,6 +358,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.serve()
 			s.mu.Lock()
 			delete(s.conns, c)
+			s.releaseLocked(ip)
 			s.mu.Unlock()
 		}()
 	}
