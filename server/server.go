@@ -141,6 +141,10 @@ type Server struct {
 
 	// logins counts failed SASL logins per address (sasl.go).
 	logins *loginLimiter
+	// saslReauths counts the re-authentications (KIP-368) completed,
+	// saslExpired the connections closed for a session that ended
+	// without one (tests wait on them).
+	saslReauths, saslExpired atomic.Int64
 
 	// frames holds Produce request frames between requests (conn.go,
 	// "Request frames"), for any connection to read its next request

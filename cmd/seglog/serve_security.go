@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,7 @@ type securityFlags struct {
 	// Hostile clients (docs/security.md): bounds on connections, and
 	// KIP-368's session lifetime.
 	maxConns, maxConnsPerIP int
+	sessionLifetime         time.Duration
 
 	tls        *tls.Config
 	sasl       *server.SASLConfig
@@ -38,8 +40,11 @@ func (s *securityFlags) flags(cmd *cobra.Command) {
 	f.BoolVar(&s.insecure, "insecure", false, "serve a non-loopback --listen address without TLS and client authentication (a warning is logged)")
 	f.IntVar(&s.maxConns, "max-connections", server.DefaultMaxConnections, "connections served at once; one more is closed as it is accepted (max.connections; 0 for no bound)")
 	f.IntVar(&s.maxConnsPerIP, "max-connections-per-ip", server.DefaultMaxConnectionsPerIP, "connections served at once from one IP address (max.connections.per.ip; 0 for no bound)")
+	f.DurationVar(&s.sessionLifetime, "sasl-session-lifetime", 0, "how long a SASL login lasts: clients log in again on the connection before it ends, and a connection whose login ended is closed at its next request (connections.max.reauth.ms, KIP-368; 0 for the connection's life)")
 	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
 	onlyWith(cmd, "tls-client-ca", "tls-cert")
+	onlyWith(cmd, "sasl-session-lifetime", "sasl-mechanisms")
+	limitDuration(cmd, "sasl-session-lifetime", 0, math.MaxInt64)
 	limitFlag(cmd, "max-connections", 0, math.MaxInt32)
 	limitFlag(cmd, "max-connections-per-ip", 0, math.MaxInt32)
 }
@@ -73,7 +78,7 @@ func (s *securityFlags) check(cmd *cobra.Command, dir, listen string, cluster bo
 		if err != nil {
 			return err
 		}
-		s.sasl = &server.SASLConfig{Mechanisms: mechs, Credentials: creds}
+		s.sasl = &server.SASLConfig{Mechanisms: mechs, Credentials: creds, SessionLifetime: s.sessionLifetime}
 	}
 	if s.tlsCert != "" {
 		cfg, err := server.LoadTLSConfig(vfs.Default, s.tlsCert, s.tlsKey, s.tlsClientCA)
