@@ -212,12 +212,14 @@ func (c *conn) serve() {
 // fails, or Shutdown, closes the connection, which ends the reader.
 func (c *conn) answer() {
 	defer c.answerers.Done()
-	defer c.releaseOut()
 	for {
 		var frame []byte
 		select {
 		case frame = <-c.frames:
 		default:
+			// Before answering is cleared: the next goroutine may take
+			// the buffer's place as soon as it is.
+			c.releaseOut()
 			c.mu.Lock()
 			if len(c.frames) > 0 {
 				// Queued since the receive above: the reader saw this
@@ -233,6 +235,7 @@ func (c *conn) answer() {
 		if c.stopping {
 			c.ended = true
 			c.mu.Unlock()
+			c.releaseOut()
 			c.nc.Close()
 			return
 		}
@@ -255,6 +258,8 @@ func (c *conn) answer() {
 			}
 		}
 		if err != nil || stop {
+			// ended is set: no other goroutine answers after this one.
+			c.releaseOut()
 			c.nc.Close()
 			return
 		}
