@@ -312,7 +312,7 @@ func errAuthFailed(mech string) error {
 func (c *conn) saslStep(msg []byte) ([]byte, error) {
 	st := c.sasl
 	cfg := c.s.cfg.SASL
-	host := remoteIP(c.nc)
+	host := limiterKey(c.nc)
 	now := time.Now()
 	if st.scram == nil && !c.s.logins.allow(host, now) {
 		return nil, fmt.Errorf("too many failed logins from %s: try again later", host)
@@ -388,19 +388,32 @@ func remoteIP(nc net.Conn) string {
 	return nc.RemoteAddr().String()
 }
 
+// limiterKey is what failed logins are counted by: the client's IPv4
+// address, or its IPv6 /64, since one host commonly has a whole /64 and
+// could otherwise start afresh from each of its addresses.
+func limiterKey(nc net.Conn) string {
+	a, ok := nc.RemoteAddr().(*net.TCPAddr)
+	if !ok || a.IP.To4() != nil {
+		return remoteIP(nc)
+	}
+	return (&net.IPNet{IP: a.IP.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
+}
+
 // loginLimiter counts failed logins per address in fixed windows and
 // refuses an address that failed max times in the current one, so that a
 // client guessing passwords is slowed whatever connections it opens. It
 // holds at most maxHosts addresses: when full, expired windows are
-// dropped, then arbitrary ones, so memory stays bounded under a flood of
-// addresses (which costs them their count, not anyone else their
-// service).
+// dropped, then arbitrary ones down to seven eighths of it, so memory
+// stays bounded under a flood of addresses (which costs them their count,
+// not anyone else their service) and a flood does not pay a walk of the
+// whole map for each new address.
 type loginLimiter struct {
 	max    int
 	window time.Duration
 
-	mu    sync.Mutex
-	hosts map[string]loginWindow
+	mu       sync.Mutex
+	hosts    map[string]loginWindow
+	maxHosts int // maxLimitedHosts; tests lower it
 }
 
 type loginWindow struct {
@@ -417,7 +430,7 @@ func newLoginLimiter(max int, window time.Duration) *loginLimiter {
 	if window <= 0 {
 		window = time.Minute
 	}
-	return &loginLimiter{max: max, window: window, hosts: make(map[string]loginWindow)}
+	return &loginLimiter{max: max, window: window, hosts: make(map[string]loginWindow), maxHosts: maxLimitedHosts}
 }
 
 // allow says whether host may try a login at now.
@@ -434,7 +447,7 @@ func (l *loginLimiter) failed(host string, now time.Time) {
 	defer l.mu.Unlock()
 	w, ok := l.hosts[host]
 	if !ok || now.Sub(w.start) >= l.window {
-		if !ok && len(l.hosts) >= maxLimitedHosts {
+		if !ok && len(l.hosts) >= l.maxHosts {
 			l.evictLocked(now)
 		}
 		w = loginWindow{start: now}
@@ -450,7 +463,7 @@ func (l *loginLimiter) evictLocked(now time.Time) {
 		}
 	}
 	for h := range l.hosts {
-		if len(l.hosts) < maxLimitedHosts {
+		if len(l.hosts) <= l.maxHosts-max(l.maxHosts/8, 1) {
 			break
 		}
 		delete(l.hosts, h)
