@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -183,6 +184,16 @@ func (c *conn) serve() {
 	defer c.stopLoginTimer()
 	defer c.answerers.Wait()
 	defer c.cancel()
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		// The handshake is bounded as a request is: the idle timeout is
+		// for a connection waiting between requests, not for a client
+		// dribbling its hello.
+		tc.SetDeadline(time.Now().Add(c.s.cfg.RequestReadTimeout))
+		if err := tc.Handshake(); err != nil {
+			c.s.logger.Debug("server: TLS handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+			return
+		}
+	}
 	for {
 		frame, ok := c.readFrame()
 		if !ok {

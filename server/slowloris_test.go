@@ -25,14 +25,17 @@ type dribblers struct {
 	wg     sync.WaitGroup
 }
 
-// startDribblers dials n connections to addr, sends each a size of claim
-// bytes and the first few bytes of a request, then one more byte on each
-// every tick.
-func startDribblers(t *testing.T, addr string, n, claim int) *dribblers {
+// claimRequest is the start of a request claiming size bytes: its size
+// and the first bytes of a Metadata v12 header.
+func claimRequest(size int) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(size)), 0, 3, 0, 12, 0, 0, 0, 1)
+}
+
+// startDribblers dials n connections to addr, sends each start, then one
+// more byte on each every tick.
+func startDribblers(t *testing.T, addr string, n int, start []byte) *dribblers {
 	t.Helper()
 	d := &dribblers{stop: make(chan struct{})}
-	start := binary.BigEndian.AppendUint32(nil, uint32(claim))
-	start = append(start, 0, 3, 0, 12, 0, 0, 0, 1) // Metadata v12, correlation 1
 	for range n {
 		nc, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -91,7 +94,7 @@ func TestDribblingClientsBounded(t *testing.T) {
 	const n = 200
 	ts := startServer(t, "", Options{RequestReadTimeout: 10 * time.Minute})
 	m0 := memInUse()
-	d := startDribblers(t, ts.addr, n, 1<<20)
+	d := startDribblers(t, ts.addr, n, claimRequest(1<<20))
 	testutil.WaitBlocked(t, "the server reads every dribbled request", "server.readGrowing(", n)
 	perConn := float64(memInUse()-m0) / n
 	t.Logf("%d dribbling clients: %.0f bytes each", n, perConn)
@@ -118,7 +121,7 @@ func TestDribblingClientsClosed(t *testing.T) {
 	ts := startServer(t, "", Options{RequestReadTimeout: 200 * time.Millisecond})
 	idle := dialRaw(t, ts.addr)
 	idle.do(kmsg.NewPtrApiVersionsRequest())
-	d := startDribblers(t, ts.addr, n, 1<<20)
+	d := startDribblers(t, ts.addr, n, claimRequest(1<<20))
 	testutil.WaitFor(t, "every dribbling client is closed", func() bool { return d.closed.Load() == n })
 	if r := idle.do(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse); len(r.Brokers) != 1 {
 		t.Fatalf("the idle connection: metadata with %d brokers", len(r.Brokers))
@@ -126,4 +129,19 @@ func TestDribblingClientsClosed(t *testing.T) {
 	testutil.WaitFor(t, "the server ends the dribbling connections", func() bool {
 		return ts.srv.metrics.connsOpen.Load() == 1
 	})
+}
+
+// TestTLSHandshakeBounded: a client that starts a TLS handshake and
+// dribbles it is closed at RequestReadTimeout, not left for the idle
+// timeout.
+func TestTLSHandshakeBounded(t *testing.T) {
+	pki := testutil.NewPKI(t)
+	ts := startServer(t, "", Options{TLS: serverTLS(t, pki, false), RequestReadTimeout: 200 * time.Millisecond})
+	// A handshake record claiming 16 KiB, its bytes to come one by one.
+	d := startDribblers(t, ts.addr, 5, []byte{0x16, 0x03, 0x01, 0x40, 0x00, 0x01})
+	testutil.WaitFor(t, "every dribbling client is closed", func() bool { return d.closed.Load() == 5 })
+	cl := ts.client(kgo.DialTLSConfig(pki.ClientTLS(t, false)))
+	if err := cl.Ping(testCtx(t)); err != nil {
+		t.Fatalf("a TLS client beside them: %v", err)
+	}
 }
