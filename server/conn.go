@@ -26,7 +26,7 @@ import (
 // "Hostile clients"): one goroutine waiting for a request header, and no
 // frame, response buffer or answering goroutine. A goroutine to answer is
 // started when a request arrives and ends when the queue is empty; the
-// response buffer is the server's (outPool) while it answers.
+// response buffer is the server's (Server.outs) while it answers.
 type conn struct {
 	s     *Server
 	nc    net.Conn
