@@ -246,8 +246,7 @@ func (c *conn) answer() {
 		if c.stopping {
 			c.ended = true
 			c.mu.Unlock()
-			c.releaseOut()
-			c.nc.Close()
+			c.end()
 			return
 		}
 		c.busy = true
@@ -269,12 +268,21 @@ func (c *conn) answer() {
 			}
 		}
 		if err != nil || stop {
-			// ended is set: no other goroutine answers after this one.
-			c.releaseOut()
-			c.nc.Close()
+			c.end()
 			return
 		}
 	}
+}
+
+// end closes the connection from the answering side, ended being set: no
+// other goroutine answers after this one, so the buffer goes back now;
+// the context is canceled, for the reader may be blocked handing over a
+// request no one will take (the queue full with one no one will answer);
+// and closing the socket ends a reader blocked reading.
+func (c *conn) end() {
+	c.releaseOut()
+	c.cancel()
+	c.nc.Close()
 }
 
 // readFrame reads one length-prefixed request. The wait for its size is
