@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,6 +21,12 @@ import (
 // requests wait in the socket and in a one-slot queue: a connection holds
 // at most three requests of at most Options.MaxRequestBytes (the one being
 // answered, the one queued, the one being read).
+//
+// An idle connection costs as little as can be (docs/security.md,
+// "Hostile clients"): one goroutine waiting for a request header, and no
+// frame, response buffer or answering goroutine. A goroutine to answer is
+// started when a request arrives and ends when the queue is empty; the
+// response buffer is the server's (Server.outs) while it answers.
 type conn struct {
 	s     *Server
 	nc    net.Conn
@@ -28,11 +35,20 @@ type conn struct {
 	ctx    context.Context // ends when the connection or the server does
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	busy     bool // answering a request
-	stopping bool // Shutdown: close after the current request
+	// frames is the one-slot queue from the reader to the answering
+	// goroutine.
+	frames chan []byte
+	// answerers counts the answering goroutine (zero or one), which the
+	// reader waits for before it closes the connection.
+	answerers sync.WaitGroup
 
-	out []byte // response buffer, reused
+	mu        sync.Mutex
+	answering bool // a goroutine answers the queue
+	ended     bool // an answer failed: no goroutine is started again
+	busy      bool // answering a request
+	stopping  bool // Shutdown: close after the current request
+
+	out *[]byte // response buffer, from Server.outs while answering
 
 	// produceFrame is the frame of the Produce being answered, given
 	// back to Server.frames once its record sets are stored.
@@ -86,8 +102,48 @@ func (s *Server) putFrame(frame []byte) {
 	}
 }
 
+// admitLocked decides whether a connection just accepted is served: not
+// when MaxConnections are served already, or MaxConnectionsPerIP from its
+// address. Kafka closes such a connection as it accepts it; so does Serve,
+// before anything is allocated for it, and counts it. It returns the
+// address the connection is counted under, for releaseLocked.
+func (s *Server) admitLocked(nc net.Conn) (string, bool) {
+	ip := remoteIP(nc)
+	if max := s.cfg.MaxConnections; max > 0 && len(s.conns) >= max {
+		s.refuse(nc, fmt.Sprintf("%d connections served (max connections)", len(s.conns)))
+		return "", false
+	}
+	if max := s.cfg.MaxConnectionsPerIP; max > 0 {
+		if n := s.perIP[ip]; n >= max {
+			s.refuse(nc, fmt.Sprintf("%d connections from %s (max connections per ip)", n, ip))
+			return "", false
+		}
+		if s.perIP == nil {
+			s.perIP = make(map[string]int)
+		}
+		s.perIP[ip]++
+	}
+	return ip, true
+}
+
+func (s *Server) refuse(nc net.Conn, why string) {
+	s.metrics.connsRefused.Add(1)
+	// Debug: a flood of refusals must not become a flood of log lines.
+	s.logger.Debug("server: refusing connection", "remote", nc.RemoteAddr().String(), "reason", why)
+}
+
+// releaseLocked uncounts a connection admitLocked admitted from ip.
+func (s *Server) releaseLocked(ip string) {
+	if s.cfg.MaxConnectionsPerIP <= 0 {
+		return
+	}
+	if s.perIP[ip]--; s.perIP[ip] <= 0 {
+		delete(s.perIP, ip)
+	}
+}
+
 func newConn(s *Server, nc net.Conn) *conn {
-	c := &conn{s: s, nc: nc, coord: s.coord}
+	c := &conn{s: s, nc: nc, coord: s.coord, frames: make(chan []byte, 1)}
 	if s.cfg.SASL != nil {
 		c.sasl = &saslConn{}
 		c.startLoginTimer()
@@ -118,17 +174,79 @@ type errCloseConn struct {
 
 func (e *errCloseConn) Error() string { return "closing connection: " + e.reason }
 
+// serve reads the connection's requests until it fails, is closed or
+// sends a frame outside the size limits, handing each to the answering
+// goroutine; then it cancels the connection's context (a blocked group
+// request returns), waits for the answers under way and closes.
 func (c *conn) serve() {
 	defer c.s.metrics.connsOpen.Add(-1)
 	defer c.nc.Close()
 	defer c.stopLoginTimer()
+	defer c.answerers.Wait()
 	defer c.cancel()
-	frames := make(chan []byte, 1)
-	go c.readFrames(frames)
-	for frame := range frames {
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		// The handshake is bounded as a request is: the idle timeout is
+		// for a connection waiting between requests, not for a client
+		// dribbling its hello.
+		tc.SetDeadline(time.Now().Add(c.s.cfg.RequestReadTimeout))
+		if err := tc.Handshake(); err != nil {
+			c.s.logger.Debug("server: TLS handshake failed", "remote", c.nc.RemoteAddr().String(), "err", err)
+			return
+		}
+	}
+	for {
+		frame, ok := c.readFrame()
+		if !ok {
+			return
+		}
+		select {
+		case c.frames <- frame:
+		case <-c.ctx.Done():
+			return
+		}
+		c.mu.Lock()
+		if c.ended {
+			c.mu.Unlock()
+			return
+		}
+		if !c.answering {
+			c.answering = true
+			c.answerers.Add(1)
+			go c.answer()
+		}
+		c.mu.Unlock()
+	}
+}
+
+// answer answers the queued requests until the queue is empty, then
+// ends: the reader starts another at the next request. An answer that
+// fails, or Shutdown, closes the connection, which ends the reader.
+func (c *conn) answer() {
+	defer c.answerers.Done()
+	for {
+		var frame []byte
+		select {
+		case frame = <-c.frames:
+		default:
+			// Before answering is cleared: the next goroutine may take
+			// the buffer's place as soon as it is.
+			c.releaseOut()
+			c.mu.Lock()
+			if len(c.frames) > 0 {
+				// Queued since the receive above: the reader saw this
+				// goroutine answering and started none.
+				c.mu.Unlock()
+				continue
+			}
+			c.answering = false
+			c.mu.Unlock()
+			return
+		}
 		c.mu.Lock()
 		if c.stopping {
+			c.ended = true
 			c.mu.Unlock()
+			c.end()
 			return
 		}
 		c.busy = true
@@ -137,6 +255,9 @@ func (c *conn) serve() {
 		c.mu.Lock()
 		c.busy = false
 		stop := c.stopping
+		if err != nil || stop {
+			c.ended = true
+		}
 		c.mu.Unlock()
 		if err != nil {
 			var ce *errCloseConn
@@ -145,69 +266,77 @@ func (c *conn) serve() {
 			} else if ce != nil {
 				c.s.logger.Info("server: closing connection", "remote", c.nc.RemoteAddr().String(), "reason", ce.reason)
 			}
-			return
 		}
-		if stop {
+		if err != nil || stop {
+			c.end()
 			return
 		}
 	}
 }
 
-// readFrames reads length-prefixed requests until the connection fails or
-// sends a frame outside the size limits, then closes frames and cancels
-// the connection's context (a blocked group request then returns).
-func (c *conn) readFrames(frames chan<- []byte) {
-	defer close(frames)
-	defer c.cancel()
+// end closes the connection from the answering side, ended being set: no
+// other goroutine answers after this one, so the buffer goes back now;
+// the context is canceled, for the reader may be blocked handing over a
+// request no one will take (the queue full with one no one will answer);
+// and closing the socket ends a reader blocked reading.
+func (c *conn) end() {
+	c.releaseOut()
+	c.cancel()
+	c.nc.Close()
+}
+
+// readFrame reads one length-prefixed request. The wait for its size is
+// bounded by Options.IdleTimeout; the rest, once the size has come, by
+// Options.RequestReadTimeout, however slowly it dribbles in. It returns
+// false when the connection fails or the size is outside the limits.
+func (c *conn) readFrame() ([]byte, bool) {
 	var hdr [4]byte
-	for {
-		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
-		if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
-			return
-		}
-		size := int32(binary.BigEndian.Uint32(hdr[:]))
-		// A request has at least key, version and correlation id.
-		lo, hi := c.frameBounds()
-		if size < lo || int64(size) > int64(hi) {
-			c.s.logger.Info("server: closing connection", "remote", c.nc.RemoteAddr().String(),
-				"reason", fmt.Sprintf("request size %d outside [%d, %d]", size, lo, hi))
-			return
-		}
-		buf := c.s.getFrame(int(size))
-		var err error
-		if buf != nil {
-			// Memory already held, so a length the client does not go on
-			// to send costs nothing new.
-			if _, err = io.ReadFull(c.nc, buf); err != nil {
-				c.s.putFrame(buf)
-			}
-		} else {
-			c.s.framesMade.Add(1)
-			buf, err = readGrowing(c.nc, int(size))
-		}
-		if err != nil {
-			return
-		}
-		select {
-		case frames <- buf:
-		case <-c.ctx.Done():
-			return
-		}
+	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
+		return nil, false
 	}
+	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.RequestReadTimeout))
+	size := int32(binary.BigEndian.Uint32(hdr[:]))
+	// A request has at least key, version and correlation id.
+	lo, hi := c.frameBounds()
+	if size < lo || int64(size) > int64(hi) {
+		c.s.logger.Info("server: closing connection", "remote", c.nc.RemoteAddr().String(),
+			"reason", fmt.Sprintf("request size %d outside [%d, %d]", size, lo, hi))
+		return nil, false
+	}
+	buf := c.s.getFrame(int(size))
+	var err error
+	if buf != nil {
+		// Memory already held, so a length the client does not go on
+		// to send costs nothing new.
+		if _, err = io.ReadFull(c.nc, buf); err != nil {
+			c.s.putFrame(buf)
+		}
+	} else {
+		c.s.framesMade.Add(1)
+		buf, err = readGrowing(c.nc, int(size))
+	}
+	return buf, err == nil
 }
 
-// readGrowing reads size bytes, allocating as they arrive: at most 1 MiB
-// before any byte and then at most eight times what has come, so a length
-// a client claims but does not send costs little, and a real large
-// request is copied while growing only a few times. A frame the pool may
+// readGrowing reads size bytes, allocating as they arrive: at most
+// firstRead before any byte and then at most eight times what has come,
+// so a length a client claims but does not send, or sends a byte at a
+// time, costs only about what it sent, and a real large request is copied
+// while growing only a few times. A frame the pool may
 // keep is made with room for somewhat larger requests (frameCap), within
 // the same bounds.
+// firstRead is what readGrowing allocates before any byte of a frame has
+// come: most requests but Produce fit, and a client that sends only a
+// size holds no more.
+const firstRead = 4 << 10
+
 func readGrowing(r io.Reader, size int) ([]byte, error) {
 	want := size
 	if size >= minPooledFrame && size <= maxReusedFrame {
 		want = frameCap(size)
 	}
-	buf := make([]byte, min(size, 1<<20), min(want, 1<<20))
+	buf := make([]byte, min(size, firstRead), min(want, firstRead))
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err
 	}
@@ -395,17 +524,37 @@ func (c *conn) writeKmsg(corr int32, resp kmsg.Response) error {
 // versions, the response header's empty tag section. ApiVersions replies
 // never carry it (header v0 even at v3+), so callers pass tagged false.
 func (c *conn) writeResponse(corr int32, resp kmsg.Response, tagged bool) error {
-	out := append(c.out[:0], 0, 0, 0, 0)
+	if c.out == nil {
+		c.out = c.s.outs.Get().(*[]byte)
+	}
+	out := append((*c.out)[:0], 0, 0, 0, 0)
 	out = binary.BigEndian.AppendUint32(out, uint32(corr))
 	if tagged {
 		out = append(out, 0)
 	}
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-	if cap(out) <= 1<<20 {
-		c.out = out
+	if cap(out) <= maxKeptOut {
+		*c.out = out
 	}
 	return c.write(out)
+}
+
+// maxKeptOut bounds the response buffers kept for reuse: a larger
+// response (a big Metadata) is made afresh each time.
+const maxKeptOut = 1 << 20
+
+// newOut makes an empty response buffer for Server.outs.
+func newOut() any { return new([]byte) }
+
+// releaseOut gives the response buffer back to the server when the
+// connection has nothing more to answer, so that an idle connection holds
+// none.
+func (c *conn) releaseOut() {
+	if c.out != nil {
+		c.s.outs.Put(c.out)
+		c.out = nil
+	}
 }
 
 func (c *conn) write(b []byte) error {

@@ -223,3 +223,29 @@ func TestFetchOfTruncatedSliceFails(t *testing.T) {
 		t.Fatalf("write after truncation: %v, want ErrSliceTruncated", err)
 	}
 }
+
+// TestPipelinedAfterFailureEnds: requests pipelined behind one that
+// closes the connection do not keep it half alive. A parked fetch holds
+// the answering goroutine while the reader queues an unknown key (which
+// closes the connection) and reads on; when the queue's request fails,
+// the reader, which may be handing over the next, ends too.
+func TestPipelinedAfterFailureEnds(t *testing.T) {
+	ts := startServer(t, "", Options{})
+	if err := ts.st.CreateTopic("p", 1, store.DefaultTopicConfig()); err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, ts.addr)
+	fetch := fetchReq(12, 300, "p", map[int32]int64{0: 0})
+	corr := c.send(fetch)
+	unknown := binary.BigEndian.AppendUint32(nil, 10)
+	unknown = append(unknown, 0x03, 0xe7, 0, 0, 0, 0, 0, 9, 0xff, 0xff) // api key 999
+	c.nc.Write(unknown)
+	for range 3 {
+		c.send(kmsg.NewPtrApiVersionsRequest())
+	}
+	c.recv(fetch, corr)
+	c.expectClosed()
+	testutil.WaitFor(t, "the server ends the connection", func() bool {
+		return ts.srv.metrics.connsOpen.Load() == 0
+	})
+}

@@ -28,6 +28,7 @@ import (
 type serverMetrics struct {
 	connsOpen     atomic.Int64
 	connsAccepted atomic.Int64
+	connsRefused  atomic.Int64
 	parkedFetches atomic.Int64
 	apis          [kmsg.MaxKey + 1]latency.Histogram
 	// topics maps a topic name to its *topicCounters. An entry is made
@@ -108,6 +109,9 @@ type Metrics struct {
 	// ConnectionsOpen is how many client connections are being served;
 	// ConnectionsAccepted, how many were accepted since New.
 	ConnectionsOpen, ConnectionsAccepted int64
+	// ConnectionsRefused counts the connections closed as they were
+	// accepted, over Options.MaxConnections or MaxConnectionsPerIP.
+	ConnectionsRefused int64
 	// ParkedFetches is how many Fetch requests wait for data (long
 	// polling: fewer than MinBytes available, MaxWait not passed).
 	ParkedFetches int64
@@ -215,6 +219,7 @@ func (s *Server) Metrics() Metrics {
 	out := Metrics{
 		ConnectionsOpen:     m.connsOpen.Load(),
 		ConnectionsAccepted: m.connsAccepted.Load(),
+		ConnectionsRefused:  m.connsRefused.Load(),
 		ParkedFetches:       m.parkedFetches.Load(),
 	}
 	for key := range m.apis {

@@ -31,6 +31,13 @@ type SASLConfig struct {
 	// checked (0 means 10 and a minute).
 	MaxFailures   int
 	FailureWindow time.Duration
+	// SessionLifetime is how long a login lasts (Kafka's
+	// connections.max.reauth.ms, KIP-368); zero means for the
+	// connection's life. SaslAuthenticate v1 and later tell the client,
+	// which logs in again on the same connection before it ends (the
+	// same user: another closes the connection); a connection whose
+	// session ended is closed at its next request, as Kafka does.
+	SessionLifetime time.Duration
 
 	// clock runs the login timeout (loginTimeout); nil is the real one.
 	// Tests set a fake clock to pass the time without waiting for it.
@@ -101,6 +108,13 @@ type saslConn struct {
 	raw           bool   // SaslHandshake v0: tokens come without Kafka framing
 	scram         *scramExchange
 	user          string
+	// reauth: a re-authentication (KIP-368) is under way, from its
+	// SaslHandshake to its SaslAuthenticate's end; the connection stays
+	// user's meanwhile.
+	reauth bool
+	// expires is when the session ends (SASLConfig.SessionLifetime);
+	// zero, never.
+	expires time.Time
 	// loginTimer closes the connection at loginTimeout unless it has
 	// authenticated; set before the connection is served.
 	loginTimer timer
@@ -110,11 +124,7 @@ type saslConn struct {
 // A login completing as the timer fires may still see its connection
 // closed: the client then reconnects, as after any dropped connection.
 func (c *conn) startLoginTimer() {
-	clk := c.s.cfg.SASL.clock
-	if clk == nil {
-		clk = realClock{}
-	}
-	c.sasl.loginTimer = clk.AfterFunc(loginTimeout, func() {
+	c.sasl.loginTimer = c.saslClock().AfterFunc(loginTimeout, func() {
 		if c.sasl.authenticated.Load() {
 			return
 		}
@@ -122,6 +132,14 @@ func (c *conn) startLoginTimer() {
 			"reason", fmt.Sprintf("not authenticated within %v", loginTimeout))
 		c.nc.Close()
 	})
+}
+
+// saslClock is the time logins are timed by: SASLConfig.clock in tests.
+func (c *conn) saslClock() clock {
+	if clk := c.s.cfg.SASL.clock; clk != nil {
+		return clk
+	}
+	return realClock{}
 }
 
 // stopLoginTimer disarms the login timeout: the connection authenticated
@@ -143,12 +161,22 @@ func (c *conn) frameBounds() (int32, int) {
 }
 
 // saslGate answers a frame of a connection that has not authenticated
-// yet. It returns false for a request the ordinary path answers
-// (ApiVersions, and anything once authenticated).
+// yet, or is authenticating again. It returns false for a request the
+// ordinary path answers (ApiVersions, and anything once authenticated).
 func (c *conn) saslGate(frame []byte) (bool, error) {
 	st := c.sasl
-	if st.authenticated.Load() {
-		return false, nil
+	if st.authenticated.Load() && !st.reauth {
+		if !st.expires.IsZero() && !c.saslClock().Now().Before(st.expires) {
+			// Kafka's rule (KIP-368): the session ended without the
+			// client logging in again, so whatever it sends now, a
+			// SaslHandshake included, closes the connection.
+			c.s.saslExpired.Add(1)
+			return true, &errCloseConn{reason: "sasl: session expired without re-authentication"}
+		}
+		if h, _, err := parseHeader(frame); err != nil || h.key != saslHandshakeKey {
+			return false, nil
+		}
+		return true, c.saslReauthenticate(frame)
 	}
 	if st.raw {
 		return true, c.saslRawToken(frame)
@@ -178,6 +206,39 @@ func (c *conn) saslGate(frame []byte) (bool, error) {
 		return true, c.saslAuthenticate(h, r)
 	}
 	return true, &errCloseConn{reason: fmt.Sprintf("sasl: api key %d before authentication", h.key)}
+}
+
+// saslReauthenticate answers a SaslHandshake on an authenticated
+// connection: the start of a re-authentication (KIP-368), with the
+// mechanism of the first login, and SaslAuthenticate v1 or later (v0's
+// raw tokens cannot be told from requests on a live connection). Anything
+// else closes the connection, as in Kafka. Until the SaslAuthenticate
+// that ends it, only ApiVersions and SASL requests are answered.
+func (c *conn) saslReauthenticate(frame []byte) error {
+	st := c.sasl
+	h, req, err := c.decodeRequest(frame)
+	if ue, ok := err.(*errUnsupported); ok {
+		return c.writeKmsg(h.corr, unsupportedResponse(ue.req, ue.parsed))
+	}
+	if err != nil {
+		return err
+	}
+	r := req.(*kmsg.SASLHandshakeRequest)
+	if r.Version == 0 {
+		return &errCloseConn{reason: "sasl: re-authentication with SaslHandshake v0"}
+	}
+	resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	resp.SetVersion(r.Version)
+	resp.SupportedMechanisms = c.s.cfg.SASL.Mechanisms
+	if r.Mechanism != st.mech {
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		if err := c.writeKmsg(h.corr, resp); err != nil {
+			return err
+		}
+		return &errCloseConn{reason: fmt.Sprintf("sasl: re-authentication with %s after a login with %s", r.Mechanism, st.mech)}
+	}
+	st.reauth = true
+	return c.writeKmsg(h.corr, resp)
 }
 
 func (c *conn) saslHandshake(h header, r *kmsg.SASLHandshakeRequest) error {
@@ -217,6 +278,11 @@ func (c *conn) saslAuthenticate(h header, r *kmsg.SASLAuthenticateRequest) error
 		return &errCloseConn{reason: "sasl: " + msg}
 	}
 	resp.SASLAuthBytes = out
+	if lt := c.s.cfg.SASL.SessionLifetime; lt > 0 && r.Version >= 1 && st.scram == nil {
+		// The exchange is over (SCRAM's first answer has scram set):
+		// tell the client how long its login lasts.
+		resp.SessionLifetimeMillis = max(lt.Milliseconds(), 1)
+	}
 	return c.writeKmsg(h.corr, resp)
 }
 
@@ -246,7 +312,7 @@ func errAuthFailed(mech string) error {
 func (c *conn) saslStep(msg []byte) ([]byte, error) {
 	st := c.sasl
 	cfg := c.s.cfg.SASL
-	host := c.remoteIP()
+	host := limiterKey(c.nc)
 	now := time.Now()
 	if st.scram == nil && !c.s.logins.allow(host, now) {
 		return nil, fmt.Errorf("too many failed logins from %s: try again later", host)
@@ -267,8 +333,7 @@ func (c *conn) saslStep(msg []byte) ([]byte, error) {
 		if !ok || !checkPassword(cred, password) {
 			return fail(user, "unknown user or wrong password")
 		}
-		c.authenticated(user)
-		return nil, nil
+		return nil, c.authenticated(user)
 	case MechanismSCRAMSHA256, MechanismSCRAMSHA512:
 		if st.scram == nil {
 			st.scram = &scramExchange{mech: st.mech, lookup: func(user string) (Credential, bool) {
@@ -284,42 +349,71 @@ func (c *conn) saslStep(msg []byte) ([]byte, error) {
 		if err != nil {
 			return fail(st.scram.user, err.Error())
 		}
-		c.authenticated(st.scram.user)
+		user := st.scram.user
 		st.scram = nil
-		return out, nil
+		return out, c.authenticated(user)
 	}
 	return nil, fmt.Errorf("mechanism %s not enabled", st.mech)
 }
 
-func (c *conn) authenticated(user string) {
-	c.sasl.user = user
-	c.sasl.authenticated.Store(true)
+// authenticated ends a successful exchange: the connection is user's,
+// until SASLConfig.SessionLifetime from now. A re-authentication must be
+// of the connection's user: another is refused (Kafka: a principal does
+// not change on a connection), and the caller closes the connection.
+func (c *conn) authenticated(user string) error {
+	st := c.sasl
+	if st.reauth {
+		st.reauth = false
+		if user != st.user {
+			return fmt.Errorf("re-authentication as %q on a connection of %q: a connection's user does not change", user, st.user)
+		}
+		c.s.saslReauths.Add(1)
+	}
+	st.user = user
+	if lt := c.s.cfg.SASL.SessionLifetime; lt > 0 {
+		st.expires = c.saslClock().Now().Add(lt)
+	}
+	st.authenticated.Store(true)
 	c.stopLoginTimer()
-	c.s.logger.Debug("server: SASL authenticated", "remote", c.nc.RemoteAddr().String(), "mechanism", c.sasl.mech, "user", user)
+	c.s.logger.Debug("server: SASL authenticated", "remote", c.nc.RemoteAddr().String(), "mechanism", st.mech, "user", user)
+	return nil
 }
 
 // remoteIP is the client's address without its port: what failed logins
-// are counted by.
-func (c *conn) remoteIP() string {
-	if a, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+// and connections per address are counted by.
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		return a.IP.String()
 	}
-	return c.nc.RemoteAddr().String()
+	return nc.RemoteAddr().String()
+}
+
+// limiterKey is what failed logins are counted by: the client's IPv4
+// address, or its IPv6 /64, since one host commonly has a whole /64 and
+// could otherwise start afresh from each of its addresses.
+func limiterKey(nc net.Conn) string {
+	a, ok := nc.RemoteAddr().(*net.TCPAddr)
+	if !ok || a.IP.To4() != nil {
+		return remoteIP(nc)
+	}
+	return (&net.IPNet{IP: a.IP.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
 }
 
 // loginLimiter counts failed logins per address in fixed windows and
 // refuses an address that failed max times in the current one, so that a
 // client guessing passwords is slowed whatever connections it opens. It
 // holds at most maxHosts addresses: when full, expired windows are
-// dropped, then arbitrary ones, so memory stays bounded under a flood of
-// addresses (which costs them their count, not anyone else their
-// service).
+// dropped, then arbitrary ones down to seven eighths of it, so memory
+// stays bounded under a flood of addresses (which costs them their count,
+// not anyone else their service) and a flood does not pay a walk of the
+// whole map for each new address.
 type loginLimiter struct {
 	max    int
 	window time.Duration
 
-	mu    sync.Mutex
-	hosts map[string]loginWindow
+	mu       sync.Mutex
+	hosts    map[string]loginWindow
+	maxHosts int // maxLimitedHosts; tests lower it
 }
 
 type loginWindow struct {
@@ -336,7 +430,7 @@ func newLoginLimiter(max int, window time.Duration) *loginLimiter {
 	if window <= 0 {
 		window = time.Minute
 	}
-	return &loginLimiter{max: max, window: window, hosts: make(map[string]loginWindow)}
+	return &loginLimiter{max: max, window: window, hosts: make(map[string]loginWindow), maxHosts: maxLimitedHosts}
 }
 
 // allow says whether host may try a login at now.
@@ -353,7 +447,7 @@ func (l *loginLimiter) failed(host string, now time.Time) {
 	defer l.mu.Unlock()
 	w, ok := l.hosts[host]
 	if !ok || now.Sub(w.start) >= l.window {
-		if !ok && len(l.hosts) >= maxLimitedHosts {
+		if !ok && len(l.hosts) >= l.maxHosts {
 			l.evictLocked(now)
 		}
 		w = loginWindow{start: now}
@@ -369,7 +463,7 @@ func (l *loginLimiter) evictLocked(now time.Time) {
 		}
 	}
 	for h := range l.hosts {
-		if len(l.hosts) < maxLimitedHosts {
+		if len(l.hosts) <= l.maxHosts-max(l.maxHosts/8, 1) {
 			break
 		}
 		delete(l.hosts, h)

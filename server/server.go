@@ -39,6 +39,20 @@ const (
 	// DefaultNumPartitions is Kafka's num.partitions, for topics created
 	// on first use.
 	DefaultNumPartitions = 1
+	// DefaultRequestReadTimeout bounds how long a request may take to
+	// arrive once its size has: Kafka clients give up on a request after
+	// request.timeout.ms, 30 s by default, so one still arriving later is
+	// no client's any more, only a slow one's.
+	DefaultRequestReadTimeout = 30 * time.Second
+	// DefaultMaxConnections bounds the connections served at once
+	// (Kafka's max.connections, unbounded there): an idle one costs about
+	// 5 KB, so ten thousand idle clients cost about 50 MB.
+	DefaultMaxConnections = 10000
+	// DefaultMaxConnectionsPerIP bounds those from one address (Kafka's
+	// max.connections.per.ip, unbounded there): ample for the clients
+	// of one host, and a tenth of the total, so that one host cannot
+	// take every connection.
+	DefaultMaxConnectionsPerIP = 1000
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -70,6 +84,19 @@ type Options struct {
 	// and bounds how long a response may take to be written (0 means 10
 	// minutes).
 	IdleTimeout time.Duration
+	// RequestReadTimeout closes a connection whose request, once its size
+	// has been read, has not arrived whole this long after (0 means 30
+	// s): a client sending a byte a second holds its connection no
+	// longer. The wait for a request's size is IdleTimeout's.
+	RequestReadTimeout time.Duration
+	// MaxConnections bounds the connections served at once (Kafka's
+	// max.connections): one more is closed as it is accepted. Zero means
+	// DefaultMaxConnections, negative no bound.
+	MaxConnections int
+	// MaxConnectionsPerIP bounds the connections from one IP address
+	// (Kafka's max.connections.per.ip), the same way. Zero means
+	// DefaultMaxConnectionsPerIP, negative no bound.
+	MaxConnectionsPerIP int
 	// Logger receives connection errors; nil means slog.Default.
 	Logger *slog.Logger
 	// FetchCopy sends fetched records by reading them into memory and
@@ -114,11 +141,18 @@ type Server struct {
 
 	// logins counts failed SASL logins per address (sasl.go).
 	logins *loginLimiter
+	// saslReauths counts the re-authentications (KIP-368) completed,
+	// saslExpired the connections closed for a session that ended
+	// without one (tests wait on them).
+	saslReauths, saslExpired atomic.Int64
 
 	// frames holds Produce request frames between requests (conn.go,
 	// "Request frames"), for any connection to read its next request
 	// into.
 	frames framePool
+	// outs holds response buffers (*[]byte) between answers
+	// (conn.writeResponse), so an idle connection keeps none.
+	outs sync.Pool
 	// framesMade counts the frames read into fresh memory (tests check
 	// that the pool is used).
 	framesMade atomic.Int64
@@ -133,6 +167,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	perIP     map[string]int // connections served per address (admit)
 	closed    bool
 	connWG    sync.WaitGroup
 }
@@ -152,6 +187,15 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxConnectionsPerIP == 0 {
+		cfg.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+	}
+	if cfg.RequestReadTimeout <= 0 {
+		cfg.RequestReadTimeout = DefaultRequestReadTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -168,6 +212,7 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	}
 	s := &Server{st: st, cfg: cfg, logger: cfg.Logger,
 		listeners: make(map[net.Listener]struct{}), conns: make(map[*conn]struct{})}
+	s.outs.New = newOut
 	s.pids = newProducers(st.FS())
 	if cfg.SASL != nil {
 		if err := CheckMechanisms(cfg.SASL.Mechanisms); err != nil {
@@ -302,6 +347,12 @@ func (s *Server) Serve(ln net.Listener) error {
 			nc.Close()
 			return ErrServerClosed
 		}
+		ip, ok := s.admitLocked(nc)
+		if !ok {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
 		c := newConn(s, nc)
 		s.conns[c] = struct{}{}
 		s.connWG.Add(1)
@@ -311,6 +362,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.serve()
 			s.mu.Lock()
 			delete(s.conns, c)
+			s.releaseLocked(ip)
 			s.mu.Unlock()
 		}()
 	}

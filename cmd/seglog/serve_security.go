@@ -3,7 +3,9 @@ package main
 import (
 	"crypto/tls"
 	"log/slog"
+	"math"
 	"net"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +21,10 @@ type securityFlags struct {
 	tlsCert, tlsKey, tlsClientCA string
 	saslMechanisms               string
 	insecure                     bool
+	// Hostile clients (docs/security.md): bounds on connections, and
+	// KIP-368's session lifetime.
+	maxConns, maxConnsPerIP int
+	sessionLifetime         time.Duration
 
 	tls        *tls.Config
 	sasl       *server.SASLConfig
@@ -32,8 +38,24 @@ func (s *securityFlags) flags(cmd *cobra.Command) {
 	f.StringVar(&s.tlsClientCA, "tls-client-ca", "", "PEM CA certificates: clients must present a certificate signed by one (ssl.client.auth=required)")
 	f.StringVar(&s.saslMechanisms, "sasl-mechanisms", "", "require SASL authentication with these mechanisms, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (users: seglog users add DIR)")
 	f.BoolVar(&s.insecure, "insecure", false, "serve a non-loopback --listen address without TLS and client authentication (a warning is logged)")
+	f.IntVar(&s.maxConns, "max-connections", server.DefaultMaxConnections, "connections served at once; one more is closed as it is accepted (max.connections; 0 for no bound)")
+	f.IntVar(&s.maxConnsPerIP, "max-connections-per-ip", server.DefaultMaxConnectionsPerIP, "connections served at once from one IP address (max.connections.per.ip; 0 for no bound)")
+	f.DurationVar(&s.sessionLifetime, "sasl-session-lifetime", 0, "how long a SASL login lasts: clients log in again on the connection before it ends, and a connection whose login ended is closed at its next request (connections.max.reauth.ms, KIP-368; 0 for the connection's life)")
 	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
 	onlyWith(cmd, "tls-client-ca", "tls-cert")
+	onlyWith(cmd, "sasl-session-lifetime", "sasl-mechanisms")
+	limitDuration(cmd, "sasl-session-lifetime", 0, math.MaxInt64)
+	limitFlag(cmd, "max-connections", 0, math.MaxInt32)
+	limitFlag(cmd, "max-connections-per-ip", 0, math.MaxInt32)
+}
+
+// noBound is the flags' 0 ("no bound") as Options spell it: their zero is
+// the default.
+func noBound(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // check reads the TLS files and the store's credentials, and refuses a
@@ -56,7 +78,7 @@ func (s *securityFlags) check(cmd *cobra.Command, dir, listen string, cluster bo
 		if err != nil {
 			return err
 		}
-		s.sasl = &server.SASLConfig{Mechanisms: mechs, Credentials: creds}
+		s.sasl = &server.SASLConfig{Mechanisms: mechs, Credentials: creds, SessionLifetime: s.sessionLifetime}
 	}
 	if s.tlsCert != "" {
 		cfg, err := server.LoadTLSConfig(vfs.Default, s.tlsCert, s.tlsKey, s.tlsClientCA)
@@ -82,6 +104,8 @@ func (s *securityFlags) check(cmd *cobra.Command, dir, listen string, cluster bo
 func (s *securityFlags) apply(opts *server.Options, logger *slog.Logger, listen string) {
 	opts.TLS = s.tls
 	opts.SASL = s.sasl
+	opts.MaxConnections = noBound(s.maxConns)
+	opts.MaxConnectionsPerIP = noBound(s.maxConnsPerIP)
 	if s.insecureOn {
 		logger.Warn("seglog serve: --insecure: serving a non-loopback address without TLS and client authentication; anyone who reaches it can read, write and delete every topic",
 			"listen", listen, "tls", s.tls != nil, "sasl", s.sasl != nil)

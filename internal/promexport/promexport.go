@@ -50,6 +50,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	connectionsOpen     = desc("seglog_server_connections", "Client connections being served.")
 	connectionsAccepted = desc("seglog_server_connections_accepted_total", "Client connections accepted.")
+	connectionsRefused  = desc("seglog_server_connections_refused_total", "Client connections closed as they were accepted, over --max-connections or --max-connections-per-ip.")
 	parkedFetches       = desc("seglog_server_parked_fetches", "Fetch requests waiting for data (long polling).")
 	requests            = desc("seglog_server_requests_total", "Requests answered, per API.", "api")
 	requestDuration     = desc("seglog_server_request_duration_seconds", "Time from a request parsed to its answer written, per API.", "api")
@@ -95,7 +96,7 @@ var (
 	logRecoveredSegs    = desc("seglog_log_recovered_segments_total", "Segments scanned by recovery.")
 )
 
-var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, parkedFetches, requests, requestDuration,
+var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, connectionsRefused, parkedFetches, requests, requestDuration,
 	bytesIn, messagesIn, bytesOut, messagesOut, logStart, logEnd, logSize, logSegments, groupCommitted, groupLag,
 	brokers, activeController, leaderPartitions, underReplicated, offlinePartitions,
 	partLeader, partLeaderEpoch, partReplicas, partInSync, isrShrinks, isrExpands, commitDuration,
@@ -133,6 +134,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(connectionsOpen, float64(m.ConnectionsOpen))
 	counter(connectionsAccepted, float64(m.ConnectionsAccepted))
+	counter(connectionsRefused, float64(m.ConnectionsRefused))
 	gauge(parkedFetches, float64(m.ParkedFetches))
 	for _, r := range m.Requests {
 		counter(requests, float64(r.Requests), r.Name)
