@@ -113,7 +113,11 @@ func TestFilter(t *testing.T) {
 		{"topic", func(f *Filter) { f.ResourceType = topic }, []bool{true, true, true, false}},
 		{"any pattern, exact name", func(f *Filter) { f.Name = name("orders") }, []bool{true, false, false, true}},
 		{"prefixed only", func(f *Filter) { f.Pattern = prefix }, []bool{false, true, false, false}},
-		{"match", func(f *Filter) { f.Pattern = kmsg.ACLResourcePatternTypeMatch; f.Name = name("orders"); f.ResourceType = topic },
+		{"match", func(f *Filter) {
+			f.Pattern = kmsg.ACLResourcePatternTypeMatch
+			f.Name = name("orders")
+			f.ResourceType = topic
+		},
 			[]bool{true, true, true, false}},
 		{"match other", func(f *Filter) { f.Pattern = kmsg.ACLResourcePatternTypeMatch; f.Name = name("x") }, []bool{false, false, true, false}},
 		{"principal", func(f *Filter) { f.Principal = name("User:bob") }, []bool{false, true, true, false}},
