@@ -88,6 +88,18 @@ type Cluster interface {
 	// produce relies on it: a batch stored and not reported would not be
 	// found by its retry.
 	SetObserver(o LogObserver)
+	// ACLs returns the cluster's ACLs as this node has applied them,
+	// sorted; the caller must not modify the list. Every node authorizes
+	// requests against its own applied copy.
+	ACLs() []ACL
+	// CreateACLs adds ACLs (validated by the server) through the
+	// controller; ones already present are not an error. It returns
+	// once this node has applied them.
+	CreateACLs(ctx context.Context, acls []ACL) error
+	// DeleteACLs removes through the controller every ACL a filter
+	// matches and returns, per filter, the ones it removed; it returns
+	// once this node has applied the removal.
+	DeleteACLs(ctx context.Context, filters []ACLFilter) ([][]ACL, error)
 }
 
 // Broker is a live broker of a cluster, as Metadata lists it.
