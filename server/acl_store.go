@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -108,7 +107,7 @@ func (st *aclStore) ACLs() []ACL { return *st.list.Load() }
 func (st *aclStore) CreateACLs(_ context.Context, add []ACL) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	next := mergeACLs(st.ACLs(), add)
+	next := acl.Merge(st.ACLs(), add)
 	return st.publish(next)
 }
 
@@ -117,7 +116,7 @@ func (st *aclStore) CreateACLs(_ context.Context, add []ACL) error {
 func (st *aclStore) DeleteACLs(_ context.Context, filters []ACLFilter) ([][]ACL, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	next, deleted := removeACLs(st.ACLs(), filters)
+	next, deleted := acl.Remove(st.ACLs(), filters)
 	if len(next) == len(st.ACLs()) {
 		return deleted, nil
 	}
@@ -133,39 +132,6 @@ func (st *aclStore) publish(next []ACL) error {
 	}
 	st.list.Store(&next)
 	return nil
-}
-
-// mergeACLs returns the sorted union of list (sorted) and add, as a new
-// slice.
-func mergeACLs(list, add []ACL) []ACL {
-	next := slices.Clone(list)
-	for _, a := range add {
-		if i, found := slices.BinarySearchFunc(next, a, acl.Compare); !found {
-			next = slices.Insert(next, i, a)
-		}
-	}
-	return next
-}
-
-// removeACLs returns list without what the filters match, as a new
-// slice, and what each filter matched.
-func removeACLs(list []ACL, filters []ACLFilter) ([]ACL, [][]ACL) {
-	deleted := make([][]ACL, len(filters))
-	next := make([]ACL, 0, len(list))
-	for _, a := range list {
-		gone := false
-		for i, f := range filters {
-			if f.Matches(a) {
-				deleted[i] = append(deleted[i], a)
-				gone = true
-				break
-			}
-		}
-		if !gone {
-			next = append(next, a)
-		}
-	}
-	return next, deleted
 }
 
 func encodeACLFile(list []ACL) []byte {

@@ -11,6 +11,7 @@ package acl
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -303,4 +304,38 @@ func (f Filter) Matches(a ACL) bool {
 		(f.Host == nil || *f.Host == a.Host) &&
 		(f.Operation == kmsg.ACLOperationAny || f.Operation == a.Operation) &&
 		(f.Permission == kmsg.ACLPermissionTypeAny || f.Permission == a.Permission)
+}
+
+// Merge returns the sorted union of list (sorted by Compare) and add, as
+// a new slice: adding an ACL already there is not an error, as in Kafka.
+func Merge(list, add []ACL) []ACL {
+	next := slices.Clone(list)
+	for _, a := range add {
+		if i, found := slices.BinarySearchFunc(next, a, Compare); !found {
+			next = slices.Insert(next, i, a)
+		}
+	}
+	return next
+}
+
+// Remove returns list without what the filters match, as a new slice,
+// and per filter the ACLs it removed (one two filters match counts for
+// the first).
+func Remove(list []ACL, filters []Filter) ([]ACL, [][]ACL) {
+	deleted := make([][]ACL, len(filters))
+	next := make([]ACL, 0, len(list))
+	for _, a := range list {
+		gone := false
+		for i, f := range filters {
+			if f.Matches(a) {
+				deleted[i] = append(deleted[i], a)
+				gone = true
+				break
+			}
+		}
+		if !gone {
+			next = append(next, a)
+		}
+	}
+	return next, deleted
 }
