@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/seglog/seglog/internal/acl"
+	"github.com/seglog/seglog/server/acl"
 )
 
 // CreateAcls, DescribeAcls and DeleteAcls (KIP-140), as kafka-acls.sh and
@@ -17,9 +17,9 @@ import (
 
 // aclBackend is where the ACLs live: an aclStore or the Cluster.
 type aclBackend interface {
-	ACLs() []ACL
-	CreateACLs(ctx context.Context, acls []ACL) error
-	DeleteACLs(ctx context.Context, filters []ACLFilter) ([][]ACL, error)
+	ACLs() []acl.ACL
+	CreateACLs(ctx context.Context, acls []acl.ACL) error
+	DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.ACL, error)
 }
 
 // aclErr is the code and message an ACL request's entry fails with.
@@ -46,10 +46,10 @@ func (s *Server) createACLs(ctx context.Context, r *kmsg.CreateACLsRequest) kmsg
 		}
 		return resp
 	}
-	var add []ACL
+	var add []acl.ACL
 	var at []int
 	for i, c := range r.Creations {
-		a := ACL{ResourceType: c.ResourceType, Name: c.ResourceName, Pattern: c.ResourcePatternType,
+		a := acl.ACL{ResourceType: c.ResourceType, Name: c.ResourceName, Pattern: c.ResourcePatternType,
 			Principal: c.Principal, Host: c.Host, Operation: c.Operation, Permission: c.PermissionType}
 		if err := acl.Validate(a); err != nil {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = aclErr(err)
@@ -70,8 +70,8 @@ func (s *Server) createACLs(ctx context.Context, r *kmsg.CreateACLsRequest) kmsg
 	return resp
 }
 
-func describeFilter(r *kmsg.DescribeACLsRequest) ACLFilter {
-	return ACLFilter{ResourceType: r.ResourceType, Name: r.ResourceName, Pattern: r.ResourcePatternType,
+func describeFilter(r *kmsg.DescribeACLsRequest) acl.Filter {
+	return acl.Filter{ResourceType: r.ResourceType, Name: r.ResourceName, Pattern: r.ResourcePatternType,
 		Principal: r.Principal, Host: r.Host, Operation: r.Operation, Permission: r.PermissionType}
 }
 
@@ -116,10 +116,10 @@ func (s *Server) deleteACLs(ctx context.Context, r *kmsg.DeleteACLsRequest) kmsg
 		}
 		return resp
 	}
-	var filters []ACLFilter
+	var filters []acl.Filter
 	var at []int
 	for i, x := range r.Filters {
-		f := ACLFilter{ResourceType: x.ResourceType, Name: x.ResourceName, Pattern: x.ResourcePatternType,
+		f := acl.Filter{ResourceType: x.ResourceType, Name: x.ResourceName, Pattern: x.ResourcePatternType,
 			Principal: x.Principal, Host: x.Host, Operation: x.Operation, Permission: x.PermissionType}
 		if err := acl.ValidateFilter(f); err != nil {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = aclErr(err)

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/seglog/seglog/internal/acl"
+	"github.com/seglog/seglog/server/acl"
 )
 
 // Authorization (docs/security.md, "ACLs"). With SASL on, every request
@@ -24,7 +24,7 @@ import (
 // allows everything (SASL off, or a super user).
 type authorizer struct {
 	who  acl.Request
-	acls []ACL
+	acls []acl.ACL
 }
 
 // authorizer returns the request's authorizer, nil when nothing is

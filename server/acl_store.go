@@ -10,17 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/seglog/seglog/internal/acl"
 	"github.com/seglog/seglog/internal/crc32c"
+	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/vfs"
 )
-
-// ACL is one Kafka access control entry: a resource pattern, a principal,
-// a host, an operation and ALLOW or DENY (internal/acl has the rules).
-type ACL = acl.ACL
-
-// ACLFilter selects ACLs, as DescribeAcls and DeleteAcls send it.
-type ACLFilter = acl.Filter
 
 // ACLFile is the file, in a single node's store directory, that holds its
 // ACLs (docs/security.md, "ACLs"). In a cluster they live in the
@@ -60,7 +53,7 @@ type aclStore struct {
 	path string
 
 	mu   sync.Mutex // serializes changes
-	list atomic.Pointer[[]ACL]
+	list atomic.Pointer[[]acl.ACL]
 }
 
 // loadACLStore reads dir's ACL file; a missing one is no ACLs. A damaged
@@ -78,7 +71,7 @@ func loadACLStore(fsys vfs.FS, dir string) (*aclStore, error) {
 // ReadACLs returns the ACLs in dir's ACL file, sorted; a missing file is
 // none, a damaged one an *ACLFileError. It never writes (seglog acls
 // list reads through it).
-func ReadACLs(fsys vfs.FS, dir string) ([]ACL, error) {
+func ReadACLs(fsys vfs.FS, dir string) ([]acl.ACL, error) {
 	path := filepath.Join(dir, ACLFile)
 	b, err := vfs.ReadFileLimit(fsys, path, maxACLFile)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -99,12 +92,12 @@ func ReadACLs(fsys vfs.FS, dir string) ([]ACL, error) {
 }
 
 // ACLs returns the published list; callers must not modify it.
-func (st *aclStore) ACLs() []ACL { return *st.list.Load() }
+func (st *aclStore) ACLs() []acl.ACL { return *st.list.Load() }
 
 // CreateACLs adds the ACLs not already present (creating one twice is not
 // an error, as in Kafka) and writes the file; the caller has validated
 // them.
-func (st *aclStore) CreateACLs(_ context.Context, add []ACL) error {
+func (st *aclStore) CreateACLs(_ context.Context, add []acl.ACL) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	next := acl.Merge(st.ACLs(), add)
@@ -113,7 +106,7 @@ func (st *aclStore) CreateACLs(_ context.Context, add []ACL) error {
 
 // DeleteACLs removes every ACL a filter matches and returns, per filter,
 // the ones it removed (an ACL two filters match is the first's).
-func (st *aclStore) DeleteACLs(_ context.Context, filters []ACLFilter) ([][]ACL, error) {
+func (st *aclStore) DeleteACLs(_ context.Context, filters []acl.Filter) ([][]acl.ACL, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	next, deleted := acl.Remove(st.ACLs(), filters)
@@ -126,7 +119,7 @@ func (st *aclStore) DeleteACLs(_ context.Context, filters []ACLFilter) ([][]ACL,
 	return deleted, nil
 }
 
-func (st *aclStore) publish(next []ACL) error {
+func (st *aclStore) publish(next []acl.ACL) error {
 	if err := vfs.WriteFileAtomic(st.fs, st.path, encodeACLFile(next)); err != nil {
 		return err
 	}
@@ -134,7 +127,7 @@ func (st *aclStore) publish(next []ACL) error {
 	return nil
 }
 
-func encodeACLFile(list []ACL) []byte {
+func encodeACLFile(list []acl.ACL) []byte {
 	b := append([]byte(aclMagic), 0, aclVersion)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(list)))
 	for _, a := range list {
@@ -145,7 +138,7 @@ func encodeACLFile(list []ACL) []byte {
 
 // decodeACLFile parses an ACL file; errors are *ACLFileError without the
 // file name.
-func decodeACLFile(b []byte) ([]ACL, error) {
+func decodeACLFile(b []byte) ([]acl.ACL, error) {
 	bad := func(off int, format string, args ...any) error {
 		return &ACLFileError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
 	}
@@ -166,7 +159,7 @@ func decodeACLFile(b []byte) ([]ACL, error) {
 	if int64(count) > int64(end-aclHeaderSize)/acl.MinEncodedLen {
 		return nil, bad(6, "%d entries cannot fit in %d bytes", count, end-aclHeaderSize)
 	}
-	list := make([]ACL, 0, count)
+	list := make([]acl.ACL, 0, count)
 	rest := b[aclHeaderSize:end]
 	for range count {
 		off := end - len(rest)

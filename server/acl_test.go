@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/seglog/seglog/internal/acl"
 	"github.com/seglog/seglog/internal/crc32c"
+	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
@@ -357,7 +357,7 @@ func TestACLFileDamage(t *testing.T) {
 	if err != nil || len(st.ACLs()) != 0 {
 		t.Fatalf("no file: %v %v", st.ACLs(), err)
 	}
-	acls := []ACL{
+	acls := []acl.ACL{
 		{ResourceType: kmsg.ACLResourceTypeTopic, Name: "t", Pattern: kmsg.ACLResourcePatternTypeLiteral,
 			Principal: "User:bob", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow},
 		{ResourceType: kmsg.ACLResourceTypeGroup, Name: "g", Pattern: kmsg.ACLResourcePatternTypePrefixed,
@@ -387,7 +387,7 @@ func TestACLFileDamage(t *testing.T) {
 		{"checksum", flip(len(good) - 10), int64(len(good) - 4)},
 		{"count too large", withCRC(append(append(slices.Clone(good[:6]), 0xff, 0xff, 0xff, 0xff), good[10:]...)), 6},
 		{"bad resource type", withCRC(func() []byte { b := slices.Clone(good); b[10] = 1; return b }()), 10},
-		{"out of order", encodeACLFile([]ACL{acls[1], acls[0]}), int64(aclHeaderSize + len(acl.Append(nil, acls[1])))},
+		{"out of order", encodeACLFile([]acl.ACL{acls[1], acls[0]}), int64(aclHeaderSize + len(acl.Append(nil, acls[1])))},
 	} {
 		if err := vfs.WriteFileAtomic(fsys, "/"+ACLFile, c.b); err != nil {
 			t.Fatal(err)

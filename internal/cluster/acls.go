@@ -3,8 +3,8 @@ package cluster
 import (
 	"context"
 
-	"github.com/seglog/seglog/internal/acl"
 	"github.com/seglog/seglog/internal/cluster/meta"
+	"github.com/seglog/seglog/server/acl"
 )
 
 // The cluster's ACLs live in the replicated metadata (meta.CreateACLs,

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/seglog/seglog/internal/acl"
 	"github.com/seglog/seglog/internal/cluster/meta"
 	"github.com/seglog/seglog/server"
+	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/store"
 )
 

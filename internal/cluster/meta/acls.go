@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/seglog/seglog/internal/acl"
+	"github.com/seglog/seglog/server/acl"
 )
 
 // The cluster's ACLs (docs/security.md, "ACLs"): kept in the replicated

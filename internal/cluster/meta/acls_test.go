@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/seglog/seglog/internal/acl"
+	"github.com/seglog/seglog/server/acl"
 )
 
 func sampleACLs() []acl.ACL {

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/seglog/seglog/internal/acl"
+	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/store"
 )
 

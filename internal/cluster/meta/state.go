@@ -4,7 +4,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/seglog/seglog/internal/acl"
+	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/store"
 )
 

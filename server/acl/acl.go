@@ -144,8 +144,10 @@ func Compare(a, b ACL) int {
 // Request is who asks and from where: the principal ("User:alice") and
 // the client's IP address as text.
 type Request struct {
+	// Principal is "User:" and the SASL user.
 	Principal string
-	Host      string
+	// Host is the client's IP address ("127.0.0.1", "::1").
+	Host string
 }
 
 // matchesWho reports whether a applies to r's principal and host.
@@ -255,12 +257,16 @@ func AllowedAny(acls []ACL, r Request, op kmsg.ACLOperation, rt kmsg.ACLResource
 // one; the MATCH pattern type selects the entries that would apply to
 // the resource called Name (literal, wildcard and prefixes).
 type Filter struct {
+	// ResourceType is a type, or ANY.
 	ResourceType kmsg.ACLResourceType
-	// Name is nil for any.
-	Name       *string
-	Pattern    kmsg.ACLResourcePatternType
-	Principal  *string
-	Host       *string
+	// Name is the resource name or pattern, nil for any.
+	Name *string
+	// Pattern is LITERAL, PREFIXED, ANY or MATCH.
+	Pattern kmsg.ACLResourcePatternType
+	// Principal and Host are nil for any.
+	Principal *string
+	Host      *string
+	// Operation and Permission are a value, or ANY.
 	Operation  kmsg.ACLOperation
 	Permission kmsg.ACLPermissionType
 }
