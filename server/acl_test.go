@@ -244,6 +244,11 @@ func TestACLMetadata(t *testing.T) {
 	if r, err = named.RequestWith(ctx, bob); err != nil {
 		t.Fatal(err)
 	}
+	for _, tp := range r.Topics {
+		if *tp.Topic == "new" && tp.ErrorCode != 0 {
+			t.Errorf("with CREATE, the new topic answered error %d", tp.ErrorCode)
+		}
+	}
 	if _, err := ts.st.Partitions("new"); err != nil {
 		t.Errorf("with CREATE, the topic was not created: %v", err)
 	}
