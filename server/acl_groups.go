@@ -65,6 +65,11 @@ func authorizeGroups(req kmsg.Request, az *authorizer) (kmsg.Response, func(kmsg
 		})
 		return nil, func(resp kmsg.Response) {
 			p := resp.(*kmsg.DescribeGroupsResponse)
+			if r.IncludeAuthorizedOperations {
+				for i := range p.Groups {
+					p.Groups[i].AuthorizedOperations = groupOperationsOf(az, p.Groups[i].Group)
+				}
+			}
 			p.Groups = append(p.Groups, out...)
 		}
 	case *kmsg.ListGroupsRequest:
@@ -242,4 +247,16 @@ func authorizeOffsetFetch(r *kmsg.OffsetFetchRequest, az *authorizer) (kmsg.Resp
 		}
 		p.Groups = append(p.Groups, denied...)
 	}
+}
+
+// groupOperationsOf is DescribeGroups' authorized-operations bit field
+// for what the principal may do to a group, of groupOperations' bits.
+func groupOperationsOf(az *authorizer, group string) int32 {
+	var bits int32
+	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationDelete, kmsg.ACLOperationDescribe} {
+		if az.group(op, group) {
+			bits |= 1 << op
+		}
+	}
+	return bits
 }

@@ -325,6 +325,15 @@ func TestACLGroups(t *testing.T) {
 	if err != nil || len(lg.Groups) != 1 || lg.Groups[0].Group != "workers" {
 		t.Errorf("ListGroups: %v %+v", err, lg)
 	}
+	desc := kmsg.NewPtrDescribeGroupsRequest()
+	desc.Groups, desc.IncludeAuthorizedOperations = []string{"workers"}, true
+	dresp, err := bob.Broker(int(ts.srv.NodeID())).Request(ctx, desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := dresp.(*kmsg.DescribeGroupsResponse).Groups; len(g) != 1 || g[0].AuthorizedOperations != 1<<3|1<<8 {
+		t.Errorf("DescribeGroups' authorized operations: %+v, want READ and DESCRIBE", g)
+	}
 	dg := kmsg.NewPtrDeleteGroupsRequest()
 	dg.Groups = []string{"workers"}
 	dr, err := dg.RequestWith(ctx, bob)

@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -18,45 +16,23 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// serveSASL replaces every node's server with one requiring SCRAM logins:
-// users alice, a super user, and bob, whom only the ACLs let do
+// saslOptions makes every server of a served cluster require SCRAM
+// logins: users alice, a super user, and bob, whom only the ACLs let do
 // anything. (seglog serve refuses SASL with --voters today; in process
 // the server takes it.)
-func (s *served) serveSASL() {
-	s.t.Helper()
+func saslOptions(t *testing.T) func(*server.Options) {
 	creds, err := server.LoadCredentials(vfs.NewMem(), "/")
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	for _, u := range []string{"alice", "bob"} {
 		if err := creds.SetPassword(u, server.MechanismSCRAMSHA256, u+"-pw", 0); err != nil {
-			s.t.Fatal(err)
+			t.Fatal(err)
 		}
 	}
-	for _, tn := range s.running() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := s.srv[tn.id].Shutdown(ctx)
-		cancel()
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", tn.kafka)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		id, err := tn.node.ClusterID(ctxTimeout(s.t))
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		srv, err := server.New(tn.st, server.Options{Cluster: tn.node, NodeID: tn.id, ClusterID: id, Advertise: tn.kafka,
-			GroupInitialRebalanceDelay: -1, SuperUsers: []string{"alice"},
-			SASL:   &server.SASLConfig{Mechanisms: []string{server.MechanismSCRAMSHA256}, Credentials: creds},
-			Logger: slog.New(slog.NewTextHandler(testWriter{s.t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		s.srv[tn.id] = srv
-		go srv.Serve(ln)
+	return func(o *server.Options) {
+		o.SASL = &server.SASLConfig{Mechanisms: []string{server.MechanismSCRAMSHA256}, Credentials: creds}
+		o.SuperUsers = []string{"alice"}
 	}
 }
 
@@ -64,8 +40,7 @@ func (s *served) serveSASL() {
 // leader authorizes from the metadata it has applied; deleted through a
 // third node, it stops applying everywhere.
 func TestACLsReplicated(t *testing.T) {
-	c := newServedCluster(t, 3)
-	c.serveSASL()
+	c := newServedClusterWith(t, 3, saslOptions(t))
 	ctx := ctxTimeout(t)
 	const topic = "orders"
 	if err := c.controller().node.CreateTopic(ctx, topic, 1, 3, nil); err != nil {
