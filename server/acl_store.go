@@ -101,6 +101,9 @@ func (st *aclStore) CreateACLs(_ context.Context, add []acl.ACL) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	next := acl.Merge(st.ACLs(), add)
+	if len(next) > acl.MaxACLs {
+		return fmt.Errorf("%w: %d", acl.ErrTooMany, len(next))
+	}
 	return st.publish(next)
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -425,4 +426,30 @@ func TestACLFileDamage(t *testing.T) {
 // not catch.
 func encodeACLFileRaw(b []byte) []byte {
 	return binary.BigEndian.AppendUint32(slices.Clone(b), crc32c.Checksum(b))
+}
+
+// The single node keeps at most acl.MaxACLs; a creation past it changes
+// nothing.
+func TestACLStoreBound(t *testing.T) {
+	fsys := vfs.NewMem()
+	st, err := loadACLStore(fsys, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]acl.ACL, acl.MaxACLs)
+	for i := range many {
+		many[i] = acl.ACL{ResourceType: kmsg.ACLResourceTypeTopic, Name: fmt.Sprintf("t%06d", i), Pattern: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: "User:bob", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}
+	}
+	if err := st.CreateACLs(testCtx(t), many); err != nil {
+		t.Fatal(err)
+	}
+	one := many[0]
+	one.Name = "over"
+	if err := st.CreateACLs(testCtx(t), []acl.ACL{one}); !errors.Is(err, acl.ErrTooMany) {
+		t.Fatalf("one past the bound: %v", err)
+	}
+	if got, err := ReadACLs(fsys, "/"); err != nil || len(got) != acl.MaxACLs || len(st.ACLs()) != acl.MaxACLs {
+		t.Fatalf("after the refusal: %d in the file (%v), %d served", len(got), err, len(st.ACLs()))
+	}
 }

@@ -113,7 +113,6 @@ var errCodes = []struct {
 	{"cluster-id", meta.ErrClusterID},
 	{"timeout", context.DeadlineExceeded},
 	{"invalid-acl", acl.ErrInvalid},
-	{"too-many-acls", meta.ErrTooManyACLs},
 }
 
 // ErrRemote is an error the controller answered that has no sentinel of

@@ -36,6 +36,15 @@ const (
 // none, the bound keeps one entry, the file and a command small.
 const MaxStringLen = 1 << 15
 
+// MaxACLs bounds the ACLs a node, or a cluster, keeps: Kafka sets no
+// limit and real clusters have hundreds; the bound keeps the file, a
+// metadata command and the snapshot small.
+const MaxACLs = 100_000
+
+// ErrTooMany refuses a creation that would keep more than MaxACLs. It
+// is an ErrInvalid (INVALID_REQUEST).
+var ErrTooMany = fmt.Errorf("%w: more than %d ACLs", ErrInvalid, MaxACLs)
+
 // ErrInvalid reports an ACL or filter Kafka would refuse with
 // INVALID_REQUEST: an ANY or UNKNOWN where a concrete value is needed, an
 // empty or over-long name, a principal that is not TYPE:NAME, a CLUSTER
@@ -315,13 +324,10 @@ func (f Filter) Matches(a ACL) bool {
 // Merge returns the sorted union of list (sorted by Compare) and add, as
 // a new slice: adding an ACL already there is not an error, as in Kafka.
 func Merge(list, add []ACL) []ACL {
-	next := slices.Clone(list)
-	for _, a := range add {
-		if i, found := slices.BinarySearchFunc(next, a, Compare); !found {
-			next = slices.Insert(next, i, a)
-		}
-	}
-	return next
+	next := make([]ACL, 0, len(list)+len(add))
+	next = append(append(next, list...), add...)
+	slices.SortFunc(next, Compare)
+	return slices.CompactFunc(next, func(a, b ACL) bool { return a == b })
 }
 
 // Remove returns list without what the filters match, as a new slice,

@@ -205,3 +205,22 @@ func TestCodec(t *testing.T) {
 		t.Errorf("an invalid entry decodes: %v", err)
 	}
 }
+
+func TestMergeRemove(t *testing.T) {
+	a := allow(topic, literal, "a", "User:x", kmsg.ACLOperationRead)
+	b := allow(topic, literal, "b", "User:x", kmsg.ACLOperationRead)
+	c := deny(group, prefix, "c", "User:*", kmsg.ACLOperationAll)
+	list := Merge(nil, []ACL{c, a, a})
+	list = Merge(list, []ACL{b, a})
+	if len(list) != 3 || list[0] != a || list[1] != b || list[2] != c {
+		t.Fatalf("Merge: %v", list)
+	}
+	f := Filter{ResourceType: topic, Pattern: kmsg.ACLResourcePatternTypeAny, Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}
+	next, deleted := Remove(list, []Filter{f, f})
+	if len(next) != 1 || next[0] != c || len(deleted) != 2 || len(deleted[0]) != 2 || len(deleted[1]) != 0 {
+		t.Fatalf("Remove: %v, %v", next, deleted)
+	}
+	if len(list) != 3 {
+		t.Fatal("Remove changed its input")
+	}
+}

@@ -15,14 +15,6 @@ import (
 // AclControlManager does, so a command no node would accept changes
 // nothing anywhere.
 
-// MaxACLs bounds the cluster's ACLs, and so what one command or the
-// snapshot may hold: Kafka sets no limit, real clusters have hundreds.
-const MaxACLs = 100_000
-
-// ErrTooManyACLs refuses a CreateACLs that would take the cluster past
-// MaxACLs.
-var ErrTooManyACLs = fmt.Errorf("meta: more than %d ACLs", MaxACLs)
-
 // CreateACLs adds ACLs; ones already present are not an error.
 type CreateACLs struct {
 	// ACLs are the entries to add, each valid (acl.Validate).
@@ -104,8 +96,8 @@ func (s *State) createACLs(c *CreateACLs) (*State, error) {
 		}
 	}
 	next := acl.Merge(s.acls, c.ACLs)
-	if len(next) > MaxACLs {
-		return nil, fmt.Errorf("%w: %d", ErrTooManyACLs, len(next))
+	if len(next) > acl.MaxACLs {
+		return nil, fmt.Errorf("%w: %d", acl.ErrTooMany, len(next))
 	}
 	n := s.next()
 	n.acls = next
