@@ -32,6 +32,9 @@ var advertised = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 21, MinVersion: 0, MaxVersion: 2}, // DeleteRecords
 	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerId
 	{ApiKey: 23, MinVersion: 0, MaxVersion: 4}, // OffsetForLeaderEpoch
+	{ApiKey: 29, MinVersion: 0, MaxVersion: 3}, // DescribeAcls
+	{ApiKey: 30, MinVersion: 0, MaxVersion: 3}, // CreateAcls
+	{ApiKey: 31, MinVersion: 0, MaxVersion: 3}, // DeleteAcls
 	{ApiKey: 32, MinVersion: 0, MaxVersion: 4}, // DescribeConfigs
 	{ApiKey: 33, MinVersion: 0, MaxVersion: 2}, // AlterConfigs
 	{ApiKey: 35, MinVersion: 0, MaxVersion: 4}, // DescribeLogDirs

@@ -6,9 +6,9 @@ import (
 )
 
 // SCRAM credentials through the Kafka protocol (KIP-554), as
-// kafka-configs.sh --entity-type users and kadm use them. Until ACLs
-// exist, any authenticated user may describe and change any user's
-// credentials (docs/security.md).
+// kafka-configs.sh --entity-type users and kadm use them. Describing
+// needs DESCRIBE on the cluster and changing ALTER, checked before these
+// run (acl_authorize.go, docs/security.md).
 
 // describeUserSCRAM lists the iterations of the SCRAM credentials of the
 // users asked for, or of every user for none; PLAIN credentials are not

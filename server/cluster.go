@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+
+	"github.com/seglog/seglog/server/acl"
 )
 
 // Cluster is the replicated cluster a server belongs to (seglog serve
@@ -88,6 +90,18 @@ type Cluster interface {
 	// produce relies on it: a batch stored and not reported would not be
 	// found by its retry.
 	SetObserver(o LogObserver)
+	// ACLs returns the cluster's ACLs as this node has applied them,
+	// sorted; the caller must not modify the list. Every node authorizes
+	// requests against its own applied copy.
+	ACLs() []acl.ACL
+	// CreateACLs adds ACLs (validated by the server) through the
+	// controller; ones already present are not an error. It returns
+	// once this node has applied them.
+	CreateACLs(ctx context.Context, acls []acl.ACL) error
+	// DeleteACLs removes through the controller every ACL a filter
+	// matches and returns, per filter, the ones it removed; it returns
+	// once this node has applied the removal.
+	DeleteACLs(ctx context.Context, filters []acl.Filter) ([][]acl.ACL, error)
 }
 
 // Broker is a live broker of a cluster, as Metadata lists it.

@@ -57,6 +57,13 @@ type conn struct {
 	clientID string // the last request's header client id, for the coordinator
 
 	sasl *saslConn // nil unless Options.SASL: this connection's login
+
+	// az authorizes the request being answered, merge adds the answers
+	// of its parts the ACLs refused, and fetchDenied are a Fetch's
+	// (acl_authorize.go).
+	az          *authorizer
+	merge       func(kmsg.Response)
+	fetchDenied []fetchTopic
 }
 
 // remoteHost is the client's address as the coordinator shows it
@@ -383,6 +390,12 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 		// KIP-511: a client newer than us learns our range from a v0 reply.
 		return c.writeResponse(h.corr, downgradeApiVersions(), false)
 	}
+	c.az = c.authorizer()
+	deny, merge := c.authorize(req, c.az)
+	if deny != nil {
+		return c.writeKmsg(h.corr, deny)
+	}
+	c.merge = merge
 	if c.coord != nil {
 		if resp, ok := c.coord.handle(withClientInfo(c.ctx, c.clientID, c.remoteHost()), req); ok {
 			return c.writeResponse(h.corr, resp, resp.IsFlexible())
@@ -460,9 +473,10 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 	case *kmsg.ApiVersionsRequest:
 		return c.writeResponse(h.corr, c.s.apiVersions(c.coord, r), false)
 	case *kmsg.MetadataRequest:
-		return c.writeKmsg(h.corr, c.s.metadata(c.ctx, r))
+		return c.writeKmsg(h.corr, c.s.metadata(withAuthorizer(c.ctx, c.az), r))
 	case *kmsg.ProduceRequest:
 		resp := c.s.produce(r)
+		c.mergeDenied(resp)
 		// Stored, replicated or refused: nothing refers to the frame
 		// any more (a Cluster's Produce lets go of its batch when it
 		// returns, whatever the answer).
@@ -512,6 +526,12 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.describeUserSCRAM(r))
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return c.writeKmsg(h.corr, c.s.alterUserSCRAM(r))
+	case *kmsg.DescribeACLsRequest:
+		return c.writeKmsg(h.corr, c.s.describeACLs(r))
+	case *kmsg.CreateACLsRequest:
+		return c.writeKmsg(h.corr, c.s.createACLs(c.ctx, r))
+	case *kmsg.DeleteACLsRequest:
+		return c.writeKmsg(h.corr, c.s.deleteACLs(c.ctx, r))
 	}
 	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
 }
@@ -524,6 +544,7 @@ func (c *conn) writeKmsg(corr int32, resp kmsg.Response) error {
 // versions, the response header's empty tag section. ApiVersions replies
 // never carry it (header v0 even at v3+), so callers pass tagged false.
 func (c *conn) writeResponse(corr int32, resp kmsg.Response, tagged bool) error {
+	c.mergeDenied(resp)
 	if c.out == nil {
 		c.out = c.s.outs.Get().(*[]byte)
 	}

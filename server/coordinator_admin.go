@@ -12,7 +12,8 @@ import (
 
 // groupOperations is DescribeGroups' authorized-operations bit field when
 // asked for: READ, DELETE and DESCRIBE (Kafka's AclOperation codes 3, 6
-// and 8), everything a group allows, since seglog has no ACLs.
+// and 8), everything a group allows; with ACLs on, authorizeGroups
+// narrows it to what the principal may do (acl_groups.go).
 const groupOperations = 1<<3 | 1<<6 | 1<<8
 
 // listGroups lists the groups with members or a rebalance in memory and

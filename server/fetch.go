@@ -50,6 +50,10 @@ func (a *fetchAnswer) close() {
 // until something is appended (long polling). Server shutdown or the
 // connection's end answer at once with what there is.
 func (c *conn) fetch(corr int32, req *kmsg.FetchRequest) error {
+	// The topics the ACLs refused: answered with the rest, and at once
+	// when nothing else was asked for.
+	denied := c.fetchDenied
+	c.fetchDenied = nil
 	if req.Version >= 7 && req.SessionID != 0 {
 		// We never hand out fetch sessions, so an incremental fetch names
 		// one we do not know; the client starts over with a full fetch.
@@ -60,10 +64,11 @@ func (c *conn) fetch(corr int32, req *kmsg.FetchRequest) error {
 	for {
 		woken := c.s.notify.wait()
 		a := c.s.readFetch(req)
-		if a.errors || a.bytes >= int64(req.MinBytes) || !time.Now().Before(deadline) || c.ctx.Err() != nil {
+		if a.errors || a.bytes >= int64(req.MinBytes) || !time.Now().Before(deadline) || c.ctx.Err() != nil ||
+			(len(req.Topics) == 0 && len(denied) > 0) {
 			defer a.close()
 			c.s.metrics.fetched(a.topics)
-			return c.writeFetch(corr, req.Version, 0, a.topics)
+			return c.writeFetch(corr, req.Version, 0, append(a.topics, denied...))
 		}
 		a.close()
 		if timer == nil {

@@ -31,7 +31,7 @@ func TestKcatSASLSSL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ts := startServer(t, "", Options{TLS: serverTLS(t, pki, false), SASL: &SASLConfig{Mechanisms: Mechanisms, Credentials: creds}})
+	ts := startServer(t, "", Options{TLS: serverTLS(t, pki, false), SASL: &SASLConfig{Mechanisms: Mechanisms, Credentials: creds}, SuperUsers: []string{"alice"}})
 	for _, mech := range Mechanisms {
 		t.Run(mech, func(t *testing.T) {
 			sec := []string{"-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=" + mech,

@@ -46,8 +46,10 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.R
 	}
 	var names []string
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	az := authorizerFrom(ctx)
 	if all {
-		names = src.all()
+		// Only the topics the principal may describe (acl_authorize.go).
+		names = keep(src.all(), func(n string) bool { return az.topic(kmsg.ACLOperationDescribe, n) }, func(string) {})
 	} else {
 		for _, t := range req.Topics {
 			if t.Topic != nil {
@@ -61,7 +63,13 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.R
 		t.Topic = kmsg.StringPtr(name)
 		t.IsInternal = name == store.OffsetsTopic
 		parts, err := src.partitions(name)
-		if errors.Is(err, store.ErrUnknownTopic) && !all && allowCreate && s.autoCreate() {
+		creating := errors.Is(err, store.ErrUnknownTopic) && !all && allowCreate && s.autoCreate()
+		if !all && !az.metadataTopic(name, creating) {
+			t.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
+		if creating {
 			parts, err = src.createOnFirstUse(name)
 		}
 		if err != nil {

@@ -32,7 +32,7 @@ func saslServer(t *testing.T) (*testServer, *Credentials) {
 			t.Fatal(err)
 		}
 	}
-	ts := startServer(t, "", Options{SASL: &SASLConfig{Mechanisms: Mechanisms, Credentials: creds}})
+	ts := startServer(t, "", Options{SASL: &SASLConfig{Mechanisms: Mechanisms, Credentials: creds}, SuperUsers: []string{"alice"}})
 	return ts, creds
 }
 

@@ -119,6 +119,10 @@ type Options struct {
 	// SASL, when set, requires every connection to authenticate before
 	// it is served (sasl.go, docs/security.md).
 	SASL *SASLConfig
+	// SuperUsers are the SASL users no ACL is checked for (Kafka's
+	// super.users, without the "User:" prefix). With SASL on, everyone
+	// else may do only what the ACLs allow (acl_authorize.go).
+	SuperUsers []string
 }
 
 // Server answers the Kafka protocol for one store. Create it with New, run
@@ -138,6 +142,10 @@ type Server struct {
 	// groupKick tells a cluster node's coordinator that a leader or a
 	// high watermark changed: it loads or drops offsets partitions.
 	groupKick chan struct{}
+
+	// acls are the ACLs requests are authorized against: the store's
+	// ACLFile or the Cluster; nil with SASL off, when nothing is checked.
+	acls aclBackend
 
 	// logins counts failed SASL logins per address (sasl.go).
 	logins *loginLimiter
@@ -221,12 +229,16 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 		if cfg.SASL.Credentials == nil {
 			return nil, errors.New("server: SASL without credentials")
 		}
-		if cfg.Cluster != nil {
-			// The users are one node's file, not the cluster's
-			// (docs/security.md, "In a cluster").
-			return nil, errors.New("server: SASL in a cluster is not supported yet")
-		}
 		s.logins = newLoginLimiter(cfg.SASL.MaxFailures, cfg.SASL.FailureWindow)
+		if cfg.Cluster != nil {
+			s.acls = cfg.Cluster
+		} else {
+			acls, err := loadACLStore(st.FS(), st.Dir())
+			if err != nil {
+				return nil, fmt.Errorf("server: %w", err)
+			}
+			s.acls = acls
+		}
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if cfg.Cluster != nil {

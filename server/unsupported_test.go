@@ -22,10 +22,10 @@ func TestUnservedKeysAndVersions(t *testing.T) {
 	c := dialRaw(t, ts.addr)
 	unsupported := kerr.UnsupportedVersion.Code
 
-	acls := kmsg.NewPtrDescribeACLsRequest() // key 29, not served
-	acls.SetVersion(1)
-	if r := c.do(acls).(*kmsg.DescribeACLsResponse); r.ErrorCode != unsupported || r.ErrorMessage == nil {
-		t.Errorf("DescribeACLs v1: error %d, message %v", r.ErrorCode, r.ErrorMessage)
+	lr := kmsg.NewPtrListPartitionReassignmentsRequest() // key 46, not served
+	lr.SetVersion(0)
+	if r := c.do(lr).(*kmsg.ListPartitionReassignmentsResponse); r.ErrorCode != unsupported || r.ErrorMessage == nil {
+		t.Errorf("ListPartitionReassignments v0: error %d, message %v", r.ErrorCode, r.ErrorMessage)
 	}
 
 	reassign := kmsg.NewPtrAlterPartitionAssignmentsRequest() // key 45, not served

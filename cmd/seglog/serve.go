@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,6 +43,7 @@ func newServeCmd() *cobra.Command {
 		logLevel          string
 		sec               securityFlags
 		metricsAcc        = metricsAccess()
+		superUsers        []string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve DIR",
@@ -58,6 +60,8 @@ use exits 1, and DIR is left as it was.
 
 TLS (--tls-cert, --tls-key, --tls-client-ca) and SASL logins
 (--sasl-mechanisms, users from seglog users add) are in docs/security.md.
+With SASL on, every request is authorized against the ACLs (CreateAcls
+through kadm or kafka-acls.sh), except for the --super-users.
 Without TLS and client authentication, a --listen address other than
 loopback is refused unless --insecure, which logs a warning.
 
@@ -140,6 +144,10 @@ address other than loopback the page needs --metrics-token (or
 				MaxRequestBytes: maxRequest, Logger: logger, FetchCopy: fetchCopy,
 				GroupInitialRebalanceDelay: rebalanceDelay}
 			sec.apply(&opts, logger, listen)
+			for _, u := range superUsers {
+				// Kafka's super.users names principals: User:alice.
+				opts.SuperUsers = append(opts.SuperUsers, strings.TrimPrefix(u, "User:"))
+			}
 			if rebalanceDelay == 0 {
 				opts.GroupInitialRebalanceDelay = -1 // the flag's 0 is "none"; the Config's zero is Kafka's default
 			}
@@ -222,6 +230,8 @@ address other than loopback the page needs --metrics-token (or
 	exclusive(cmd, "verbose", "log-level")
 	cl.flags(cmd)
 	sec.flags(cmd)
+	f.StringSliceVar(&superUsers, "super-users", nil, "SASL users no ACL applies to, comma-separated (super.users); everyone else may do only what the ACLs allow (docs/security.md)")
+	onlyWith(cmd, "super-users", "sasl-mechanisms")
 	limitFlag(cmd, "node-id", 0, math.MaxInt32)
 	limitFlag(cmd, "num-partitions", 1, store.MaxPartitions)
 	// A request's size is a 32-bit field.

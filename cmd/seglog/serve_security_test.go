@@ -188,7 +188,7 @@ func TestServeSASLProcess(t *testing.T) {
 	mustInvoke(t, "", "users", "add", dir, "alice", "--password", "alice-pw")
 	mustInvoke(t, "", "users", "add", dir, "alice", "--password", "alice-pw", "--mechanism", "SCRAM-SHA-512")
 	mustInvoke(t, "", "users", "add", dir, "bob", "--password", "bob-pw", "--mechanism", "PLAIN")
-	addr, stop := startServe(t, dir, "--sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512")
+	addr, stop := startServe(t, dir, "--sasl-mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "--super-users", "alice,User:bob")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for _, mech := range []sasl.Mechanism{

@@ -77,6 +77,9 @@ func (n *Node) handle(ctx context.Context, req request) response {
 		}
 		return response{Index: res.Index, First: res.Block.First, Size: res.Block.Size}
 	}
+	if resp, ok := n.handleACLs(ctx, req); ok {
+		return resp
+	}
 	return response{Code: "error", Message: fmt.Sprintf("unknown operation %q", req.Op)}
 }
 

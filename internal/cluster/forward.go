@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog/internal/cluster/meta"
 	"github.com/seglog/seglog/server"
+	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/store"
 )
 
@@ -62,6 +63,9 @@ type request struct {
 	// Leaders are, on a heartbeat, the partitions the broker leads
 	// (leaders.go).
 	Leaders []leaderReport `json:"leaders,omitempty"`
+	// ACLs are CreateACLs' entries, ACLFilters DeleteACLs' (acls.go).
+	ACLs       []acl.ACL    `json:"acls,omitempty"`
+	ACLFilters []acl.Filter `json:"acl_filters,omitempty"`
 }
 
 // response is the controller's answer: Code "" on success, else one of
@@ -83,6 +87,8 @@ type response struct {
 	// Leaders are, on a heartbeat, the leaders the live brokers
 	// report, this one's included (leaders.go).
 	Leaders []leaderReport `json:"leaders,omitempty"`
+	// DeletedACLs are, per filter, the ACLs a DeleteACLs removed.
+	DeletedACLs [][]acl.ACL `json:"deleted_acls,omitempty"`
 }
 
 // errCodes names the errors that cross the wire, so the sender's error
@@ -106,6 +112,7 @@ var errCodes = []struct {
 	{"producer-ids-exhausted", meta.ErrProducerIDsExhausted},
 	{"cluster-id", meta.ErrClusterID},
 	{"timeout", context.DeadlineExceeded},
+	{"invalid-acl", acl.ErrInvalid},
 }
 
 // ErrRemote is an error the controller answered that has no sentinel of

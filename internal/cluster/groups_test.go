@@ -28,14 +28,20 @@ import (
 type served struct {
 	*tcluster
 	srv map[int32]*server.Server
+	// opts, when set, adjusts every server's options (SASL, say).
+	opts func(*server.Options)
 }
 
 // newServedCluster starts n nodes with the real partition manager and a
 // server on each.
-func newServedCluster(t *testing.T, n int) *served {
+func newServedCluster(t *testing.T, n int) *served { return newServedClusterWith(t, n, nil) }
+
+// newServedClusterWith is newServedCluster with opts applied to every
+// server's options.
+func newServedClusterWith(t *testing.T, n int, opts func(*server.Options)) *served {
 	t.Helper()
 	c := &tcluster{t: t, real: true, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
-	s := &served{tcluster: c, srv: map[int32]*server.Server{}}
+	s := &served{tcluster: c, srv: map[int32]*server.Server{}, opts: opts}
 	raft, kafka := map[int32]net.Listener{}, map[int32]net.Listener{}
 	for i := int32(1); i <= int32(n); i++ {
 		for _, m := range []map[int32]net.Listener{raft, kafka} {
@@ -79,8 +85,12 @@ func (s *served) serve(tn *tnode, ln net.Listener) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	srv, err := server.New(tn.st, server.Options{Cluster: tn.node, NodeID: tn.id, ClusterID: id, Advertise: tn.kafka,
-		GroupInitialRebalanceDelay: -1, Logger: slog.New(slog.NewTextHandler(testWriter{s.t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	o := server.Options{Cluster: tn.node, NodeID: tn.id, ClusterID: id, Advertise: tn.kafka,
+		GroupInitialRebalanceDelay: -1, Logger: slog.New(slog.NewTextHandler(testWriter{s.t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if s.opts != nil {
+		s.opts(&o)
+	}
+	srv, err := server.New(tn.st, o)
 	if err != nil {
 		s.t.Fatal(err)
 	}

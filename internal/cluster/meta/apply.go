@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/store"
 )
 
@@ -58,6 +59,8 @@ type Result struct {
 	Block ProducerIDBlock
 	// Epoch is the epoch a RegisterBroker gave the broker.
 	Epoch uint64
+	// DeletedACLs are, per filter of a DeleteACLs, the ACLs it removed.
+	DeletedACLs [][]acl.ACL
 	// Err is the command's refusal, nil if it was applied.
 	Err error
 }
@@ -95,6 +98,10 @@ func (s *State) apply(index uint64, c Command) (*State, Result, error) {
 		n, res.Block, err = s.allocateProducerIDs(c)
 	case *SetClusterID:
 		n, err = s.setClusterID(c)
+	case *CreateACLs:
+		n, err = s.createACLs(c)
+	case *DeleteACLs:
+		n, res.DeletedACLs, err = s.deleteACLs(c)
 	default:
 		err = fmt.Errorf("%w: %T", ErrUnknownCommand, c)
 	}

@@ -27,6 +27,8 @@ const (
 	kindCreatePartitions    kind = 5
 	kindAllocateProducerIDs kind = 6
 	kindSetClusterID        kind = 7
+	kindCreateACLs          kind = 10
+	kindDeleteACLs          kind = 11
 )
 
 // commandVersion is the version every command type is written with
@@ -218,6 +220,10 @@ func Decode(b []byte) (Command, error) {
 		c = &AllocateProducerIDs{}
 	case kindSetClusterID:
 		c = &SetClusterID{}
+	case kindCreateACLs:
+		c = &CreateACLs{}
+	case kindDeleteACLs:
+		c = &DeleteACLs{}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, k)
 	}
@@ -255,6 +261,8 @@ func Decode(b []byte) (Command, error) {
 		c.Broker = r.int32()
 	case *SetClusterID:
 		c.ID = r.str()
+	case interface{ decodeBody(*reader) }:
+		c.decodeBody(r)
 	}
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("%T: %w", c, err)

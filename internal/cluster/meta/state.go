@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/store"
 )
 
@@ -80,6 +81,7 @@ type State struct {
 	topics     map[string]*Topic // never modified once in a published State
 	nextPID    int64
 	lastBlocks map[int32]ProducerIDBlock
+	acls       []acl.ACL // sorted; never modified once in a published State
 }
 
 // emptyState is the state before any command.
@@ -97,6 +99,7 @@ func (s *State) next() *State {
 		topics:     maps.Clone(s.topics),
 		nextPID:    s.nextPID,
 		lastBlocks: maps.Clone(s.lastBlocks),
+		acls:       s.acls,
 	}
 }
 
