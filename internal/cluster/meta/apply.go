@@ -95,6 +95,10 @@ func (s *State) apply(index uint64, c Command) (*State, Result, error) {
 		n, res.Block, err = s.allocateProducerIDs(c)
 	case *SetClusterID:
 		n, err = s.setClusterID(c)
+	case *SetCredential:
+		n, err = s.setCredential(c)
+	case *DeleteCredential:
+		n, err = s.deleteCredential(c)
 	default:
 		err = fmt.Errorf("%w: %T", ErrUnknownCommand, c)
 	}

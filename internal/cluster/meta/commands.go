@@ -27,6 +27,7 @@ const (
 	kindCreatePartitions    kind = 5
 	kindAllocateProducerIDs kind = 6
 	kindSetClusterID        kind = 7
+	// 8 and 9 are SetCredential and DeleteCredential (credentials.go).
 )
 
 // commandVersion is the version every command type is written with
@@ -218,6 +219,10 @@ func Decode(b []byte) (Command, error) {
 		c = &AllocateProducerIDs{}
 	case kindSetClusterID:
 		c = &SetClusterID{}
+	case kindSetCredential:
+		c = &SetCredential{}
+	case kindDeleteCredential:
+		c = &DeleteCredential{}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, k)
 	}
@@ -255,6 +260,10 @@ func Decode(b []byte) (Command, error) {
 		c.Broker = r.int32()
 	case *SetClusterID:
 		c.ID = r.str()
+	case *SetCredential:
+		decodeSetCredential(r, c)
+	case *DeleteCredential:
+		decodeDeleteCredential(r, c)
 	}
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("%T: %w", c, err)

@@ -10,9 +10,10 @@ import (
 const snapshotMagic = "seglog-meta"
 
 // snapshotVersion is the version EncodeState writes. Version 2 added
-// the cluster id after the producer-id blocks; DecodeState still reads
-// version 1 (no cluster id).
-const snapshotVersion = 2
+// the cluster id after the producer-id blocks, version 3 the SASL
+// credentials after it (credentials.go); DecodeState still reads
+// versions 1 and 2 (no cluster id, no credentials).
+const snapshotVersion = 3
 
 // MaxSnapshotBytes bounds an encoded State Restore reads: far above
 // what the metadata of store.MaxPartitions-sized topics needs, and a
@@ -22,7 +23,7 @@ const MaxSnapshotBytes = 1 << 30
 // EncodeState returns the whole State's encoding, the raft snapshot of
 // the metadata: magic, version, the index, the next producer id, then
 // brokers, topics and producer-id blocks, each sorted by key so equal
-// states encode equally, and the cluster id.
+// states encode equally, the cluster id and the credentials.
 func EncodeState(s *State) []byte {
 	w := &writer{}
 	w.b = append(w.b, snapshotMagic...)
@@ -60,6 +61,7 @@ func EncodeState(s *State) []byte {
 		w.varint(b.Size)
 	}
 	w.str(s.clusterID)
+	encodeCredentials(w, s)
 	return w.b
 }
 
@@ -75,7 +77,7 @@ func DecodeState(b []byte) (*State, error) {
 	}
 	r := &reader{b: b[len(snapshotMagic):]}
 	v := r.u8()
-	if r.err == nil && v != 1 && v != snapshotVersion {
+	if r.err == nil && (v < 1 || v > snapshotVersion) {
 		return nil, fmt.Errorf("%w: snapshot version %d (this node reads version %d)", ErrUnsupportedVersion, v, snapshotVersion)
 	}
 	s := emptyState()
@@ -121,6 +123,9 @@ func DecodeState(b []byte) (*State, error) {
 	}
 	if v >= 2 {
 		s.clusterID = r.str()
+	}
+	if v >= 3 {
+		decodeCredentials(r, s)
 	}
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("metadata snapshot: %w", err)
