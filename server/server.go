@@ -176,10 +176,10 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 		if cfg.SASL.Credentials == nil {
 			return nil, errors.New("server: SASL without credentials")
 		}
-		if cfg.Cluster != nil {
-			// The users are one node's file, not the cluster's
+		if _, file := cfg.SASL.Credentials.(*Credentials); file && cfg.Cluster != nil {
+			// One node's file is not the cluster's users
 			// (docs/security.md, "In a cluster").
-			return nil, errors.New("server: SASL in a cluster is not supported yet")
+			return nil, errors.New("server: SASL in a cluster takes the cluster's credentials, not a node's file")
 		}
 		s.logins = newLoginLimiter(cfg.SASL.MaxFailures, cfg.SASL.FailureWindow)
 	}
