@@ -62,6 +62,12 @@ type request struct {
 	// Leaders are, on a heartbeat, the partitions the broker leads
 	// (leaders.go).
 	Leaders []leaderReport `json:"leaders,omitempty"`
+	// Credentials, Bootstrap: a SetCredential; User, Mechanism: a
+	// DeleteCredential (credentials.go).
+	Credentials []meta.Credential `json:"credentials,omitempty"`
+	Bootstrap   bool              `json:"bootstrap,omitempty"`
+	User        string            `json:"user,omitempty"`
+	Mechanism   string            `json:"mechanism,omitempty"`
 }
 
 // response is the controller's answer: Code "" on success, else one of
@@ -105,6 +111,9 @@ var errCodes = []struct {
 	{"unknown-broker", meta.ErrUnknownBroker},
 	{"producer-ids-exhausted", meta.ErrProducerIDsExhausted},
 	{"cluster-id", meta.ErrClusterID},
+	{"invalid-credential", meta.ErrInvalidCredential},
+	{"unknown-credential", meta.ErrUnknownCredential},
+	{"credentials-in-force", meta.ErrCredentialsInForce},
 	{"timeout", context.DeadlineExceeded},
 }
 
