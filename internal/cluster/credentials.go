@@ -181,8 +181,10 @@ func (n *Node) credentialLoop() {
 		case n.cfg.Credentials == nil:
 		case !st.CredentialsInForce() && len(seeds) == 0:
 			if !warned {
-				n.log.Warn("cluster: SASL is on and the cluster has no users yet: no client can log in until a node starts with users in its " +
-					server.CredentialsFile + " (seglog users add DIR NAME --password P)")
+				// Another node's file may seed them in a moment; if
+				// none has users, nobody can log in, and this says why.
+				n.log.Warn("cluster: SASL is on, the cluster has no users yet and this node's " + server.CredentialsFile +
+					" has none to propose: no client can log in until a node starts with users in its file (seglog users add DIR NAME --password P)")
 				warned = true
 			}
 		case !st.CredentialsInForce() && !seeded:
