@@ -57,11 +57,15 @@ func (s *Server) describeUserSCRAM(r *kmsg.DescribeUserSCRAMCredentialsRequest) 
 }
 
 // alterUserSCRAM applies deletions and upsertions, answering per user. A
-// user named twice in one request is refused, as Kafka does.
+// user named twice in one request is refused, as Kafka does. In a
+// cluster each change goes through the controller and is answered once
+// this node has applied it, so a login here right after finds it.
 func (s *Server) alterUserSCRAM(r *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.Response {
 	resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	resp.SetVersion(r.Version)
 	creds := s.cfg.SASL.Credentials
+	ctx, cancel := adminContext(s.ctx, 0)
+	defer cancel()
 	count := map[string]int{}
 	var order []string
 	note := func(u string) {
@@ -86,9 +90,9 @@ func (s *Server) alterUserSCRAM(r *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.R
 			errs[d.Name] = kerr.UnsupportedSaslMechanism
 			continue
 		}
-		if n, err := creds.Delete(d.Name, mech); err != nil {
+		if found, err := creds.Remove(ctx, d.Name, mech); err != nil {
 			errs[d.Name] = err
-		} else if n == 0 {
+		} else if !found {
 			errs[d.Name] = kerr.ResourceNotFound
 		}
 	}
@@ -101,9 +105,9 @@ func (s *Server) alterUserSCRAM(r *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.R
 			errs[u.Name] = kerr.UnsupportedSaslMechanism
 			continue
 		}
-		if err := checkSalted(u.Name, mech, u.Salt, u.SaltedPassword, int(u.Iterations)); err != nil {
+		if cr, err := saltedCredential(u.Name, mech, u.Salt, u.SaltedPassword, int(u.Iterations)); err != nil {
 			errs[u.Name] = &unacceptable{err}
-		} else if err := creds.SetSalted(u.Name, mech, u.Salt, u.SaltedPassword, int(u.Iterations)); err != nil {
+		} else if err := creds.Put(ctx, cr); err != nil {
 			errs[u.Name] = err
 		}
 	}
@@ -122,6 +126,11 @@ func (s *Server) alterUserSCRAM(r *kmsg.AlterUserSCRAMCredentialsRequest) kmsg.R
 			case *unacceptable:
 				res.ErrorCode = kerr.UnacceptableCredential.Code
 			default:
+				// In a cluster: no controller, or none in time.
+				if code := clusterErrCode(err); code != 0 {
+					res.ErrorCode = code
+					break
+				}
 				res.ErrorCode = kerr.UnknownServerError.Code
 				s.logger.Error("server: writing SASL credentials", "err", err)
 			}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -60,6 +61,26 @@ type CredentialsError struct {
 func (e *CredentialsError) Error() string {
 	return fmt.Sprintf("%s: damaged at byte %d: %s", e.File, e.Offset, e.Reason)
 }
+
+// CredentialStore is where a server finds its SASL users and changes
+// them (SASLConfig.Credentials): a store's CredentialsFile on a single
+// node (*Credentials), the replicated metadata in a cluster (the cluster
+// node's, docs/security.md "In a cluster"). The server checks a
+// credential before it puts it.
+type CredentialStore interface {
+	// Lookup returns user's credential for mech.
+	Lookup(user, mech string) (Credential, bool)
+	// List returns every credential, by user then mechanism.
+	List() []Credential
+	// Put adds cr, or replaces user's credential for its mechanism, and
+	// returns once Lookup here finds it.
+	Put(ctx context.Context, cr Credential) error
+	// Remove deletes user's credential for mech; found is false, and
+	// nothing changed, when there was none.
+	Remove(ctx context.Context, user, mech string) (found bool, err error)
+}
+
+var _ CredentialStore = (*Credentials)(nil)
 
 // Credentials are a store's SASL users, as its CredentialsFile holds
 // them. Every change rewrites the file atomically before it is seen.
@@ -148,14 +169,59 @@ func (c *Credentials) SetPassword(user, mech, password string, iterations int) e
 // SetSalted adds or replaces user's credential for mech from a password
 // already salted (AlterUserScramCredentials sends it so).
 func (c *Credentials) SetSalted(user, mech string, salt, salted []byte, iterations int) error {
-	if err := checkSalted(user, mech, salt, salted, iterations); err != nil {
+	cr, err := saltedCredential(user, mech, salt, salted, iterations)
+	if err != nil {
 		return err
+	}
+	return c.Put(context.Background(), cr)
+}
+
+// Put adds or replaces cr in the file (CredentialStore); ctx is unused,
+// the write being local.
+func (c *Credentials) Put(_ context.Context, cr Credential) error {
+	if err := checkStored(cr); err != nil {
+		return err
+	}
+	cr.Salt, cr.StoredKey, cr.ServerKey = slices.Clone(cr.Salt), slices.Clone(cr.StoredKey), slices.Clone(cr.ServerKey)
+	return c.update(func(m map[credKey]Credential) { m[credKey{cr.User, cr.Mechanism}] = cr })
+}
+
+// Remove deletes user's credential for mech from the file
+// (CredentialStore).
+func (c *Credentials) Remove(_ context.Context, user, mech string) (bool, error) {
+	if mech == "" {
+		return false, errors.New("no SASL mechanism named")
+	}
+	n, err := c.Delete(user, mech)
+	return n > 0, err
+}
+
+// saltedCredential derives the credential of a password already salted:
+// what is stored instead of it.
+func saltedCredential(user, mech string, salt, salted []byte, iterations int) (Credential, error) {
+	if err := checkSalted(user, mech, salt, salted, iterations); err != nil {
+		return Credential{}, err
 	}
 	h, _ := mechanismHash(mech)
 	stored, server := scramKeys(h, salted)
-	cr := Credential{User: user, Mechanism: mech, Iterations: iterations,
-		Salt: slices.Clone(salt), StoredKey: stored, ServerKey: server}
-	return c.update(func(m map[credKey]Credential) { m[credKey{user, mech}] = cr })
+	return Credential{User: user, Mechanism: mech, Iterations: iterations,
+		Salt: slices.Clone(salt), StoredKey: stored, ServerKey: server}, nil
+}
+
+// checkStored refuses a credential the file could not hold or a login
+// could not use: checkSalted's checks, on the derived keys.
+func checkStored(cr Credential) error {
+	h, ok := mechanismHash(cr.Mechanism)
+	if !ok {
+		return fmt.Errorf("unknown SASL mechanism %q", cr.Mechanism)
+	}
+	if err := checkCredential(cr.User, cr.Iterations, cr.Salt); err != nil {
+		return err
+	}
+	if len(cr.StoredKey) != h().Size() || len(cr.ServerKey) != h().Size() {
+		return fmt.Errorf("keys of %d and %d bytes, want %d for %s", len(cr.StoredKey), len(cr.ServerKey), h().Size(), cr.Mechanism)
+	}
+	return nil
 }
 
 // Delete removes user's credential for mech, or every one of user's when

@@ -17,15 +17,17 @@ import (
 // connection must authenticate, with one of Mechanisms and a credential of
 // Credentials, before any request but ApiVersions, SaslHandshake and
 // SaslAuthenticate; any other request before that closes the
-// connection, as Kafka does. New refuses it with Options.Cluster: a
-// cluster's users would have to be replicated.
+// connection, as Kafka does. With Options.Cluster, Credentials must be
+// the cluster's (the replicated metadata), not a node's file: New
+// refuses a *Credentials there.
 type SASLConfig struct {
 	// Mechanisms are those clients may use: PLAIN, SCRAM-SHA-256,
 	// SCRAM-SHA-512.
 	Mechanisms []string
-	// Credentials are the users (LoadCredentials on the store's
-	// directory). AlterUserScramCredentials changes them.
-	Credentials *Credentials
+	// Credentials are the users: LoadCredentials on the store's
+	// directory for a single node, the cluster node's in a cluster.
+	// AlterUserScramCredentials changes them.
+	Credentials CredentialStore
 	// MaxFailures failed logins from one address within FailureWindow
 	// make the next ones from it refused without a password being
 	// checked (0 means 10 and a minute).

@@ -229,6 +229,11 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 		if cfg.SASL.Credentials == nil {
 			return nil, errors.New("server: SASL without credentials")
 		}
+		if _, file := cfg.SASL.Credentials.(*Credentials); file && cfg.Cluster != nil {
+			// One node's file is not the cluster's users
+			// (docs/security.md, "In a cluster").
+			return nil, errors.New("server: SASL in a cluster takes the cluster's credentials, not a node's file")
+		}
 		s.logins = newLoginLimiter(cfg.SASL.MaxFailures, cfg.SASL.FailureWindow)
 		if cfg.Cluster != nil {
 			s.acls = cfg.Cluster

@@ -116,7 +116,7 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	c.raftLn = nil // the node owns it from here
 	n, err := cluster.Start(cluster.Config{Dir: dir, Store: st, NodeID: nodeID, Listener: ln2,
 		Voters: c.parsed, Advertise: advertise, DefaultReplicationFactor: c.defaultRF,
-		Logger: logger, RaftLogOutput: raftLog})
+		Logger: logger, RaftLogOutput: raftLog, Credentials: saslSeeds(opts.SASL)})
 	if err != nil {
 		return err
 	}
@@ -130,6 +130,7 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 		return err
 	}
 	opts.Cluster, opts.ClusterID, opts.Advertise = n, id, advertise
+	opts.SASL = clusterSASL(opts.SASL, n)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog/internal/cluster"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/vfs"
 )
@@ -29,6 +30,9 @@ type securityFlags struct {
 	tls        *tls.Config
 	sasl       *server.SASLConfig
 	insecureOn bool // --insecure let a non-loopback address be served
+	// cluster is --voters: the users are the cluster's, seeded from
+	// DIR's file (clusterSASL).
+	cluster bool
 }
 
 func (s *securityFlags) flags(cmd *cobra.Command) {
@@ -61,19 +65,15 @@ func noBound(n int) int {
 // check reads the TLS files and the store's credentials, and refuses a
 // non-loopback listener that would serve anyone in the clear.
 func (s *securityFlags) check(cmd *cobra.Command, dir, listen string, cluster bool) error {
+	s.cluster = cluster
 	if s.saslMechanisms != "" {
-		if cluster {
-			// The credentials would be one node's file, not the
-			// cluster's: refused until they live in the replicated
-			// metadata (docs/security.md).
-			return usageErrorf(cmd, "--sasl-mechanisms cannot be used with --voters yet: a cluster's users would have to be replicated (docs/security.md)")
-		}
 		mechs, err := checkMechanismsFlag(cmd, s.saslMechanisms)
 		if err != nil {
 			return err
 		}
 		// A damaged credentials file is refused before the store is
-		// opened; a missing one is no users yet.
+		// opened; a missing one is no users yet. In a cluster it seeds
+		// the cluster's users, and is ignored once they are in force.
 		creds, err := server.LoadCredentials(vfs.Default, dir)
 		if err != nil {
 			return err
@@ -110,7 +110,30 @@ func (s *securityFlags) apply(opts *server.Options, logger *slog.Logger, listen 
 		logger.Warn("seglog serve: --insecure: serving a non-loopback address without TLS and client authentication; anyone who reaches it can read, write and delete every topic",
 			"listen", listen, "tls", s.tls != nil, "sasl", s.sasl != nil)
 	}
-	if s.sasl != nil && len(s.sasl.Credentials.List()) == 0 {
+	// In a cluster the node says so, knowing the cluster's users.
+	if s.sasl != nil && !s.cluster && len(s.sasl.Credentials.List()) == 0 {
 		logger.Warn("seglog serve: --sasl-mechanisms with no users: no client can log in until one is added (seglog users add DIR NAME --password P, before serve starts)")
 	}
+}
+
+// clusterSASL is sasl with the cluster node's credentials, the users in
+// the replicated metadata, in place of DIR's file, which seeds them
+// (docs/security.md, "In a cluster"); nil for nil.
+func clusterSASL(sasl *server.SASLConfig, n *cluster.Node) *server.SASLConfig {
+	if sasl == nil {
+		return nil
+	}
+	c := *sasl
+	c.Credentials = n.Credentials()
+	return &c
+}
+
+// saslSeeds is the credentials file SASL was configured with, which a
+// cluster node proposes as the cluster's first users; nil without SASL.
+func saslSeeds(sasl *server.SASLConfig) *server.Credentials {
+	if sasl == nil {
+		return nil
+	}
+	file, _ := sasl.Credentials.(*server.Credentials)
+	return file
 }

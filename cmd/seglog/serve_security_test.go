@@ -138,9 +138,8 @@ func TestServeNonLoopbackNeedsSecurity(t *testing.T) {
 	}
 }
 
-// TestServeSASLFlagsRefused: a mechanism serve does not speak, SASL with
-// --voters, and a damaged credentials file are refused before the store
-// is opened.
+// TestServeSASLFlagsRefused: a mechanism serve does not speak and a
+// damaged credentials file are refused before the store is opened.
 func TestServeSASLFlagsRefused(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -148,7 +147,6 @@ func TestServeSASLFlagsRefused(t *testing.T) {
 	}{
 		{[]string{"--sasl-mechanisms", "GSSAPI"}, "GSSAPI"},
 		{[]string{"--sasl-mechanisms", "PLAIN,PLAIN"}, "twice"},
-		{[]string{"--sasl-mechanisms", "SCRAM-SHA-256", "--node-id", "1", "--raft-listen", "127.0.0.1:0", "--voters", "1@127.0.0.1:9101"}, "--voters"},
 	} {
 		dir := filepath.Join(t.TempDir(), "store")
 		r := invoke(t, "", append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, c.args...)...)

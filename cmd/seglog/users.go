@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog/internal/cluster"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
 )
@@ -25,7 +28,11 @@ mechanism its credential is for. docs/security.md.
 
 add and delete take the store's lock: a store a server holds is refused,
 with the kafka-configs.sh command that does the same through it (SCRAM
-only). list opens the store read-only and writes nothing.`,
+only). list opens the store read-only and writes nothing.
+
+On a cluster node's DIR (serve --voters), the file seeds the cluster's
+users until its replicated metadata holds them, and is ignored from then
+on; list says which is in force. docs/security.md, "In a cluster".`,
 	}
 	var password, mechanism string
 	add := &cobra.Command{
@@ -48,7 +55,7 @@ only). list opens the store read-only and writes nothing.`,
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Added user %s (%s).\n", user, mechanism)
-				return nil
+				return noteIgnored(cmd, s)
 			})
 		},
 	}
@@ -80,7 +87,7 @@ only). list opens the store read-only and writes nothing.`,
 					return fmt.Errorf("no such user: %s", user)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Deleted user %s (%d credentials).\n", user, n)
-				return nil
+				return noteIgnored(cmd, s)
 			})
 		},
 	}
@@ -97,9 +104,27 @@ only). list opens the store read-only and writes nothing.`,
 				if err != nil {
 					return err
 				}
-				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "USER\tMECHANISM\tITERATIONS")
+				var rows []cluster.CredentialInfo
 				for _, c := range creds.List() {
+					rows = append(rows, cluster.CredentialInfo{User: c.User, Mechanism: c.Mechanism, Iterations: int32(c.Iterations)})
+				}
+				rec, isCluster, err := clusterUsers(s)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				switch {
+				case rec.InForce:
+					fmt.Fprintf(out, "In force: the cluster's users, from its replicated metadata as node %d last applied it (index %d); %s (%d credentials) is ignored.\n",
+						rec.Node, rec.MetaIndex, server.CredentialsFile, len(rows))
+					rows = rec.Users
+				case isCluster:
+					fmt.Fprintf(out, "In force: %s, until the cluster's metadata holds users: a node started with --sasl-mechanisms proposes its file's users as the cluster's first ones.\n",
+						server.CredentialsFile)
+				}
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "USER\tMECHANISM\tITERATIONS")
+				for _, c := range rows {
 					fmt.Fprintf(tw, "%s\t%s\t%d\n", c.User, c.Mechanism, c.Iterations)
 				}
 				return tw.Flush()
@@ -109,6 +134,32 @@ only). list opens the store read-only and writes nothing.`,
 	cmd.AddCommand(add, del, list)
 	acceptDirFirst(cmd)
 	return cmd
+}
+
+// clusterUsers reads, for a cluster node's DIR, the users its node last
+// recorded as in force (cluster.CredentialsFile), read-only; isCluster
+// is false, and rec empty, for a single node's store, and rec is empty
+// for a node that has recorded none yet.
+func clusterUsers(s *store.Store) (rec cluster.CredentialRecord, isCluster bool, err error) {
+	if isCluster, err = cluster.IsClusterDir(s.FS(), s.Dir()); err != nil || !isCluster {
+		return rec, isCluster, err
+	}
+	rec, err = cluster.ReadCredentialRecord(s.FS(), s.Dir())
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return rec, true, err
+}
+
+// noteIgnored tells who changed a cluster node's file, once the
+// cluster's users are in force, that the change does nothing there.
+func noteIgnored(cmd *cobra.Command, s *store.Store) error {
+	rec, _, err := clusterUsers(s)
+	if err == nil && rec.InForce {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Note: %s is a cluster node's directory and the cluster's users are in its replicated metadata: this file is ignored. "+
+			"Change users through any node: kafka-configs.sh --bootstrap-server HOST:PORT --alter --entity-type users (docs/security.md, \"In a cluster\").\n", s.Dir())
+	}
+	return nil
 }
 
 // checkMechanismsFlag splits --sasl-mechanisms.

@@ -16,31 +16,17 @@ import (
 	"github.com/seglog/seglog/vfs"
 )
 
-// saslOptions makes every server of a served cluster require SCRAM
-// logins: users alice, a super user, and bob, whom only the ACLs let do
-// anything. (seglog serve refuses SASL with --voters today; in process
-// the server takes it.)
-func saslOptions(t *testing.T) func(*server.Options) {
-	creds, err := server.LoadCredentials(vfs.NewMem(), "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range []string{"alice", "bob"} {
-		if err := creds.SetPassword(u, server.MechanismSCRAMSHA256, u+"-pw", 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return func(o *server.Options) {
-		o.SASL = &server.SASLConfig{Mechanisms: []string{server.MechanismSCRAMSHA256}, Credentials: creds}
-		o.SuperUsers = []string{"alice"}
-	}
-}
-
 // An ACL created through one node is enforced by another: the partition's
 // leader authorizes from the metadata it has applied; deleted through a
 // third node, it stops applying everywhere.
 func TestACLsReplicated(t *testing.T) {
-	c := newServedClusterWith(t, 3, saslOptions(t))
+	// alice (a super user) and bob, seeded from node 1's file.
+	c := saslCluster(t, 3, func(fs vfs.FS) {
+		for _, u := range []string{"alice", "bob"} {
+			addUser(t, fs, "/n1", u, u+"-pw", server.MechanismSCRAMSHA256)
+		}
+	}, "alice")
+	c.awaitUser("bob", server.MechanismSCRAMSHA256, true)
 	ctx := ctxTimeout(t)
 	const topic = "orders"
 	if err := c.controller().node.CreateTopic(ctx, topic, 1, 3, nil); err != nil {

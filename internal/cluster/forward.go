@@ -66,6 +66,12 @@ type request struct {
 	// ACLs are CreateACLs' entries, ACLFilters DeleteACLs' (acls.go).
 	ACLs       []acl.ACL    `json:"acls,omitempty"`
 	ACLFilters []acl.Filter `json:"acl_filters,omitempty"`
+	// Credentials, Bootstrap: a SetCredential; User, Mechanism: a
+	// DeleteCredential (credentials.go).
+	Credentials []meta.Credential `json:"credentials,omitempty"`
+	Bootstrap   bool              `json:"bootstrap,omitempty"`
+	User        string            `json:"user,omitempty"`
+	Mechanism   string            `json:"mechanism,omitempty"`
 }
 
 // response is the controller's answer: Code "" on success, else one of
@@ -111,6 +117,9 @@ var errCodes = []struct {
 	{"unknown-broker", meta.ErrUnknownBroker},
 	{"producer-ids-exhausted", meta.ErrProducerIDsExhausted},
 	{"cluster-id", meta.ErrClusterID},
+	{"invalid-credential", meta.ErrInvalidCredential},
+	{"unknown-credential", meta.ErrUnknownCredential},
+	{"credentials-in-force", meta.ErrCredentialsInForce},
 	{"timeout", context.DeadlineExceeded},
 	{"invalid-acl", acl.ErrInvalid},
 }

@@ -28,20 +28,20 @@ import (
 type served struct {
 	*tcluster
 	srv map[int32]*server.Server
-	// opts, when set, adjusts every server's options (SASL, say).
-	opts func(*server.Options)
+	// options, if set, changes a node's server Options at each start.
+	options func(tn *tnode, o *server.Options)
 }
 
 // newServedCluster starts n nodes with the real partition manager and a
 // server on each.
-func newServedCluster(t *testing.T, n int) *served { return newServedClusterWith(t, n, nil) }
+func newServedCluster(t *testing.T, n int) *served { return newServedClusterWith(t, n, nil, nil) }
 
-// newServedClusterWith is newServedCluster with opts applied to every
-// server's options.
-func newServedClusterWith(t *testing.T, n int, opts func(*server.Options)) *served {
+// newServedClusterWith is newServedCluster with the tcluster's configure
+// and the served cluster's options hooks set before the first start.
+func newServedClusterWith(t *testing.T, n int, configure func(*tnode, *Config), options func(*tnode, *server.Options)) *served {
 	t.Helper()
-	c := &tcluster{t: t, real: true, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
-	s := &served{tcluster: c, srv: map[int32]*server.Server{}, opts: opts}
+	c := &tcluster{t: t, real: true, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}, configure: configure}
+	s := &served{tcluster: c, srv: map[int32]*server.Server{}, options: options}
 	raft, kafka := map[int32]net.Listener{}, map[int32]net.Listener{}
 	for i := int32(1); i <= int32(n); i++ {
 		for _, m := range []map[int32]net.Listener{raft, kafka} {
@@ -85,12 +85,12 @@ func (s *served) serve(tn *tnode, ln net.Listener) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	o := server.Options{Cluster: tn.node, NodeID: tn.id, ClusterID: id, Advertise: tn.kafka,
+	opts := server.Options{Cluster: tn.node, NodeID: tn.id, ClusterID: id, Advertise: tn.kafka,
 		GroupInitialRebalanceDelay: -1, Logger: slog.New(slog.NewTextHandler(testWriter{s.t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if s.opts != nil {
-		s.opts(&o)
+	if s.options != nil {
+		s.options(tn, &opts)
 	}
-	srv, err := server.New(tn.st, o)
+	srv, err := server.New(tn.st, opts)
 	if err != nil {
 		s.t.Fatal(err)
 	}

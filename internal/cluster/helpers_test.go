@@ -46,6 +46,8 @@ type tcluster struct {
 	fs     *vfs.MemFS
 	voters map[int32]string
 	nodes  map[int32]*tnode
+	// configure, if set, changes a node's Config before each start.
+	configure func(tn *tnode, cfg *Config)
 }
 
 // newCluster starts n nodes with ids 1..n on loopback.
@@ -53,8 +55,14 @@ func newCluster(t *testing.T, n int) *tcluster { return newClusterOf(t, n, false
 
 // newClusterOf starts n nodes, with the real partition manager if real.
 func newClusterOf(t *testing.T, n int, real bool) *tcluster {
+	return newClusterConfigured(t, n, real, nil)
+}
+
+// newClusterConfigured is newClusterOf with tcluster.configure set
+// before the first start.
+func newClusterConfigured(t *testing.T, n int, real bool, configure func(*tnode, *Config)) *tcluster {
 	t.Helper()
-	c := &tcluster{t: t, real: real, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
+	c := &tcluster{t: t, real: real, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}, configure: configure}
 	lns := map[int32]net.Listener{}
 	for i := int32(1); i <= int32(n); i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -91,6 +99,9 @@ func (c *tcluster) config(tn *tnode, id int32, ln net.Listener) Config {
 	}
 	if c.real {
 		cfg.newPartitions = nil
+	}
+	if c.configure != nil {
+		c.configure(tn, &cfg)
 	}
 	return cfg
 }

@@ -107,6 +107,10 @@ type Config struct {
 	// DefaultReplicationFactor is CreateTopic's factor for -1; 0 is
 	// min(3, len(Voters)).
 	DefaultReplicationFactor int
+	// Credentials is DIR's SASL credentials file when the server
+	// requires SASL: proposed as the cluster's first users while the
+	// metadata holds none (credentials.go); nil when SASL is off.
+	Credentials *server.Credentials
 
 	// The metadata raft's timing; zero takes the defaults above.
 	HeartbeatTimeout   time.Duration
@@ -320,7 +324,8 @@ func start(cfg Config) (*Node, error) {
 		n.cancel()
 		return nil, err
 	}
-	n.wg.Add(5)
+	n.wg.Add(6)
+	go n.credentialLoop()
 	go n.acceptLoop()
 	go n.syncLoop()
 	go n.heartbeatLoop()

@@ -61,13 +61,20 @@ type ReplicaInfo struct {
 // and ErrDamaged, naming the file and byte, when it does not parse.
 func ReadReplicaRecord(fsys vfs.FS, dir string) (ReplicaRecord, error) {
 	var r ReplicaRecord
-	name := filepath.Join(dir, nodeDirName, ReplicasFile)
+	return r, readNodeJSON(fsys, dir, ReplicasFile, &r)
+}
+
+// readNodeJSON reads one of the JSON records in DIR/.cluster_node into v:
+// an error matching fs.ErrNotExist when there is none, ErrDamaged naming
+// the file and byte when it does not parse.
+func readNodeJSON(fsys vfs.FS, dir, file string, v any) error {
+	name := filepath.Join(dir, nodeDirName, file)
 	data, err := vfs.ReadFileLimit(fsys, name, maxNodeFile)
 	if err != nil {
-		return r, err
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&r); err != nil {
+	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
 		at := dec.InputOffset()
@@ -77,9 +84,9 @@ func ReadReplicaRecord(fsys vfs.FS, dir string) (ReplicaRecord, error) {
 		case errors.As(err, &te):
 			at = te.Offset
 		}
-		return r, fmt.Errorf("%w: %s byte %d: %v", ErrDamaged, name, at, err)
+		return fmt.Errorf("%w: %s byte %d: %v", ErrDamaged, name, at, err)
 	}
-	return r, nil
+	return nil
 }
 
 // IsClusterDir reports whether dir belongs to a cluster node: it has the
@@ -178,7 +185,13 @@ func (n *Node) replicaRecord() ReplicaRecord {
 
 func (n *Node) writeRecord(rec ReplicaRecord) error {
 	rec.Written = time.Now().UnixMilli()
-	data, err := json.MarshalIndent(rec, "", " ")
+	return n.writeNodeJSON(ReplicasFile, rec)
+}
+
+// writeNodeJSON replaces one of the JSON records in DIR/.cluster_node
+// with v, atomically.
+func (n *Node) writeNodeJSON(file string, v any) error {
+	data, err := json.MarshalIndent(v, "", " ")
 	if err != nil {
 		return err
 	}
@@ -186,5 +199,5 @@ func (n *Node) writeRecord(rec ReplicaRecord) error {
 	if err := n.cfg.FS.MkdirAll(dir); err != nil {
 		return err
 	}
-	return vfs.WriteFileAtomic(n.cfg.FS, filepath.Join(dir, ReplicasFile), append(data, '\n'))
+	return vfs.WriteFileAtomic(n.cfg.FS, filepath.Join(dir, file), append(data, '\n'))
 }

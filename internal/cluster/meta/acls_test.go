@@ -125,9 +125,7 @@ func TestSnapshotACLs(t *testing.T) {
 		t.Errorf("ACLs out of order: %v", err)
 	}
 	// A version 2 snapshot (before ACLs) restores with none.
-	v2 := EncodeState(populated(t))
-	v2[len(snapshotMagic)] = 2
-	v2 = v2[:len(v2)-1]
+	v2 := asVersion2(EncodeState(populated(t)))
 	if got, err := DecodeState(v2); err != nil || len(got.ACLs()) != 0 {
 		t.Errorf("version 2: %v %v", got, err)
 	}

@@ -102,6 +102,10 @@ func (s *State) apply(index uint64, c Command) (*State, Result, error) {
 		n, err = s.createACLs(c)
 	case *DeleteACLs:
 		n, res.DeletedACLs, err = s.deleteACLs(c)
+	case *SetCredential:
+		n, err = s.setCredential(c)
+	case *DeleteCredential:
+		n, err = s.deleteCredential(c)
 	default:
 		err = fmt.Errorf("%w: %T", ErrUnknownCommand, c)
 	}

@@ -49,7 +49,8 @@ func TestRestoreVersion1Snapshot(t *testing.T) {
 	s := populated(t)
 	b := EncodeState(s)
 	b[len(snapshotMagic)] = 1
-	b = b[:len(b)-2] // the empty cluster id and ACL list: one length byte each
+	// The empty cluster id (one length byte) and version 3's sections.
+	b = b[:len(b)-1-emptyV3Sections]
 	got, err := DecodeState(b)
 	if err != nil {
 		t.Fatal(err)

@@ -27,8 +27,9 @@ const (
 	kindCreatePartitions    kind = 5
 	kindAllocateProducerIDs kind = 6
 	kindSetClusterID        kind = 7
-	kindCreateACLs          kind = 10
-	kindDeleteACLs          kind = 11
+	// 8 and 9 are SetCredential and DeleteCredential (credentials.go).
+	kindCreateACLs kind = 10
+	kindDeleteACLs kind = 11
 )
 
 // commandVersion is the version every command type is written with
@@ -220,6 +221,10 @@ func Decode(b []byte) (Command, error) {
 		c = &AllocateProducerIDs{}
 	case kindSetClusterID:
 		c = &SetClusterID{}
+	case kindSetCredential:
+		c = &SetCredential{}
+	case kindDeleteCredential:
+		c = &DeleteCredential{}
 	case kindCreateACLs:
 		c = &CreateACLs{}
 	case kindDeleteACLs:
@@ -261,6 +266,10 @@ func Decode(b []byte) (Command, error) {
 		c.Broker = r.int32()
 	case *SetClusterID:
 		c.ID = r.str()
+	case *SetCredential:
+		decodeSetCredential(r, c)
+	case *DeleteCredential:
+		decodeDeleteCredential(r, c)
 	case interface{ decodeBody(*reader) }:
 		c.decodeBody(r)
 	}

@@ -20,6 +20,8 @@ func sampleCommands() []Command {
 		&AlterTopicConfig{Name: "t", Replace: true, Set: map[string]string{"segment.bytes": "1048576"}},
 		&CreatePartitions{Name: "t", From: 3, Replicas: [][]int32{{1, 3}}},
 		&AllocateProducerIDs{Broker: 2},
+		&SetCredential{Credentials: []Credential{sampleCredential("alice", "SCRAM-SHA-256", 32), sampleCredential("bob", "SCRAM-SHA-512", 64)}, Bootstrap: true},
+		&DeleteCredential{User: "alice", Mechanism: "SCRAM-SHA-256"},
 	}
 }
 

@@ -91,6 +91,7 @@ func TestSnapshotRestore(t *testing.T) {
 func FuzzState(f *testing.F) {
 	f.Add(EncodeState(populated(f)))
 	f.Add(EncodeState(emptyState()))
+	f.Add(EncodeState(credentialState(f)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := DecodeState(b)
 		if err != nil {

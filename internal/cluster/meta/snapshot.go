@@ -10,8 +10,9 @@ import (
 const snapshotMagic = "seglog-meta"
 
 // snapshotVersion is the version EncodeState writes. Version 2 added
-// the cluster id after the producer-id blocks, version 3 the ACLs after
-// it; DecodeState still reads versions 1 and 2 (none of them).
+// the cluster id after the producer-id blocks, version 3 the SASL
+// credentials (credentials.go) and the ACLs after it; DecodeState still
+// reads versions 1 and 2 (no cluster id, none of them).
 const snapshotVersion = 3
 
 // MaxSnapshotBytes bounds an encoded State Restore reads: far above
@@ -22,7 +23,7 @@ const MaxSnapshotBytes = 1 << 30
 // EncodeState returns the whole State's encoding, the raft snapshot of
 // the metadata: magic, version, the index, the next producer id, then
 // brokers, topics and producer-id blocks, each sorted by key so equal
-// states encode equally, and the cluster id.
+// states encode equally, the cluster id and the credentials.
 func EncodeState(s *State) []byte {
 	w := &writer{}
 	w.b = append(w.b, snapshotMagic...)
@@ -60,6 +61,7 @@ func EncodeState(s *State) []byte {
 		w.varint(b.Size)
 	}
 	w.str(s.clusterID)
+	encodeCredentials(w, s)
 	encodeACLs(w, s.acls)
 	return w.b
 }
@@ -124,6 +126,7 @@ func DecodeState(b []byte) (*State, error) {
 		s.clusterID = r.str()
 	}
 	if v >= 3 {
+		decodeCredentials(r, s)
 		s.acls = decodeACLs(r)
 	}
 	if err := r.done(); err != nil {

@@ -82,24 +82,32 @@ type State struct {
 	nextPID    int64
 	lastBlocks map[int32]ProducerIDBlock
 	acls       []acl.ACL // sorted; never modified once in a published State
+	// creds are the SASL credentials (credentials.go), their byte
+	// slices never modified once in a published State; credsInForce
+	// says the metadata, not the nodes' files, holds the truth.
+	creds        map[credKey]Credential
+	credsInForce bool
 }
 
 // emptyState is the state before any command.
 func emptyState() *State {
-	return &State{brokers: map[int32]Broker{}, topics: map[string]*Topic{}, lastBlocks: map[int32]ProducerIDBlock{}}
+	return &State{brokers: map[int32]Broker{}, topics: map[string]*Topic{}, lastBlocks: map[int32]ProducerIDBlock{},
+		creds: map[credKey]Credential{}}
 }
 
 // next returns a copy to apply a command to: the maps are new, the Topic
 // values they point to are shared and must be replaced, not modified.
 func (s *State) next() *State {
 	return &State{
-		index:      s.index,
-		clusterID:  s.clusterID,
-		brokers:    maps.Clone(s.brokers),
-		topics:     maps.Clone(s.topics),
-		nextPID:    s.nextPID,
-		lastBlocks: maps.Clone(s.lastBlocks),
-		acls:       s.acls,
+		index:        s.index,
+		clusterID:    s.clusterID,
+		brokers:      maps.Clone(s.brokers),
+		topics:       maps.Clone(s.topics),
+		nextPID:      s.nextPID,
+		lastBlocks:   maps.Clone(s.lastBlocks),
+		acls:         s.acls,
+		creds:        maps.Clone(s.creds),
+		credsInForce: s.credsInForce,
 	}
 }
 
