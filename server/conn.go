@@ -41,6 +41,8 @@ type conn struct {
 	clientID string // the last request's header client id, for the coordinator
 
 	sasl *saslConn // nil unless Options.SASL: this connection's login
+
+	quota connQuota // quota_conn.go
 }
 
 // remoteHost is the client's address as the coordinator shows it
@@ -123,9 +125,13 @@ func (c *conn) serve() {
 	defer c.nc.Close()
 	defer c.stopLoginTimer()
 	defer c.cancel()
+	defer c.stopMute()
 	frames := make(chan []byte, 1)
 	go c.readFrames(frames)
 	for frame := range frames {
+		if !c.waitUnmuted(true) {
+			return
+		}
 		c.mu.Lock()
 		if c.stopping {
 			c.mu.Unlock()
@@ -161,6 +167,11 @@ func (c *conn) readFrames(frames chan<- []byte) {
 	defer c.cancel()
 	var hdr [4]byte
 	for {
+		// A throttled client's connection is not read until its mute
+		// ends (KIP-219).
+		if !c.waitUnmuted(false) {
+			return
+		}
 		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
 			return
@@ -240,6 +251,7 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 	h, req, err := c.decodeRequest(frame)
 	if _, ok := err.(*errUnsupported); ok || err == nil {
 		defer c.s.metrics.request(h.key, start)
+		c.beginQuota(req)
 	}
 	if ue, ok := err.(*errUnsupported); ok {
 		return c.writeKmsg(h.corr, unsupportedResponse(ue.req, ue.parsed))
@@ -334,6 +346,7 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.metadata(c.ctx, r))
 	case *kmsg.ProduceRequest:
 		resp := c.s.produce(r)
+		c.produceQuota(len(c.produceFrame))
 		// Stored, replicated or refused: nothing refers to the frame
 		// any more (a Cluster's Produce lets go of its batch when it
 		// returns, whatever the answer).
@@ -349,6 +362,9 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 						return &errCloseConn{reason: fmt.Sprintf("acks=0 produce to %s-%d failed with error %d", t.Topic, p.Partition, p.ErrorCode)}
 					}
 				}
+			}
+			if c.quota.bytes > 0 {
+				c.startMute(c.quota.bytes) // no answer to carry it
 			}
 			return nil
 		}
@@ -383,6 +399,10 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.describeUserSCRAM(r))
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return c.writeKmsg(h.corr, c.s.alterUserSCRAM(r))
+	case *kmsg.DescribeClientQuotasRequest:
+		return c.writeKmsg(h.corr, c.s.describeClientQuotas(r))
+	case *kmsg.AlterClientQuotasRequest:
+		return c.writeKmsg(h.corr, c.s.alterClientQuotas(c.ctx, r))
 	}
 	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
 }
@@ -395,6 +415,7 @@ func (c *conn) writeKmsg(corr int32, resp kmsg.Response) error {
 // versions, the response header's empty tag section. ApiVersions replies
 // never carry it (header v0 even at v3+), so callers pass tagged false.
 func (c *conn) writeResponse(corr int32, resp kmsg.Response, tagged bool) error {
+	ms, clientWaits := c.throttleResponse(resp)
 	out := append(c.out[:0], 0, 0, 0, 0)
 	out = binary.BigEndian.AppendUint32(out, uint32(corr))
 	if tagged {
@@ -405,7 +426,7 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response, tagged bool) error 
 	if cap(out) <= 1<<20 {
 		c.out = out
 	}
-	return c.write(out)
+	return c.sendThrottled(ms, clientWaits, func() error { return c.write(out) })
 }
 
 func (c *conn) write(b []byte) error {

@@ -115,6 +115,11 @@ type Server struct {
 	// logins counts failed SASL logins per address (sasl.go).
 	logins *loginLimiter
 
+	// quota measures clients against their quotas; localQuotas holds a
+	// single node's (quota*.go).
+	quota       *quotaManager
+	localQuotas *Quotas
+
 	// frames holds Produce request frames between requests (conn.go,
 	// "Request frames"), for any connection to read its next request
 	// into.
@@ -198,6 +203,9 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 			}
 		})
 		s.cluster.SetObserver(observer{s})
+	}
+	if err := s.initQuotas(); err != nil {
+		return nil, err
 	}
 	if cfg.Advertise != "" {
 		if err := s.setAdvertise(cfg.Advertise); err != nil {
