@@ -51,7 +51,11 @@ func (s *Server) initQuotas() error {
 	default:
 		config = func() *quotaConfig { return nil }
 	}
-	s.quota = newQuotaManager(realClock{}, config)
+	var clk clock = realClock{}
+	if s.cfg.quotaClock != nil {
+		clk = s.cfg.quotaClock
+	}
+	s.quota = newQuotaManager(clk, config)
 	return nil
 }
 

@@ -92,6 +92,10 @@ type Options struct {
 	// SASL, when set, requires every connection to authenticate before
 	// it is served (sasl.go, docs/security.md).
 	SASL *SASLConfig
+
+	// quotaClock measures client quotas and times their mutes; nil is
+	// the real one. Tests set a fake clock to compute throttles exactly.
+	quotaClock clock
 }
 
 // Server answers the Kafka protocol for one store. Create it with New, run
