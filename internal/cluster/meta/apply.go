@@ -95,6 +95,8 @@ func (s *State) apply(index uint64, c Command) (*State, Result, error) {
 		n, res.Block, err = s.allocateProducerIDs(c)
 	case *SetClusterID:
 		n, err = s.setClusterID(c)
+	case *AlterClientQuotas:
+		n, err = s.alterClientQuotas(c)
 	default:
 		err = fmt.Errorf("%w: %T", ErrUnknownCommand, c)
 	}

@@ -49,7 +49,7 @@ func TestRestoreVersion1Snapshot(t *testing.T) {
 	s := populated(t)
 	b := EncodeState(s)
 	b[len(snapshotMagic)] = 1
-	b = b[:len(b)-1] // the empty cluster id: one length byte
+	b = b[:len(b)-2] // the empty cluster id and (version 3) no quotas: one length byte each
 	got, err := DecodeState(b)
 	if err != nil {
 		t.Fatal(err)

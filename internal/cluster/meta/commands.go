@@ -27,6 +27,7 @@ const (
 	kindCreatePartitions    kind = 5
 	kindAllocateProducerIDs kind = 6
 	kindSetClusterID        kind = 7
+	// 8 to 11 are other commands'; 12 is kindAlterClientQuotas (quotas.go).
 )
 
 // commandVersion is the version every command type is written with
@@ -218,6 +219,8 @@ func Decode(b []byte) (Command, error) {
 		c = &AllocateProducerIDs{}
 	case kindSetClusterID:
 		c = &SetClusterID{}
+	case kindAlterClientQuotas:
+		c = &AlterClientQuotas{}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, k)
 	}
@@ -255,6 +258,8 @@ func Decode(b []byte) (Command, error) {
 		c.Broker = r.int32()
 	case *SetClusterID:
 		c.ID = r.str()
+	case *AlterClientQuotas:
+		c.decodeBody(r)
 	}
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("%T: %w", c, err)

@@ -10,9 +10,9 @@ import (
 const snapshotMagic = "seglog-meta"
 
 // snapshotVersion is the version EncodeState writes. Version 2 added
-// the cluster id after the producer-id blocks; DecodeState still reads
-// version 1 (no cluster id).
-const snapshotVersion = 2
+// the cluster id after the producer-id blocks, version 3 the client
+// quotas after it; DecodeState still reads versions 1 and 2.
+const snapshotVersion = 3
 
 // MaxSnapshotBytes bounds an encoded State Restore reads: far above
 // what the metadata of store.MaxPartitions-sized topics needs, and a
@@ -60,6 +60,7 @@ func EncodeState(s *State) []byte {
 		w.varint(b.Size)
 	}
 	w.str(s.clusterID)
+	writeQuotas(w, s)
 	return w.b
 }
 
@@ -75,7 +76,7 @@ func DecodeState(b []byte) (*State, error) {
 	}
 	r := &reader{b: b[len(snapshotMagic):]}
 	v := r.u8()
-	if r.err == nil && v != 1 && v != snapshotVersion {
+	if r.err == nil && (v < 1 || v > snapshotVersion) {
 		return nil, fmt.Errorf("%w: snapshot version %d (this node reads version %d)", ErrUnsupportedVersion, v, snapshotVersion)
 	}
 	s := emptyState()
@@ -121,6 +122,9 @@ func DecodeState(b []byte) (*State, error) {
 	}
 	if v >= 2 {
 		s.clusterID = r.str()
+	}
+	if v >= 3 {
+		readQuotas(r, s)
 	}
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("metadata snapshot: %w", err)

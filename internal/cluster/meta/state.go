@@ -80,11 +80,13 @@ type State struct {
 	topics     map[string]*Topic // never modified once in a published State
 	nextPID    int64
 	lastBlocks map[int32]ProducerIDBlock
+	quotas     map[QuotaEntity]map[string]float64 // values never modified once published (quotas.go)
 }
 
 // emptyState is the state before any command.
 func emptyState() *State {
-	return &State{brokers: map[int32]Broker{}, topics: map[string]*Topic{}, lastBlocks: map[int32]ProducerIDBlock{}}
+	return &State{brokers: map[int32]Broker{}, topics: map[string]*Topic{}, lastBlocks: map[int32]ProducerIDBlock{},
+		quotas: map[QuotaEntity]map[string]float64{}}
 }
 
 // next returns a copy to apply a command to: the maps are new, the Topic
@@ -97,6 +99,7 @@ func (s *State) next() *State {
 		topics:     maps.Clone(s.topics),
 		nextPID:    s.nextPID,
 		lastBlocks: maps.Clone(s.lastBlocks),
+		quotas:     maps.Clone(s.quotas),
 	}
 }
 
