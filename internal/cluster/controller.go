@@ -70,6 +70,8 @@ func (n *Node) handle(ctx context.Context, req request) response {
 			return errResponse(err)
 		}
 		return response{Index: res.Index}
+	case opAlterQuotas:
+		return n.alterQuotas(ctx, req)
 	case opPIDs:
 		res, err := n.meta.Propose(ctx, &meta.AllocateProducerIDs{Broker: req.Broker})
 		if err != nil {

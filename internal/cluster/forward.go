@@ -62,6 +62,8 @@ type request struct {
 	// Leaders are, on a heartbeat, the partitions the broker leads
 	// (leaders.go).
 	Leaders []leaderReport `json:"leaders,omitempty"`
+	// QuotaChanges are AlterClientQuotas' changes (quotas.go).
+	QuotaChanges []meta.QuotaChange `json:"quota_changes,omitempty"`
 }
 
 // response is the controller's answer: Code "" on success, else one of
