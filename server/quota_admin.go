@@ -27,12 +27,6 @@ type QuotaCluster interface {
 	AlterClientQuotas(ctx context.Context, changes []ClientQuotaChange) error
 }
 
-// The API keys (KIP-546).
-const (
-	describeClientQuotasKey = 48
-	alterClientQuotasKey    = 49
-)
-
 // initQuotas gives the server its quotas: the store's quotas file on a
 // single node (a damaged one fails New), the metadata in a cluster.
 func (s *Server) initQuotas() error {
