@@ -38,17 +38,22 @@ type quotaRate struct {
 }
 
 // record adds value at now: a new sample starts once the current one is
-// a window old (SampledStat.record, advance).
+// a window old (SampledStat.record, advance), on the window boundary
+// nearest before now counting from the current one's end, as Kafka's
+// SampledStat aligns them, so time between recordings is not lost from
+// the measurement.
 func (r *quotaRate) record(value float64, now int64) {
 	if len(r.samples) == 0 {
 		r.samples = append(r.samples, rateSample{start: now})
 	}
-	if now-r.samples[r.current].start >= quotaWindowMs {
+	if cur := r.samples[r.current].start; now-cur >= quotaWindowMs {
+		end := cur + quotaWindowMs
+		start := now - (now-end)%quotaWindowMs
 		r.current = (r.current + 1) % quotaWindowNum
 		if r.current >= len(r.samples) {
-			r.samples = append(r.samples, rateSample{start: now})
+			r.samples = append(r.samples, rateSample{start: start})
 		} else {
-			r.samples[r.current] = rateSample{start: now}
+			r.samples[r.current] = rateSample{start: start}
 		}
 	}
 	r.samples[r.current].value += value

@@ -35,11 +35,16 @@ func TestQuotaRateKafkaFormula(t *testing.T) {
 	if got := throttleMs(r.measure(2500), bound, r.windowMs(2500)); got != 14500 {
 		t.Fatalf("throttle %d ms, want 14500", got)
 	}
-	// At 11 s the first window (20000 B) is a whole measurement old and
-	// no longer counts: 5000 B over 10.5 s is within the bound.
+	// The second window started on the boundary at 2 s (Kafka aligns
+	// windows). At 11 s the first window (20000 B) is a whole measurement
+	// old and no longer counts: 5000 B from 2 s, over the minimum 10 s, is
+	// within the bound.
 	r.record(0, 11000)
-	if got := r.measure(11000); got != 5000/10.5 {
-		t.Fatalf("rate %v, want %v", got, 5000/10.5)
+	if got := r.windowMs(11000); got != 10000 {
+		t.Fatalf("window %d ms, want 10000", got)
+	}
+	if got := r.measure(11000); got != 500 {
+		t.Fatalf("rate %v, want 500", got)
 	}
 	if got := throttleMs(r.measure(11000), bound, r.windowMs(11000)); got != 0 {
 		t.Fatalf("throttle %d ms within quota", got)
