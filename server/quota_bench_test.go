@@ -23,8 +23,8 @@ import (
 //	go test ./server -run '^$' -bench BenchmarkProduceQuota -benchtime=1x
 func BenchmarkProduceQuota(b *testing.B) {
 	const (
-		quota          = 1 << 20
-		recordBytes    = 64 << 10
+		quota       = 1 << 20
+		recordBytes = 64 << 10
 		// A client at its quota sends in bursts as old windows leave
 		// the measurement, one per measurement (11 s): the run spans
 		// whole measurements and starts between two bursts, so it
