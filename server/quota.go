@@ -91,15 +91,20 @@ func (e QuotaEntity) String() string {
 
 // ClientQuota is one entity's quotas by key.
 type ClientQuota struct {
+	// Entity is whom the quotas apply to.
 	Entity QuotaEntity
+	// Values are the quotas by key (QuotaProducerByteRate, ...).
 	Values map[string]float64
 }
 
 // ClientQuotaChange alters one entity's quotas: Set's keys take their
 // values, Remove's keys go back to no quota.
 type ClientQuotaChange struct {
+	// Entity is whose quotas change.
 	Entity QuotaEntity
-	Set    map[string]float64
+	// Set holds the keys to set and their values.
+	Set map[string]float64
+	// Remove holds the keys to remove.
 	Remove []string
 }
 

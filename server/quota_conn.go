@@ -145,7 +145,6 @@ func (c *conn) startMute(ms int64) {
 	c.mu.Lock()
 	c.quota.mute = ch
 	c.mu.Unlock()
-	c.s.quota.throttled.Add(1)
 	c.quota.muteTimer = c.s.quota.clk.AfterFunc(time.Duration(ms)*time.Millisecond, func() { close(ch) })
 }
 
@@ -183,11 +182,8 @@ func (c *conn) stopMute() {
 	}
 }
 
-// quotaCounters are the quota manager's figures for tests and metrics.
+// quotaCounters are the quota manager's figures for tests.
 type quotaCounters struct {
-	// throttled counts the responses that carried a throttle (or, for
-	// acks=0, mutes without one).
-	throttled atomic.Int64
 	// mutedHandlers counts connections whose next request waits for a
 	// mute to end.
 	mutedHandlers atomic.Int64
