@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"path/filepath"
@@ -226,4 +227,37 @@ func TestQuotasFile(t *testing.T) {
 func fixCRC(b []byte) []byte {
 	end := len(b) - 4
 	return binary.BigEndian.AppendUint32(b[:end], crc32c.Checksum(b[:end]))
+}
+
+// stubQuotaCluster is a QuotaCluster whose list a test sets.
+type stubQuotaCluster struct {
+	version uint64
+	list    []ClientQuota
+	reads   int
+}
+
+func (s *stubQuotaCluster) QuotasVersion() uint64 { return s.version }
+func (s *stubQuotaCluster) ClientQuotas() []ClientQuota {
+	s.reads++
+	return s.list
+}
+func (s *stubQuotaCluster) AlterClientQuotas(context.Context, []ClientQuotaChange) error { return nil }
+
+// TestClusterQuotasCache: a cluster's quotas are read again only when its
+// version moves, and then take effect.
+func TestClusterQuotasCache(t *testing.T) {
+	qc := &stubQuotaCluster{version: 1}
+	cache := &clusterQuotas{qc: qc}
+	m := newQuotaManager(newFakeClock(), cache.config)
+	if got := m.record(quotaProduce, "", "c", 1e9, m.nowMs()); got != 0 {
+		t.Fatalf("throttled %d ms with no quotas", got)
+	}
+	qc.list = []ClientQuota{{Entity: QuotaEntity{ClientID: "c"}, Values: map[string]float64{QuotaProducerByteRate: 1}}}
+	if got := m.record(quotaProduce, "", "c", 1e9, m.nowMs()); got != 0 || qc.reads != 1 {
+		t.Fatalf("same version: throttle %d, %d reads", got, qc.reads)
+	}
+	qc.version++
+	if got := m.record(quotaProduce, "", "c", 1e9, m.nowMs()); got == 0 || qc.reads != 2 {
+		t.Fatalf("new version: throttle %d, %d reads", got, qc.reads)
+	}
 }
