@@ -35,6 +35,10 @@ const (
 	minQuotaEntry = 1 + 3 + 1 + 8
 	// maxQuotaFile bounds the file read.
 	maxQuotaFile = 64 << 20
+	// maxQuotaEntities bounds the entities a single node keeps, so the
+	// file (at most about 2 KiB an entity) stays under maxQuotaFile and
+	// its rewrite on every change stays cheap.
+	maxQuotaEntities = 10_000
 )
 
 const (
@@ -105,6 +109,9 @@ func (q *Quotas) Alter(changes []ClientQuotaChange) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	next := q.cfg.Load().apply(changes)
+	if n := len(next.entities); n > maxQuotaEntities {
+		return fmt.Errorf("%d client quota entities, the limit is %d", n, maxQuotaEntities)
+	}
 	if err := vfs.WriteFileAtomic(q.fs, q.path, encodeQuotas(next.list())); err != nil {
 		return err
 	}
