@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"encoding/binary"
 	"errors"
 	"path/filepath"
@@ -220,6 +221,25 @@ func TestQuotasFile(t *testing.T) {
 	var qe *QuotasError
 	if _, err := LoadQuotas(fs, dir); !errors.As(err, &qe) || qe.Offset != 6 {
 		t.Fatalf("huge count: %v", err)
+	}
+	// The number of entities is bounded, and a change past it writes
+	// nothing.
+	if err := fs.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	q3, err := LoadQuotas(fs, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]ClientQuotaChange, maxQuotaEntities+1)
+	for i := range many {
+		many[i] = ClientQuotaChange{Entity: QuotaEntity{ClientID: fmt.Sprint("c", i)}, Set: map[string]float64{QuotaProducerByteRate: 1}}
+	}
+	if err := q3.Alter(many); err == nil || len(q3.List()) != 0 {
+		t.Fatalf("%d entities: %v", len(q3.List()), err)
+	}
+	if err := q3.Alter(many[:maxQuotaEntities]); err != nil {
+		t.Fatal(err)
 	}
 }
 
