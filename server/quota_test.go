@@ -2,9 +2,9 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
