@@ -277,3 +277,33 @@ func TestRequestQuotaOnEveryResponse(t *testing.T) {
 	}
 	expectMuted(t, ts, clk, c, maxRequestThrottleMs)
 }
+
+// TestProduceBeforeKIP219Delayed: a Produce below v6, whose client does
+// not wait out a throttle itself, gets its answer only once the mute has
+// passed, as Kafka delays it; the batch is stored at once.
+func TestProduceBeforeKIP219Delayed(t *testing.T) {
+	ts, clk, c := quotaServer(t, map[string]float64{QuotaProducerByteRate: 1000})
+	req := produceReq(5, -1, "q", 0, bigBatch(t, 30000))
+	frame, corr := c.frame(req)
+	if _, err := c.nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(len(frame)-4) - 10000
+	testutil.WaitFor(t, "the answer held by the mute", func() bool { return ts.srv.quota.mutedHandlers.Load() == 1 })
+	if l, err := ts.st.Log("q", 0); err != nil || l.EndOffset() != 1 {
+		t.Fatalf("the batch is not stored before the answer: %v", err)
+	}
+	clk.Advance(time.Duration(want-1) * time.Millisecond)
+	if n := ts.srv.quota.mutedHandlers.Load(); n != 1 {
+		t.Fatalf("answered 1 ms early (%d held)", n)
+	}
+	clk.Advance(time.Millisecond)
+	resp := c.recv(req, corr).(*kmsg.ProduceResponse)
+	if int64(resp.ThrottleMillis) != want || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("throttle %d ms, want %d; error %d", resp.ThrottleMillis, want, resp.Topics[0].Partitions[0].ErrorCode)
+	}
+	// Not muted again after the delayed answer.
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	c.do(md)
+}
