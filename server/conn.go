@@ -364,6 +364,7 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 				}
 			}
 			if c.quota.bytes > 0 {
+				c.s.quota.counted(quotaProduce, c.quota.bytes)
 				c.startMute(c.quota.bytes) // no answer to carry it
 			}
 			return nil

@@ -154,6 +154,9 @@ type Metrics struct {
 	// opens and recovery (store.Store.LogStats); nil for a read-only
 	// store.
 	Logs *seglog.StatsSnapshot
+	// Throttles counts the client-quota throttles given, one entry per
+	// quota key (docs/quotas.md).
+	Throttles []ThrottleMetrics
 }
 
 // RequestMetrics counts the requests of one API key.
@@ -231,6 +234,7 @@ func (s *Server) Metrics() Metrics {
 		ConnectionsOpen:     m.connsOpen.Load(),
 		ConnectionsAccepted: m.connsAccepted.Load(),
 		ParkedFetches:       m.parkedFetches.Load(),
+		Throttles:           s.quota.metrics(),
 	}
 	for key := range m.apis {
 		a := &m.apis[key]

@@ -14,8 +14,9 @@ import (
 type connQuota struct {
 	start  time.Time     // the quota clock when the request began
 	parked time.Duration // of the time since, what a fetch spent parked
-	// bytes is the byte-rate throttle the request earned (produce).
-	bytes int64
+	// bytes is the byte-rate throttle the request earned (produce), and
+	// request its request_percentage throttle once measured.
+	bytes, request int64
 	// unmeasured is a request whose handling waits on other clients
 	// (JoinGroup, SyncGroup): its time is not the client's load, as
 	// Kafka's purgatory time is not request-thread time.
@@ -68,6 +69,7 @@ func (c *conn) requestThrottle() int64 {
 	// Measured once: a SASL exchange's answers (written without a
 	// beginQuota) are exempt, as in Kafka.
 	c.quota.start = time.Time{}
+	c.quota.request = t
 	return max(t, c.quota.bytes)
 }
 
@@ -77,6 +79,11 @@ func (c *conn) requestThrottle() int64 {
 // older versions do.
 func (c *conn) throttleResponse(resp kmsg.Response) (ms int64, clientWaits bool) {
 	ms = c.requestThrottle()
+	if c.quota.bytes > c.quota.request {
+		c.s.quota.counted(quotaProduce, ms)
+	} else {
+		c.s.quota.counted(quotaRequest, ms)
+	}
 	clientWaits = true
 	if tr, ok := resp.(kmsg.ThrottleResponse); ok {
 		_, clientWaits = tr.Throttle()
@@ -85,6 +92,36 @@ func (c *conn) throttleResponse(resp kmsg.Response) (ms int64, clientWaits bool)
 		}
 	}
 	return ms, clientWaits
+}
+
+// counted notes a throttle of ms set by kind's quota.
+func (q *quotaCounters) counted(kind quotaKind, ms int64) {
+	if ms > 0 {
+		q.throttles[kind].Add(1)
+		q.throttleMs[kind].Add(ms)
+	}
+}
+
+// metrics is the throttles given so far, per quota key.
+func (q *quotaCounters) metrics() []ThrottleMetrics {
+	out := make([]ThrottleMetrics, numQuotaKinds)
+	for k := range out {
+		out[k] = ThrottleMetrics{Quota: quotaKeys[k], Throttles: q.throttles[k].Load(),
+			Seconds: float64(q.throttleMs[k].Load()) / 1000}
+	}
+	return out
+}
+
+// ThrottleMetrics counts the throttles of one quota key.
+type ThrottleMetrics struct {
+	// Quota is the key: producer_byte_rate, consumer_byte_rate or
+	// request_percentage.
+	Quota string
+	// Throttles is how many responses carried a throttle this quota set
+	// (or, for acks=0 Produce, how many mutes it set without one), and
+	// Seconds their total.
+	Throttles int64
+	Seconds   float64
 }
 
 // sendThrottled writes a response that carries a throttle of ms: at once
@@ -118,6 +155,11 @@ func (c *conn) fetchQuota(f *fetchFrame, corr int32, version int16, topErr int16
 	ms := max(rt, bt)
 	if ms == 0 {
 		return f, 0, false
+	}
+	if bt > rt {
+		m.counted(quotaFetch, ms)
+	} else {
+		m.counted(quotaRequest, ms)
 	}
 	m.unrecord(quotaFetch, user, c.clientID, float64(f.size), now)
 	f = encodeFetch(corr, version, topErr, nil)
@@ -182,8 +224,11 @@ func (c *conn) stopMute() {
 	}
 }
 
-// quotaCounters are the quota manager's figures for tests.
+// quotaCounters are the quota manager's figures, for Metrics and tests.
 type quotaCounters struct {
+	// throttles and throttleMs count the throttles given, per the quota
+	// that set each (the larger, when two did).
+	throttles, throttleMs [numQuotaKinds]atomic.Int64
 	// mutedHandlers counts connections whose next request waits for a
 	// mute to end.
 	mutedHandlers atomic.Int64

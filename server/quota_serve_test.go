@@ -219,6 +219,11 @@ func TestProduceOverQuota(t *testing.T) {
 		t.Fatalf("the throttled batch is not stored: %v", err)
 	}
 	expectMuted(t, ts, clk, c, want)
+	th := ts.srv.Metrics().Throttles
+	if th[quotaProduce].Quota != QuotaProducerByteRate || th[quotaProduce].Throttles != 1 ||
+		th[quotaProduce].Seconds != float64(want)/1000 || th[quotaFetch].Throttles != 0 || th[quotaRequest].Throttles != 0 {
+		t.Fatalf("throttle metrics %+v", th)
+	}
 }
 
 // TestFetchOverQuota: a fetch over consumer_byte_rate is answered empty
@@ -252,6 +257,9 @@ func TestFetchOverQuota(t *testing.T) {
 		// ms into one).
 		expectMuted(t, ts, clk, c, want)
 		want -= want % 1000
+	}
+	if th := ts.srv.Metrics().Throttles[quotaFetch]; th.Quota != QuotaConsumerByteRate || th.Throttles != 2 {
+		t.Fatalf("fetch throttle metrics %+v", th)
 	}
 }
 

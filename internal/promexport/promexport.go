@@ -51,6 +51,8 @@ var (
 	connectionsOpen     = desc("seglog_server_connections", "Client connections being served.")
 	connectionsAccepted = desc("seglog_server_connections_accepted_total", "Client connections accepted.")
 	parkedFetches       = desc("seglog_server_parked_fetches", "Fetch requests waiting for data (long polling).")
+	throttles           = desc("seglog_server_quota_throttles_total", "Responses throttled by a client quota, per quota key.", "quota")
+	throttleSeconds     = desc("seglog_server_quota_throttle_seconds_total", "Time of the client-quota throttles given, per quota key.", "quota")
 	requests            = desc("seglog_server_requests_total", "Requests answered, per API.", "api")
 	requestDuration     = desc("seglog_server_request_duration_seconds", "Time from a request parsed to its answer written, per API.", "api")
 	bytesIn             = desc("seglog_topic_bytes_in_total", "Bytes of record batches stored by Produce, per topic.", "topic")
@@ -92,7 +94,7 @@ var (
 	logRecoveredSegs    = desc("seglog_log_recovered_segments_total", "Segments scanned by recovery.")
 )
 
-var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, parkedFetches, requests, requestDuration,
+var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, parkedFetches, throttles, throttleSeconds, requests, requestDuration,
 	bytesIn, messagesIn, bytesOut, messagesOut, logStart, logEnd, logSize, logSegments, groupCommitted, groupLag,
 	brokers, activeController, leaderPartitions, underReplicated, offlinePartitions,
 	partLeader, partLeaderEpoch, partReplicas, partInSync,
@@ -124,6 +126,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(connectionsOpen, float64(m.ConnectionsOpen))
 	counter(connectionsAccepted, float64(m.ConnectionsAccepted))
 	gauge(parkedFetches, float64(m.ParkedFetches))
+	for _, t := range m.Throttles {
+		counter(throttles, float64(t.Throttles), t.Quota)
+		counter(throttleSeconds, t.Seconds, t.Quota)
+	}
 	for _, r := range m.Requests {
 		counter(requests, float64(r.Requests), r.Name)
 		buckets := make(map[float64]uint64, len(r.Latency.Bounds))
