@@ -427,7 +427,14 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response, tagged bool) error 
 	if cap(out) <= 1<<20 {
 		c.out = out
 	}
-	return c.sendThrottled(ms, clientWaits, func() error { return c.write(out) })
+	if err := c.throttleBefore(ms, clientWaits); err != nil {
+		return err
+	}
+	if err := c.write(out); err != nil {
+		return err
+	}
+	c.throttleAfter(ms, clientWaits)
+	return nil
 }
 
 func (c *conn) write(b []byte) error {

@@ -137,14 +137,23 @@ func (c *conn) sendFetch(f *fetchFrame, version int16, ms int64) error {
 	if f.size > 1<<31-1 {
 		return &errCloseConn{reason: "fetch response over 2 GiB"}
 	}
-	return c.sendThrottled(ms, version >= 8, func() error {
-		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
-		if c.s.cfg.FetchCopy {
-			// Hiding the connection's type is what declines sendfile.
-			return f.writeTo(struct{ io.Writer }{c.nc})
-		}
-		return f.writeTo(c.nc)
-	})
+	clientWaits := version >= 8
+	if err := c.throttleBefore(ms, clientWaits); err != nil {
+		return err
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	var err error
+	if c.s.cfg.FetchCopy {
+		// Hiding the connection's type is what declines sendfile.
+		err = f.writeTo(struct{ io.Writer }{c.nc})
+	} else {
+		err = f.writeTo(c.nc)
+	}
+	if err != nil {
+		return err
+	}
+	c.throttleAfter(ms, clientWaits)
+	return nil
 }
 
 func appendArrayLen(o []byte, n int, flex bool) []byte {

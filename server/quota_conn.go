@@ -124,22 +124,29 @@ type ThrottleMetrics struct {
 	Seconds   float64
 }
 
-// sendThrottled writes a response that carries a throttle of ms: at once
-// and then muted when the client waits it out, after the mute otherwise.
-func (c *conn) sendThrottled(ms int64, clientWaits bool, write func() error) error {
+// A response carrying a throttle of ms is written at once and the
+// connection then muted when the client waits the throttle out itself
+// (throttleAfter), after the mute otherwise (throttleBefore). Two calls
+// around the write rather than one taking it, so that answering a
+// request allocates no closure.
+
+// throttleBefore delays the write of a response whose client does not
+// wait out its throttle.
+func (c *conn) throttleBefore(ms int64, clientWaits bool) error {
 	if ms > 0 && !clientWaits {
 		c.startMute(ms)
 		if !c.waitUnmuted(true) {
 			return c.ctx.Err()
 		}
 	}
-	if err := write(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// throttleAfter mutes the connection once the response is written.
+func (c *conn) throttleAfter(ms int64, clientWaits bool) {
 	if ms > 0 && clientWaits {
 		c.startMute(ms)
 	}
-	return nil
 }
 
 // fetchQuota records a Fetch's handling time and response size and
