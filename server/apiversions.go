@@ -40,6 +40,8 @@ var advertised = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 35, MinVersion: 0, MaxVersion: 4}, // DescribeLogDirs
 	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
 	{ApiKey: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs
+	{ApiKey: 48, MinVersion: 0, MaxVersion: 1}, // DescribeClientQuotas
+	{ApiKey: 49, MinVersion: 0, MaxVersion: 1}, // AlterClientQuotas
 	{ApiKey: 60, MinVersion: 0, MaxVersion: 1}, // DescribeCluster
 }
 

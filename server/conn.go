@@ -64,6 +64,8 @@ type conn struct {
 	az          *authorizer
 	merge       func(kmsg.Response)
 	fetchDenied []fetchTopic
+
+	quota connQuota // quota_conn.go
 }
 
 // remoteHost is the client's address as the coordinator shows it
@@ -189,6 +191,8 @@ func (c *conn) serve() {
 	defer c.s.metrics.connsOpen.Add(-1)
 	defer c.nc.Close()
 	defer c.stopLoginTimer()
+	// After the answers: the answering goroutine starts mutes.
+	defer c.stopMute()
 	defer c.answerers.Wait()
 	defer c.cancel()
 	if tc, ok := c.nc.(*tls.Conn); ok {
@@ -249,6 +253,14 @@ func (c *conn) answer() {
 			c.mu.Unlock()
 			return
 		}
+		// A request read ahead of a mute waits for it to end (KIP-219).
+		if !c.waitUnmuted(true) {
+			c.mu.Lock()
+			c.ended = true
+			c.mu.Unlock()
+			c.end()
+			return
+		}
 		c.mu.Lock()
 		if c.stopping {
 			c.ended = true
@@ -298,6 +310,11 @@ func (c *conn) end() {
 // false when the connection fails or the size is outside the limits.
 func (c *conn) readFrame() ([]byte, bool) {
 	var hdr [4]byte
+	// A throttled client's connection is not read until its mute ends
+	// (KIP-219).
+	if !c.waitUnmuted(false) {
+		return nil, false
+	}
 	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
 		return nil, false
@@ -376,6 +393,7 @@ func (c *conn) handleFrame(frame []byte) (err error) {
 	h, req, err := c.decodeRequest(frame)
 	if _, ok := err.(*errUnsupported); ok || err == nil {
 		defer c.s.metrics.request(h.key, start)
+		c.beginQuota(req)
 	}
 	if ue, ok := err.(*errUnsupported); ok {
 		return c.writeKmsg(h.corr, unsupportedResponse(ue.req, ue.parsed))
@@ -477,6 +495,7 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 	case *kmsg.ProduceRequest:
 		resp := c.s.produce(r)
 		c.mergeDenied(resp)
+		c.produceQuota(len(c.produceFrame))
 		// Stored, replicated or refused: nothing refers to the frame
 		// any more (a Cluster's Produce lets go of its batch when it
 		// returns, whatever the answer).
@@ -492,6 +511,10 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 						return &errCloseConn{reason: fmt.Sprintf("acks=0 produce to %s-%d failed with error %d", t.Topic, p.Partition, p.ErrorCode)}
 					}
 				}
+			}
+			if c.quota.bytes > 0 {
+				c.s.quota.counted(quotaProduce, c.quota.bytes)
+				c.startMute(c.quota.bytes) // no answer to carry it
 			}
 			return nil
 		}
@@ -532,6 +555,10 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.createACLs(c.ctx, r))
 	case *kmsg.DeleteACLsRequest:
 		return c.writeKmsg(h.corr, c.s.deleteACLs(c.ctx, r))
+	case *kmsg.DescribeClientQuotasRequest:
+		return c.writeKmsg(h.corr, c.s.describeClientQuotas(r))
+	case *kmsg.AlterClientQuotasRequest:
+		return c.writeKmsg(h.corr, c.s.alterClientQuotas(c.ctx, r))
 	}
 	return &errCloseConn{reason: fmt.Sprintf("api key %d not handled", h.key)}
 }
@@ -545,6 +572,7 @@ func (c *conn) writeKmsg(corr int32, resp kmsg.Response) error {
 // never carry it (header v0 even at v3+), so callers pass tagged false.
 func (c *conn) writeResponse(corr int32, resp kmsg.Response, tagged bool) error {
 	c.mergeDenied(resp)
+	ms, clientWaits := c.throttleResponse(resp)
 	if c.out == nil {
 		c.out = c.s.outs.Get().(*[]byte)
 	}
@@ -558,7 +586,14 @@ func (c *conn) writeResponse(corr int32, resp kmsg.Response, tagged bool) error 
 	if cap(out) <= maxKeptOut {
 		*c.out = out
 	}
-	return c.write(out)
+	if err := c.throttleBefore(ms, clientWaits); err != nil {
+		return err
+	}
+	if err := c.write(out); err != nil {
+		return err
+	}
+	c.throttleAfter(ms, clientWaits)
+	return nil
 }
 
 // maxKeptOut bounds the response buffers kept for reuse: a larger

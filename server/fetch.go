@@ -59,6 +59,7 @@ func (c *conn) fetch(corr int32, req *kmsg.FetchRequest) error {
 		// one we do not know; the client starts over with a full fetch.
 		return c.writeFetch(corr, req.Version, kerr.FetchSessionIDNotFound.Code, nil)
 	}
+	c.fetchMaxBytes(req)
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	var timer *time.Timer
 	for {
@@ -67,8 +68,11 @@ func (c *conn) fetch(corr int32, req *kmsg.FetchRequest) error {
 		if a.errors || a.bytes >= int64(req.MinBytes) || !time.Now().Before(deadline) || c.ctx.Err() != nil ||
 			(len(req.Topics) == 0 && len(denied) > 0) {
 			defer a.close()
-			c.s.metrics.fetched(a.topics)
-			return c.writeFetch(corr, req.Version, 0, append(a.topics, denied...))
+			f, ms, throttled := c.fetchQuota(encodeFetch(corr, req.Version, 0, append(a.topics, denied...)), corr, req.Version, 0)
+			if !throttled {
+				c.s.metrics.fetched(a.topics)
+			}
+			return c.sendFetch(f, req.Version, ms)
 		}
 		a.close()
 		if timer == nil {
@@ -77,6 +81,7 @@ func (c *conn) fetch(corr int32, req *kmsg.FetchRequest) error {
 			c.s.metrics.parkedFetches.Add(1)
 			defer c.s.metrics.parkedFetches.Add(-1)
 		}
+		parked := c.s.quota.clk.Now()
 		select {
 		case <-woken:
 		case <-timer.C:
@@ -84,6 +89,8 @@ func (c *conn) fetch(corr int32, req *kmsg.FetchRequest) error {
 			deadline = time.Now()
 		case <-c.ctx.Done():
 		}
+		// Waiting is not handling: request_percentage leaves it out.
+		c.quota.parked += c.s.quota.clk.Now().Sub(parked)
 	}
 }
 

@@ -127,16 +127,33 @@ func (f *fetchFrame) writeTo(w io.Writer) error {
 }
 
 func (c *conn) writeFetch(corr int32, version int16, topErr int16, topics []fetchTopic) error {
-	f := encodeFetch(corr, version, topErr, topics)
+	f, ms, _ := c.fetchQuota(encodeFetch(corr, version, topErr, topics), corr, version, topErr)
+	return c.sendFetch(f, version, ms)
+}
+
+// sendFetch writes an encoded Fetch response carrying a throttle of ms
+// (quota_conn.go): clients throttle themselves from version 8 (KIP-219).
+func (c *conn) sendFetch(f *fetchFrame, version int16, ms int64) error {
 	if f.size > 1<<31-1 {
 		return &errCloseConn{reason: "fetch response over 2 GiB"}
 	}
+	clientWaits := version >= 8
+	if err := c.throttleBefore(ms, clientWaits); err != nil {
+		return err
+	}
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	var err error
 	if c.s.cfg.FetchCopy {
 		// Hiding the connection's type is what declines sendfile.
-		return f.writeTo(struct{ io.Writer }{c.nc})
+		err = f.writeTo(struct{ io.Writer }{c.nc})
+	} else {
+		err = f.writeTo(c.nc)
 	}
-	return f.writeTo(c.nc)
+	if err != nil {
+		return err
+	}
+	c.throttleAfter(ms, clientWaits)
+	return nil
 }
 
 func appendArrayLen(o []byte, n int, flex bool) []byte {

@@ -137,6 +137,9 @@ type Metrics struct {
 	// opens and recovery (store.Store.LogStats); nil for a read-only
 	// store.
 	Logs *seglog.StatsSnapshot
+	// Throttles counts the client-quota throttles given, one entry per
+	// quota key (docs/quotas.md).
+	Throttles []ThrottleMetrics
 }
 
 // RequestMetrics counts the requests of one API key.
@@ -221,6 +224,7 @@ func (s *Server) Metrics() Metrics {
 		ConnectionsAccepted: m.connsAccepted.Load(),
 		ConnectionsRefused:  m.connsRefused.Load(),
 		ParkedFetches:       m.parkedFetches.Load(),
+		Throttles:           s.quota.metrics(),
 	}
 	for key := range m.apis {
 		h := histogramOf(&m.apis[key])

@@ -123,6 +123,10 @@ type Options struct {
 	// super.users, without the "User:" prefix). With SASL on, everyone
 	// else may do only what the ACLs allow (acl_authorize.go).
 	SuperUsers []string
+
+	// quotaClock measures client quotas and times their mutes; nil is
+	// the real one. Tests set a fake clock to compute throttles exactly.
+	quotaClock clock
 }
 
 // Server answers the Kafka protocol for one store. Create it with New, run
@@ -153,6 +157,11 @@ type Server struct {
 	// saslExpired the connections closed for a session that ended
 	// without one (tests wait on them).
 	saslReauths, saslExpired atomic.Int64
+
+	// quota measures clients against their quotas; localQuotas holds a
+	// single node's (quota*.go).
+	quota       *quotaManager
+	localQuotas *Quotas
 
 	// frames holds Produce request frames between requests (conn.go,
 	// "Request frames"), for any connection to read its next request
@@ -260,6 +269,9 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 			}
 		})
 		s.cluster.SetObserver(observer{s})
+	}
+	if err := s.initQuotas(); err != nil {
+		return nil, err
 	}
 	if cfg.Advertise != "" {
 		if err := s.setAdvertise(cfg.Advertise); err != nil {

@@ -72,6 +72,8 @@ func (n *Node) handle(ctx context.Context, req request) response {
 		return response{Index: res.Index}
 	case opSetCredentials, opDeleteCredential:
 		return n.handleCredential(ctx, req)
+	case opAlterQuotas:
+		return n.alterQuotas(ctx, req)
 	case opPIDs:
 		res, err := n.meta.Propose(ctx, &meta.AllocateProducerIDs{Broker: req.Broker})
 		if err != nil {

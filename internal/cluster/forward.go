@@ -72,6 +72,8 @@ type request struct {
 	Bootstrap   bool              `json:"bootstrap,omitempty"`
 	User        string            `json:"user,omitempty"`
 	Mechanism   string            `json:"mechanism,omitempty"`
+	// QuotaChanges are AlterClientQuotas' changes (quotas.go).
+	QuotaChanges []meta.QuotaChange `json:"quota_changes,omitempty"`
 }
 
 // response is the controller's answer: Code "" on success, else one of

@@ -52,6 +52,8 @@ var (
 	connectionsAccepted = desc("seglog_server_connections_accepted_total", "Client connections accepted.")
 	connectionsRefused  = desc("seglog_server_connections_refused_total", "Client connections closed as they were accepted, over --max-connections or --max-connections-per-ip.")
 	parkedFetches       = desc("seglog_server_parked_fetches", "Fetch requests waiting for data (long polling).")
+	throttles           = desc("seglog_server_quota_throttles_total", "Responses throttled by a client quota, per quota key.", "quota")
+	throttleSeconds     = desc("seglog_server_quota_throttle_seconds_total", "Time of the client-quota throttles given, per quota key.", "quota")
 	requests            = desc("seglog_server_requests_total", "Requests answered, per API.", "api")
 	requestDuration     = desc("seglog_server_request_duration_seconds", "Time from a request parsed to its answer written, per API.", "api")
 	bytesIn             = desc("seglog_topic_bytes_in_total", "Bytes of record batches stored by Produce, per topic.", "topic")
@@ -96,7 +98,7 @@ var (
 	logRecoveredSegs    = desc("seglog_log_recovered_segments_total", "Segments scanned by recovery.")
 )
 
-var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, connectionsRefused, parkedFetches, requests, requestDuration,
+var descs = []*prometheus.Desc{connectionsOpen, connectionsAccepted, connectionsRefused, parkedFetches, throttles, throttleSeconds, requests, requestDuration,
 	bytesIn, messagesIn, bytesOut, messagesOut, logStart, logEnd, logSize, logSegments, groupCommitted, groupLag,
 	brokers, activeController, leaderPartitions, underReplicated, offlinePartitions,
 	partLeader, partLeaderEpoch, partReplicas, partInSync, isrShrinks, isrExpands, commitDuration,
@@ -136,6 +138,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(connectionsAccepted, float64(m.ConnectionsAccepted))
 	counter(connectionsRefused, float64(m.ConnectionsRefused))
 	gauge(parkedFetches, float64(m.ParkedFetches))
+	for _, t := range m.Throttles {
+		counter(throttles, float64(t.Throttles), t.Quota)
+		counter(throttleSeconds, t.Seconds, t.Quota)
+	}
 	for _, r := range m.Requests {
 		counter(requests, float64(r.Requests), r.Name)
 		histogram(requestDuration, r.Latency, r.Name)

@@ -116,11 +116,13 @@ func TestSnapshotACLs(t *testing.T) {
 		t.Fatalf("round trip: %v, want %v", got.ACLs(), s.ACLs())
 	}
 	// Two entries swapped: refused, so decode-encode stays the identity.
-	swapped := EncodeState(populated(t))
-	swapped = swapped[:len(swapped)-1]
+	enc := EncodeState(populated(t))
+	start := len(enc) - emptyACLsSection - emptyQuotasSection
+	swapped := append([]byte(nil), enc[:start]...)
 	swapped = append(swapped, 2)
 	swapped = acl.Append(swapped, s.ACLs()[1])
 	swapped = acl.Append(swapped, s.ACLs()[0])
+	swapped = append(swapped, enc[start+emptyACLsSection:]...)
 	if _, err := DecodeState(swapped); !errors.Is(err, ErrBadEncoding) {
 		t.Errorf("ACLs out of order: %v", err)
 	}

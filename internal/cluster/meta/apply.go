@@ -106,6 +106,8 @@ func (s *State) apply(index uint64, c Command) (*State, Result, error) {
 		n, err = s.setCredential(c)
 	case *DeleteCredential:
 		n, err = s.deleteCredential(c)
+	case *AlterClientQuotas:
+		n, err = s.alterClientQuotas(c)
 	default:
 		err = fmt.Errorf("%w: %T", ErrUnknownCommand, c)
 	}

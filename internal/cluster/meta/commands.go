@@ -30,6 +30,7 @@ const (
 	// 8 and 9 are SetCredential and DeleteCredential (credentials.go).
 	kindCreateACLs kind = 10
 	kindDeleteACLs kind = 11
+	// 12 is kindAlterClientQuotas (quotas.go).
 )
 
 // commandVersion is the version every command type is written with
@@ -229,6 +230,8 @@ func Decode(b []byte) (Command, error) {
 		c = &CreateACLs{}
 	case kindDeleteACLs:
 		c = &DeleteACLs{}
+	case kindAlterClientQuotas:
+		c = &AlterClientQuotas{}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, k)
 	}
@@ -270,7 +273,7 @@ func Decode(b []byte) (Command, error) {
 		decodeSetCredential(r, c)
 	case *DeleteCredential:
 		decodeDeleteCredential(r, c)
-	case interface{ decodeBody(*reader) }:
+	case interface{ decodeBody(*reader) }: // the ACL commands, AlterClientQuotas
 		c.decodeBody(r)
 	}
 	if err := r.done(); err != nil {

@@ -11,8 +11,9 @@ const snapshotMagic = "seglog-meta"
 
 // snapshotVersion is the version EncodeState writes. Version 2 added
 // the cluster id after the producer-id blocks, version 3 the SASL
-// credentials (credentials.go) and the ACLs after it; DecodeState still
-// reads versions 1 and 2 (no cluster id, none of them).
+// credentials (credentials.go), the ACLs and the client quotas
+// (quotas.go) after it; DecodeState still reads versions 1 and 2 (no
+// cluster id, none of them).
 const snapshotVersion = 3
 
 // MaxSnapshotBytes bounds an encoded State Restore reads: far above
@@ -63,6 +64,7 @@ func EncodeState(s *State) []byte {
 	w.str(s.clusterID)
 	encodeCredentials(w, s)
 	encodeACLs(w, s.acls)
+	writeQuotas(w, s)
 	return w.b
 }
 
@@ -128,6 +130,7 @@ func DecodeState(b []byte) (*State, error) {
 	if v >= 3 {
 		decodeCredentials(r, s)
 		s.acls = decodeACLs(r)
+		readQuotas(r, s)
 	}
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("metadata snapshot: %w", err)

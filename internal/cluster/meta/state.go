@@ -87,12 +87,13 @@ type State struct {
 	// says the metadata, not the nodes' files, holds the truth.
 	creds        map[credKey]Credential
 	credsInForce bool
+	quotas       map[QuotaEntity]map[string]float64 // values never modified once published (quotas.go)
 }
 
 // emptyState is the state before any command.
 func emptyState() *State {
 	return &State{brokers: map[int32]Broker{}, topics: map[string]*Topic{}, lastBlocks: map[int32]ProducerIDBlock{},
-		creds: map[credKey]Credential{}}
+		creds: map[credKey]Credential{}, quotas: map[QuotaEntity]map[string]float64{}}
 }
 
 // next returns a copy to apply a command to: the maps are new, the Topic
@@ -108,6 +109,7 @@ func (s *State) next() *State {
 		acls:         s.acls,
 		creds:        maps.Clone(s.creds),
 		credsInForce: s.credsInForce,
+		quotas:       maps.Clone(s.quotas),
 	}
 }
 

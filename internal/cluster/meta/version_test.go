@@ -2,12 +2,13 @@ package meta
 
 // The sections version 3 of the snapshot added after the cluster id, as
 // an empty State encodes them: the credentials (the in-force flag and a
-// count), then the ACLs (a count). Tests that make an older snapshot out
-// of a new one cut these bytes.
+// count), then the ACLs (a count), then the client quotas (a count).
+// Tests that make an older snapshot out of a new one cut these bytes.
 const (
 	emptyCredentialsSection = 2
 	emptyACLsSection        = 1
-	emptyV3Sections         = emptyCredentialsSection + emptyACLsSection
+	emptyQuotasSection      = 1
+	emptyV3Sections         = emptyCredentialsSection + emptyACLsSection + emptyQuotasSection
 )
 
 // asVersion2 turns the encoding of a State with nothing in version 3's
