@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -56,6 +57,10 @@ func TestWriteBackCoversAppendsInOrder(t *testing.T) {
 			t.Fatalf("append: %v", err)
 		}
 		all = append(all, b.bytes...)
+		// One writeback runs at a time and an append finding it busy
+		// starts none: waiting for it makes each chunk appended start
+		// one, however the goroutines are scheduled.
+		testutil.WaitFor(t, "the writeback under way to end", func() bool { return !s.writeBackBusy.Load() })
 	}
 	size := s.Size()
 	if err := s.Close(); err != nil {
