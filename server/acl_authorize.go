@@ -220,19 +220,27 @@ func (c *conn) authorize(req kmsg.Request, az *authorizer) (deny kmsg.Response, 
 		}
 		return nil, nil
 	case *kmsg.CreateTopicsRequest:
-		if az.cluster(create) {
-			return nil, nil
-		}
 		var out []kmsg.CreateTopicsResponseTopic
-		r.Topics = keep(r.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return az.topic(create, t.Topic) },
-			func(t kmsg.CreateTopicsRequestTopic) {
-				rt := kmsg.NewCreateTopicsResponseTopic()
-				rt.Topic, rt.ErrorCode = t.Topic, topicDenied
-				rt.ConfigErrorCode = topicDenied
-				out = append(out, rt)
-			})
+		if !az.cluster(create) {
+			r.Topics = keep(r.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return az.topic(create, t.Topic) },
+				func(t kmsg.CreateTopicsRequestTopic) {
+					rt := kmsg.NewCreateTopicsResponseTopic()
+					rt.Topic, rt.ErrorCode = t.Topic, topicDenied
+					rt.ConfigErrorCode = topicDenied
+					out = append(out, rt)
+				})
+		}
 		return nil, func(resp kmsg.Response) {
 			p := resp.(*kmsg.CreateTopicsResponse)
+			for i := range p.Topics {
+				// A new topic's configs only to who may describe them
+				// (KafkaApis.handleCreateTopicsRequest): no configs, no
+				// partition count or replication factor, and why.
+				if rt := &p.Topics[i]; rt.ErrorCode == 0 && !az.topic(kmsg.ACLOperationDescribeConfigs, rt.Topic) {
+					rt.Configs, rt.NumPartitions, rt.ReplicationFactor = nil, -1, -1
+					rt.ConfigErrorCode = topicDenied
+				}
+			}
 			p.Topics = append(p.Topics, out...)
 		}
 	case *kmsg.DeleteTopicsRequest:

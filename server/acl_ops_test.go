@@ -85,3 +85,56 @@ func TestACLAuthorizedOperations(t *testing.T) {
 		t.Errorf("SASL off DescribeCluster: %b", got)
 	}
 }
+
+// CreateTopics v5+ answers a new topic's configs only to a principal with
+// DESCRIBE_CONFIGS on it; to another, TOPIC_AUTHORIZATION_FAILED as the
+// topic's config error and no configs, the topic still created.
+func TestACLCreateTopicsConfigs(t *testing.T) {
+	ts := aclServer(t, "")
+	adm := kadm.NewClient(ts.as("alice"))
+	grant(t, adm, kadm.NewACLs().Allow("User:bob").Topics("hid", "shown").ResourcePatternType(kadm.ACLPatternLiteral).
+		Operations(kadm.OpCreate))
+	grant(t, adm, kadm.NewACLs().Allow("User:bob").Topics("shown").ResourcePatternType(kadm.ACLPatternLiteral).
+		Operations(kadm.OpDescribeConfigs))
+	create := func(c *kgo.Client, names ...string) map[string]kmsg.CreateTopicsResponseTopic {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		for _, n := range names {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = n, 2, 1
+			rt.Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1234")}}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := req.RequestWith(testCtx(t), c)
+		if err != nil || resp.Version < 5 {
+			t.Fatalf("create topics: %v %+v", err, resp)
+		}
+		out := map[string]kmsg.CreateTopicsResponseTopic{}
+		for _, rt := range resp.Topics {
+			out[rt.Topic] = rt
+		}
+		return out
+	}
+	retention := func(rt kmsg.CreateTopicsResponseTopic) string {
+		for _, c := range rt.Configs {
+			if c.Name == "retention.ms" && c.Value != nil && c.Source == int8(kmsg.ConfigSourceDynamicTopicConfig) {
+				return *c.Value
+			}
+		}
+		return ""
+	}
+	got := create(ts.as("bob"), "hid", "shown")
+	if h := got["hid"]; h.ErrorCode != 0 || h.ConfigErrorCode != topicDenied || h.Configs != nil || h.NumPartitions != -1 {
+		t.Errorf("without DESCRIBE_CONFIGS: %+v", h)
+	}
+	if _, err := ts.st.Partitions("hid"); err != nil {
+		t.Errorf("the topic whose configs were hidden was not created: %v", err)
+	}
+	if s := got["shown"]; s.ErrorCode != 0 || s.ConfigErrorCode != 0 || retention(s) != "1234" || s.NumPartitions != 2 {
+		t.Errorf("with DESCRIBE_CONFIGS: %+v", s)
+	}
+	open := startServer(t, "", Options{})
+	if o := create(open.client(), "o")["o"]; o.ErrorCode != 0 || o.ConfigErrorCode != 0 || retention(o) != "1234" {
+		t.Errorf("SASL off: %+v", o)
+	}
+}
