@@ -84,6 +84,12 @@ func TestACLAuthorizedOperations(t *testing.T) {
 	if got := describe(open.client(), true); got != allCluster {
 		t.Errorf("SASL off DescribeCluster: %b", got)
 	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"g"}, true
+	dresp, err := dg.RequestWith(ctx, open.client())
+	if err != nil || len(dresp.Groups) != 1 || dresp.Groups[0].AuthorizedOperations != 1<<3|1<<6|1<<8 {
+		t.Errorf("SASL off DescribeGroups: %v %+v", err, dresp)
+	}
 }
 
 // CreateTopics v5+ answers a new topic's configs only to a principal with
