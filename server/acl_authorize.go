@@ -62,6 +62,34 @@ func (a *authorizer) cluster(op kmsg.ACLOperation) bool {
 	return a.allowed(op, kmsg.ACLResourceTypeCluster, acl.ClusterName)
 }
 
+// supportedOperations are the operations Kafka's authorizer knows for
+// each resource type (AclEntry.supportedOperations): KIP-430's
+// authorized-operations bit field reports only these.
+var supportedOperations = map[kmsg.ACLResourceType][]kmsg.ACLOperation{
+	kmsg.ACLResourceTypeTopic: {kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate,
+		kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete, kmsg.ACLOperationAlter,
+		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs},
+	kmsg.ACLResourceTypeGroup: {kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete},
+	kmsg.ACLResourceTypeCluster: {kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction,
+		kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite,
+		kmsg.ACLOperationAlter, kmsg.ACLOperationDescribe},
+}
+
+// operations is KIP-430's authorized-operations bit field for one
+// resource: bit op set for each operation the resource type supports that
+// the principal may do. A nil authorizer (SASL off, a super user) may do
+// them all. The one helper Metadata, DescribeCluster and DescribeGroups
+// answer with, so the three cannot disagree.
+func (a *authorizer) operations(rt kmsg.ACLResourceType, name string) int32 {
+	var bits int32
+	for _, op := range supportedOperations[rt] {
+		if a.allowed(op, rt, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}
+
 type authorizerKey struct{}
 
 // withAuthorizer carries a request's authorizer to a handler that needs
@@ -192,19 +220,27 @@ func (c *conn) authorize(req kmsg.Request, az *authorizer) (deny kmsg.Response, 
 		}
 		return nil, nil
 	case *kmsg.CreateTopicsRequest:
-		if az.cluster(create) {
-			return nil, nil
-		}
 		var out []kmsg.CreateTopicsResponseTopic
-		r.Topics = keep(r.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return az.topic(create, t.Topic) },
-			func(t kmsg.CreateTopicsRequestTopic) {
-				rt := kmsg.NewCreateTopicsResponseTopic()
-				rt.Topic, rt.ErrorCode = t.Topic, topicDenied
-				rt.ConfigErrorCode = topicDenied
-				out = append(out, rt)
-			})
+		if !az.cluster(create) {
+			r.Topics = keep(r.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return az.topic(create, t.Topic) },
+				func(t kmsg.CreateTopicsRequestTopic) {
+					rt := kmsg.NewCreateTopicsResponseTopic()
+					rt.Topic, rt.ErrorCode = t.Topic, topicDenied
+					rt.ConfigErrorCode = topicDenied
+					out = append(out, rt)
+				})
+		}
 		return nil, func(resp kmsg.Response) {
 			p := resp.(*kmsg.CreateTopicsResponse)
+			for i := range p.Topics {
+				// A new topic's configs only to who may describe them
+				// (KafkaApis.handleCreateTopicsRequest): no configs, no
+				// partition count or replication factor, and why.
+				if rt := &p.Topics[i]; rt.ErrorCode == 0 && !az.topic(kmsg.ACLOperationDescribeConfigs, rt.Topic) {
+					rt.Configs, rt.NumPartitions, rt.ReplicationFactor = nil, -1, -1
+					rt.ConfigErrorCode = topicDenied
+				}
+			}
 			p.Topics = append(p.Topics, out...)
 		}
 	case *kmsg.DeleteTopicsRequest:

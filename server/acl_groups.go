@@ -250,13 +250,7 @@ func authorizeOffsetFetch(r *kmsg.OffsetFetchRequest, az *authorizer) (kmsg.Resp
 }
 
 // groupOperationsOf is DescribeGroups' authorized-operations bit field
-// for what the principal may do to a group, of groupOperations' bits.
+// for what the principal may do to a group.
 func groupOperationsOf(az *authorizer, group string) int32 {
-	var bits int32
-	for _, op := range []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationDelete, kmsg.ACLOperationDescribe} {
-		if az.group(op, group) {
-			bits |= 1 << op
-		}
-	}
-	return bits
+	return az.operations(kmsg.ACLResourceTypeGroup, group)
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/seglog/seglog/internal/crc32c"
 	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/vfs"
 )
@@ -20,13 +18,13 @@ import (
 // replicated metadata instead.
 const ACLFile = "acls"
 
-// The file's layout (big-endian): magic, version (uint16), entry count
-// (uint32), the entries in acl.Append's encoding sorted by acl.Compare,
-// and a CRC-32C of every byte before it.
+// The file is a smallFile frame (smallfile.go) of the entries in
+// acl.Append's encoding, sorted by acl.Compare.
+var aclFrame = smallFile{magic: "SGAC", version: 1, kind: "ACL", minEntry: acl.MinEncodedLen}
+
 const (
-	aclMagic      = "SGAC"
-	aclVersion    = 1
-	aclHeaderSize = 4 + 2 + 4
+	// aclHeaderSize is where the first entry starts.
+	aclHeaderSize = smallHeaderSize
 	// maxACLFile bounds the file read: a few dozen bytes an entry.
 	maxACLFile = 64 << 20
 )
@@ -131,12 +129,11 @@ func (st *aclStore) publish(next []acl.ACL) error {
 }
 
 func encodeACLFile(list []acl.ACL) []byte {
-	b := append([]byte(aclMagic), 0, aclVersion)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(list)))
+	b := aclFrame.begin(len(list))
 	for _, a := range list {
 		b = acl.Append(b, a)
 	}
-	return binary.BigEndian.AppendUint32(b, crc32c.Checksum(b))
+	return aclFrame.seal(b)
 }
 
 // decodeACLFile parses an ACL file; errors are *ACLFileError without the
@@ -145,25 +142,12 @@ func decodeACLFile(b []byte) ([]acl.ACL, error) {
 	bad := func(off int, format string, args ...any) error {
 		return &ACLFileError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
 	}
-	if len(b) < aclHeaderSize+4 {
-		return nil, bad(len(b), "file of %d bytes is shorter than a header and checksum", len(b))
-	}
-	if string(b[:4]) != aclMagic {
-		return nil, bad(0, "not a seglog ACL file (magic %q)", b[:4])
-	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != aclVersion {
-		return nil, bad(4, "version %d, this seglog reads version %d", v, aclVersion)
-	}
-	end := len(b) - 4
-	if sum, want := crc32c.Checksum(b[:end]), binary.BigEndian.Uint32(b[end:]); sum != want {
-		return nil, bad(end, "checksum %08x does not match bytes 0 to %d (%08x)", want, end-1, sum)
-	}
-	count := binary.BigEndian.Uint32(b[6:])
-	if int64(count) > int64(end-aclHeaderSize)/acl.MinEncodedLen {
-		return nil, bad(6, "%d entries cannot fit in %d bytes", count, end-aclHeaderSize)
+	count, end, err := aclFrame.open(b, bad)
+	if err != nil {
+		return nil, err
 	}
 	list := make([]acl.ACL, 0, count)
-	rest := b[aclHeaderSize:end]
+	rest := b[smallHeaderSize:end]
 	for range count {
 		off := end - len(rest)
 		a, next, err := acl.Decode(rest)

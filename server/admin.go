@@ -83,9 +83,35 @@ func (s *Server) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest
 				fail(errCode(err), err.Error())
 			}
 		}
+		if rt.ErrorCode == 0 && req.Version >= 5 {
+			// KIP-525: the configs the topic was (or would be) created
+			// with; acl_authorize.go takes them out for a principal
+			// without DESCRIBE_CONFIGS on the topic.
+			rt.Configs = createdConfigs(cfg)
+		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
+}
+
+// createdConfigs is CreateTopics v5+'s answer of a new topic's configs,
+// each with where its value comes from, as DescribeConfigs reports it.
+func createdConfigs(cfg store.TopicConfig) []kmsg.CreateTopicsResponseTopicConfig {
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, k := range store.Keys() {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(cfg.Get(k))
+		switch cfg.Source(k) {
+		case store.SourceTopic:
+			c.Source = int8(kmsg.ConfigSourceDynamicTopicConfig)
+		case store.SourceBroker:
+			c.Source = int8(kmsg.ConfigSourceStaticBrokerConfig)
+		default:
+			c.Source = int8(kmsg.ConfigSourceDefaultConfig)
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // deleteTopics deletes topics by name: in a cluster through the

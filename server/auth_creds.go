@@ -12,7 +12,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/seglog/seglog/internal/crc32c"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -22,15 +21,13 @@ import (
 // ones included.
 const CredentialsFile = "sasl-credentials"
 
-// The file's layout (big-endian): magic, version, entry count, entries,
-// and a CRC-32C of every byte before it. An entry is the user (uint16
-// length, UTF-8), the mechanism (uint8: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512,
+// The file is a smallFile frame (smallfile.go) of entries. An entry is
+// the user (uint16 length, UTF-8), the mechanism (uint8: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512,
 // 3 PLAIN), the iterations (uint32), the salt (uint8 length) and the two
 // keys (the mechanism's hash size each).
+var credFrame = smallFile{magic: "SGCR", version: 1, kind: "credentials", minEntry: minCredEntry}
+
 const (
-	credMagic      = "SGCR"
-	credVersion    = 1
-	credHeaderSize = 4 + 2 + 4
 	// minCredEntry is the smallest entry: a one-byte user, a one-byte
 	// salt and two SHA-256 keys. It bounds the count a header may claim.
 	minCredEntry = 2 + 1 + 1 + 4 + 1 + 1 + 2*32
@@ -299,8 +296,7 @@ func checkCredential(user string, iterations int, salt []byte) error {
 var credMechCodes = []string{1: MechanismSCRAMSHA256, 2: MechanismSCRAMSHA512, 3: MechanismPlain}
 
 func encodeCredentials(list []Credential) []byte {
-	b := append([]byte(credMagic), 0, credVersion)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(list)))
+	b := credFrame.begin(len(list))
 	for _, cr := range list {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(cr.User)))
 		b = append(b, cr.User...)
@@ -311,7 +307,7 @@ func encodeCredentials(list []Credential) []byte {
 		b = append(b, cr.StoredKey...)
 		b = append(b, cr.ServerKey...)
 	}
-	return binary.BigEndian.AppendUint32(b, crc32c.Checksum(b))
+	return credFrame.seal(b)
 }
 
 // decodeCredentials parses a credentials file; errors are
@@ -320,26 +316,13 @@ func decodeCredentials(b []byte) ([]Credential, error) {
 	bad := func(off int, format string, args ...any) error {
 		return &CredentialsError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
 	}
-	if len(b) < credHeaderSize+4 {
-		return nil, bad(len(b), "file of %d bytes is shorter than a header and checksum", len(b))
-	}
-	if string(b[:4]) != credMagic {
-		return nil, bad(0, "not a seglog credentials file (magic %q)", b[:4])
-	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != credVersion {
-		return nil, bad(4, "version %d, this seglog reads version %d", v, credVersion)
-	}
-	end := len(b) - 4
-	if sum, want := crc32c.Checksum(b[:end]), binary.BigEndian.Uint32(b[end:]); sum != want {
-		return nil, bad(end, "checksum %08x does not match bytes 0 to %d (%08x)", want, end-1, sum)
-	}
-	count := binary.BigEndian.Uint32(b[6:])
-	if int64(count) > int64(end-credHeaderSize)/minCredEntry {
-		return nil, bad(6, "%d entries cannot fit in %d bytes", count, end-credHeaderSize)
+	count, end, err := credFrame.open(b, bad)
+	if err != nil {
+		return nil, err
 	}
 	list := make([]Credential, 0, count)
 	seen := make(map[credKey]bool, count)
-	off := credHeaderSize
+	off := smallHeaderSize
 	need := func(n int) bool { return off+n <= end }
 	for range count {
 		start := off

@@ -536,7 +536,7 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 	case *kmsg.CreatePartitionsRequest:
 		return c.writeKmsg(h.corr, c.s.createPartitions(r))
 	case *kmsg.DescribeClusterRequest:
-		return c.writeKmsg(h.corr, c.s.describeCluster(r))
+		return c.writeKmsg(h.corr, c.s.describeCluster(withAuthorizer(c.ctx, c.az), r))
 	case *kmsg.DescribeLogDirsRequest:
 		return c.writeKmsg(h.corr, c.s.describeLogDirs(r))
 	case *kmsg.DescribeConfigsRequest:

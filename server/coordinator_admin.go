@@ -10,12 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// groupOperations is DescribeGroups' authorized-operations bit field when
-// asked for: READ, DELETE and DESCRIBE (Kafka's AclOperation codes 3, 6
-// and 8), everything a group allows; with ACLs on, authorizeGroups
-// narrows it to what the principal may do (acl_groups.go).
-const groupOperations = 1<<3 | 1<<6 | 1<<8
-
 // listGroups lists the groups with members or a rebalance in memory and
 // the groups that only have committed offsets in the store: Empty, with
 // the protocol type they had when their last member left (emptied), none
@@ -73,7 +67,9 @@ func (c *coordinator) describeGroups(r *kmsg.DescribeGroupsRequest) kmsg.Respons
 		d := kmsg.NewDescribeGroupsResponseGroup()
 		d.Group = id
 		if r.IncludeAuthorizedOperations {
-			d.AuthorizedOperations = groupOperations
+			// Everything a group allows; with ACLs on, authorizeGroups
+			// narrows it to what the principal may do (acl_groups.go).
+			d.AuthorizedOperations = groupOperationsOf(nil, id)
 		}
 		g := c.groups[id]
 		code := c.refusedLocked(id)

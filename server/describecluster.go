@@ -1,17 +1,24 @@
 package server
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog/server/acl"
 )
 
 // describeCluster answers as Metadata does about the cluster: this one
 // broker, also the controller. v1's endpoint type 2 (controllers) is what
 // a Kafka broker refuses with UNSUPPORTED_ENDPOINT_TYPE (KIP-919: only a
-// controller lists controllers). Authorized operations are not reported
-// (there is no authorizer): the field keeps Kafka's "not provided".
-func (s *Server) describeCluster(req *kmsg.DescribeClusterRequest) kmsg.Response {
+// controller lists controllers). KIP-430's cluster authorized operations
+// are answered when asked for (ctx carries the request's authorizer).
+func (s *Server) describeCluster(ctx context.Context, req *kmsg.DescribeClusterRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = authorizerFrom(ctx).operations(kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	}
 	if req.Version >= 1 {
 		resp.EndpointType = req.EndpointType
 		switch req.EndpointType {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/store"
 )
 
@@ -44,9 +45,13 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.R
 		resp.ControllerID = s.cfg.NodeID
 		src = s.storeTopics()
 	}
+	az := authorizerFrom(ctx)
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+		// v11 dropped the field for DescribeCluster's (KIP-700).
+		resp.AuthorizedOperations = az.operations(kmsg.ACLResourceTypeCluster, acl.ClusterName)
+	}
 	var names []string
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
-	az := authorizerFrom(ctx)
 	if all {
 		// Only the topics the principal may describe (acl_authorize.go).
 		names = keep(src.all(), func(n string) bool { return az.topic(kmsg.ACLOperationDescribe, n) }, func(string) {})
@@ -71,6 +76,11 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.R
 		}
 		if creating {
 			parts, err = src.createOnFirstUse(name)
+		}
+		if req.IncludeTopicAuthorizedOperations {
+			// KIP-430: for a topic the principal may describe, known or
+			// not; a refused one keeps "not provided", as in Kafka.
+			t.AuthorizedOperations = az.operations(kmsg.ACLResourceTypeTopic, name)
 		}
 		if err != nil {
 			t.ErrorCode = errCode(err)

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/seglog/seglog/internal/crc32c"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -20,16 +19,16 @@ import (
 // replicated metadata instead.
 const QuotasFile = "client-quotas"
 
-// The file's layout (big-endian): magic, version, entry count, entries,
-// and a CRC-32C of every byte before it. An entry is a flags byte (1 a
-// user named, 2 the default user, 4 a client id named, 8 the default
-// client id), each name present (uint16 length, UTF-8), a byte with one
+// The file is a smallFile frame (smallfile.go) of entries. An entry is a
+// flags byte (1 a user named, 2 the default user, 4 a client id named, 8
+// the default client id), each name present (uint16 length, UTF-8), a byte with one
 // bit per key present (1 producer_byte_rate, 2 consumer_byte_rate, 4
 // request_percentage) and each present value (float64 bits).
+var quotaFrame = smallFile{magic: "SGQT", version: 1, kind: "quotas", minEntry: minQuotaEntry}
+
 const (
-	quotaMagic      = "SGQT"
-	quotaVersion    = 1
-	quotaHeaderSize = 4 + 2 + 4
+	// quotaHeaderSize is where the first entry starts.
+	quotaHeaderSize = smallHeaderSize
 	// minQuotaEntry is the smallest entry: flags, a one-byte name, the
 	// key mask and one value. It bounds the count a header may claim.
 	minQuotaEntry = 1 + 3 + 1 + 8
@@ -122,8 +121,7 @@ func (q *Quotas) Alter(changes []ClientQuotaChange) error {
 func (q *Quotas) config() *quotaConfig { return q.cfg.Load() }
 
 func encodeQuotas(list []ClientQuota) []byte {
-	b := append([]byte(quotaMagic), 0, quotaVersion)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(list)))
+	b := quotaFrame.begin(len(list))
 	name := func(s string) {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(s)))
 		b = append(b, s...)
@@ -163,7 +161,7 @@ func encodeQuotas(list []ClientQuota) []byte {
 			}
 		}
 	}
-	return binary.BigEndian.AppendUint32(b, crc32c.Checksum(b))
+	return quotaFrame.seal(b)
 }
 
 // decodeQuotas parses a quotas file; errors are *QuotasError without the
@@ -172,26 +170,13 @@ func decodeQuotas(b []byte) ([]ClientQuota, error) {
 	bad := func(off int, format string, args ...any) error {
 		return &QuotasError{Offset: int64(off), Reason: fmt.Sprintf(format, args...)}
 	}
-	if len(b) < quotaHeaderSize+4 {
-		return nil, bad(len(b), "file of %d bytes is shorter than a header and checksum", len(b))
-	}
-	if string(b[:4]) != quotaMagic {
-		return nil, bad(0, "not a seglog quotas file (magic %q)", b[:4])
-	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != quotaVersion {
-		return nil, bad(4, "version %d, this seglog reads version %d", v, quotaVersion)
-	}
-	end := len(b) - 4
-	if sum, want := crc32c.Checksum(b[:end]), binary.BigEndian.Uint32(b[end:]); sum != want {
-		return nil, bad(end, "checksum %08x does not match bytes 0 to %d (%08x)", want, end-1, sum)
-	}
-	count := binary.BigEndian.Uint32(b[6:])
-	if int64(count) > int64(end-quotaHeaderSize)/minQuotaEntry {
-		return nil, bad(6, "%d entries cannot fit in %d bytes", count, end-quotaHeaderSize)
+	count, end, err := quotaFrame.open(b, bad)
+	if err != nil {
+		return nil, err
 	}
 	list := make([]ClientQuota, 0, count)
 	seen := make(map[QuotaEntity]bool, count)
-	off := quotaHeaderSize
+	off := smallHeaderSize
 	need := func(n int) bool { return off+n <= end }
 	name := func() (string, bool) {
 		if !need(2) {

@@ -62,8 +62,8 @@ func noBound(n int) int {
 	return n
 }
 
-// check reads the TLS files and the store's credentials, and refuses a
-// non-loopback listener that would serve anyone in the clear.
+// check reads the TLS files and the store's credentials, ACLs and client
+// quotas, and refuses a non-loopback listener that would serve anyone in the clear.
 func (s *securityFlags) check(cmd *cobra.Command, dir, listen string, cluster bool) error {
 	s.cluster = cluster
 	if s.saslMechanisms != "" {
@@ -79,6 +79,20 @@ func (s *securityFlags) check(cmd *cobra.Command, dir, listen string, cluster bo
 			return err
 		}
 		s.sasl = &server.SASLConfig{Mechanisms: mechs, Credentials: creds, SessionLifetime: s.sessionLifetime}
+	}
+	if !cluster {
+		// The files the server would read as it starts, refused here
+		// with their file and byte before anything is opened or created;
+		// both reads only read. A cluster keeps its ACLs and quotas in
+		// the replicated metadata instead.
+		if s.sasl != nil {
+			if _, err := server.ReadACLs(vfs.Default, dir); err != nil {
+				return err
+			}
+		}
+		if _, err := server.LoadQuotas(vfs.Default, dir); err != nil {
+			return err
+		}
 	}
 	if s.tlsCert != "" {
 		cfg, err := server.LoadTLSConfig(vfs.Default, s.tlsCert, s.tlsKey, s.tlsClientCA)

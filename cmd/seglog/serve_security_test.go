@@ -267,3 +267,30 @@ func TestUsersCommand(t *testing.T) {
 	mustInvoke(t, "", "users", "list", dir)
 	stop()
 }
+
+// TestServeDamagedACLsAndQuotasRefused: a damaged ACL file (read with SASL
+// on) or client-quotas file is refused in serve's flag checks, naming the
+// file and the byte, before the store is opened: DIR is left as it was.
+func TestServeDamagedACLsAndQuotasRefused(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		args []string
+	}{
+		{server.ACLFile, []string{"--sasl-mechanisms", "PLAIN"}},
+		{server.QuotasFile, nil},
+	} {
+		// A store serve would open, and write to, had the file passed.
+		dir := filepath.Join(t.TempDir(), "store")
+		mustInvoke(t, "", "topics", "create", dir, "t", "--partitions", "1")
+		name := filepath.Join(dir, c.file)
+		writeVFS(t, name, []byte("not a seglog file at all"))
+		before := dirSnapshot(t, dir)
+		r := invoke(t, "", append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, c.args...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, name) || !strings.Contains(r.stderr, "at byte 0") {
+			t.Errorf("serve on a damaged %s: exit %d, stderr %q; want an error naming the file and byte", c.file, r.code, r.stderr)
+		}
+		if after := dirSnapshot(t, dir); !maps.Equal(before, after) {
+			t.Errorf("serve on a damaged %s changed %s", c.file, dir)
+		}
+	}
+}
