@@ -5,8 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -50,24 +48,12 @@ func TestServeHostileFlags(t *testing.T) {
 				opts.MaxConnections, opts.MaxConnectionsPerIP, lifetime, c.max, c.perIP, c.lifetime)
 		}
 	}
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	checkServeRefusals(t, []serveRefusal{
 		{[]string{"--sasl-session-lifetime", "1m"}, "sasl-mechanisms"},
 		{[]string{"--max-connections", "-1"}, "max-connections"},
 		{[]string{"--max-connections-per-ip", "-1"}, "max-connections-per-ip"},
 		{[]string{"--sasl-mechanisms", "PLAIN", "--sasl-session-lifetime", "-1s"}, "sasl-session-lifetime"},
-	} {
-		dir := filepath.Join(t.TempDir(), "store")
-		r := invoke(t, "", append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, c.args...)...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("serve %v: exit %d, stderr %q; want a usage error naming %q", c.args, r.code, r.stderr, c.want)
-		}
-		if exists(dir) {
-			t.Errorf("serve %v created %s", c.args, dir)
-		}
-	}
+	})
 }
 
 // TestServeMaxConnectionsPerIP: a serve process with

@@ -37,25 +37,13 @@ func TestServeTLSFlagsRefused(t *testing.T) {
 	cert, key, ca := writePKI(t, files, testutil.NewPKI(t))
 	junk := filepath.Join(files, "junk")
 	writeVFS(t, junk, []byte("not a certificate"))
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	checkServeRefusals(t, []serveRefusal{
 		{[]string{"--tls-cert", filepath.Join(files, "missing"), "--tls-key", key}, "missing"},
 		{[]string{"--tls-cert", cert, "--tls-key", junk}, "junk"},
 		{[]string{"--tls-cert", cert}, "tls-key"},
 		{[]string{"--tls-cert", cert, "--tls-key", key, "--tls-client-ca", junk}, "no PEM certificate"},
 		{[]string{"--tls-client-ca", ca}, "tls-cert"},
-	} {
-		dir := filepath.Join(t.TempDir(), "store")
-		r := invoke(t, "", append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, c.args...)...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("serve %v: exit %d, stderr %q; want a usage error naming %q", c.args, r.code, r.stderr, c.want)
-		}
-		if exists(dir) {
-			t.Errorf("serve %v created %s", c.args, dir)
-		}
-	}
+	})
 }
 
 // TestServeTLSProcess: seglog serve with --tls-cert, --tls-key and
@@ -291,6 +279,29 @@ func TestServeDamagedACLsAndQuotasRefused(t *testing.T) {
 		}
 		if after := dirSnapshot(t, dir); !maps.Equal(before, after) {
 			t.Errorf("serve on a damaged %s changed %s", c.file, dir)
+		}
+	}
+}
+
+// serveRefusal is flags serve must refuse as a usage error naming want.
+type serveRefusal struct {
+	args []string
+	want string
+}
+
+// checkServeRefusals runs serve with each case's flags on a DIR that
+// does not exist: a usage error naming the case's want, and DIR not
+// created.
+func checkServeRefusals(t *testing.T, cases []serveRefusal) {
+	t.Helper()
+	for _, c := range cases {
+		dir := filepath.Join(t.TempDir(), "store")
+		r := invoke(t, "", append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, c.args...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("serve %v: exit %d, stderr %q; want a usage error naming %q", c.args, r.code, r.stderr, c.want)
+		}
+		if exists(dir) {
+			t.Errorf("serve %v created %s", c.args, dir)
 		}
 	}
 }
