@@ -198,8 +198,10 @@ func (c *conn) startMute(ms int64) {
 }
 
 // waitUnmuted waits until the connection's mute ends, false when the
-// connection ends first. handler marks the goroutine answering requests
-// (counted while it waits, so tests observe the mute).
+// connection ends first. handler marks the goroutine answering requests,
+// the reader otherwise; each is counted while it waits, so tests observe
+// the mute wherever it holds the next request (read before the mute
+// began, or not read yet).
 func (c *conn) waitUnmuted(handler bool) bool {
 	c.mu.Lock()
 	ch := c.quota.mute
@@ -212,10 +214,12 @@ func (c *conn) waitUnmuted(handler bool) bool {
 		return true
 	default:
 	}
+	n := &c.s.quota.mutedReaders
 	if handler {
-		c.s.quota.mutedHandlers.Add(1)
-		defer c.s.quota.mutedHandlers.Add(-1)
+		n = &c.s.quota.mutedHandlers
 	}
+	n.Add(1)
+	defer n.Add(-1)
 	select {
 	case <-ch:
 		return true
@@ -236,7 +240,8 @@ type quotaCounters struct {
 	// throttles and throttleMs count the throttles given, per the quota
 	// that set each (the larger, when two did).
 	throttles, throttleMs [numQuotaKinds]atomic.Int64
-	// mutedHandlers counts connections whose next request waits for a
-	// mute to end.
-	mutedHandlers atomic.Int64
+	// mutedHandlers counts connections whose next request, read, waits
+	// for a mute to end; mutedReaders those whose reader waits for one
+	// before reading.
+	mutedHandlers, mutedReaders atomic.Int64
 }
