@@ -256,7 +256,20 @@ func (l *Log) roll(base int64) error {
 		return nil
 	}
 	began := time.Now()
-	if err := old.Seal(); err != nil {
+	// The work on the old segment's files (trims, index syncs) is left to
+	// its Flush: below under SyncAlways, by the flusher otherwise, before
+	// the recovery point passes it. Done here, a truncate or fsync waits
+	// for the filesystem's journal behind the previous segment's flush in
+	// progress, stalling appends for up to 0.7 s (docs/benchmarks.md,
+	// "Issue 32, eighth session"). Unless the point already trusts the
+	// whole of the old segment (a flush reached the end of the log): then
+	// a crash before that Flush would leave it trusted with untrimmed,
+	// unsynced indexes, so it is sealed in full now.
+	seal := old.SealDeferred
+	if l.mu.recoveryPoint >= base {
+		seal = old.Seal
+	}
+	if err := seal(); err != nil {
 		return fmt.Errorf("seglog: sealing %s: %w", old.LogPath(), err)
 	}
 	if l.opts.Sync == SyncAlways {
@@ -264,7 +277,9 @@ func (l *Log) roll(base int64) error {
 			return l.fail(err)
 		}
 	}
-	seg, err := l.createSegment(base)
+	// The directory sync too, but under SyncAlways, whose next append
+	// syncs the new segment at once.
+	seg, err := l.newSegment(base, l.opts.Sync != SyncAlways)
 	if err != nil {
 		return err
 	}
@@ -310,6 +325,12 @@ func (l *Log) publishLocked() error {
 // of the log (it would be in the tree otherwise), so they are replaced, as
 // Kafka does when rolling onto a leftover empty segment.
 func (l *Log) createSegment(base int64) (*segment.Segment, error) {
+	return l.newSegment(base, false)
+}
+
+// newSegment is createSegment, with the directory's sync left to the next
+// flush of segments when deferSync is set.
+func (l *Log) newSegment(base int64, deferSync bool) (*segment.Segment, error) {
 	seg, err := segment.Create(l.fs, l.dir, base, l.segmentOptions())
 	if errors.Is(err, segment.ErrExists) {
 		for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix, segment.TxnIndexSuffix} {
@@ -321,6 +342,10 @@ func (l *Log) createSegment(base int64) (*segment.Segment, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if deferSync {
+		l.dirSyncPending.Store(true)
+		return seg, nil
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		seg.Close()

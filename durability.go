@@ -126,6 +126,9 @@ func (l *Log) syncActive() error {
 	}
 	defer seg.Release()
 	t0 := time.Now()
+	if err := l.syncDirIfPending(); err != nil {
+		return err
+	}
 	if err := seg.File().Sync(); err != nil {
 		return err
 	}
@@ -259,12 +262,12 @@ func (l *Log) flushAll(upTo int64, checkpoint bool) error {
 	l.mu.Lock()
 	advanced := false
 	// A segment sealed by a roll after it was synced here as the active
-	// one has a trim (of a preallocated .log) that no sync covers yet:
-	// the point must not pass it, or a power loss would leave a trusted
-	// segment at its preallocated size. The roll kicked the next flush,
+	// one has trims (of its indexes, of a preallocated .log) and index
+	// syncs that no sync covers yet: the point must not pass it, or a
+	// power loss would leave a trusted segment with a zero tail. The roll kicked the next flush,
 	// which syncs it as a sealed segment and moves the point on.
 	for _, s := range segs {
-		if s.TrimPending() {
+		if s.SyncPending() {
 			upTo = min(upTo, s.BaseOffset())
 		}
 	}
@@ -319,6 +322,9 @@ func (l *Log) checkpointRecoveryPoint() error {
 func (l *Log) flushSegments(segs []*segment.Segment) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	if err := l.syncDirIfPending(); err != nil {
+		return err
+	}
 	for _, s := range segs {
 		var err error
 		if s.IsSealed() {
@@ -329,6 +335,20 @@ func (l *Log) flushSegments(segs []*segment.Segment) error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// syncDirIfPending syncs the directory if a roll left its new segment's
+// entry unsynced (dirSyncPending): before any sync that could make that
+// segment's data durable, which without it a power loss could lose.
+func (l *Log) syncDirIfPending() error {
+	if !l.dirSyncPending.Swap(false) {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		l.dirSyncPending.Store(true)
+		return err
 	}
 	return nil
 }

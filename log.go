@@ -120,6 +120,10 @@ type Log struct {
 	failure     atomic.Pointer[error] // set by a failed fsync: appends refused until reopen
 	flusher     *flusher
 	flushTarget atomic.Int64 // the flusher makes offsets below this durable
+	// dirSyncPending says a roll created a segment and left its directory
+	// entry's sync to the next flush of segments (flushSegments), which
+	// does it before any sync that could make the segment's data durable.
+	dirSyncPending atomic.Bool
 
 	sender      sendfile.Sender // counts what Slices sent zero-copy and by copying
 	truncations truncationLog

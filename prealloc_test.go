@@ -355,7 +355,7 @@ func TestPreallocRecoveryPointWaitsForTrim(t *testing.T) {
 	for l.NumSegments() < 2 {
 		appendOne()
 	}
-	pending := old.TrimPending()
+	pending := old.SyncPending()
 	l.flushMu.unlockUnchecked()
 	if !pending {
 		t.Fatal("the roll's trim of the preallocated segment is not pending a sync")
@@ -366,7 +366,7 @@ func TestPreallocRecoveryPointWaitsForTrim(t *testing.T) {
 	if err := l.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if old.TrimPending() {
+	if old.SyncPending() || old.TrimPending() {
 		t.Fatal("Sync left the sealed segment's trim unsynced")
 	}
 	if rp := l.RecoveryPoint(); rp < old.NextOffset() {

@@ -389,9 +389,12 @@ func (x *base) truncateLocked(k int64) error {
 	return nil
 }
 
-// sealLocked trims the file to its entries, makes it durable and drops the
-// mapping; the index is read-only afterwards. Caller holds mu exclusively.
-func (x *base) sealLocked() error {
+// sealLocked trims the file to its entries, makes it durable when sync
+// says so, and drops the mapping; the index is read-only afterwards.
+// Without sync the trimmed file and the entries written through the
+// mapping are left in the page cache (the unmap keeps them), for a later
+// syncFile. Caller holds mu exclusively.
+func (x *base) sealLocked(sync bool) error {
 	if !x.writable {
 		return nil
 	}
@@ -407,7 +410,9 @@ func (x *base) sealLocked() error {
 			first = x.errorf(op, pos, err, "")
 		}
 	}
-	keep(x.m.Flush(), "flush", -1)
+	if sync {
+		keep(x.m.Flush(), "flush", -1)
+	}
 	f := x.f
 	// Unmap before truncating: stores past the new end would fault, and an
 	// in-memory mapping written back on Unmap must not regrow the file.
@@ -421,7 +426,9 @@ func (x *base) sealLocked() error {
 		keep(err, "trim", n*x.entrySize)
 	} else {
 		x.diskSize = n * x.entrySize
-		keep(f.Sync(), "sync", -1)
+		if sync {
+			keep(f.Sync(), "sync", -1)
+		}
 	}
 	keep(f.Close(), "close", -1)
 	return first
@@ -460,7 +467,7 @@ func (x *base) closeLocked(trim bool) error {
 	}
 	var err error
 	if trim {
-		err = x.sealLocked()
+		err = x.sealLocked(true)
 	}
 	x.cache.forget(x)
 	if uerr := x.unmapLocked(); err == nil && uerr != nil {
@@ -502,7 +509,8 @@ func (x *base) flush() error {
 	}
 	if !x.writable || x.mem {
 		// Sealed files were made durable when trimmed (or are synced by
-		// SyncFile, when recovery found one right and left it as it was).
+		// SyncFile: when recovery found one right and left it as it was,
+		// or after SealUnsynced).
 		return nil
 	}
 	if err := x.m.Flush(); err != nil {
@@ -515,13 +523,13 @@ func (x *base) flush() error {
 	return nil
 }
 
-func (x *base) seal() error {
+func (x *base) seal(sync bool) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
 		return x.errorf("seal", -1, ErrClosed, "")
 	}
-	return x.sealLocked()
+	return x.sealLocked(sync)
 }
 
 func (x *base) close() error {

@@ -220,6 +220,17 @@ func (lf *LazyFile) Truncate(size int64) error {
 	return f.Truncate(size)
 }
 
+// TruncateKeepingModTime sets the file's size and leaves its
+// modification time (vfs.TruncateKeepingModTime).
+func (lf *LazyFile) TruncateKeepingModTime(size int64) error {
+	f, excl, err := lf.use()
+	if err != nil {
+		return err
+	}
+	defer lf.release(excl)
+	return vfs.TruncateKeepingModTime(f, size)
+}
+
 // Preallocate reserves blocks and extends the size (fallocate mode 0).
 func (lf *LazyFile) Preallocate(off, length int64) error {
 	f, excl, err := lf.use()

@@ -334,7 +334,14 @@ func (x *OffsetIndex) Flush() error { return x.b.flush() }
 
 // Seal trims the file to its entries, makes it durable and releases the
 // mapping; the index is read-only and lazily mapped afterwards.
-func (x *OffsetIndex) Seal() error { return x.b.seal() }
+func (x *OffsetIndex) Seal() error { return x.b.seal(true) }
+
+// SealUnsynced is Seal without making the trimmed file durable: no msync,
+// no fsync, so it does not wait for the filesystem's journal (a sync
+// there waits behind any other file's sync in progress, hundreds of
+// milliseconds behind a sealed segment's). The caller makes it durable
+// later with SyncFile, before anything relies on it surviving a crash.
+func (x *OffsetIndex) SealUnsynced() error { return x.b.seal(false) }
 
 // MakeWritable grows a sealed index back to MaxBytes (preallocated) and maps
 // it read-write, for a segment that becomes active again.

@@ -279,7 +279,10 @@ func (x *TimeIndex) Flush() error { return x.b.flush() }
 // Seal trims the file to its entries, makes it durable and releases the
 // mapping; the index is read-only and lazily mapped afterwards. The caller
 // appends the segment's final entry (MaybeAppend with skipFullCheck) first.
-func (x *TimeIndex) Seal() error { return x.b.seal() }
+func (x *TimeIndex) Seal() error { return x.b.seal(true) }
+
+// SealUnsynced is OffsetIndex.SealUnsynced for the time index.
+func (x *TimeIndex) SealUnsynced() error { return x.b.seal(false) }
 
 // MakeWritable grows a sealed index back to MaxBytes (preallocated) and maps
 // it read-write, for a segment that becomes active again.

@@ -13,7 +13,20 @@ import (
 // largest timestamp, and both index files are trimmed to their entries and
 // made durable. Seal does not fsync the .log (see Flush). Sealing a sealed
 // segment does nothing.
-func (s *Segment) Seal() error {
+func (s *Segment) Seal() error { return s.seal(true) }
+
+// SealDeferred makes the segment read-only as Seal does (its final
+// time-index entry written) and leaves the work on its files to its next
+// Flush or Close: trimming both indexes and the .log's reserved blocks,
+// and syncing the trimmed index files. For a roll, whose segment the
+// flusher syncs next anyway: on ext4 a truncate or an fsync in the
+// appender's path waits for the journal, which the previous segment's
+// flush in progress holds for hundreds of milliseconds (docs/benchmarks.md,
+// "Issue 32, eighth session"). Until that Flush the segment must not be
+// trusted across a crash, as its unsynced .log is not either (SyncPending).
+func (s *Segment) SealDeferred() error { return s.seal(false) }
+
+func (s *Segment) seal(now bool) error {
 	if s.sealed.Load() {
 		return nil
 	}
@@ -33,11 +46,47 @@ func (s *Segment) Seal() error {
 			return err
 		}
 	}
+	if !now {
+		s.sealMu.Lock()
+		s.sealPending = true
+		s.sealed.Store(true)
+		s.sealMu.Unlock()
+		return nil
+	}
 	if err := errors.Join(s.offIdx.Seal(), s.timeIdx.Seal(), s.releaseReserved()); err != nil {
 		return err
 	}
 	s.sealed.Store(true)
 	return nil
+}
+
+// finishSeal does a SealDeferred's work on the files: the trims, with the
+// index files' sync left to the caller (Flush) through indexSyncPending.
+// A failure leaves it pending; each step can be done again.
+func (s *Segment) finishSeal() error {
+	s.sealMu.Lock()
+	defer s.sealMu.Unlock()
+	if !s.sealPending {
+		return nil
+	}
+	if err := errors.Join(s.offIdx.SealUnsynced(), s.timeIdx.SealUnsynced(), s.releaseReserved()); err != nil {
+		return err
+	}
+	s.indexSyncPending.Store(true)
+	s.sealPending = false
+	return nil
+}
+
+// SyncPending reports whether the segment holds a change since its last
+// Flush that a power loss could undo unseen by a recovery that trusts it:
+// a SealDeferred not finished, index files trimmed but not synced, a
+// preallocated .log's trim (TrimPending). A log must not let its recovery
+// point pass such a segment.
+func (s *Segment) SyncPending() bool {
+	s.sealMu.Lock()
+	pending := s.sealPending
+	s.sealMu.Unlock()
+	return pending || s.indexSyncPending.Load() || s.trimPending.Load()
 }
 
 // Unseal makes a sealed segment active again (truncation into it, or a log
@@ -62,6 +111,15 @@ func (s *Segment) Unseal() error {
 	if err := s.holdOpen(); err != nil {
 		return err
 	}
+	s.sealMu.Lock()
+	defer s.sealMu.Unlock()
+	if s.sealPending {
+		// A deferred seal changed no file: the indexes are still
+		// writable and the reserved blocks still there.
+		s.sealPending = false
+		s.sealed.Store(false)
+		return nil
+	}
 	if err := s.makeIndexesWritable(); err != nil {
 		return err
 	}
@@ -81,11 +139,15 @@ func (s *Segment) makeIndexesWritable() error {
 
 // Flush makes the segment durable: fdatasync of the .log and of the active
 // indexes' mappings (sealed indexes were made durable when trimmed, or,
-// when recovery found them right and left them as they were, are fsynced
-// here, once).
+// when recovery found them right and left them as they were or a
+// SealDeferred left them, are trimmed and fsynced here, once).
 func (s *Segment) Flush() error {
 	if !s.filesOpen.Load() {
 		return nil // never opened, so nothing was written through it
+	}
+	// Before the sync, which must cover the trims.
+	if err := s.finishSeal(); err != nil {
+		return err
 	}
 	// Read before the sync: a trim after it is not covered by it, and
 	// writes to a segment sealed by then are.
@@ -100,11 +162,11 @@ func (s *Segment) Flush() error {
 	if err := errors.Join(s.offIdx.Flush(), s.timeIdx.Flush()); err != nil {
 		return err
 	}
-	if s.indexSyncPending.Load() {
+	if s.indexSyncPending.Swap(false) {
 		if err := errors.Join(s.offIdx.SyncFile(), s.timeIdx.SyncFile()); err != nil {
+			s.indexSyncPending.Store(true)
 			return err
 		}
-		s.indexSyncPending.Store(false)
 	}
 	if sealed {
 		s.mayClose()

@@ -47,7 +47,9 @@ func (s *Segment) releaseReserved() error {
 	}
 	trimmed := s.preallocated
 	s.reserved, s.preallocated = 0, false
-	if err := errors.Join(s.lmap.Unmap(), s.log.Truncate(s.size.Load())); err != nil {
+	// The modification time stays the last append's: retention by time
+	// falls back to it, and the flusher may do this well after the roll.
+	if err := errors.Join(s.lmap.Unmap(), vfs.TruncateKeepingModTime(s.log, s.size.Load())); err != nil {
 		return fmt.Errorf("segment: releasing the space reserved past the end of %s: %w", s.LogPath(), err)
 	}
 	if trimmed {

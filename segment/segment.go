@@ -148,6 +148,11 @@ type Segment struct {
 	next   atomic.Int64 // offset after the last batch; -1 until known
 	maxTS  atomic.Int64 // running max batch timestamp; -1 if none
 	sealed atomic.Bool
+	// sealMu guards sealPending: a SealDeferred whose work on the files
+	// (finishSeal) is not done yet. Flush finishes it, from the flusher,
+	// while the writer may Unseal (truncation) or Close.
+	sealMu      sync.Mutex
+	sealPending bool
 
 	// Tail state: known from creation for new segments, computed by
 	// loadTail for opened ones. loadMu serializes the lazy load of sealed
@@ -201,8 +206,9 @@ type Segment struct {
 	firstTSKnown bool
 
 	needsRecovery atomic.Bool
-	// indexSyncPending says recovery found the sealed index files right
-	// and left them as they were, unsynced: Flush syncs them.
+	// indexSyncPending says the sealed index files may not be durable
+	// (recovery found them right and left them as they were, or
+	// a SealDeferred's finishSeal trimmed them): Flush syncs them.
 	indexSyncPending atomic.Bool
 
 	// view marks the last batch a read-only view published (RebuildView,
@@ -651,8 +657,13 @@ func (s *Segment) Close() error {
 			first = err
 		}
 	}
+	// A deferred seal is finished here: the release below and the
+	// indexes' Close trim and sync what its finishSeal would have.
+	s.sealMu.Lock()
+	s.sealPending = false
 	wasPreallocated := s.preallocated
 	first = errors.Join(first, s.releaseReserved())
+	s.sealMu.Unlock()
 	if wasPreallocated && first == nil {
 		// The trim must be durable before anything (a clean-shutdown
 		// marker) tells the next open to trust the file's size.

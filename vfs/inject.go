@@ -299,6 +299,15 @@ func (f *injectFile) Truncate(size int64) error {
 	return f.f.Truncate(size)
 }
 
+// TruncateKeepingModTime reports OpTruncate and passes the call on to
+// the wrapped file (vfs.TruncateKeepingModTime).
+func (f *injectFile) TruncateKeepingModTime(size int64) error {
+	if err := f.op(OpTruncate, size, 0); err != nil {
+		return err
+	}
+	return TruncateKeepingModTime(f.f, size)
+}
+
 func (f *injectFile) Preallocate(off, length int64) error {
 	if err := f.op(OpPreallocate, off, length); err != nil {
 		return err

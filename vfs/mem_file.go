@@ -233,7 +233,12 @@ func resizeCopy(b []byte, size, keep int) []byte {
 	return nb
 }
 
-func (f *memFile) Truncate(size int64) error {
+func (f *memFile) Truncate(size int64) error { return f.truncate(size, true) }
+
+// TruncateKeepingModTime implements ModTimeKeeper.
+func (f *memFile) TruncateKeepingModTime(size int64) error { return f.truncate(size, false) }
+
+func (f *memFile) truncate(size int64, stamp bool) error {
 	if err := f.check("truncate", false); err != nil {
 		return err
 	}
@@ -249,7 +254,9 @@ func (f *memFile) Truncate(size int64) error {
 	if err := n.resize(int(size)); err != nil {
 		return pathErr("truncate", f.name, err)
 	}
-	n.modTime = f.fs.stamp()
+	if stamp {
+		n.modTime = f.fs.stamp()
+	}
 	f.pos = min(f.pos, size)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/edsrzf/mmap-go"
@@ -285,6 +286,26 @@ func (f *osFile) Reserve(off, length int64) error {
 	if err != nil {
 		return &os.PathError{Op: "reserve", Path: f.name, Err: err}
 	}
+	return nil
+}
+
+// TruncateKeepingModTime truncates and sets the modification time back to
+// what it was. The time is set through /proc/self/fd (utimensat has no
+// descriptor-only form for an unprivileged caller); where that fails the
+// truncate stands with a new time, since the time is advisory and the
+// trim is what was asked.
+func (f *osFile) TruncateKeepingModTime(size int64) error {
+	var st unix.Stat_t
+	if err := control(f.f, func(fd int) error { return unix.Fstat(fd, &st) }); err != nil {
+		return &os.PathError{Op: "stat", Path: f.name, Err: err}
+	}
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, st.Mtim}
+	_ = control(f.f, func(fd int) error {
+		return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), ts, 0)
+	})
 	return nil
 }
 
