@@ -261,7 +261,7 @@ func (l *Log) roll(base int64) error {
 	// the recovery point passes it. Done here, a truncate or fsync waits
 	// for the filesystem's journal behind the previous segment's flush in
 	// progress, stalling appends for up to 0.7 s (docs/benchmarks.md,
-	// "Issue 32, eighth session"). Unless the point already trusts the
+	// "Issue 32: the roll's stall"). Unless the point already trusts the
 	// whole of the old segment (a flush reached the end of the log): then
 	// a crash before that Flush would leave it trusted with untrimmed,
 	// unsynced indexes, so it is sealed in full now.

@@ -30,7 +30,11 @@ type base struct {
 	path     string
 	writable bool
 	closed   bool
-	f        vfs.File    // open while mapped or writable
+	f        vfs.File // open while mapped or writable
+	// unsynced is the descriptor of a file SealUnsynced trimmed, kept
+	// open for syncFile: a sync through it reaches the file whatever it
+	// has been renamed to since (retention renames to .deleted).
+	unsynced vfs.File
 	m        vfs.Mapping // nil when not mapped
 	buf      []byte      // m.Bytes(); covers maxEntries (writable) or n (sealed) entries
 	// diskSize is the file size when it was opened or last trimmed by us; a
@@ -428,10 +432,33 @@ func (x *base) sealLocked(sync bool) error {
 		x.diskSize = n * x.entrySize
 		if sync {
 			keep(f.Sync(), "sync", -1)
+		} else {
+			x.unsynced = f
+			return first
 		}
 	}
 	keep(f.Close(), "close", -1)
 	return first
+}
+
+// dropUnsyncedLocked closes the descriptor SealUnsynced kept, syncing it
+// first when sync says so. Caller holds mu exclusively.
+func (x *base) dropUnsyncedLocked(sync bool) error {
+	f := x.unsynced
+	if f == nil {
+		return nil
+	}
+	x.unsynced = nil
+	var err error
+	if sync {
+		if err = f.Sync(); err != nil {
+			err = x.errorf("sync", -1, err, "")
+		}
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = x.errorf("close", -1, cerr, "")
+	}
+	return err
 }
 
 // makeWritableLocked grows a sealed index back to its maximum size and maps
@@ -447,6 +474,10 @@ func (x *base) makeWritableLocked() error {
 	x.cache.forget(x)
 	if err := x.unmapLocked(); err != nil {
 		return x.errorf("make writable", -1, err, "")
+	}
+	// A writable index is synced through its own descriptor (flush).
+	if err := x.dropUnsyncedLocked(false); err != nil {
+		return err
 	}
 	f, err := x.fs.OpenReadWrite(x.path)
 	if err != nil {
@@ -468,6 +499,11 @@ func (x *base) closeLocked(trim bool) error {
 	var err error
 	if trim {
 		err = x.sealLocked(true)
+	}
+	// Close leaves a trimmed file durable, as a sealing Close does; a
+	// Delete has nothing to keep.
+	if derr := x.dropUnsyncedLocked(trim); err == nil {
+		err = derr
 	}
 	x.cache.forget(x)
 	if uerr := x.unmapLocked(); err == nil && uerr != nil {

@@ -340,7 +340,8 @@ func (x *OffsetIndex) Seal() error { return x.b.seal(true) }
 // no fsync, so it does not wait for the filesystem's journal (a sync
 // there waits behind any other file's sync in progress, hundreds of
 // milliseconds behind a sealed segment's). The caller makes it durable
-// later with SyncFile, before anything relies on it surviving a crash.
+// later with SyncFile, before anything relies on it surviving a crash;
+// until then the trimmed file's descriptor stays open for it.
 func (x *OffsetIndex) SealUnsynced() error { return x.b.seal(false) }
 
 // MakeWritable grows a sealed index back to MaxBytes (preallocated) and maps

@@ -2,7 +2,9 @@ package index
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 )
 
 // Rebuilding an index without rewriting it.
@@ -57,9 +59,10 @@ func (x *OffsetIndex) Rewrite(want *OffsetIndex) (bool, error) { return x.b.rewr
 // Rewrite is OffsetIndex.Rewrite for the time index.
 func (x *TimeIndex) Rewrite(want *TimeIndex) (bool, error) { return x.b.rewrite(&want.b) }
 
-// SyncFile makes a sealed index's file durable as it stands (an fsync;
-// a writable index is left alone: sealing makes it durable, Flush flushes
-// its mapping). Recovery that found
+// SyncFile makes a sealed index's file durable as it stands (an fsync,
+// through the descriptor SealUnsynced kept when it did the trim, else
+// through the file's current name; a writable index is left alone:
+// sealing makes it durable, Flush flushes its mapping). Recovery that found
 // a sealed index already right leaves it as it is; the log syncs it
 // (through Segment.Flush) before the recovery point passes it, because a
 // crash may have come between the seal's trim and its fsync.
@@ -235,27 +238,43 @@ func isZeroEntry(e []byte) bool {
 
 // syncFile makes the file durable (see SyncFile).
 func (x *base) syncFile() error {
-	x.mu.RLock()
-	writable, closed, path := x.writable, x.closed, x.path
-	x.mu.RUnlock()
-	if closed {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
 		return x.errorf("sync", -1, ErrClosed, "")
 	}
+	if x.unsynced != nil {
+		defer x.mu.Unlock()
+		return x.dropUnsyncedLocked(true)
+	}
+	writable, path := x.writable, x.path
+	x.mu.Unlock()
 	if writable {
 		return nil
 	}
-	f, err := x.fs.Open(path)
-	if err != nil {
-		return x.errorf("sync", -1, err, "")
+	for {
+		f, err := x.fs.Open(path)
+		if err != nil {
+			// Renamed meanwhile (retention's .deleted, a swap): sync it
+			// under its new name.
+			x.mu.RLock()
+			renamed, now := x.path != path, x.path
+			x.mu.RUnlock()
+			if renamed && errors.Is(err, fs.ErrNotExist) {
+				path = now
+				continue
+			}
+			return x.errorf("sync", -1, err, "")
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return x.errorf("sync", -1, err, "")
+		}
+		return nil
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return x.errorf("sync", -1, err, "")
-	}
-	return nil
 }
 
 // Stored returns the entries x's file holds, read with pread (not through

@@ -22,7 +22,7 @@ func (s *Segment) Seal() error { return s.seal(true) }
 // flusher syncs next anyway: on ext4 a truncate or an fsync in the
 // appender's path waits for the journal, which the previous segment's
 // flush in progress holds for hundreds of milliseconds (docs/benchmarks.md,
-// "Issue 32, eighth session"). Until that Flush the segment must not be
+// "Issue 32: the roll's stall"). Until that Flush the segment must not be
 // trusted across a crash, as its unsynced .log is not either (SyncPending).
 func (s *Segment) SealDeferred() error { return s.seal(false) }
 
@@ -70,6 +70,12 @@ func (s *Segment) finishSeal() error {
 		return nil
 	}
 	if err := errors.Join(s.offIdx.SealUnsynced(), s.timeIdx.SealUnsynced(), s.releaseReserved()); err != nil {
+		if s.removed.Load() {
+			// Removed meanwhile (retention, a truncation): its files
+			// are going, with nothing in them to keep.
+			s.sealPending = false
+			return nil
+		}
 		return err
 	}
 	s.indexSyncPending.Store(true)
@@ -163,7 +169,7 @@ func (s *Segment) Flush() error {
 		return err
 	}
 	if s.indexSyncPending.Swap(false) {
-		if err := errors.Join(s.offIdx.SyncFile(), s.timeIdx.SyncFile()); err != nil {
+		if err := errors.Join(s.offIdx.SyncFile(), s.timeIdx.SyncFile()); err != nil && !s.removed.Load() {
 			s.indexSyncPending.Store(true)
 			return err
 		}

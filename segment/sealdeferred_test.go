@@ -133,3 +133,33 @@ func TestSealDeferredThenUnseal(t *testing.T) {
 		}
 	})
 }
+
+// TestSealDeferredRemovedBeforeFlush: retention may remove a rolled
+// segment (renaming its files to .deleted) before the flusher gets to it;
+// the flush that then finishes the seal must not fail the log.
+func TestSealDeferredRemovedBeforeFlush(t *testing.T) {
+	envs(t, func(t *testing.T, e env) {
+		opts := Options{IndexIntervalBytes: 200, MaxIndexBytes: smallIdx, ReserveBytes: 64 << 10}
+		s := mustCreate(t, e, 0, opts)
+		appendN(t, s, &model{}, newGen(3, 0, 150), 20)
+		if err := s.SealDeferred(); err != nil {
+			t.Fatal(err)
+		}
+		if !s.Acquire() { // the flusher's reference
+			t.Fatal("cannot acquire the segment")
+		}
+		if err := s.Remove(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatalf("Flush of a removed segment with its seal pending: %v", err)
+		}
+		if s.SyncPending() {
+			t.Fatal("the flush left work pending")
+		}
+		s.Release()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
