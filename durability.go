@@ -328,7 +328,9 @@ func (l *Log) flushSegments(segs []*segment.Segment) error {
 	for _, s := range segs {
 		var err error
 		if s.IsSealed() {
+			l.sealedSyncs.Add(1)
 			err = s.Flush()
+			l.sealedSyncs.Add(-1)
 		} else {
 			err = s.File().Sync()
 		}

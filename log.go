@@ -124,6 +124,9 @@ type Log struct {
 	// entry's sync to the next flush of segments (flushSegments), which
 	// does it before any sync that could make the segment's data durable.
 	dirSyncPending atomic.Bool
+	// sealedSyncs counts sealed segments being flushed (flushSegments):
+	// the active segment reserves no blocks meanwhile (HoldReserve).
+	sealedSyncs atomic.Int32
 
 	sender      sendfile.Sender // counts what Slices sent zero-copy and by copying
 	truncations truncationLog
@@ -214,11 +217,16 @@ func (l *Log) segmentOptions() segment.Options {
 		FileCache:          l.files,
 		Logger:             l.logger,
 		ReserveBytes:       min(l.lim().SegmentBytes, reserveChunk),
+		HoldReserve:        l.syncingSealed,
 		WriteBackBytes:     writeBackChunk,
 		Preallocate:        l.preallocateBytes(),
 		Now:                l.opts.Clock.Now,
 	}
 }
+
+// syncingSealed is segment.Options.HoldReserve: whether a sealed segment's
+// flush is under way.
+func (l *Log) syncingSealed() bool { return l.sealedSyncs.Load() > 0 }
 
 // preallocateBytes is segment.Options.Preallocate: the roll size when
 // Options.Preallocate is set.

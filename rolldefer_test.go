@@ -2,6 +2,8 @@ package seglog
 
 import (
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -21,18 +23,26 @@ func TestRollLeavesFileWorkToFlusher(t *testing.T) {
 		mu        sync.Mutex
 		recording bool
 		ops       []vfs.Op
+		l         *Log // read by the injector only once rolled is set
+		rolled    bool
+		// held records, for each sync of the sealed segment's .log,
+		// whether the log held the active segment's reservations then.
+		held []bool
 	)
 	fsys := vfs.Inject(mem, vfs.InjectorFunc(func(op vfs.Op) error {
 		mu.Lock()
+		defer mu.Unlock()
 		if recording {
 			ops = append(ops, op)
 		}
-		mu.Unlock()
+		if op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, segment.FileName(0, segment.LogSuffix)) && rolled {
+			held = append(held, l.syncingSealed())
+		}
 		return nil
 	}))
 	w := crashWorkload{sync: SyncNone}
-	l, err := Open("/log", w.options(fsys))
-	if err != nil {
+	var err error
+	if l, err = Open("/log", w.options(fsys)); err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
@@ -61,7 +71,8 @@ func TestRollLeavesFileWorkToFlusher(t *testing.T) {
 	}
 	mu.Lock()
 	recording = false
-	rolled := ops
+	rolled = true
+	rolledOps := ops
 	ops = nil
 	mu.Unlock()
 	pending := old.SyncPending()
@@ -73,7 +84,7 @@ func TestRollLeavesFileWorkToFlusher(t *testing.T) {
 	for _, suffix := range []string{segment.LogSuffix, segment.IndexSuffix, segment.TimeIndexSuffix} {
 		oldFiles[filepath.Join("/log", segment.FileName(old.BaseOffset(), suffix))] = true
 	}
-	for _, op := range rolled {
+	for _, op := range rolledOps {
 		switch {
 		case op.Kind == vfs.OpSync || op.Kind == vfs.OpSyncDir || op.Kind == vfs.OpFlush:
 			t.Errorf("the roll did %v on %s", op.Kind, op.Path)
@@ -94,6 +105,12 @@ func TestRollLeavesFileWorkToFlusher(t *testing.T) {
 	}
 	if old.SyncPending() {
 		t.Fatal("Sync left the sealed segment's file work pending")
+	}
+	mu.Lock()
+	h := held
+	mu.Unlock()
+	if len(h) == 0 || slices.Contains(h, false) {
+		t.Fatalf("the active segment's reservations held during the sealed segment's syncs: %v, want all true", h)
 	}
 	if rp := l.RecoveryPoint(); rp < old.NextOffset() {
 		t.Fatalf("recovery point %d did not pass the flushed segment ending at %d", rp, old.NextOffset())

@@ -28,6 +28,9 @@ func (s *Segment) reserveFor(pos, end int64) {
 	if chunk <= 0 || end <= s.reserved {
 		return
 	}
+	if s.opts.HoldReserve != nil && s.opts.HoldReserve() {
+		return // asked again at the next write past the reservation
+	}
 	from := max(s.reserved, pos)
 	n := max(chunk, end-from)
 	_ = s.log.Reserve(from, n) // a hint; see above

@@ -163,3 +163,41 @@ func TestSealDeferredRemovedBeforeFlush(t *testing.T) {
 		}
 	})
 }
+
+// TestHoldReserve: while HoldReserve says true, appends past the
+// reservation reserve nothing (the log holds them while it syncs a sealed
+// segment, whose fdatasync a fallocate would wait behind); afterwards the
+// next append reserves again.
+func TestHoldReserve(t *testing.T) {
+	mem := vfs.NewMem()
+	if err := mem.MkdirAll("/seg"); err != nil {
+		t.Fatal(err)
+	}
+	rec := &opRecorder{}
+	var hold bool
+	opts := Options{IndexIntervalBytes: 200, MaxIndexBytes: smallIdx, ReserveBytes: 4096,
+		HoldReserve: func() bool { return hold }}
+	s, err := Create(vfs.Inject(mem, rec), "/seg", 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, g := &model{}, newGen(5, 0, 150)
+	reserves := func(n int) int {
+		from := rec.count()
+		appendN(t, s, m, g, n)
+		return len(rec.since(from, vfs.OpReserve))
+	}
+	if n := reserves(40); n == 0 {
+		t.Fatal("no reservation without a hold")
+	}
+	hold = true
+	if n := reserves(40); n != 0 {
+		t.Fatalf("%d reservations during a hold", n)
+	}
+	hold = false
+	if n := reserves(1); n != 1 {
+		t.Fatalf("%d reservations by the first append after the hold, want 1", n)
+	}
+	checkState(t, s, m)
+}
