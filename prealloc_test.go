@@ -334,12 +334,7 @@ func TestPreallocRecoveryPointWaitsForTrim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	appendOne := func() {
-		t.Helper()
-		if _, err := l.Append(record.Record{Value: crashValue(l.EndOffset(), 300)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendOne := func() { appendCrashRecord(t, l) }
 	for range 3 {
 		appendOne()
 	}

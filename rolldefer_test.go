@@ -46,12 +46,7 @@ func TestRollLeavesFileWorkToFlusher(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	appendOne := func() {
-		t.Helper()
-		if _, err := l.Append(record.Record{Value: crashValue(l.EndOffset(), 300)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendOne := func() { appendCrashRecord(t, l) }
 	for range 3 {
 		appendOne()
 	}
@@ -159,4 +154,12 @@ func TestRollSealsAtOnceBelowTheRecoveryPoint(t *testing.T) {
 		t.Error("the roll left the work on a segment below the recovery point to the flusher")
 	}
 	verifyCrashStateWith(t, crashed, old.NextOffset(), "power loss after a roll at the recovery point", w)
+}
+
+// appendCrashRecord appends one record holding crashValue at the log's end.
+func appendCrashRecord(t *testing.T, l *Log) {
+	t.Helper()
+	if _, err := l.Append(record.Record{Value: crashValue(l.EndOffset(), 300)}); err != nil {
+		t.Fatal(err)
+	}
 }
