@@ -22,9 +22,18 @@ func (c *checker) checkSegment(i int) {
 	base := c.logs[i]
 	logName := layout.FileName(base, layout.LogSuffix)
 	last := i == len(c.logs)-1
+	nextBase := int64(math.MaxInt64)
+	if !last {
+		nextBase = c.logs[i+1]
+	}
 	// The active segment of a running (or crashed) log keeps preallocated
-	// indexes and gets its final time-index entry only at close.
-	active := last && !c.clean
+	// indexes and gets its final time-index entry only at close. So may a
+	// segment it had just rolled and not yet flushed: a roll leaves the
+	// trims to the flush that takes the recovery point past the segment
+	// (design.md, "A roll does no file work"). Recovery finishes both, so
+	// neither is damage while the segment holds offsets at or above the
+	// recovery point of a log that did not shut down cleanly.
+	active := !c.clean && (last || nextBase > c.rp)
 	sr := &segResult{base: base}
 	c.segs = append(c.segs, sr)
 	c.r.Stats.Segments++
@@ -48,10 +57,6 @@ func (c *checker) checkSegment(i int) {
 	sr.size = size
 	c.r.Stats.LogBytes += size
 
-	nextBase := int64(math.MaxInt64)
-	if !last {
-		nextBase = c.logs[i+1]
-	}
 	expected := max(c.next, base)
 	sc := segment.NewScanner(f, size, c.opts.MaxEntryBytes)
 	sc.SetMinOffset(expected)
