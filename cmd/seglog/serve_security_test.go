@@ -129,22 +129,10 @@ func TestServeNonLoopbackNeedsSecurity(t *testing.T) {
 // TestServeSASLFlagsRefused: a mechanism serve does not speak and a
 // damaged credentials file are refused before the store is opened.
 func TestServeSASLFlagsRefused(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	checkServeRefusals(t, []serveRefusal{
 		{[]string{"--sasl-mechanisms", "GSSAPI"}, "GSSAPI"},
 		{[]string{"--sasl-mechanisms", "PLAIN,PLAIN"}, "twice"},
-	} {
-		dir := filepath.Join(t.TempDir(), "store")
-		r := invoke(t, "", append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, c.args...)...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
-			t.Errorf("serve %v: exit %d, stderr %q; want a usage error naming %q", c.args, r.code, r.stderr, c.want)
-		}
-		if exists(dir) {
-			t.Errorf("serve %v created %s", c.args, dir)
-		}
-	}
+	})
 	dir := t.TempDir()
 	mustInvoke(t, "", "users", "add", dir, "alice", "--password", "pw")
 	name := filepath.Join(dir, server.CredentialsFile)
