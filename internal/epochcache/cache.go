@@ -178,17 +178,39 @@ func (c *Cache) TruncateFromEnd(end int64) error {
 }
 
 // TruncateFromStart drops epochs wholly below start and moves the first
-// kept one's start up to it, as Kafka does when the log start advances.
+// kept one's start up to it, as Kafka does when the log start advances;
+// it saves only if that changed something.
 func (c *Cache) TruncateFromStart(start int64) error {
-	i := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset > start })
-	// entries[i-1] holds start; those before it end below start.
-	if i == 0 || (i == 1 && c.entries[0].StartOffset == start) {
+	kept, changed := fromStart(c.entries, start)
+	if !changed {
 		return nil
 	}
-	kept := slices.Clone(c.entries[i-1:])
-	kept[0].StartOffset = start
 	c.entries = kept
 	return c.Save()
+}
+
+// EntriesFrom returns a copy of the entries as TruncateFromStart(start)
+// would leave them, saving nothing: what a reader answers from once the
+// log start moved, before the owner's next write trims the file.
+func (c *Cache) EntriesFrom(start int64) []layout.EpochLine {
+	if kept, changed := fromStart(c.entries, start); changed {
+		return kept
+	}
+	return slices.Clone(c.entries)
+}
+
+// fromStart is Kafka's truncation from the start over entries: a new
+// slice without the epochs wholly below start, the first kept one moved
+// up to start, and true; or entries and false when that changes nothing.
+func fromStart(entries []layout.EpochLine, start int64) ([]layout.EpochLine, bool) {
+	i := sort.Search(len(entries), func(i int) bool { return entries[i].StartOffset > start })
+	// entries[i-1] holds start; those before it end below start.
+	if i == 0 || (i == 1 && entries[0].StartOffset == start) {
+		return entries, false
+	}
+	kept := slices.Clone(entries[i-1:])
+	kept[0].StartOffset = start
+	return kept, true
 }
 
 // Clear empties the cache (the log was emptied); it saves only if it held

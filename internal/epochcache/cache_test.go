@@ -150,3 +150,45 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestEntriesFromSavesNothing: EntriesFrom gives what TruncateFromStart
+// would leave, for every start, and neither the file nor the cache moves.
+func TestEntriesFromSavesNothing(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("/p"); err != nil {
+		t.Fatal(err)
+	}
+	c := New(fs, "/p")
+	if err := c.Replace(lines(1, 0, 3, 10, 7, 20)); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := vfs.ReadFileLimit(fs, c.Path(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, start := range []int64{-1, 0, 5, 10, 11, 20, 25} {
+		got := c.EntriesFrom(start)
+		if now, err := vfs.ReadFileLimit(fs, c.Path(), 1<<20); err != nil || string(now) != string(saved) {
+			t.Fatalf("EntriesFrom(%d) changed the file (%v)", start, err)
+		}
+		if all := c.Entries(); !slices.Equal(all, lines(1, 0, 3, 10, 7, 20)) {
+			t.Fatalf("EntriesFrom(%d) changed the cache: %v", start, all)
+		}
+		other := New(fs, "/q")
+		if err := fs.MkdirAll("/q"); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Replace(lines(1, 0, 3, 10, 7, 20)); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.TruncateFromStart(start); err != nil {
+			t.Fatal(err)
+		}
+		if want := other.Entries(); !slices.Equal(got, want) {
+			t.Errorf("EntriesFrom(%d) = %v, TruncateFromStart leaves %v", start, got, want)
+		}
+	}
+	if got, want := c.EntriesFrom(11), lines(3, 11, 7, 20); !slices.Equal(got, want) {
+		t.Fatalf("EntriesFrom(11) = %v, want %v", got, want)
+	}
+}

@@ -117,7 +117,10 @@ func (s *Store) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
 		return 0, 0, err
 	}
 	s.mu.Lock()
-	es := s.epochs.Entries()
+	// As of the log start, which retention may have moved since the
+	// cache was last trimmed: the file waits for the next write, since
+	// answering a client writes nothing.
+	es := s.epochs.EntriesFrom(s.log.StartOffset())
 	s.mu.Unlock()
 	s.idx.RLock()
 	end := s.end

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"sync"
 	"testing"
 
@@ -94,4 +95,58 @@ func TestReadersBesideAppends(t *testing.T) {
 	}
 	close(done)
 	wg.Wait()
+}
+
+// TestEpochsFollowRetention: retention moves the partition's start
+// without telling the Store. OffsetForLeaderEpoch answers as Kafka's
+// trimmed cache would at once, without writing (a read), and the Store's
+// next write trims the leader-epoch-checkpoint to match the batches.
+func TestEpochsFollowRetention(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openT(t, fs, "/data/t-0")
+	defer closeT(t, s)
+	bootT(t, s)
+	for _, r := range [][3]uint64{{2, 10, 2}, {11, 20, 4}, {21, 25, 6}} {
+		if err := s.Append(entries(t, r[0], r[1], r[2])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start4, _ := s.Offset(11)
+	start6, _ := s.Offset(21)
+	// Retention's cut, a record into epoch 4.
+	cut := start4 + 1
+	if _, err := s.p.DeleteBefore(cut); err != nil {
+		t.Fatal(err)
+	}
+	before := readEpochFile(t, fs, s)
+	for _, c := range []struct {
+		ask, epoch int32
+		off        int64
+	}{
+		// Epochs 1 and 2 lie wholly below the start: below every epoch
+		// kept, each is answered with itself and the start.
+		{1, 1, cut}, {2, 2, cut}, {3, 3, cut}, {4, 4, start6}, {5, 4, start6},
+		{6, 6, s.Log().EndOffset()},
+	} {
+		ep, off, err := s.EndOffsetForEpoch(c.ask)
+		if err != nil || ep != c.epoch || off != c.off {
+			t.Errorf("EndOffsetForEpoch(%d) after retention = %d, %d, %v; want %d, %d", c.ask, ep, off, err, c.epoch, c.off)
+		}
+	}
+	if after := readEpochFile(t, fs, s); !bytes.Equal(after, before) {
+		t.Fatalf("answering OffsetForLeaderEpoch rewrote the checkpoint:\n%s\nwas\n%s", after, before)
+	}
+	if err := s.Append(entries(t, 26, 30, 6)); err != nil {
+		t.Fatal(err)
+	}
+	checkEpochs(t, "the next write after retention", fs, s)
+}
+
+func readEpochFile(t *testing.T, fs vfs.FS, s *Store) []byte {
+	t.Helper()
+	data, err := vfs.ReadFileLimit(fs, s.epochs.Path(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

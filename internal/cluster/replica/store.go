@@ -258,13 +258,18 @@ func (s *Store) followLocked() error {
 	s.idx.Lock()
 	moved, err := s.dropBelowStart(true)
 	s.idx.Unlock()
-	if err != nil || !moved {
+	if err != nil {
 		return err
 	}
-	// Not saving costs nothing but the walk Open would redo; the next
-	// save writes them anyway.
-	_ = s.saveAnchors()
-	return nil
+	if moved {
+		// Not saving costs nothing but the walk Open would redo; the
+		// next save writes them anyway.
+		_ = s.saveAnchors()
+	}
+	// Retention moves the start without telling the Store: the epoch
+	// cache follows it here, as Kafka's is truncated from the start when
+	// its log start advances (a no-op, no write, once it has).
+	return s.trimEpochs()
 }
 
 // Close marks the Store closed; the partition stays open (its owner closes
