@@ -17,13 +17,7 @@ func TestEndOffsetForEpoch(t *testing.T) {
 		t.Fatalf("empty: %d, %d, %v", ep, off, err)
 	}
 	bootT(t, s)
-	for _, r := range [][3]uint64{{2, 10, 2}, {11, 20, 4}, {21, 25, 6}} {
-		if err := s.Append(entries(t, r[0], r[1], r[2])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	start4, _ := s.Offset(11)
-	start6, _ := s.Offset(21)
+	start4, start6 := appendThreeTerms(t, s)
 	end := s.Log().EndOffset()
 	for _, c := range []struct {
 		ask, epoch int32
@@ -106,13 +100,7 @@ func TestEpochsFollowRetention(t *testing.T) {
 	s := openT(t, fs, "/data/t-0")
 	defer closeT(t, s)
 	bootT(t, s)
-	for _, r := range [][3]uint64{{2, 10, 2}, {11, 20, 4}, {21, 25, 6}} {
-		if err := s.Append(entries(t, r[0], r[1], r[2])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	start4, _ := s.Offset(11)
-	start6, _ := s.Offset(21)
+	start4, start6 := appendThreeTerms(t, s)
 	// Retention's cut, a record into epoch 4.
 	cut := start4 + 1
 	if _, err := s.p.DeleteBefore(cut); err != nil {
@@ -149,4 +137,18 @@ func readEpochFile(t *testing.T, fs vfs.FS, s *Store) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// appendThreeTerms appends entries 2 to 25 in terms 2, 4 and 6 (each term
+// its epoch) and returns where epochs 4 and 6 start.
+func appendThreeTerms(t *testing.T, s *Store) (start4, start6 int64) {
+	t.Helper()
+	for _, r := range [][3]uint64{{2, 10, 2}, {11, 20, 4}, {21, 25, 6}} {
+		if err := s.Append(entries(t, r[0], r[1], r[2])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start4, _ = s.Offset(11)
+	start6, _ = s.Offset(21)
+	return start4, start6
 }
