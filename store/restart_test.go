@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -143,23 +143,9 @@ func TestRestartAfterCrashChangesNothing(t *testing.T) {
 	mustf(t, s.Close(), "close")
 }
 
-// lockedBuffer is a log destination several goroutines write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is where the Log's background goroutines log while the
+// test writes and reads too.
+type lockedBuffer = testutil.LockedBuffer
 
 // failReads fails every read of the .log files of the partition
 // directories named.

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
@@ -16,24 +15,9 @@ import (
 // corpusDir holds the real Kafka-client batches, relative to this package.
 const corpusDir = "../../testdata/kafka-client"
 
-// lockedBuffer is a bytes.Buffer safe for the Log's background goroutines
-// to log into while the command writes too.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is where the Log's background goroutines log while the
+// test writes and reads too.
+type lockedBuffer = testutil.LockedBuffer
 
 // cliResult is one in-process run of the CLI.
 type cliResult struct {

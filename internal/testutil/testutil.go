@@ -11,6 +11,7 @@ import (
 	"iter"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,4 +114,26 @@ func Blocked(fn string) int {
 		}
 	}
 	return count
+}
+
+// LockedBuffer is a bytes.Buffer that several goroutines may write to
+// (a Log's background goroutines logging, a pipe's reader) while a test
+// reads what was written so far.
+type LockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
