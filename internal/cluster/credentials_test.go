@@ -224,29 +224,11 @@ func saltedPassword(t *testing.T, password string, salt []byte) []byte {
 	return b
 }
 
-// logBuffer collects a node's log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestCredentialBootstrapRace: two nodes whose files differ both seed;
 // one file wins whole on every node, the other node says its file is
 // ignored, and the third node, without a file, records the winner.
 func TestCredentialBootstrapRace(t *testing.T) {
-	logs := map[int32]*logBuffer{1: {}, 2: {}, 3: {}}
+	logs := map[int32]*testutil.LockedBuffer{1: {}, 2: {}, 3: {}}
 	files := map[int32][]server.Credential{}
 	var once sync.Once
 	c := newClusterConfigured(t, 3, false, func(tn *tnode, cfg *Config) {
