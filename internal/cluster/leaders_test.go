@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/seglog/seglog/internal/testutil"
@@ -127,5 +128,59 @@ func TestHandOverLeadership(t *testing.T) {
 			}
 		}
 		return n == parts
+	})
+}
+
+// TestFollowerNamesLeadersISR: when a replica stops, Metadata from the
+// partition's other follower drops it from the ISR as the leader does
+// (from the leader's heartbeat report), instead of listing the
+// assignment's replicas, the dead one included.
+func TestFollowerNamesLeadersISR(t *testing.T) {
+	c := newClusterOf(t, 3, true)
+	ctrl := c.controller()
+	if err := ctrl.node.CreateTopic(ctxTimeout(t), "orders", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	// isrOn is orders-0's leader and ISR as tn's Metadata gives them.
+	isrOn := func(tn *tnode) (int32, []int32) {
+		infos, err := tn.node.Partitions("orders")
+		if err != nil || len(infos) != 1 {
+			return -1, nil
+		}
+		return infos[0].Leader, slices.Sorted(slices.Values(infos[0].ISR))
+	}
+	var leader int32
+	testutil.WaitFor(t, "every node to name one leader with all three replicas in sync", func() bool {
+		leader = -1
+		for _, tn := range c.running() {
+			l, isr := isrOn(tn)
+			if l < 0 || (leader >= 0 && l != leader) || !slices.Equal(isr, []int32{1, 2, 3}) {
+				return false
+			}
+			leader = l
+		}
+		return true
+	})
+	// The stopped replica is neither the leader nor the controller, so
+	// that neither moves; the other follower is the one asked.
+	var gone, asked int32 = -1, -1
+	for _, tn := range c.running() {
+		switch {
+		case tn.id == leader:
+		case gone < 0 && tn.id != ctrl.id:
+			gone = tn.id
+		default:
+			asked = tn.id
+		}
+	}
+	if gone < 0 || asked < 0 {
+		t.Fatalf("leader %d, controller %d: no follower to stop and another to ask", leader, ctrl.id)
+	}
+	c.stop(gone)
+	want := slices.DeleteFunc([]int32{1, 2, 3}, func(id int32) bool { return id == gone })
+	testutil.WaitFor(t, fmt.Sprintf("node %d (a follower) to drop stopped node %d from the ISR", asked, gone), func() bool {
+		l, isr := isrOn(c.nodes[asked])
+		ll, lisr := isrOn(c.nodes[leader])
+		return l == leader && ll == leader && slices.Equal(isr, want) && slices.Equal(lisr, want)
 	})
 }

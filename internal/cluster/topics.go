@@ -352,6 +352,8 @@ func (n *Node) Topics() []string { return n.meta.State().TopicNames() }
 // partition manager. A partition this node does not replicate has the
 // leader, epoch and ISR its leader reports in the liveness heartbeats
 // (leaders.go), a few heartbeat intervals old; -1 while none is reported.
+// A follower takes the ISR from that report too while it names the
+// leader and epoch the follower knows.
 func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
 	st := n.meta.State()
 	t, ok := st.Topic(topic)
@@ -359,22 +361,31 @@ func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
 		return nil, fmt.Errorf("%w: %s", store.ErrUnknownTopic, topic)
 	}
 	live := n.liveSet(st)
-	// The reported leaders, read at the first partition not replicated
-	// here.
+	// The reported leaders, read at the first partition that needs them.
 	var reported map[uint64]leaderReport
 	asked := false
+	report := func(p int) (leaderReport, bool) {
+		if !asked {
+			reported, asked = n.reportedLeaders(st), true
+		}
+		l, ok := reported[GroupID(t.ID, int32(p))]
+		return l, ok
+	}
 	out := make([]server.PartitionInfo, len(t.Replicas))
 	for p, r := range t.Replicas {
 		info := server.PartitionInfo{Partition: int32(p), Leader: -1, LeaderEpoch: -1, Replicas: r}
 		if leader, epoch, isr, ok := n.parts.Leader(topic, int32(p)); ok {
 			info.Leader, info.LeaderEpoch, info.ISR = leader, epoch, isr
-		} else {
-			if !asked {
-				reported, asked = n.reportedLeaders(st), true
+			// A follower cannot see which replicas are caught up (its
+			// ISR is the assignment's replicas, a dead one included);
+			// the leader's report of the same term can.
+			if leader >= 0 && leader != n.cfg.NodeID {
+				if l, ok := report(p); ok && l.Leader == leader && l.Epoch == epoch && len(l.ISR) > 0 {
+					info.ISR = slices.Clone(l.ISR)
+				}
 			}
-			if l, ok := reported[GroupID(t.ID, int32(p))]; ok {
-				info.Leader, info.LeaderEpoch, info.ISR = l.Leader, l.Epoch, slices.Clone(l.ISR)
-			}
+		} else if l, ok := report(p); ok {
+			info.Leader, info.LeaderEpoch, info.ISR = l.Leader, l.Epoch, slices.Clone(l.ISR)
 		}
 		for _, id := range r {
 			if !live[id] {
