@@ -2,10 +2,16 @@ package benchcluster
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/seglog/seglog/internal/nemesis"
 )
@@ -203,5 +209,51 @@ func TestWriteFailedFailover(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestRoundGivesUp: against a broker that never answers, a round's
+// producer fails after deliveryTimeout with kgo's record timeout, instead of hanging the
+// run (as a cluster whose disks were full did).
+func TestRoundGivesUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	old := deliveryTimeout
+	deliveryTimeout = time.Second // kgo's least
+	defer func() { deliveryTimeout = old }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := roundClient([]string{ln.Addr().String()}, 10*time.Millisecond, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	_, err = produceAll(ctx, cl, "t", 10, []byte("v"))
+	if !errors.Is(err, kgo.ErrRecordTimeout) {
+		t.Fatalf("round against a silent broker: %v, want kgo.ErrRecordTimeout", err)
 	}
 }

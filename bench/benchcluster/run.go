@@ -244,11 +244,25 @@ type system struct {
 	rounds  []Round
 }
 
+// deliveryTimeout bounds how long a round's record waits to be
+// acknowledged (kgo retries for ever by default), so that a system that
+// cannot store (a full disk under a majority of the nodes) fails the
+// round, with its nodes' logs, instead of hanging the run. A failover
+// takes seconds; a variable for the test.
+var deliveryTimeout = time.Minute
+
+// roundClient is a round's producer: newClient's, writing to topic round
+// robin, each record given deliveryTimeout.
+func roundClient(brokers []string, minAge time.Duration, topic string) (*kgo.Client, error) {
+	return newClient(brokers, minAge, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.RecordDeliveryTimeout(deliveryTimeout))
+}
+
 // round creates topic on s, produces the round's records to it and reads
 // them back from the partitions' leaders, timing both and reading the
 // server processes' CPU around each.
 func (s *system) round(ctx context.Context, cfg Config, topic string, value []byte) (Round, error) {
-	cl, err := newClient(s.brokers, cfg.MetadataMinAge, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	cl, err := roundClient(s.brokers, cfg.MetadataMinAge, topic)
 	if err != nil {
 		return Round{}, err
 	}

@@ -42,7 +42,9 @@ of --record-size bytes to it as fast as acknowledgments come, and a kgo
 consumer reads them back from the partitions' leaders. The systems
 alternate from round to round (--rounds); the rates are medians and the
 ratios (3 nodes / 1 node) medians of the rounds' ratios. The server
-processes' CPU time (every node's) is read from /proc.
+processes' CPU time (every node's) is read from /proc. A record not
+acknowledged within a minute fails the run, with the end of each node's
+log (a system that cannot store, say on a full disk, does not hang it).
 
 Then the failover: a producer writes small records with acks=all to a
 topic replicated on the three nodes (--failover-rate records a second),
