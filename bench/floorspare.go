@@ -88,12 +88,16 @@ func (sf *spareFile) zeroSpare() error {
 		return err
 	}
 	defer f.Close()
+	// stop is looked at after each write, not before: the first write is
+	// always tried, so a disk that cannot take the zeros fails the round
+	// however soon it ends (a zeroer stopped before its first write
+	// would hide the error).
 	for off := int64(0); off < sf.segSize; off += int64(len(sf.zeros)) {
-		if sf.stop.Load() {
-			return nil
-		}
 		if _, err := f.WriteAt(sf.zeros[:min(int64(len(sf.zeros)), sf.segSize-off)], off); err != nil {
 			return err
+		}
+		if sf.stop.Load() {
+			return nil
 		}
 	}
 	return f.Sync()
