@@ -229,6 +229,12 @@ type Node struct {
 	// recMu guards topics, written by the sync loop.
 	recMu  sync.Mutex
 	topics *topicRecord
+	// restart wakes the sync loop to start again a partition group the
+	// driver stopped (groupStopped); restartDelay, the wait before,
+	// and lastStop, when a group last stopped, are guarded by mu.
+	restart      chan struct{}
+	restartDelay time.Duration
+	lastStop     time.Time
 
 	pidMu            sync.Mutex
 	pidNext, pidLast int64 // the local block [pidNext, pidLast); empty when equal
@@ -317,6 +323,7 @@ func start(cfg Config) (*Node, error) {
 		rnd:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		props:    p, ready: make(chan struct{}), registered: make(chan struct{}),
 		syncedCh: make(chan struct{}), topics: topics, recordKick: make(chan struct{}, 1),
+		restart: make(chan struct{}, 1),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.open(); err != nil {
@@ -365,7 +372,8 @@ func (n *Node) open() error {
 	for id, addr := range cfg.Voters {
 		peers[uint64(id)] = addr
 	}
-	if n.mr, err = multiraft.New(multiraft.Config{ID: uint64(cfg.NodeID), Mux: n.mux, Peers: peers, Tick: cfg.PartitionTick}); err != nil {
+	if n.mr, err = multiraft.New(multiraft.Config{ID: uint64(cfg.NodeID), Mux: n.mux, Peers: peers, Tick: cfg.PartitionTick,
+		Stopped: n.groupStopped}); err != nil {
 		return err
 	}
 	newParts := cfg.newPartitions

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/cluster/meta"
 	"github.com/seglog/seglog/internal/cluster/partition"
 	"github.com/seglog/seglog/server"
@@ -81,23 +82,97 @@ func (n *Node) syncLoop() {
 		n.syncMu.Unlock()
 		n.wake()
 		// What failed (a store or manager error, logged) is tried
-		// again after a while even if the metadata does not change.
+		// again after a while even if the metadata does not change, and
+		// so is a group the driver stopped (the manager's Sync starts
+		// it again).
 		var retry <-chan time.Time
 		if !ok {
 			retry = time.After(syncRetry)
 		}
-		select {
-		case <-changed:
-		case <-retry:
-		case <-n.ctx.Done():
-			return
+	wait:
+		for {
+			select {
+			case <-changed:
+				break wait
+			case <-retry:
+				break wait
+			case <-n.restart:
+				n.mu.Lock()
+				d := n.restartDelay
+				n.mu.Unlock()
+				retry = time.After(d)
+			case <-n.ctx.Done():
+				return
+			}
 		}
 	}
 }
 
 // syncRetry is how long the sync loop waits before trying again what
-// failed.
+// failed, and before starting again the first group the driver stopped.
 const syncRetry = time.Second
+
+// maxRestartDelay bounds the wait before a stopped group starts again,
+// which doubles from syncRetry while groups keep stopping; restartCalm
+// without a stop sets it back to syncRetry.
+const (
+	maxRestartDelay = 30 * time.Second
+	restartCalm     = time.Minute
+)
+
+// groupStopped is told (on multiraft's driver goroutine) of a partition's
+// group the driver stopped because its storage or apply failed: a full
+// disk, an I/O error. Until now the replica stayed out of the ISR,
+// silently, until the next metadata change or restart. It is logged,
+// with the partition and the error, and:
+//   - when the partition's Log refuses writes after a failed write or
+//     sync (seglog.ErrWriteFailed, ErrSyncFailed: the segment may hold a
+//     partial batch, which only the recovery of a reopen cuts), the
+//     replica stays stopped and the message says to restart the node,
+//     as Kafka takes a failed log directory offline until its broker
+//     restarts;
+//   - otherwise (a checkpoint that could not be written, say) the sync
+//     loop starts the group again after restartDelay, which doubles
+//     while stops keep coming, so that a disk that stays full is tried
+//     again, not spun on; the leader then sends again what failed.
+func (n *Node) groupStopped(group uint64, err error) {
+	topic, part := "?", int32(-1)
+	if st := n.meta.State(); st != nil {
+		topic, part = groupPartition(st, group)
+	}
+	if errors.Is(err, seglog.ErrWriteFailed) || errors.Is(err, seglog.ErrSyncFailed) {
+		n.log.Error("cluster: a partition's replica stopped: its log refuses writes until this node restarts (free space first if the disk is full)",
+			"topic", topic, "partition", part, "group", group, "err", err)
+		return
+	}
+	n.mu.Lock()
+	now := time.Now()
+	if now.Sub(n.lastStop) > restartCalm {
+		n.restartDelay = syncRetry
+	} else {
+		n.restartDelay = min(2*n.restartDelay, maxRestartDelay)
+	}
+	n.lastStop = now
+	delay := n.restartDelay
+	n.mu.Unlock()
+	n.log.Error("cluster: a partition's replica stopped on an error; starting it again", "topic", topic, "partition", part,
+		"group", group, "after", delay, "err", err)
+	select {
+	case n.restart <- struct{}{}:
+	default:
+	}
+}
+
+// groupPartition names the partition whose raft group is group in st, or
+// "?" and -1.
+func groupPartition(st *meta.State, group uint64) (string, int32) {
+	for _, a := range assignments(st) {
+		if a.Group == group {
+			return a.Topic, a.Partition
+		}
+	}
+	return "?", -1
+}
 
 // learnClusterID records the cluster id once the metadata has one; false
 // if writing meta.properties failed.

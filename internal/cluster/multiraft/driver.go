@@ -132,6 +132,15 @@ func (n *Node) dropGroup(g *group, err error) {
 	g.proposed, g.waiting = nil, nil
 }
 
+// failGroup stops g after its storage or apply failed with err, and
+// tells Config.Stopped.
+func (n *Node) failGroup(g *group, err error) {
+	n.dropGroup(g, err)
+	if n.cfg.Stopped != nil {
+		n.cfg.Stopped(g.id, err)
+	}
+}
+
 // drive is the node's one raft goroutine. One goroutine, not a pool: a
 // round's work per group is a few microseconds of raft bookkeeping plus the
 // Storage writes, every RawNode is single-threaded anyway, and one
@@ -400,7 +409,7 @@ func (n *Node) readyAll(list []*group, out *roundOut) {
 func (n *Node) readied(r *readied, out *roundOut) {
 	g, rd := r.g, r.rd
 	if r.err != nil {
-		n.dropGroup(g, fmt.Errorf("multiraft: group %d storage: %w", g.id, r.err))
+		n.failGroup(g, fmt.Errorf("multiraft: group %d storage: %w", g.id, r.err))
 		return
 	}
 	for _, p := range r.placed {
@@ -418,7 +427,7 @@ func (n *Node) readied(r *readied, out *roundOut) {
 		}
 	}
 	if err := n.applyCommitted(g, rd.CommittedEntries); err != nil {
-		n.dropGroup(g, err)
+		n.failGroup(g, err)
 		return
 	}
 	g.rn.Advance(rd)

@@ -123,6 +123,11 @@ type Config struct {
 	MaxBackoff     time.Duration
 	// Logger receives etcd raft's log; nil discards all but panics.
 	Logger raft.Logger
+	// Stopped, if set, is told of each group the Node stops on its own
+	// because its Storage or ApplyFunc failed (err says why: a full
+	// disk, an I/O error). It runs on the driver goroutine and must not
+	// block. The group is gone from the Node; AddGroup starts it again.
+	Stopped func(group uint64, err error)
 }
 
 func (c Config) withDefaults() Config {
