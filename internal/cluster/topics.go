@@ -97,10 +97,13 @@ func (n *Node) syncLoop() {
 			case <-retry:
 				break wait
 			case <-n.restart:
-				n.mu.Lock()
-				d := n.restartDelay
-				n.mu.Unlock()
-				retry = time.After(d)
+				// A retry already due restarts the group too.
+				if retry == nil {
+					n.mu.Lock()
+					d := n.restartDelay
+					n.mu.Unlock()
+					retry = time.After(d)
+				}
 			case <-n.ctx.Done():
 				return
 			}
