@@ -104,7 +104,7 @@ func (s *Server) replicatePartition(ctx context.Context, version, acks int16, to
 	}
 	l, err := s.partitionLog(topic, p.Partition)
 	if err != nil {
-		rp.ErrorCode = errCode(err)
+		rp.ErrorCode = s.openErrorCode(topic, p.Partition, err)
 		return
 	}
 	if rp.ErrorCode = checkProduceBatch(version, p.Records); rp.ErrorCode != 0 {

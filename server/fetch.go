@@ -139,7 +139,7 @@ func (s *Server) readPartition(topic string, p *kmsg.FetchRequestTopicPartition,
 	}
 	l, err := s.partitionLog(topic, p.Partition)
 	if err != nil {
-		fp.code = errCode(err)
+		fp.code = s.openErrorCode(topic, p.Partition, err)
 		return
 	}
 	// The high watermark is the log end on one node, which is every

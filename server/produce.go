@@ -89,7 +89,7 @@ func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRe
 	}
 	w, err := s.partitionWriter(topic, p.Partition)
 	if err != nil {
-		rp.ErrorCode = errCode(err)
+		rp.ErrorCode = s.openErrorCode(topic, p.Partition, err)
 		return
 	}
 	l := w.View()
@@ -142,6 +142,19 @@ func (s *Server) snapshotOnRoll(l seglog.View, pp *partProducers) {
 	if err := writeSnapshot(l, pp); err != nil {
 		s.logger.Warn("server: writing a producer snapshot", "dir", l.Dir(), "err", err)
 	}
+}
+
+// openErrorCode is errCode for a partition that could not be opened,
+// logging the error when the client is told KAFKA_STORAGE_ERROR: the
+// client learns only the code, and the operator must learn from the log
+// what the disk said (a full disk leaves a new topic's directory without
+// its first segment, and every produce to it fails so).
+func (s *Server) openErrorCode(topic string, partition int32, err error) int16 {
+	code := errCode(err)
+	if code == kerr.KafkaStorageError.Code {
+		s.logger.Error("server: opening a partition failed", "topic", topic, "partition", partition, "err", err)
+	}
+	return code
 }
 
 func (s *Server) answerAppend(l seglog.View, info seglog.AppendInfo, err error, rp *kmsg.ProduceResponseTopicPartition) {
