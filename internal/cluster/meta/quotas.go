@@ -158,7 +158,14 @@ func readQuotaValues(r *reader) map[string]float64 {
 			r.fail("truncated quota value")
 			return nil
 		}
-		m[k] = math.Float64frombits(binary.BigEndian.Uint64(r.b))
+		x := math.Float64frombits(binary.BigEndian.Uint64(r.b))
+		// No state holds a value that is not finite (alterClientQuotas
+		// refuses it), and NaN would not even decode equal to itself.
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			r.fail("quota %q: value %v is not finite", k, x)
+			return nil
+		}
+		m[k] = x
 		r.b = r.b[8:]
 		prev = k
 	}
