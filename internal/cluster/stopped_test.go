@@ -105,8 +105,8 @@ func (f *fullDisk) caughtUp(t *testing.T, off int64, want ...string) {
 // TestStoppedReplicaRestarts: a follower that cannot write a checkpoint
 // (its disk full) stops its replica of the partition; it logs why, and
 // once the disk has room it starts the replica again by itself and
-// catches up, without a restart or a metadata change. Before, the
-// replica stayed stopped, out of the ISR, and nothing was logged.
+// catches up, without a restart or a metadata change (a replica left
+// stopped stays out of the ISR, silently).
 func TestStoppedReplicaRestarts(t *testing.T) {
 	// The epoch checkpoint is written before a term's first batch: the
 	// next batch of a new term fails there, and leaves the log as it was.

@@ -125,9 +125,9 @@ const (
 
 // groupStopped is told (on multiraft's driver goroutine) of a partition's
 // group the driver stopped because its storage or apply failed: a full
-// disk, an I/O error. Until now the replica stayed out of the ISR,
-// silently, until the next metadata change or restart. It is logged,
-// with the partition and the error, and:
+// disk, an I/O error. Left alone, the replica would stay out of the
+// ISR, silently, until the next metadata change or restart. It is
+// logged, with the partition and the error, and:
 //   - when the partition's Log refuses writes after a failed write or
 //     sync (seglog.ErrWriteFailed, ErrSyncFailed: the segment may hold a
 //     partial batch, which only the recovery of a reopen cuts), the
