@@ -204,7 +204,7 @@ func replicatedBatchCode(err error) int16 {
 func (s *Server) answerReplicated(l seglog.View, off int64, err error, rp *kmsg.ProduceResponseTopicPartition) {
 	if err != nil {
 		if rp.ErrorCode = errCode(err); rp.ErrorCode == kerr.KafkaStorageError.Code {
-			s.logger.Error("server: replicated write failed", "dir", l.Dir(), "err", err)
+			s.errs.error(l.Dir(), "server: replicated write failed", "dir", l.Dir(), "err", err)
 		}
 		return
 	}

@@ -138,6 +138,9 @@ type Server struct {
 	host   string
 	port   int32
 	logger *slog.Logger
+	// errs logs storage errors, at most one line a partition every
+	// storageErrEvery.
+	errs   *errLog
 	coord  *coordinator
 	notify notifier
 	pids   *producers
@@ -230,6 +233,7 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	s := &Server{st: st, cfg: cfg, logger: cfg.Logger,
 		listeners: make(map[net.Listener]struct{}), conns: make(map[*conn]struct{})}
 	s.outs.New = newOut
+	s.errs = &errLog{logger: s.logger, now: time.Now}
 	s.pids = newProducers(st.FS())
 	if cfg.SASL != nil {
 		if err := CheckMechanisms(cfg.SASL.Mechanisms); err != nil {
