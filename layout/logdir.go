@@ -23,6 +23,12 @@ const (
 	MetaPropertiesFile = "meta.properties"
 	// ReplicationOffsetFile is a broker's high-watermark checkpoint.
 	ReplicationOffsetFile = "replication-offset-checkpoint"
+	// ClusterNodeDir is the hidden directory a cluster node (seglog
+	// serve --voters) keeps in its log.dir for its own records, made at
+	// its first start before any replica is written. It marks the
+	// log.dir as a cluster node's: its partitions are replicas, written
+	// only through the cluster's raft groups.
+	ClusterNodeDir = ".cluster_node"
 )
 
 // IsLogDirFile reports a file that a broker or a store keeps in its

@@ -48,6 +48,14 @@ var (
 	// (Options.ReplicatedOffsets): the cluster's coordinator writes them
 	// through the replication.
 	ErrReplicatedOffsets = errors.New("store: the offsets topic is replicated by a cluster; commits go through its coordinator")
+	// ErrClusterNode refuses to open a cluster node's log.dir (one
+	// holding layout.ClusterNodeDir) for writing as a store of its own,
+	// without Options.ReplicatedOffsets: its partitions are replicas
+	// that only the node writes, through raft. Written beside it (a
+	// single-node serve, seglog topics create, groups reset, produce),
+	// the records would be overwritten by the cluster when the node
+	// rejoins, or leave this replica disagreeing with the others.
+	ErrClusterNode = errors.New("store: a cluster node's directory is written only by its node")
 	// ErrInvalidGroup reports an empty group id, or one longer than a
 	// Kafka string holds (32767 bytes).
 	ErrInvalidGroup = errors.New("store: invalid group id")

@@ -279,6 +279,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := checkStoreDir(fsys, dir, opts.Existing); err != nil {
 		return nil, err
 	}
+	if !opts.ReplicatedOffsets {
+		if err := checkNotClusterNode(fsys, dir); err != nil {
+			return nil, err
+		}
+	}
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, err
 	}

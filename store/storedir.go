@@ -108,3 +108,23 @@ func isKafkaLeftoverDir(name string) bool {
 // isStoreFile reports a file a store or a Kafka broker keeps in its
 // log.dir.
 func isStoreFile(name string) bool { return layout.IsLogDirFile(name) }
+
+// checkNotClusterNode refuses dir if a cluster node keeps it
+// (ErrClusterNode), before anything is written: a store opened there
+// without Options.ReplicatedOffsets would append to the replicas outside
+// raft (tombstones in the offsets topic at Open among them).
+func checkNotClusterNode(fsys vfs.FS, dir string) error {
+	mark := filepath.Join(dir, layout.ClusterNodeDir)
+	_, err := fsys.Stat(mark)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("%w: %s is a cluster node's (it has %s): its partitions are replicas the node writes through raft; "+
+		"written here, what is stored would be overwritten by the cluster when the node rejoins or make this replica disagree with the others. "+
+		"Start the node with its cluster command line (seglog serve DIR --node-id N ... --voters ...) and write through any node with a Kafka client; "+
+		"the read commands (topics list and describe, groups list and describe, consume, dump, fsck) work on it",
+		ErrClusterNode, dir, layout.ClusterNodeDir)
+}

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
@@ -110,5 +112,54 @@ func TestOpenAcceptsStoreDirs(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpenRefusesClusterNodeDir: a cluster node's log.dir (it holds
+// layout.ClusterNodeDir) is refused to a writer that is not its node
+// (ErrClusterNode), and nothing in it changes; its node's Open
+// (ReplicatedOffsets) and a read-only Open still open it. A single-node
+// serve once took acknowledged writes in such a directory that the
+// cluster then overwrote when the node rejoined.
+func TestOpenRefusesClusterNodeDir(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{ReplicatedOffsets: true, OffsetsPartitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateTopic("orders", 1, DefaultTopicConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mkdir(t, filepath.Join(dir, layout.ClusterNodeDir))
+
+	before := vfstest.Snapshot(t, vfs.Default, dir)
+	for _, opts := range []Options{{}, {Existing: true, OffsetsPartitions: 1}} {
+		s, err := Open(dir, opts)
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%+v) opened a cluster node's directory to write it", opts)
+		}
+		if !errors.Is(err, ErrClusterNode) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "--voters") {
+			t.Fatalf("Open(%+v): %v, want ErrClusterNode naming %s and how to start the node", opts, err, dir)
+		}
+	}
+	if after := vfstest.Snapshot(t, vfs.Default, dir); !maps.Equal(before, after) {
+		t.Fatalf("the refused Open changed the directory:\nbefore %v\nafter  %v", before, after)
+	}
+
+	for _, opts := range []Options{{ReadOnly: true}, {ReplicatedOffsets: true, OffsetsPartitions: 1}} {
+		s, err := Open(dir, opts)
+		if err != nil {
+			t.Fatalf("Open(%+v) of a cluster node's directory: %v", opts, err)
+		}
+		if got := s.Topics(); !slices.Contains(got, "orders") {
+			t.Errorf("Open(%+v) sees topics %v, want orders among them", opts, got)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

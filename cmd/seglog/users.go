@@ -12,6 +12,7 @@ import (
 	"github.com/seglog/seglog/internal/cluster"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
 func init() { register(newUsersCmd) }
@@ -46,7 +47,7 @@ on; list says which is in force. docs/security.md, "In a cluster".`,
 			}
 			// A new store may be made for its first user, before the
 			// first seglog serve.
-			return withStore(cmd, args[0], true, advice, func(s *store.Store) error {
+			return withUsersStore(cmd, args[0], true, advice, func(s *store.Store) error {
 				creds, err := server.LoadCredentials(s.FS(), s.Dir())
 				if err != nil {
 					return err
@@ -74,7 +75,7 @@ on; list says which is in force. docs/security.md, "In a cluster".`,
 			advice := func(addr string) string {
 				return fmt.Sprintf("delete it through the server: kafka-configs.sh --bootstrap-server %s --alter --delete-config 'SCRAM-SHA-256' --entity-type users --entity-name %s", addr, user)
 			}
-			return withStore(cmd, args[0], false, advice, func(s *store.Store) error {
+			return withUsersStore(cmd, args[0], false, advice, func(s *store.Store) error {
 				creds, err := server.LoadCredentials(s.FS(), s.Dir())
 				if err != nil {
 					return err
@@ -134,6 +135,27 @@ on; list says which is in force. docs/security.md, "In a cluster".`,
 	cmd.AddCommand(add, del, list)
 	acceptDirFirst(cmd)
 	return cmd
+}
+
+// withUsersStore is withStore for the users' file. A cluster node's DIR
+// keeps one too (its first users seed the cluster's), so such a store is
+// opened as its node opens it (store.Options.ReplicatedOffsets), which
+// writes nothing to the replicas: only the users' file is written. Any
+// other store is opened as withStore does.
+func withUsersStore(cmd *cobra.Command, dir string, create bool, advice func(addr string) string, f func(*store.Store) error) error {
+	node, err := cluster.IsClusterDir(vfs.Default, dir)
+	if err != nil {
+		return err
+	}
+	if !node {
+		return withStore(cmd, dir, create, advice, f)
+	}
+	s, err := openStoreAs(dir, store.Options{Logger: storeLogger(cmd), Existing: true, Holder: holderOf(cmd), ReplicatedOffsets: true})
+	if err != nil {
+		return withAdvice(err, advice)
+	}
+	err = f(s)
+	return errors.Join(err, s.Close())
 }
 
 // clusterUsers reads, for a cluster node's DIR, the users its node last

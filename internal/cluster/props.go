@@ -59,8 +59,10 @@ func (p props) write(fsys vfs.FS) error {
 }
 
 // nodeDirName is the hidden directory in DIR holding the node's own
-// records (hidden so the store leaves it alone, as meta.DirName).
-const nodeDirName = ".cluster_node"
+// records (hidden so the store leaves it alone, as meta.DirName). Its
+// presence is what makes a store refuse to be written as a single
+// node's (store.ErrClusterNode).
+const nodeDirName = layout.ClusterNodeDir
 
 // topicRecord remembers which metadata topic (by id) each store topic
 // this node created stands for, in DIR/.cluster_node/topics: one line
