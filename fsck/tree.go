@@ -140,7 +140,9 @@ func (w *walker) walk(dir string, depth int, inLogDir bool) error {
 	}
 	for _, s := range c.Subdirs {
 		p := filepath.Join(dir, s)
-		if strings.HasPrefix(s, ".") {
+		if strings.HasPrefix(s, ".") && !(s == layout.ClusterMetadataDir && logDirLike(c)) {
+			// A cluster node's metadata log is searched: fsck of a
+			// node's DIR covers all of the node's state.
 			w.skipped = append(w.skipped, p)
 			continue
 		}

@@ -111,3 +111,25 @@ func TestPartitionDirsEmptyPartitions(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionDirsClusterNode: in a cluster node's DIR (a log.dir), the
+// hidden directory holding the cluster's metadata raft log
+// (layout.ClusterMetadataDir) is searched, so that fsck of a node's DIR
+// covers all of its state; another hidden directory there, and one of
+// that name outside a log.dir, are not.
+func TestPartitionDirsClusterNode(t *testing.T) {
+	fsys := vfs.NewMem()
+	writeLog(t, fsys, "/node/orders-0", record.None, 4, 2)
+	writeLog(t, fsys, "/node/"+layout.ClusterMetadataDir+"/raft-0", record.None, 4, 2)
+	writeLog(t, fsys, "/node/.other/t-0", record.None, 4, 2)
+	writeLog(t, fsys, "/home/"+layout.ClusterMetadataDir+"/raft-0", record.None, 4, 2)
+	vfstest.WriteFile(t, fsys, "/node/"+layout.MetaPropertiesFile, []byte("node.id=1\ncluster.id=c\n"))
+	dirs, err := PartitionDirs(fsys, "/node")
+	want := []string{"/node/" + layout.ClusterMetadataDir + "/raft-0", "/node/orders-0"}
+	if err != nil || !slices.Equal(dirs, want) {
+		t.Fatalf("PartitionDirs(node) = %v, %v; want %v", dirs, err, want)
+	}
+	if _, err := PartitionDirs(fsys, "/home"); !errors.Is(err, ErrNoPartition) {
+		t.Fatalf("PartitionDirs(home): %v, want ErrNoPartition (its %s is not a node's)", err, layout.ClusterMetadataDir)
+	}
+}

@@ -29,6 +29,12 @@ const (
 	// log.dir as a cluster node's: its partitions are replicas, written
 	// only through the cluster's raft groups.
 	ClusterNodeDir = ".cluster_node"
+	// ClusterMetadataDir is the hidden directory in a cluster node's
+	// log.dir holding the cluster's metadata raft log (a partition
+	// directory "raft-0" inside it) and its snapshots. Hidden, so that a
+	// store does not take it for a topic; fsck searches it all the same
+	// in a log.dir, being the node's state too.
+	ClusterMetadataDir = ".cluster_metadata"
 )
 
 // IsLogDirFile reports a file that a broker or a store keeps in its

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/raftlog"
 	"github.com/seglog/seglog/vfs"
 )
@@ -26,7 +27,7 @@ import (
 // its own and opened as one. A hidden directory is the one name both the
 // store and its tools (fsck, seglog topics) leave alone, so the metadata
 // can live in DIR without changing what a store directory may hold.
-const DirName = ".cluster_metadata"
+const DirName = layout.ClusterMetadataDir
 
 // DefaultSegmentBytes is the metadata log's segment size: the log holds
 // small commands and is compacted after every snapshot, so raftlog's
