@@ -143,14 +143,19 @@ func runFsck(cmd *cobra.Command, args []string, repair, asJSON bool, opts fsck.R
 
 	result := fsckJSON{Dirs: []string{}, Problems: []fsck.Problem{}, Stats: fsck.Stats{FirstOffset: -1, LastOffset: -1, MinTimestamp: -1, MaxTimestamp: -1}}
 	var reports []*fsck.Report
-	seen := map[string]bool{}
+	seen, lockedSaid := map[string]bool{}, map[string]bool{}
 	for _, d := range dirs {
 		var r *fsck.Report
 		var err error
 		if repair {
 			r, err = fsck.Repair(fsckFS, d, opts)
 			if errors.Is(err, fsck.ErrLocked) {
-				fmt.Fprintf(errw, "seglog fsck: %v; checking only\n", err)
+				// Every partition of a held store is refused over
+				// the same lock: said once, not once per partition.
+				if msg := err.Error(); !lockedSaid[msg] {
+					lockedSaid[msg] = true
+					fmt.Fprintf(errw, "seglog fsck: %v; checking only\n", err)
+				}
 				exit |= fsck.ExitOperational
 				r, err = fsck.Check(fsckFS, d, opts.Options)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/seglog/seglog/fsck"
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/store"
@@ -204,6 +205,11 @@ func TestPartitionOfStoreGoesThroughTheStore(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, "is held by `test writer` (pid 77)") {
 			t.Errorf("seglog %s beside a writer: exit %d, %q", strings.Join(args, " "), r.code, r.stderr)
 		}
+	}
+	// fsck --repair checks only, and says why once, not once for each
+	// of the store's partitions.
+	if r := invoke(t, "", "fsck", dir, "--repair"); r.code&fsck.ExitOperational == 0 || strings.Count(r.stderr, "checking only") != 1 || !strings.Contains(r.stderr, "is held by `test writer` (pid 77)") {
+		t.Errorf("fsck --repair beside a writer: exit %d, stderr %q; want the refusal once", r.code, r.stderr)
 	}
 	checkUnchanged(t, "refused writers", before, dirSnapshot(t, dir))
 }
