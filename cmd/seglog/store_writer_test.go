@@ -194,6 +194,9 @@ func TestPartitionOfStoreGoesThroughTheStore(t *testing.T) {
 	if r := invoke(t, "", "produce", part, "--segment-bytes", "1000"); r.code == 0 || !strings.Contains(r.stderr, "topic config decides") {
 		t.Fatalf("a log flag for a store's partition: exit %d, %q", r.code, r.stderr)
 	}
+	// Both partitions hold records, so that fsck --repair below meets
+	// the writer's lock in each.
+	mustInvoke(t, numberedLines(1, 3), "produce", filepath.Join(dir, "events-0"))
 	w, err := store.Open(dir, store.Options{Holder: store.Holder{Command: "test writer", PID: 77}})
 	if err != nil {
 		t.Fatal(err)
