@@ -184,3 +184,15 @@ func TestFollowerNamesLeadersISR(t *testing.T) {
 		return l == leader && ll == leader && slices.Equal(isr, want) && slices.Equal(lisr, want)
 	})
 }
+
+// TestHandOverAlone: a one-voter cluster has nobody to hand its
+// leaderships to, and its controlled shutdown says nothing of it (it
+// once logged raft's "cannot find peer" at every stop).
+func TestHandOverAlone(t *testing.T) {
+	c := newCluster(t, 1)
+	tn := c.nodes[1]
+	testutil.WaitFor(t, "the only node to be the controller", tn.node.meta.IsController)
+	if err := tn.node.HandOver(ctxTimeout(t)); err != nil {
+		t.Fatalf("HandOver with no other voter: %v", err)
+	}
+}

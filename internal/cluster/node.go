@@ -419,6 +419,9 @@ func (n *Node) shut() error {
 // (ctx's error); Close follows. A partition with no follower heard from
 // stays led here.
 func (n *Node) HandOver(ctx context.Context) error {
+	if len(n.cfg.Voters) == 1 {
+		return nil // no other node to hand anything to
+	}
 	var errs []error
 	if n.mr != nil {
 		errs = append(errs, n.mr.HandOver(ctx))
