@@ -65,6 +65,9 @@ func (c *clusterFlags) check(cmd *cobra.Command, nodeID int32, listen, advertise
 	if err := checkClusterFlags(voters, nodeID, c.raftListen, c.defaultRF); err != nil {
 		return usageErrorf(cmd, "%v", err)
 	}
+	if sameAddress(listen, c.raftListen) {
+		return usageErrorf(cmd, "--listen %s and --raft-listen %s are one address: the Kafka port and the raft port must differ", listen, c.raftListen)
+	}
 	if advertise == "" {
 		// The other nodes hand this address to clients: it must name
 		// this host, not every interface. (Port 0 is fine: the bound
@@ -150,7 +153,10 @@ func (c *clusterFlags) handOver(w io.Writer) {
 	ctx, cancel := context.WithTimeout(context.Background(), handOverLimit)
 	defer cancel()
 	if err := c.node.HandOver(ctx); err != nil {
-		fmt.Fprintf(w, "seglog serve: handing leadership over: %v; the rest fails over once this node stops\n", err)
+		// One line: the partitions' and the controller's errors are
+		// joined with a newline.
+		msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+		fmt.Fprintf(w, "seglog serve: handing leadership over within %v: %s; the rest fails over once this node stops\n", handOverLimit, msg)
 	}
 }
 
@@ -230,4 +236,20 @@ func checkClusterFlags(voters map[int32]string, nodeID int32, raftListen string,
 		return fmt.Errorf("--default-replication-factor %d: must be 1 to the number of voters (%d)", defaultRF, len(voters))
 	}
 	return nil
+}
+
+// sameAddress reports whether two listen addresses would bind one port:
+// the same port (not 0, which picks a free one) on the same host, or on
+// every interface for either.
+func sameAddress(a, b string) bool {
+	ah, ap, err1 := net.SplitHostPort(a)
+	bh, bp, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || ap != bp || ap == "0" {
+		return false
+	}
+	every := func(h string) bool {
+		ip := net.ParseIP(h)
+		return h == "" || (ip != nil && ip.IsUnspecified())
+	}
+	return ah == bh || every(ah) || every(bh)
 }

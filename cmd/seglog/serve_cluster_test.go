@@ -76,6 +76,8 @@ func TestServeClusterFlagsRefused(t *testing.T) {
 		{[]string{"--voters", "1@127.0.0.1:9093,1@127.0.0.1:9094", "--node-id", "1", "--raft-listen", "127.0.0.1:9093"}, "appears twice"},
 		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--default-replication-factor", "4"}, "number of voters"},
 		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--listen", "0.0.0.0:9092"}, "give --advertise"},
+		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--listen", "127.0.0.1:9093"}, "must differ"},
+		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--listen", "0.0.0.0:9093", "--advertise", "h:9093"}, "must differ"},
 		{[]string{"--raft-listen", "127.0.0.1:9093"}, "--raft-listen needs --voters"},
 		{[]string{"--default-replication-factor", "2"}, "needs --voters"},
 	} {
