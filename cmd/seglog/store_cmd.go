@@ -163,15 +163,20 @@ takes no lock and writes nothing. docs/cluster.md, "Tools".`,
 				if len(args) == 2 {
 					names = []string{args[1]}
 				}
+				// Every topic first: an unknown one fails before any
+				// output, the cluster's header included.
+				infos := make([]store.TopicInfo, len(names))
+				for i, n := range names {
+					if infos[i], err = s.DescribeTopic(n); err != nil {
+						return err
+					}
+				}
 				if rv.cluster {
 					fmt.Fprintln(cmd.OutOrStdout(), rv.header())
 				}
 				var errs []error
-				for _, n := range names {
-					info, err := s.DescribeTopic(n)
-					if err != nil {
-						return err
-					}
+				for i, n := range names {
+					info := infos[i]
 					printTopic(cmd, info)
 					rv.printReplicas(cmd.OutOrStdout(), n)
 					for _, p := range info.Partitions {

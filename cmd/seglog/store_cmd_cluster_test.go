@@ -218,6 +218,10 @@ func TestTopicsDescribeCluster(t *testing.T) {
 	if p := toolProblems(t, nodes[2].dir, 2); p != nil {
 		t.Fatalf("on a stopped node's DIR:\n%s", strings.Join(p, "\n"))
 	}
+	// An unknown topic is an error and nothing else: no header first.
+	if r := invoke(t, "", "topics", "describe", nodes[2].dir, "nosuch"); r.code == 0 || r.stdout != "" || !strings.Contains(r.stderr, "unknown topic") {
+		t.Errorf("describe of an unknown topic on a node's DIR: exit %d, stdout %q, stderr %q; want an error alone", r.code, r.stdout, r.stderr)
+	}
 
 	plain := filepath.Join(base, "plain")
 	mustInvoke(t, "", "topics", "create", plain, "orders", "--partitions", "3")
