@@ -16,8 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
 // topicFlags are the flags of produce and consume that apply with
@@ -59,7 +61,13 @@ func withStoreTopic(cmd *cobra.Command) *cobra.Command {
 	single := cmd.RunE
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if topic == "" {
-			return single(cmd, args)
+			err := single(cmd, args)
+			if errors.Is(err, seglog.ErrNotALog) {
+				if store, _ := layout.IsLogDir(vfs.Default, args[0]); store {
+					return fmt.Errorf("%w; %s is a store: give --topic TOPIC to %s a topic", err, args[0], cmd.Name())
+				}
+			}
+			return err
 		}
 		if cmd.Name() == "produce" {
 			return produceTopic(cmd, args[0], topic, verbose)

@@ -597,3 +597,19 @@ func TestWriterWaitsForAnUnnamedHolder(t *testing.T) {
 		t.Fatalf("produce after the unnamed holder let go: exit %d, %s", r.code, r.stderr)
 	}
 }
+
+// TestStoreWithoutTopicSaysGiveTopic: consume and produce given a store
+// without --topic are refused as before (a store is not a log), and the
+// refusal says that --topic is what works on it.
+func TestStoreWithoutTopicSaysGiveTopic(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	mustInvoke(t, "", "topics", "create", dir, "events", "--partitions", "1")
+	before := dirSnapshot(t, dir)
+	for _, name := range []string{"consume", "produce"} {
+		r := invoke(t, "x\n", name, dir)
+		if r.code == 0 || !strings.Contains(r.stderr, "is not a log directory") || !strings.Contains(r.stderr, "is a store: give --topic TOPIC to "+name) {
+			t.Errorf("seglog %s STORE: exit %d, stderr %q; want the refusal saying to give --topic", name, r.code, r.stderr)
+		}
+	}
+	checkUnchanged(t, "consume and produce without --topic", before, dirSnapshot(t, dir))
+}
