@@ -52,6 +52,10 @@ func notAStore(dir, format string, args ...any) error {
 // is fine unless existing is set (a reader, or a caller that works on a
 // store rather than makes one): Open would create the store.
 func checkStoreDir(fsys vfs.FS, dir string, existing bool) error {
+	if b := filepath.Base(dir); b == layout.ClusterNodeDir || b == layout.ClusterMetadataDir {
+		// Its meta.properties would pass it for a log.dir.
+		return notAStore(dir, "%s is a cluster node's own records, kept inside its DIR: give the node's DIR, %s", dir, filepath.Dir(dir))
+	}
 	names, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		if existing {

@@ -46,7 +46,11 @@ func TestOpenRefusesNonStoreDirs(t *testing.T) {
 	files := t.TempDir()
 	vfstest.WriteFile(t, vfs.Default, filepath.Join(files, "notes.txt"), []byte("mine"))
 
-	for name, dir := range map[string]string{"partition directory": partition, "stray subdirectory": strayDir, "files only": files} {
+	// A cluster node's records: a meta.properties, as a log.dir has.
+	nodeRecords := filepath.Join(t.TempDir(), layout.ClusterNodeDir)
+	vfstest.WriteFile(t, vfs.Default, filepath.Join(nodeRecords, layout.MetaPropertiesFile), []byte("node.id=1\n"))
+
+	for name, dir := range map[string]string{"partition directory": partition, "stray subdirectory": strayDir, "files only": files, "a cluster node's records": nodeRecords} {
 		before := vfstest.Snapshot(t, vfs.Default, dir)
 		s, err := Open(dir, Options{})
 		if err == nil {
@@ -61,6 +65,12 @@ func TestOpenRefusesNonStoreDirs(t *testing.T) {
 		if after := vfstest.Snapshot(t, vfs.Default, dir); !maps.Equal(before, after) {
 			t.Errorf("%s: the refused Open changed the directory:\nbefore %v\nafter  %v", name, before, after)
 		}
+	}
+	if s, err := Open(nodeRecords, Options{ReadOnly: true}); !errors.Is(err, ErrNotAStore) {
+		if err == nil {
+			s.Close()
+		}
+		t.Errorf("a read-only Open of a cluster node's records: %v, want ErrNotAStore", err)
 	}
 }
 
