@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -18,8 +19,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/seglog/seglog/internal/promexport"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
 func init() { register(newServeCmd) }
@@ -112,7 +115,7 @@ address other than loopback the page needs --metrics-token (or
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
-				return err
+				return withServingHolder(err, args[0])
 			}
 			if err := cl.listen(); err != nil {
 				return errors.Join(err, ln.Close())
@@ -239,6 +242,26 @@ address other than loopback the page needs --metrics-token (or
 	limitDuration(cmd, "grace", 0, math.MaxInt64)
 	limitDuration(cmd, "group-initial-rebalance-delay", 0, math.MaxInt64)
 	return cmd
+}
+
+// withServingHolder adds to a listener's bind error, when the port is in
+// use, who holds DIR if its lock file names a live process: most often
+// the same serve started twice, which the store's lock would have named
+// had the bind not come first (it must: the lock file names the bound
+// listener). The lock file is only read.
+func withServingHolder(err error, dir string) error {
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	data, rerr := vfs.ReadFileLimit(vfs.Default, filepath.Join(dir, layout.LockFile), 4096)
+	if rerr != nil {
+		return err
+	}
+	h, ok := layout.ParseHolder(data)
+	if !ok || h.PID <= 0 || syscall.Kill(h.PID, 0) != nil {
+		return err // nobody named, or the process named is gone
+	}
+	return fmt.Errorf("%w (%s is held by %s: it is serving this store already)", err, dir, h)
 }
 
 // serveHolder is what serve writes into the store's lock file: its

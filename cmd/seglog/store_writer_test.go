@@ -131,6 +131,9 @@ func TestServeHoldsTheStoreNothingLost(t *testing.T) {
 		{[]string{"topics", "create", dir, "more", "--partitions", "2"}, "kafka-topics.sh --bootstrap-server " + addr + " --create --topic more --partitions 2"},
 		{[]string{"groups", "reset", dir, "g", "--topic", "events", "--to-earliest"}, "kafka-consumer-groups.sh --bootstrap-server " + addr + " --group g --topic events --reset-offsets --to-earliest --execute"},
 		{[]string{"groups", "delete", dir, "g"}, "kafka-consumer-groups.sh --bootstrap-server " + addr + " --delete --group g"},
+		// The same serve again: refused by the bind, which comes first,
+		// saying who serves the store.
+		{[]string{"serve", dir, "--listen", addr}, "address already in use"},
 	} {
 		r := invoke(t, "x\n", c.args...)
 		held := "is held by `seglog serve` (pid "
