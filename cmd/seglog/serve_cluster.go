@@ -68,6 +68,13 @@ func (c *clusterFlags) check(cmd *cobra.Command, nodeID int32, listen, advertise
 	if sameAddress(listen, c.raftListen) {
 		return usageErrorf(cmd, "--listen %s and --raft-listen %s are one address: the Kafka port and the raft port must differ", listen, c.raftListen)
 	}
+	if self := voters[nodeID]; !sameHost(c.raftListen, self) {
+		// Not refused: a name in --voters may resolve to the address
+		// bound here. But a typo here leaves the node waiting for peers
+		// that dial an address it does not listen on.
+		fmt.Fprintf(cmd.ErrOrStderr(), "seglog serve: warning: --raft-listen %s is not this node's address in --voters (%d@%s), which the other nodes dial: unless %s reaches this listener, they cannot reach this node\n",
+			c.raftListen, nodeID, self, self)
+	}
 	if advertise == "" {
 		// The other nodes hand this address to clients: it must name
 		// this host, not every interface. (Port 0 is fine: the bound
@@ -252,4 +259,16 @@ func sameAddress(a, b string) bool {
 		return h == "" || (ip != nil && ip.IsUnspecified())
 	}
 	return ah == bh || every(ah) || every(bh)
+}
+
+// sameHost reports whether a listen address binds the host an address in
+// --voters names (by name, without resolving it), or every interface.
+func sameHost(listen, voter string) bool {
+	lh, _, err1 := net.SplitHostPort(listen)
+	vh, _, err2 := net.SplitHostPort(voter)
+	if err1 != nil || err2 != nil {
+		return true // the checks before say what is wrong with them
+	}
+	ip := net.ParseIP(lh)
+	return lh == vh || lh == "" || (ip != nil && ip.IsUnspecified())
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"maps"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,6 +86,42 @@ func TestServeClusterFlagsRefused(t *testing.T) {
 		r := invoke(t, "", args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, c.says) {
 			t.Errorf("seglog %s: exit %d, stderr %q; want exit %d saying %q", strings.Join(args, " "), r.code, r.stderr, exitUsage, c.says)
+		}
+		if exists(dir) {
+			t.Fatalf("seglog %s created %s", strings.Join(args, " "), dir)
+		}
+	}
+}
+
+// TestServeClusterRaftHostWarned: a --raft-listen host that is not the
+// one --voters gives for this node (here localhost against 127.0.0.1: a
+// name is not resolved) is warned about, not refused, since a name may
+// reach the address bound; a matching one, or every interface, is not.
+func TestServeClusterRaftHostWarned(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := filepath.Join(t.TempDir(), "never")
+	for _, c := range []struct {
+		raft, self string
+		warned     bool
+	}{
+		{"127.0.0.1:9093", "localhost:9093", true},
+		{"127.0.0.2:9093", "127.0.0.1:9093", true},
+		{"127.0.0.1:9093", "127.0.0.1:9093", false},
+		{"0.0.0.0:9093", "node1.example:9093", false},
+	} {
+		// The Kafka port is taken, so serve stops after its checks.
+		args := []string{"serve", dir, "--listen", busy.Addr().String(), "--node-id", "1", "--raft-listen", c.raft,
+			"--voters", "1@" + c.self + ",2@127.0.0.1:9094,3@127.0.0.1:9095"}
+		r := invoke(t, "", args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "address already in use") {
+			t.Fatalf("seglog %s: exit %d, stderr %q; want the busy port's error", strings.Join(args, " "), r.code, r.stderr)
+		}
+		if got := strings.Contains(r.stderr, "warning: --raft-listen "+c.raft+" is not this node's address"); got != c.warned {
+			t.Errorf("--raft-listen %s with 1@%s: warned %v, want %v; stderr %q", c.raft, c.self, got, c.warned, r.stderr)
 		}
 		if exists(dir) {
 			t.Fatalf("seglog %s created %s", strings.Join(args, " "), dir)
