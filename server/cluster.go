@@ -54,8 +54,11 @@ type Cluster interface {
 	// base offset every replica stamped on it. acks -1 returns once a
 	// majority of the replicas hold it (the high watermark is past it),
 	// acks 1 once this node's log holds it. ErrNotLeader when this node
-	// does not lead the partition, ErrNotEnoughReplicas when no majority
-	// answers in time. Once it returns, whatever its answer, Produce
+	// does not lead the partition; ErrNotEnoughReplicas only when it
+	// refuses the batch before storing any of it (Kafka's meaning: the
+	// client may take it as not written); ctx's error when no majority
+	// stored it in time (REQUEST_TIMED_OUT: it may still commit). Once
+	// it returns, whatever its answer, Produce
 	// neither reads nor keeps batch: the server reuses the request's
 	// frame for the next request.
 	Produce(ctx context.Context, topic string, partition int32, batch []byte, acks int16) (baseOffset int64, err error)
@@ -145,7 +148,9 @@ var (
 	// ErrInvalidReplicationFactor: a topic's replication factor below 1
 	// or above the live brokers (INVALID_REPLICATION_FACTOR).
 	ErrInvalidReplicationFactor = errors.New("server: invalid replication factor")
-	// ErrNotEnoughReplicas: no majority of the partition's replicas
-	// answered in time (NOT_ENOUGH_REPLICAS, retriable).
+	// ErrNotEnoughReplicas: too few of the partition's replicas are in
+	// sync to store a batch, which was refused before any of it was
+	// stored (NOT_ENOUGH_REPLICAS, retriable). A batch proposed and not
+	// committed in time is not this but a deadline: it may still commit.
 	ErrNotEnoughReplicas = errors.New("server: not enough replicas")
 )

@@ -46,7 +46,7 @@ func (c *tcluster) produceCommitted(topic string, b []byte) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_, err = tn.node.Produce(ctx, topic, 0, bytes.Clone(b), -1)
 			cancel()
-			if errors.Is(err, server.ErrNotLeader) || errors.Is(err, server.ErrNotEnoughReplicas) {
+			if errors.Is(err, server.ErrNotLeader) || errors.Is(err, context.DeadlineExceeded) {
 				return false
 			}
 			if err != nil {

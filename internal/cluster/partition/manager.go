@@ -412,9 +412,8 @@ func (m *Manager) part(topic string, partition int32) (*part, error) {
 // without its bytes.
 //
 // Errors wrap server.ErrNotLeader (this node is not the leader, or lost
-// the leadership before the batch committed), or
-// server.ErrNotEnoughReplicas (ctx's deadline came with no commit: the
-// batch may still commit later).
+// the leadership before the batch committed), or ctx's error (its
+// deadline came with no commit: the batch may still commit later).
 func (m *Manager) Produce(ctx context.Context, topic string, partition int32, batch []byte, acks int16) (int64, error) {
 	p, err := m.part(topic, partition)
 	if err != nil {
@@ -479,7 +478,11 @@ func (m *Manager) produceErr(topic string, partition int32, err error) error {
 	case errors.As(err, &nl), errors.Is(err, multiraft.ErrProposalDropped), errors.Is(err, multiraft.ErrGroupRemoved), errors.Is(err, multiraft.ErrGroupNotFound):
 		return fmt.Errorf("%w: %s-%d: %w", server.ErrNotLeader, topic, partition, err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w: %s-%d: %w", server.ErrNotEnoughReplicas, topic, partition, err)
+		// Not ErrNotEnoughReplicas, which tells a Kafka client its batch
+		// was refused unwritten: this one was proposed, may be in the
+		// leader's log already, and commits if a majority comes back
+		// (REQUEST_TIMED_OUT: the outcome is unknown).
+		return fmt.Errorf("partition: %s-%d: no majority stored the batch in time; it may still commit: %w", topic, partition, err)
 	}
 	return fmt.Errorf("partition: %s-%d: %w", topic, partition, err)
 }

@@ -60,7 +60,7 @@ func (p *producer) send(n int) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			_, err := l.m.Produce(ctx, topic, 0, b, -1)
-			if errors.Is(err, server.ErrNotLeader) || errors.Is(err, server.ErrNotEnoughReplicas) {
+			if errors.Is(err, server.ErrNotLeader) || errors.Is(err, context.DeadlineExceeded) {
 				return false
 			}
 			if err != nil {
