@@ -132,7 +132,8 @@ func (c TopicConfig) Validate() error {
 		}
 	}
 	if int64(c.MaxMessageBytes) > c.SegmentBytes {
-		return fmt.Errorf("%w: max.message.bytes %d exceeds segment.bytes %d", ErrInvalidConfig, c.MaxMessageBytes-logOverhead, c.SegmentBytes)
+		return fmt.Errorf("%w: max.message.bytes %d and a batch's %d-byte log overhead (%d) exceed segment.bytes %d: the largest batch must fit in one segment",
+			ErrInvalidConfig, c.MaxMessageBytes-logOverhead, logOverhead, c.MaxMessageBytes, c.SegmentBytes)
 	}
 	if err := c.policy().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -151,6 +152,11 @@ func (r response) err() error {
 	}
 	for _, c := range errCodes {
 		if c.code == r.Code {
+			// The message most often begins with the sentinel's own
+			// text (it wrapped it there): said once.
+			if rest, ok := strings.CutPrefix(r.Message, c.err.Error()); ok {
+				return fmt.Errorf("%w (from the controller)%s", c.err, rest)
+			}
 			return fmt.Errorf("%w (from the controller: %s)", c.err, r.Message)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog/internal/cluster/meta"
+	"github.com/seglog/seglog/store"
 )
 
 func TestFrames(t *testing.T) {
@@ -56,6 +57,11 @@ func TestErrorCodes(t *testing.T) {
 	}
 	if err := (response{}).err(); err != nil {
 		t.Errorf("success: %v", err)
+	}
+	// A message that begins with the sentinel's text says it once.
+	err := errResponse(fmt.Errorf("%w: segment.bytes too small", store.ErrInvalidConfig)).err()
+	if want := store.ErrInvalidConfig.Error() + " (from the controller): segment.bytes too small"; !errors.Is(err, store.ErrInvalidConfig) || err.Error() != want {
+		t.Errorf("got %q, want %q", err, want)
 	}
 }
 
