@@ -17,6 +17,10 @@ import (
 // DefaultCheckInterval is Kafka's log.retention.check.interval.ms.
 const DefaultCheckInterval = 5 * time.Minute
 
+// DefaultInitialDelay is Kafka's log.initial.task.delay.ms: its
+// retention task's first run comes this long after the broker starts.
+const DefaultInitialDelay = 30 * time.Second
+
 // Options configures a Cleaner. The zero value is usable.
 type Options struct {
 	// Workers is how many logs are cleaned at once (default 1, as Kafka's
@@ -26,6 +30,11 @@ type Options struct {
 	// CheckInterval is the time between the end of one round over all
 	// logs and the start of the next (default 5 minutes).
 	CheckInterval time.Duration
+	// InitialDelay is the time from Start to the first round (default
+	// 30 s, Kafka's log.initial.task.delay.ms; at most CheckInterval), so
+	// that a restarted process does not wait a whole interval before
+	// retention runs again.
+	InitialDelay time.Duration
 	// Clock is the time source (default the wall clock).
 	Clock seglog.Clock
 	// Throttle bounds the I/O of the cleaner's passes; share one between
@@ -118,6 +127,10 @@ func New(opts Options) *Cleaner {
 	if opts.CheckInterval <= 0 {
 		opts.CheckInterval = DefaultCheckInterval
 	}
+	if opts.InitialDelay <= 0 {
+		opts.InitialDelay = DefaultInitialDelay
+	}
+	opts.InitialDelay = min(opts.InitialDelay, opts.CheckInterval)
 	if opts.Clock == nil {
 		opts.Clock = seglog.RealClock
 	}
@@ -215,7 +228,7 @@ func (c *Cleaner) Remove(l Log) error {
 }
 
 // Start runs rounds every CheckInterval until ctx ends or Stop is called.
-// The first round starts one interval after Start, as Kafka's retention
+// The first round starts InitialDelay after Start, as Kafka's retention
 // task waits before its first run.
 func (c *Cleaner) Start(ctx context.Context) error {
 	c.runMu.Lock()
@@ -227,11 +240,13 @@ func (c *Cleaner) Start(ctx context.Context) error {
 	c.done = make(chan struct{})
 	go func(done chan struct{}) {
 		defer close(done)
+		wait := c.opts.InitialDelay
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-c.opts.Clock.After(c.opts.CheckInterval):
+			case <-c.opts.Clock.After(wait):
+				wait = c.opts.CheckInterval
 				// A round ends early only because ctx ended, caught above.
 				_ = c.RunOnce(ctx)
 			}

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -273,7 +276,9 @@ func TestPinnedByFutureTimestampIsReported(t *testing.T) {
 func TestStartRunsEveryIntervalAndStops(t *testing.T) {
 	clock := newFakeClock()
 	cleaned := make(chan LogCleaned, 10)
-	c := New(Options{Clock: clock, Events: Events{LogCleaned: func(e LogCleaned) { cleaned <- e }}})
+	var logs testutil.LockedBuffer
+	c := New(Options{Clock: clock, Events: Events{LogCleaned: func(e LogCleaned) { cleaned <- e }},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	l := expiredLog("/a")
 	if err := c.Add(l, retention(time.Hour)); err != nil {
 		t.Fatal(err)
@@ -284,19 +289,33 @@ func TestStartRunsEveryIntervalAndStops(t *testing.T) {
 	if err := c.Start(context.Background()); !errors.Is(err, ErrRunning) {
 		t.Fatalf("second Start = %v", err)
 	}
+	// The first round comes DefaultInitialDelay after Start (Kafka's
+	// log.initial.task.delay.ms), not a whole interval: a restarted
+	// process applies retention again within half a minute.
 	clock.WaitForTimers(t, 1)
-	clock.Advance(DefaultCheckInterval - time.Second)
+	clock.Advance(DefaultInitialDelay - time.Second)
 	select {
 	case e := <-cleaned:
-		t.Fatalf("round before the interval: %+v", e)
+		t.Fatalf("round before the initial delay: %+v", e)
 	default:
 	}
 	clock.Advance(time.Second)
 	if e := <-cleaned; e.NewStartOffset != 100 {
 		t.Fatalf("first round: %+v", e)
 	}
+	// The deletion is logged at Info, where an operator looks.
+	if got := logs.String(); !strings.Contains(got, "level=INFO msg=\"cleaner: deleted segments\" dir=/a") || !strings.Contains(got, "start_offset=100") {
+		t.Fatalf("the cleaner's log after deleting: %q", got)
+	}
+	// Then every interval.
 	clock.WaitForTimers(t, 1)
-	clock.Advance(DefaultCheckInterval)
+	clock.Advance(DefaultCheckInterval - time.Second)
+	select {
+	case e := <-cleaned:
+		t.Fatalf("second round before the interval: %+v", e)
+	default:
+	}
+	clock.Advance(time.Second)
 	if e := <-cleaned; e.Segments != 0 {
 		t.Fatalf("second round: %+v", e)
 	}

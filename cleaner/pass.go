@@ -73,6 +73,13 @@ func (c *Cleaner) cleanLog(ctx context.Context, st *logState) {
 		c.logger.Warn("cleaner: a segment with a future timestamp holds back time retention",
 			"dir", st.dir, "segment", res.PinnedBy)
 	}
+	if res.Segments > 0 {
+		// What retention removed, as Kafka logs "Deleting segments due
+		// to retention ... breach": an operator wondering where data
+		// went finds it here.
+		c.logger.Info("cleaner: deleted segments", "dir", st.dir, "segments", res.Segments, "bytes", res.Bytes,
+			"records", res.Records, "start_offset", res.NewStartOffset)
+	}
 	if ev.LogCleaned != nil {
 		ev.LogCleaned(res)
 	}
