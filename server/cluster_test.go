@@ -2,8 +2,10 @@ package server
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,7 +28,8 @@ func createTestTopic(t *testing.T, st *store.Store, name string, n int) {
 }
 
 func TestClusterMetadata(t *testing.T) {
-	ts, fc := startCluster(t, Options{})
+	var logs testutil.LockedBuffer
+	ts, fc := startCluster(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	createTestTopic(t, ts.st, "m", 2)
 	fc.setLeader("m", 1, false)
 	c := dialRaw(t, ts.addr)
@@ -65,16 +68,22 @@ func TestClusterMetadata(t *testing.T) {
 	if resp.Topics[0].ErrorCode != kerr.LeaderNotAvailable.Code {
 		t.Fatalf("auto-create with too few live brokers: %+v", resp.Topics[0])
 	}
+	// The log says why the topic is not made (clients only retry): once
+	// for a retry soon after.
+	c.do(req)
+	if got := logs.String(); strings.Count(got, "waits for enough live brokers") != 1 || !strings.Contains(got, "topic=auto") || !strings.Contains(got, "1 live brokers") {
+		t.Fatalf("the server's log with a topic waiting for brokers: %q", got)
+	}
 	fc.set(func(fc *fakeCluster) { fc.createErr = nil })
 	resp = c.do(req).(*kmsg.MetadataResponse)
 	if resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("auto-created topic: %+v", resp.Topics[0])
 	}
-	if cs := fc.creates(); len(cs) != 2 || cs[1].name != "auto" || cs[1].rf != -1 || cs[1].partitions != 1 {
+	if cs := fc.creates(); len(cs) != 3 || cs[2].name != "auto" || cs[2].rf != -1 || cs[2].partitions != 1 {
 		t.Fatalf("create calls: %+v", cs)
 	}
-	if cs := fc.creates(); len(cs[1].configs) != 0 {
-		t.Fatalf("auto-create with the default topic config asked for overrides: %+v", cs[1])
+	if cs := fc.creates(); len(cs[2].configs) != 0 {
+		t.Fatalf("auto-create with the default topic config asked for overrides: %+v", cs[2])
 	}
 
 	// DescribeCluster from the Cluster too.

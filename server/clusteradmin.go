@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -67,6 +68,9 @@ func (s *Server) clusterCreateOnFirstUse(ctx context.Context, name string) ([]Pa
 		// Fewer live brokers than the default replication factor, as
 		// while a cluster starts: clients retry, where INVALID_REPLICATION_FACTOR
 		// would fail the first record a script sends to a new cluster.
+		// Said in the log, once a while: with a node down for good the
+		// topic is never made, and clients only retry.
+		s.errs.log(slog.LevelWarn, name, "server: a topic created on first use waits for enough live brokers", "topic", name, "err", err)
 		return nil, fmt.Errorf("%w: %w", errNotPlacedYet, err)
 	}
 	if err != nil && !errors.Is(err, store.ErrTopicExists) {

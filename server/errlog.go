@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -41,9 +42,14 @@ type errLine struct {
 	quiet int
 }
 
-// error logs msg with args about partition, unless the same msg about
-// it was logged less than storageErrEvery ago.
+// error logs msg with args about partition at Error, unless the same
+// msg about it was logged less than storageErrEvery ago.
 func (e *errLog) error(partition, msg string, args ...any) {
+	e.log(slog.LevelError, partition, msg, args...)
+}
+
+// log is error at level.
+func (e *errLog) log(level slog.Level, partition, msg string, args ...any) {
 	now := e.now()
 	k := errKey{partition, msg}
 	e.mu.Lock()
@@ -66,5 +72,5 @@ func (e *errLog) error(partition, msg string, args ...any) {
 		// The failures since the last line, which were not logged.
 		args = append(args, "repeated", quiet, "since", l.at.UTC().Format(time.RFC3339))
 	}
-	e.logger.Error(msg, args...)
+	e.logger.Log(context.Background(), level, msg, args...)
 }
