@@ -18,9 +18,10 @@ const storageErrEvery = 30 * time.Second
 // starts again (a partition's next error is then logged at once).
 const maxErrKeys = 4096
 
-// errLog logs a partition's storage errors: the first at once, then at
-// most one every storageErrEvery, saying how many it left out since the
-// last. Safe for concurrent use.
+// errLog logs what keeps failing for a partition or a topic (storage
+// errors, a topic that cannot be placed) each time a client retries: the
+// first at once, then at most one line every storageErrEvery, saying how
+// many it left out since the last. Safe for concurrent use.
 type errLog struct {
 	logger *slog.Logger
 	now    func() time.Time // time.Now; tests pass a fake one
@@ -30,7 +31,7 @@ type errLog struct {
 }
 
 // errKey is what one line is about: a partition (its directory, or
-// topic and partition when it has none) and what failed there.
+// topic and partition when it has none) or a topic, and what failed.
 type errKey struct {
 	partition string
 	msg       string
