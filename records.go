@@ -211,17 +211,23 @@ func (c *cursor) yieldSegment(seg *segment.Segment, pos int64, yield func(record
 			if off < c.next {
 				continue
 			}
-			// The bytes were read before this check: a truncation that
-			// returned before them is seen here, and the record is held
-			// back until the caller knows whether it removed it.
-			if l.truncations.begunSince(c.gen) {
-				return pos, false, exhausted
-			}
+			// The start first, then the truncations: a truncation below
+			// the start begins before it lowers the start, so a start
+			// seen lowered here is a truncation seen begun below, and a
+			// start DeleteBefore had raised is never missed because a
+			// truncation lowered it in between (the other order let a
+			// record retention had removed through).
 			if start := l.start.Load(); off < start {
 				// Retention removed it since the iteration began: a
 				// Kafka consumer fetching here would be told the same.
 				yield(record.Record{}, fmt.Errorf("%w: the iteration at %d fell below the log start %d", ErrOffsetOutOfRange, off, start))
 				return pos, false, stopped
+			}
+			// The bytes were read before this check: a truncation that
+			// returned before them is seen here, and the record is held
+			// back until the caller knows whether it removed it.
+			if l.truncations.begunSince(c.gen) {
+				return pos, false, exhausted
 			}
 			if !yield(c.it.Record(), nil) {
 				return pos, false, stopped
