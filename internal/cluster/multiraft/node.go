@@ -326,24 +326,37 @@ func (n *Node) transfer(g *group) bool {
 // a round trip instead of an election timeout after the node is gone.
 // Proposals meanwhile fail with ErrProposalDropped. A transfer raft gives
 // up (after an election timeout) is asked for again while ctx lasts; a
-// group with no follower heard from stays led here until the node stops.
+// group with no follower heard from for an election timeout stays led
+// here until the node stops.
 func (n *Node) HandOver(ctx context.Context) error {
+	// Every group led here, whether or not a follower is heard from at
+	// this instant: raft's CheckQuorum forgets who was heard from every
+	// election timeout, and a follower answers within a heartbeat, so a
+	// group found without one is asked again below (a test on a loaded
+	// machine once saw HandOver return with a partition still led here).
 	var led []uint64
 	if err := n.do(ctx, func() {
 		for id, g := range n.groups {
-			if !g.fetching && n.transfer(g) {
+			if !g.fetching && g.rn.BasicStatus().RaftState == raft.StateLeader {
+				n.transfer(g)
 				led = append(led, id)
 			}
 		}
 	}); err != nil {
 		return err
 	}
+	// A group is given up once no follower has been heard from for
+	// longer than an election timeout: its followers are gone, and it
+	// stays led here until the node stops.
+	alone := make(map[uint64]time.Time)
+	patience := time.Duration(n.cfg.ElectionTick) * n.cfg.Tick
 	t := time.NewTicker(n.cfg.Tick)
 	defer t.Stop()
 	for {
 		// Done with a group once this node knows another leader of it,
 		// or once no follower is left to hand it to.
 		pending := false
+		now := time.Now()
 		if err := n.do(ctx, func() {
 			for _, id := range led {
 				g := n.groups[id]
@@ -355,9 +368,18 @@ func (n *Node) HandOver(ctx context.Context) error {
 					// Raft gave the transfer up (an election timeout
 					// without the transferee taking over, as on a
 					// loaded machine; it is asked for again while ctx
-					// lasts), and no follower is heard from now.
+					// lasts), or never began it, and no follower is
+					// heard from now: wait for one, a while.
+					since, ok := alone[id]
+					if !ok {
+						alone[id], since = now, now
+					}
+					if now.Sub(since) <= patience {
+						pending = true
+					}
 					continue
 				}
+				delete(alone, id)
 				transferring := st.RaftState == raft.StateLeader
 				electing := st.RaftState != raft.StateLeader && st.Lead == raft.None
 				if transferring || electing {
