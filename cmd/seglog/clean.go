@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"time"
@@ -276,7 +277,13 @@ func cleanOnce(l *seglog.Log, opts seglog.Options, policy cleaner.Policy, retain
 	var res cleaner.LogCleaned
 	var comp cleaner.LogCompacted
 	var failure error
-	c := cleaner.New(cleaner.Options{Logger: opts.Logger, Events: cleaner.Events{
+	// The command reports what the round deleted on stdout; the
+	// cleaner's own Info line saying the same would repeat it on stderr.
+	logger := opts.Logger
+	if logger != nil {
+		logger = slog.New(warnAndUp{logger.Handler()})
+	}
+	c := cleaner.New(cleaner.Options{Logger: logger, Events: cleaner.Events{
 		LogCleaned: func(e cleaner.LogCleaned) { res = e },
 		Failure:    func(f cleaner.Failure) { failure = f.Err },
 	}})
@@ -305,3 +312,16 @@ func cleanOnce(l *seglog.Log, opts seglog.Options, policy cleaner.Policy, retain
 	}
 	return res, comp, failure
 }
+
+// warnAndUp passes on a handler's records from Warn up.
+type warnAndUp struct{ slog.Handler }
+
+func (h warnAndUp) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnAndUp) WithAttrs(as []slog.Attr) slog.Handler {
+	return warnAndUp{h.Handler.WithAttrs(as)}
+}
+
+func (h warnAndUp) WithGroup(name string) slog.Handler { return warnAndUp{h.Handler.WithGroup(name)} }

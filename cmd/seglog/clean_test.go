@@ -73,6 +73,9 @@ func leftovers(t *testing.T, dir string) []string {
 func TestCleanByTime(t *testing.T) {
 	dir := cleanFixture(t)
 	r := mustInvoke(t, "", "clean", dir, "--retention-ms", fmt.Sprint((15 * 24 * time.Hour).Milliseconds()))
+	if strings.Contains(r.stderr, "cleaner: deleted segments") {
+		t.Errorf("clean repeated its report on stderr: %q", r.stderr)
+	}
 	if !strings.HasPrefix(r.stdout, dir+": deleted 2 segments, 20 records, ") || !strings.HasSuffix(r.stdout, "bytes; start offset 20 (was 0)\n") {
 		t.Fatalf("summary %q", r.stdout)
 	}
