@@ -22,6 +22,11 @@ type MetaProperties struct {
 	NodeID int32
 	// ClusterID is cluster.id, "" when the file has none.
 	ClusterID string
+	// DirectoryID is directory.id (Kafka's KIP-858): a random id a
+	// cluster node gives its DIR when it first makes it, so the cluster
+	// can tell the directory a node registered from from a wiped or
+	// replaced one; "" when the file has none.
+	DirectoryID string
 }
 
 // ErrBadMetaProperties reports a meta.properties that does not parse.
@@ -77,7 +82,7 @@ func ReadMetaProperties(fsys vfs.FS, path string) (MetaProperties, error) {
 
 // ParseMetaProperties parses the contents of a meta.properties: lines
 // "key=value", blank lines and "#" comments skipped, keys other than
-// node.id (or broker.id) and cluster.id ignored, as Java's Properties
+// node.id (or broker.id), cluster.id and directory.id ignored, as Java's Properties
 // files go. node.id is required, a number from 0 to 2^31-1; cluster.id is
 // not (a caller that needs it checks ClusterID). path is used only in
 // errors.
@@ -112,6 +117,8 @@ func ParseMetaProperties(path string, data []byte) (MetaProperties, error) {
 			p.NodeID, haveNode = int32(id), true
 		case "cluster.id":
 			p.ClusterID = v
+		case "directory.id":
+			p.DirectoryID = v
 		}
 	}
 	if !haveNode {
@@ -121,27 +128,32 @@ func ParseMetaProperties(path string, data []byte) (MetaProperties, error) {
 }
 
 // formatMetaProperties renders p as a meta.properties: a comment, the
-// version line Kafka writes (1, KRaft's), node.id and, when p has one,
-// cluster.id.
+// version line Kafka writes (1, KRaft's), node.id and, when p has them,
+// cluster.id and directory.id.
 func formatMetaProperties(p MetaProperties) []byte {
 	body := fmt.Sprintf("#written by seglog serve\nversion=1\nnode.id=%d\n", p.NodeID)
 	if p.ClusterID != "" {
 		body += "cluster.id=" + p.ClusterID + "\n"
+	}
+	if p.DirectoryID != "" {
+		body += "directory.id=" + p.DirectoryID + "\n"
 	}
 	return []byte(body)
 }
 
 // WriteMetaProperties writes p to path atomically (a temporary file
 // renamed over it), so a crash leaves the old file or the new one. A
-// negative node id, or a cluster id that would not read back as written
+// negative node id, or a cluster or directory id that would not read back as written
 // (a line break, which would also let it add lines of its own, or spaces
 // around it), is refused with a *MetaPropertiesError and nothing written.
 func WriteMetaProperties(fsys vfs.FS, path string, p MetaProperties) error {
 	if p.NodeID < 0 {
 		return &MetaPropertiesError{Path: path, Reason: fmt.Sprintf("node id %d is negative", p.NodeID)}
 	}
-	if strings.ContainsAny(p.ClusterID, "\r\n") || strings.TrimSpace(p.ClusterID) != p.ClusterID {
-		return &MetaPropertiesError{Path: path, Reason: fmt.Sprintf("cluster id %q would not read back", p.ClusterID)}
+	for _, v := range []struct{ name, id string }{{"cluster id", p.ClusterID}, {"directory id", p.DirectoryID}} {
+		if strings.ContainsAny(v.id, "\r\n") || strings.TrimSpace(v.id) != v.id {
+			return &MetaPropertiesError{Path: path, Reason: fmt.Sprintf("%s %q would not read back", v.name, v.id)}
+		}
 	}
 	return vfs.WriteFileAtomic(fsys, path, formatMetaProperties(p))
 }

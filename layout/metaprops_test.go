@@ -12,7 +12,7 @@ import (
 )
 
 // TestMetaPropertiesRoundTrip: what WriteMetaProperties writes reads back
-// the same, with or without a cluster id; Kafka's own file (a dated
+// the same, with or without a cluster or directory id; Kafka's own file (a dated
 // comment, broker.id from a ZooKeeper broker, other keys) reads too.
 func TestMetaPropertiesRoundTrip(t *testing.T) {
 	fsys := vfs.NewMem()
@@ -20,7 +20,7 @@ func TestMetaPropertiesRoundTrip(t *testing.T) {
 	if _, err := ReadMetaProperties(fsys, path); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("no file: %v, want fs.ErrNotExist", err)
 	}
-	for _, p := range []MetaProperties{{NodeID: 3, ClusterID: "AAAAAAAAAAAAAAAAAAAAAA"}, {NodeID: 0}, {NodeID: 1<<31 - 1, ClusterID: "x"}} {
+	for _, p := range []MetaProperties{{NodeID: 3, ClusterID: "AAAAAAAAAAAAAAAAAAAAAA"}, {NodeID: 0}, {NodeID: 2, ClusterID: "c", DirectoryID: "7dQ8Bq3XRUu8pVhTjT2zvA"}, {NodeID: 1<<31 - 1, ClusterID: "x"}} {
 		if err := WriteMetaProperties(fsys, path, p); err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +28,7 @@ func TestMetaPropertiesRoundTrip(t *testing.T) {
 			t.Errorf("wrote %+v, read %+v, %v", p, got, err)
 		}
 	}
-	for _, bad := range []MetaProperties{{NodeID: 1, ClusterID: "a\nnode.id=2"}, {NodeID: 1, ClusterID: " a"}, {NodeID: -1}} {
+	for _, bad := range []MetaProperties{{NodeID: 1, ClusterID: "a\nnode.id=2"}, {NodeID: 1, ClusterID: " a"}, {NodeID: 1, DirectoryID: "a\rb"}, {NodeID: -1}} {
 		if err := WriteMetaProperties(fsys, path, bad); !errors.Is(err, ErrBadMetaProperties) {
 			t.Errorf("writing %+v: %v, want ErrBadMetaProperties", bad, err)
 		}
@@ -37,7 +37,7 @@ func TestMetaPropertiesRoundTrip(t *testing.T) {
 		t.Errorf("after refused writes: %+v, %v; want the last good file", got, err)
 	}
 	kafka := "#\n#Thu Dec 04 10:00:00 UTC 2026\r\nversion=1\nbroker.id = 7\ndirectory.id=abc\n\ncluster.id=q1Sh-9_ISia_zwGINzRvyQ\n"
-	want := MetaProperties{NodeID: 7, ClusterID: "q1Sh-9_ISia_zwGINzRvyQ"}
+	want := MetaProperties{NodeID: 7, ClusterID: "q1Sh-9_ISia_zwGINzRvyQ", DirectoryID: "abc"}
 	if got, err := ParseMetaProperties(path, []byte(kafka)); err != nil || got != want {
 		t.Errorf("Kafka's file: %+v, %v; want %+v", got, err, want)
 	}

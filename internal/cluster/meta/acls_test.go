@@ -117,7 +117,7 @@ func TestSnapshotACLs(t *testing.T) {
 	}
 	// Two entries swapped: refused, so decode-encode stays the identity.
 	enc := EncodeState(populated(t))
-	start := len(enc) - emptyACLsSection - emptyQuotasSection
+	start := len(enc) - emptyACLsSection - emptyQuotasSection - emptyDirectoryIDsSection
 	swapped := append([]byte(nil), enc[:start]...)
 	swapped = append(swapped, 2)
 	swapped = acl.Append(swapped, s.ACLs()[1])

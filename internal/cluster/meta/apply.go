@@ -43,10 +43,19 @@ var (
 	// ErrClusterID reports a SetClusterID that is empty, longer than
 	// MaxClusterIDLen, or differs from the id already set.
 	ErrClusterID = errors.New("meta: invalid cluster id")
+	// ErrDirectoryID reports a RegisterBroker from another directory
+	// than the one the broker registered from before: the node's DIR was
+	// wiped or replaced, and its replicas' raft state with it, so it
+	// cannot rejoin their groups as the replica they knew.
+	ErrDirectoryID = errors.New("meta: broker registered from another directory")
 )
 
 // MaxClusterIDLen bounds a cluster id: Kafka's are 22 characters.
 const MaxClusterIDLen = 64
+
+// MaxDirectoryIDLen bounds a directory id, as MaxClusterIDLen a
+// cluster id.
+const MaxDirectoryIDLen = 64
 
 // Result is what applying one command answers: the raft index it was
 // applied at, and for AllocateProducerIDs the block, for RegisterBroker
@@ -128,9 +137,19 @@ func (s *State) registerBroker(index uint64, c *RegisterBroker) (*State, error) 
 		return nil, fmt.Errorf("%w: broker %d: port %d", ErrInvalidBroker, c.ID, c.Port)
 	case c.RaftAddr == "" || len(c.RaftAddr) > maxConfigLen:
 		return nil, fmt.Errorf("%w: broker %d: raft address of %d bytes", ErrInvalidBroker, c.ID, len(c.RaftAddr))
+	case len(c.DirectoryID) > MaxDirectoryIDLen:
+		return nil, fmt.Errorf("%w: broker %d: directory id of %d bytes", ErrInvalidBroker, c.ID, len(c.DirectoryID))
+	}
+	dir := c.DirectoryID
+	if old, ok := s.brokers[c.ID]; ok && old.DirectoryID != "" {
+		if dir != old.DirectoryID {
+			return nil, fmt.Errorf("%w: broker %d registered from directory.id=%s, and registers now from directory.id=%q", ErrDirectoryID, c.ID, old.DirectoryID, dir)
+		}
 	}
 	n := s.next()
-	n.brokers[c.ID] = Broker{ID: c.ID, Host: c.Host, Port: c.Port, RaftAddr: c.RaftAddr, Epoch: index}
+	// A broker first registered by a version without directory ids
+	// takes the first id it registers with.
+	n.brokers[c.ID] = Broker{ID: c.ID, Host: c.Host, Port: c.Port, RaftAddr: c.RaftAddr, Epoch: index, DirectoryID: dir}
 	return n, nil
 }
 

@@ -33,10 +33,22 @@ const (
 	// 12 is kindAlterClientQuotas (quotas.go).
 )
 
-// commandVersion is the version every command type is written with
-// today. Each type carries its own version byte, so one command can
-// change its fields without the others.
+// commandVersion is the version every command type but RegisterBroker
+// is written with today. Each type carries its own version byte, so one
+// command can change its fields without the others.
 const commandVersion = 1
+
+// registerBrokerVersion is RegisterBroker's: version 2 added
+// DirectoryID at the end. Version 1 still decodes, with none.
+const registerBrokerVersion = 2
+
+// versionOf is the version Encode writes a command of kind k with.
+func versionOf(k kind) uint8 {
+	if k == kindRegisterBroker {
+		return registerBrokerVersion
+	}
+	return commandVersion
+}
 
 // RegisterBroker adds a broker or updates its addresses; a node sends it
 // when it starts (and when its addresses change). Its result carries the
@@ -49,6 +61,11 @@ type RegisterBroker struct {
 	Port int32
 	// RaftAddr is the raft address.
 	RaftAddr string
+	// DirectoryID is the node's DIR's directory.id (KIP-858), at most
+	// MaxDirectoryIDLen bytes: once a broker registered with one, a
+	// registration from another directory is refused (ErrDirectoryID).
+	// "" comes from a node of a version without it.
+	DirectoryID string
 }
 
 // CreateTopic creates a topic with its assignment, computed by the
@@ -132,6 +149,7 @@ func (c *RegisterBroker) encodeBody(w *writer) {
 	w.str(c.Host)
 	w.varint(int64(c.Port))
 	w.str(c.RaftAddr)
+	w.str(c.DirectoryID)
 }
 
 func (c *CreateTopic) encodeBody(w *writer) {
@@ -185,7 +203,7 @@ func readAssignment(r *reader) [][]int32 {
 func Encode(c Command) ([]byte, error) {
 	w := &writer{b: make([]byte, 0, 64)}
 	w.u8(uint8(c.kind()))
-	w.u8(commandVersion)
+	w.u8(versionOf(c.kind()))
 	c.encodeBody(w)
 	if len(w.b) > MaxCommandBytes {
 		return nil, fmt.Errorf("%w: command of %d bytes, the limit is %d", ErrBadEncoding, len(w.b), MaxCommandBytes)
@@ -235,8 +253,8 @@ func Decode(b []byte) (Command, error) {
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, k)
 	}
-	if v != commandVersion {
-		return nil, fmt.Errorf("%w: %T version %d (this node reads version %d)", ErrUnsupportedVersion, c, v, commandVersion)
+	if want := versionOf(k); v != want && (k != kindRegisterBroker || v != 1) {
+		return nil, fmt.Errorf("%w: %T version %d (this node reads version %d)", ErrUnsupportedVersion, c, v, want)
 	}
 	switch c := c.(type) {
 	case *RegisterBroker:
@@ -244,6 +262,9 @@ func Decode(b []byte) (Command, error) {
 		c.Host = r.str()
 		c.Port = r.int32()
 		c.RaftAddr = r.str()
+		if v >= 2 {
+			c.DirectoryID = r.str()
+		}
 	case *CreateTopic:
 		c.Name = r.str()
 		if len(r.b) < len(c.ID) {

@@ -12,9 +12,10 @@ const snapshotMagic = "seglog-meta"
 // snapshotVersion is the version EncodeState writes. Version 2 added
 // the cluster id after the producer-id blocks, version 3 the SASL
 // credentials (credentials.go), the ACLs and the client quotas
-// (quotas.go) after it; DecodeState still reads versions 1 and 2 (no
-// cluster id, none of them).
-const snapshotVersion = 3
+// (quotas.go) after it, version 4 the brokers' directory ids after
+// those; DecodeState still reads versions 1 to 3 (without what came
+// later).
+const snapshotVersion = 4
 
 // MaxSnapshotBytes bounds an encoded State Restore reads: far above
 // what the metadata of store.MaxPartitions-sized topics needs, and a
@@ -65,7 +66,48 @@ func EncodeState(s *State) []byte {
 	encodeCredentials(w, s)
 	encodeACLs(w, s.acls)
 	writeQuotas(w, s)
+	writeDirectoryIDs(w, bs)
 	return w.b
+}
+
+// writeDirectoryIDs writes version 4's section: a count, then broker id
+// and directory id for each broker that has one, by broker id.
+func writeDirectoryIDs(w *writer, bs []Broker) {
+	n := 0
+	for _, b := range bs {
+		if b.DirectoryID != "" {
+			n++
+		}
+	}
+	w.uvarint(uint64(n))
+	for _, b := range bs {
+		if b.DirectoryID != "" {
+			w.varint(int64(b.ID))
+			w.str(b.DirectoryID)
+		}
+	}
+}
+
+// readDirectoryIDs reads what writeDirectoryIDs wrote into s's brokers:
+// each a registered broker, in order, with a non-empty id.
+func readDirectoryIDs(r *reader, s *State) {
+	n := r.count(2)
+	var prev int32
+	for i := 0; i < n && r.err == nil; i++ {
+		id, dir := r.int32(), r.str()
+		b, ok := s.brokers[id]
+		switch {
+		case r.err != nil:
+		case i > 0 && id <= prev:
+			r.fail("directory id of broker %d after %d", id, prev)
+		case !ok || dir == "" || len(dir) > MaxDirectoryIDLen:
+			r.fail("directory id %q of broker %d", dir, id)
+		default:
+			b.DirectoryID = dir
+			s.brokers[id] = b
+		}
+		prev = id
+	}
 }
 
 // DecodeState parses what EncodeState wrote. Keys out of order or
@@ -131,6 +173,9 @@ func DecodeState(b []byte) (*State, error) {
 		decodeCredentials(r, s)
 		s.acls = decodeACLs(r)
 		readQuotas(r, s)
+	}
+	if v >= 4 {
+		readDirectoryIDs(r, s)
 	}
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("metadata snapshot: %w", err)

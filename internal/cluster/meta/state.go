@@ -23,6 +23,9 @@ type Broker struct {
 	// record: it grows with every restart, so the server can tell a
 	// stale registration from a fresh one.
 	Epoch uint64
+	// DirectoryID is the directory.id of the DIR it registered from, ""
+	// if it registered from a version without directory ids.
+	DirectoryID string
 }
 
 // Topic is one topic: its identity, configuration and replica

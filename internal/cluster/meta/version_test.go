@@ -2,13 +2,16 @@ package meta
 
 // The sections version 3 of the snapshot added after the cluster id, as
 // an empty State encodes them: the credentials (the in-force flag and a
-// count), then the ACLs (a count), then the client quotas (a count).
-// Tests that make an older snapshot out of a new one cut these bytes.
+// count), then the ACLs (a count), then the client quotas (a count);
+// and the one version 4 added after them, the directory ids (a count),
+// counted in emptyV3Sections since it follows them. Tests that make an
+// older snapshot out of a new one cut these bytes.
 const (
-	emptyCredentialsSection = 2
-	emptyACLsSection        = 1
-	emptyQuotasSection      = 1
-	emptyV3Sections         = emptyCredentialsSection + emptyACLsSection + emptyQuotasSection
+	emptyCredentialsSection  = 2
+	emptyACLsSection         = 1
+	emptyQuotasSection       = 1
+	emptyDirectoryIDsSection = 1
+	emptyV3Sections          = emptyCredentialsSection + emptyACLsSection + emptyQuotasSection + emptyDirectoryIDsSection
 )
 
 // asVersion2 turns the encoding of a State with nothing in version 3's
