@@ -2,6 +2,8 @@ package layout
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -27,6 +29,15 @@ type MetaProperties struct {
 	// can tell the directory a node registered from from a wiped or
 	// replaced one; "" when the file has none.
 	DirectoryID string
+}
+
+// NewID returns a random id as Kafka writes its Uuids (a cluster.id, a
+// directory.id): 16 random bytes as 22 characters of URL-safe base64
+// without padding.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // ErrBadMetaProperties reports a meta.properties that does not parse.

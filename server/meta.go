@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"io/fs"
 	"path/filepath"
@@ -24,9 +22,7 @@ func loadMeta(fsys vfs.FS, dir string, nodeID int32, write bool) (layout.MetaPro
 	path := filepath.Join(dir, layout.MetaPropertiesFile)
 	m, err := layout.ReadMetaProperties(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		var id [16]byte
-		rand.Read(id[:])
-		m := layout.MetaProperties{NodeID: nodeID, ClusterID: base64.RawURLEncoding.EncodeToString(id[:])}
+		m := layout.MetaProperties{NodeID: nodeID, ClusterID: layout.NewID()}
 		if !write {
 			return m, nil
 		}

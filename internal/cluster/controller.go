@@ -2,13 +2,13 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/seglog/seglog/internal/cluster/meta"
+	"github.com/seglog/seglog/layout"
 )
 
 // handle runs one request on this node as the controller; a node that is
@@ -19,7 +19,7 @@ func (n *Node) handle(ctx context.Context, req request) response {
 	}
 	switch req.Op {
 	case opRegister:
-		res, err := n.meta.Propose(ctx, &meta.RegisterBroker{ID: req.Broker, Host: req.Host, Port: req.Port, RaftAddr: req.RaftAddr})
+		res, err := n.meta.Propose(ctx, &meta.RegisterBroker{ID: req.Broker, Host: req.Host, Port: req.Port, RaftAddr: req.RaftAddr, DirectoryID: req.DirectoryID})
 		if err != nil {
 			return errResponse(err)
 		}
@@ -175,11 +175,16 @@ func (n *Node) heartbeatLoop() {
 	defer n.wg.Done()
 	t := time.NewTicker(n.cfg.HeartbeatInterval)
 	defer t.Stop()
+	ready := n.ready // nil once the cluster id is known
 	for {
 		n.beat()
 		select {
 		case <-n.ctx.Done():
 			return
+		case <-n.failed:
+			return
+		case <-ready:
+			ready = nil // registers now rather than at the next tick
 		case <-t.C:
 		}
 	}
@@ -198,7 +203,22 @@ func (n *Node) beat() {
 		n.nameCluster(ctx)
 	}
 	if epoch == 0 {
-		resp, err := n.forward(ctx, request{Op: opRegister, Broker: n.cfg.NodeID, Host: n.host, Port: n.port, RaftAddr: n.raftAddr})
+		select {
+		case <-n.ready:
+		default:
+			// Not before the cluster id is checked: a DIR of another
+			// cluster is refused as that (ErrClusterID), not registered.
+			return
+		}
+		if n.Err() != nil {
+			return
+		}
+		resp, err := n.forward(ctx, request{Op: opRegister, Broker: n.cfg.NodeID, Host: n.host, Port: n.port, RaftAddr: n.raftAddr,
+			DirectoryID: n.dirID})
+		if errors.Is(err, meta.ErrDirectoryID) {
+			n.fail(fmt.Errorf("%w: %w; %s", ErrDirectoryID, err, directoryAdvice))
+			return
+		}
 		if err != nil {
 			n.log.Debug("cluster: registration not done yet", "err", err)
 			return
@@ -252,9 +272,7 @@ func (n *Node) nameCluster(ctx context.Context) {
 	id := n.props.clusterID
 	n.mu.Unlock()
 	if id == "" {
-		var b [16]byte
-		rand.Read(b[:])
-		id = base64.RawURLEncoding.EncodeToString(b[:])
+		id = layout.NewID()
 	}
 	if _, err := n.meta.Propose(ctx, &meta.SetClusterID{ID: id}); err != nil {
 		n.log.Debug("cluster: naming the cluster", "err", err)

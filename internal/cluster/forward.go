@@ -48,6 +48,8 @@ type request struct {
 	Port     int32  `json:"port,omitempty"`
 	RaftAddr string `json:"raft_addr,omitempty"`
 	Epoch    uint64 `json:"epoch,omitempty"`
+	// DirectoryID is Register's: DIR's directory.id.
+	DirectoryID string `json:"directory_id,omitempty"`
 	// CreateTopic and DeleteTopic.
 	Topic             string            `json:"topic,omitempty"`
 	Partitions        int32             `json:"partitions,omitempty"`
@@ -120,6 +122,7 @@ var errCodes = []struct {
 	{"unknown-broker", meta.ErrUnknownBroker},
 	{"producer-ids-exhausted", meta.ErrProducerIDsExhausted},
 	{"cluster-id", meta.ErrClusterID},
+	{"directory-id", meta.ErrDirectoryID},
 	{"invalid-credential", meta.ErrInvalidCredential},
 	{"unknown-credential", meta.ErrUnknownCredential},
 	{"credentials-in-force", meta.ErrCredentialsInForce},

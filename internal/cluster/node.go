@@ -28,6 +28,7 @@ import (
 	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/internal/cluster/partition"
 	"github.com/seglog/seglog/internal/cluster/raftmux"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -76,7 +77,17 @@ var (
 	ErrInvalidReplicationFactor = meta.ErrInvalidReplicationFactor
 	// ErrClosed is returned by a closed Node.
 	ErrClosed = errors.New("cluster: node closed")
+	// ErrDirectoryID is the failure (Node.Err) of a node whose
+	// registration the controller refused because the broker registered
+	// from another DIR before: this one was wiped or replaced. The error
+	// matches meta.ErrDirectoryID too.
+	ErrDirectoryID = errors.New("cluster: this directory is not the one the node registered from")
 )
+
+// directoryAdvice ends ErrDirectoryID's message: what happened and what
+// the user can do.
+const directoryAdvice = "the DIR was wiped or replaced, and with it this node's replicas' raft state, so it cannot rejoin their groups as the replica they knew (docs/cluster.md, \"A node that lost its DIR\"); " +
+	"no partition was written here, and the partitions run on their other replicas. Start the node with its old DIR, or leave it stopped"
 
 // Config is what Start needs.
 type Config struct {
@@ -212,6 +223,13 @@ type Node struct {
 	epoch      uint64
 	registered chan struct{}
 	rnd        *rand.Rand
+	// dirID is DIR's directory.id, sent with every registration.
+	dirID string
+	// failed is closed when the node meets an error it cannot run past
+	// (failErr, set before): a registration refused for its directory.
+	failed   chan struct{}
+	failOnce sync.Once
+	failErr  error
 
 	// clusterID is known once ready is closed; clusterErr then says if
 	// DIR belongs to another cluster.
@@ -290,6 +308,14 @@ func start(cfg Config) (*Node, error) {
 	if p.exists && p.nodeID != cfg.NodeID {
 		return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, p.path, p.nodeID, cfg.NodeID)
 	}
+	if p.exists && p.directoryID == "" {
+		// A DIR a version without directory ids made: it gets one now,
+		// and the metadata takes it at the registration.
+		p.directoryID = layout.NewID()
+		if err := p.write(cfg.FS); err != nil {
+			return nil, err
+		}
+	}
 	if !p.exists {
 		// Until the metadata names the cluster, meta.properties cannot
 		// be written whole; the node id is kept in the node's own
@@ -302,15 +328,23 @@ func start(cfg Config) (*Node, error) {
 		if early.exists && early.nodeID != cfg.NodeID {
 			return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, early.path, early.nodeID, cfg.NodeID)
 		}
-		if !early.exists {
+		if !early.exists || early.directoryID == "" {
+			// The directory id is made once, with the DIR: a DIR made
+			// again (wiped, replaced) has another, which the cluster
+			// refuses (ErrDirectoryID).
 			if err := cfg.FS.MkdirAll(filepath.Join(cfg.Dir, nodeDirName)); err != nil {
 				return nil, err
 			}
 			early.nodeID = cfg.NodeID
+			if early.directoryID == "" {
+				early.directoryID = layout.NewID()
+			}
 			if err := early.write(cfg.FS); err != nil {
 				return nil, err
 			}
 		}
+		// meta.properties, once written, carries it on.
+		p.directoryID = early.directoryID
 	}
 	topics, err := loadTopicRecord(cfg.FS, cfg.Dir)
 	if err != nil {
@@ -321,7 +355,7 @@ func start(cfg Config) (*Node, error) {
 		cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID), host: host, port: int32(port), raftAddr: raftAddr,
 		lastSeen: map[int32]time.Time{},
 		rnd:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		props:    p, ready: make(chan struct{}), registered: make(chan struct{}),
+		props:    p, ready: make(chan struct{}), registered: make(chan struct{}), dirID: p.directoryID, failed: make(chan struct{}),
 		syncedCh: make(chan struct{}), topics: topics, recordKick: make(chan struct{}, 1),
 		restart: make(chan struct{}, 1),
 	}
@@ -454,20 +488,54 @@ func (n *Node) Close() error {
 func (n *Node) ID() int32 { return n.cfg.NodeID }
 
 // ClusterID waits until this node's metadata names the cluster (the
-// first controller proposes an id) and returns it: the server's
-// Options.ClusterID. A restarted node waits too, until it has applied
-// the metadata again, which takes a controller: a node that cannot
-// reach a quorum has nothing to serve. ErrClusterID if DIR's
-// meta.properties names another cluster.
+// first controller proposes an id) and the controller has accepted its
+// registration, and returns the id: the server's Options.ClusterID. A
+// restarted node waits too, until it has applied the metadata again,
+// which takes a controller: a node that cannot reach a quorum has
+// nothing to serve. ErrClusterID if DIR's meta.properties names another
+// cluster; the node's failure (Err) if it failed first.
 func (n *Node) ClusterID(ctx context.Context) (string, error) {
-	select {
-	case <-n.ready:
-		return n.clusterID, n.clusterErr
-	case <-ctx.Done():
-		return "", ctx.Err()
-	case <-n.ctx.Done():
-		return "", ErrClosed
+	for _, ch := range []chan struct{}{n.ready, n.registered} {
+		select {
+		case <-ch:
+		case <-n.failed:
+			return "", n.failErr
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-n.ctx.Done():
+			return "", ErrClosed
+		}
+		if n.clusterErr != nil {
+			return "", n.clusterErr
+		}
 	}
+	return n.clusterID, nil
+}
+
+// Failed returns a channel closed when the node meets an error it cannot
+// run past; Err then says which. Today that is one: the controller
+// refused its registration because the broker registered from another
+// DIR before (ErrDirectoryID). A failed node writes nothing more to its
+// store and starts no replica; its owner closes it.
+func (n *Node) Failed() <-chan struct{} { return n.failed }
+
+// Err returns the node's failure once Failed is closed, else nil.
+func (n *Node) Err() error {
+	select {
+	case <-n.failed:
+		return n.failErr
+	default:
+		return nil
+	}
+}
+
+// fail records the node's failure and closes failed, once.
+func (n *Node) fail(err error) {
+	n.failOnce.Do(func() {
+		n.failErr = err
+		n.log.Error("cluster: this node cannot run", "err", err)
+		close(n.failed)
+	})
 }
 
 // SetNotify sets the function called when a partition's high watermark

@@ -26,16 +26,17 @@ var ErrDamaged = errors.New("cluster: damaged node file")
 // maxNodeFile bounds what is read of the topic record: a line per topic.
 const maxNodeFile = 16 << 20
 
-// props is DIR's meta.properties as Kafka's KRaft keeps it: node.id and
-// cluster.id. A cluster node writes it once the metadata names the
+// props is DIR's meta.properties as Kafka's KRaft keeps it: node.id,
+// cluster.id and directory.id. A cluster node writes it once the metadata names the
 // cluster, with both keys, so the single node's reader (package server)
 // reads it too. Before that, the same format with node.id alone is kept
 // in DIR/.cluster_node/meta.properties.
 type props struct {
-	path      string
-	exists    bool
-	nodeID    int32
-	clusterID string
+	path        string
+	exists      bool
+	nodeID      int32
+	clusterID   string
+	directoryID string
 }
 
 func readProps(fsys vfs.FS, dir string) (props, error) {
@@ -50,12 +51,12 @@ func readProps(fsys vfs.FS, dir string) (props, error) {
 	if err != nil {
 		return p, err
 	}
-	p.exists, p.nodeID, p.clusterID = true, m.NodeID, m.ClusterID
+	p.exists, p.nodeID, p.clusterID, p.directoryID = true, m.NodeID, m.ClusterID, m.DirectoryID
 	return p, nil
 }
 
 func (p props) write(fsys vfs.FS) error {
-	return layout.WriteMetaProperties(fsys, p.path, layout.MetaProperties{NodeID: p.nodeID, ClusterID: p.clusterID})
+	return layout.WriteMetaProperties(fsys, p.path, layout.MetaProperties{NodeID: p.nodeID, ClusterID: p.clusterID, DirectoryID: p.directoryID})
 }
 
 // nodeDirName is the hidden directory in DIR holding the node's own

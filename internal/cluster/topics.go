@@ -69,18 +69,35 @@ func assignments(st *meta.State) []Assignment {
 // metadata state this node applies.
 func (n *Node) syncLoop() {
 	defer n.wg.Done()
+	// Nothing is written to the store and no replica started before the
+	// controller accepts this node's registration: a DIR made again has
+	// no raft state for the replicas the cluster remembers here, and
+	// the registration is what refuses it (ErrDirectoryID). The cluster
+	// id is checked before (the registration waits for it), so a DIR of
+	// another cluster is told as that.
+	registered := n.registered // nil once registered
 	for {
 		st, changed := n.meta.Watch()
 		ok := n.learnClusterID(st)
-		n.recMu.Lock()
-		ok = n.syncTopics(st) && ok
-		n.recMu.Unlock()
-		n.syncMu.Lock()
-		n.synced = st.Index()
-		close(n.syncedCh)
-		n.syncedCh = make(chan struct{})
-		n.syncMu.Unlock()
-		n.wake()
+		if n.Err() != nil {
+			return // another cluster's metadata is not synced into DIR
+		}
+		select {
+		case <-registered:
+			registered = nil
+		default:
+		}
+		if registered == nil {
+			n.recMu.Lock()
+			ok = n.syncTopics(st) && ok
+			n.recMu.Unlock()
+			n.syncMu.Lock()
+			n.synced = st.Index()
+			close(n.syncedCh)
+			n.syncedCh = make(chan struct{})
+			n.syncMu.Unlock()
+			n.wake()
+		}
 		// What failed (a store or manager error, logged) is tried
 		// again after a while even if the metadata does not change, and
 		// so is a group the driver stopped (the manager's Sync starts
@@ -94,8 +111,12 @@ func (n *Node) syncLoop() {
 			select {
 			case <-changed:
 				break wait
+			case <-registered:
+				break wait
 			case <-retry:
 				break wait
+			case <-n.failed:
+				return
 			case <-n.restart:
 				// A retry already due restarts the group too.
 				if retry == nil {
@@ -195,7 +216,7 @@ func (n *Node) learnClusterID(st *meta.State) bool {
 	switch {
 	case p.clusterID != "" && p.clusterID != id:
 		n.clusterErr = fmt.Errorf("%w: %s names cluster.id=%s, and the cluster's metadata names %s", ErrClusterID, p.path, p.clusterID, id)
-		n.log.Error("cluster: this directory belongs to another cluster", "err", n.clusterErr)
+		n.fail(n.clusterErr)
 	case p.clusterID == "":
 		p.exists, p.nodeID, p.clusterID = true, n.cfg.NodeID, id
 		if err := p.write(n.cfg.FS); err != nil {

@@ -1,0 +1,159 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/seglog/seglog/internal/cluster/meta"
+	"github.com/seglog/seglog/internal/testutil"
+	"github.com/seglog/seglog/layout"
+	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
+)
+
+// TestWipedDirRefused: a node started again with the same id over an
+// empty DIR (a wiped or replaced disk) is refused by the controller
+// before it starts a replica or writes a partition: its Failed closes
+// with ErrDirectoryID, ClusterID answers it, the metadata keeps the old
+// registration, and the node's old DIR rejoins afterwards and catches
+// up. Without the refusal the blank replica is sent a commit index
+// beyond its empty log and etcd raft panics, which ends this test's
+// process.
+func TestWipedDirRefused(t *testing.T) {
+	c := newClusterOf(t, 3, true)
+	ctrl := c.controller()
+	ctx := ctxTimeout(t)
+	if err := ctrl.node.CreateTopic(ctx, "w", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	l := c.leaderOf("w", 0)
+	produce := func(l *tnode, n int) int64 {
+		t.Helper()
+		var last int64
+		for i := range n {
+			off, err := l.node.Produce(ctx, "w", 0, producerBatch(t, fmt.Sprint(i)), -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = off
+		}
+		return last
+	}
+	last := produce(l, 5)
+	var victim *tnode
+	for _, tn := range c.running() {
+		if tn != ctrl && tn != l {
+			victim = tn
+		}
+	}
+	if victim == nil {
+		victim = c.follower(ctrl) // the controller leads w-0: any other node
+	}
+	waitEnd := func(tn *tnode, end int64) {
+		t.Helper()
+		testutil.WaitFor(t, fmt.Sprintf("node %d to hold w-0 to offset %d", tn.id, end), func() bool {
+			lg, err := tn.st.Log("w", 0)
+			return err == nil && lg.EndOffset() >= end
+		})
+	}
+	waitEnd(victim, last+1)
+	before, _ := ctrl.node.meta.State().Broker(victim.id)
+	if before.DirectoryID == "" {
+		t.Fatalf("node %d registered without a directory id", victim.id)
+	}
+	old := *victim
+	c.stop(victim.id)
+
+	blank := &tnode{id: victim.id, dir: victim.dir + "-wiped", addr: victim.addr, kafka: victim.kafka}
+	c.nodes[victim.id] = blank
+	if err := c.startWith(blank, blank.id, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-blank.node.Failed():
+	case <-ctx.Done():
+		t.Fatal("the node over a wiped DIR did not fail")
+	}
+	err := blank.node.Err()
+	if !errors.Is(err, ErrDirectoryID) || !errors.Is(err, meta.ErrDirectoryID) || !strings.Contains(err.Error(), before.DirectoryID) {
+		t.Errorf("node over a wiped DIR: %v, want ErrDirectoryID naming directory.id=%s", err, before.DirectoryID)
+	}
+	if _, cerr := blank.node.ClusterID(ctx); !errors.Is(cerr, ErrDirectoryID) {
+		t.Errorf("ClusterID of the refused node: %v, want ErrDirectoryID", cerr)
+	}
+	if _, perr := blank.st.Partitions("w"); !errors.Is(perr, store.ErrUnknownTopic) {
+		t.Errorf("the refused node's store holds w: %v; want nothing written", perr)
+	}
+	if after, _ := ctrl.node.meta.State().Broker(victim.id); after != before {
+		t.Errorf("the refused registration changed broker %d: %+v, was %+v", victim.id, after, before)
+	}
+	// The survivors still take acks=all writes.
+	c.stop(blank.id)
+	last = produce(c.leaderOf("w", 0), 3)
+
+	// The node's own DIR rejoins and catches up.
+	c.nodes[victim.id] = &old
+	c.restart(victim.id)
+	if _, err := old.node.ClusterID(ctx); err != nil {
+		t.Fatalf("the node over its own DIR: %v", err)
+	}
+	waitEnd(&old, last+1)
+}
+
+// TestDirectoryIDKept: a DIR gets its directory id at its first start,
+// keeps it in meta.properties across restarts, and registers with it; a
+// DIR a version without directory ids made (meta.properties without
+// one) gets one at its next start, and the metadata takes it.
+func TestDirectoryIDKept(t *testing.T) {
+	mk := func() *tcluster {
+		c := &tcluster{t: t, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.voters[1] = ln.Addr().String()
+		c.nodes[1] = &tnode{id: 1, dir: "/d", addr: c.voters[1], kafka: "k:1"}
+		t.Cleanup(func() {
+			if c.nodes[1].node != nil {
+				c.stop(1)
+			}
+		})
+		ln.Close()
+		return c
+	}
+	registeredWith := func(c *tcluster) string {
+		t.Helper()
+		c.restart(1)
+		tn := c.nodes[1]
+		if _, err := tn.node.ClusterID(ctxTimeout(t)); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := tn.node.meta.State().Broker(1)
+		c.stop(1)
+		p, err := readProps(c.fs, "/d")
+		if err != nil || p.directoryID == "" || p.directoryID != b.DirectoryID {
+			t.Fatalf("meta.properties %+v, %v; the metadata has directory id %q", p, err, b.DirectoryID)
+		}
+		return p.directoryID
+	}
+	c := mk()
+	first := registeredWith(c)
+	if again := registeredWith(c); again != first {
+		t.Errorf("directory id %s after a restart, was %s", again, first)
+	}
+
+	old := mk()
+	if err := old.fs.MkdirAll("/d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := (props{path: filepath.Join("/d", layout.MetaPropertiesFile), nodeID: 1, clusterID: "old-cluster-xxxxxxxxxx"}).write(old.fs); err != nil {
+		t.Fatal(err)
+	}
+	if id := registeredWith(old); id == "" {
+		t.Error("an old DIR got no directory id")
+	}
+}
