@@ -3,9 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,4 +112,82 @@ func produceCreating(t *testing.T, addr, topic string, values ...string) []int64
 		offs = append(offs, r.Offset)
 	}
 	return offs
+}
+
+// TestServeClusterWipedDirRefused: in a two-voter cluster, node 2 started
+// again over an empty DIR (a wiped disk) exits 1 saying its DIR is not
+// the one it registered from, having written no record there; started
+// over its own DIR it rejoins, and the records acknowledged before are
+// still there.
+func TestServeClusterWipedDirRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts cluster nodes")
+	}
+	base := t.TempDir()
+	var rafts []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rafts = append(rafts, ln.Addr().String())
+		ln.Close() // serve binds it again
+	}
+	voters := "1@" + rafts[0] + ",2@" + rafts[1]
+	node := func(id int) []string {
+		return []string{"--voters", voters, "--node-id", fmt.Sprint(id), "--raft-listen", rafts[id-1]}
+	}
+	dir2 := filepath.Join(base, "node-2")
+	// Node 2 in the background: node 1's start waits for a quorum.
+	var stderr2 lockedBuffer
+	two := seglogProcess(t, &stderr2, append([]string{"serve", dir2, "--listen", "127.0.0.1:0"}, node(2)...)...)
+	if err := two.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { two.Process.Kill() })
+	addr, stop := startServe(t, filepath.Join(base, "node-1"), node(1)...)
+	defer stop()
+	if got := produceCreating(t, addr, "orders", "a", "b", "c"); len(got) != 3 || got[2] != 2 {
+		t.Fatalf("acknowledged at %v, want offsets 0 to 2", got)
+	}
+	if err := two.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCode(t, two.Wait(), &stderr2); code != 0 {
+		t.Fatalf("node 2 exited %d", code)
+	}
+
+	wiped := filepath.Join(base, "node-2-wiped")
+	var stderr lockedBuffer
+	blank := seglogProcess(t, &stderr, append([]string{"serve", wiped, "--listen", "127.0.0.1:0"}, node(2)...)...)
+	done := make(chan error, 1)
+	if err := blank.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { blank.Process.Kill() })
+	go func() { done <- blank.Wait() }()
+	select {
+	case err := <-done:
+		if code := exitCode(t, err, &stderr); code != 1 || !strings.Contains(stderr.String(), "not the one the node registered from") {
+			t.Fatalf("node 2 over an empty DIR: exit %d, stderr %q; want 1 and why", code, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("node 2 over an empty DIR still runs after a minute; stderr %q", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(wiped, "orders-0")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused node made orders-0 in the empty DIR: %v", err)
+	}
+
+	// Over its own DIR it rejoins: an acks=all write on the RF 2 topic
+	// needs it, and its copy holds every record.
+	_, stop2 := startServe(t, dir2, node(2)...)
+	if got := produceCreating(t, addr, "orders", "d"); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("after node 2 rejoined: acknowledged at %v, want offset 3", got)
+	}
+	if code := stop2(); code != 0 {
+		t.Fatalf("node 2 exited %d", code)
+	}
+	if got := consumedValues(t, filepath.Join(dir2, "orders-0")); strings.Join(got, ",") != "a,b,c,d" {
+		t.Errorf("node 2's orders-0 holds %q, want a, b, c, d", got)
+	}
 }

@@ -87,7 +87,7 @@ var (
 // directoryAdvice ends ErrDirectoryID's message: what happened and what
 // the user can do.
 const directoryAdvice = "the DIR was wiped or replaced, and with it this node's replicas' raft state, so it cannot rejoin their groups as the replica they knew (docs/cluster.md, \"A node that lost its DIR\"); " +
-	"no partition was written here, and the partitions run on their other replicas. Start the node with its old DIR, or leave it stopped"
+	"no record was written here, and the partitions run on their other replicas. Start the node with its old DIR, or leave it stopped"
 
 // Config is what Start needs.
 type Config struct {
@@ -513,10 +513,12 @@ func (n *Node) ClusterID(ctx context.Context) (string, error) {
 }
 
 // Failed returns a channel closed when the node meets an error it cannot
-// run past; Err then says which. Today that is one: the controller
-// refused its registration because the broker registered from another
-// DIR before (ErrDirectoryID). A failed node writes nothing more to its
-// store and starts no replica; its owner closes it.
+// run past; Err then says which: the controller refused its
+// registration because the broker registered from another DIR before
+// (ErrDirectoryID), or DIR belongs to another cluster (ErrClusterID).
+// Both come before ClusterID returns, which answers them too (serve
+// waits there). A failed node writes nothing more to its store and
+// starts no replica; its owner closes it.
 func (n *Node) Failed() <-chan struct{} { return n.failed }
 
 // Err returns the node's failure once Failed is closed, else nil.
@@ -532,8 +534,8 @@ func (n *Node) Err() error {
 // fail records the node's failure and closes failed, once.
 func (n *Node) fail(err error) {
 	n.failOnce.Do(func() {
+		// Not logged: the owner reports it (serve exits with it).
 		n.failErr = err
-		n.log.Error("cluster: this node cannot run", "err", err)
 		close(n.failed)
 	})
 }

@@ -143,7 +143,10 @@ func (s *State) registerBroker(index uint64, c *RegisterBroker) (*State, error) 
 	dir := c.DirectoryID
 	if old, ok := s.brokers[c.ID]; ok && old.DirectoryID != "" {
 		if dir != old.DirectoryID {
-			return nil, fmt.Errorf("%w: broker %d registered from directory.id=%s, and registers now from directory.id=%q", ErrDirectoryID, c.ID, old.DirectoryID, dir)
+			if dir == "" {
+				dir = "(none)"
+			}
+			return nil, fmt.Errorf("%w: broker %d registered from directory.id=%s, and this registration comes from directory.id=%s", ErrDirectoryID, c.ID, old.DirectoryID, dir)
 		}
 	}
 	n := s.next()
