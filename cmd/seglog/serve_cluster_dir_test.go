@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/vfs"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -174,7 +174,7 @@ func TestServeClusterWipedDirRefused(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("node 2 over an empty DIR still runs after a minute; stderr %q", stderr.String())
 	}
-	if _, err := os.Stat(filepath.Join(wiped, "orders-0")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := vfs.Default.Stat(filepath.Join(wiped, "orders-0")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the refused node made orders-0 in the empty DIR: %v", err)
 	}
 
