@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,6 +67,9 @@ func seglogProcess(t testing.TB, stderr *lockedBuffer, args ...string) *exec.Cmd
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), runAsSeglog+"=1")
 	cmd.Stderr = stderr
+	// The child dies with the test binary: a test killed by a signal or
+	// its timeout leaves no serve behind holding a store and a port.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
