@@ -181,13 +181,18 @@ address other than loopback the page needs --metrics-token (or
 			logger.Info("seglog serve: listening", "addr", ln.Addr().String(), "node", srv.NodeID(), "cluster", srv.ClusterID())
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
-			var serveErr error
+			var serveErr, failure error
+			nodeFailed, nodeErr := cl.failed()
 			select {
 			case <-ctx.Done():
 				// A controlled shutdown: the partitions' clients move to
 				// their new leaders while this node still answers.
 				cl.handOver(cmd.ErrOrStderr())
 			case serveErr = <-served:
+			case <-nodeFailed:
+				// The node cannot go on (a newer build's metadata):
+				// serve stops with its error.
+				failure = nodeErr()
 			}
 			if page != nil {
 				// Before the store closes: a scrape reads it.
@@ -201,7 +206,7 @@ address other than loopback the page needs --metrics-token (or
 			} else if errors.Is(serveErr, server.ErrServerClosed) {
 				serveErr = nil
 			}
-			err = errors.Join(serveErr, shutErr, cl.close(), st.Close())
+			err = errors.Join(failure, serveErr, shutErr, cl.close(), st.Close())
 			if err == nil {
 				fmt.Fprintln(cmd.OutOrStdout(), "seglog serve: stopped")
 			}

@@ -144,6 +144,15 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	return nil
 }
 
+// failed returns a channel closed when the node fails (nil, which never
+// is, without a node), and the failure.
+func (c *clusterFlags) failed() (<-chan struct{}, func() error) {
+	if c.node == nil {
+		return nil, nil
+	}
+	return c.node.Failed(), c.node.Err
+}
+
 // handOverLimit bounds a stopping node's controlled shutdown: a transfer
 // raft cannot finish sooner (a follower far behind) is left to the
 // election after the stop.

@@ -19,7 +19,7 @@ func (n *Node) handle(ctx context.Context, req request) response {
 	}
 	switch req.Op {
 	case opRegister:
-		res, err := n.meta.Propose(ctx, &meta.RegisterBroker{ID: req.Broker, Host: req.Host, Port: req.Port, RaftAddr: req.RaftAddr, DirectoryID: req.DirectoryID})
+		res, err := n.register(ctx, req)
 		if err != nil {
 			return errResponse(err)
 		}
@@ -85,6 +85,33 @@ func (n *Node) handle(ctx context.Context, req request) response {
 		return resp
 	}
 	return response{Code: "error", Message: fmt.Sprintf("unknown operation %q", req.Op)}
+}
+
+// register checks the registering DIR's directory id against the one
+// the broker registered from before, refusing another before anything
+// is proposed; proposes the registration; and records the directory id
+// if none is yet (SetBrokerDirectory, once per broker).
+func (n *Node) register(ctx context.Context, req request) (meta.Result, error) {
+	st, err := n.meta.ControllerState(ctx)
+	if err != nil {
+		return meta.Result{}, err
+	}
+	if err := st.CheckDirectory(req.Broker, req.DirectoryID); err != nil {
+		return meta.Result{}, err
+	}
+	res, err := n.meta.Propose(ctx, &meta.RegisterBroker{ID: req.Broker, Host: req.Host, Port: req.Port, RaftAddr: req.RaftAddr})
+	if err != nil || req.DirectoryID == "" {
+		return res, err
+	}
+	if b, _ := st.Broker(req.Broker); b.DirectoryID == "" {
+		// A registration that raced with another from another directory
+		// is refused here; the broker's addresses and epoch are then the
+		// refused node's until the other registers again.
+		if _, err := n.meta.Propose(ctx, &meta.SetBrokerDirectory{Broker: req.Broker, DirectoryID: req.DirectoryID}); err != nil {
+			return meta.Result{}, err
+		}
+	}
+	return res, nil
 }
 
 // createTopic plans a topic over the live brokers and proposes it.

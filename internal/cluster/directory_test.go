@@ -153,7 +153,15 @@ func TestDirectoryIDKept(t *testing.T) {
 	if err := (props{path: filepath.Join("/d", layout.MetaPropertiesFile), nodeID: 1, clusterID: "old-cluster-xxxxxxxxxx"}).write(old.fs); err != nil {
 		t.Fatal(err)
 	}
-	if id := registeredWith(old); id == "" {
-		t.Error("an old DIR got no directory id")
+	id := registeredWith(old)
+	if early, err := readProps(old.fs, filepath.Join("/d", nodeDirName)); err != nil || early.directoryID != id {
+		t.Errorf("an old DIR's %s: %+v, %v; want directory id %s there too", nodeDirName, early, err, id)
+	}
+	// Losing one of the two files does not make the DIR look new.
+	if err := old.fs.Remove(filepath.Join("/d", layout.MetaPropertiesFile)); err != nil {
+		t.Fatal(err)
+	}
+	if again := registeredWith(old); again != id {
+		t.Errorf("with meta.properties lost the DIR registered as %s, was %s", again, id)
 	}
 }

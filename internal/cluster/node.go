@@ -10,6 +10,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,7 +88,8 @@ var (
 // directoryAdvice ends ErrDirectoryID's message: what happened and what
 // the user can do.
 const directoryAdvice = "the DIR was wiped or replaced, and with it this node's replicas' raft state, so it cannot rejoin their groups as the replica they knew (docs/cluster.md, \"A node that lost its DIR\"); " +
-	"no record was written here, and the partitions run on their other replicas. Start the node with its old DIR, or leave it stopped"
+	"no record was written here, and the partitions run on their other replicas. Start the node with its old DIR, or leave it stopped; " +
+	"if this is its old DIR and only DIR/meta.properties and DIR/.cluster_node/meta.properties lost their directory.id, write the one named above back into both"
 
 // Config is what Start needs.
 type Config struct {
@@ -308,44 +310,39 @@ func start(cfg Config) (*Node, error) {
 	if p.exists && p.nodeID != cfg.NodeID {
 		return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, p.path, p.nodeID, cfg.NodeID)
 	}
-	if p.exists && p.directoryID == "" {
-		// A DIR a version without directory ids made: it gets one now,
-		// and the metadata takes it at the registration.
-		p.directoryID = layout.NewID()
+	// Until the metadata names the cluster, meta.properties cannot be
+	// written whole; the node id is kept in the node's own directory
+	// meanwhile, so a restart under another id is refused from the first
+	// start on.
+	early, err := readProps(cfg.FS, filepath.Join(cfg.Dir, nodeDirName))
+	if err != nil {
+		return nil, err
+	}
+	if !p.exists && early.exists && early.nodeID != cfg.NodeID {
+		return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, early.path, early.nodeID, cfg.NodeID)
+	}
+	// The directory id is made once, with the DIR: a DIR made again
+	// (wiped, replaced) has another, which the cluster refuses
+	// (ErrDirectoryID). Both files keep it, so that losing one does not
+	// make the DIR look new; a DIR a build without directory ids made
+	// gets one now, and the controller records it at the registration.
+	dirID := cmp.Or(p.directoryID, early.directoryID, layout.NewID())
+	if !early.exists || early.directoryID != dirID {
+		if err := cfg.FS.MkdirAll(filepath.Join(cfg.Dir, nodeDirName)); err != nil {
+			return nil, err
+		}
+		early.nodeID, early.directoryID = cfg.NodeID, dirID
+		if err := early.write(cfg.FS); err != nil {
+			return nil, err
+		}
+	}
+	if p.exists && p.directoryID != dirID {
+		p.directoryID = dirID
 		if err := p.write(cfg.FS); err != nil {
 			return nil, err
 		}
 	}
-	if !p.exists {
-		// Until the metadata names the cluster, meta.properties cannot
-		// be written whole; the node id is kept in the node's own
-		// directory meanwhile, so a restart under another id is refused
-		// from the first start on.
-		early, err := readProps(cfg.FS, filepath.Join(cfg.Dir, nodeDirName))
-		if err != nil {
-			return nil, err
-		}
-		if early.exists && early.nodeID != cfg.NodeID {
-			return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, early.path, early.nodeID, cfg.NodeID)
-		}
-		if !early.exists || early.directoryID == "" {
-			// The directory id is made once, with the DIR: a DIR made
-			// again (wiped, replaced) has another, which the cluster
-			// refuses (ErrDirectoryID).
-			if err := cfg.FS.MkdirAll(filepath.Join(cfg.Dir, nodeDirName)); err != nil {
-				return nil, err
-			}
-			early.nodeID = cfg.NodeID
-			if early.directoryID == "" {
-				early.directoryID = layout.NewID()
-			}
-			if err := early.write(cfg.FS); err != nil {
-				return nil, err
-			}
-		}
-		// meta.properties, once written, carries it on.
-		p.directoryID = early.directoryID
-	}
+	p.directoryID = dirID // meta.properties carries it from its next write
 	topics, err := loadTopicRecord(cfg.FS, cfg.Dir)
 	if err != nil {
 		return nil, err
@@ -515,10 +512,11 @@ func (n *Node) ClusterID(ctx context.Context) (string, error) {
 // Failed returns a channel closed when the node meets an error it cannot
 // run past; Err then says which: the controller refused its
 // registration because the broker registered from another DIR before
-// (ErrDirectoryID), or DIR belongs to another cluster (ErrClusterID).
-// Both come before ClusterID returns, which answers them too (serve
-// waits there). A failed node writes nothing more to its store and
-// starts no replica; its owner closes it.
+// (ErrDirectoryID), DIR belongs to another cluster (ErrClusterID), or
+// the metadata holds an entry a newer build wrote (meta.ErrNewerMetadata,
+// which can come at any time). ClusterID answers one that comes before
+// it returns. A failed node writes nothing more to its store and starts
+// no replica; its owner closes it (serve exits with the error).
 func (n *Node) Failed() <-chan struct{} { return n.failed }
 
 // Err returns the node's failure once Failed is closed, else nil.

@@ -78,6 +78,13 @@ func (n *Node) syncLoop() {
 	registered := n.registered // nil once registered
 	for {
 		st, changed := n.meta.Watch()
+		if err := st.Unreadable(); err != nil {
+			// The State lacks what a newer build's entry did: acting on
+			// it could delete topics that exist (docs/cluster.md,
+			// "Upgrading").
+			n.fail(err)
+			return
+		}
 		ok := n.learnClusterID(st)
 		if n.Err() != nil {
 			return // another cluster's metadata is not synced into DIR

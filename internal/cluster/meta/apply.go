@@ -43,12 +43,17 @@ var (
 	// ErrClusterID reports a SetClusterID that is empty, longer than
 	// MaxClusterIDLen, or differs from the id already set.
 	ErrClusterID = errors.New("meta: invalid cluster id")
-	// ErrDirectoryID reports a RegisterBroker from another directory
-	// than the one the broker registered from before: the node's DIR was
-	// wiped or replaced, and its replicas' raft state with it, so it
-	// cannot rejoin their groups as the replica they knew.
+	// ErrDirectoryID reports a registration (State.CheckDirectory) or a
+	// SetBrokerDirectory from another directory than the one the broker
+	// registered from before: the node's DIR was wiped or replaced, and
+	// its replicas' raft state with it, so it cannot rejoin their groups
+	// as the replica they knew.
 	ErrDirectoryID = errors.New("meta: broker registered from another directory")
 )
+
+// ErrNewerMetadata is State.Unreadable's error: the metadata holds an
+// entry a newer build wrote, which this one cannot apply.
+var ErrNewerMetadata = errors.New("meta: the metadata holds an entry a newer build wrote")
 
 // MaxClusterIDLen bounds a cluster id: Kafka's are 22 characters.
 const MaxClusterIDLen = 64
@@ -107,6 +112,8 @@ func (s *State) apply(index uint64, c Command) (*State, Result, error) {
 		n, res.Block, err = s.allocateProducerIDs(c)
 	case *SetClusterID:
 		n, err = s.setClusterID(c)
+	case *SetBrokerDirectory:
+		n, err = s.setBrokerDirectory(c)
 	case *CreateACLs:
 		n, err = s.createACLs(c)
 	case *DeleteACLs:
@@ -137,22 +144,39 @@ func (s *State) registerBroker(index uint64, c *RegisterBroker) (*State, error) 
 		return nil, fmt.Errorf("%w: broker %d: port %d", ErrInvalidBroker, c.ID, c.Port)
 	case c.RaftAddr == "" || len(c.RaftAddr) > maxConfigLen:
 		return nil, fmt.Errorf("%w: broker %d: raft address of %d bytes", ErrInvalidBroker, c.ID, len(c.RaftAddr))
-	case len(c.DirectoryID) > MaxDirectoryIDLen:
-		return nil, fmt.Errorf("%w: broker %d: directory id of %d bytes", ErrInvalidBroker, c.ID, len(c.DirectoryID))
-	}
-	dir := c.DirectoryID
-	if old, ok := s.brokers[c.ID]; ok && old.DirectoryID != "" {
-		if dir != old.DirectoryID {
-			if dir == "" {
-				dir = "(none)"
-			}
-			return nil, fmt.Errorf("%w: broker %d registered from directory.id=%s, and this registration comes from directory.id=%s", ErrDirectoryID, c.ID, old.DirectoryID, dir)
-		}
 	}
 	n := s.next()
-	// A broker first registered by a version without directory ids
-	// takes the first id it registers with.
-	n.brokers[c.ID] = Broker{ID: c.ID, Host: c.Host, Port: c.Port, RaftAddr: c.RaftAddr, Epoch: index, DirectoryID: dir}
+	// The directory id, once set, stays (SetBrokerDirectory).
+	n.brokers[c.ID] = Broker{ID: c.ID, Host: c.Host, Port: c.Port, RaftAddr: c.RaftAddr, Epoch: index, DirectoryID: s.brokers[c.ID].DirectoryID}
+	return n, nil
+}
+
+// CheckDirectory returns ErrDirectoryID if broker id registered from a
+// directory other than dir before; "" (a build without directory ids)
+// is never refused, since it cannot be told from one. The controller
+// asks before it proposes a registration.
+func (s *State) CheckDirectory(id int32, dir string) error {
+	old := s.brokers[id].DirectoryID
+	if old == "" || dir == "" || old == dir {
+		return nil
+	}
+	return fmt.Errorf("%w: broker %d registered from directory.id=%s, and this registration comes from directory.id=%s", ErrDirectoryID, id, old, dir)
+}
+
+func (s *State) setBrokerDirectory(c *SetBrokerDirectory) (*State, error) {
+	b, ok := s.brokers[c.Broker]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w: %d", ErrUnknownBroker, c.Broker)
+	case c.DirectoryID == "" || len(c.DirectoryID) > MaxDirectoryIDLen:
+		return nil, fmt.Errorf("%w: broker %d: directory id of %d bytes (1 to %d)", ErrInvalidBroker, c.Broker, len(c.DirectoryID), MaxDirectoryIDLen)
+	}
+	if err := s.CheckDirectory(c.Broker, c.DirectoryID); err != nil {
+		return nil, err
+	}
+	n := s.next()
+	b.DirectoryID = c.DirectoryID
+	n.brokers[c.Broker] = b
 	return n, nil
 }
 

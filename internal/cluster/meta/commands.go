@@ -31,24 +31,17 @@ const (
 	kindCreateACLs kind = 10
 	kindDeleteACLs kind = 11
 	// 12 is kindAlterClientQuotas (quotas.go).
+	kindSetBrokerDirectory kind = 13
 )
 
-// commandVersion is the version every command type but RegisterBroker
-// is written with today. Each type carries its own version byte, so one
-// command can change its fields without the others.
+// commandVersion is the version every command type is written with
+// today. Each type carries its own version byte, so one command can
+// change its fields without the others. A node of an older build skips
+// what it cannot decode, and its State then differs from the others':
+// a new field goes in a new command, which the older node's State can
+// do without (SetBrokerDirectory), not in a new version of one it acts
+// on.
 const commandVersion = 1
-
-// registerBrokerVersion is RegisterBroker's: version 2 added
-// DirectoryID at the end. Version 1 still decodes, with none.
-const registerBrokerVersion = 2
-
-// versionOf is the version Encode writes a command of kind k with.
-func versionOf(k kind) uint8 {
-	if k == kindRegisterBroker {
-		return registerBrokerVersion
-	}
-	return commandVersion
-}
 
 // RegisterBroker adds a broker or updates its addresses; a node sends it
 // when it starts (and when its addresses change). Its result carries the
@@ -61,10 +54,19 @@ type RegisterBroker struct {
 	Port int32
 	// RaftAddr is the raft address.
 	RaftAddr string
-	// DirectoryID is the node's DIR's directory.id (KIP-858), at most
-	// MaxDirectoryIDLen bytes: once a broker registered with one, a
-	// registration from another directory is refused (ErrDirectoryID).
-	// "" comes from a node of a version without it.
+}
+
+// SetBrokerDirectory records the directory.id (KIP-858) of the DIR a
+// registered broker runs from, once: the controller proposes it after
+// the broker's first registration from a build that sends one, and from
+// then on refuses a registration from another directory (a wiped or
+// replaced DIR) before proposing anything. A command of its own, not a
+// field of RegisterBroker, so that a node of an older build, which skips
+// it, still applies every registration.
+type SetBrokerDirectory struct {
+	// Broker is the registered broker.
+	Broker int32
+	// DirectoryID is its DIR's id, 1 to MaxDirectoryIDLen bytes.
 	DirectoryID string
 }
 
@@ -149,6 +151,12 @@ func (c *RegisterBroker) encodeBody(w *writer) {
 	w.str(c.Host)
 	w.varint(int64(c.Port))
 	w.str(c.RaftAddr)
+}
+
+func (*SetBrokerDirectory) kind() kind { return kindSetBrokerDirectory }
+
+func (c *SetBrokerDirectory) encodeBody(w *writer) {
+	w.varint(int64(c.Broker))
 	w.str(c.DirectoryID)
 }
 
@@ -203,7 +211,7 @@ func readAssignment(r *reader) [][]int32 {
 func Encode(c Command) ([]byte, error) {
 	w := &writer{b: make([]byte, 0, 64)}
 	w.u8(uint8(c.kind()))
-	w.u8(versionOf(c.kind()))
+	w.u8(commandVersion)
 	c.encodeBody(w)
 	if len(w.b) > MaxCommandBytes {
 		return nil, fmt.Errorf("%w: command of %d bytes, the limit is %d", ErrBadEncoding, len(w.b), MaxCommandBytes)
@@ -250,11 +258,13 @@ func Decode(b []byte) (Command, error) {
 		c = &DeleteACLs{}
 	case kindAlterClientQuotas:
 		c = &AlterClientQuotas{}
+	case kindSetBrokerDirectory:
+		c = &SetBrokerDirectory{}
 	default:
 		return nil, fmt.Errorf("%w: %d", ErrUnknownCommand, k)
 	}
-	if want := versionOf(k); v != want && (k != kindRegisterBroker || v != 1) {
-		return nil, fmt.Errorf("%w: %T version %d (this node reads version %d)", ErrUnsupportedVersion, c, v, want)
+	if v != commandVersion {
+		return nil, fmt.Errorf("%w: %T version %d (this node reads version %d)", ErrUnsupportedVersion, c, v, commandVersion)
 	}
 	switch c := c.(type) {
 	case *RegisterBroker:
@@ -262,9 +272,9 @@ func Decode(b []byte) (Command, error) {
 		c.Host = r.str()
 		c.Port = r.int32()
 		c.RaftAddr = r.str()
-		if v >= 2 {
-			c.DirectoryID = r.str()
-		}
+	case *SetBrokerDirectory:
+		c.Broker = r.int32()
+		c.DirectoryID = r.str()
 	case *CreateTopic:
 		c.Name = r.str()
 		if len(r.b) < len(c.ID) {

@@ -13,7 +13,7 @@ import (
 func sampleCommands() []Command {
 	return []Command{
 		&RegisterBroker{ID: 3, Host: "h3", Port: 9092, RaftAddr: "h3:9093"},
-		&RegisterBroker{ID: 4, Host: "h4", Port: 9092, RaftAddr: "h4:9093", DirectoryID: "7dQ8Bq3XRUu8pVhTjT2zvA"},
+		&SetBrokerDirectory{Broker: 4, DirectoryID: "7dQ8Bq3XRUu8pVhTjT2zvA"},
 		&CreateTopic{Name: "t", ID: [16]byte{1, 2, 3}, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"},
 			Replicas: [][]int32{{1, 2}, {2, 3}, {3, 1}}},
 		&DeleteTopic{Name: "t"},

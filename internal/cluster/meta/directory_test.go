@@ -4,25 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
-// TestRegisterBrokerDirectoryID: version 2 of RegisterBroker carries the
-// directory id and round-trips; version 1, written before it, still
-// decodes (with none); a version 3 is refused.
-func TestRegisterBrokerDirectoryID(t *testing.T) {
-	c := &RegisterBroker{ID: 3, Host: "h3", Port: 9092, RaftAddr: "h3:9093", DirectoryID: "7dQ8Bq3XRUu8pVhTjT2zvA"}
-	b, err := Encode(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b[1] != registerBrokerVersion {
-		t.Fatalf("written as version %d, want %d", b[1], registerBrokerVersion)
-	}
-	if got, err := Decode(b); err != nil || !reflect.DeepEqual(got, c) {
-		t.Fatalf("decoded %+v, %v; want %+v", got, err, c)
-	}
-	// Version 1: the same fields without the directory id.
+// TestRegisterBrokerUnchanged: RegisterBroker keeps the version 1
+// encoding an older build decodes (the directory id is a command of its
+// own), so such a node still applies every registration.
+func TestRegisterBrokerUnchanged(t *testing.T) {
 	w := &writer{}
 	w.u8(uint8(kindRegisterBroker))
 	w.u8(1)
@@ -30,20 +21,9 @@ func TestRegisterBrokerDirectoryID(t *testing.T) {
 	w.str("h3")
 	w.varint(9092)
 	w.str("h3:9093")
-	want := &RegisterBroker{ID: 3, Host: "h3", Port: 9092, RaftAddr: "h3:9093"}
-	if got, err := Decode(w.b); err != nil || !reflect.DeepEqual(got, want) {
-		t.Errorf("version 1: %+v, %v; want %+v", got, err, want)
-	}
-	// A version 2 body under a version 1 byte has a byte too many.
-	v1 := bytes.Clone(b)
-	v1[1] = 1
-	if _, err := Decode(v1); !errors.Is(err, ErrBadEncoding) {
-		t.Errorf("version 2 body as version 1: %v, want ErrBadEncoding", err)
-	}
-	v3 := bytes.Clone(b)
-	v3[1] = registerBrokerVersion + 1
-	if _, err := Decode(v3); !errors.Is(err, ErrUnsupportedVersion) {
-		t.Errorf("version %d: %v, want ErrUnsupportedVersion", v3[1], err)
+	b, err := Encode(&RegisterBroker{ID: 3, Host: "h3", Port: 9092, RaftAddr: "h3:9093"})
+	if err != nil || !bytes.Equal(b, w.b) {
+		t.Errorf("RegisterBroker encodes as %x, %v; version 1 is %x", b, err, w.b)
 	}
 }
 
@@ -59,40 +39,54 @@ func TestRegisterFromAnotherDirectory(t *testing.T) {
 		s = n
 		return res, err
 	}
-	reg := func(id int32, dir string) *RegisterBroker {
-		return &RegisterBroker{ID: id, Host: "h", Port: 9092, RaftAddr: "h:9093", DirectoryID: dir}
+	reg := func(id int32) *RegisterBroker {
+		return &RegisterBroker{ID: id, Host: "h", Port: 9092, RaftAddr: "h:9093"}
 	}
-	if _, err := apply(reg(1, "A")); err != nil {
+	if _, err := apply(&SetBrokerDirectory{Broker: 1, DirectoryID: "A"}); !errors.Is(err, ErrUnknownBroker) {
+		t.Errorf("directory of an unregistered broker: %v, want ErrUnknownBroker", err)
+	}
+	if _, err := apply(reg(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckDirectory(1, "B"); err != nil {
+		t.Errorf("a broker without a directory id refused B: %v", err)
+	}
+	for _, bad := range []string{"", string(make([]byte, MaxDirectoryIDLen+1))} {
+		if _, err := apply(&SetBrokerDirectory{Broker: 1, DirectoryID: bad}); !errors.Is(err, ErrInvalidBroker) {
+			t.Errorf("directory id of %d bytes: %v, want ErrInvalidBroker", len(bad), err)
+		}
+	}
+	if _, err := apply(&SetBrokerDirectory{Broker: 1, DirectoryID: "A"}); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := s.Broker(1)
 	if first.DirectoryID != "A" {
-		t.Fatalf("registered broker has directory id %q, want A", first.DirectoryID)
+		t.Fatalf("broker 1's directory id %q, want A", first.DirectoryID)
 	}
-	for _, dir := range []string{"B", ""} {
-		before := s
-		_, err := apply(reg(1, dir))
-		if !errors.Is(err, ErrDirectoryID) {
-			t.Errorf("registering from directory %q: %v, want ErrDirectoryID", dir, err)
-		}
-		if s != before {
-			t.Errorf("a refused registration from %q changed the state", dir)
+	if err := s.CheckDirectory(1, "B"); !errors.Is(err, ErrDirectoryID) || !strings.Contains(err.Error(), "directory.id=A") {
+		t.Errorf("registering broker 1 from B: %v, want ErrDirectoryID naming A", err)
+	}
+	for _, dir := range []string{"A", ""} {
+		if err := s.CheckDirectory(1, dir); err != nil {
+			t.Errorf("registering broker 1 from %q: %v", dir, err)
 		}
 	}
-	if res, err := apply(reg(1, "A")); err != nil || res.Epoch <= first.Epoch {
-		t.Errorf("registering again from A: epoch %d, %v; want above %d", res.Epoch, err, first.Epoch)
+	before := s
+	if _, err := apply(&SetBrokerDirectory{Broker: 1, DirectoryID: "B"}); !errors.Is(err, ErrDirectoryID) || s != before {
+		t.Errorf("setting broker 1's directory to B: %v (state changed: %v), want ErrDirectoryID and no change", err, s != before)
 	}
-	if _, err := apply(reg(2, "")); err != nil {
+	// A registration again keeps the id, with a new epoch.
+	if res, err := apply(reg(1)); err != nil || res.Epoch <= first.Epoch {
+		t.Errorf("registering again: epoch %d, %v; want above %d", res.Epoch, err, first.Epoch)
+	}
+	if b, _ := s.Broker(1); b.DirectoryID != "A" {
+		t.Errorf("after registering again broker 1's directory id is %q, want A", b.DirectoryID)
+	}
+	if _, err := apply(reg(2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := apply(reg(2, "C")); err != nil {
-		t.Errorf("broker without a directory id registering with one: %v", err)
-	}
-	if b, _ := s.Broker(2); b.DirectoryID != "C" {
-		t.Errorf("broker 2's directory id %q, want C", b.DirectoryID)
-	}
-	if _, err := apply(reg(3, string(make([]byte, MaxDirectoryIDLen+1)))); !errors.Is(err, ErrInvalidBroker) {
-		t.Errorf("a directory id over %d bytes: %v, want ErrInvalidBroker", MaxDirectoryIDLen, err)
+	if _, err := apply(&SetBrokerDirectory{Broker: 2, DirectoryID: "C"}); err != nil {
+		t.Fatal(err)
 	}
 
 	// The snapshot keeps the ids; a version 3 snapshot has none.
@@ -140,5 +134,49 @@ func TestRegisterFromAnotherDirectory(t *testing.T) {
 		if _, err := DecodeState(bad); !errors.Is(err, ErrBadEncoding) {
 			t.Errorf("%s: %v, want ErrBadEncoding", name, err)
 		}
+	}
+}
+
+// TestUnreadableEntry: an entry a newer build wrote (an unknown command
+// type, or a version this build does not read) marks the State as
+// unreadable from it on, refuses snapshots past it, and leaves the rest
+// of the state as it was; damage does not.
+func TestUnreadableEntry(t *testing.T) {
+	f := NewFSM()
+	applyAll(t, f, &RegisterBroker{ID: 1, Host: "h", Port: 1, RaftAddr: "r"})
+	damaged := []byte{byte(kindDeleteTopic), commandVersion, 0xff}
+	f.Apply(&raft.Log{Index: 2, Type: raft.LogCommand, Data: damaged})
+	if err := f.State().Unreadable(); err != nil {
+		t.Fatalf("a damaged entry marked the state unreadable: %v", err)
+	}
+	if _, err := f.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	newer := []byte{200, commandVersion}
+	res, _ := f.Apply(&raft.Log{Index: 3, Type: raft.LogCommand, Data: newer}).(Result)
+	err := f.State().Unreadable()
+	if !errors.Is(res.Err, ErrUnknownCommand) || !errors.Is(err, ErrNewerMetadata) || !errors.Is(err, ErrUnknownCommand) || !strings.Contains(err.Error(), "entry 3") {
+		t.Fatalf("unknown command: result %v, state %v; want ErrNewerMetadata naming entry 3", res.Err, err)
+	}
+	if b, ok := f.State().Broker(1); !ok || b.Host != "h" {
+		t.Errorf("broker 1 after the unreadable entry: %+v, %v", b, ok)
+	}
+	if _, err := f.Snapshot(); !errors.Is(err, ErrNewerMetadata) {
+		t.Errorf("snapshot past the unreadable entry: %v, want ErrNewerMetadata", err)
+	}
+	// The first such entry is the one named; later ones apply as before.
+	v2 := []byte{byte(kindDeleteTopic), commandVersion + 1}
+	f.Apply(&raft.Log{Index: 4, Type: raft.LogCommand, Data: v2})
+	applyAll(t, f, &RegisterBroker{ID: 2, Host: "h2", Port: 1, RaftAddr: "r2"})
+	if err := f.State().Unreadable(); !strings.Contains(err.Error(), "entry 3") {
+		t.Errorf("after a second: %v, want entry 3 still", err)
+	}
+	if _, ok := f.State().Broker(2); !ok {
+		t.Error("a command after the unreadable entry was not applied")
+	}
+	g := NewFSM()
+	g.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: v2})
+	if err := g.State().Unreadable(); !errors.Is(err, ErrUnsupportedVersion) {
+		t.Errorf("a newer version: %v, want ErrUnsupportedVersion", err)
 	}
 }

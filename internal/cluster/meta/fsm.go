@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -60,6 +61,9 @@ func (f *FSM) Apply(l *raft.Log) any {
 	}
 	c, err := Decode(l.Data)
 	if err != nil {
+		if errors.Is(err, ErrUnknownCommand) || errors.Is(err, ErrUnsupportedVersion) {
+			f.markUnreadable(l.Index, err)
+		}
 		return Result{Index: l.Index, Err: err}
 	}
 	// raft calls Apply from one goroutine, so the state read here is the
@@ -71,10 +75,29 @@ func (f *FSM) Apply(l *raft.Log) any {
 	return res
 }
 
+// markUnreadable publishes the state with the entry at index recorded as
+// the first this build cannot read (State.Unreadable), if none is yet.
+func (f *FSM) markUnreadable(index uint64, err error) {
+	s := f.State()
+	if s.unreadable != nil {
+		return
+	}
+	n := s.next()
+	n.index = index
+	n.unreadable = fmt.Errorf("%w: entry %d: %w; run this node on the build the others run", ErrNewerMetadata, index, err)
+	f.publish(n)
+}
+
 // Snapshot returns the current state for raft to persist; as it is
-// immutable, Persist may encode it while Apply goes on.
+// immutable, Persist may encode it while Apply goes on. A state past an
+// entry this build could not read is refused: a snapshot would drop the
+// entry from the log for good, and the build that reads it replays it.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	return snapshot{f.State()}, nil
+	s := f.State()
+	if err := s.Unreadable(); err != nil {
+		return nil, err
+	}
+	return snapshot{s}, nil
 }
 
 // Restore replaces the state with a snapshot's.

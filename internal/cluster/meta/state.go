@@ -91,6 +91,11 @@ type State struct {
 	creds        map[credKey]Credential
 	credsInForce bool
 	quotas       map[QuotaEntity]map[string]float64 // values never modified once published (quotas.go)
+	// unreadable is the first committed entry this build could not
+	// decode (a newer build's command): from it on, this State is not
+	// the one the other nodes hold (Unreadable). Not in snapshots: the
+	// FSM takes none past it.
+	unreadable error
 }
 
 // emptyState is the state before any command.
@@ -113,6 +118,7 @@ func (s *State) next() *State {
 		creds:        maps.Clone(s.creds),
 		credsInForce: s.credsInForce,
 		quotas:       maps.Clone(s.quotas),
+		unreadable:   s.unreadable,
 	}
 }
 
@@ -122,6 +128,14 @@ func (s *State) Index() uint64 { return s.index }
 
 // ClusterID returns the cluster id SetClusterID set, "" before.
 func (s *State) ClusterID() string { return s.clusterID }
+
+// Unreadable returns, wrapping ErrNewerMetadata, the first committed
+// entry this build could not decode because a newer build wrote it (a
+// command type or version it does not know), nil if none: the State
+// lacks what that entry did, so a node must not act on it (a topic it
+// misses is not a deleted topic). Damage (ErrBadEncoding) reads alike on
+// every node and is not this.
+func (s *State) Unreadable() error { return s.unreadable }
 
 // Broker returns the broker with the given id.
 func (s *State) Broker(id int32) (Broker, bool) {
