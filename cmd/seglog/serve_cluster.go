@@ -126,7 +126,7 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	c.raftLn = nil // the node owns it from here
 	n, err := cluster.Start(cluster.Config{Dir: dir, Store: st, NodeID: nodeID, Listener: ln2,
 		Voters: c.parsed, Advertise: advertise, DefaultReplicationFactor: c.defaultRF,
-		Logger: logger, RaftLogOutput: raftLog, Credentials: saslSeeds(opts.SASL)})
+		Logger: logger, RaftLogOutput: raftLog, Credentials: saslSeeds(opts.SASL), StartContext: ctx})
 	if err != nil {
 		return err
 	}

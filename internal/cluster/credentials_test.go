@@ -230,6 +230,7 @@ func saltedPassword(t *testing.T, password string, salt []byte) []byte {
 func TestCredentialBootstrapRace(t *testing.T) {
 	logs := map[int32]*testutil.LockedBuffer{1: {}, 2: {}, 3: {}}
 	files := map[int32][]server.Credential{}
+	var filesMu sync.Mutex // the nodes start together
 	var once sync.Once
 	c := newClusterConfigured(t, 3, false, func(tn *tnode, cfg *Config) {
 		once.Do(func() {
@@ -240,7 +241,9 @@ func TestCredentialBootstrapRace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		filesMu.Lock()
 		files[tn.id] = creds.List()
+		filesMu.Unlock()
 		cfg.Credentials = creds
 		cfg.Logger = slog.New(slog.NewTextHandler(logs[tn.id], nil))
 	})

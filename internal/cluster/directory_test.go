@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"path/filepath"
 	"strings"
@@ -11,7 +12,6 @@ import (
 	"github.com/seglog/seglog/internal/cluster/meta"
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
-	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -70,33 +70,62 @@ func TestWipedDirRefused(t *testing.T) {
 
 	blank := &tnode{id: victim.id, dir: victim.dir + "-wiped", addr: victim.addr, kafka: victim.kafka}
 	c.nodes[victim.id] = blank
-	if err := c.startWith(blank, blank.id, nil); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-blank.node.Failed():
-	case <-ctx.Done():
-		t.Fatal("the node over a wiped DIR did not fail")
-	}
-	err := blank.node.Err()
-	if !errors.Is(err, ErrDirectoryID) || !errors.Is(err, meta.ErrDirectoryID) || !strings.Contains(err.Error(), before.DirectoryID) {
+	err := c.startWith(blank, blank.id, nil)
+	if !errors.Is(err, ErrDirectoryID) || !strings.Contains(err.Error(), before.DirectoryID) {
 		t.Errorf("node over a wiped DIR: %v, want ErrDirectoryID naming directory.id=%s", err, before.DirectoryID)
 	}
-	if _, cerr := blank.node.ClusterID(ctx); !errors.Is(cerr, ErrDirectoryID) {
-		t.Errorf("ClusterID of the refused node: %v, want ErrDirectoryID", cerr)
+	// Refused before it joined the metadata group: it cast no vote and
+	// holds no raft state, and wrote no partition.
+	if _, err := c.fs.Stat(blank.dir + "/" + meta.DirName + "/quorum-state"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused node wrote raft's state: %v", err)
 	}
-	if _, perr := blank.st.Partitions("w"); !errors.Is(perr, store.ErrUnknownTopic) {
-		t.Errorf("the refused node's store holds w: %v; want nothing written", perr)
+	if _, err := c.fs.Stat(blank.dir + "/w-0"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused node made w-0: %v", err)
 	}
 	if after, _ := ctrl.node.meta.State().Broker(victim.id); after != before {
 		t.Errorf("the refused registration changed broker %d: %+v, was %+v", victim.id, after, before)
 	}
 	// The survivors still take acks=all writes.
-	c.stop(blank.id)
 	last = produce(c.leaderOf("w", 0), 3)
 
-	// The node's own DIR rejoins and catches up.
+	// Its own DIR with both files that keep the directory id lost: the
+	// metadata is there, so the node joins the metadata group, and the
+	// controller refuses its registration; the node fails before it
+	// writes a partition.
 	c.nodes[victim.id] = &old
+	for _, p := range []string{old.dir + "/" + layout.MetaPropertiesFile, old.dir + "/" + nodeDirName + "/" + layout.MetaPropertiesFile} {
+		if err := c.fs.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.restart(victim.id)
+	if _, err := old.node.ClusterID(ctx); !errors.Is(err, ErrDirectoryID) || !errors.Is(err, meta.ErrDirectoryID) {
+		t.Errorf("the node with its ids lost: %v, want ErrDirectoryID", err)
+	}
+	select {
+	case <-old.node.Failed():
+	default:
+		t.Error("the refused node has not failed")
+	}
+	if lg, err := old.st.Log("w", 0); err != nil || lg.EndOffset() >= last+1 {
+		t.Errorf("the refused node's w-0: %v; it must not have caught up", err)
+	}
+	if after, _ := ctrl.node.meta.State().Broker(victim.id); after.DirectoryID != before.DirectoryID {
+		t.Errorf("the refusal changed broker %d's directory id to %s", victim.id, after.DirectoryID)
+	}
+	c.stop(victim.id)
+	// The id the message names, written back, brings it back: it
+	// rejoins and catches up.
+	for _, dir := range []string{old.dir, old.dir + "/" + nodeDirName} {
+		p, err := readProps(c.fs, dir)
+		if err != nil || !p.exists {
+			t.Fatalf("%s: %+v, %v", dir, p, err)
+		}
+		p.directoryID = before.DirectoryID
+		if err := p.write(c.fs); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.restart(victim.id)
 	if _, err := old.node.ClusterID(ctx); err != nil {
 		t.Fatalf("the node over its own DIR: %v", err)

@@ -95,6 +95,13 @@ type response struct {
 	// heartbeating broker's registration is current, on a heartbeat.
 	Live  []int32 `json:"live,omitempty"`
 	Known bool    `json:"known,omitempty"`
+	// On a whois (blank.go): Known whether the broker is registered,
+	// DirectoryID the directory it registered from, Named whether the
+	// metadata names the cluster, Fresh whether the answering node has
+	// no metadata yet.
+	DirectoryID string `json:"directory_id,omitempty"`
+	Named       bool   `json:"named,omitempty"`
+	Fresh       bool   `json:"fresh,omitempty"`
 	// Leaders are, on a heartbeat, the leaders the live brokers
 	// report, this one's included (leaders.go).
 	Leaders []leaderReport `json:"leaders,omitempty"`
@@ -310,7 +317,16 @@ func (n *Node) serveConn(c net.Conn) {
 		}
 		timeout := time.Duration(min(max(req.TimeoutMs, 1), int64(n.cfg.RequestTimeout/time.Millisecond))) * time.Millisecond
 		ctx, cancel := context.WithTimeout(n.ctx, timeout)
-		resp := n.handle(ctx, req)
+		var resp response
+		switch {
+		case req.Op == opWhois:
+			resp = n.whois(req)
+		case !n.opened.Load():
+			// Still starting (in checkBlank, say): nothing to answer from.
+			resp = errResponse(&meta.NotControllerError{Leader: -1})
+		default:
+			resp = n.handle(ctx, req)
+		}
 		cancel()
 		c.SetWriteDeadline(time.Now().Add(n.cfg.RequestTimeout))
 		if err := writeFrame(c, resp); err != nil {

@@ -61,11 +61,7 @@ func newServedClusterWith(t *testing.T, n int, configure func(*tnode, *Config), 
 			}
 		}
 	})
-	for i := int32(1); i <= int32(n); i++ {
-		if err := c.startWith(c.nodes[i], i, raft[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.startTogether(func(id int32) net.Listener { return raft[id] })
 	for i := int32(1); i <= int32(n); i++ {
 		s.serve(c.nodes[i], kafka[i])
 	}

@@ -80,12 +80,42 @@ func newClusterConfigured(t *testing.T, n int, real bool, configure func(*tnode,
 			}
 		}
 	})
-	for i := int32(1); i <= int32(n); i++ {
-		if err := c.startWith(c.nodes[i], i, lns[i]); err != nil {
-			t.Fatal(err)
+	c.startTogether(func(id int32) net.Listener { return lns[id] })
+	return c
+}
+
+// startTogether starts every node of c at once, node id on ln(id): a
+// node over an empty DIR waits in Start for another voter to answer
+// (checkBlank), so nodes started one after the other would wait for
+// each other.
+func (c *tcluster) startTogether(ln func(id int32) net.Listener) {
+	c.t.Helper()
+	if c.configure != nil {
+		// A hook's one-time setup (files it writes into the DIRs, under
+		// a sync.Once) runs before any node opens its store: the hook is
+		// called once first on a throwaway Config.
+		first := slices.Min(slices.Collect(maps.Keys(c.nodes)))
+		c.configure(c.nodes[first], &Config{FS: c.fsOf(c.nodes[first])})
+	}
+	errs := make(map[int32]error, len(c.nodes))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for id, tn := range c.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := c.startWith(tn, id, ln(id))
+			mu.Lock()
+			errs[id] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for id, err := range errs {
+		if err != nil {
+			c.t.Fatalf("starting node %d: %v", id, err)
 		}
 	}
-	return c
 }
 
 // config is a node's Config, with the store opened on its Dir.

@@ -120,6 +120,11 @@ type Config struct {
 	// DefaultReplicationFactor is CreateTopic's factor for -1; 0 is
 	// min(3, len(Voters)).
 	DefaultReplicationFactor int
+	// StartContext bounds what Start waits for: a node whose DIR holds
+	// no metadata asks its peers whether it is new or wiped before it
+	// joins the metadata group (blank.go), until one answers. nil is
+	// context.Background().
+	StartContext context.Context
 	// Credentials is DIR's SASL credentials file when the server
 	// requires SASL: proposed as the cluster's first users while the
 	// metadata holds none (credentials.go); nil when SASL is off.
@@ -183,11 +188,17 @@ type Node struct {
 	port     int32
 	raftAddr string
 
-	mux   *raftmux.Mux
-	meta  *meta.Node
-	mr    *multiraft.Node
-	parts partitions
-	fwd   *raftmux.Layer
+	mux  *raftmux.Mux
+	meta *meta.Node
+	// metaReady is meta once it is open, and opened is set once open
+	// has made everything: the forwarding server runs before (checkBlank's
+	// peers ask it), answering whois from metaReady and the rest only
+	// once opened.
+	metaReady atomic.Pointer[meta.Node]
+	opened    atomic.Bool
+	mr        *multiraft.Node
+	parts     partitions
+	fwd       *raftmux.Layer
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -362,9 +373,8 @@ func start(cfg Config) (*Node, error) {
 		n.cancel()
 		return nil, err
 	}
-	n.wg.Add(6)
+	n.wg.Add(5)
 	go n.credentialLoop()
-	go n.acceptLoop()
 	go n.syncLoop()
 	go n.heartbeatLoop()
 	go n.recordLoop()
@@ -385,6 +395,12 @@ func (n *Node) open() error {
 	if err != nil {
 		return err
 	}
+	// The forwarding server first: a peer's checkBlank asks it.
+	if n.fwd, err = n.mux.Register(forwardGroup); err != nil {
+		return err
+	}
+	n.wg.Add(1)
+	go n.acceptLoop()
 	trans := raft.NewNetworkTransport(layer, 3, 2*time.Second, cfg.RaftLogOutput)
 	rc := raft.DefaultConfig()
 	rc.LogLevel = "WARN"
@@ -393,12 +409,14 @@ func (n *Node) open() error {
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = min(cfg.LeaderLeaseTimeout, cfg.HeartbeatTimeout)
 	rc.CommitTimeout = 20 * time.Millisecond
+	startCtx := cmp.Or(cfg.StartContext, context.Background())
 	n.meta, err = meta.Open(meta.Config{Dir: cfg.Dir, FS: cfg.FS, NodeID: cfg.NodeID, Voters: cfg.Voters,
-		Transport: trans, Raft: rc, Logger: cfg.Logger})
+		Transport: trans, Raft: rc, Logger: cfg.Logger, BeforeBootstrap: func() error { return n.checkBlank(startCtx) }})
 	if err != nil {
 		trans.Close()
 		return err
 	}
+	n.metaReady.Store(n.meta)
 	peers := map[uint64]string{}
 	for id, addr := range cfg.Voters {
 		peers[uint64(id)] = addr
@@ -416,8 +434,8 @@ func (n *Node) open() error {
 	if n.parts, err = newParts(n); err != nil {
 		return err
 	}
-	n.fwd, err = n.mux.Register(forwardGroup)
-	return err
+	n.opened.Store(true)
+	return nil
 }
 
 // shut closes what open opened, in reverse.

@@ -1,12 +1,16 @@
 package cluster
 
 import (
+	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/seglog/seglog/internal/cluster/meta"
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
@@ -79,9 +83,17 @@ func TestOtherClusterRefused(t *testing.T) {
 }
 
 // A node that never learned the cluster id (no quorum yet) still keeps
-// its node id: a restart under another id is refused.
+// its node id: a restart under another id is refused. Alone among two
+// voters, over an empty DIR, it does not even join the metadata group:
+// Start waits for the other voter to answer (checkBlank) until its
+// StartContext ends.
 func TestNodeIDKeptBeforeClusterID(t *testing.T) {
 	c := &tcluster{t: t, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
+	c.configure = func(_ *tnode, cfg *Config) {
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		t.Cleanup(cancel)
+		cfg.StartContext = ctx
+	}
 	var lns []net.Listener
 	for i := int32(1); i <= 2; i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -94,10 +106,12 @@ func TestNodeIDKeptBeforeClusterID(t *testing.T) {
 	lns[1].Close() // node 2 never runs: no quorum, no cluster id
 	tn := &tnode{id: 1, dir: "/d", addr: c.voters[1], kafka: "k:1"}
 	c.nodes[1] = tn
-	if err := c.startWith(tn, 1, lns[0]); err != nil {
-		t.Fatal(err)
+	if err := c.startWith(tn, 1, lns[0]); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "another voter") {
+		t.Fatalf("node 1 alone over an empty DIR: %v, want it waiting for another voter until its StartContext ends", err)
 	}
-	c.stop(1)
+	if _, err := c.fs.Stat("/d/" + meta.DirName + "/quorum-state"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the waiting node wrote raft's state: %v", err)
+	}
 	if p, err := readProps(c.fs, "/d"); err != nil || p.exists {
 		t.Fatalf("meta.properties written before the cluster id is known: %+v, %v", p, err)
 	}
@@ -105,8 +119,7 @@ func TestNodeIDKeptBeforeClusterID(t *testing.T) {
 	if !errors.Is(err, ErrNodeID) || !strings.Contains(err.Error(), nodeDirName) {
 		t.Errorf("restart as node 2: %v, want ErrNodeID naming %s", err, nodeDirName)
 	}
-	if err := c.startWith(tn, 1, nil); err != nil {
-		t.Fatalf("restart as node 1: %v", err)
+	if err := c.startWith(tn, 1, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("restart as node 1: %v, want the same wait", err)
 	}
-	c.stop(1)
 }

@@ -104,6 +104,12 @@ type Config struct {
 	SegmentBytes int64
 	// Logger receives raftlog's recovery messages; nil is slog.Default().
 	Logger *slog.Logger
+	// BeforeBootstrap, if set, is called when the store holds neither log
+	// nor snapshot, before the voters are bootstrapped and raft starts:
+	// an error fails Open with nothing bootstrapped. The cluster node
+	// asks its peers there whether it is a new node or one whose DIR was
+	// wiped, which must not vote.
+	BeforeBootstrap func() error
 }
 
 // Node is one node's member of the metadata raft group: a raftlog.Store,
@@ -177,6 +183,11 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if !existing && cfg.BeforeBootstrap != nil {
+		if err := cfg.BeforeBootstrap(); err != nil {
+			return fail(err)
+		}
+	}
 	if !existing {
 		// Every node bootstraps the same configuration, which raft
 		// allows: the first election picks one leader among them.
@@ -199,6 +210,10 @@ func Open(cfg Config) (*Node, error) {
 	maxCommand := min(MaxCommandBytes, int(min(segBytes, 8<<20))-4096)
 	return &Node{id: cfg.NodeID, fsm: fsm, store: st, raft: r, maxCommand: maxCommand}, nil
 }
+
+// LastIndex returns the index of the last entry in this node's raft log
+// or snapshot: 1 or less for a node that holds only its bootstrap.
+func (n *Node) LastIndex() uint64 { return n.raft.LastIndex() }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
 
