@@ -20,6 +20,11 @@ type group struct {
 	storage Storage
 	apply   ApplyFunc
 	voters  map[uint64]bool // every peer in the configuration, for ReportUnreachable
+	// heard is when each peer last sent this group a message (driver
+	// goroutine only): the caught-up set's liveness (Status), which
+	// raft's own RecentActive cannot give, as CheckQuorum clears it
+	// every election timeout.
+	heard map[uint64]time.Time
 
 	dirty bool
 	// fetching is set while a worker copies a snapshot's data: the group
@@ -243,6 +248,7 @@ func networkMsg(t pb.MessageType) bool {
 }
 
 func (n *Node) step(batch []inbound) {
+	now := time.Now()
 	for _, in := range batch {
 		g := n.groups[in.group]
 		if g == nil {
@@ -274,6 +280,10 @@ func (n *Node) step(batch []inbound) {
 				continue
 			}
 		}
+		if g.heard == nil {
+			g.heard = map[uint64]time.Time{}
+		}
+		g.heard[m.GetFrom()] = now
 		// Step fails only for messages raft ignores (a peer it does not
 		// know, a stale response): raft's answer to those is to drop them.
 		_ = g.rn.Step(m)

@@ -13,6 +13,7 @@ import (
 	hraft "github.com/hashicorp/raft"
 	"github.com/seglog/seglog/internal/cluster/raftmux"
 	"github.com/seglog/seglog/internal/testutil"
+	etcdraft "go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -341,5 +342,39 @@ func TestSettleMatchesIndexAndTerm(t *testing.T) {
 	settle(g, []*pb.Entry{entry(8, 3)})
 	if r := <-kept.done; r.err != nil || r.index != 8 {
 		t.Fatalf("proposal at 8: %+v", r)
+	}
+}
+
+// TestCaughtUpSteadyWhenIdle: on an idle, healthy group the leader's
+// caught-up set (the ISR clients see) stays whole from one election
+// timeout to the next. It once came from raft's RecentActive alone,
+// which CheckQuorum clears every election timeout, and a sample taken
+// before the followers' next heartbeat answers showed the leader alone.
+func TestCaughtUpSteadyWhenIdle(t *testing.T) {
+	c := newCluster(t, 3, 1, Config{Tick: 20 * time.Millisecond})
+	c.waitLeaders()
+	g := c.groups[0]
+	c.propose(g, "x")
+	lead := c.leader(g)
+	testutil.WaitFor(t, "every replica caught up", func() bool {
+		st, err := c.members[lead].node.Status(context.Background(), g)
+		return err == nil && len(st.CaughtUp) == 3
+	})
+	// Every tick for four election timeouts (of one leader: a sample
+	// from a node that lost the leadership under load says nothing).
+	for i := 0; i < 4*DefaultElectionTick; i++ {
+		st, err := c.members[lead].node.Status(context.Background(), g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.RaftState != etcdraft.StateLeader {
+			lead = c.leader(g)
+			i = -1
+			continue
+		}
+		if len(st.CaughtUp) != 3 {
+			t.Fatalf("sample %d (every tick): caught up %v on an idle group, want all three", i, st.CaughtUp)
+		}
+		time.Sleep(20 * time.Millisecond) // paces the samples, one a tick
 	}
 }

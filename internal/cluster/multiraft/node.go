@@ -493,8 +493,10 @@ type GroupStatus struct {
 	raft.Status
 	// CaughtUp is, on the leader, the replicas the leader counts as in
 	// sync (Kafka's ISR): itself, and each follower heard from within the
-	// last election timeout (CheckQuorum's RecentActive) whose log
-	// matches the leader's up to the commit index. Empty elsewhere.
+	// last election timeout whose log matches the leader's up to the
+	// commit index. Empty elsewhere. (Not CheckQuorum's RecentActive
+	// alone, which raft clears every election timeout: the set read just
+	// after would lack followers heard a heartbeat ago.)
 	CaughtUp []uint64
 }
 
@@ -512,8 +514,9 @@ func (n *Node) Status(ctx context.Context, id uint64) (GroupStatus, error) {
 		st.Status = g.rn.Status()
 		if st.RaftState == raft.StateLeader {
 			commit := st.HardState.GetCommit()
+			recent := time.Now().Add(-time.Duration(n.cfg.ElectionTick) * n.cfg.Tick)
 			for pid, pr := range st.Progress {
-				if pid == n.cfg.ID || (pr.RecentActive && pr.Match >= commit) {
+				if pid == n.cfg.ID || ((pr.RecentActive || g.heard[pid].After(recent)) && pr.Match >= commit) {
 					st.CaughtUp = append(st.CaughtUp, pid)
 				}
 			}
