@@ -17,6 +17,7 @@ import (
 	"github.com/seglog/seglog/internal/cluster"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
 // clusterFlags are serve's cluster flags (docs/cluster.md) and, once
@@ -142,6 +143,15 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	opts.Cluster, opts.ClusterID, opts.Advertise = n, id, advertise
 	opts.SASL = clusterSASL(opts.SASL, n)
 	return nil
+}
+
+// checkNodeID refuses, reading only, a DIR that belongs to another node
+// than nodeID (cluster.ErrNodeID); nothing without --voters.
+func (c *clusterFlags) checkNodeID(dir string, nodeID int32) error {
+	if c.parsed == nil {
+		return nil
+	}
+	return cluster.CheckNodeID(vfs.Default, dir, nodeID)
 }
 
 // failed returns a channel closed when the node fails (nil, which never

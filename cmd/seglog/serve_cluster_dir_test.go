@@ -76,6 +76,17 @@ func TestClusterNodeDirWrittenOnlyByNode(t *testing.T) {
 		}
 	}
 	checkUnchanged(t, "the refused writers", before, dirSnapshot(t, dir))
+	// Served as another node, with the DIR as a crash leaves it (no
+	// clean-shutdown marker, so an open recovers it, writing): refused
+	// before the store is opened.
+	if err := vfs.Default.Remove(filepath.Join(dir, ".kafka_cleanshutdown")); err != nil {
+		t.Fatal(err)
+	}
+	crashed := dirSnapshot(t, dir)
+	if r := invoke(t, "", "serve", dir, "--listen", "127.0.0.1:0", "--voters", "2@"+raft, "--node-id", "2", "--raft-listen", raft); r.code != 1 || !strings.Contains(r.stderr, "belongs to another node") {
+		t.Errorf("serve as node 2 on node 1's directory: exit %d, stderr %q; want 1 and why", r.code, r.stderr)
+	}
+	checkUnchanged(t, "serve as another node", crashed, dirSnapshot(t, dir))
 
 	if out := mustInvoke(t, "", "topics", dir, "list").stdout; !strings.Contains(out, "orders") {
 		t.Errorf("topics list on the node's directory:\n%s", out)

@@ -314,23 +314,13 @@ func start(cfg Config) (*Node, error) {
 	if err != nil || perr != nil || host == "" || port == 0 {
 		return nil, fmt.Errorf("%w: advertised address %q is not host:port", ErrConfig, cfg.Advertise)
 	}
-	p, err := readProps(cfg.FS, cfg.Dir)
-	if err != nil {
-		return nil, err
-	}
-	if p.exists && p.nodeID != cfg.NodeID {
-		return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, p.path, p.nodeID, cfg.NodeID)
-	}
 	// Until the metadata names the cluster, meta.properties cannot be
 	// written whole; the node id is kept in the node's own directory
 	// meanwhile, so a restart under another id is refused from the first
 	// start on.
-	early, err := readProps(cfg.FS, filepath.Join(cfg.Dir, nodeDirName))
+	p, early, err := readNodeProps(cfg.FS, cfg.Dir, cfg.NodeID)
 	if err != nil {
 		return nil, err
-	}
-	if !p.exists && early.exists && early.nodeID != cfg.NodeID {
-		return nil, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, early.path, early.nodeID, cfg.NodeID)
 	}
 	// The directory id is made once, with the DIR: a DIR made again
 	// (wiped, replaced) has another, which the cluster refuses

@@ -55,6 +55,34 @@ func readProps(fsys vfs.FS, dir string) (props, error) {
 	return p, nil
 }
 
+// readNodeProps reads DIR's meta.properties and the node's own copy, and
+// refuses (ErrNodeID, naming the file) a DIR either names another node
+// in: meta.properties if there is one, else the node's own file.
+func readNodeProps(fsys vfs.FS, dir string, id int32) (p, early props, err error) {
+	if p, err = readProps(fsys, dir); err != nil {
+		return p, early, err
+	}
+	if early, err = readProps(fsys, filepath.Join(dir, nodeDirName)); err != nil {
+		return p, early, err
+	}
+	named := p
+	if !p.exists {
+		named = early
+	}
+	if named.exists && named.nodeID != id {
+		return p, early, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, named.path, named.nodeID, id)
+	}
+	return p, early, nil
+}
+
+// CheckNodeID returns ErrNodeID if dir belongs to a node other than id
+// (Start's first check), reading only: seglog serve asks it before it
+// opens the store, which recovers (writes) what it opens.
+func CheckNodeID(fsys vfs.FS, dir string, id int32) error {
+	_, _, err := readNodeProps(fsys, dir, id)
+	return err
+}
+
 func (p props) write(fsys vfs.FS) error {
 	return layout.WriteMetaProperties(fsys, p.path, layout.MetaProperties{NodeID: p.nodeID, ClusterID: p.clusterID, DirectoryID: p.directoryID})
 }
