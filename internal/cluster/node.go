@@ -78,10 +78,11 @@ var (
 	ErrInvalidReplicationFactor = meta.ErrInvalidReplicationFactor
 	// ErrClosed is returned by a closed Node.
 	ErrClosed = errors.New("cluster: node closed")
-	// ErrDirectoryID is the failure (Node.Err) of a node whose
-	// registration the controller refused because the broker registered
-	// from another DIR before: this one was wiped or replaced. The error
-	// matches meta.ErrDirectoryID too.
+	// ErrDirectoryID refuses a node over a DIR other than the one its
+	// broker registered from (wiped or replaced): Start's error when the
+	// DIR holds no metadata and a peer knows the broker (blank.go), the
+	// node's failure (Node.Err) when the controller refuses its
+	// registration; the latter matches meta.ErrDirectoryID too.
 	ErrDirectoryID = errors.New("cluster: this directory is not the one the node registered from")
 )
 
@@ -239,7 +240,7 @@ type Node struct {
 	// dirID is DIR's directory.id, sent with every registration.
 	dirID string
 	// failed is closed when the node meets an error it cannot run past
-	// (failErr, set before): a registration refused for its directory.
+	// (failErr, set before; Failed lists them).
 	failed   chan struct{}
 	failOnce sync.Once
 	failErr  error
