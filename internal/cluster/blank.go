@@ -18,7 +18,10 @@ const opWhois = "whois"
 func (n *Node) whois(req request) response {
 	m := n.metaReady.Load()
 	if m == nil {
-		return response{Fresh: true} // in its own checkBlank
+		// Still opening its metadata: fresh only if it found none (it is
+		// in its own checkBlank). A node replaying metadata it has cannot
+		// tell yet, and must not pass for a new cluster's.
+		return response{Fresh: n.blank.Load()}
 	}
 	st := m.State()
 	b, known := st.Broker(req.Broker)
@@ -54,6 +57,7 @@ const (
 // (docs/cluster.md, "A node that lost its DIR"). ctx
 // (Config.StartContext) ends the wait with its error.
 func (n *Node) checkBlank(ctx context.Context) error {
+	n.blank.Store(true)
 	var warned bool
 	deadline := time.Now().Add(blankWait)
 	for {

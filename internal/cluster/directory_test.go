@@ -194,3 +194,18 @@ func TestDirectoryIDKept(t *testing.T) {
 		t.Errorf("with meta.properties lost the DIR registered as %s, was %s", again, id)
 	}
 }
+
+// TestWhoisWhileOpening: a node still opening its metadata answers whois
+// as fresh only if its DIR had none; one replaying the metadata it has
+// cannot tell yet, so a wiped peer asking then is not taken for a new
+// cluster's node.
+func TestWhoisWhileOpening(t *testing.T) {
+	var n Node
+	if r := n.whois(request{Op: opWhois, Broker: 3}); r.Fresh || r.Named || r.Known {
+		t.Errorf("a node opening existing metadata answered %+v, want neither fresh, named nor known", r)
+	}
+	n.blank.Store(true)
+	if r := n.whois(request{Op: opWhois, Broker: 3}); !r.Fresh {
+		t.Errorf("a node in its own checkBlank answered %+v, want fresh", r)
+	}
+}

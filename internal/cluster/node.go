@@ -197,9 +197,12 @@ type Node struct {
 	// once opened.
 	metaReady atomic.Pointer[meta.Node]
 	opened    atomic.Bool
-	mr        *multiraft.Node
-	parts     partitions
-	fwd       *raftmux.Layer
+	// blank is set when the metadata store was found empty (checkBlank):
+	// until metaReady, whois answers fresh only then.
+	blank atomic.Bool
+	mr    *multiraft.Node
+	parts partitions
+	fwd   *raftmux.Layer
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
