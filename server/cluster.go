@@ -57,7 +57,10 @@ type Cluster interface {
 	// does not lead the partition; ErrNotEnoughReplicas only when it
 	// refuses the batch before storing any of it (Kafka's meaning: the
 	// client may take it as not written); ctx's error when no majority
-	// stored it in time (REQUEST_TIMED_OUT: it may still commit). Once
+	// stored it in time (REQUEST_TIMED_OUT: it may still commit);
+	// ErrNotEnoughReplicasAfterAppend when it committed but fewer than
+	// the topic's min.insync.replicas, asked for more than a majority,
+	// stayed in sync to confirm it. Once
 	// it returns, whatever its answer, Produce
 	// neither reads nor keeps batch: the server reuses the request's
 	// frame for the next request.
@@ -153,4 +156,10 @@ var (
 	// stored (NOT_ENOUGH_REPLICAS, retriable). A batch proposed and not
 	// committed in time is not this but a deadline: it may still commit.
 	ErrNotEnoughReplicas = errors.New("server: not enough replicas")
+	// ErrNotEnoughReplicasAfterAppend: a batch committed by a majority,
+	// which a topic's min.insync.replicas above the majority asked more
+	// replicas to confirm, while too few of them stayed in sync to
+	// (NOT_ENOUGH_REPLICAS_AFTER_APPEND, retriable: the batch is stored,
+	// and an idempotent producer's retry is recognised).
+	ErrNotEnoughReplicasAfterAppend = errors.New("server: not enough replicas after append")
 )

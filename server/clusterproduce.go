@@ -71,6 +71,8 @@ func clusterErrCode(err error) int16 {
 		return kerr.NotController.Code
 	case errors.Is(err, ErrNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, ErrNotEnoughReplicasAfterAppend):
+		return kerr.NotEnoughReplicasAfterAppend.Code
 	case errors.Is(err, ErrInvalidReplicationFactor):
 		return kerr.InvalidReplicationFactor.Code
 	case errors.Is(err, context.DeadlineExceeded):

@@ -477,6 +477,7 @@ func TestTopicConfigTypes(t *testing.T) {
 		"min.cleanable.dirty.ratio": {kmsg.ConfigTypeDouble, "log.cleaner.min.cleanable.ratio"},
 		"min.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.min.compaction.lag.ms"},
 		"max.compaction.lag.ms":     {kmsg.ConfigTypeLong, "log.cleaner.max.compaction.lag.ms"},
+		"min.insync.replicas":       {kmsg.ConfigTypeInt, "min.insync.replicas"},
 	}
 	keys := store.Keys()
 	if len(keys) != len(want) {

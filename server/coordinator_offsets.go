@@ -131,7 +131,7 @@ func storeErrorCode(err error) int16 {
 		// The store is closing, or in a cluster this node lost the
 		// lead of the group's partition: the client looks again.
 		return kerr.NotCoordinator.Code
-	case errors.Is(err, ErrNotEnoughReplicas), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, ErrNotEnoughReplicas), errors.Is(err, ErrNotEnoughReplicasAfterAppend), errors.Is(err, context.DeadlineExceeded):
 		// Kafka's answer to a commit its replicas did not take in
 		// time (GroupMetadataManager): retriable.
 		return kerr.CoordinatorNotAvailable.Code

@@ -18,7 +18,8 @@ import (
 // answered after the append returns, which under the topic's durability
 // (flush.messages=1: SyncAlways) is after the batch is on disk: on one node
 // "all in-sync replicas" is this one, so -1 means exactly what the topic's
-// durability says. acks 0 is handled the same and the caller sends no
+// durability says (and a min.insync.replicas above 1 refuses it:
+// checkMinInsync). acks 0 is handled the same and the caller sends no
 // response.
 func (s *Server) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -68,7 +69,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 					s.replicatePartition(ctx, req.Version, req.Acks, t.Topic, p, rp)
 				}()
 			default:
-				s.producePartition(req.Version, t.Topic, p, rp)
+				s.producePartition(req.Version, req.Acks, t.Topic, p, rp)
 				stored = stored || rp.ErrorCode == 0
 			}
 		}
@@ -82,7 +83,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 	return resp
 }
 
-func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
+func (s *Server) producePartition(version, acks int16, topic string, p *kmsg.ProduceRequestTopicPartition, rp *kmsg.ProduceResponseTopicPartition) {
 	if topic == store.OffsetsTopic {
 		// The group coordinator's own log: clients may not write it.
 		rp.ErrorCode = kerr.InvalidTopicException.Code
@@ -94,6 +95,11 @@ func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRe
 		return
 	}
 	l := w.View()
+	if acks == -1 {
+		if rp.ErrorCode = s.checkMinInsync(topic); rp.ErrorCode != 0 {
+			return
+		}
+	}
 	rp.ErrorCode = checkProduceBatch(version, p.Records)
 	if rp.ErrorCode != 0 {
 		return
@@ -127,6 +133,22 @@ func (s *Server) producePartition(version int16, topic string, p *kmsg.ProduceRe
 		s.snapshotOnRoll(l, pp)
 	}
 	s.answerAppend(l, info, err, rp)
+}
+
+// checkMinInsync is Kafka's check before an acks=all append: a single
+// node is its partitions' one in-sync replica, so a topic whose
+// min.insync.replicas is above 1 takes no acks=all write here
+// (NOT_ENOUGH_REPLICAS, which tells the client nothing was stored), as
+// Kafka's broker answers for a topic of replication factor 1.
+func (s *Server) checkMinInsync(topic string) int16 {
+	cfg, err := s.st.TopicConfigOf(topic)
+	if err != nil {
+		return errCode(err)
+	}
+	if cfg.MinInsyncReplicas > 1 {
+		return kerr.NotEnoughReplicas.Code
+	}
+	return 0
 }
 
 // snapshotOnRoll writes a producer snapshot when the log has rolled since

@@ -233,6 +233,15 @@ func TestProduceChecks(t *testing.T) {
 	if err := ts.st.CreateTopic("c", 1, store.DefaultTopicConfig()); err != nil {
 		t.Fatal(err)
 	}
+	// A single node is its partitions' one in-sync replica: above 1,
+	// min.insync.replicas refuses acks=all writes, not acks=1 ones.
+	two := store.DefaultTopicConfig()
+	if err := two.Set("min.insync.replicas", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.st.CreateTopic("m", 1, two); err != nil {
+		t.Fatal(err)
+	}
 	c := dialRaw(t, ts.addr)
 	good := makeBatch(t, record.None, -1, 0, 0, 2, "g")
 	badCRC := bytes.Clone(good)
@@ -263,6 +272,7 @@ func TestProduceChecks(t *testing.T) {
 		{"acks 2", 9, 2, "c", good, false, kerr.InvalidRequiredAcks.Code},
 		{"unknown topic", 9, -1, "nope", good, false, kerr.UnknownTopicOrPartition.Code},
 		{"internal topic", 9, -1, store.OffsetsTopic, good, false, kerr.InvalidTopicException.Code},
+		{"acks=all under min.insync.replicas", 9, -1, "m", good, false, kerr.NotEnoughReplicas.Code},
 	}
 	for _, tc := range cases {
 		req := produceReq(tc.version, tc.acks, tc.topic, 0, tc.recs)
@@ -274,9 +284,14 @@ func TestProduceChecks(t *testing.T) {
 			t.Errorf("%s: error %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	l, _ := ts.st.Log("c", 0)
-	if l.EndOffset() != 0 {
-		t.Fatalf("refused produces stored %d records", l.EndOffset())
+	for _, topic := range []string{"c", "m"} {
+		l, _ := ts.st.Log(topic, 0)
+		if l.EndOffset() != 0 {
+			t.Fatalf("refused produces stored %d records in %s", l.EndOffset(), topic)
+		}
+	}
+	if rp := c.do(produceReq(9, 1, "m", 0, good)).(*kmsg.ProduceResponse).Topics[0].Partitions[0]; rp.ErrorCode != 0 || rp.BaseOffset != 0 {
+		t.Fatalf("acks=1 under min.insync.replicas 2: error %d offset %d", rp.ErrorCode, rp.BaseOffset)
 	}
 	if rp := produceOne(t, c, 9, "c", good); rp.ErrorCode != 0 || rp.BaseOffset != 0 {
 		t.Fatalf("good batch: error %d offset %d", rp.ErrorCode, rp.BaseOffset)

@@ -56,6 +56,12 @@ type TopicConfig struct {
 	// MaxCompactionLagMs is max.compaction.lag.ms: a dirty segment older
 	// than this is compacted whatever the ratio.
 	MaxCompactionLagMs int64
+	// MinInsyncReplicas is min.insync.replicas: an acks=all write is
+	// refused (NOT_ENOUGH_REPLICAS) unless at least this many of the
+	// partition's replicas are in sync, and is answered once that many
+	// hold it. In a cluster raft's majority is the floor whatever the
+	// value (docs/cluster.md, "What acks mean here").
+	MinInsyncReplicas int
 
 	// set marks the keys set on this config by name (Set, SetAll), one
 	// bit per configKeys entry: a topic's own settings, which Kafka calls
@@ -206,8 +212,11 @@ func (f topicFile) format() []byte {
 	var b bytes.Buffer
 	b.WriteString("# seglog topic config v1\n")
 	fmt.Fprintf(&b, "state=%s\npartitions=%d\n", f.state, f.partitions)
-	for _, k := range configKeys {
-		fmt.Fprintf(&b, "%s=%s\n", k, f.config.Get(k))
+	for i, d := range configTable {
+		if d.newer && f.config.set&(1<<i) == 0 && d.get(f.config) == d.info.Default {
+			continue
+		}
+		fmt.Fprintf(&b, "%s=%s\n", d.name, d.get(f.config))
 	}
 	// Which of the values above were set on the topic; the others are
 	// what it inherited when created (TopicConfig.Source).

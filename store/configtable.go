@@ -34,6 +34,12 @@ type configDef struct {
 	field   string
 	options func(c TopicConfig, o *seglog.LogConfig)
 	policy  func(c TopicConfig, p *cleaner.Policy)
+	// newer marks a config added after stores were already written: the
+	// topic file carries it only when it is set or differs from its
+	// default, so a store that never used it still opens with the
+	// builds before it (they refuse a topic file naming a config they
+	// do not know, and with it the whole store).
+	newer bool
 }
 
 // ConfigInfo is what Kafka says of a topic config beside its value, as
@@ -258,6 +264,25 @@ var configTable = []configDef{
 		parse:  msAtLeast(func(c *TopicConfig) *int64 { return &c.MaxCompactionLagMs }, 1),
 		get:    func(c TopicConfig) string { return strconv.FormatInt(c.MaxCompactionLagMs, 10) },
 		policy: func(c TopicConfig, p *cleaner.Policy) { p.MaxCompactionLag = msDuration(c.MaxCompactionLagMs) },
+	},
+	{
+		// Nothing in the Log: the leader checks it before an acks=all
+		// write (NOT_ENOUGH_REPLICAS when fewer replicas are in sync).
+		// A single node is its one in-sync replica, so above 1 it
+		// refuses every acks=all write there, as Kafka's does for a
+		// topic of replication factor 1. No upper bound, as Kafka: a
+		// value above the replication factor refuses them everywhere.
+		name: "min.insync.replicas",
+		info: ConfigInfo{Type: "INT", Default: "1", BrokerConfig: "min.insync.replicas"},
+		parse: integer(func(c *TopicConfig, n int64) string {
+			if n < 1 || n > math.MaxInt32 {
+				return fmt.Sprintf("must be 1..%d", math.MaxInt32)
+			}
+			c.MinInsyncReplicas = int(n)
+			return ""
+		}),
+		get:   func(c TopicConfig) string { return strconv.Itoa(c.MinInsyncReplicas) },
+		newer: true,
 	},
 }
 

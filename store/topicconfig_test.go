@@ -143,3 +143,27 @@ func TestSetTopicConfigWhileProducing(t *testing.T) {
 		t.Errorf("%d records, want 200", n)
 	}
 }
+
+// TestTopicFileNewerConfig: a config added after stores were written
+// (min.insync.replicas) is in a topic's file only when the topic sets it
+// or it differs from the default, so a store that never used it opens
+// with the builds before it; set, it is read back.
+func TestTopicFileNewerConfig(t *testing.T) {
+	f := topicFile{state: stateReady, partitions: 1, config: DefaultTopicConfig()}
+	if text := string(f.format()); strings.Contains(text, "min.insync.replicas") || !strings.Contains(text, "max.compaction.lag.ms=") {
+		t.Fatalf("a topic that does not set min.insync.replicas:\n%s", text)
+	}
+	for _, v := range []string{"1", "3"} {
+		f.config = DefaultTopicConfig()
+		mustf(t, f.config.Set("min.insync.replicas", v), "set")
+		text := f.format()
+		if !strings.Contains(string(text), "min.insync.replicas="+v+"\n") {
+			t.Fatalf("set to %s:\n%s", v, text)
+		}
+		back, err := parseTopicFile("x", text)
+		mustf(t, err, "parse")
+		if back.config.Get("min.insync.replicas") != v || !back.config.IsSet("min.insync.replicas") {
+			t.Errorf("set to %s, read back %q (set %v)", v, back.config.Get("min.insync.replicas"), back.config.IsSet("min.insync.replicas"))
+		}
+	}
+}

@@ -20,11 +20,17 @@ type group struct {
 	storage Storage
 	apply   ApplyFunc
 	voters  map[uint64]bool // every peer in the configuration, for ReportUnreachable
-	// heard is when each peer last sent this group a message (driver
-	// goroutine only): the caught-up set's liveness (Status), which
-	// raft's own RecentActive cannot give, as CheckQuorum clears it
-	// every election timeout.
-	heard map[uint64]time.Time
+	// voterIDs is voters for readers off the driver goroutine (Live).
+	voterIDs atomic.Pointer[[]uint64]
+	// heard is when each of the node's peers last sent this group a
+	// message (UnixNano; 0 never): the liveness of the caught-up set
+	// (Status) and of Live, which raft's own RecentActive cannot give,
+	// as CheckQuorum clears it every election timeout. The map is
+	// made with the group and never changes (a node's peers are
+	// fixed); the driver stores the times, anyone may read them.
+	heard map[uint64]*atomic.Int64
+	// replWaits are WaitReplicated's callers (driver goroutine only).
+	replWaits []*replWait
 
 	dirty bool
 	// fetching is set while a worker copies a snapshot's data: the group
@@ -108,7 +114,10 @@ func (n *Node) addGroup(id uint64, peers []uint64, st Storage, apply ApplyFunc) 
 	if err != nil {
 		return err
 	}
-	g := &group{id: id, rn: rn, storage: st, apply: apply}
+	g := &group{id: id, rn: rn, storage: st, apply: apply, heard: make(map[uint64]*atomic.Int64, len(n.peers))}
+	for pid := range n.peers {
+		g.heard[pid] = new(atomic.Int64)
+	}
 	g.setVoters(rn.Status().Config.Voters.IDs())
 	n.mu.Lock()
 	n.groups[id] = g
@@ -118,9 +127,12 @@ func (n *Node) addGroup(id uint64, peers []uint64, st Storage, apply ApplyFunc) 
 
 func (g *group) setVoters(ids map[uint64]struct{}) {
 	g.voters = make(map[uint64]bool, len(ids))
+	list := make([]uint64, 0, len(ids))
 	for id := range ids {
 		g.voters[id] = true
+		list = append(list, id)
 	}
+	g.voterIDs.Store(&list)
 }
 
 // dropGroup forgets g and fails its proposals with err.
@@ -135,6 +147,7 @@ func (n *Node) dropGroup(g *group, err error) {
 		p.finish(0, err)
 	}
 	g.proposed, g.waiting = nil, nil
+	g.endReplWaits(err)
 }
 
 // failGroup stops g after its storage or apply failed with err, and
@@ -175,6 +188,9 @@ func (n *Node) drive() {
 				}
 				g.rn.Tick()
 				n.mark(g)
+				if len(g.replWaits) > 0 {
+					n.checkReplWaits(g)
+				}
 			}
 		case batch := <-n.inbox:
 			n.step(batch)
@@ -280,13 +296,13 @@ func (n *Node) step(batch []inbound) {
 				continue
 			}
 		}
-		if g.heard == nil {
-			g.heard = map[uint64]time.Time{}
-		}
-		g.heard[m.GetFrom()] = now
+		g.heard[m.GetFrom()].Store(now.UnixNano())
 		// Step fails only for messages raft ignores (a peer it does not
 		// know, a stale response): raft's answer to those is to drop them.
 		_ = g.rn.Step(m)
+		if m.GetType() == pb.MessageType_MsgAppResp && len(g.replWaits) > 0 {
+			n.checkReplWaits(g)
+		}
 		n.received.Add(1)
 		n.mark(g)
 	}
@@ -427,6 +443,9 @@ func (n *Node) readied(r *readied, out *roundOut) {
 	}
 	if rd.SoftState != nil {
 		g.lead.Store(rd.SoftState.Lead)
+		if rd.SoftState.Lead != n.cfg.ID {
+			g.endReplWaits(&NotLeaderError{Group: g.id, Leader: rd.SoftState.Lead})
+		}
 	}
 	if hs := rd.HardState; hs != nil && !raft.IsEmptyHardState(hs) {
 		g.term.Store(hs.GetTerm())

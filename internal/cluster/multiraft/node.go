@@ -514,9 +514,9 @@ func (n *Node) Status(ctx context.Context, id uint64) (GroupStatus, error) {
 		st.Status = g.rn.Status()
 		if st.RaftState == raft.StateLeader {
 			commit := st.HardState.GetCommit()
-			recent := time.Now().Add(-time.Duration(n.cfg.ElectionTick) * n.cfg.Tick)
+			recent := n.liveSince()
 			for pid, pr := range st.Progress {
-				if pid == n.cfg.ID || ((pr.RecentActive || g.heard[pid].After(recent)) && pr.Match >= commit) {
+				if pid == n.cfg.ID || ((pr.RecentActive || g.heardSince(pid, recent)) && pr.Match >= commit) {
 					st.CaughtUp = append(st.CaughtUp, pid)
 				}
 			}

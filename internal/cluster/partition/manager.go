@@ -411,9 +411,17 @@ func (m *Manager) part(topic string, partition int32) (*part, error) {
 // caller may reuse it. With acks 1 the proposal goes on after the return
 // without its bytes.
 //
+// With acks -1 the topic's min.insync.replicas applies first (Kafka's
+// check before an acks=all append): fewer replicas live than it, or than
+// a majority, refuse the batch unwritten; a value above the majority also
+// makes the answer wait for that many replicas to hold it (produceAll).
+//
 // Errors wrap server.ErrNotLeader (this node is not the leader, or lost
-// the leadership before the batch committed), or ctx's error (its
-// deadline came with no commit: the batch may still commit later).
+// the leadership before the batch committed), server.ErrNotEnoughReplicas
+// (refused, nothing proposed), server.ErrNotEnoughReplicasAfterAppend
+// (committed, but too few replicas stayed to reach min.insync.replicas),
+// or ctx's error (its deadline came with no commit: the batch may still
+// commit later).
 func (m *Manager) Produce(ctx context.Context, topic string, partition int32, batch []byte, acks int16) (int64, error) {
 	p, err := m.part(topic, partition)
 	if err != nil {
@@ -426,16 +434,10 @@ func (m *Manager) Produce(ctx context.Context, topic string, partition int32, ba
 	if err != nil || lead != uint64(m.cfg.NodeID) {
 		return 0, fmt.Errorf("%w: %s-%d is led by node %d", server.ErrNotLeader, topic, partition, lead)
 	}
-	var index uint64
 	if acks == -1 {
-		start := time.Now()
-		index, err = m.cfg.Raft.Propose(ctx, p.a.Group, batch)
-		if err == nil {
-			m.timeCommit(start)
-		}
-	} else {
-		index, err = m.proposeLocal(ctx, p, batch, term)
+		return m.produceAll(ctx, topic, partition, p, batch)
 	}
+	index, err := m.proposeLocal(ctx, p, batch, term)
 	if err != nil {
 		return 0, m.produceErr(topic, partition, err)
 	}
