@@ -140,6 +140,12 @@ func TestClusterProduceErrors(t *testing.T) {
 		t.Fatalf("no majority: error %d", rp.ErrorCode)
 	}
 	fc.set(func(fc *fakeCluster) {
+		fc.produceErr = fmt.Errorf("fake: %w", ErrNotEnoughReplicasAfterAppend)
+	})
+	if rp := produceOne(t, c, 9, "p", b()); rp.ErrorCode != kerr.NotEnoughReplicasAfterAppend.Code {
+		t.Fatalf("committed, min.insync.replicas not reached: error %d", rp.ErrorCode)
+	}
+	fc.set(func(fc *fakeCluster) {
 		fc.produceErr = nil
 		fc.gate = make(chan struct{}) // never released: the replicas never confirm
 	})
