@@ -134,9 +134,9 @@ address other than loopback the page needs --metrics-token (or
 			// store's lock turns away can go through the server instead.
 			// In a cluster __consumer_offsets is a replicated topic:
 			// only raft writes it.
-			// A DIR of another node is refused before the store's open
-			// recovers (writes) it.
-			if err := cl.checkNodeID(args[0], nodeID); err != nil {
+			// A DIR of another node, or one that lost its node's state,
+			// is refused before the store's open recovers (writes) it.
+			if err := cl.checkDir(args[0], nodeID); err != nil {
 				return errors.Join(err, ln.Close(), cl.close())
 			}
 			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: serveHolder(ln, advertise), ReplicatedOffsets: cl.enabled()})

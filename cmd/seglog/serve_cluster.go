@@ -145,13 +145,14 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	return nil
 }
 
-// checkNodeID refuses, reading only, a DIR that belongs to another node
-// than nodeID (cluster.ErrNodeID); nothing without --voters.
-func (c *clusterFlags) checkNodeID(dir string, nodeID int32) error {
+// checkDir refuses, reading only, a DIR that belongs to another node
+// than nodeID (cluster.ErrNodeID) or lost its node's state
+// (cluster.ErrNodeStateLost); nothing without --voters.
+func (c *clusterFlags) checkDir(dir string, nodeID int32) error {
 	if c.parsed == nil {
 		return nil
 	}
-	return cluster.CheckNodeID(vfs.Default, dir, nodeID)
+	return cluster.CheckDir(vfs.Default, dir, nodeID)
 }
 
 // failed returns a channel closed when the node fails (nil, which never

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestWipedDirRefused: a node started again with the same id over an
@@ -138,22 +141,7 @@ func TestWipedDirRefused(t *testing.T) {
 // DIR a version without directory ids made (meta.properties without
 // one) gets one at its next start, and the metadata takes it.
 func TestDirectoryIDKept(t *testing.T) {
-	mk := func() *tcluster {
-		c := &tcluster{t: t, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.voters[1] = ln.Addr().String()
-		c.nodes[1] = &tnode{id: 1, dir: "/d", addr: c.voters[1], kafka: "k:1"}
-		t.Cleanup(func() {
-			if c.nodes[1].node != nil {
-				c.stop(1)
-			}
-		})
-		ln.Close()
-		return c
-	}
+	mk := func() *tcluster { return oneVoter(t) }
 	registeredWith := func(c *tcluster) string {
 		t.Helper()
 		c.restart(1)
@@ -192,6 +180,140 @@ func TestDirectoryIDKept(t *testing.T) {
 	}
 	if again := registeredWith(old); again != id {
 		t.Errorf("with meta.properties lost the DIR registered as %s, was %s", again, id)
+	}
+}
+
+// oneVoter is a cluster of one voter, node 1 over /d, not started
+// (restart starts it): its own controller, so it needs no peer.
+func oneVoter(t *testing.T) *tcluster {
+	c := &tcluster{t: t, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.voters[1] = ln.Addr().String()
+	c.nodes[1] = &tnode{id: 1, dir: "/d", addr: c.voters[1], kafka: "k:1"}
+	t.Cleanup(func() {
+		if c.nodes[1].node != nil {
+			c.stop(1)
+		}
+	})
+	ln.Close()
+	return c
+}
+
+// TestNodeDirLostRefused: a node's DIR whose .cluster_node was deleted
+// (to "resync" the node, as a user walking the docs did) or moved away,
+// its meta.properties and metadata still there, is refused with
+// ErrNodeStateLost naming the directory and the directory.id, before
+// anything is written: CheckDir (what serve asks before it opens the
+// store) changes nothing in the DIR, and Start makes no .cluster_node
+// and touches neither meta.properties nor the metadata. Put back, the
+// node starts and still holds its topic as the cluster's. Without the
+// refusal the node started, took the cluster's topics for its store's
+// own and replicated none of them.
+//
+// A DIR with a directory.id and neither directory (a Kafka broker's
+// log.dir looks so too) is refused with the way out for the latter; a
+// single node's store (meta.properties without directory.id) is not.
+func TestNodeDirLostRefused(t *testing.T) {
+	c := oneVoter(t)
+	c.restart(1)
+	tn := c.nodes[1]
+	ctx := ctxTimeout(t)
+	if _, err := tn.node.ClusterID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tn.node.CreateTopic(ctx, "orders", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := tn.node.meta.State().Broker(1)
+	c.stop(1)
+	if b.DirectoryID == "" {
+		t.Fatal("the node registered without a directory id")
+	}
+
+	nodeDir, aside := filepath.Join("/d", nodeDirName), "/cluster_node-aside"
+	if err := c.fs.Rename(nodeDir, aside); err != nil {
+		t.Fatal(err)
+	}
+	before := vfstest.Snapshot(t, c.fs, "/d")
+	err := CheckDir(c.fs, "/d", 1)
+	if !errors.Is(err, ErrNodeStateLost) || !strings.Contains(err.Error(), "directory.id="+b.DirectoryID) ||
+		!strings.Contains(err.Error(), nodeDir+" is missing") || !strings.Contains(err.Error(), "Put "+nodeDirName+" back") {
+		t.Errorf("CheckDir without %s: %v, want ErrNodeStateLost naming it, the directory.id and what to do", nodeDir, err)
+	}
+	sameTree(t, "CheckDir", before, vfstest.Snapshot(t, c.fs, "/d"))
+
+	metaBefore := vfstest.Snapshot(t, c.fs, filepath.Join("/d", meta.DirName))
+	propsBefore := vfstest.ReadFile(t, c.fs, filepath.Join("/d", layout.MetaPropertiesFile))
+	if err := c.startWith(tn, 1, nil); !errors.Is(err, ErrNodeStateLost) {
+		t.Errorf("Start without %s: %v, want ErrNodeStateLost", nodeDir, err)
+	}
+	if _, err := c.fs.Stat(nodeDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused Start made %s: %v", nodeDir, err)
+	}
+	sameTree(t, "the refused Start", metaBefore, vfstest.Snapshot(t, c.fs, filepath.Join("/d", meta.DirName)))
+	if after := vfstest.ReadFile(t, c.fs, filepath.Join("/d", layout.MetaPropertiesFile)); string(after) != string(propsBefore) {
+		t.Errorf("the refused Start rewrote meta.properties:\n%s\nwas\n%s", after, propsBefore)
+	}
+
+	// Put back, it starts, and the topic is still the cluster's here.
+	if err := c.fs.Rename(aside, nodeDir); err != nil {
+		t.Fatal(err)
+	}
+	c.restart(1)
+	if _, err := tn.node.ClusterID(ctx); err != nil {
+		t.Fatalf("with %s back: %v", nodeDir, err)
+	}
+	topic, _ := tn.node.meta.State().Topic("orders")
+	tn.node.recMu.Lock()
+	id, mine := tn.node.topics.ids["orders"]
+	tn.node.recMu.Unlock()
+	if !mine || id != topic.ID {
+		t.Errorf("with %s back the node's record of orders is %x (%v), want the metadata's %x", nodeDir, id, mine, topic.ID)
+	}
+
+	// Neither directory: refused too, with the way out for a Kafka
+	// broker's log.dir; without a directory.id (a single node's store,
+	// or an older build's DIR) not refused.
+	mem := vfs.NewMem()
+	for dir, p := range map[string]props{
+		"/kafka":  {nodeID: 1, clusterID: "kafka-cluster-xxxxxxxxx", directoryID: "dir-id-xxxxxxxxxxxxxxx"},
+		"/single": {nodeID: 1, clusterID: "single-node-xxxxxxxxxxx"},
+	} {
+		if err := mem.MkdirAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		p.path = filepath.Join(dir, layout.MetaPropertiesFile)
+		if err := p.write(mem); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := CheckDir(mem, "/kafka", 1); !errors.Is(err, ErrNodeStateLost) || !strings.Contains(err.Error(), "neither") ||
+		!strings.Contains(err.Error(), "Kafka broker's log.dir") {
+		t.Errorf("a DIR with a directory.id and neither directory: %v, want ErrNodeStateLost saying so", err)
+	}
+	if err := CheckDir(mem, "/single", 1); err != nil {
+		t.Errorf("a single node's store: %v", err)
+	}
+}
+
+// sameTree fails for every entry that differs between two
+// vfstest.Snapshots.
+func sameTree(t *testing.T, what string, before, after map[string]string) {
+	t.Helper()
+	keys := slices.Collect(maps.Keys(before))
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if before[k] != after[k] {
+			t.Errorf("%s changed %q: %q -> %q", what, k, before[k], after[k])
+		}
 	}
 }
 

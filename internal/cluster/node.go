@@ -84,6 +84,12 @@ var (
 	// node's failure (Node.Err) when the controller refuses its
 	// registration; the latter matches meta.ErrDirectoryID too.
 	ErrDirectoryID = errors.New("cluster: this directory is not the one the node registered from")
+	// ErrNodeStateLost refuses a DIR a cluster node kept that has lost
+	// the node's own directory (DIR/.cluster_node): DIR/meta.properties
+	// carries a directory.id, which only a cluster node writes there,
+	// and the directory is gone (checkNodeDir). Start and CheckDir
+	// return it before anything is written.
+	ErrNodeStateLost = errors.New("cluster: this directory lost its cluster node's state")
 )
 
 // directoryAdvice ends ErrDirectoryID's message: what happened and what

@@ -72,15 +72,64 @@ func readNodeProps(fsys vfs.FS, dir string, id int32) (p, early props, err error
 	if named.exists && named.nodeID != id {
 		return p, early, fmt.Errorf("%w: %s names node.id=%d, and this node was started as node %d", ErrNodeID, named.path, named.nodeID, id)
 	}
+	if err := checkNodeDir(fsys, dir, p); err != nil {
+		return p, early, err
+	}
 	return p, early, nil
 }
 
-// CheckNodeID returns ErrNodeID if dir belongs to a node other than id
-// (Start's first check), reading only: seglog serve asks it before it
-// opens the store, which recovers (writes) what it opens.
-func CheckNodeID(fsys vfs.FS, dir string, id int32) error {
+// CheckDir is Start's first check of dir, reading only: ErrNodeID if dir
+// belongs to a node other than id, ErrNodeStateLost if it was a cluster
+// node's and lost the node's own directory. seglog serve asks it before
+// it opens the store, which recovers (writes) what it opens.
+func CheckDir(fsys vfs.FS, dir string, id int32) error {
 	_, _, err := readNodeProps(fsys, dir, id)
 	return err
+}
+
+// checkNodeDir refuses (ErrNodeStateLost) a DIR whose meta.properties p
+// carries a directory.id while DIR/.cluster_node is missing. Only a
+// cluster node writes directory.id into DIR/meta.properties (a single
+// node's server writes node.id and cluster.id alone, and keeps a file it
+// finds as it is), and always after it made DIR/.cluster_node (Start
+// writes the node's own copy first): such a DIR was a node's, and its own
+// directory was deleted (to "resync" the node, as a user walking
+// docs/cluster.md did) or moved. Started anyway, the node would take the
+// topics it replicated for the cluster for its store's own (their record
+// is gone) and serve while replicating none of them. A single node's
+// store joining a cluster for the first time, and a node's DIR from a
+// build before directory ids, have no directory.id and start as before.
+func checkNodeDir(fsys vfs.FS, dir string, p props) error {
+	if p.directoryID == "" {
+		return nil
+	}
+	nodeDir := filepath.Join(dir, nodeDirName)
+	if _, err := fsys.Stat(nodeDir); !errors.Is(err, fs.ErrNotExist) {
+		return err // there (nil), or not to be told: the error says why
+	}
+	metaDir := filepath.Join(dir, layout.ClusterMetadataDir)
+	_, err := fsys.Stat(metaDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	metaLost := err != nil
+	what, restore := fmt.Sprintf("%s is missing (%s, the metadata log, is there)", nodeDir, metaDir), nodeDirName
+	if metaLost {
+		what, restore = fmt.Sprintf("neither %s nor %s (the metadata log) is there", nodeDir, metaDir), nodeDirName+" and "+layout.ClusterMetadataDir
+	}
+	msg := fmt.Sprintf("%s carries directory.id=%s, which a cluster node writes there, but %s. "+
+		"This DIR was a cluster node's and lost the node's state: %s held its record of which of the store's topics it replicates for the cluster, and without it the node would serve while replicating none of them. "+
+		"Nothing was written. Put %s back from where it went, as it was, and start the node again with the same command (a node that is behind or crashed catches up by itself: deleting its state does not resync it). "+
+		"If it is gone for good, leave this node stopped (partitions with other replicas run on them): a node cannot rejoin without its state until membership changes are built (docs/cluster.md, \"A node that lost its DIR\"); "+
+		"the read commands (seglog topics list, consume, dump) still read the records here",
+		p.path, p.directoryID, what, nodeDirName, restore)
+	if metaLost {
+		// Kafka 3.7 and later write a directory.id too, and a store
+		// opens a broker's log.dir: without the metadata log as well,
+		// the DIR may be one, joining a cluster for the first time.
+		msg += fmt.Sprintf(". If this DIR is a Kafka broker's log.dir instead (Kafka 3.7 and later write a directory.id too), joining a cluster for the first time, delete the directory.id line from %s", p.path)
+	}
+	return fmt.Errorf("%w: %s", ErrNodeStateLost, msg)
 }
 
 func (p props) write(fsys vfs.FS) error {
