@@ -202,3 +202,75 @@ func TestServeClusterWipedDirRefused(t *testing.T) {
 		t.Errorf("node 2's orders-0 holds %q, want a, b, c, d", got)
 	}
 }
+
+// TestServeClusterNodeDirLost: a node's DIR whose .cluster_node was
+// deleted (a user walking docs/cluster.md did, thinking it resyncs the
+// node) or moved away: serve with the node's command line exits 1 saying
+// what happened and what to do, and changes nothing in the DIR, left as
+// a crash leaves it (no clean-shutdown marker) so that opening the store
+// would have written. Put back, the node serves its records again.
+// Without the refusal the node served and replicated nothing, its log
+// calling the cluster's topics foreign.
+func TestServeClusterNodeDirLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster node")
+	}
+	base := t.TempDir()
+	dir := filepath.Join(base, "node-1")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raft := ln.Addr().String()
+	ln.Close() // serve binds it again; a one-voter cluster is its own controller
+	node := []string{"--voters", "1@" + raft, "--node-id", "1", "--raft-listen", raft}
+	addr, stop := startServe(t, dir, node...)
+	if got := produceCreating(t, addr, "orders", "a", "b", "c"); len(got) != 3 || got[2] != 2 {
+		t.Fatalf("acknowledged at %v, want offsets 0 to 2", got)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+
+	nodeDir, aside := filepath.Join(dir, ".cluster_node"), filepath.Join(base, "cluster_node-aside")
+	if err := vfs.Default.Rename(nodeDir, aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := vfs.Default.Remove(filepath.Join(dir, ".kafka_cleanshutdown")); err != nil {
+		t.Fatal(err)
+	}
+	before := dirSnapshot(t, dir)
+	var stderr lockedBuffer
+	serve := seglogProcess(t, &stderr, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, node...)...)
+	out, err := serve.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill() })
+	// A serve that starts prints its address; a refused one exits
+	// without a line.
+	if lines := bufio.NewScanner(out); lines.Scan() {
+		t.Fatalf("serve started over a DIR without .cluster_node: %s", lines.Text())
+	}
+	err = serve.Wait()
+	msg := stderr.String()
+	if code := exitCode(t, err, &stderr); code != 1 || !strings.Contains(msg, "lost its cluster node's state") ||
+		!strings.Contains(msg, nodeDir+" is missing") || !strings.Contains(msg, "Put .cluster_node back") {
+		t.Fatalf("serve over a DIR without .cluster_node: exit %d, stderr %q; want 1, what happened and what to do", code, msg)
+	}
+	checkUnchanged(t, "the refused serve", before, dirSnapshot(t, dir))
+
+	if err := vfs.Default.Rename(aside, nodeDir); err != nil {
+		t.Fatal(err)
+	}
+	addr, stop = startServe(t, dir, node...)
+	if got := produceCreating(t, addr, "orders", "d"); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("with .cluster_node back: acknowledged at %v, want offset 3 after its three records", got)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+}
