@@ -210,7 +210,7 @@ func TestServeClusterWipedDirRefused(t *testing.T) {
 // a crash leaves it (no clean-shutdown marker) so that opening the store
 // would have written. Put back, the node serves its records again.
 // Without the refusal the node served and replicated nothing, its log
-// calling the cluster's topics foreign.
+// taking the cluster's topics for ones its store had before it joined.
 func TestServeClusterNodeDirLost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster node")

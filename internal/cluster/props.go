@@ -57,7 +57,8 @@ func readProps(fsys vfs.FS, dir string) (props, error) {
 
 // readNodeProps reads DIR's meta.properties and the node's own copy, and
 // refuses (ErrNodeID, naming the file) a DIR either names another node
-// in: meta.properties if there is one, else the node's own file.
+// in: meta.properties if there is one, else the node's own file; then
+// one that lost the node's own directory (checkNodeDir).
 func readNodeProps(fsys vfs.FS, dir string, id int32) (p, early props, err error) {
 	if p, err = readProps(fsys, dir); err != nil {
 		return p, early, err
