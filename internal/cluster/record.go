@@ -177,6 +177,12 @@ func (n *Node) replicaRecord() ReplicaRecord {
 		ps := make([]ReplicaInfo, len(parts))
 		for i, p := range parts {
 			ps[i] = ReplicaInfo{Partition: p.Partition, Replicas: p.Replicas, Leader: p.Leader, Epoch: p.LeaderEpoch, ISR: p.ISR}
+			if p.Leader < 0 {
+				// As ReplicaInfo says: no leader, no epoch of one, no
+				// ISR. (Metadata keeps the raft term it gives, which
+				// clients compare with the epochs they know.)
+				ps[i].Epoch, ps[i].ISR = -1, nil
+			}
 		}
 		rec.Topics[name] = ps
 	}

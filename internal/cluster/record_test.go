@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -97,6 +98,65 @@ func TestReplicaRecord(t *testing.T) {
 			t.Errorf("IsClusterDir(%s) = %v, %v; want %v", dir, got, err, want)
 		}
 	}
+}
+
+// TestNoLeaderNoISR: a replica that knows no leader (its peers stopped,
+// so no election can succeed) lists no ISR, in Metadata (Partitions) as
+// in its record, whose epoch is -1 too: the ISR is the leader's view,
+// and the assignment's replicas in its place read as every replica in
+// sync beside leader none.
+func TestNoLeaderNoISR(t *testing.T) {
+	c := newClusterOf(t, 3, true)
+	ctrl := c.controller()
+	if err := ctrl.node.CreateTopic(ctxTimeout(t), "orders", 3, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "every node to record the leaders", func() bool {
+		for _, tn := range c.running() {
+			if recordLeaders(c, tn, "orders", 3) == nil {
+				return false
+			}
+		}
+		return true
+	})
+	left := c.running()[0]
+	for _, tn := range c.running()[1:] {
+		c.stop(tn.id)
+	}
+	testutil.WaitFor(t, fmt.Sprintf("node %d, alone, to know no leader of any partition", left.id), func() bool {
+		infos, err := left.node.Partitions("orders")
+		if err != nil {
+			return false
+		}
+		for _, info := range infos {
+			if info.Leader >= 0 {
+				return false
+			}
+		}
+		for _, info := range infos {
+			if len(info.ISR) != 0 {
+				t.Errorf("Partitions: orders-%d has no leader and ISR %v, want none", info.Partition, info.ISR)
+			}
+		}
+		return true
+	})
+	testutil.WaitFor(t, fmt.Sprintf("node %d's record to show no leader", left.id), func() bool {
+		rec, err := ReadReplicaRecord(c.fs, left.dir)
+		if err != nil || len(rec.Topics["orders"]) != 3 {
+			return false
+		}
+		for _, info := range rec.Topics["orders"] {
+			if info.Leader >= 0 {
+				return false
+			}
+		}
+		for _, info := range rec.Topics["orders"] {
+			if len(info.ISR) != 0 || info.Epoch != -1 {
+				t.Errorf("the record: orders-%d has no leader, epoch %d and ISR %v, want epoch -1 and no ISR", info.Partition, info.Epoch, info.ISR)
+			}
+		}
+		return true
+	})
 }
 
 // TestReplicaRecordDamaged: a record that does not parse is ErrDamaged

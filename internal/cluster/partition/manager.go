@@ -506,9 +506,10 @@ func (m *Manager) State(topic string, partition int32) (server.PartitionState, e
 // Leader returns, for Metadata, the partition's leader as this node knows
 // it (-1 if none), the leader epoch and the in-sync replicas: on the
 // leader, the driver's caught-up set (itself and each follower recently
-// heard from whose log matches up to the commit index); elsewhere, which
-// cannot know, the replicas. ok is false when this node has no replica of
-// the partition.
+// heard from whose log matches up to the commit index); on a follower,
+// which cannot know, the replicas; none while this node knows no leader
+// (an election, or a quorum lost), since the ISR is the leader's view.
+// ok is false when this node has no replica of the partition.
 func (m *Manager) Leader(topic string, partition int32) (leader, epoch int32, isr []int32, ok bool) {
 	p, err := m.part(topic, partition)
 	if err != nil {
@@ -518,10 +519,13 @@ func (m *Manager) Leader(topic string, partition int32) (leader, epoch int32, is
 	if err != nil {
 		return -1, -1, nil, false
 	}
-	leader, epoch = -1, int32(term)
-	if lead != 0 {
-		leader = int32(lead)
+	if lead == 0 {
+		// No ISR without a leader: the replicas, given here, read as
+		// a full ISR beside leader "none" (in Metadata, and in the
+		// record a node stopped during an election keeps).
+		return -1, int32(term), nil, true
 	}
+	leader, epoch = int32(lead), int32(term)
 	isr = slices.Clone(p.a.Replicas)
 	if lead == uint64(m.cfg.NodeID) {
 		ctx, cancel := context.WithTimeout(context.Background(), statusTimeout)
