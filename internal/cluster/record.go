@@ -110,8 +110,11 @@ func (n *Node) kickRecord() {
 // recordLoop keeps ReplicasFile current: on every notification (a leader
 // or high watermark moved, the metadata changed) and every recordRefresh,
 // it builds the record and writes it if anything but its time changed,
-// then waits recordInterval. It stops at Close before the partitions do,
-// so the file keeps the leaders of the running node, not of its shutdown.
+// then waits recordInterval. At Close it compares once more, without the
+// wait, and stops, before the partitions do: the file keeps the leaders
+// the running node last knew, those it handed its partitions to in a
+// controlled shutdown (HandOver) included, not a state the wait left
+// behind (a transfer under way) nor the partitions' closing.
 func (n *Node) recordLoop() {
 	defer n.wg.Done()
 	tick := time.NewTicker(recordRefresh)
@@ -126,20 +129,27 @@ func (n *Node) recordLoop() {
 		floor = prev.MetaIndex
 	}
 	var last []byte
-	for {
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-n.recordKick:
-		case <-tick.C:
-		}
+	update := func() {
 		if err := n.updateRecord(floor, &last); err != nil {
 			// The next notification or refresh tries again; the tools
 			// show the older record meanwhile.
 			n.log.Warn("cluster: writing the replica record", "err", err)
 		}
+	}
+	for {
 		select {
 		case <-n.ctx.Done():
+			update()
+			return
+		case <-n.recordKick:
+		case <-tick.C:
+		}
+		update()
+		select {
+		case <-n.ctx.Done():
+			// A handover's last leader changes come within
+			// recordInterval of its first, and Close right after it.
+			update()
 			return
 		case <-time.After(recordInterval):
 		}

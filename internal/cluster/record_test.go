@@ -100,6 +100,48 @@ func TestReplicaRecord(t *testing.T) {
 	}
 }
 
+// TestReplicaRecordHandOver: a node stopped as serve stops it on SIGTERM,
+// a controlled shutdown (HandOver) then Close, keeps a record of the
+// leaders it handed its partitions to, each in its ISR; not the state
+// the record was last written in during the transfer (itself as leader,
+// or leader none beside every replica as the ISR).
+func TestReplicaRecordHandOver(t *testing.T) {
+	c := newClusterOf(t, 3, true)
+	ctrl := c.controller()
+	const parts = 6
+	if err := ctrl.node.CreateTopic(ctxTimeout(t), "orders", parts, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	var leaders []int32
+	testutil.WaitFor(t, "every node to record the leaders it sees", func() bool {
+		leaders = nil
+		for _, tn := range c.running() {
+			got := recordLeaders(c, tn, "orders", parts)
+			if got == nil || (leaders != nil && !slices.Equal(got, leaders)) {
+				return false
+			}
+			leaders = got
+		}
+		return true
+	})
+	gone := leaders[0]
+	tn := c.nodes[gone]
+	if err := tn.node.HandOver(ctxTimeout(t)); err != nil {
+		t.Fatalf("node %d handing over: %v", gone, err)
+	}
+	c.stop(gone)
+	rec, err := ReadReplicaRecord(c.fs, tn.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range rec.Topics["orders"] {
+		if info.Leader < 0 || info.Leader == gone || !slices.Contains(info.ISR, info.Leader) {
+			t.Errorf("node %d handed its leaderships over and stopped; its record of orders-%d: leader %d epoch %d ISR %v, want another leader, in its ISR",
+				gone, info.Partition, info.Leader, info.Epoch, info.ISR)
+		}
+	}
+}
+
 // TestNoLeaderNoISR: a replica that knows no leader (its peers stopped,
 // so no election can succeed) lists no ISR, in Metadata (Partitions) as
 // in its record, whose epoch is -1 too: the ISR is the leader's view,
