@@ -116,19 +116,24 @@ func isStoreFile(name string) bool { return layout.IsLogDirFile(name) }
 // checkNotClusterNode refuses dir if a cluster node keeps it
 // (ErrClusterNode), before anything is written: a store opened there
 // without Options.ReplicatedOffsets would append to the replicas outside
-// raft (tombstones in the offsets topic at Open among them).
+// raft (tombstones in the offsets topic at Open among them). The node's
+// own directory marks it, and so does the metadata raft log, which stays
+// when a user deletes the former (a walk served such a DIR as a single
+// node, and the cluster later overwrote the writes it acknowledged).
 func checkNotClusterNode(fsys vfs.FS, dir string) error {
-	mark := filepath.Join(dir, layout.ClusterNodeDir)
-	_, err := fsys.Stat(mark)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return err
+	for _, mark := range []string{layout.ClusterNodeDir, layout.ClusterMetadataDir} {
+		_, err := fsys.Stat(filepath.Join(dir, mark))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("%w: %s is a cluster node's (it has %s): its partitions are replicas the node writes through raft; "+
+			"written here, what is stored would be overwritten by the cluster when the node rejoins or make this replica disagree with the others. "+
+			"Start the node with its cluster command line (seglog serve DIR --node-id N ... --voters ...) and write through any node with a Kafka client; "+
+			"the read commands (topics list and describe, groups list and describe, consume, dump, fsck) work on it",
+			ErrClusterNode, dir, mark)
 	}
-	return fmt.Errorf("%w: %s is a cluster node's (it has %s): its partitions are replicas the node writes through raft; "+
-		"written here, what is stored would be overwritten by the cluster when the node rejoins or make this replica disagree with the others. "+
-		"Start the node with its cluster command line (seglog serve DIR --node-id N ... --voters ...) and write through any node with a Kafka client; "+
-		"the read commands (topics list and describe, groups list and describe, consume, dump, fsck) work on it",
-		ErrClusterNode, dir, layout.ClusterNodeDir)
+	return nil
 }

@@ -126,7 +126,7 @@ func TestOpenAcceptsStoreDirs(t *testing.T) {
 }
 
 // TestOpenRefusesClusterNodeDir: a cluster node's log.dir (it holds
-// layout.ClusterNodeDir) is refused to a writer that is not its node
+// layout.ClusterMetadataDir or layout.ClusterNodeDir) is refused to a writer that is not its node
 // (ErrClusterNode), and nothing in it changes; its node's Open
 // (ReplicatedOffsets) and a read-only Open still open it. A single-node
 // serve once took acknowledged writes in such a directory that the
@@ -143,21 +143,24 @@ func TestOpenRefusesClusterNodeDir(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	mkdir(t, filepath.Join(dir, layout.ClusterNodeDir))
-
-	before := vfstest.Snapshot(t, vfs.Default, dir)
-	for _, opts := range []Options{{}, {Existing: true, OffsetsPartitions: 1}} {
-		s, err := Open(dir, opts)
-		if err == nil {
-			s.Close()
-			t.Fatalf("Open(%+v) opened a cluster node's directory to write it", opts)
+	// The node's own directory marks it, and the metadata log alone
+	// does too (what a user who deleted the former leaves).
+	for _, mark := range []string{layout.ClusterMetadataDir, layout.ClusterNodeDir} {
+		mkdir(t, filepath.Join(dir, mark))
+		before := vfstest.Snapshot(t, vfs.Default, dir)
+		for _, opts := range []Options{{}, {Existing: true, OffsetsPartitions: 1}} {
+			s, err := Open(dir, opts)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%+v) opened a cluster node's directory (with %s) to write it", opts, mark)
+			}
+			if !errors.Is(err, ErrClusterNode) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "--voters") {
+				t.Fatalf("Open(%+v) with %s: %v, want ErrClusterNode naming %s and how to start the node", opts, mark, err, dir)
+			}
 		}
-		if !errors.Is(err, ErrClusterNode) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "--voters") {
-			t.Fatalf("Open(%+v): %v, want ErrClusterNode naming %s and how to start the node", opts, err, dir)
+		if after := vfstest.Snapshot(t, vfs.Default, dir); !maps.Equal(before, after) {
+			t.Fatalf("the refused Open changed the directory:\nbefore %v\nafter  %v", before, after)
 		}
-	}
-	if after := vfstest.Snapshot(t, vfs.Default, dir); !maps.Equal(before, after) {
-		t.Fatalf("the refused Open changed the directory:\nbefore %v\nafter  %v", before, after)
 	}
 
 	for _, opts := range []Options{{ReadOnly: true}, {ReplicatedOffsets: true, OffsetsPartitions: 1}} {

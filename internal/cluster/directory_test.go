@@ -274,6 +274,32 @@ func TestNodeDirLostRefused(t *testing.T) {
 		t.Errorf("with %s back the node's record of orders is %x (%v), want the metadata's %x", nodeDir, id, mine, topic.ID)
 	}
 
+	// meta.properties lost with it: the metadata log is sign enough. (A
+	// walk found the node then refused only at registration, after it
+	// had made a new node directory under a new directory id.)
+	c.stop(1)
+	if err := c.fs.Rename(nodeDir, aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.fs.Remove(filepath.Join("/d", layout.MetaPropertiesFile)); err != nil {
+		t.Fatal(err)
+	}
+	before = vfstest.Snapshot(t, c.fs, "/d")
+	if err := CheckDir(c.fs, "/d", 1); !errors.Is(err, ErrNodeStateLost) || !strings.Contains(err.Error(), "holds the metadata log") {
+		t.Errorf("CheckDir without %s and meta.properties: %v, want ErrNodeStateLost naming the metadata log", nodeDir, err)
+	}
+	sameTree(t, "CheckDir without meta.properties", before, vfstest.Snapshot(t, c.fs, "/d"))
+	metaBefore = vfstest.Snapshot(t, c.fs, filepath.Join("/d", meta.DirName))
+	if err := c.startWith(tn, 1, nil); !errors.Is(err, ErrNodeStateLost) {
+		t.Errorf("Start without %s and meta.properties: %v, want ErrNodeStateLost", nodeDir, err)
+	}
+	for _, name := range []string{nodeDir, filepath.Join("/d", layout.MetaPropertiesFile)} {
+		if _, err := c.fs.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the refused Start without meta.properties made %s: %v", name, err)
+		}
+	}
+	sameTree(t, "the refused Start without meta.properties", metaBefore, vfstest.Snapshot(t, c.fs, filepath.Join("/d", meta.DirName)))
+
 	// Neither directory: refused too, with the way out for a Kafka
 	// broker's log.dir; without a directory.id (a single node's store,
 	// or an older build's DIR) not refused.

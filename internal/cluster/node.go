@@ -86,16 +86,17 @@ var (
 	ErrDirectoryID = errors.New("cluster: this directory is not the one the node registered from")
 	// ErrNodeStateLost refuses a DIR a cluster node kept that has lost
 	// the node's own directory (DIR/.cluster_node): DIR/meta.properties
-	// carries a directory.id, which only a cluster node writes there,
-	// and the directory is gone (checkNodeDir). Start and CheckDir
-	// return it before anything is written.
+	// carries a directory.id, which only a cluster node writes there, or
+	// DIR holds the metadata raft log, and the directory is gone
+	// (checkNodeDir). Start and CheckDir return it before anything is
+	// written.
 	ErrNodeStateLost = errors.New("cluster: this directory lost its cluster node's state")
 )
 
 // directoryAdvice ends ErrDirectoryID's message: what happened and what
 // the user can do.
 const directoryAdvice = "the DIR was wiped or replaced, and with it this node's replicas' raft state, so it cannot rejoin their groups as the replica they knew (docs/cluster.md, \"A node that lost its DIR\"); " +
-	"no record was written here, and the partitions run on their other replicas. Start the node with its old DIR, or leave it stopped; " +
+	"no partition was written here, and the partitions run on their other replicas. Start the node with its old DIR, or leave it stopped; " +
 	"if this is its old DIR and only DIR/meta.properties and DIR/.cluster_node/meta.properties lost their directory.id, write the one named above back into both"
 
 // Config is what Start needs.
@@ -639,3 +640,8 @@ func (n *Node) noteController(ctrl bool, now time.Time) {
 	}
 	n.isController = ctrl
 }
+
+// DefaultReplicationFactor is the replication factor of topics created
+// without one (Config.DefaultReplicationFactor, or its default), for the
+// server to report as default.replication.factor.
+func (n *Node) DefaultReplicationFactor() int { return n.cfg.DefaultReplicationFactor }

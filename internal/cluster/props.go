@@ -88,22 +88,23 @@ func CheckDir(fsys vfs.FS, dir string, id int32) error {
 	return err
 }
 
-// checkNodeDir refuses (ErrNodeStateLost) a DIR whose meta.properties p
-// carries a directory.id while DIR/.cluster_node is missing. Only a
-// cluster node writes directory.id into DIR/meta.properties (a single
-// node's server writes node.id and cluster.id alone, and keeps a file it
-// finds as it is), and always after it made DIR/.cluster_node (Start
-// writes the node's own copy first): such a DIR was a node's, and its own
-// directory was deleted (to "resync" the node, as a user walking
-// docs/cluster.md did) or moved. Started anyway, the node would take the
-// topics it replicated for the cluster for its store's own (their record
-// is gone) and serve while replicating none of them. A single node's
-// store joining a cluster for the first time, and a node's DIR from a
-// build before directory ids, have no directory.id and start as before.
+// checkNodeDir refuses (ErrNodeStateLost) a DIR that was a cluster
+// node's and lost DIR/.cluster_node, the node's own directory. Two signs
+// say a DIR was a node's, and Start makes DIR/.cluster_node before
+// either: a directory.id in DIR/meta.properties p (a single node's server
+// writes node.id and cluster.id alone, and keeps a file it finds as it
+// is), and DIR/.cluster_metadata, the metadata raft log, which no Kafka
+// broker or single node keeps. Either without DIR/.cluster_node is a DIR
+// whose node directory was deleted (to "resync" the node, as a user
+// walking docs/cluster.md did) or moved; both are checked because a user
+// may lose meta.properties too (a walk deleted both, and the node, no
+// longer knowing its id, was refused only at registration, after writing
+// a new node directory). Started anyway, the node would take the topics
+// it replicated for the cluster for its store's own (their record is
+// gone) and serve while replicating none of them. A single node's store
+// joining a cluster for the first time, and a node's DIR from a build
+// before directory ids, have neither and start as before.
 func checkNodeDir(fsys vfs.FS, dir string, p props) error {
-	if p.directoryID == "" {
-		return nil
-	}
 	nodeDir := filepath.Join(dir, nodeDirName)
 	if _, err := fsys.Stat(nodeDir); !errors.Is(err, fs.ErrNotExist) {
 		return err // there (nil), or not to be told: the error says why
@@ -114,16 +115,30 @@ func checkNodeDir(fsys vfs.FS, dir string, p props) error {
 		return err
 	}
 	metaLost := err != nil
-	what, restore := fmt.Sprintf("%s is missing (%s, the metadata log, is there)", nodeDir, metaDir), nodeDirName
-	if metaLost {
-		what, restore = fmt.Sprintf("neither %s nor %s (the metadata log) is there", nodeDir, metaDir), nodeDirName+" and "+layout.ClusterMetadataDir
+	if p.directoryID == "" && metaLost {
+		return nil
 	}
-	msg := fmt.Sprintf("%s carries directory.id=%s, which a cluster node writes there, but %s. "+
+	var sign, what, restore string
+	switch {
+	case p.directoryID == "":
+		sign = fmt.Sprintf("%s holds the metadata log a cluster node keeps, but %s is missing", metaDir, nodeDir)
+		restore = nodeDirName + " (and " + layout.MetaPropertiesFile + ", if it went with it)"
+	case metaLost:
+		what = fmt.Sprintf("neither %s nor %s (the metadata log) is there", nodeDir, metaDir)
+		restore = nodeDirName + " and " + layout.ClusterMetadataDir
+	default:
+		what = fmt.Sprintf("%s is missing (%s, the metadata log, is there)", nodeDir, metaDir)
+		restore = nodeDirName
+	}
+	if sign == "" {
+		sign = fmt.Sprintf("%s carries directory.id=%s, which a cluster node writes there, but %s", p.path, p.directoryID, what)
+	}
+	msg := fmt.Sprintf("%s. "+
 		"This DIR was a cluster node's and lost the node's state: %s held its record of which of the store's topics it replicates for the cluster, and without it the node would serve while replicating none of them. "+
 		"Nothing was written. Put %s back from where it went, as it was, and start the node again with the same command (a node that is behind or crashed catches up by itself: deleting its state does not resync it). "+
 		"If it is gone for good, leave this node stopped (partitions with other replicas run on them): a node cannot rejoin without its state until membership changes are built (docs/cluster.md, \"A node that lost its DIR\"); "+
 		"the read commands (seglog topics list, consume, dump) still read the records here",
-		p.path, p.directoryID, what, nodeDirName, restore)
+		sign, nodeDirName, restore)
 	if metaLost {
 		// Kafka 3.7 and later write a directory.id too, and a store
 		// opens a broker's log.dir: without the metadata log as well,
