@@ -199,7 +199,7 @@ func (s *Server) brokerConfigs() []brokerConfig {
 		{"advertised.listeners", fmt.Sprintf("PLAINTEXT://%s:%d", s.host, s.port), "", kmsg.ConfigTypeString, false, nil},
 		{"num.partitions", strconv.Itoa(s.cfg.NumPartitions), strconv.Itoa(DefaultNumPartitions), kmsg.ConfigTypeInt, false, nil},
 		{"auto.create.topics.enable", strconv.FormatBool(s.autoCreate()), "true", kmsg.ConfigTypeBoolean, false, nil},
-		{"default.replication.factor", "1", "1", kmsg.ConfigTypeInt, false, nil},
+		{"default.replication.factor", strconv.Itoa(max(s.cfg.DefaultReplicationFactor, 1)), "1", kmsg.ConfigTypeInt, false, nil},
 		{"offsets.topic.num.partitions", offsetsParts, strconv.Itoa(store.DefaultOffsetsPartitions), kmsg.ConfigTypeInt, false, nil},
 		{"socket.request.max.bytes", strconv.Itoa(s.cfg.MaxRequestBytes), strconv.Itoa(DefaultMaxRequestBytes), kmsg.ConfigTypeInt, false, nil},
 		{"connections.max.idle.ms", strconv.FormatInt(s.cfg.IdleTimeout.Milliseconds(), 10), strconv.FormatInt(DefaultIdleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong, false, nil},

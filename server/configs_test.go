@@ -490,3 +490,27 @@ func TestTopicConfigTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeDefaultReplicationFactor: default.replication.factor is the
+// factor topics created without one get: 1 on a single node, the
+// cluster's (Options.DefaultReplicationFactor) in one, which a walk saw
+// reported as 1 beside topics of three replicas.
+func TestDescribeDefaultReplicationFactor(t *testing.T) {
+	for _, tc := range []struct {
+		rf   int
+		want string
+		src  kmsg.ConfigSource
+	}{{0, "1", kmsg.ConfigSourceDefaultConfig}, {3, "3", kmsg.ConfigSourceStaticBrokerConfig}} {
+		ts := startServer(t, "", Options{DefaultReplicationFactor: tc.rf})
+		c := dialRaw(t, ts.addr)
+		node := strconv.Itoa(int(ts.srv.NodeID()))
+		resp := c.do(describeReq(4, true, resource(kmsg.ConfigResourceTypeBroker, node, "default.replication.factor"))).(*kmsg.DescribeConfigsResponse)
+		r := resp.Resources[0]
+		if r.ErrorCode != 0 || len(r.Configs) != 1 {
+			t.Fatalf("rf %d: %+v", tc.rf, r)
+		}
+		if cfg := r.Configs[0]; *cfg.Value != tc.want || cfg.Source != tc.src {
+			t.Errorf("Options.DefaultReplicationFactor %d: default.replication.factor=%s (source %v), want %s (%v)", tc.rf, *cfg.Value, cfg.Source, tc.want, tc.src)
+		}
+	}
+}

@@ -74,6 +74,11 @@ type Options struct {
 	// NumPartitions is num.partitions for topics created on first use or
 	// by a CreateTopics asking for the default (0 means 1).
 	NumPartitions int
+	// DefaultReplicationFactor is default.replication.factor as
+	// DescribeConfigs reports it: the replication factor of topics created
+	// without one, which in a cluster the Cluster applies (0 means 1, a
+	// single node's one copy).
+	DefaultReplicationFactor int
 	// TopicConfig is the config of topics created through the server;
 	// nil means store.DefaultTopicConfig.
 	TopicConfig *store.TopicConfig

@@ -141,6 +141,7 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 		return err
 	}
 	opts.Cluster, opts.ClusterID, opts.Advertise = n, id, advertise
+	opts.DefaultReplicationFactor = n.DefaultReplicationFactor()
 	opts.SASL = clusterSASL(opts.SASL, n)
 	return nil
 }

@@ -21,6 +21,10 @@ func TestMinInsyncReplicas(t *testing.T) {
 	c := newClusterOf(t, 3, true)
 	ctrl := c.controller()
 	ctx := ctxTimeout(t)
+	if rf := ctrl.node.DefaultReplicationFactor(); rf != 3 {
+		// What serve reports as default.replication.factor.
+		t.Errorf("three voters' default replication factor: %d, want 3", rf)
+	}
 	if err := ctrl.node.CreateTopic(ctx, "all3", 1, 3, map[string]string{"min.insync.replicas": "3"}); err != nil {
 		t.Fatal(err)
 	}
