@@ -390,13 +390,14 @@ func TestClusterRestartCatchesUp(t *testing.T) {
 	c.agree(last.Index)
 }
 
-// TestStoreIgnoresMetadataDir: a store opened on a node's DIR does not
-// take the metadata directory for a topic.
+// TestStoreIgnoresMetadataDir: a store opened on a node's DIR, as the
+// node opens it (any other writer is refused a DIR holding the metadata
+// directory), does not take the metadata directory for a topic.
 func TestStoreIgnoresMetadataDir(t *testing.T) {
 	c := newCluster(t, 1)
 	c.registerAll()
 	tn := c.nodes[0]
-	st, err := store.Open(tn.dir, store.Options{FS: c.fs})
+	st, err := store.Open(tn.dir, store.Options{FS: c.fs, ReplicatedOffsets: true})
 	if err != nil {
 		t.Fatal(err)
 	}
