@@ -91,7 +91,17 @@ var (
 	// (checkNodeDir). Start and CheckDir return it before anything is
 	// written.
 	ErrNodeStateLost = errors.New("cluster: this directory lost its cluster node's state")
+	// ErrVoters refuses a restart whose Config.Voters names other node
+	// ids than the metadata's raft configuration, fixed at the
+	// cluster's first start: Start returns it before the metadata group
+	// runs, the message naming both sets. It is meta's sentinel, so
+	// either package's name matches it.
+	ErrVoters = meta.ErrVoters
 )
+
+// votersAdvice ends ErrVoters' message: what the user can do.
+const votersAdvice = "membership changes are not supported: the cluster's voters are the ones its nodes were first started with, and its metadata raft keeps them whatever --voters says, while the partitions and the default replication factor would follow --voters. " +
+	"The metadata was not changed. Start this node with --voters naming the voter ids the metadata holds, no more and no fewer (the same list on every node, in any order; docs/cluster.md)"
 
 // directoryAdvice ends ErrDirectoryID's message: what happened and what
 // the user can do.
@@ -415,6 +425,9 @@ func (n *Node) open() error {
 		Transport: trans, Raft: rc, Logger: cfg.Logger, BeforeBootstrap: func() error { return n.checkBlank(startCtx) }})
 	if err != nil {
 		trans.Close()
+		if errors.Is(err, meta.ErrVoters) {
+			err = fmt.Errorf("%w; %s", err, votersAdvice)
+		}
 		return err
 	}
 	n.metaReady.Store(n.meta)

@@ -1,14 +1,17 @@
 package meta
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +44,14 @@ var ErrNotController = errors.New("meta: not the controller")
 
 // ErrConfig reports a Config Open cannot start with.
 var ErrConfig = errors.New("meta: invalid node configuration")
+
+// ErrVoters refuses an Open whose Config.Voters names other node ids
+// than the raft configuration the store already holds: the voters are
+// fixed when the group is bootstrapped (membership changes are not
+// supported), and raft goes on with the stored set whatever Voters says,
+// while the rest of the node (the partitions' peers, the default
+// replication factor) would follow Voters.
+var ErrVoters = errors.New("meta: the voters given are not the metadata's")
 
 // NotControllerError is a refused proposal: this node is not the raft
 // leader of the metadata. Leader names the controller as last known
@@ -183,6 +194,13 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return fail(err)
 	}
+	if existing {
+		// Before raft starts: a node refused here has cast no vote and
+		// taken no entry under the configuration it was refused for.
+		if err := checkVoters(conf, st, snaps, cfg.Voters, dir); err != nil {
+			return fail(err)
+		}
+	}
 	if !existing && cfg.BeforeBootstrap != nil {
 		if err := cfg.BeforeBootstrap(); err != nil {
 			return fail(err)
@@ -210,6 +228,68 @@ func Open(cfg Config) (*Node, error) {
 	maxCommand := min(MaxCommandBytes, int(min(segBytes, 8<<20))-4096)
 	return &Node{id: cfg.NodeID, fsm: fsm, store: st, raft: r, maxCommand: maxCommand}, nil
 }
+
+// checkVoters refuses (ErrVoters) voters whose ids are not those of the
+// latest raft configuration in st and snaps, which it reads without
+// starting raft: raft.GetConfiguration does what NewRaft does before it
+// starts (the newest snapshot's configuration, then every configuration
+// entry of the log after it) and no more. It reads the log after the
+// snapshot once more than NewRaft will, and not the snapshot's data:
+// NoSnapshotRestoreOnStart takes the configuration from the snapshot's
+// meta without restoring the FSM. Its transport is one of its own, so
+// the caller's gets no heartbeat handler from a raft that never runs,
+// and its stable store drops writes: NewRaft stores again the term it
+// has just read, and a refused start is to write nothing.
+func checkVoters(conf *raft.Config, st *raftlog.Store, snaps raft.SnapshotStore, voters map[int32]string, dir string) error {
+	c := *conf // GetConfiguration marks the Config it is given
+	c.NoSnapshotRestoreOnStart = true
+	// It logs the configuration it found at INFO, as NewRaft does next.
+	c.Logger, c.LogOutput = nil, io.Discard
+	_, trans := raft.NewInmemTransport("")
+	defer trans.Close()
+	stored, err := raft.GetConfiguration(&c, NewFSM(), st, readOnlyStable{st}, snaps, trans)
+	if err != nil {
+		return fmt.Errorf("meta: reading the raft configuration in %s: %w", dir, err)
+	}
+	if len(stored.Servers) == 0 {
+		// No configuration to compare with (raft's bootstrap stores
+		// the term before the entry): raft starts as it would have.
+		return nil
+	}
+	given := map[raft.ServerID]bool{}
+	for id := range voters {
+		given[serverID(id)] = true
+	}
+	same := len(stored.Servers) == len(given)
+	for _, s := range stored.Servers {
+		same = same && given[s.ID]
+	}
+	if same {
+		return nil
+	}
+	servers := slices.Clone(stored.Servers)
+	slices.SortFunc(servers, func(a, b raft.Server) int {
+		ai, _ := strconv.Atoi(string(a.ID))
+		bi, _ := strconv.Atoi(string(b.ID))
+		return cmp.Compare(ai, bi)
+	})
+	var have, want []string
+	for _, s := range servers {
+		have = append(have, string(s.ID)+"@"+string(s.Address))
+	}
+	for _, id := range slices.Sorted(maps.Keys(voters)) {
+		want = append(want, strconv.Itoa(int(id)))
+	}
+	return fmt.Errorf("%w: this node was given voters %s, and the metadata in %s holds voters %s (with their addresses at the cluster's first start)",
+		ErrVoters, strings.Join(want, ","), dir, strings.Join(have, ","))
+}
+
+// readOnlyStable is a raft.StableStore that reads from its store and
+// drops writes (checkVoters').
+type readOnlyStable struct{ raft.StableStore }
+
+func (readOnlyStable) Set([]byte, []byte) error       { return nil }
+func (readOnlyStable) SetUint64([]byte, uint64) error { return nil }
 
 // LastIndex returns the index of the last entry in this node's raft log
 // or snapshot: 1 or less for a node that holds only its bootstrap.

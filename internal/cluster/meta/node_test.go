@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
+	"strings"
 	"testing"
 	"time"
 
@@ -441,4 +442,54 @@ func TestNodeCrash(t *testing.T) {
 	if st := tn.node.raft.Stats(); st["last_snapshot_index"] == "0" {
 		t.Errorf("the snapshot did not survive: %v", st)
 	}
+}
+
+// TestOpenChecksVoters: a store that holds a raft configuration refuses
+// an Open whose voters name other ids (ErrVoters, naming both), when the
+// configuration is in the log and when only the snapshot holds it (the
+// log compacted past the bootstrap entry); the same ids open.
+func TestOpenChecksVoters(t *testing.T) {
+	c := newCluster(t, 1)
+	c.trailing = 2
+	c.registerAll()
+	tn := c.nodes[0]
+	open := func(voters map[int32]string) error {
+		_, trans := raft.NewInmemTransport(tn.addr)
+		n, err := Open(Config{Dir: tn.dir, FS: c.fs, NodeID: tn.id, Voters: voters, Transport: trans,
+			Raft: testRaftConfig(c.trailing), SegmentBytes: 256 << 10, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err == nil {
+			err = n.Close()
+		}
+		return err
+	}
+	check := func(where string) {
+		t.Helper()
+		err := open(map[int32]string{1: "node1", 2: "node2"})
+		if !errors.Is(err, ErrVoters) || !strings.Contains(err.Error(), "given voters 1,2,") || !strings.Contains(err.Error(), "holds voters 1@node1 ") {
+			t.Errorf("%s: opened with voters 1 and 2: %v, want ErrVoters naming both sets", where, err)
+		}
+		if err := open(map[int32]string{1: "node1"}); err != nil {
+			t.Errorf("%s: opened with its voters: %v", where, err)
+		}
+	}
+	c.stop(tn)
+	check("the configuration in the log")
+
+	// Started again with TrailingLogs 2: a snapshot compacts the
+	// bootstrap entry away.
+	c.start(tn)
+	var last Result
+	for i := range 5 {
+		last = c.createTopic(fmt.Sprintf("t%d", i), 1, 1, uint64(i))
+	}
+	c.agree(last.Index)
+	if err := tn.node.raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	var first raft.Log
+	if err := tn.node.store.GetLog(1, &first); err == nil {
+		t.Fatalf("the log still holds entry 1 (%v) after the snapshot", first.Type)
+	}
+	c.stop(tn)
+	check("the configuration in the snapshot alone")
 }
