@@ -18,12 +18,14 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog/internal/cluster/meta"
 	"github.com/seglog/seglog/internal/cluster/multiraft"
@@ -101,7 +103,7 @@ var (
 
 // votersAdvice ends ErrVoters' message: what the user can do.
 const votersAdvice = "membership changes are not supported: the cluster's voters are the ones its nodes were first started with, and its metadata raft keeps them whatever --voters says, while the partitions and the default replication factor would follow --voters. " +
-	"The metadata was not changed. Start this node with --voters naming the voter ids the metadata holds, no more and no fewer (the same list on every node, in any order; docs/cluster.md)"
+	"The metadata was not changed. Start this node with --voters naming the voter ids the metadata holds, no more and no fewer (the same list on every node, in any order); a voter's address may change, the same id at another HOST:PORT, once every node is given the new one (docs/cluster.md)"
 
 // directoryAdvice ends ErrDirectoryID's message: what happened and what
 // the user can do.
@@ -412,7 +414,18 @@ func (n *Node) open() error {
 	}
 	n.wg.Add(1)
 	go n.acceptLoop()
-	trans := raft.NewNetworkTransport(layer, 3, 2*time.Second, cfg.RaftLogOutput)
+	logOut := cfg.RaftLogOutput
+	if logOut == nil {
+		logOut = os.Stderr
+	}
+	// As raft.NewNetworkTransport makes it, but dialing each voter at
+	// its address in cfg.Voters: raft's stored configuration keeps the
+	// addresses of the cluster's first start, and a voter that moved
+	// would never be reached there.
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: layer, MaxPool: 3, Timeout: 2 * time.Second, ServerAddressProvider: voterAddrs(cfg.Voters),
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft-net", Output: logOut, Level: hclog.DefaultLevel}),
+	})
 	rc := raft.DefaultConfig()
 	rc.LogLevel = "WARN"
 	rc.LogOutput = cfg.RaftLogOutput
@@ -450,6 +463,22 @@ func (n *Node) open() error {
 	}
 	n.opened.Store(true)
 	return nil
+}
+
+// voterAddrs is the metadata raft's raft.ServerAddressProvider: each
+// voter's address from Config.Voters, by its server id (the node id in
+// decimal, as package meta names them).
+type voterAddrs map[int32]string
+
+func (v voterAddrs) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	n, err := strconv.ParseInt(string(id), 10, 32)
+	addr, ok := v[int32(n)]
+	if err != nil || !ok {
+		// Not after meta.Open's check (ErrVoters): raft then dials
+		// the stored address.
+		return "", fmt.Errorf("server %q is not among the voters", id)
+	}
+	return raft.ServerAddress(addr), nil
 }
 
 // shut closes what open opened, in reverse.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/internal/cluster/meta"
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs/vfstest"
 )
@@ -92,4 +93,46 @@ func contents(snap map[string]string) map[string]string {
 		out[name] = strings.Join(slices.Delete(f, 2, 3), " ")
 	}
 	return out
+}
+
+// TestVoterAddressMoves: a voter's raft address may change between
+// starts (same id, another host or port) when every node is started
+// with the new --voters: the metadata raft dials the address Voters
+// gives, not the one its stored configuration has kept since the
+// cluster's first start. Node 2 moves while the others run without it;
+// restarted at its new address it catches up with the metadata the
+// controller replicates to it, and is registered. Without that the
+// controller kept dialing node 2's first address, and node 2, refused
+// votes while the others had a controller, never caught up.
+func TestVoterAddressMoves(t *testing.T) {
+	c := newCluster(t, 3)
+	c.controller()
+	for _, tn := range c.running() {
+		c.stop(tn.id)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := maps.Clone(c.voters)
+	moved[2] = ln.Addr().String()
+	c.voters, c.nodes[2].addr = moved, moved[2]
+	c.restart(1)
+	c.restart(3)
+	ctrl := c.controller()
+	ctx := ctxTimeout(t)
+	if err := ctrl.node.CreateTopic(ctx, "moved", 1, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.startWith(c.nodes[2], 2, ln); err != nil {
+		t.Fatal(err)
+	}
+	two := c.nodes[2]
+	if _, err := two.node.ClusterID(ctx); err != nil {
+		t.Fatalf("node 2 at its new address: %v", err)
+	}
+	testutil.WaitFor(t, "node 2 to apply the topic created while it was away", func() bool {
+		_, ok := two.node.meta.State().Topic("moved")
+		return ok
+	})
 }
