@@ -132,7 +132,10 @@ type Config struct {
 	RaftListen string
 	Listener   net.Listener
 	// Voters maps every voter's id to its raft address, this node's
-	// included; every node is given the same map.
+	// included; every node is given the same map. Its ids are fixed at
+	// the cluster's first start (a restart with others is refused,
+	// ErrVoters); an address may change, and every node dials the
+	// addresses its own Voters gives.
 	Voters map[int32]string
 	// Advertise is host:port of this node's Kafka listener, as clients
 	// reach it.

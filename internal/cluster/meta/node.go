@@ -95,9 +95,11 @@ type Config struct {
 	NodeID int32
 	// Voters maps every voter's node id to its raft address, this node
 	// included; every node is given the same map. It bootstraps the
-	// raft configuration of a node whose store is empty, and is ignored
-	// once the log or a snapshot exists (raft's configuration is then in
-	// them).
+	// raft configuration of a node whose store is empty; once the log or
+	// a snapshot exists, raft's configuration is in them, and Open
+	// refuses Voters naming other ids (ErrVoters). The addresses raft
+	// keeps are those of the bootstrap: a caller whose voters may move
+	// gives its Transport the current ones (raft.ServerAddressProvider).
 	Voters map[int32]string
 	// Transport carries raft's RPCs; the caller owns it (the server's
 	// port multiplexer, raft.NewInmemTransport in tests). raft closes
