@@ -30,20 +30,8 @@ func TestClusterNodeDirWrittenOnlyByNode(t *testing.T) {
 		t.Skip("starts a cluster node")
 	}
 	dir := filepath.Join(t.TempDir(), "node-1")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raft := ln.Addr().String()
-	ln.Close() // serve binds it again; a one-voter cluster is its own controller
-	node := []string{"--voters", "1@" + raft, "--node-id", "1", "--raft-listen", raft}
-	addr, stop := startServe(t, dir, node...)
-	if got := produceCreating(t, addr, "orders", "a", "b", "c"); len(got) != 3 || got[2] != 2 {
-		t.Fatalf("acknowledged at %v, want offsets 0 to 2", got)
-	}
-	if code := stop(); code != 0 {
-		t.Fatalf("serve exited %d", code)
-	}
+	node := oneVoterWithOrders(t, dir)
+	raft := node[len(node)-1] // --raft-listen's
 
 	before := dirSnapshot(t, dir)
 	var stderr lockedBuffer
@@ -93,7 +81,7 @@ func TestClusterNodeDirWrittenOnlyByNode(t *testing.T) {
 	}
 	mustInvoke(t, "", "users", "add", dir, "admin", "--password", "admin-pw")
 
-	addr, stop = startServe(t, dir, node...)
+	addr, stop := startServe(t, dir, node...)
 	if got := produceCreating(t, addr, "orders", "d"); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("the restarted node acknowledged at %v, want offset 3 after its three records", got)
 	}
@@ -217,20 +205,7 @@ func TestServeClusterNodeDirLost(t *testing.T) {
 	}
 	base := t.TempDir()
 	dir := filepath.Join(base, "node-1")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raft := ln.Addr().String()
-	ln.Close() // serve binds it again; a one-voter cluster is its own controller
-	node := []string{"--voters", "1@" + raft, "--node-id", "1", "--raft-listen", raft}
-	addr, stop := startServe(t, dir, node...)
-	if got := produceCreating(t, addr, "orders", "a", "b", "c"); len(got) != 3 || got[2] != 2 {
-		t.Fatalf("acknowledged at %v, want offsets 0 to 2", got)
-	}
-	if code := stop(); code != 0 {
-		t.Fatalf("serve exited %d", code)
-	}
+	node := oneVoterWithOrders(t, dir)
 
 	nodeDir, aside := filepath.Join(dir, ".cluster_node"), filepath.Join(base, "cluster_node-aside")
 	if err := vfs.Default.Rename(nodeDir, aside); err != nil {
@@ -266,11 +241,33 @@ func TestServeClusterNodeDirLost(t *testing.T) {
 	if err := vfs.Default.Rename(aside, nodeDir); err != nil {
 		t.Fatal(err)
 	}
-	addr, stop = startServe(t, dir, node...)
+	addr, stop := startServe(t, dir, node...)
 	if got := produceCreating(t, addr, "orders", "d"); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("with .cluster_node back: acknowledged at %v, want offset 3 after its three records", got)
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("serve exited %d", code)
 	}
+}
+
+// oneVoterWithOrders runs a one-voter cluster node in dir (its own
+// controller), produces a, b and c to a new topic orders, stops it, and
+// returns the flags that start it again as that node.
+func oneVoterWithOrders(t *testing.T, dir string) []string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raft := ln.Addr().String()
+	ln.Close() // serve binds it again
+	node := []string{"--voters", "1@" + raft, "--node-id", "1", "--raft-listen", raft}
+	addr, stop := startServe(t, dir, node...)
+	if got := produceCreating(t, addr, "orders", "a", "b", "c"); len(got) != 3 || got[2] != 2 {
+		t.Fatalf("acknowledged at %v, want offsets 0 to 2", got)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+	return node
 }
