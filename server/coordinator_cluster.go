@@ -49,7 +49,9 @@ type clusterGroups struct {
 	cl     Cluster
 	st     *store.Store
 	logger *slog.Logger
-	clock  clock
+	// errs says, once a while, why the offsets topic is not made yet.
+	errs  *errLog
+	clock clock
 	// kick wakes run to look at the offsets partitions' leadership: the
 	// server sends on it whenever the Cluster notifies (a leader or a
 	// high watermark changed), and owner when it finds a partition to
@@ -101,7 +103,7 @@ func newClusterCoordinator(st *store.Store, cl Cluster, cfg coordinatorConfig, k
 	cfg.withDefaults()
 	c := &coordinator{st: st, cfg: cfg, groups: make(map[string]*group), emptied: make(map[string]string),
 		writes: make(map[string]chan struct{})}
-	g := &clusterGroups{c: c, cl: cl, st: st, logger: logger, clock: cfg.clock, kick: kick,
+	g := &clusterGroups{c: c, cl: cl, st: st, logger: logger, errs: &errLog{logger: logger, now: time.Now}, clock: cfg.clock, kick: kick,
 		tables: make(map[int32]*offsetsTable), writers: make(map[int32]*sync.Mutex)}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	c.gs, c.cl = g, g
@@ -220,9 +222,18 @@ func (g *clusterGroups) create() {
 		ctx, cancel := context.WithTimeout(g.ctx, offsetsCreateTimeout)
 		defer cancel()
 		err = g.cl.CreateTopic(ctx, store.OffsetsTopic, int32(n), -1, configs)
-		if err != nil && !errors.Is(err, store.ErrTopicExists) {
-			// Not enough live brokers yet, no controller: the next
-			// FindCoordinator tries again.
+		switch {
+		case err == nil, errors.Is(err, store.ErrTopicExists):
+		case errors.Is(err, ErrInvalidReplicationFactor):
+			// Fewer brokers live than the default replication factor:
+			// every group's FindCoordinator is answered
+			// COORDINATOR_NOT_AVAILABLE, which clients retry for good,
+			// until enough are. Only the log can tell the operator
+			// (a walk's first group waited with nothing above Info).
+			g.errs.log(slog.LevelWarn, store.OffsetsTopic, "server: the offsets topic waits for enough live brokers; consumer groups wait for it", "err", err)
+		default:
+			// No controller yet, say: the next FindCoordinator tries
+			// again.
 			g.logger.Info("server: creating the offsets topic", "err", err)
 		}
 		g.poke()

@@ -1,6 +1,9 @@
 package server
 
 import (
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/seglog/seglog/internal/testutil"
@@ -222,6 +225,32 @@ func TestClusterGroupsCreateOffsetsTopic(t *testing.T) {
 	if cc.name != store.OffsetsTopic || cc.partitions != int32(n) || cc.rf != -1 || cc.configs["cleanup.policy"] != "compact" || cc.configs["flush.messages"] != "1" {
 		t.Fatalf("created %+v", cc)
 	}
+	testutil.WaitFor(t, "the coordinator is found", func() bool { return findCoordinator(t, c, "grp").ErrorCode == 0 })
+}
+
+// TestClusterGroupsOffsetsTopicWaitsForBrokers: while fewer brokers are
+// live than the offsets topic's replication factor, its creation fails
+// and every group waits; the log says why, at Warn, once for a burst of
+// retries, and the group is served once the brokers are there.
+func TestClusterGroupsOffsetsTopicWaitsForBrokers(t *testing.T) {
+	var logs testutil.LockedBuffer
+	ts, fc := startCluster(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	fc.set(func(fc *fakeCluster) {
+		fc.offsetsMissing = true
+		fc.createErr = fmt.Errorf("fake: 3 with 2 live brokers: %w", ErrInvalidReplicationFactor)
+	})
+	c := dialRaw(t, ts.addr)
+	testutil.WaitFor(t, "a creation of the offsets topic refused for want of brokers", func() bool {
+		if r := findCoordinator(t, c, "grp"); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+			t.Fatalf("find coordinator while the offsets topic cannot be made: %+v", r)
+		}
+		return len(fc.creates()) >= 2
+	})
+	got := logs.String()
+	if n := strings.Count(got, "the offsets topic waits for enough live brokers"); n != 1 || !strings.Contains(got, "level=WARN") || !strings.Contains(got, "2 live brokers") {
+		t.Fatalf("the log after %d refused creations says it %d times: %q", len(fc.creates()), n, got)
+	}
+	fc.set(func(fc *fakeCluster) { fc.createErr = nil })
 	testutil.WaitFor(t, "the coordinator is found", func() bool { return findCoordinator(t, c, "grp").ErrorCode == 0 })
 }
 
