@@ -157,10 +157,14 @@ func (n *Node) recordLoop() {
 }
 
 // updateRecord writes the record if it describes the metadata at floor
-// or later and differs from last (the topics written last).
+// or later and differs from last (the topics written last). A node that
+// has applied no metadata (index 0: a first start, or a restart with no
+// quorum yet to learn the commit index from) writes none: the tools then
+// say there is no record yet, where a record would show a cluster of no
+// topics.
 func (n *Node) updateRecord(floor uint64, last *[]byte) error {
 	rec := n.replicaRecord()
-	if rec.MetaIndex < floor {
+	if rec.MetaIndex == 0 || rec.MetaIndex < floor {
 		return nil
 	}
 	body, err := json.Marshal(rec.Topics)

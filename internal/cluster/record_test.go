@@ -217,3 +217,33 @@ func TestReplicaRecordDamaged(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRecordBeforeMetadata: a node that has applied no metadata yet (a
+// restart with its record gone and no quorum to learn the commit index
+// from) writes no record: the tools say "no replica record yet" rather
+// than show a cluster of no topics, as the record's help promises.
+func TestNoRecordBeforeMetadata(t *testing.T) {
+	c := newClusterOf(t, 3, true)
+	ctrl := c.controller()
+	if err := ctrl.node.CreateTopic(ctxTimeout(t), "orders", 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range c.running() {
+		c.stop(tn.id)
+	}
+	tn := c.nodes[1]
+	if err := c.fs.Remove(filepath.Join(tn.dir, nodeDirName, ReplicasFile)); err != nil {
+		t.Fatal(err)
+	}
+	c.restart(1)
+	if idx := tn.node.meta.State().Index(); idx != 0 {
+		t.Fatalf("node 1 alone applied metadata up to %d; the test needs a node that applied none", idx)
+	}
+	var last []byte
+	if err := tn.node.updateRecord(0, &last); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := ReadReplicaRecord(c.fs, tn.dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a node that applied no metadata wrote a record: %+v, %v", rec, err)
+	}
+}
