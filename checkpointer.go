@@ -14,6 +14,7 @@ func init() {
 		opts.checkpoints = h.Checkpoints
 		opts.flushPool, _ = h.FlushPool.(*flushPool)
 		opts.lockHeld = h.LockHeld
+		opts.raftLog = h.RaftLog
 		return opts
 	}
 	embed.NewFlushPool = func(workers int, tick time.Duration) embed.FlushPool {

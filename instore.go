@@ -70,3 +70,32 @@ func refuseInLogDir(fs vfs.FS, dir string, opts Options) error {
 	}
 	return e
 }
+
+// ErrInRaftLog is matched by the error of a writable Open given the
+// partition of a raft log store (package raftlog: a cluster node's
+// metadata log in DIR/.cluster_metadata among them) by any caller but
+// raftlog. Its batches are raft entries, whose terms and indexes raft
+// checks when it opens the store: a record appended or deleted beside
+// raftlog leaves a log raft refuses, and with it the node (a walk's
+// seglog produce into a stopped node's metadata log did). Read it with
+// Options.ReadOnly.
+var ErrInRaftLog = errors.New("seglog: a raft log's partition is written only by its raft log store")
+
+// refuseInRaftLog refuses a writable Open of dir when it is a raft log
+// store's partition (named layout.RaftLogPartition, beside the store's
+// layout.RaftStableFile, or inside layout.ClusterMetadataDir) unless the
+// caller is package raftlog. It only looks.
+func refuseInRaftLog(fs vfs.FS, dir string, opts Options) error {
+	if opts.raftLog || filepath.Base(filepath.Clean(dir)) != layout.RaftLogPartition {
+		return nil
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	inMeta := filepath.Base(parent) == layout.ClusterMetadataDir
+	if !inMeta {
+		if _, err := fs.Stat(filepath.Join(parent, layout.RaftStableFile)); err != nil {
+			return nil // no raft state beside it: an ordinary topic "raft"
+		}
+	}
+	return fmt.Errorf("%w: %s is the partition of the raft log store %s: raft writes it, and a record written or deleted here would stop the store, and the node keeping it, from opening; read it with a read-only command (seglog consume, dump, fsck)",
+		ErrInRaftLog, dir, parent)
+}

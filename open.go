@@ -48,6 +48,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := refuseInLogDir(fs, dir, opts); err != nil {
 		return nil, err
 	}
+	if err := refuseInRaftLog(fs, dir, opts); err != nil {
+		return nil, err
+	}
 	exists, err := checkLogDir(fs, dir)
 	if err != nil {
 		return nil, err

@@ -187,6 +187,9 @@ type Options struct {
 	checkpoints embed.Checkpointer
 	flushPool   *flushPool
 	lockHeld    bool
+	// raftLog is package raftlog's hook: it is the writer of a raft log
+	// store's partition (refuseInRaftLog).
+	raftLog bool
 }
 
 // withDefaults returns a copy of o with zero fields replaced by defaults.

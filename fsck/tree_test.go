@@ -120,9 +120,18 @@ func TestPartitionDirsEmptyPartitions(t *testing.T) {
 func TestPartitionDirsClusterNode(t *testing.T) {
 	fsys := vfs.NewMem()
 	writeLog(t, fsys, "/node/orders-0", record.None, 4, 2)
-	writeLog(t, fsys, "/node/"+layout.ClusterMetadataDir+"/raft-0", record.None, 4, 2)
 	writeLog(t, fsys, "/node/.other/t-0", record.None, 4, 2)
-	writeLog(t, fsys, "/home/"+layout.ClusterMetadataDir+"/raft-0", record.None, 4, 2)
+	// A metadata log is written only by raftlog (seglog.ErrInRaftLog):
+	// the fixtures are written elsewhere and moved in.
+	for _, top := range []string{"/node", "/home"} {
+		writeLog(t, fsys, top+"-fixture/raft-0", record.None, 4, 2)
+		if err := fsys.MkdirAll(top + "/" + layout.ClusterMetadataDir); err != nil {
+			t.Fatal(err)
+		}
+		if err := fsys.Rename(top+"-fixture/raft-0", top+"/"+layout.ClusterMetadataDir+"/raft-0"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	vfstest.WriteFile(t, fsys, "/node/"+layout.MetaPropertiesFile, []byte("node.id=1\ncluster.id=c\n"))
 	dirs, err := PartitionDirs(fsys, "/node")
 	want := []string{"/node/" + layout.ClusterMetadataDir + "/raft-0", "/node/orders-0"}

@@ -35,6 +35,13 @@ const (
 	// store does not take it for a topic; fsck searches it all the same
 	// in a log.dir, being the node's state too.
 	ClusterMetadataDir = ".cluster_metadata"
+	// RaftLogPartition is the partition directory inside a raft log
+	// store's directory (package raftlog), named as Kafka names
+	// partition 0 of a topic "raft".
+	RaftLogPartition = "raft-0"
+	// RaftStableFile is a raft log store's term and vote beside its
+	// partition, as KRaft's quorum-state file is.
+	RaftStableFile = "quorum-state"
 )
 
 // IsLogDirFile reports a file that a broker or a store keeps in its

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
@@ -112,4 +113,57 @@ func TestOpenRefusesAPartition(t *testing.T) {
 		t.Fatalf("cat.jpg holds %q", got)
 	}
 	checkFsck(t, fs, "/photos")
+}
+
+// TestPartitionWrittenOnlyByStore: the Store's partition is refused to a
+// writable seglog.Open by anyone else (seglog.ErrInRaftLog), beside its
+// quorum-state or inside a cluster node's metadata directory, with
+// nothing written; read-only it opens, and the Store opens it again. A
+// walk's seglog produce into a stopped node's metadata log appended a
+// record of term 0 after term 7, and the node no longer started. A
+// directory named raft-0 with no raft state beside it is an ordinary
+// partition of a topic "raft".
+func TestPartitionWrittenOnlyByStore(t *testing.T) {
+	fs := vfs.NewMem()
+	for _, dir := range []string{"/node/raftstore", filepath.Join("/node", layout.ClusterMetadataDir)} {
+		s := openT(t, fs, dir)
+		if err := s.StoreLogs(entries(1, 5, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetUint64([]byte("CurrentTerm"), 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		part := filepath.Join(dir, PartitionDir)
+		before := tree(t, fs, dir)
+		if l, err := seglog.Open(part, seglog.Options{FS: fs}); !errors.Is(err, seglog.ErrInRaftLog) || !strings.Contains(err.Error(), part) {
+			if err == nil {
+				l.Close()
+			}
+			t.Fatalf("writable Open of %s: %v, want ErrInRaftLog naming it", part, err)
+		}
+		if after := tree(t, fs, dir); !maps.Equal(before, after) {
+			t.Fatalf("the refused Open changed %s", dir)
+		}
+		v, err := seglog.Open(part, seglog.Options{FS: fs, ReadOnly: true})
+		if err != nil {
+			t.Fatalf("read-only Open of %s: %v", part, err)
+		}
+		if got := v.EndOffset(); got != 5 {
+			t.Errorf("read-only %s ends at %d, want 5", part, got)
+		}
+		v.Close()
+		s = openT(t, fs, dir)
+		if last, err := s.LastIndex(); err != nil || last != 5 {
+			t.Errorf("the Store reopened over %s: last index %d, %v", dir, last, err)
+		}
+		s.Close()
+	}
+	l, err := seglog.Open("/logs/"+PartitionDir, seglog.Options{FS: fs})
+	if err != nil {
+		t.Fatalf("a partition named %s with no raft state beside it: %v", PartitionDir, err)
+	}
+	l.Close()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/embed"
 	"github.com/seglog/seglog/internal/epochcache"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
@@ -28,10 +29,10 @@ var (
 const (
 	// PartitionDir is the seglog partition, named as Kafka names
 	// partition 0 of a topic "raft".
-	PartitionDir = "raft-0"
+	PartitionDir = layout.RaftLogPartition
 	// StableFile holds the StableStore's keys (term and vote), as KRaft's
 	// quorum-state file does.
-	StableFile = "quorum-state"
+	StableFile = layout.RaftStableFile
 	// tailFile holds a batch being rewritten by a suffix delete.
 	tailFile = PartitionDir + ".tail"
 )
@@ -121,7 +122,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	part := filepath.Join(dir, PartitionDir)
-	l, err := seglog.Open(part, seglog.Options{
+	// The raft log's writer: a writable Open of its partition by anyone
+	// else is refused (seglog.ErrInRaftLog).
+	l, err := seglog.Open(part, embed.WithHooks(seglog.Options{
 		FS: opts.FS,
 		LogConfig: seglog.LogConfig{
 			SegmentBytes:  opts.SegmentBytes,
@@ -136,7 +139,7 @@ func Open(dir string, opts Options) (*Store, error) {
 			Preallocate: true,
 		},
 		Logger: opts.Logger,
-	})
+	}, embed.Hooks{RaftLog: true}).(seglog.Options))
 	if err != nil {
 		return nil, err
 	}

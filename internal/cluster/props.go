@@ -135,7 +135,7 @@ func checkNodeDir(fsys vfs.FS, dir string, p props) error {
 	}
 	msg := fmt.Sprintf("%s. "+
 		"This DIR was a cluster node's and lost the node's state: %s held its record of which of the store's topics it replicates for the cluster, and without it the node would serve while replicating none of them. "+
-		"Nothing was written. Put %s back from where it went, as it was, and start the node again with the same command (a node that is behind or crashed catches up by itself: deleting its state does not resync it). "+
+		"Nothing was written. Put %s back as it was, and start the node again with the same command (a node that is behind or crashed catches up by itself: deleting its state does not resync it). "+
 		"If it is gone for good, leave this node stopped (partitions with other replicas run on them): a node cannot rejoin without its state until membership changes are built (docs/cluster.md, \"A node that lost its DIR\"); "+
 		"the read commands (seglog topics list, consume, dump) still read the records here",
 		sign, nodeDirName, restore)

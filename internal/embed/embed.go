@@ -62,6 +62,10 @@ type Hooks struct {
 	// Open takes no lock of its own, so the directory has no .lock file
 	// and costs no descriptor.
 	LockHeld bool
+	// RaftLog says the caller is package raftlog, the one writer of a
+	// raft log store's partition: a writable Open of such a partition is
+	// refused without it (seglog.ErrInRaftLog).
+	RaftLog bool
 }
 
 var (
