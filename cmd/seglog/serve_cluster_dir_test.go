@@ -215,24 +215,8 @@ func TestServeClusterNodeDirLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := dirSnapshot(t, dir)
-	var stderr lockedBuffer
-	serve := seglogProcess(t, &stderr, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, node...)...)
-	out, err := serve.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { serve.Process.Kill() })
-	// A serve that starts prints its address; a refused one exits
-	// without a line.
-	if lines := bufio.NewScanner(out); lines.Scan() {
-		t.Fatalf("serve started over a DIR without .cluster_node: %s", lines.Text())
-	}
-	err = serve.Wait()
-	msg := stderr.String()
-	if code := exitCode(t, err, &stderr); code != 1 || !strings.Contains(msg, "lost its cluster node's state") ||
+	code, msg := refusedServe(t, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, node...)...)
+	if code != 1 || !strings.Contains(msg, "lost its cluster node's state") ||
 		!strings.Contains(msg, nodeDir+" is missing") || !strings.Contains(msg, "Put .cluster_node back") {
 		t.Fatalf("serve over a DIR without .cluster_node: exit %d, stderr %q; want 1, what happened and what to do", code, msg)
 	}
@@ -270,4 +254,27 @@ func oneVoterWithOrders(t *testing.T, dir string) []string {
 		t.Fatalf("serve exited %d", code)
 	}
 	return node
+}
+
+// refusedServe runs seglog with args, a serve expected to refuse to
+// start, and returns its exit code and stderr; it fails the test if the
+// serve started (a serve that starts prints its address, a refused one
+// exits without a line).
+func refusedServe(t *testing.T, args ...string) (code int, stderr string) {
+	t.Helper()
+	var buf lockedBuffer
+	serve := seglogProcess(t, &buf, args...)
+	out, err := serve.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill() })
+	if lines := bufio.NewScanner(out); lines.Scan() {
+		t.Fatalf("seglog %s started: %s", strings.Join(args, " "), lines.Text())
+	}
+	err = serve.Wait()
+	return exitCode(t, err, &buf), buf.String()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -71,24 +70,8 @@ func TestServeClusterVotersChecked(t *testing.T) {
 		{"a third voter added", voters + ",3@" + rafts[2], "given voters 1,2,3,"},
 		{"node 1 left out", "2@" + rafts[1], "given voters 2,"},
 	} {
-		var stderr lockedBuffer
-		serve := seglogProcess(t, &stderr, append([]string{"serve", dir2, "--listen", "127.0.0.1:0"}, node(2, tc.voters)...)...)
-		out, err := serve.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := serve.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { serve.Process.Kill() })
-		// A serve that starts prints its address; a refused one exits
-		// without a line.
-		if lines := bufio.NewScanner(out); lines.Scan() {
-			t.Fatalf("node 2 with %s: served: %s", tc.what, lines.Text())
-		}
-		err = serve.Wait()
-		msg := stderr.String()
-		if code := exitCode(t, err, &stderr); code != 1 || !strings.Contains(msg, tc.given) || !strings.Contains(msg, stored) ||
+		code, msg := refusedServe(t, append([]string{"serve", dir2, "--listen", "127.0.0.1:0"}, node(2, tc.voters)...)...)
+		if code != 1 || !strings.Contains(msg, tc.given) || !strings.Contains(msg, stored) ||
 			!strings.Contains(msg, "membership changes are not supported") || strings.Contains(msg, "voters, raft on") {
 			t.Errorf("node 2 with %s: exit %d, stderr %q; want 1, both voter sets and what to do", tc.what, code, msg)
 		}
