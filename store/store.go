@@ -481,12 +481,22 @@ func (s *Store) load() error {
 	return nil
 }
 
-// offsetsTopicConfig is the internal topic's config, Kafka's: compacted
-// (the last commit of each group, topic and partition survives, and a
-// deleted group's tombstones go after delete.retention.ms), 100 MiB
-// segments, and every commit durable before it is acknowledged.
-func offsetsTopicConfig() TopicConfig {
-	c := DefaultTopicConfig()
+// offsetsTopicConfig is the internal topic's config from Kafka's
+// defaults.
+func offsetsTopicConfig() TopicConfig { return OffsetsTopicConfig(DefaultTopicConfig()) }
+
+// OffsetsTopicConfig is the config __consumer_offsets is created with
+// when base is the broker-level default other topics inherit (a server's
+// --config): base, with the offsets topic's own keys over it, as Kafka
+// creates it: compacted (the last commit of each group, topic and
+// partition survives, and a deleted group's tombstones go after
+// delete.retention.ms), never deleted by time, 100 MiB segments, and
+// every commit durable before it is acknowledged. Everything else, such
+// as min.insync.replicas or max.message.bytes, is base's, as a Kafka
+// broker's defaults reach the offsets topic. Pass the result as
+// Options.OffsetsConfig.
+func OffsetsTopicConfig(base TopicConfig) TopicConfig {
+	c := base
 	c.CleanupPolicy = cleaner.Compact
 	c.RetentionMs = -1
 	c.SegmentBytes = 100 << 20 // offsets.topic.segment.bytes

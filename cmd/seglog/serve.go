@@ -139,7 +139,13 @@ address other than loopback the page needs --metrics-token (or
 			if err := cl.checkDir(args[0], nodeID); err != nil {
 				return errors.Join(err, ln.Close(), cl.close())
 			}
-			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: serveHolder(ln, advertise), ReplicatedOffsets: cl.enabled()})
+			// The offsets topic inherits --config as a Kafka broker's
+			// __consumer_offsets inherits its defaults (min.insync.replicas
+			// among them), under the topic's own keys. It is made at the
+			// store's first open only: an existing one keeps its config.
+			offsets := store.OffsetsTopicConfig(cfg)
+			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: serveHolder(ln, advertise),
+				ReplicatedOffsets: cl.enabled(), OffsetsConfig: &offsets})
 			if err != nil {
 				return errors.Join(err, ln.Close(), cl.close())
 			}

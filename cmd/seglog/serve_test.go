@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
@@ -121,6 +122,42 @@ func TestServeRefusesNonStoreDir(t *testing.T) {
 		}
 		if after := dirSnapshot(t, dir); !maps.Equal(before, after) {
 			t.Errorf("%s changed: before %v, after %v", dir, before, after)
+		}
+	}
+}
+
+// TestServeConfigReachesOffsetsTopic: --config is the broker-level default
+// __consumer_offsets inherits too, as a Kafka broker's does
+// (min.insync.replicas is the one users set), under the offsets topic's
+// own keys: a --config cleanup.policy=delete must not make commits
+// deletable.
+func TestServeConfigReachesOffsetsTopic(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	_, stop := startServe(t, dir, "--config", "min.insync.replicas=2", "--config", "max.message.bytes=500000",
+		"--config", "cleanup.policy=delete", "--config", "retention.ms=60000", "--config", "flush.messages=9223372036854775807")
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited %d", code)
+	}
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg, err := st.TopicConfigOf(store.OffsetsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MinInsyncReplicas != 2 || cfg.Get("max.message.bytes") != "500000" {
+		t.Errorf("offsets topic: min.insync.replicas %d, max.message.bytes %s; want --config's 2 and 500000",
+			cfg.MinInsyncReplicas, cfg.Get("max.message.bytes"))
+	}
+	if cfg.CleanupPolicy != cleaner.Compact || cfg.RetentionMs != -1 || cfg.FlushMessages != 1 || cfg.SegmentBytes != 100<<20 {
+		t.Errorf("offsets topic lost its own keys: %s=%s, retention.ms %d, flush.messages %d, segment.bytes %d",
+			"cleanup.policy", cfg.Get("cleanup.policy"), cfg.RetentionMs, cfg.FlushMessages, cfg.SegmentBytes)
+	}
+	for _, k := range []string{"min.insync.replicas", "cleanup.policy", "flush.messages"} {
+		if !cfg.IsSet(k) {
+			t.Errorf("%s is not among the offsets topic's own keys (a cluster copies those): %v", k, cfg.Overrides())
 		}
 	}
 }
