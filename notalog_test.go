@@ -32,8 +32,8 @@ func TestOpenRefusesNotALog(t *testing.T) {
 		if names, _ := fs.List("/kafka"); slices.Contains(names, LockFile) {
 			t.Fatal("the refused open took a lock file")
 		}
-		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
-		sameSnapshot(t, "its partition", part, dirSnapshot(t, fs, "/kafka/topic-0"))
+		vfstest.Unchanged(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
+		vfstest.Unchanged(t, "its partition", part, dirSnapshot(t, fs, "/kafka/topic-0"))
 	})
 	t.Run("other files", func(t *testing.T) {
 		fs := vfs.NewMem()
@@ -50,7 +50,7 @@ func TestOpenRefusesNotALog(t *testing.T) {
 		if !slices.Equal(names, []string{"notes.txt"}) {
 			t.Fatalf("refused open left %v", names)
 		}
-		sameSnapshot(t, "refused open", before, dirSnapshot(t, fs, "/home/me"))
+		vfstest.Unchanged(t, "refused open", before, dirSnapshot(t, fs, "/home/me"))
 	})
 	t.Run("absent, empty and existing logs open", func(t *testing.T) {
 		fs := vfs.NewMem()
@@ -104,7 +104,7 @@ func TestOpenRefusesNotALog(t *testing.T) {
 			if !errors.Is(err, ErrNotALog) || !errors.As(err, &nl) || nl.InLog != "/log" || !strings.Contains(err.Error(), "inside the log in /log") {
 				t.Fatalf("open of %s: %v, want ErrNotALog naming /log", dir, err)
 			}
-			sameSnapshot(t, "the log", before, dirSnapshot(t, fs, "/log"))
+			vfstest.Unchanged(t, "the log", before, dirSnapshot(t, fs, "/log"))
 		}
 		if l, err = Open("/log", Options{FS: fs, Logger: discardLogger()}); err != nil || l.EndOffset() != 2 {
 			t.Fatalf("the log after the refusals: %v", err)
@@ -119,7 +119,7 @@ func TestOpenRefusesNotALog(t *testing.T) {
 		if _, err = Open("/kafka/topic-7", Options{FS: kfs, Logger: discardLogger()}); !errors.Is(err, ErrInLogDir) {
 			t.Fatalf("new partition in a log.dir: %v, want ErrInLogDir", err)
 		}
-		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, kfs, "/kafka"))
+		vfstest.Unchanged(t, "the log.dir", before, dirSnapshot(t, kfs, "/kafka"))
 	})
 }
 
@@ -165,5 +165,5 @@ func TestOpenIgnoresStrayFile(t *testing.T) {
 			t.Fatalf("read-only %v: open with a misnamed segment file: %v, want a NotALogError naming it", ro, err)
 		}
 	}
-	sameSnapshot(t, "refused opens", before, dirSnapshot(t, fs, "/log"))
+	vfstest.Unchanged(t, "refused opens", before, dirSnapshot(t, fs, "/log"))
 }

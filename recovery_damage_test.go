@@ -6,9 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"log/slog"
-	"maps"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -37,25 +35,6 @@ func dirSnapshot(t *testing.T, fs vfs.FS, dir string) map[string]string {
 		out[n] = string(vfstest.ReadFile(t, fs, filepath.Join(dir, n)))
 	}
 	return out
-}
-
-func sameSnapshot(t *testing.T, label string, before, after map[string]string) {
-	t.Helper()
-	if !maps.Equal(before, after) {
-		var diff []string
-		for n := range before {
-			if a, ok := after[n]; !ok || a != before[n] {
-				diff = append(diff, n)
-			}
-		}
-		for n := range after {
-			if _, ok := before[n]; !ok {
-				diff = append(diff, "+"+n)
-			}
-		}
-		slices.Sort(diff)
-		t.Fatalf("%s: the directory changed: %v", label, diff)
-	}
 }
 
 // TestDamageBelowRecoveryPointChangesNothing: damage in synced data makes
@@ -104,7 +83,7 @@ func TestDamageBelowRecoveryPointChangesNothing(t *testing.T) {
 			if !errors.Is(err, ErrCorrupt) || strings.Count(err.Error(), "corrupt") != 1 {
 				t.Fatalf("error %q: want ErrCorrupt, saying corrupt once", err)
 			}
-			sameSnapshot(t, "refused open", before, dirSnapshot(t, fs, dir))
+			vfstest.Unchanged(t, "refused open", before, dirSnapshot(t, fs, dir))
 		})
 		t.Run("in a sealed segment whose indexes are rebuilt", func(t *testing.T) {
 			path := filepath.Join(dir, segment.FileName(bases[1], segment.LogSuffix))
@@ -116,7 +95,7 @@ func TestDamageBelowRecoveryPointChangesNothing(t *testing.T) {
 				l.Close()
 			}
 			wantCorruption(t, err, path, 0)
-			sameSnapshot(t, "refused open", before, dirSnapshot(t, fs, dir))
+			vfstest.Unchanged(t, "refused open", before, dirSnapshot(t, fs, dir))
 		})
 		t.Run("undamaged, it opens and cleans up", func(t *testing.T) {
 			l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
@@ -178,7 +157,7 @@ func TestLegacyDamageBelowRecoveryPoint(t *testing.T) {
 		l, err := Open(dir, Options{FS: fs, Logger: discardLogger()})
 		if rp > 0 {
 			wantCorruption(t, err, path, legacyAt)
-			sameSnapshot(t, "legacy damage below the recovery point", before, dirSnapshot(t, fs, dir))
+			vfstest.Unchanged(t, "legacy damage below the recovery point", before, dirSnapshot(t, fs, dir))
 			continue
 		}
 		if err != nil {
@@ -262,7 +241,7 @@ func TestKafkaLogDirCheckpoints(t *testing.T) {
 			t.Fatalf("reading the damage: %v", readErr)
 		}
 		l.Close()
-		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
+		vfstest.Unchanged(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
 	})
 	t.Run("unclean: damage below the broker's recovery point refused", func(t *testing.T) {
 		fs, part, _ := kafkaLogDir(t, false, 0)
@@ -278,7 +257,7 @@ func TestKafkaLogDirCheckpoints(t *testing.T) {
 		before := dirSnapshot(t, fs, "/kafka")
 		_, err := Open(part, Options{FS: fs, ReadOnly: true, Logger: discardLogger()})
 		wantCorruption(t, err, path, 0)
-		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
+		vfstest.Unchanged(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
 	})
 	t.Run("log start from the log.dir, own files ignored", func(t *testing.T) {
 		fs, part, end := kafkaLogDir(t, false, 9)
@@ -307,7 +286,7 @@ func TestKafkaLogDirCheckpoints(t *testing.T) {
 		if !errors.Is(err, ErrInLogDir) || !errors.As(err, &ie) || ie.LogDir != "/kafka" || ie.Topic != "topic" || ie.Partition != 0 || ie.HolderKnown {
 			t.Fatalf("writable open of a partition of a log.dir: %v, want an *InLogDirError naming no holder", err)
 		}
-		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
+		vfstest.Unchanged(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
 		lk, err := fs.Lock("/kafka/" + LockFile)
 		if err != nil {
 			t.Fatal(err)
@@ -322,7 +301,7 @@ func TestKafkaLogDirCheckpoints(t *testing.T) {
 		if !errors.As(err, &ie) || !ie.HolderKnown || ie.Holder != h || !strings.Contains(err.Error(), "held by `seglog serve` (pid 4242, listening on 127.0.0.1:9092)") {
 			t.Fatalf("writable open beside a server: %v, want it named", err)
 		}
-		sameSnapshot(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
+		vfstest.Unchanged(t, "the log.dir", before, dirSnapshot(t, fs, "/kafka"))
 	})
 }
 
@@ -432,7 +411,7 @@ func TestBatchesPastNextSegmentBase(t *testing.T) {
 		if !errors.Is(err, segment.ErrOffsetOrder) {
 			t.Fatalf("%v: want ErrOffsetOrder", err)
 		}
-		sameSnapshot(t, "refused open", before, dirSnapshot(t, fs, "/log"))
+		vfstest.Unchanged(t, "refused open", before, dirSnapshot(t, fs, "/log"))
 	})
 }
 

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,50 +12,8 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
-
-// treeHash hashes a directory tree: for every entry its name, mode, size
-// and modification time, and every file's contents.
-func treeHash(t *testing.T, fsys vfs.FS, dir string) map[string]string {
-	t.Helper()
-	out := make(map[string]string)
-	var walk func(rel string)
-	walk = func(rel string) {
-		name := filepath.Join(dir, rel)
-		fi, err := fsys.Stat(name)
-		mustf(t, err, "stat")
-		desc := fmt.Sprintf("%v %d %d", fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
-		if !fi.IsDir() {
-			data, err := vfs.ReadFileLimit(fsys, name, 1<<30)
-			mustf(t, err, "read")
-			out[rel] = fmt.Sprintf("%s %x", desc, sha256.Sum256(data))
-			return
-		}
-		out[rel+"/"] = desc
-		names, err := fsys.List(name)
-		mustf(t, err, "list")
-		for _, n := range names {
-			walk(filepath.Join(rel, n))
-		}
-	}
-	walk("")
-	return out
-}
-
-// sameTree fails the test for every entry that differs.
-func sameTree(t *testing.T, what string, before, after map[string]string) {
-	t.Helper()
-	for k, v := range before {
-		if after[k] != v {
-			t.Errorf("%s changed %s: %q, was %q", what, k, after[k], v)
-		}
-	}
-	for k := range after {
-		if _, ok := before[k]; !ok {
-			t.Errorf("%s created %s", what, k)
-		}
-	}
-}
 
 // noWrite is the real filesystem as a user without write permission sees
 // it: every operation that would change something fails with EACCES.
@@ -94,7 +51,7 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	mustf(t, err, "open read-only beside the writer")
 	mustf(t, ro.Close(), "close")
 	mustf(t, w.Close(), "close writer")
-	before := treeHash(t, vfs.Default, dir)
+	before := vfstest.Snapshot(t, vfs.Default, dir)
 	ro, err = Open(dir, Options{FS: noWrite(), ReadOnly: true, Logger: quiet})
 	mustf(t, err, "open read-only")
 	if !ro.ReadOnly() {
@@ -165,7 +122,7 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 			t.Errorf("%s on a read-only store: %v, want ErrReadOnly", what, err)
 		}
 	}
-	sameTree(t, "a read-only open and reads", before, treeHash(t, vfs.Default, dir))
+	vfstest.Unchanged(t, "a read-only open and reads", before, vfstest.Snapshot(t, vfs.Default, dir))
 
 	// The writer goes on; Refresh shows it while the writer runs.
 	w = openW()
@@ -206,7 +163,7 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	}
 	mustf(t, w.DeleteGroup("email"), "delete group")
 	mustf(t, w.Close(), "close writer")
-	before = treeHash(t, vfs.Default, dir)
+	before = vfstest.Snapshot(t, vfs.Default, dir)
 	mustf(t, ro.Refresh(), "refresh")
 	if g := ro.Groups(); !slices.Equal(g, []string{"billing"}) {
 		t.Errorf("after a group's deletion Groups = %v", g)
@@ -214,7 +171,7 @@ func TestReadOnlyBesideLiveWriter(t *testing.T) {
 	for p := range int32(6) {
 		partitionRecords(t, ro, "bookings", p, 0)
 	}
-	sameTree(t, "Refresh and reads", before, treeHash(t, vfs.Default, dir))
+	vfstest.Unchanged(t, "Refresh and reads", before, vfstest.Snapshot(t, vfs.Default, dir))
 	mustf(t, ro.Close(), "close read-only")
 }
 

@@ -29,7 +29,7 @@ func TestLockFileNamesTheHolder(t *testing.T) {
 	if got, ok := layout.ParseHolder(vfstest.ReadFile(t, fsys, filepath.Join(testDir, layout.LockFile))); !ok || got != h {
 		t.Fatalf("lock file names %+v, want %+v", got, h)
 	}
-	before := treeHash(t, fsys, testDir)
+	before := vfstest.Snapshot(t, fsys, testDir)
 	_, err = Open(testDir, Options{FS: fsys, Logger: quiet, Holder: Holder{Command: "seglog produce"}})
 	var he *HeldError
 	if !errors.Is(err, ErrLocked) || !errors.As(err, &he) || !he.HolderKnown || he.Holder != h {
@@ -38,7 +38,7 @@ func TestLockFileNamesTheHolder(t *testing.T) {
 	if want := "store: /data is held by `seglog serve` (pid 4242, listening on 127.0.0.1:9092)"; !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("error %q, want it to start %q", err, want)
 	}
-	sameTree(t, "the store, after a refused open", before, treeHash(t, fsys, testDir))
+	vfstest.Unchanged(t, "the store, after a refused open", before, vfstest.Snapshot(t, fsys, testDir))
 	mustf(t, s.Close(), "close")
 	if data := vfstest.ReadFile(t, fsys, filepath.Join(testDir, layout.LockFile)); len(data) != 0 {
 		t.Fatalf("the released lock still names %q", data)
@@ -230,7 +230,7 @@ func TestDescribeReportsABrokenPartition(t *testing.T) {
 	data := vfstest.ReadFile(t, fsys, seg)
 	data[70] ^= 0xff
 	vfstest.WriteFile(t, fsys, seg, data)
-	before := treeHash(t, fsys, testDir)
+	before := vfstest.Snapshot(t, fsys, testDir)
 	ro, err := Open(testDir, Options{FS: fsys, ReadOnly: true, Logger: quiet})
 	mustf(t, err, "read-only open")
 	info, err := ro.DescribeTopic("t")
@@ -247,5 +247,5 @@ func TestDescribeReportsABrokenPartition(t *testing.T) {
 		t.Fatalf("group rows %+v, total %d", rows, total)
 	}
 	mustf(t, ro.Close(), "close")
-	sameTree(t, "the store", before, treeHash(t, fsys, testDir))
+	vfstest.Unchanged(t, "the store", before, vfstest.Snapshot(t, fsys, testDir))
 }

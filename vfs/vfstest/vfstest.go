@@ -6,8 +6,10 @@ package vfstest
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/seglog/seglog/vfs"
@@ -73,4 +75,31 @@ func Snapshot(tb testing.TB, fsys vfs.FS, dir string) map[string]string {
 	}
 	walk("")
 	return snap
+}
+
+// Unchanged fails the test for every entry that differs between two
+// snapshots (Snapshot's, or any map of entry names to descriptions),
+// created and removed entries included, in name order; what names the
+// action that was to leave the tree as it was.
+func Unchanged(tb testing.TB, what string, before, after map[string]string) {
+	tb.Helper()
+	keys := slices.Collect(maps.Keys(before))
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b, inBefore := before[k]
+		a, inAfter := after[k]
+		switch {
+		case !inAfter:
+			tb.Errorf("%s removed %q (was %q)", what, k, b)
+		case !inBefore:
+			tb.Errorf("%s created %q (%q)", what, k, a)
+		case a != b:
+			tb.Errorf("%s changed %q: %q -> %q", what, k, b, a)
+		}
+	}
 }
