@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -21,12 +22,25 @@ func (n *Node) whois(req request) response {
 		// Still opening its metadata: fresh only if it found none (it is
 		// in its own checkBlank). A node replaying metadata it has cannot
 		// tell yet, and must not pass for a new cluster's.
-		return response{Fresh: n.blank.Load()}
+		n.checkWhois(req, n.blank.Load())
+		return response{Fresh: n.blank.Load(), Voters: n.whoisVoters()}
 	}
 	st := m.State()
 	b, known := st.Broker(req.Broker)
 	named := st.ClusterID() != ""
-	return response{Known: known, DirectoryID: b.DirectoryID, Named: named, Fresh: !named && m.LastIndex() <= 1}
+	// Not named: this node has served nothing yet (ClusterID waits for
+	// the name), so it may still refuse to go on.
+	n.checkWhois(req, !named)
+	return response{Known: known, DirectoryID: b.DirectoryID, Named: named, Fresh: !named && m.LastIndex() <= 1, Voters: n.whoisVoters()}
+}
+
+// whoisVoters is the list a whois answer carries: this node's voters,
+// or none in a test standing in for a build before the check.
+func (n *Node) whoisVoters() map[int32]string {
+	if n.cfg.whoisWithoutVoters {
+		return nil
+	}
+	return n.cfg.Voters
 }
 
 // blankPoll is how often checkBlank asks its peers again, and blankWait
@@ -67,10 +81,20 @@ func (n *Node) checkBlank(ctx context.Context) error {
 				continue
 			}
 			rctx, cancel := context.WithTimeout(ctx, time.Second)
-			resp, err := n.roundTrip(rctx, id, request{Op: opWhois, Broker: n.cfg.NodeID})
+			resp, err := n.roundTrip(rctx, id, request{Op: opWhois, Broker: n.cfg.NodeID, Voters: n.cfg.Voters})
 			cancel()
+			if err := n.Err(); err != nil {
+				return err // a peer's whois found its voters differ (checkWhois)
+			}
 			switch {
 			case err != nil || resp.err() != nil:
+			case resp.Voters != nil && !maps.Equal(resp.Voters, n.cfg.Voters):
+				// Before this node bootstraps the metadata raft with its
+				// list: nothing is written that a start with the right
+				// list would have to undo.
+				ids, _ := compareVoters(resp.Voters, n.cfg.Voters)
+				return fmt.Errorf("%w: this node (%d), at its first start, was given voters %s, and node %d was given voters %s (%s); nothing was written to this node's metadata; %s",
+					ErrVotersDiffer, n.cfg.NodeID, formatVoters(n.cfg.Voters), id, formatVoters(resp.Voters), whatDiffers(ids), votersDifferAdvice)
 			case resp.Known:
 				dir := resp.DirectoryID
 				if dir == "" {

@@ -99,6 +99,9 @@ func (n *Node) register(ctx context.Context, req request) (meta.Result, error) {
 	if err := st.CheckDirectory(req.Broker, req.DirectoryID); err != nil {
 		return meta.Result{}, err
 	}
+	if err := n.checkRegistrant(req); err != nil {
+		return meta.Result{}, err
+	}
 	res, err := n.meta.Propose(ctx, &meta.RegisterBroker{ID: req.Broker, Host: req.Host, Port: req.Port, RaftAddr: req.RaftAddr})
 	if err != nil || req.DirectoryID == "" {
 		return res, err
@@ -237,13 +240,17 @@ func (n *Node) beat() {
 			// cluster is refused as that (ErrClusterID), not registered.
 			return
 		}
-		if n.Err() != nil {
+		if n.Err() != nil || !n.checkController() {
 			return
 		}
 		resp, err := n.forward(ctx, request{Op: opRegister, Broker: n.cfg.NodeID, Host: n.host, Port: n.port, RaftAddr: n.raftAddr,
-			DirectoryID: n.dirID})
+			DirectoryID: n.dirID, Voters: n.cfg.Voters, FirstStart: n.blank.Load()})
 		if errors.Is(err, meta.ErrDirectoryID) {
 			n.fail(fmt.Errorf("%w: %w; %s", ErrDirectoryID, err, directoryAdvice))
+			return
+		}
+		if errors.Is(err, ErrVotersDiffer) {
+			n.fail(fmt.Errorf("%w; %s", err, votersDifferAdvice))
 			return
 		}
 		if err != nil {

@@ -50,6 +50,12 @@ type request struct {
 	Epoch    uint64 `json:"epoch,omitempty"`
 	// DirectoryID is Register's: DIR's directory.id.
 	DirectoryID string `json:"directory_id,omitempty"`
+	// Voters are, on Register and whois, the voters the sender was
+	// started with (Config.Voters), and FirstStart, on Register, whether
+	// its DIR held no metadata at this start (voters.go). Builds before
+	// the check send neither, and ignore them: JSON's unknown fields are.
+	Voters     map[int32]string `json:"voters,omitempty"`
+	FirstStart bool             `json:"first_start,omitempty"`
 	// CreateTopic and DeleteTopic.
 	Topic             string            `json:"topic,omitempty"`
 	Partitions        int32             `json:"partitions,omitempty"`
@@ -102,6 +108,9 @@ type response struct {
 	DirectoryID string `json:"directory_id,omitempty"`
 	Named       bool   `json:"named,omitempty"`
 	Fresh       bool   `json:"fresh,omitempty"`
+	// Voters are, on a whois, the answering node's (voters.go); none
+	// from a build before the check.
+	Voters map[int32]string `json:"voters,omitempty"`
 	// Leaders are, on a heartbeat, the leaders the live brokers
 	// report, this one's included (leaders.go).
 	Leaders []leaderReport `json:"leaders,omitempty"`
@@ -130,6 +139,7 @@ var errCodes = []struct {
 	{"producer-ids-exhausted", meta.ErrProducerIDsExhausted},
 	{"cluster-id", meta.ErrClusterID},
 	{"directory-id", meta.ErrDirectoryID},
+	{"voters-differ", ErrVotersDiffer},
 	{"invalid-credential", meta.ErrInvalidCredential},
 	{"unknown-credential", meta.ErrUnknownCredential},
 	{"credentials-in-force", meta.ErrCredentialsInForce},

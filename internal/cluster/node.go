@@ -173,6 +173,11 @@ type Config struct {
 	// group and its transport); nil is stderr.
 	RaftLogOutput io.Writer
 
+	// whoisWithoutVoters answers whois without this node's voters, as
+	// builds before the voters check did (tests: the controller's
+	// check at registration is then the one that refuses a node).
+	whoisWithoutVoters bool
+
 	// newPartitions builds the partition manager; nil is the real one
 	// (partition.New over the node's driver and store). Tests give a
 	// fake.
