@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -101,4 +102,59 @@ func withoutTimes(snap map[string]string) map[string]string {
 		out[name] = strings.Join(slices.Delete(f, 2, 3), " ")
 	}
 	return out
+}
+
+// TestServeClusterVotersDiffer: the first start of a new two-voter
+// cluster whose nodes were given different --voters lists (node 1's
+// names a third voter) is refused on both sides: each serve exits 1
+// naming both lists, before either listens for clients (refusedServe
+// fails the test if node 1 prints its address). Without the check each
+// node bootstrapped the metadata with its own list.
+func TestServeClusterVotersDiffer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts cluster nodes")
+	}
+	base := t.TempDir()
+	var rafts []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rafts = append(rafts, ln.Addr().String())
+		ln.Close() // serve binds the first two again; the third is never bound
+	}
+	two := "1@" + rafts[0] + ",2@" + rafts[1]
+	three := two + ",3@" + rafts[2]
+	node := func(id int, voters string) []string {
+		return []string{"serve", filepath.Join(base, fmt.Sprint("node-", id)), "--listen", "127.0.0.1:0",
+			"--voters", voters, "--node-id", fmt.Sprint(id), "--raft-listen", rafts[id-1]}
+	}
+	var stderr2 lockedBuffer
+	serve2 := seglogProcess(t, &stderr2, node(2, two)...)
+	out2, err := serve2.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := serve2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve2.Process.Kill() })
+
+	code, msg := refusedServe(t, node(1, three)...)
+	for _, s := range []string{"the nodes were not given the same voters", "voters " + two, "voters " + three, "must be given the same --voters"} {
+		if code != 1 || !strings.Contains(msg, s) {
+			t.Errorf("node 1: exit %d, stderr %q; want 1 and %q", code, msg, s)
+		}
+	}
+	if lines := bufio.NewScanner(out2); lines.Scan() {
+		t.Fatalf("node 2 started: %s", lines.Text())
+	}
+	code = exitCode(t, serve2.Wait(), &stderr2)
+	msg = stderr2.String()
+	for _, s := range []string{"the nodes were not given the same voters", "voters " + two, "voters " + three} {
+		if code != 1 || !strings.Contains(msg, s) {
+			t.Errorf("node 2: exit %d, stderr %q; want 1 and %q", code, msg, s)
+		}
+	}
 }
