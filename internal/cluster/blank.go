@@ -22,7 +22,7 @@ func (n *Node) whois(req request) response {
 		// Still opening its metadata: fresh only if it found none (it is
 		// in its own checkBlank). A node replaying metadata it has cannot
 		// tell yet, and must not pass for a new cluster's.
-		n.checkWhois(req, n.blank.Load())
+		n.checkWhois(req, n.blank.Load(), false)
 		return response{Fresh: n.blank.Load(), Voters: n.whoisVoters()}
 	}
 	st := m.State()
@@ -30,7 +30,7 @@ func (n *Node) whois(req request) response {
 	named := st.ClusterID() != ""
 	// Not named: this node has served nothing yet (ClusterID waits for
 	// the name), so it may still refuse to go on.
-	n.checkWhois(req, !named)
+	n.checkWhois(req, !named, true)
 	return response{Known: known, DirectoryID: b.DirectoryID, Named: named, Fresh: !named && m.LastIndex() <= 1, Voters: n.whoisVoters()}
 }
 
@@ -93,8 +93,8 @@ func (n *Node) checkBlank(ctx context.Context) error {
 				// list: nothing is written that a start with the right
 				// list would have to undo.
 				ids, _ := compareVoters(resp.Voters, n.cfg.Voters)
-				return fmt.Errorf("%w: this node (%d), at its first start, was given voters %s, and node %d was given voters %s (%s); nothing was written to this node's metadata; %s",
-					ErrVotersDiffer, n.cfg.NodeID, formatVoters(n.cfg.Voters), id, formatVoters(resp.Voters), whatDiffers(ids), votersDifferAdvice)
+				return fmt.Errorf("%w: this node (%d), at its first start, was given voters %s, and node %d was given voters %s (%s); %s; %s",
+					ErrVotersDiffer, n.cfg.NodeID, formatVoters(n.cfg.Voters), id, formatVoters(resp.Voters), whatDiffers(ids), votersDifferAdvice, adviceBeforeJoin)
 			case resp.Known:
 				dir := resp.DirectoryID
 				if dir == "" {

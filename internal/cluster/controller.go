@@ -250,7 +250,7 @@ func (n *Node) beat() {
 			return
 		}
 		if errors.Is(err, ErrVotersDiffer) {
-			n.fail(fmt.Errorf("%w; %s", err, votersDifferAdvice))
+			n.fail(fmt.Errorf("%w; %s; %s", err, votersDifferAdvice, adviceAfterJoin))
 			return
 		}
 		if err != nil {

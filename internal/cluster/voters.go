@@ -20,11 +20,14 @@ import (
 // disagree about who votes can make two majorities, two controllers.
 var ErrVotersDiffer = errors.New("cluster: the nodes were not given the same voters")
 
-// votersDifferAdvice ends ErrVotersDiffer's message: what the user can
-// do.
-const votersDifferAdvice = "every node of a cluster must be given the same --voters list, itself included: the same ids with the same HOST:PORT (docs/cluster.md, \"The same --voters on every node\"). " +
-	"This node was not registered and served no client. Start each node whose list differs with the list the others have; " +
-	"one that was refused after it joined the metadata group with other voter ids is then refused that (ErrVoters) and starts over from an empty DIR, which is safe since it never registered"
+// votersDifferAdvice follows ErrVotersDiffer's message: the rule, and
+// what the refusal left. adviceBeforeJoin and adviceAfterJoin end it,
+// by whether the refused node had joined the metadata group.
+const (
+	votersDifferAdvice = "every node of a cluster must be given the same --voters list, itself included: the same ids with the same HOST:PORT (docs/cluster.md, \"The same --voters on every node\"); this node was not registered and served no client"
+	adviceBeforeJoin   = "nothing was written to this node's metadata: start again each node whose list differs, with the list the others have"
+	adviceAfterJoin    = "if only an address differs, start this node again with the list the others have; if the ids differ, its metadata keeps the list it was first started with and a restart with other ids is refused (ErrVoters): with every other voter running, remove its DIR and start it afresh with their list (it never registered, so no client's data is in it). If the other node's list is the wrong one, that node is the one to start again"
+)
 
 // formatVoters writes voters as --voters does, ordered by id:
 // 1@h1:9093,2@h2:9093.
@@ -102,8 +105,9 @@ func (n *Node) checkRegistrant(req request) error {
 // fails with ErrVotersDiffer, since both are to make one new cluster
 // and cannot agree on its voters; a node of a running cluster only
 // warns (the asking node refuses itself, checkBlank), so that one
-// misconfigured newcomer cannot stop a cluster.
-func (n *Node) checkWhois(req request, fresh bool) {
+// misconfigured newcomer cannot stop a cluster. joined says whether this
+// node has joined the metadata group (bootstrapped it with its list).
+func (n *Node) checkWhois(req request, fresh, joined bool) {
 	if req.Voters == nil {
 		return
 	}
@@ -117,7 +121,11 @@ func (n *Node) checkWhois(req request, fresh bool) {
 		n.log.Warn("cluster: a starting node was given other voters than this node; it refuses to start", "err", err)
 		return
 	}
-	n.fail(fmt.Errorf("%w; both are at their first start, so neither joins a cluster whose voters they disagree about; %s", err, votersDifferAdvice))
+	advice := adviceBeforeJoin
+	if joined {
+		advice = adviceAfterJoin
+	}
+	n.fail(fmt.Errorf("%w; both are at their first start, so neither goes on to make a cluster whose voters they disagree about; %s; %s", err, votersDifferAdvice, advice))
 }
 
 // checkController fails this node (ErrVotersDiffer) if its metadata's
@@ -129,7 +137,7 @@ func (n *Node) checkController() bool {
 	if _, ok := n.cfg.Voters[c]; c < 0 || ok {
 		return true
 	}
-	n.fail(fmt.Errorf("%w: this node (%d) was given voters %s, and its metadata's controller is node %d, which is not among them; %s",
-		ErrVotersDiffer, n.cfg.NodeID, formatVoters(n.cfg.Voters), c, votersDifferAdvice))
+	n.fail(fmt.Errorf("%w: this node (%d) was given voters %s, and its metadata's controller is node %d, which is not among them; %s; %s",
+		ErrVotersDiffer, n.cfg.NodeID, formatVoters(n.cfg.Voters), c, votersDifferAdvice, adviceAfterJoin))
 	return false
 }

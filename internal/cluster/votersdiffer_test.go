@@ -87,15 +87,17 @@ func otherVoters(t *testing.T, c *tcluster) []struct {
 // group: the running nodes' answer to its whois carries their list. It
 // is not registered, its metadata holds nothing, and the running nodes
 // go on (they only warn: one wrong newcomer must not stop a cluster).
-// Started again with the cluster's list, it joins. Without the check
+// Started again over the same DIR with the cluster's list, it joins.
+// Without the check
 // each node bootstrapped the metadata raft with its own list.
 func TestVotersDifferAtFirstStart(t *testing.T) {
 	c, ln3 := newClusterOfTwo(t, nil)
 	ln3.Close() // node 3 listens on its address at each start
 	ctrl := c.controller()
 	tn := c.nodes[3]
-	for i, tc := range otherVoters(t, c) {
-		tn.dir = fmt.Sprintf("/n3-%d", i)
+	for _, tc := range otherVoters(t, c) {
+		// The same DIR each time: a refused start leaves nothing that a
+		// start with the cluster's list has to undo.
 		c.configure = func(tn *tnode, cfg *Config) {
 			if tn.id == 3 {
 				cfg.Voters = tc.voters
@@ -128,7 +130,6 @@ func TestVotersDifferAtFirstStart(t *testing.T) {
 	}
 
 	c.configure = nil
-	tn.dir = "/n3"
 	c.restart(3)
 	if _, err := tn.node.ClusterID(ctxTimeout(t)); err != nil {
 		t.Fatalf("node 3 with the cluster's voters: %v", err)
