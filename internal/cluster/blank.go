@@ -22,7 +22,7 @@ func (n *Node) whois(req request) response {
 		// Still opening its metadata: fresh only if it found none (it is
 		// in its own checkBlank). A node replaying metadata it has cannot
 		// tell yet, and must not pass for a new cluster's.
-		n.checkWhois(req, n.blank.Load(), false)
+		n.checkWhois(req, false, false)
 		return response{Fresh: n.blank.Load(), Voters: n.whoisVoters()}
 	}
 	st := m.State()
@@ -30,7 +30,7 @@ func (n *Node) whois(req request) response {
 	named := st.ClusterID() != ""
 	// Not named: this node has served nothing yet (ClusterID waits for
 	// the name), so it may still refuse to go on.
-	n.checkWhois(req, !named, true)
+	n.checkWhois(req, true, named)
 	return response{Known: known, DirectoryID: b.DirectoryID, Named: named, Fresh: !named && m.LastIndex() <= 1, Voters: n.whoisVoters()}
 }
 
@@ -71,7 +71,13 @@ const (
 // (docs/cluster.md, "A node that lost its DIR"). ctx
 // (Config.StartContext) ends the wait with its error.
 func (n *Node) checkBlank(ctx context.Context) error {
+	n.mu.Lock()
 	n.blank.Store(true)
+	differ := n.votersDiffer // a peer's whois came before this node knew it was new
+	n.mu.Unlock()
+	if differ != nil {
+		return bothFresh(differ, adviceBeforeJoin)
+	}
 	var warned bool
 	deadline := time.Now().Add(blankWait)
 	for {

@@ -269,6 +269,10 @@ type Node struct {
 	rnd        *rand.Rand
 	// dirID is DIR's directory.id, sent with every registration.
 	dirID string
+	// votersDiffer is a peer's whois naming other voters, answered
+	// before this node knew whether its DIR held metadata (voters.go);
+	// guarded by mu, with blank.
+	votersDiffer error
 	// failed is closed when the node meets an error it cannot run past
 	// (failErr, set before; Failed lists them).
 	failed   chan struct{}

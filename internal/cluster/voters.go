@@ -101,13 +101,17 @@ func (n *Node) checkRegistrant(req request) error {
 
 // checkWhois compares the voters a whois names, with the node that
 // sent it, with this node's; called by the answering node. A node that
-// is at its first start too (fresh: its metadata names no cluster)
-// fails with ErrVotersDiffer, since both are to make one new cluster
-// and cannot agree on its voters; a node of a running cluster only
-// warns (the asking node refuses itself, checkBlank), so that one
-// misconfigured newcomer cannot stop a cluster. joined says whether this
-// node has joined the metadata group (bootstrapped it with its list).
-func (n *Node) checkWhois(req request, fresh, joined bool) {
+// is at its first start too fails with ErrVotersDiffer, since both are
+// to make one new cluster and cannot agree on its voters; a node of a
+// running cluster only warns (the asking node refuses itself,
+// checkBlank), so that one misconfigured newcomer cannot stop a
+// cluster. joined says whether this node has opened its metadata, and
+// named whether that names the cluster: a node that has not served
+// (ClusterID waits for the name) is at its first start. A node still
+// opening its metadata is at its first start once checkBlank runs
+// (blank); before, it cannot tell, and leaves the difference to
+// checkBlank, which refuses it if it comes (votersDiffer).
+func (n *Node) checkWhois(req request, joined, named bool) {
 	if req.Voters == nil {
 		return
 	}
@@ -117,15 +121,26 @@ func (n *Node) checkWhois(req request, fresh, joined bool) {
 	}
 	err := fmt.Errorf("%w: node %d, at its first start, was given voters %s, and this node (%d) was given voters %s (%s)",
 		ErrVotersDiffer, req.Broker, formatVoters(req.Voters), n.cfg.NodeID, formatVoters(n.cfg.Voters), whatDiffers(ids))
+	fresh, advice := joined && !named, adviceAfterJoin
+	if !joined {
+		n.mu.Lock()
+		fresh = n.blank.Load()
+		if !fresh {
+			n.votersDiffer = err
+		}
+		n.mu.Unlock()
+		advice = adviceBeforeJoin
+	}
 	if !fresh {
 		n.log.Warn("cluster: a starting node was given other voters than this node; it refuses to start", "err", err)
 		return
 	}
-	advice := adviceBeforeJoin
-	if joined {
-		advice = adviceAfterJoin
-	}
-	n.fail(fmt.Errorf("%w; both are at their first start, so neither goes on to make a cluster whose voters they disagree about; %s; %s", err, votersDifferAdvice, advice))
+	n.fail(bothFresh(err, advice))
+}
+
+// bothFresh is checkWhois' failure of a node at its first start.
+func bothFresh(err error, advice string) error {
+	return fmt.Errorf("%w; both are at their first start, so neither goes on to make a cluster whose voters they disagree about; %s; %s", err, votersDifferAdvice, advice)
 }
 
 // checkController fails this node (ErrVotersDiffer) if its metadata's
