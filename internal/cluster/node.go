@@ -132,10 +132,11 @@ type Config struct {
 	RaftListen string
 	Listener   net.Listener
 	// Voters maps every voter's id to its raft address, this node's
-	// included; every node is given the same map. Its ids are fixed at
-	// the cluster's first start (a restart with others is refused,
-	// ErrVoters); an address may change, and every node dials the
-	// addresses its own Voters gives.
+	// included; every node is given the same map (a node that learns
+	// that a peer was given another is refused, ErrVotersDiffer). Its
+	// ids are fixed at the cluster's first start (a restart with others
+	// is refused, ErrVoters); an address may change, and every node
+	// dials the addresses its own Voters gives.
 	Voters map[int32]string
 	// Advertise is host:port of this node's Kafka listener, as clients
 	// reach it.
@@ -585,7 +586,9 @@ func (n *Node) ClusterID(ctx context.Context) (string, error) {
 // Failed returns a channel closed when the node meets an error it cannot
 // run past; Err then says which: the controller refused its
 // registration because the broker registered from another DIR before
-// (ErrDirectoryID), DIR belongs to another cluster (ErrClusterID), or
+// (ErrDirectoryID) or with other voters (ErrVotersDiffer, which a peer's
+// whois at a first start or a controller not among Voters also give),
+// DIR belongs to another cluster (ErrClusterID), or
 // the metadata holds an entry a newer build wrote (meta.ErrNewerMetadata,
 // which can come at any time). ClusterID answers one that comes before
 // it returns. A failed node writes nothing more to its store and starts
