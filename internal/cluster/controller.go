@@ -244,13 +244,13 @@ func (n *Node) beat() {
 			return
 		}
 		resp, err := n.forward(ctx, request{Op: opRegister, Broker: n.cfg.NodeID, Host: n.host, Port: n.port, RaftAddr: n.raftAddr,
-			DirectoryID: n.dirID, Voters: n.cfg.Voters, FirstStart: n.blank.Load()})
+			DirectoryID: n.dirID, Voters: n.cfg.Voters, FirstStart: n.blank.Load() && !n.registeredBefore()})
 		if errors.Is(err, meta.ErrDirectoryID) {
 			n.fail(fmt.Errorf("%w: %w; %s", ErrDirectoryID, err, directoryAdvice))
 			return
 		}
 		if errors.Is(err, ErrVotersDiffer) {
-			n.fail(fmt.Errorf("%w; %s; %s", err, votersDifferAdvice, adviceAfterJoin))
+			n.fail(fmt.Errorf("%w; %s; %s", err, n.votersAdvice(), adviceAfterJoin))
 			return
 		}
 		if err != nil {

@@ -52,7 +52,8 @@ type request struct {
 	DirectoryID string `json:"directory_id,omitempty"`
 	// Voters are, on Register and whois, the voters the sender was
 	// started with (Config.Voters), and FirstStart, on Register, whether
-	// its DIR held no metadata at this start (voters.go). Builds before
+	// its DIR held no metadata at this start and it was not registered
+	// since (voters.go). Builds before
 	// the check send neither, and ignore them: JSON's unknown fields are.
 	Voters     map[int32]string `json:"voters,omitempty"`
 	FirstStart bool             `json:"first_start,omitempty"`

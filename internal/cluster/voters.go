@@ -25,6 +25,10 @@ var ErrVotersDiffer = errors.New("cluster: the nodes were not given the same vot
 // by whether the refused node had joined the metadata group.
 const (
 	votersDifferAdvice = "every node of a cluster must be given the same --voters list, itself included: the same ids with the same HOST:PORT (docs/cluster.md, \"The same --voters on every node\"); this node was not registered and served no client"
+	// votersDifferServed replaces votersDifferAdvice for a node that
+	// was registered before (a registration again, after the controller
+	// lost track of it).
+	votersDifferServed = "every node of a cluster must be given the same --voters list, itself included: the same ids with the same HOST:PORT (docs/cluster.md, \"The same --voters on every node\"); this node, registered before, stops serving"
 	adviceBeforeJoin   = "nothing was written to this node's metadata: start again each node whose list differs, with the list the others have"
 	adviceAfterJoin    = "if only an address differs, start this node again with the list the others have; if the ids differ, its metadata keeps the list it was first started with and a restart with other ids is refused (ErrVoters): with every other voter running, remove its DIR and start it afresh with their list (it never registered, so no client's data is in it). If the other node's list is the wrong one, that node is the one to start again"
 )
@@ -58,6 +62,18 @@ func compareVoters(a, b map[int32]string) (idsDiffer, addrsDiffer bool) {
 		}
 	}
 	return idsDiffer, addrsDiffer
+}
+
+// registeredBefore says whether this node's registration was accepted
+// since it started: a registration again (the controller lost track of
+// it) is neither a first start's nor one of a node that served nothing.
+func (n *Node) registeredBefore() bool {
+	select {
+	case <-n.registered:
+		return true
+	default:
+		return false
+	}
 }
 
 // whatDiffers names the difference compareVoters found, for messages.
@@ -138,6 +154,15 @@ func (n *Node) checkWhois(req request, joined, named bool) {
 	n.fail(bothFresh(err, advice))
 }
 
+// votersAdvice is votersDifferAdvice, or votersDifferServed for a node
+// registered before.
+func (n *Node) votersAdvice() string {
+	if n.registeredBefore() {
+		return votersDifferServed
+	}
+	return votersDifferAdvice
+}
+
 // bothFresh is checkWhois' failure of a node at its first start.
 func bothFresh(err error, advice string) error {
 	return fmt.Errorf("%w; both are at their first start, so neither goes on to make a cluster whose voters they disagree about; %s; %s", err, votersDifferAdvice, advice)
@@ -153,6 +178,6 @@ func (n *Node) checkController() bool {
 		return true
 	}
 	n.fail(fmt.Errorf("%w: this node (%d) was given voters %s, and its metadata's controller is node %d, which is not among them; %s; %s",
-		ErrVotersDiffer, n.cfg.NodeID, formatVoters(n.cfg.Voters), c, votersDifferAdvice, adviceAfterJoin))
+		ErrVotersDiffer, n.cfg.NodeID, formatVoters(n.cfg.Voters), c, n.votersAdvice(), adviceAfterJoin))
 	return false
 }
