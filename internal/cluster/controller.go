@@ -243,8 +243,7 @@ func (n *Node) beat() {
 		if n.Err() != nil || !n.checkController() {
 			return
 		}
-		resp, err := n.forward(ctx, request{Op: opRegister, Broker: n.cfg.NodeID, Host: n.host, Port: n.port, RaftAddr: n.raftAddr,
-			DirectoryID: n.dirID, Voters: n.cfg.Voters, FirstStart: n.blank.Load() && !n.registeredBefore()})
+		resp, err := n.forward(ctx, n.registerRequest())
 		if errors.Is(err, meta.ErrDirectoryID) {
 			n.fail(fmt.Errorf("%w: %w; %s", ErrDirectoryID, err, directoryAdvice))
 			return
@@ -293,6 +292,15 @@ func (n *Node) beat() {
 	if changed {
 		n.kickRecord()
 	}
+}
+
+// registerRequest is this node's registration. It is a first start's
+// (voters.go) only until one is accepted: one made again after a
+// failover, on a node that has served, is not refused for a voter's
+// address that a move changed meanwhile.
+func (n *Node) registerRequest() request {
+	return request{Op: opRegister, Broker: n.cfg.NodeID, Host: n.host, Port: n.port, RaftAddr: n.raftAddr,
+		DirectoryID: n.dirID, Voters: n.cfg.Voters, FirstStart: n.blank.Load() && !n.registeredBefore()}
 }
 
 // nameCluster proposes the cluster id if the metadata has none: this

@@ -211,6 +211,12 @@ func TestVotersDifferAtRegistration(t *testing.T) {
 		t.Fatalf("node 3 with the cluster's voters: %v", err)
 	}
 	ctrl = c.controller()
+	// Registered, node 3 (started over an empty DIR) registers again as
+	// a restart does: its first start is over.
+	if !tn.node.blank.Load() || tn.node.registerRequest().FirstStart {
+		t.Errorf("node 3, registered after a first start: blank %v, a registration again first_start %v; want true, false",
+			tn.node.blank.Load(), tn.node.registerRequest().FirstStart)
+	}
 
 	// The controller's rule, request by request: a registration without
 	// a list (a build before the check) is not checked; another address
