@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog/internal/cluster/meta"
+	"github.com/seglog/seglog/internal/cluster/reach"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/server/acl"
 	"github.com/seglog/seglog/store"
@@ -261,22 +262,40 @@ func (n *Node) forward(ctx context.Context, req request) (response, error) {
 
 // roundTrip sends req to node id and reads its answer on a connection of
 // its own: forwarded commands are rare, and a connection per request
-// leaves nothing to keep alive or resynchronize after an error.
+// leaves nothing to keep alive or resynchronize after an error. What it
+// meets goes to the node's tracker (reachable.go): a node whose only
+// trouble is the controller's address (the metadata's heartbeats come
+// from the controller, which dials this node) learns it here.
 func (n *Node) roundTrip(ctx context.Context, id int32, req request) (response, error) {
+	resp, addr, err := n.roundTripTo(ctx, id, req)
+	switch {
+	case addr == "" || ctx.Err() != nil:
+		// Not dialled, or this side gave up: no news of the peer.
+	case err != nil:
+		n.reach.Failed(uint64(id), addr, err)
+	default:
+		n.reach.Reached(uint64(id), addr)
+	}
+	return resp, err
+}
+
+// roundTripTo is roundTrip; it returns the address dialled too, "" if
+// none was.
+func (n *Node) roundTripTo(ctx context.Context, id int32, req request) (response, string, error) {
 	addr, ok := n.cfg.Voters[id]
 	if !ok {
-		return response{}, fmt.Errorf("controller %d is not among the voters", id)
+		return response{}, "", fmt.Errorf("controller %d is not among the voters", id)
 	}
 	deadline := time.Now().Add(n.cfg.RequestTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	if time.Until(deadline) <= 0 {
-		return response{}, context.DeadlineExceeded
+		return response{}, "", context.DeadlineExceeded
 	}
 	conn, err := n.fwd.Dial(raft.ServerAddress(addr), time.Until(deadline))
 	if err != nil {
-		return response{}, err
+		return response{}, addr, err
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
@@ -284,16 +303,16 @@ func (n *Node) roundTrip(ctx context.Context, id int32, req request) (response, 
 	conn.SetDeadline(deadline)
 	req.TimeoutMs = max(time.Until(deadline).Milliseconds(), 1)
 	if err := writeFrame(conn, req); err != nil {
-		return response{}, err
+		return response{}, addr, reach.HungUp(err)
 	}
 	var resp response
 	if err := readFrame(conn, &resp); err != nil {
 		if ctx.Err() != nil {
-			return response{}, ctx.Err()
+			return response{}, addr, ctx.Err()
 		}
-		return response{}, err
+		return response{}, addr, reach.HungUp(err)
 	}
-	return resp, nil
+	return resp, addr, nil
 }
 
 // acceptLoop serves the forwarding group's connections until Close.

@@ -31,6 +31,7 @@ import (
 	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/internal/cluster/partition"
 	"github.com/seglog/seglog/internal/cluster/raftmux"
+	"github.com/seglog/seglog/internal/cluster/reach"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
@@ -179,6 +180,11 @@ type Config struct {
 	// check at registration is then the one that refuses a node).
 	whoisWithoutVoters bool
 
+	// reachWarnAfter and reachEvery time the Warn about a voter that
+	// cannot be reached (reach.Config's); zero takes reach's defaults.
+	// Tests shorten them.
+	reachWarnAfter, reachEvery time.Duration
+
 	// newPartitions builds the partition manager; nil is the real one
 	// (partition.New over the node's driver and store). Tests give a
 	// fake.
@@ -219,6 +225,9 @@ type Node struct {
 
 	mux  *raftmux.Mux
 	meta *meta.Node
+	// reach is what this node's dialers saw of the other voters
+	// (reachable.go).
+	reach *reach.Tracker
 	// metaReady is meta once it is open, and opened is set once open
 	// has made everything: the forwarding server runs before (checkBlank's
 	// peers ask it), answering whois from metaReady and the rest only
@@ -394,6 +403,7 @@ func start(cfg Config) (*Node, error) {
 		restart: make(chan struct{}, 1),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.reach = newReach(&cfg, n)
 	if err := n.open(); err != nil {
 		n.shut()
 		n.cancel()
@@ -435,10 +445,11 @@ func (n *Node) open() error {
 	// its address in cfg.Voters: raft's stored configuration keeps the
 	// addresses of the cluster's first start, and a voter that moved
 	// would never be reached there.
-	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	// Each RPC's outcome goes to the node's tracker (reachable.go).
+	trans := &reachTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 3, Timeout: 2 * time.Second, ServerAddressProvider: voterAddrs(cfg.Voters),
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft-net", Output: logOut, Level: hclog.DefaultLevel}),
-	})
+	}), reach: n.reach, addrs: voterAddrs(cfg.Voters)}
 	rc := raft.DefaultConfig()
 	rc.LogLevel = "WARN"
 	rc.LogOutput = cfg.RaftLogOutput
@@ -462,7 +473,7 @@ func (n *Node) open() error {
 		peers[uint64(id)] = addr
 	}
 	if n.mr, err = multiraft.New(multiraft.Config{ID: uint64(cfg.NodeID), Mux: n.mux, Peers: peers, Tick: cfg.PartitionTick,
-		Stopped: n.groupStopped}); err != nil {
+		Stopped: n.groupStopped, Reach: n.reach}); err != nil {
 		return err
 	}
 	newParts := cfg.newPartitions
@@ -564,7 +575,9 @@ func (n *Node) ID() int32 { return n.cfg.NodeID }
 // restarted node waits too, until it has applied the metadata again,
 // which takes a controller: a node that cannot reach a quorum has
 // nothing to serve. ErrClusterID if DIR's meta.properties names another
-// cluster; the node's failure (Err) if it failed first.
+// cluster; the node's failure (Err) if it failed first; a *WaitError,
+// saying which voters this node reached and which not, if ctx ends
+// first.
 func (n *Node) ClusterID(ctx context.Context) (string, error) {
 	for _, ch := range []chan struct{}{n.ready, n.registered} {
 		select {
@@ -572,7 +585,7 @@ func (n *Node) ClusterID(ctx context.Context) (string, error) {
 		case <-n.failed:
 			return "", n.failErr
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return "", &WaitError{Controller: n.meta.Controller(), Voters: n.Voters(), Err: ctx.Err()}
 		case <-n.ctx.Done():
 			return "", ErrClosed
 		}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/internal/cluster/raftmux"
+	"github.com/seglog/seglog/internal/cluster/reach"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -123,6 +124,10 @@ type Config struct {
 	MaxBackoff     time.Duration
 	// Logger receives etcd raft's log; nil discards all but panics.
 	Logger raft.Logger
+	// Reach, if set, is told of every dial to a peer, and of connections
+	// the peer closed at once, so a peer that cannot be reached is
+	// logged with the error (package reach); nil records nothing.
+	Reach *reach.Tracker
 	// Stopped, if set, is told of each group the Node stops on its own
 	// because its Storage or ApplyFunc failed (err says why: a full
 	// disk, an I/O error). It runs on the driver goroutine and must not

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	hraft "github.com/hashicorp/raft"
+	"github.com/seglog/seglog/internal/cluster/reach"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -254,11 +255,13 @@ func (p *peer) run() {
 		default:
 		}
 		conn, err := p.n.layer.Dial(hraft.ServerAddress(p.addr), p.n.cfg.DialTimeout)
-		if err == nil {
+		if err != nil {
+			p.n.cfg.Reach.Failed(p.id, p.addr, err)
+		} else {
 			p.connects.Add(1)
 			backoff = minBackoff
 			p.up.Store(true)
-			p.serve(conn)
+			p.report(p.serve(conn))
 			p.up.Store(false)
 			p.drain()
 			// Groups leading this peer move it to probing and stop
@@ -277,17 +280,49 @@ func (p *peer) run() {
 	}
 }
 
+// heldFor is how long a connection to a peer must stay open to count as
+// reaching it (Config.Reach). The peer never answers on it, so a dial
+// that succeeds proves only that something listens: a raftmux port that
+// does not serve this group closes it (within its UnknownGroupWait,
+// 500 ms), and so does another service given the raftmux header (a
+// Kafka port reads it as a request too long). A seglog node's port holds
+// it.
+const heldFor = time.Second
+
+// served is how a connection to a peer ended: early is set when it ended
+// within heldFor of being opened, and err says why (nil when the node
+// closed).
+type served struct {
+	early bool
+	err   error
+}
+
+// report tells Config.Reach how a connection ended: one the peer closed
+// early did not reach it. One held longer was reported reached while it
+// was up (serve).
+func (p *peer) report(s served) {
+	if s.early && s.err != nil {
+		p.n.cfg.Reach.Failed(p.id, p.addr, s.err)
+	}
+}
+
 // serve writes queued batches to conn until a write fails or times out, the
 // peer hangs up, or the node closes.
-func (p *peer) serve(conn net.Conn) {
+func (p *peer) serve(conn net.Conn) (out served) {
 	// The peer never writes on this connection; reading it notices the
 	// peer's end closing (EOF) without waiting for a write to fail.
 	hungUp := make(chan struct{})
+	var readErr error
 	go func() {
 		defer close(hungUp)
-		_, _ = io.Copy(io.Discard, conn)
+		_, readErr = io.Copy(io.Discard, conn)
+		if readErr == nil {
+			readErr = io.EOF // io.Copy's clean end is the peer's close
+		}
 	}()
+	held := time.AfterFunc(heldFor, func() { p.n.cfg.Reach.Reached(p.id, p.addr) })
 	defer func() {
+		out.early = held.Stop()
 		_ = conn.Close()
 		<-hungUp
 	}()
@@ -299,9 +334,9 @@ func (p *peer) serve(conn net.Conn) {
 		case b = <-p.queue:
 			p.take(b)
 		case <-hungUp:
-			return
+			return served{err: reach.HungUp(readErr)}
 		case <-p.n.stop:
-			return
+			return served{}
 		}
 		vec = append(vec[:0], b.bufs...)
 		msgs := b.msgs
@@ -317,14 +352,14 @@ func (p *peer) serve(conn net.Conn) {
 		}
 		if err := conn.SetWriteDeadline(time.Now().Add(p.n.cfg.WriteTimeout)); err != nil {
 			p.dropped.Add(uint64(msgs))
-			return
+			return served{err: err}
 		}
 		bufs := vec // WriteTo consumes its receiver; vec keeps the array
 		_, err := bufs.WriteTo(w)
 		clear(vec) // the entries' Data are not held past their write
 		if err != nil {
 			p.dropped.Add(uint64(msgs))
-			return
+			return served{err: reach.HungUp(err)}
 		}
 		p.sent.Add(uint64(msgs))
 	}

@@ -1,0 +1,188 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/internal/cluster/reach"
+)
+
+// This file reports what the node's dialers see of the other voters to
+// one reach.Tracker (the metadata raft's transport here, the partition
+// driver through multiraft.Config.Reach, the forwarding client in
+// forward.go), which logs a voter that stays unreachable, and says what
+// was seen when ClusterID gives up (WaitError).
+
+// newReach makes the node's tracker over every other voter.
+func newReach(cfg *Config, n *Node) *reach.Tracker {
+	peers := map[uint64]string{}
+	for id, addr := range cfg.Voters {
+		if id != cfg.NodeID {
+			peers[uint64(id)] = addr
+		}
+	}
+	return reach.New(reach.Config{Logger: n.log, Peers: peers, WarnAfter: cfg.reachWarnAfter, Every: cfg.reachEvery})
+}
+
+// Voters returns what this node saw of each other voter when it last
+// dialled it (the metadata group, the partition driver and the forwarding
+// client alike): when it was last reached, and the error of every dial
+// since, if any.
+func (n *Node) Voters() []reach.Peer { return n.reach.Peers() }
+
+// reachTransport is the metadata raft's transport: hashicorp's
+// NetworkTransport, each RPC's outcome reported to the node's tracker.
+// Embedding keeps the optional interfaces raft looks for (WithPreVote,
+// WithClose, WithPeers) as NetworkTransport has them.
+type reachTransport struct {
+	*raft.NetworkTransport
+	reach *reach.Tracker
+	addrs voterAddrs
+}
+
+// note reports one RPC to id: its error, or the node id the answer came
+// from. An answer from another node than the one dialled (this node's
+// Voters give id another voter's address) is turned into an error raft
+// sees, so that raft does not count one node's vote or acknowledgement as
+// another's.
+func (t *reachTransport) note(id raft.ServerID, target raft.ServerAddress, from []byte, err error) error {
+	voter, perr := strconv.ParseUint(string(id), 10, 32)
+	if perr != nil {
+		return err
+	}
+	addr := string(target)
+	if a, ok := t.addrs[int32(voter)]; ok {
+		addr = a // what the transport dials (voterAddrs), not raft's stored one
+	}
+	switch {
+	case errors.Is(err, raft.ErrTransportShutdown), errors.Is(err, raft.ErrPipelineReplicationNotSupported):
+		// This node stopping, or a choice of the transport's: no news
+		// of the peer.
+	case err != nil:
+		t.reach.Failed(voter, addr, reach.HungUp(err))
+	case len(from) > 0 && string(from) != string(id):
+		err = &reach.WrongNodeError{Want: string(id), Got: string(from)}
+		t.reach.Failed(voter, addr, err)
+	default:
+		t.reach.Reached(voter, addr)
+	}
+	return err
+}
+
+func (t *reachTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
+	return t.note(id, target, resp.ID, err)
+}
+
+func (t *reachTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	err := t.NetworkTransport.RequestVote(id, target, args, resp)
+	return t.note(id, target, resp.ID, err)
+}
+
+func (t *reachTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	err := t.NetworkTransport.RequestPreVote(id, target, args, resp)
+	return t.note(id, target, resp.ID, err)
+}
+
+func (t *reachTransport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, args *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+	err := t.NetworkTransport.TimeoutNow(id, target, args, resp)
+	return t.note(id, target, resp.ID, err)
+}
+
+func (t *reachTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	err := t.NetworkTransport.InstallSnapshot(id, target, args, resp, data)
+	return t.note(id, target, resp.ID, err)
+}
+
+// AppendEntriesPipeline reports a pipeline that could not be opened (its
+// dial failed); what the pipeline's RPCs meet later, the next heartbeat
+// (AppendEntries) meets too.
+func (t *reachTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := t.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, t.note(id, target, nil, err)
+	}
+	return p, nil
+}
+
+// WaitError is ClusterID's error when its context ends first: what this
+// node saw while it waited, so its caller can say more than "no
+// controller" (a voter's address mistyped in Voters looked like a
+// cluster with too few voters running). It wraps the context's error.
+type WaitError struct {
+	// Controller is the controller this node knew when the wait ended,
+	// -1 if none.
+	Controller int32
+	// Voters is what the node saw of each other voter (Node.Voters).
+	Voters []reach.Peer
+	// Err is the context's error.
+	Err error
+}
+
+func (e *WaitError) Error() string {
+	return fmt.Sprintf("cluster: %s: %s: %v", e.What(), e.Seen(), e.Err)
+}
+
+// Unwrap returns the context's error.
+func (e *WaitError) Unwrap() error { return e.Err }
+
+// What says what the node was waiting for.
+func (e *WaitError) What() string {
+	if e.Controller < 0 {
+		return "stopped before the cluster had a controller"
+	}
+	return fmt.Sprintf("stopped before the cluster's controller (node %d) had accepted this node", e.Controller)
+}
+
+// Seen lists the voters reached, those not reached (each with the address
+// dialled, the last error and for how long it has failed) and those not
+// dialled yet: only what was observed.
+func (e *WaitError) Seen() string {
+	var reached, failed, untried []string
+	for _, p := range e.Voters {
+		switch {
+		case p.Err != nil:
+			failed = append(failed, fmt.Sprintf("voter %d at %s for %v (%v)", p.ID, p.Addr, time.Since(p.Since).Round(time.Second), p.Err))
+		case !p.Reached.IsZero():
+			reached = append(reached, strconv.FormatUint(p.ID, 10))
+		default:
+			untried = append(untried, strconv.FormatUint(p.ID, 10))
+		}
+	}
+	var parts []string
+	if len(reached) > 0 {
+		parts = append(parts, plural("reached voter", len(reached))+" "+strings.Join(reached, ", "))
+	}
+	if len(failed) > 0 {
+		parts = append(parts, "could not reach "+strings.Join(failed, ", "))
+	}
+	if len(untried) > 0 {
+		parts = append(parts, plural("did not dial voter", len(untried))+" "+strings.Join(untried, ", ")+" yet")
+	}
+	if len(parts) == 0 {
+		return "no other voter"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unreachable reports whether a voter's last dial failed.
+func (e *WaitError) Unreachable() bool {
+	for _, p := range e.Voters {
+		if p.Err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func plural(s string, n int) string {
+	if n == 1 {
+		return s
+	}
+	return s + "s"
+}
