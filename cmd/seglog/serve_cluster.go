@@ -136,7 +136,7 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	id, err := n.ClusterID(ctx)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return fmt.Errorf("stopped before the cluster had a controller (are a majority of --voters running?)")
+			return stoppedWaiting(err)
 		}
 		return err
 	}
@@ -144,6 +144,23 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	opts.DefaultReplicationFactor = n.DefaultReplicationFactor()
 	opts.SASL = clusterSASL(opts.SASL, n)
 	return nil
+}
+
+// stoppedWaiting is serve's error when it is stopped (Ctrl-C) before the
+// node joined the cluster: what the node saw of the other voters, and
+// what to check. It said only "are a majority of --voters running?"
+// before, which misled a user whose voters all ran and one address in
+// --voters was mistyped.
+func stoppedWaiting(err error) error {
+	var we *cluster.WaitError
+	if !errors.As(err, &we) {
+		return fmt.Errorf("stopped before the cluster had a controller (are a majority of --voters running?)")
+	}
+	advice := "check the other nodes' logs"
+	if we.Unreachable() {
+		advice = "check --voters (each voter's --raft-listen address, the same list on every node) and that a majority of the voters are running"
+	}
+	return fmt.Errorf("%s: %s; %s", we.What(), we.Seen(), advice)
 }
 
 // checkDir refuses, reading only, a DIR that belongs to another node
