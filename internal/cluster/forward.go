@@ -295,7 +295,7 @@ func (n *Node) roundTripTo(ctx context.Context, id int32, req request) (response
 	}
 	conn, err := n.fwd.Dial(raft.ServerAddress(addr), time.Until(deadline))
 	if err != nil {
-		return response{}, addr, err
+		return response{}, addr, reach.HungUp(err) // a reset while writing the header
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })

@@ -256,7 +256,7 @@ func (p *peer) run() {
 		}
 		conn, err := p.n.layer.Dial(hraft.ServerAddress(p.addr), p.n.cfg.DialTimeout)
 		if err != nil {
-			p.n.cfg.Reach.Failed(p.id, p.addr, err)
+			p.n.cfg.Reach.Failed(p.id, p.addr, reach.HungUp(err)) // a reset while writing the header
 		} else {
 			p.connects.Add(1)
 			backoff = minBackoff

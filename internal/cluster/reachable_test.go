@@ -1,0 +1,187 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/seglog/seglog/internal/cluster/reach"
+	"github.com/seglog/seglog/internal/testutil"
+)
+
+// logRecords is a slog.Handler keeping every record as one line
+// ("LEVEL msg key=value ..."), for tests to look for.
+type logRecords struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (r *logRecords) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *logRecords) WithGroup(string) slog.Handler            { return r }
+func (r *logRecords) Handle(_ context.Context, rec slog.Record) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", rec.Level, rec.Message)
+	rec.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	r.mu.Lock()
+	r.lines = append(r.lines, b.String())
+	r.mu.Unlock()
+	return nil
+}
+
+// find returns the first line holding every one of parts, "" if none.
+func (r *logRecords) find(parts ...string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.lines {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(l, p)
+		}
+		if all {
+			return l
+		}
+	}
+	return ""
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// hangUpAddr returns the address of a listener that closes every
+// connection it accepts without a byte: what a raftmux port not serving
+// the group, or another service given the raftmux header, looks like.
+func hangUpAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// TestUnreachableVoterLogged: a node restarted with two voters'
+// addresses wrong (a user's walk mistyped one port in --voters: the node
+// waited for its controller without a word) logs each at Warn, naming
+// the voter, the address it dials and the error (connection refused at
+// a closed port; a connection closed without an answer at a port that is
+// not a seglog node's), and ClusterID, given up on, says which voters it
+// could not reach and why. The other two nodes, given the right
+// addresses, reach it and each other: only the node with the wrong list
+// warns.
+func TestUnreachableVoterLogged(t *testing.T) {
+	c := newCluster(t, 3)
+	c.controller()
+	c.stop(1)
+
+	refused, hungUp := closedAddr(t), hangUpAddr(t)
+	wrong := maps.Clone(c.voters)
+	wrong[2], wrong[3] = refused, hungUp
+	rec := &logRecords{}
+	c.configure = func(tn *tnode, cfg *Config) {
+		if tn.id == 1 {
+			cfg.Voters = wrong
+			cfg.Logger = slog.New(rec)
+			cfg.reachWarnAfter, cfg.reachEvery = 100*time.Millisecond, time.Hour
+		}
+	}
+	c.restart(1)
+
+	testutil.WaitFor(t, "node 1 to warn that voters 2 and 3 cannot be reached", func() bool {
+		return rec.find("WARN", "cannot reach a voter", "voter=2", "addr="+refused, "connection refused") != "" &&
+			rec.find("WARN", "cannot reach a voter", "voter=3", "addr="+hungUp, "closed the connection without answering") != ""
+	})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.nodes[1].node.ClusterID(ctx)
+	var we *WaitError
+	if !errors.As(err, &we) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("ClusterID with a cancelled context: %v, want a *WaitError wrapping context.Canceled", err)
+	}
+	msg := err.Error()
+	if !we.Unreachable() || !strings.Contains(msg, "could not reach voter 2 at "+refused) || !strings.Contains(msg, "connection refused") ||
+		!strings.Contains(msg, "voter 3 at "+hungUp) {
+		t.Errorf("ClusterID's error: %v, want it to name voters 2 and 3, their addresses and errors", err)
+	}
+}
+
+// TestVoterRecoveryLogged: a voter that stops is reported by the others
+// once it has been unreachable a while, and when it is back each says so
+// once, at Info.
+func TestVoterRecoveryLogged(t *testing.T) {
+	recs := map[int32]*logRecords{1: {}, 2: {}, 3: {}}
+	c := newClusterConfigured(t, 3, false, func(tn *tnode, cfg *Config) {
+		if r := recs[tn.id]; r != nil {
+			cfg.Logger = slog.New(r)
+		}
+		cfg.reachWarnAfter, cfg.reachEvery = 100*time.Millisecond, time.Hour
+	})
+	c.controller()
+	c.stop(3)
+	addr := c.voters[3]
+	testutil.WaitFor(t, "nodes 1 and 2 to warn that voter 3 cannot be reached", func() bool {
+		return recs[1].find("WARN", "voter=3", "addr="+addr) != "" && recs[2].find("WARN", "voter=3", "addr="+addr) != ""
+	})
+	c.restart(3)
+	testutil.WaitFor(t, "nodes 1 and 2 to log that voter 3 is reached again", func() bool {
+		return recs[1].find("INFO", "reached a voter again", "voter=3", "addr="+addr) != "" &&
+			recs[2].find("INFO", "reached a voter again", "voter=3", "addr="+addr) != ""
+	})
+	for id := int32(1); id <= 3; id++ {
+		if l := recs[id].find("WARN", "cannot reach a voter", "voter=1"); l != "" {
+			t.Errorf("node %d warned about node 1, which never stopped: %s", id, l)
+		}
+	}
+}
+
+// TestAnswerFromAnotherNode: an answer to an RPC sent to voter 2 that
+// comes from node 3 (Voters gives 2 node 3's address) is an error raft
+// sees, so it does not count node 3's vote as node 2's, and the tracker
+// records it as voter 2 unreachable.
+func TestAnswerFromAnotherNode(t *testing.T) {
+	tr := reach.New(reach.Config{Peers: map[uint64]string{2: "h3:1"}})
+	rt := &reachTransport{reach: tr, addrs: voterAddrs{2: "h3:1"}}
+	err := rt.note("2", "h2:1", []byte("3"), nil)
+	var wrong *reach.WrongNodeError
+	if !errors.As(err, &wrong) || wrong.Want != "2" || wrong.Got != "3" {
+		t.Fatalf("note = %v, want a WrongNodeError", err)
+	}
+	if ps := tr.Peers(); len(ps) != 1 || ps[0].Addr != "h3:1" || !errors.As(ps[0].Err, &wrong) {
+		t.Fatalf("Peers = %+v, want voter 2 failed at the address dialled", ps)
+	}
+	if err := rt.note("2", "h2:1", []byte("2"), nil); err != nil {
+		t.Fatalf("an answer from the node dialled: %v", err)
+	}
+	if err := rt.note("2", "h2:1", nil, raft.ErrTransportShutdown); !errors.Is(err, raft.ErrTransportShutdown) || tr.Peers()[0].Err != nil {
+		t.Fatalf("this node's own shutdown: %v, %+v; want the error returned and nothing recorded", err, tr.Peers())
+	}
+}
