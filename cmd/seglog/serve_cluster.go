@@ -129,6 +129,9 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 		Voters: c.parsed, Advertise: advertise, DefaultReplicationFactor: c.defaultRF,
 		Logger: logger, RaftLogOutput: raftLog, Credentials: saslSeeds(opts.SASL), StartContext: ctx})
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return stoppedWaiting(err)
+		}
 		return err
 	}
 	c.node = n

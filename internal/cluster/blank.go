@@ -130,7 +130,7 @@ func (n *Node) checkBlank(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("cluster: waiting for another voter to answer (this DIR has no metadata): %w", ctx.Err())
+			return &WaitError{Blank: true, Controller: -1, Voters: n.Voters(), Err: ctx.Err()}
 		case <-t.C:
 		}
 	}

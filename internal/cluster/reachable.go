@@ -110,11 +110,16 @@ func (t *reachTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Ser
 	return p, nil
 }
 
-// WaitError is ClusterID's error when its context ends first: what this
-// node saw while it waited, so its caller can say more than "no
-// controller" (a voter's address mistyped in Voters looked like a
-// cluster with too few voters running). It wraps the context's error.
+// WaitError is ClusterID's error when its context ends first, and
+// Start's when Config.StartContext ends its first start's question to
+// the other voters (blank.go): what this node saw while it waited, so its
+// caller can say more than "no controller" (a voter's address mistyped
+// in Voters looked like a cluster with too few voters running). It wraps
+// the context's error.
 type WaitError struct {
+	// Blank is set when Start was waiting for another voter to say
+	// whether this node, its DIR holding no metadata, is new.
+	Blank bool
 	// Controller is the controller this node knew when the wait ended,
 	// -1 if none.
 	Controller int32
@@ -133,6 +138,9 @@ func (e *WaitError) Unwrap() error { return e.Err }
 
 // What says what the node was waiting for.
 func (e *WaitError) What() string {
+	if e.Blank {
+		return "stopped while asking the other voters whether this node is new (its DIR holds no metadata)"
+	}
 	if e.Controller < 0 {
 		return "stopped before the cluster had a controller"
 	}

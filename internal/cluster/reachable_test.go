@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/seglog/seglog/internal/cluster/reach"
 	"github.com/seglog/seglog/internal/testutil"
+	"github.com/seglog/seglog/vfs"
 )
 
 // logRecords is a slog.Handler keeping every record as one line
@@ -183,5 +184,47 @@ func TestAnswerFromAnotherNode(t *testing.T) {
 	}
 	if err := rt.note("2", "h2:1", nil, raft.ErrTransportShutdown); !errors.Is(err, raft.ErrTransportShutdown) || tr.Peers()[0].Err != nil {
 		t.Fatalf("this node's own shutdown: %v, %+v; want the error returned and nothing recorded", err, tr.Peers())
+	}
+}
+
+// TestStartStoppedAsking: a first start (an empty DIR) whose other
+// voters cannot be reached, stopped while it asks them whether it is new,
+// fails with a *WaitError naming each voter, the address dialled and the
+// error, not only the context's.
+func TestStartStoppedAsking(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused, hungUp := closedAddr(t), hangUpAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := &logRecords{}
+	c := &tcluster{t: t, fs: vfs.NewMem(), nodes: map[int32]*tnode{},
+		voters: map[int32]string{1: ln.Addr().String(), 2: refused, 3: hungUp},
+		configure: func(_ *tnode, cfg *Config) {
+			cfg.Logger, cfg.StartContext = slog.New(rec), ctx
+			cfg.reachWarnAfter, cfg.reachEvery = 100*time.Millisecond, time.Hour
+		}}
+	tn := &tnode{id: 1, dir: "/n1", addr: ln.Addr().String(), kafka: "kafka1.test:9091"}
+	c.nodes[1] = tn
+	started := make(chan error, 1)
+	go func() { started <- c.startWith(tn, 1, ln) }()
+	testutil.WaitFor(t, "node 1 to warn that voter 2 cannot be reached", func() bool {
+		return rec.find("WARN", "cannot reach a voter", "voter=2", "addr="+refused) != ""
+	})
+	cancel()
+	err = <-started
+	if err == nil {
+		c.stop(1)
+		t.Fatal("Start succeeded, want it stopped by its context")
+	}
+	var we *WaitError
+	if !errors.As(err, &we) || !we.Blank || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Start: %v, want a *WaitError (Blank) wrapping context.Canceled", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "whether this node is new") || !strings.Contains(msg, "voter 2 at "+refused) ||
+		!strings.Contains(msg, "connection refused") {
+		t.Errorf("Start's error: %v, want it to say what it waited for and name voter 2, its address and error", err)
 	}
 }
