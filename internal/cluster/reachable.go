@@ -155,7 +155,11 @@ func (e *WaitError) Seen() string {
 	for _, p := range e.Voters {
 		switch {
 		case p.Err != nil:
-			failed = append(failed, fmt.Sprintf("voter %d at %s for %v (%v)", p.ID, p.Addr, time.Since(p.Since).Round(time.Second), p.Err))
+			f := fmt.Sprintf("voter %d at %s", p.ID, p.Addr)
+			if d := time.Since(p.Since); d >= time.Second {
+				f += fmt.Sprintf(" for %v", d.Round(time.Second))
+			}
+			failed = append(failed, f+" ("+p.Err.Error()+")")
 		case !p.Reached.IsZero():
 			reached = append(reached, strconv.FormatUint(p.ID, 10))
 		default:

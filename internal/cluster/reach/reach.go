@@ -40,7 +40,7 @@ const (
 // connection for a group it does not serve, and what another service
 // (the node's Kafka port, say) does with the raft header. The address is
 // reachable, but may not be the voter's raft address.
-var ErrHungUp = errors.New("the peer closed the connection without answering: is this address a seglog node's --raft-listen?")
+var ErrHungUp = errors.New("the peer closed the connection without answering")
 
 // WrongNodeError is a peer that answered as another node than the voter
 // dialled: its address in the voters list is another voter's.
@@ -59,7 +59,7 @@ func (e *WrongNodeError) Error() string {
 // not the peer hanging up.
 func HungUp(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		return fmt.Errorf("%w (%v)", ErrHungUp, err)
+		return fmt.Errorf("%w (%v); is this address a seglog node's --raft-listen?", ErrHungUp, err)
 	}
 	return err
 }
