@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,6 +119,10 @@ type response struct {
 	Leaders []leaderReport `json:"leaders,omitempty"`
 	// DeletedACLs are, per filter, the ACLs a DeleteACLs removed.
 	DeletedACLs [][]acl.ACL `json:"deleted_acls,omitempty"`
+	// From is the answering node's id, so that a sender whose Voters
+	// give the node it meant another node's address learns it
+	// (reachable.go); builds before it leave it out (0).
+	From int32 `json:"from,omitempty"`
 }
 
 // errCodes names the errors that cross the wire, so the sender's error
@@ -312,6 +317,11 @@ func (n *Node) roundTripTo(ctx context.Context, id int32, req request) (response
 		}
 		return response{}, addr, reach.HungUp(err)
 	}
+	if resp.From != 0 && resp.From != id {
+		// Not the node meant: its answer (a registration taken, a
+		// whois) is not node id's.
+		return response{}, addr, &reach.WrongNodeError{Want: strconv.Itoa(int(id)), Got: strconv.Itoa(int(resp.From))}
+	}
 	return resp, addr, nil
 }
 
@@ -358,6 +368,7 @@ func (n *Node) serveConn(c net.Conn) {
 			resp = n.handle(ctx, req)
 		}
 		cancel()
+		resp.From = n.cfg.NodeID
 		c.SetWriteDeadline(time.Now().Add(n.cfg.RequestTimeout))
 		if err := writeFrame(c, resp); err != nil {
 			return

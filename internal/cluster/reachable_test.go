@@ -228,3 +228,31 @@ func TestStartStoppedAsking(t *testing.T) {
 		t.Errorf("Start's error: %v, want it to say what it waited for and name voter 2, its address and error", err)
 	}
 }
+
+// TestForwardAnswerFromAnotherNode: a node whose Voters give voter 2
+// node 3's address (a list copied with two ports swapped) does not take
+// node 3's forwarding answer for node 2's: the round trip fails with a
+// WrongNodeError (which it reports to the tracker for voter 2).
+func TestForwardAnswerFromAnotherNode(t *testing.T) {
+	c := newCluster(t, 3)
+	c.controller()
+	c.stop(1)
+	swapped := maps.Clone(c.voters)
+	swapped[2] = c.voters[3]
+	c.configure = func(tn *tnode, cfg *Config) {
+		if tn.id == 1 {
+			cfg.Voters = swapped
+		}
+	}
+	c.restart(1)
+	n := c.nodes[1].node
+	_, err := n.roundTrip(ctxTimeout(t), 2, request{Op: opWhois, Broker: 1})
+	var wrong *reach.WrongNodeError
+	if !errors.As(err, &wrong) || wrong.Want != "2" || wrong.Got != "3" {
+		t.Fatalf("a whois sent to voter 2 at node 3's address: %v, want a WrongNodeError", err)
+	}
+	// The right node answers as itself.
+	if _, err := n.roundTrip(ctxTimeout(t), 3, request{Op: opWhois, Broker: 1}); err != nil {
+		t.Fatalf("a whois sent to voter 3: %v", err)
+	}
+}
