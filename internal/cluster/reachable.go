@@ -147,13 +147,16 @@ func (e *WaitError) What() string {
 	return fmt.Sprintf("stopped before the cluster's controller (node %d) had accepted this node", e.Controller)
 }
 
-// Seen lists the voters reached, those not reached (each with the address
-// dialled, the last error and for how long it has failed) and those not
-// dialled yet: only what was observed.
+// Seen lists the voters that answered, those only connected to (the
+// partition driver's connections, never answered), those not reached
+// (each with the address dialled, the last error and for how long it has
+// failed) and those not dialled yet: only what was observed.
 func (e *WaitError) Seen() string {
-	var reached, failed, untried []string
+	var reached, connected, failed, untried []string
 	for _, p := range e.Voters {
 		switch {
+		case p.Err == nil && !p.Reached.IsZero() && !p.Answered:
+			connected = append(connected, fmt.Sprintf("voter %d at %s", p.ID, p.Addr))
 		case p.Err != nil:
 			f := fmt.Sprintf("voter %d at %s", p.ID, p.Addr)
 			if d := time.Since(p.Since); d >= time.Second {
@@ -169,6 +172,11 @@ func (e *WaitError) Seen() string {
 	var parts []string
 	if len(reached) > 0 {
 		parts = append(parts, plural("reached voter", len(reached))+" "+strings.Join(reached, ", "))
+	}
+	if len(connected) > 0 {
+		// The partition driver's connections, which no peer answers
+		// on: the address listens, but whose it is was not seen.
+		parts = append(parts, "connected to "+strings.Join(connected, ", ")+" (no answer seen yet)")
 	}
 	if len(failed) > 0 {
 		parts = append(parts, "could not reach "+strings.Join(failed, ", "))

@@ -298,8 +298,8 @@ type served struct {
 }
 
 // report tells Config.Reach how a connection ended: one the peer closed
-// early did not reach it. One held longer was reported reached while it
-// was up (serve).
+// early did not reach it. One held longer was reported connected while
+// it was up (serve).
 func (p *peer) report(s served) {
 	if s.early && s.err != nil {
 		p.n.cfg.Reach.Failed(p.id, p.addr, s.err)
@@ -320,7 +320,7 @@ func (p *peer) serve(conn net.Conn) (out served) {
 			readErr = io.EOF // io.Copy's clean end is the peer's close
 		}
 	}()
-	held := time.AfterFunc(heldFor, func() { p.n.cfg.Reach.Reached(p.id, p.addr) })
+	held := time.AfterFunc(heldFor, func() { p.n.cfg.Reach.Connected(p.id, p.addr) })
 	defer func() {
 		out.early = held.Stop()
 		_ = conn.Close()

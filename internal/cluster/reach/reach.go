@@ -84,8 +84,13 @@ type Peer struct {
 	// configured until a dial is reported).
 	ID   uint64
 	Addr string
-	// Reached is when a dial last succeeded, zero if none has.
-	Reached time.Time
+	// Reached is when a dial last succeeded, zero if none has; Answered
+	// says the voter itself answered then (a raft or forwarding reply
+	// naming it), rather than a connection being held open only (the
+	// partition driver's, which the peer never answers on: any seglog
+	// node's raft port holds it, the wrong one's too).
+	Reached  time.Time
+	Answered bool
 	// Err is the last failure since then, nil if none; Since is when the
 	// failures began.
 	Err   error
@@ -168,9 +173,16 @@ func (t *Tracker) Failed(id uint64, addr string, err error) {
 	t.cfg.Logger.Warn("cluster: cannot reach a voter; is it running, and is this address its --raft-listen (check --voters)?", attrs...)
 }
 
-// Reached records that peer id answered at addr, and logs at Info that
-// it is reachable again if it was reported unreachable.
-func (t *Tracker) Reached(id uint64, addr string) {
+// Reached records that peer id answered at addr as itself, and logs at
+// Info that it is reachable again if it was reported unreachable.
+func (t *Tracker) Reached(id uint64, addr string) { t.reached(id, addr, true) }
+
+// Connected records that a connection to peer id at addr stayed open,
+// without an answer that names the node: it ends a run of failures as
+// Reached does, but Peers does not count it as the voter answering.
+func (t *Tracker) Connected(id uint64, addr string) { t.reached(id, addr, false) }
+
+func (t *Tracker) reached(id uint64, addr string, answered bool) {
 	if t == nil {
 		return
 	}
@@ -178,10 +190,15 @@ func (t *Tracker) Reached(id uint64, addr string) {
 	t.mu.Lock()
 	p := t.peer(id)
 	warned, failing := p.warned, now.Sub(p.Since)
+	if answered || p.Err != nil || p.Reached.IsZero() {
+		// A connection held after an answer says no less than it.
+		p.Answered = answered
+	}
 	p.Addr, p.Reached, p.Err, p.Since, p.warned = addr, now, nil, time.Time{}, false
 	t.mu.Unlock()
 	if warned {
-		t.cfg.Logger.Info("cluster: reached a voter again", "voter", id, "addr", addr, "after", failing.Round(100*time.Millisecond))
+		t.cfg.Logger.Info("cluster: reached a voter again", "voter", id, "addr", addr, "after", failing.Round(100*time.Millisecond),
+			"answered", answered)
 	}
 }
 

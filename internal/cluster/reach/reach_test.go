@@ -129,3 +129,20 @@ func TestHungUp(t *testing.T) {
 		t.Errorf("HungUp(%v) = %v, want it unchanged", other, err)
 	}
 }
+
+// TestConnectedIsNotAnswered: a connection held (the partition driver's,
+// which no peer answers on) ends a run of failures but does not count as
+// the voter answering; after an answer it takes nothing away.
+func TestConnectedIsNotAnswered(t *testing.T) {
+	tr := New(Config{Peers: map[uint64]string{2: "h2:1"}})
+	tr.Failed(2, "h2:1", io.EOF)
+	tr.Connected(2, "h2:1")
+	if p := tr.Peers()[0]; p.Err != nil || p.Reached.IsZero() || p.Answered {
+		t.Fatalf("after Connected: %+v, want reached, not answered", p)
+	}
+	tr.Reached(2, "h2:1")
+	tr.Connected(2, "h2:1")
+	if p := tr.Peers()[0]; !p.Answered {
+		t.Fatalf("Connected after Reached: %+v, want still answered", p)
+	}
+}
