@@ -130,7 +130,7 @@ func (n *Node) checkBlank(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return &WaitError{Blank: true, Controller: -1, Voters: n.Voters(), Err: ctx.Err()}
+			return &WaitError{Blank: true, Node: n.cfg.NodeID, Controller: -1, Voters: n.Voters(), Err: ctx.Err()}
 		case <-t.C:
 		}
 	}

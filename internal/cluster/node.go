@@ -585,7 +585,7 @@ func (n *Node) ClusterID(ctx context.Context) (string, error) {
 		case <-n.failed:
 			return "", n.failErr
 		case <-ctx.Done():
-			return "", &WaitError{Controller: n.meta.Controller(), Voters: n.Voters(), Err: ctx.Err()}
+			return "", &WaitError{Node: n.cfg.NodeID, Controller: n.meta.Controller(), Voters: n.Voters(), Err: ctx.Err()}
 		case <-n.ctx.Done():
 			return "", ErrClosed
 		}

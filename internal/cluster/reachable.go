@@ -120,6 +120,8 @@ type WaitError struct {
 	// Blank is set when Start was waiting for another voter to say
 	// whether this node, its DIR holding no metadata, is new.
 	Blank bool
+	// Node is this node's id.
+	Node int32
 	// Controller is the controller this node knew when the wait ended,
 	// -1 if none.
 	Controller int32
@@ -141,8 +143,11 @@ func (e *WaitError) What() string {
 	if e.Blank {
 		return "stopped while asking the other voters whether this node is new (its DIR holds no metadata)"
 	}
-	if e.Controller < 0 {
+	switch {
+	case e.Controller < 0:
 		return "stopped before the cluster had a controller"
+	case e.Controller == e.Node:
+		return "stopped before this node, the cluster's controller, had registered itself"
 	}
 	return fmt.Sprintf("stopped before the cluster's controller (node %d) had accepted this node", e.Controller)
 }

@@ -36,11 +36,12 @@ const (
 )
 
 // ErrHungUp describes a peer that accepted the connection and closed it
-// without answering: what a seglog node's raft port does with a
-// connection for a group it does not serve, and what another service
-// (the node's Kafka port, say) does with the raft header. The address is
-// reachable, but may not be the voter's raft address.
-var ErrHungUp = errors.New("the peer closed the connection without answering")
+// without answering: a seglog node stopping, what a seglog node's raft
+// port does with a connection for a group it does not serve, and what
+// another service (the node's Kafka port, say) does with the raft
+// header. The address is reachable, but may not be the voter's raft
+// address.
+var ErrHungUp = errors.New("the peer closed the connection without answering (a seglog node stopping, or not a seglog node's --raft-listen)")
 
 // WrongNodeError is a peer that answered as another node than the voter
 // dialled: its address in the voters list is another voter's.
@@ -59,7 +60,7 @@ func (e *WrongNodeError) Error() string {
 // not the peer hanging up.
 func HungUp(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		return fmt.Errorf("%w (%v); is this address a seglog node's --raft-listen?", ErrHungUp, err)
+		return fmt.Errorf("%w: %v", ErrHungUp, err)
 	}
 	return err
 }
