@@ -131,6 +131,7 @@ type WaitError struct {
 	Err error
 }
 
+// Error says what the node waited for and what it saw of the voters.
 func (e *WaitError) Error() string {
 	return fmt.Sprintf("cluster: %s: %s: %v", e.What(), e.Seen(), e.Err)
 }

@@ -50,6 +50,7 @@ type WrongNodeError struct {
 	Want, Got string
 }
 
+// Error names both nodes and what that means.
 func (e *WrongNodeError) Error() string {
 	return fmt.Sprintf("answered as node %s, not node %s: the address given for node %s is node %s's", e.Got, e.Want, e.Want, e.Got)
 }
