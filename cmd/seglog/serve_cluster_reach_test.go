@@ -54,7 +54,7 @@ func TestServeClusterUnreachableVoterNamed(t *testing.T) {
 	}{
 		// The Info line is printed once the node has asked every voter.
 		{"asking", "info", "asking the other voters whether it is new",
-			"stopped while asking the other voters whether this node is new (its DIR holds no metadata): "},
+			"stopped while waiting for another voter to say whether this node is new (its DIR holds no metadata): "},
 		{"waiting", "warn", "waiting for the cluster's controller",
 			"stopped before the cluster had a controller: "},
 	} {

@@ -142,7 +142,7 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // What says what the node was waiting for.
 func (e *WaitError) What() string {
 	if e.Blank {
-		return "stopped while asking the other voters whether this node is new (its DIR holds no metadata)"
+		return "stopped while waiting for another voter to say whether this node is new (its DIR holds no metadata)"
 	}
 	switch {
 	case e.Controller < 0:
