@@ -37,11 +37,12 @@ const (
 
 // ErrHungUp describes a peer that accepted the connection and closed it
 // without answering: a seglog node stopping, what a seglog node's raft
-// port does with a connection for a group it does not serve, and what
+// port does with a connection for a group it does not serve (yet: a node
+// starting registers its groups one by one), and what
 // another service (the node's Kafka port, say) does with the raft
 // header. The address is reachable, but may not be the voter's raft
 // address.
-var ErrHungUp = errors.New("the peer closed the connection without answering (a seglog node stopping, or not a seglog node's --raft-listen)")
+var ErrHungUp = errors.New("the peer closed the connection without answering (a seglog node starting or stopping, or not a seglog node's --raft-listen)")
 
 // WrongNodeError is a peer that answered as another node than the voter
 // dialled: its address in the voters list is another voter's.
