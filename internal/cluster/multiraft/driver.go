@@ -31,6 +31,9 @@ type group struct {
 	heard map[uint64]*atomic.Int64
 	// replWaits are WaitReplicated's callers (driver goroutine only).
 	replWaits []*replWait
+	// caught is, on the leader, each follower's catch-up record for the
+	// caught-up set (isr.go; driver goroutine only).
+	caught map[uint64]*catchUp
 
 	dirty bool
 	// fetching is set while a worker copies a snapshot's data: the group
@@ -119,6 +122,11 @@ func (n *Node) addGroup(id uint64, peers []uint64, st Storage, apply ApplyFunc) 
 		g.heard[pid] = new(atomic.Int64)
 	}
 	g.setVoters(rn.Status().Config.Voters.IDs())
+	// The term stored, from the start: a Ready carries the hard state
+	// only when it changes, so a restarted follower of an idle group
+	// would otherwise report term (leader epoch) 0 until its next commit
+	// (Metadata's epoch going backwards, which clients take for stale).
+	g.term.Store(rn.BasicStatus().GetTerm())
 	n.mu.Lock()
 	n.groups[id] = g
 	n.mu.Unlock()
@@ -181,11 +189,12 @@ func (n *Node) drive() {
 		case <-n.stop:
 			n.shutdown()
 			return
-		case <-t.C:
+		case now := <-t.C:
 			for _, g := range n.groups {
 				if g.fetching {
 					continue
 				}
+				n.sampleCatchUp(g, now)
 				g.rn.Tick()
 				n.mark(g)
 				if len(g.replWaits) > 0 {

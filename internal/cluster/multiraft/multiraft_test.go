@@ -358,3 +358,50 @@ func TestFailoverAndRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartedFollowerKnowsItsTerm: a follower started again over its
+// storage reports the term it stored, and, once it hears its leader, that
+// leader's term, before anything new is committed. A walk found restarted
+// followers reporting epoch 0 for every idle partition (the term was read
+// only from a Ready's hard state, which a restart's first Readys lack):
+// Metadata went backwards in epoch, and kgo, taking it for stale, stalled
+// a partition 20 s.
+func TestRestartedFollowerKnowsItsTerm(t *testing.T) {
+	c := newCluster(t, 3, 2, Config{})
+	c.waitLeaders()
+	for _, g := range c.groups {
+		c.propose(g, fmt.Sprintf("before-%d", g))
+	}
+	// A member leading neither group (three members, two groups).
+	var victim *member
+	for _, id := range []uint64{1, 2, 3} {
+		if m := c.members[id]; c.leader(c.groups[0]) != id && c.leader(c.groups[1]) != id {
+			victim = m
+		}
+	}
+	if victim == nil {
+		t.Fatal("every member leads a group, which three members and two groups cannot")
+	}
+	terms := map[uint64]uint64{}
+	for _, g := range c.groups {
+		_, term, err := c.members[c.leader(g)].node.Leader(g)
+		if err != nil || term == 0 {
+			t.Fatalf("group %d: leader's term %d, %v", g, term, err)
+		}
+		terms[g] = term
+	}
+	c.stop(victim)
+	c.start(victim)
+	for _, g := range c.groups {
+		if _, term, err := victim.node.Leader(g); err != nil || term != terms[g] {
+			t.Errorf("group %d: the restarted follower reports term %d (%v) before hearing its leader, want the stored %d", g, term, err, terms[g])
+		}
+		testutil.WaitFor(t, "the restarted follower hears its leader", func() bool {
+			lead, _, _ := victim.node.Leader(g)
+			return lead != 0
+		})
+		if _, term, _ := victim.node.Leader(g); term != terms[g] {
+			t.Errorf("group %d: the restarted follower reports term %d with its leader known, want the leader's %d", g, term, terms[g])
+		}
+	}
+}

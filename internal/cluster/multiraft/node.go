@@ -122,6 +122,10 @@ type Config struct {
 	WriteTimeout   time.Duration
 	DialTimeout    time.Duration
 	MaxBackoff     time.Duration
+	// ReplicaLagMax is how long a live follower may go without catching
+	// up with the leader and stay in the caught-up set (Kafka's
+	// replica.lag.time.max.ms); zero is DefaultReplicaLagMax.
+	ReplicaLagMax time.Duration
 	// Logger receives etcd raft's log; nil discards all but panics.
 	Logger raft.Logger
 	// Reach, if set, is told of every dial to a peer, and of connections
@@ -144,6 +148,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ElectionTick <= 0 {
 		c.ElectionTick = DefaultElectionTick
+	}
+	if c.ReplicaLagMax <= 0 {
+		c.ReplicaLagMax = DefaultReplicaLagMax
 	}
 	if c.HeartbeatTick <= 0 {
 		c.HeartbeatTick = DefaultHeartbeatTick
@@ -499,7 +506,8 @@ type GroupStatus struct {
 	// CaughtUp is, on the leader, the replicas the leader counts as in
 	// sync (Kafka's ISR): itself, and each follower heard from within the
 	// last election timeout whose log matches the leader's up to the
-	// commit index. Empty elsewhere. (Not CheckQuorum's RecentActive
+	// commit index, or caught up with the leader within the last
+	// Config.ReplicaLagMax (isr.go). Empty elsewhere. (Not CheckQuorum's RecentActive
 	// alone, which raft clears every election timeout: the set read just
 	// after would lack followers heard a heartbeat ago.)
 	CaughtUp []uint64
@@ -520,8 +528,10 @@ func (n *Node) Status(ctx context.Context, id uint64) (GroupStatus, error) {
 		if st.RaftState == raft.StateLeader {
 			commit := st.HardState.GetCommit()
 			recent := n.liveSince()
+			lagged := time.Now().Add(-n.cfg.ReplicaLagMax)
 			for pid, pr := range st.Progress {
-				if pid == n.cfg.ID || ((pr.RecentActive || g.heardSince(pid, recent)) && pr.Match >= commit) {
+				live := pr.RecentActive || g.heardSince(pid, recent)
+				if pid == n.cfg.ID || (live && (pr.Match >= commit || g.caught[pid].since(lagged))) {
 					st.CaughtUp = append(st.CaughtUp, pid)
 				}
 			}
