@@ -70,6 +70,7 @@ func (n *Node) sampleCatchUp(g *group, now time.Time) {
 		g.caught = make(map[uint64]*catchUp)
 	}
 	commit := g.rn.BasicStatus().GetCommit()
+	recent := n.liveSince()
 	g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 		if id == n.cfg.ID || typ != raft.ProgressTypePeer {
 			return
@@ -78,6 +79,12 @@ func (n *Node) sampleCatchUp(g *group, now time.Time) {
 		if c == nil {
 			c = new(catchUp)
 			g.caught[id] = c
+		}
+		if !pr.RecentActive && !g.heardSince(id, recent) {
+			// Gone (out of the set already): back, it must catch up
+			// again before it is in, as after a restart it is behind.
+			*c = catchUp{}
+			return
 		}
 		c.observe(now, pr.Match, end, commit)
 	})
