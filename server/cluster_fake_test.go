@@ -51,6 +51,11 @@ type fakeCluster struct {
 	// offsetsMissing hides the store's offsets topic until CreateTopic
 	// creates it, as a cluster has none before the first FindCoordinator.
 	offsetsMissing bool
+	// leaders, where set, is the leader Partitions names (-1: none
+	// known) instead of this node (1) or, on a follower, node 2: a
+	// node's view of the leader can differ from its State (a leadership
+	// lost mid-write, an election).
+	leaders map[tp]int32
 }
 
 type createCall struct {
@@ -65,7 +70,7 @@ var _ Cluster = (*fakeCluster)(nil)
 func newFakeCluster(t testing.TB) *fakeCluster {
 	return &fakeCluster{t: t, controller: 2, nextPID: 1000, ready: make(chan struct{}),
 		brokers:  []Broker{{NodeID: 1, Host: "h1", Port: 9001}, {NodeID: 2, Host: "h2", Port: 9002, Rack: "r2"}, {NodeID: 3, Host: "h3", Port: 9003}},
-		follower: make(map[tp]bool), epochs: make(map[tp][]int), heldHW: make(map[tp]int64)}
+		follower: make(map[tp]bool), epochs: make(map[tp][]int), heldHW: make(map[tp]int64), leaders: make(map[tp]int32)}
 }
 
 // startCluster serves a store as node 1 of a fake three-node cluster.
@@ -236,6 +241,9 @@ func (fc *fakeCluster) Partitions(topic string) ([]PartitionInfo, error) {
 			Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Offline: []int32{3}}
 		if fc.follower[k] {
 			pi.Leader = 2
+		}
+		if l, ok := fc.leaders[k]; ok {
+			pi.Leader = l
 		}
 		out = append(out, pi)
 	}

@@ -40,10 +40,7 @@ func (s *Server) clusterTopics(ctx context.Context, resp *kmsg.MetadataResponse)
 	brokers, controller := s.cluster.Brokers()
 	for _, b := range brokers {
 		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = b.NodeID, b.Host, b.Port
-		if b.Rack != "" {
-			mb.Rack = kmsg.StringPtr(b.Rack)
-		}
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = brokerEndpoint(b)
 		resp.Brokers = append(resp.Brokers, mb)
 	}
 	resp.ControllerID = controller
@@ -57,6 +54,18 @@ func (s *Server) clusterTopics(ctx context.Context, resp *kmsg.MetadataResponse)
 			return s.clusterCreateOnFirstUse(ctx, name)
 		},
 	}
+}
+
+// brokerEndpoint is a cluster's broker as every answer naming brokers gives
+// it (Metadata, DescribeCluster, Produce's KIP-951 leader hints): the
+// address it advertises, and its rack only when it has one (null, not
+// empty, is "no rack" to clients). kmsg gives each answer its own broker
+// type, with these four fields alike.
+func brokerEndpoint(b Broker) (nodeID int32, host string, port int32, rack *string) {
+	if b.Rack != "" {
+		rack = kmsg.StringPtr(b.Rack)
+	}
+	return b.NodeID, b.Host, b.Port, rack
 }
 
 // clusterCreateOnFirstUse is createOnFirstUse through the controller.
@@ -106,10 +115,7 @@ func (s *Server) clusterDescribeCluster(resp *kmsg.DescribeClusterResponse) {
 	resp.ControllerID = controller
 	for _, b := range brokers {
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = b.NodeID, b.Host, b.Port
-		if b.Rack != "" {
-			rb.Rack = kmsg.StringPtr(b.Rack)
-		}
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = brokerEndpoint(b)
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 }

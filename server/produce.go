@@ -76,6 +76,7 @@ func (s *Server) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	replicating.Wait()
+	s.leaderHints(resp)
 	s.metrics.produced(req, resp)
 	if stored {
 		s.notify.wake()

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/seglog/seglog/record"
+)
+
+// TestClusterProduceLeaderHints: a Produce v10+ answered
+// NOT_LEADER_OR_FOLLOWER names the leader this node knows and its epoch
+// (KIP-951), and the response lists that leader's endpoint once, as
+// Metadata advertises it, whichever path gave the error; v9 gets none;
+// an unknown leader, or this node itself, gives -1/-1 and no broker; a
+// leader that is not live is named without an endpoint.
+func TestClusterProduceLeaderHints(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "h", 3)
+	c := dialRaw(t, ts.addr)
+	b := func() []byte { return makeBatch(t, record.None, -1, 0, 0, 1, "x") }
+	// req produces one batch to each of the partitions.
+	req := func(version int16, partitions ...int32) *kmsg.ProduceRequest {
+		r := produceReq(version, -1, "h", partitions[0], b())
+		for _, p := range partitions[1:] {
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = p, b()
+			r.Topics[0].Partitions = append(r.Topics[0].Partitions, rp)
+		}
+		return r
+	}
+	type hint struct {
+		code          int16
+		leader, epoch int32
+	}
+	check := func(what string, resp *kmsg.ProduceResponse, want map[int32]hint, brokers ...kmsg.ProduceResponseBroker) {
+		t.Helper()
+		for _, rp := range resp.Topics[0].Partitions {
+			got := hint{rp.ErrorCode, rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch}
+			if got != want[rp.Partition] {
+				t.Errorf("%s: partition %d answered %+v, want %+v", what, rp.Partition, got, want[rp.Partition])
+			}
+		}
+		if got, want := endpoints(resp.Brokers), endpoints(brokers); got != want {
+			t.Errorf("%s: brokers %s, want %s", what, got, want)
+		}
+	}
+	notLeader := kerr.NotLeaderForPartition.Code
+	node2 := kmsg.ProduceResponseBroker{NodeID: 2, Host: "h2", Port: 9002, Rack: kmsg.StringPtr("r2")}
+
+	// Partitions 0 and 1 follow node 2, in epochs 1 and 2; 2 is led here.
+	fc.setLeader("h", 0, false)
+	fc.setLeader("h", 1, true)
+	fc.setLeader("h", 1, false)
+	for _, v := range []int16{10, 12} {
+		resp := c.do(req(v, 0, 1, 2)).(*kmsg.ProduceResponse)
+		check(fmt.Sprintf("v%d to a follower", v), resp,
+			map[int32]hint{0: {notLeader, 2, 1}, 1: {notLeader, 2, 2}, 2: {0, -1, -1}}, node2)
+	}
+	// Before v10 the fields do not exist: nothing is looked up or set
+	// (asked of the server itself, since v9's encoding would drop them).
+	v9 := ts.srv.produce(req(9, 0))
+	check("v9 to a follower", v9, map[int32]hint{0: {notLeader, -1, -1}})
+
+	// The leadership lost during the write: the Cluster's Produce says
+	// NOT_LEADER after this node's State said it led, and the leader it
+	// knows by then is named. Node 1 has no rack: a null one.
+	fc.set(func(fc *fakeCluster) {
+		fc.produceErr = fmt.Errorf("fake: lost the leadership: %w", ErrNotLeader)
+		fc.leaders[tp{"h", 2}] = 3
+	})
+	check("leadership lost mid-write", c.do(req(12, 2)).(*kmsg.ProduceResponse),
+		map[int32]hint{2: {notLeader, 3, 0}}, kmsg.ProduceResponseBroker{NodeID: 3, Host: "h3", Port: 9003})
+	// This node named as leader (a transfer under way), or none known: no
+	// hint, no broker.
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"h", 2}] = 1 })
+	check("leader this node", c.do(req(12, 2)).(*kmsg.ProduceResponse), map[int32]hint{2: {notLeader, -1, -1}})
+	fc.set(func(fc *fakeCluster) {
+		fc.produceErr = nil
+		fc.leaders[tp{"h", 0}] = -1
+	})
+	check("no leader known", c.do(req(12, 0, 1)).(*kmsg.ProduceResponse),
+		map[int32]hint{0: {notLeader, -1, -1}, 1: {notLeader, 2, 2}}, node2)
+	// A leader that is not a live broker is named, its endpoint is not.
+	fc.set(func(fc *fakeCluster) { fc.brokers = fc.brokers[:1] })
+	check("leader not live", c.do(req(12, 1)).(*kmsg.ProduceResponse), map[int32]hint{1: {notLeader, 2, 2}})
+}
+
+// endpoints renders a Produce response's brokers, racks by value.
+func endpoints(bs []kmsg.ProduceResponseBroker) string {
+	out := "["
+	for _, b := range bs {
+		rack := "null"
+		if b.Rack != nil {
+			rack = *b.Rack
+		}
+		out += fmt.Sprintf(" %d@%s:%d/%s", b.NodeID, b.Host, b.Port, rack)
+	}
+	return out + " ]"
+}
