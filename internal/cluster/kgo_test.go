@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/seglog/seglog/internal/nemesis"
 	"github.com/seglog/seglog/internal/testutil"
+	"github.com/seglog/seglog/server"
 )
 
 // TestKgoAcksAllAcrossLeaderFailover: an idempotent kgo producer with
@@ -137,5 +139,74 @@ func TestKgoAcksAllAcrossLeaderFailover(t *testing.T) {
 		for _, v := range vs {
 			t.Errorf("%s-%d: %v", topic, p, v)
 		}
+	}
+}
+
+// TestKgoProduceFollowsLeaderHint: after a partition's leader hands its
+// leadership over (the first step of a graceful stop), a kgo producer
+// whose metadata still names the old leader moves to the new one on the
+// KIP-951 hint in the old leader's NOT_LEADER_OR_FOLLOWER answer. Its
+// metadata refresh is held off for ten minutes (MetadataMinAge and
+// MaxAge), so only the hint can move it within the produce's 30 s.
+func TestKgoProduceFollowsLeaderHint(t *testing.T) {
+	c := newServedCluster(t, 3)
+	const topic = "hinted"
+	if err := c.controller().node.CreateTopic(ctxTimeout(t), topic, 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Metadata is loaded once, with the leader every node names.
+	old := c.leaderOf(topic, 0)
+	cl := c.client(t, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0),
+		kgo.MetadataMinAge(10*time.Minute), kgo.MetadataMaxAge(10*time.Minute))
+	if err := cl.ProduceSync(ctxTimeout(t), &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := old.node.State(topic, 0)
+	if err != nil || !before.Leader {
+		t.Fatalf("node %d before the handover: %+v, %v", old.id, before, err)
+	}
+
+	if err := old.node.HandOver(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	// The old leader answers the producer with what it knows: wait until
+	// it knows the new leader, in a later epoch.
+	var now server.PartitionInfo
+	testutil.WaitFor(t, fmt.Sprintf("node %d to know %s-0's new leader", old.id, topic), func() bool {
+		ps, err := old.node.Partitions(topic)
+		if err != nil || len(ps) == 0 {
+			return false
+		}
+		now = ps[0]
+		return now.Leader >= 0 && now.Leader != old.id && now.LeaderEpoch > before.LeaderEpoch
+	})
+
+	// Waited for apart: kgo does not fail a batch on its context while
+	// the batch waits for a metadata refresh, and this one's is ten
+	// minutes away.
+	type result struct {
+		r   *kgo.Record
+		err error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		r, err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte("after")}).First()
+		done <- result{r, err}
+	}()
+	var r *kgo.Record
+	select {
+	case res := <-done:
+		if res.err != nil {
+			t.Fatalf("produce after the handover (the client's metadata names node %d): %v after %v", old.id, res.err, time.Since(start))
+		}
+		r = res.r
+	case <-time.After(30 * time.Second):
+		// The client's Close (a cleanup) fails the record.
+		t.Fatalf("produce after the handover still waiting after 30 s (the client's metadata names node %d)", old.id)
+	}
+	t.Logf("the produce moved from node %d to node %d (epoch %d) in %v", old.id, now.Leader, now.LeaderEpoch, time.Since(start))
+	if got := values(t, c.nodes[now.Leader], topic, 0); fmt.Sprint(got) != "[before after]" || r.Offset != 1 {
+		t.Errorf("the new leader holds %q; the produce was acknowledged at offset %d, want 1", got, r.Offset)
 	}
 }
