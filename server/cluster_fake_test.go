@@ -56,6 +56,7 @@ type fakeCluster struct {
 	// node's view of the leader can differ from its State (a leadership
 	// lost mid-write, an election).
 	leaders map[tp]int32
+	looked  int // Partitions calls
 }
 
 type createCall struct {
@@ -223,6 +224,7 @@ func (fc *fakeCluster) Topics() []string {
 
 func (fc *fakeCluster) Partitions(topic string) ([]PartitionInfo, error) {
 	fc.mu.Lock()
+	fc.looked++
 	missing := fc.offsetsMissing && topic == store.OffsetsTopic
 	fc.mu.Unlock()
 	if missing {

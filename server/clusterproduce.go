@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -248,69 +247,6 @@ func (s *Server) awaitCommitted(ctx context.Context, topic string, partition, ep
 		case <-woken:
 		case <-ctx.Done():
 			return clusterErrCode(ctx.Err())
-		}
-	}
-}
-
-// leaderHints adds KIP-951's hints to a cluster's Produce answers (v10+,
-// where they are tagged fields): each partition answered
-// NOT_LEADER_OR_FOLLOWER, on whichever path (a follower asked, a
-// leadership lost during the write, a node stopping), names the leader
-// this node knows and its epoch, and the response lists that leader's
-// endpoint once, as Metadata advertises it. A client that understands
-// them (kgo, the Java client) moves the partition at once; without them
-// it waits for a metadata refresh, which kgo rate-limits to
-// MetadataMinAge (5 s by default). As Kafka's broker, which looks the
-// leader up after the partitions are answered: the newest this node
-// knows. A leader not known, or known to be this node (a leadership
-// transfer under way), keeps the default -1/-1 and names no broker: a
-// hint must point elsewhere to be of use. A leader that is not a live
-// broker is named without an endpoint, as Kafka does when it has none.
-func (s *Server) leaderHints(resp *kmsg.ProduceResponse) {
-	if s.cluster == nil || resp.Version < 10 {
-		return
-	}
-	// Made at the first NOT_LEADER_OR_FOLLOWER: most answers have none.
-	var (
-		parts   map[string][]PartitionInfo // looked up once per topic
-		listed  map[int32]bool             // leaders in resp.Brokers
-		brokers []Broker
-		asked   bool
-	)
-	for i := range resp.Topics {
-		rt := &resp.Topics[i]
-		for j := range rt.Partitions {
-			rp := &rt.Partitions[j]
-			if rp.ErrorCode != kerr.NotLeaderForPartition.Code {
-				continue
-			}
-			if parts == nil {
-				parts, listed = make(map[string][]PartitionInfo), make(map[int32]bool)
-			}
-			ps, ok := parts[rt.Topic]
-			if !ok {
-				ps, _ = s.cluster.Partitions(rt.Topic) // none known: no hint
-				parts[rt.Topic] = ps
-			}
-			k := slices.IndexFunc(ps, func(pi PartitionInfo) bool { return pi.Partition == rp.Partition })
-			if k < 0 || ps[k].Leader < 0 || ps[k].Leader == s.cfg.NodeID || ps[k].LeaderEpoch < 0 {
-				continue
-			}
-			leader := ps[k].Leader
-			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, ps[k].LeaderEpoch
-			if listed[leader] {
-				continue
-			}
-			listed[leader] = true
-			if !asked {
-				brokers, _ = s.cluster.Brokers()
-				asked = true
-			}
-			if b := slices.IndexFunc(brokers, func(b Broker) bool { return b.NodeID == leader }); b >= 0 {
-				rb := kmsg.NewProduceResponseBroker()
-				rb.NodeID, rb.Host, rb.Port, rb.Rack = brokerEndpoint(brokers[b])
-				resp.Brokers = append(resp.Brokers, rb)
-			}
 		}
 	}
 }

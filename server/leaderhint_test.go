@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 )
 
@@ -14,8 +15,9 @@ import (
 // NOT_LEADER_OR_FOLLOWER names the leader this node knows and its epoch
 // (KIP-951), and the response lists that leader's endpoint once, as
 // Metadata advertises it, whichever path gave the error; v9 gets none;
-// an unknown leader, or this node itself, gives -1/-1 and no broker; a
-// leader that is not live is named without an endpoint.
+// an unknown leader, or this node itself, waits for a change of leader
+// and gives -1/-1 and no broker if none comes; a leader that is not live
+// is named without an endpoint.
 func TestClusterProduceLeaderHints(t *testing.T) {
 	ts, fc := startCluster(t, Options{})
 	createTestTopic(t, ts.st, "h", 3)
@@ -73,16 +75,30 @@ func TestClusterProduceLeaderHints(t *testing.T) {
 	})
 	check("leadership lost mid-write", c.do(req(12, 2)).(*kmsg.ProduceResponse),
 		map[int32]hint{2: {notLeader, 3, 0}}, kmsg.ProduceResponseBroker{NodeID: 3, Host: "h3", Port: 9003})
-	// This node named as leader (a transfer under way), or none known: no
-	// hint, no broker.
+	// This node named as leader (a transfer under way), or none known:
+	// the answer waits for a change of leader, here none until the
+	// request's timeout, and then has no hint and no broker.
 	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"h", 2}] = 1 })
-	check("leader this node", c.do(req(12, 2)).(*kmsg.ProduceResponse), map[int32]hint{2: {notLeader, -1, -1}})
-	fc.set(func(fc *fakeCluster) {
-		fc.produceErr = nil
-		fc.leaders[tp{"h", 0}] = -1
-	})
-	check("no leader known", c.do(req(12, 0, 1)).(*kmsg.ProduceResponse),
+	quick := func(r *kmsg.ProduceRequest) *kmsg.ProduceRequest { r.TimeoutMillis = 50; return r }
+	check("leader this node", c.do(quick(req(12, 2))).(*kmsg.ProduceResponse), map[int32]hint{2: {notLeader, -1, -1}})
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"h", 0}] = -1 })
+	check("no leader known", c.do(quick(req(12, 0, 1))).(*kmsg.ProduceResponse),
 		map[int32]hint{0: {notLeader, -1, -1}, 1: {notLeader, 2, 2}}, node2)
+	// The leader known moves on while the answer waits: it is named.
+	r := req(12, 2)
+	var looked int
+	fc.set(func(fc *fakeCluster) { looked = fc.looked })
+	corr := c.send(r)
+	testutil.WaitFor(t, "the server to look for partition 2's leader", func() bool {
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		return fc.looked > looked
+	})
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"h", 2}] = 3 })
+	fc.wake()
+	check("a new leader known while waiting", c.recv(r, corr).(*kmsg.ProduceResponse),
+		map[int32]hint{2: {notLeader, 3, 0}}, kmsg.ProduceResponseBroker{NodeID: 3, Host: "h3", Port: 9003})
+	fc.set(func(fc *fakeCluster) { fc.produceErr = nil })
 	// A leader that is not a live broker is named, its endpoint is not.
 	fc.set(func(fc *fakeCluster) { fc.brokers = fc.brokers[:1] })
 	check("leader not live", c.do(req(12, 1)).(*kmsg.ProduceResponse), map[int32]hint{1: {notLeader, 2, 2}})

@@ -76,7 +76,10 @@ func (s *Server) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	replicating.Wait()
-	s.leaderHints(resp)
+	if req.Acks != 0 {
+		// An acks=0 request gets no answer to carry hints.
+		s.leaderHints(ctx, resp)
+	}
 	s.metrics.produced(req, resp)
 	if stored {
 		s.notify.wake()

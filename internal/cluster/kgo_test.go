@@ -210,3 +210,86 @@ func TestKgoProduceFollowsLeaderHint(t *testing.T) {
 		t.Errorf("the new leader holds %q; the produce was acknowledged at offset %d, want 1", got, r.Offset)
 	}
 }
+
+// TestKgoProduceThroughHandOver: records in flight while a partition's
+// leader hands its leadership over are all acknowledged within 30 s by a
+// kgo producer whose metadata refresh is ten minutes away. Those the old
+// leader refuses during the transfer, while it still leads and no other
+// leader is known, wait for the new leader to be known there, and are
+// answered with its hint: answered at once, they would name none, and
+// the producer would wait for its metadata.
+func TestKgoProduceThroughHandOver(t *testing.T) {
+	c := newServedCluster(t, 3)
+	const topic = "handed"
+	if err := c.controller().node.CreateTopic(ctxTimeout(t), topic, 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	old := c.leaderOf(topic, 0)
+	cl := c.client(t, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0),
+		kgo.MetadataMinAge(10*time.Minute), kgo.MetadataMaxAge(10*time.Minute))
+
+	var (
+		mu       sync.Mutex
+		acked    int
+		errs     []error
+		worst    time.Duration
+		inflight sync.WaitGroup
+	)
+	ackedNow := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return acked
+	}
+	// Eight records in flight at all times, until stop.
+	slots, stop, stopped := make(chan struct{}, 8), make(chan struct{}), make(chan struct{})
+	halt := sync.OnceFunc(func() { close(stop); <-stopped })
+	t.Cleanup(halt) // before the client closes, on a failure
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case slots <- struct{}{}:
+			}
+			inflight.Add(1)
+			start := time.Now()
+			cl.Produce(context.Background(), &kgo.Record{Value: []byte(fmt.Sprint(i))}, func(_ *kgo.Record, err error) {
+				defer inflight.Done()
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					acked++
+				}
+				worst = max(worst, time.Since(start))
+				mu.Unlock()
+				<-slots
+			})
+		}
+	}()
+	testutil.WaitFor(t, "100 records acknowledged", func() bool { return ackedNow() >= 100 })
+	if err := old.node.HandOver(ctxTimeout(t)); err != nil {
+		t.Fatal(err)
+	}
+	mark := ackedNow()
+	// 30 s, not WaitFor's minute: far below the metadata's ten minutes,
+	// far above a handover's milliseconds.
+	for deadline := time.Now().Add(30 * time.Second); ackedNow() < mark+100; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d records acknowledged in the 30 s after node %d handed %s-0 over, want 100", ackedNow()-mark, old.id, topic)
+		}
+	}
+	halt()
+	done := make(chan struct{})
+	go func() { inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("records still in flight 30 s after the producer stopped")
+	}
+	if len(errs) > 0 {
+		t.Fatalf("%d records failed, first: %v", len(errs), errs[0])
+	}
+	t.Logf("%d records acknowledged, the slowest in %v", acked, worst)
+}
