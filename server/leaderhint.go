@@ -13,9 +13,13 @@ import (
 // for this node to learn of a leader other than itself, to name it. A
 // leadership transfer (a graceful stop's handover) refuses writes while
 // this node still leads, and the new leader is known here a few round
-// trips later; an election after a leader died takes one to two seconds,
-// which this does not wait out (the client asks its metadata instead).
-const leaderHintWait = 500 * time.Millisecond
+// trips later, unless the transferee must catch up first: raft gives a
+// transfer up after an election timeout (1 s with the cluster's default
+// tick), which this outlasts. An election after a leader died (1 to 2 s)
+// often ends within it too. Answered without a hint, a v10+ client (one
+// that reads hints) would wait for its metadata refresh instead, kgo's
+// rate-limited to 5 s.
+const leaderHintWait = 2 * time.Second
 
 // hintee is a partition answer leaderHints fills.
 type hintee struct {
