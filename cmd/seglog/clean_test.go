@@ -11,6 +11,7 @@ import (
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // cleanFixture writes a log of three sealed segments of 10 records each,
@@ -153,7 +154,7 @@ func TestCleanDeleteRecords(t *testing.T) {
 	}
 	// Refused before the log is opened for writing: not a byte, time or
 	// entry changed (a writable open rewrites checkpoints and the marker).
-	checkUnchanged(t, "a refused clean", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "a refused clean", before, dirSnapshot(t, dir))
 	if start, _, _ := logState(t, dir); start != 15 {
 		t.Fatalf("a refused clean moved the start to %d", start)
 	}
@@ -187,7 +188,7 @@ func TestCleanRefusesBadInput(t *testing.T) {
 			t.Errorf("seglog %s: exit %d, stderr %q; want %d and %q", strings.Join(c.args, " "), r.code, r.stderr, c.code, c.want)
 		}
 	}
-	checkUnchanged(t, "refused cleans", snap, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "refused cleans", snap, dirSnapshot(t, dir))
 	if names, _ := vfs.Default.List(empty); len(names) != 0 {
 		t.Fatalf("clean of an empty directory made %v", names)
 	}
@@ -263,7 +264,7 @@ func TestCleanDryRun(t *testing.T) {
 			t.Errorf("clean --dry-run %v: exit %d, %q; want %d and %q", c.args, r.code, r.stderr, c.code, c.want)
 		}
 	}
-	checkUnchanged(t, "dry runs", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "dry runs", before, dirSnapshot(t, dir))
 	// The real run does what the dry run said.
 	dry := mustInvoke(t, "", "clean", dir, "--dry-run", "--retention-ms", fifteenDays).stdout
 	real := mustInvoke(t, "", "clean", dir, "--retention-ms", fifteenDays).stdout
@@ -289,5 +290,5 @@ func TestCleanOtherUsersLog(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, ": would delete 4 segments, 40 records, ") {
 		t.Fatalf("clean --dry-run as another user: exit %d, %q, %q", code, stdout, stderr)
 	}
-	checkUnchanged(t, "clean as another user", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "clean as another user", before, dirSnapshot(t, dir))
 }

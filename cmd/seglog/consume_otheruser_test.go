@@ -9,6 +9,7 @@ import (
 
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestConsumeOtherUsersLog: consume reads, as another user, a log in a
@@ -55,5 +56,5 @@ func TestConsumeOtherUsersLog(t *testing.T) {
 			t.Fatalf("record %d: value %v, want %s", i, r.Value, want)
 		}
 	}
-	checkUnchanged(t, "consume", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "consume", before, dirSnapshot(t, dir))
 }

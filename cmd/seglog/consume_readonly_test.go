@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,26 +25,6 @@ import (
 func dirSnapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	return vfstest.Snapshot(t, vfs.Default, dir)
-}
-
-// checkUnchanged fails for every entry that differs between two snapshots.
-func checkUnchanged(t *testing.T, what string, before, after map[string]string) {
-	t.Helper()
-	var keys []string
-	for k := range before {
-		keys = append(keys, k)
-	}
-	for k := range after {
-		if _, ok := before[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if before[k] != after[k] {
-			t.Errorf("%s changed %q: %q -> %q", what, k, before[k], after[k])
-		}
-	}
 }
 
 // TestConsumeAndDumpWriteNothing: consume (every mode) and dump change no
@@ -72,7 +51,7 @@ func TestConsumeAndDumpWriteNothing(t *testing.T) {
 			{"dump", storedLogs(t, dir)[0]},
 		} {
 			invoke(t, "", args...)
-			checkUnchanged(t, strings.Join(args[:1], " "), before, dirSnapshot(t, dir))
+			vfstest.Unchanged(t, strings.Join(args[:1], " "), before, dirSnapshot(t, dir))
 		}
 	}
 	t.Run("clean", runAll)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // answersLog writes a log of several segments with produce and returns its
@@ -76,7 +77,7 @@ func TestFsckNoPartitionCLI(t *testing.T) {
 		if strings.Contains(r.stdout, ".ssh") || strings.Contains(r.stdout, "orders-0") {
 			t.Fatalf("fsck %s checked a hidden directory or a link:\n%s", dir, r.stdout)
 		}
-		checkUnchanged(t, "fsck of a directory holding no partition", before, dirSnapshot(t, home))
+		vfstest.Unchanged(t, "fsck of a directory holding no partition", before, dirSnapshot(t, home))
 	}
 	if r := invoke(t, "", "fsck", home); !strings.Contains(r.stderr, filepath.Join(home, ".ssh")) {
 		t.Fatalf("the message does not name the hidden directory it skipped: %s", r.stderr)
@@ -160,7 +161,7 @@ func TestStrayFileOneAnswer(t *testing.T) {
 	if r := invoke(t, "", "fsck", dir); r.code != 4 || !strings.Contains(r.stdout, "server.log") || !strings.Contains(r.stdout, "segment-name") {
 		t.Errorf("fsck: exit %d, want 4 naming server.log:\n%s", r.code, r.stdout)
 	}
-	checkUnchanged(t, "refusals", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "refusals", before, dirSnapshot(t, dir))
 }
 
 // TestGarbageCheckpointOneAnswer (issue 26 item 6): a garbage checkpoint

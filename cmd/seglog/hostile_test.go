@@ -21,6 +21,7 @@ import (
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // The peak resident memory of one command over a hostile directory of a
@@ -350,7 +351,7 @@ func TestHostileDirectories(t *testing.T) {
 					t.Errorf("%s: the message does not give byte %d", what, at)
 				}
 				if c.readOnly {
-					checkUnchanged(t, c.name, before, lstatSnapshot(t, dir))
+					vfstest.Unchanged(t, c.name, before, lstatSnapshot(t, dir))
 				}
 			}
 		})

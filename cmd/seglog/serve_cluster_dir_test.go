@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -63,7 +64,7 @@ func TestClusterNodeDirWrittenOnlyByNode(t *testing.T) {
 			t.Errorf("seglog %s on a cluster node's directory: exit %d, stderr %q; want a refusal saying why", strings.Join(args, " "), r.code, r.stderr)
 		}
 	}
-	checkUnchanged(t, "the refused writers", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "the refused writers", before, dirSnapshot(t, dir))
 	// Served as another node, with the DIR as a crash leaves it (no
 	// clean-shutdown marker, so an open recovers it, writing): refused
 	// before the store is opened.
@@ -74,7 +75,7 @@ func TestClusterNodeDirWrittenOnlyByNode(t *testing.T) {
 	if r := invoke(t, "", "serve", dir, "--listen", "127.0.0.1:0", "--voters", "2@"+raft, "--node-id", "2", "--raft-listen", raft); r.code != 1 || !strings.Contains(r.stderr, "belongs to another node") {
 		t.Errorf("serve as node 2 on node 1's directory: exit %d, stderr %q; want 1 and why", r.code, r.stderr)
 	}
-	checkUnchanged(t, "serve as another node", crashed, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "serve as another node", crashed, dirSnapshot(t, dir))
 
 	if out := mustInvoke(t, "", "topics", dir, "list").stdout; !strings.Contains(out, "orders") {
 		t.Errorf("topics list on the node's directory:\n%s", out)
@@ -220,7 +221,7 @@ func TestServeClusterNodeDirLost(t *testing.T) {
 		!strings.Contains(msg, nodeDir+" is missing") || !strings.Contains(msg, "Put .cluster_node back") {
 		t.Fatalf("serve over a DIR without .cluster_node: exit %d, stderr %q; want 1, what happened and what to do", code, msg)
 	}
-	checkUnchanged(t, "the refused serve", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "the refused serve", before, dirSnapshot(t, dir))
 
 	if err := vfs.Default.Rename(aside, nodeDir); err != nil {
 		t.Fatal(err)

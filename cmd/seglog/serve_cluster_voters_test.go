@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestServeClusterVotersChecked: a node of a two-voter cluster restarted
@@ -77,7 +79,7 @@ func TestServeClusterVotersChecked(t *testing.T) {
 			t.Errorf("node 2 with %s: exit %d, stderr %q; want 1, both voter sets and what to do", tc.what, code, msg)
 		}
 	}
-	checkUnchanged(t, "the refused serves", before, withoutTimes(dirSnapshot(t, dir2)))
+	vfstest.Unchanged(t, "the refused serves", before, withoutTimes(dirSnapshot(t, dir2)))
 
 	// The cluster's list in another order: node 2 rejoins, and the RF 2
 	// topic takes an acks=all write, which needs it.

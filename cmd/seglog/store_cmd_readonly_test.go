@@ -14,6 +14,7 @@ import (
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // The read commands (topics list|describe, groups list|describe) open the
@@ -42,7 +43,7 @@ func TestStoreReadCommandsBesideWriter(t *testing.T) {
 	}
 	before := dirSnapshot(t, dir)
 	reads()
-	checkUnchanged(t, "the read commands", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "the read commands", before, dirSnapshot(t, dir))
 
 	w, err := store.Open(dir, store.Options{})
 	if err != nil {
@@ -190,10 +191,10 @@ func TestReadCommandsWriteNothing(t *testing.T) {
 			if code != 0 || !strings.Contains(stdout, c.want) {
 				t.Errorf("%s: seglog %s: exit %d, stdout %.200q, stderr %q; want %q", who, strings.Join(c.args, " "), code, stdout, stderr, c.want)
 			}
-			checkUnchanged(t, who+": seglog "+strings.Join(c.args, " "), before, dirSnapshot(t, base))
+			vfstest.Unchanged(t, who+": seglog "+strings.Join(c.args, " "), before, dirSnapshot(t, base))
 		}
 		uiStoreLoad(t, start, storeDir)
-		checkUnchanged(t, who+": seglog ui", before, dirSnapshot(t, base))
+		vfstest.Unchanged(t, who+": seglog ui", before, dirSnapshot(t, base))
 	}
 	check("the owner", func(args ...string) (int, string, string) {
 		r := invoke(t, "", args...)

@@ -36,7 +36,7 @@ func TestUnknownPartitionOfStoreChangesNothing(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, "unknown partition") || !strings.Contains(r.stderr, "has 3 partitions") {
 			t.Errorf("seglog %s: exit %d, stderr %q; want the partition refused", strings.Join(args, " "), r.code, r.stderr)
 		}
-		checkUnchanged(t, "seglog "+strings.Join(args, " "), before, dirSnapshot(t, dir))
+		vfstest.Unchanged(t, "seglog "+strings.Join(args, " "), before, dirSnapshot(t, dir))
 	}
 	// The partitions the topic has still go through the store.
 	mustInvoke(t, "y\n", "produce", filepath.Join(dir, "bookings-2"))

@@ -22,6 +22,7 @@ import (
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // startServe runs seglog serve on dir as a process and returns the
@@ -140,7 +141,7 @@ func TestServeHoldsTheStoreNothingLost(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, held) || !strings.Contains(r.stderr, "listening on "+addr) || !strings.Contains(r.stderr, c.instead) {
 			t.Errorf("seglog %s beside the server: exit %d, stderr %q; want a refusal naming the server and %q", strings.Join(c.args, " "), r.code, r.stderr, c.instead)
 		}
-		checkUnchanged(t, "a refused "+c.args[0], before, dirSnapshot(t, part))
+		vfstest.Unchanged(t, "a refused "+c.args[0], before, dirSnapshot(t, part))
 	}
 	if _, err := vfs.Default.Stat(filepath.Join(dir, "more-0")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused topics create beside the server left more-0: %v", err)
@@ -217,7 +218,7 @@ func TestPartitionOfStoreGoesThroughTheStore(t *testing.T) {
 	if r := invoke(t, "", "fsck", dir, "--repair"); r.code&fsck.ExitOperational == 0 || strings.Count(r.stderr, "checking only") != 1 || !strings.Contains(r.stderr, "is held by `test writer` (pid 77)") {
 		t.Errorf("fsck --repair beside a writer: exit %d, stderr %q; want the refusal once", r.code, r.stderr)
 	}
-	checkUnchanged(t, "refused writers", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "refused writers", before, dirSnapshot(t, dir))
 }
 
 // Item 5: DeleteRecords through the store (a partition's directory, or
@@ -293,7 +294,7 @@ func TestConsumeTopicBesideWriters(t *testing.T) {
 	if r := mustInvoke(t, "", "consume", dir, "--topic", "bookings", "--from-beginning"); strings.Count(r.stdout, "\n") != 3 {
 		t.Fatalf("consume beside a writer: %q", r.stdout)
 	}
-	checkUnchanged(t, "consume --topic", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "consume --topic", before, dirSnapshot(t, dir))
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +485,7 @@ func TestLogStartBeyondEndDeletesNothing(t *testing.T) {
 	}
 	before := dirSnapshot(t, dir)
 	r := invoke(t, "", "consume", dir, "--topic", "bookings", "--from-beginning")
-	checkUnchanged(t, "consume --topic", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "consume --topic", before, dirSnapshot(t, dir))
 	others := 0
 	for _, p := range []int{1, 2} {
 		l := parseConsumed(t, mustInvoke(t, "", "consume", filepath.Join(dir, fmt.Sprintf("bookings-%d", p)), "--json").stdout)
@@ -614,5 +615,5 @@ func TestStoreWithoutTopicSaysGiveTopic(t *testing.T) {
 			t.Errorf("seglog %s STORE: exit %d, stderr %q; want the refusal saying to give --topic", name, r.code, r.stderr)
 		}
 	}
-	checkUnchanged(t, "consume and produce without --topic", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "consume and produce without --topic", before, dirSnapshot(t, dir))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // The cases 1-3 as a user meets them on the command line: a size
@@ -49,7 +50,7 @@ func TestTrustBigBatchSurvivesKill(t *testing.T) {
 
 	before := dirSnapshot(t, dir)
 	r := invoke(t, "", "consume", dir, "--json")
-	checkUnchanged(t, "consume", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "consume", before, dirSnapshot(t, dir))
 	recs := parseConsumed(t, r.stdout)
 	if r.code != 0 || len(recs) != 1 || recs[0].Value == nil || *recs[0].Value != base64.StdEncoding.EncodeToString([]byte(big)) {
 		t.Fatalf("consume: exit %d, %d records, stderr %q; want the 10 MiB record", r.code, len(recs), r.stderr)
@@ -115,7 +116,7 @@ func TestTrustKafkaBigBatchKept(t *testing.T) {
 
 	before := dirSnapshot(t, root)
 	r := invoke(t, "", "consume", part, "--json")
-	checkUnchanged(t, "consume", before, dirSnapshot(t, root))
+	vfstest.Unchanged(t, "consume", before, dirSnapshot(t, root))
 	if recs := parseConsumed(t, r.stdout); r.code != 0 || len(recs) != 3 {
 		t.Fatalf("consume: exit %d, %d records, stderr %q; want 3 records", r.code, len(recs), r.stderr)
 	}
@@ -126,8 +127,8 @@ func TestTrustKafkaBigBatchKept(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "not a seglog store") {
 		t.Fatalf("produce to a broker's partition: exit %d: %s", r.code, r.stderr)
 	}
-	checkUnchanged(t, "the log.dir's files", brokers, logDirFiles())
-	checkUnchanged(t, "a refused produce", before, dirSnapshot(t, root))
+	vfstest.Unchanged(t, "the log.dir's files", brokers, logDirFiles())
+	vfstest.Unchanged(t, "a refused produce", before, dirSnapshot(t, root))
 	// Taken over as a store, the partition is recovered by its topic's
 	// config (max.message.bytes 1 MiB): the 2 MiB batch stays.
 	r = invoke(t, "after\n", "produce", root, "--topic", "events")
@@ -215,7 +216,7 @@ func TestTrustKafkaDamageReported(t *testing.T) {
 				} else if r.code == 0 || !strings.Contains(r.stderr, logFile) || !strings.Contains(r.stderr, fmt.Sprintf("byte %d", pos)) {
 					t.Errorf("seglog %s: exit %d, stderr %q; want an error naming %s and byte %d", strings.Join(args, " "), r.code, r.stderr, logFile, pos)
 				}
-				checkUnchanged(t, args[0], before, dirSnapshot(t, root))
+				vfstest.Unchanged(t, args[0], before, dirSnapshot(t, root))
 			}
 		})
 	}
@@ -244,7 +245,7 @@ func TestTrustWrongDirectoryRefused(t *testing.T) {
 			if r.code == 0 {
 				t.Errorf("seglog %s: exit 0, stdout %q; want a refusal", strings.Join(args, " "), r.stdout)
 			}
-			checkUnchanged(t, strings.Join(args, " "), before, dirSnapshot(t, dir))
+			vfstest.Unchanged(t, strings.Join(args, " "), before, dirSnapshot(t, dir))
 		}
 	}
 }
@@ -277,7 +278,7 @@ func TestTrustKafkaLogStartHonoured(t *testing.T) {
 	if r := invoke(t, "", "consume", part, "--from", "50"); r.code == 0 || !strings.Contains(r.stderr, "out of range") {
 		t.Errorf("consume --from 50: exit %d, stderr %q; want out of range", r.code, r.stderr)
 	}
-	checkUnchanged(t, "consume", before, dirSnapshot(t, root))
+	vfstest.Unchanged(t, "consume", before, dirSnapshot(t, root))
 }
 
 // TestTrustNoLogInsideALog: produce into a directory that would be created
@@ -293,7 +294,7 @@ func TestTrustNoLogInsideALog(t *testing.T) {
 		if r.code == 0 || !strings.Contains(r.stderr, "inside the log in "+dir) {
 			t.Errorf("produce %s: exit %d, stderr %q; want a refusal naming the log", sub, r.code, r.stderr)
 		}
-		checkUnchanged(t, "produce "+sub, before, dirSnapshot(t, dir))
+		vfstest.Unchanged(t, "produce "+sub, before, dirSnapshot(t, dir))
 	}
 	if vals := consumedValues(t, dir); len(vals) != 20 {
 		t.Fatalf("the log holds %d records after the refusals, want 20", len(vals))

@@ -12,6 +12,7 @@ import (
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/segment"
 	"github.com/seglog/seglog/vfs"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestTrustDamageAtFscksPosition: damage below the recovery point of a
@@ -36,7 +37,7 @@ func TestTrustDamageAtFscksPosition(t *testing.T) {
 			tc.damage(t, dir)
 			before := dirSnapshot(t, dir)
 			out, code := fsckJSONRun(t, dir)
-			checkUnchanged(t, "fsck", before, dirSnapshot(t, dir))
+			vfstest.Unchanged(t, "fsck", before, dirSnapshot(t, dir))
 			file, pos := "", int64(-1)
 			for _, p := range out.Problems {
 				if strings.HasSuffix(p.File, segment.LogSuffix) && p.Severity == "error" {
@@ -61,7 +62,7 @@ func TestTrustDamageAtFscksPosition(t *testing.T) {
 					// leaves only the directory's mtime changed.
 					after["/"] = before["/"]
 				}
-				checkUnchanged(t, strings.Join(args, " "), before, after)
+				vfstest.Unchanged(t, strings.Join(args, " "), before, after)
 			}
 		})
 	}

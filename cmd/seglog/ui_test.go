@@ -16,6 +16,7 @@ import (
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 	"github.com/seglog/seglog/ui"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // startUI runs `seglog ui DIR` (runStoreUI) on a free port and returns its
@@ -122,7 +123,7 @@ func TestUIWritesNothing(t *testing.T) {
 		res.Body.Close()
 	}
 	stop()
-	checkUnchanged(t, "a ui session", before, dirSnapshot(t, dir))
+	vfstest.Unchanged(t, "a ui session", before, dirSnapshot(t, dir))
 }
 
 // TestUIBesideWriter: the UI opens a store whose writer holds the lock,

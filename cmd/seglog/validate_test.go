@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestBadCommandLinesChangeNothing runs every command with values out of
@@ -173,7 +175,7 @@ func TestBadCommandLinesChangeNothing(t *testing.T) {
 			t.Errorf("seglog %s: wrote %q to stdout", line, r.stdout)
 		}
 	}
-	checkUnchanged(t, "refused command lines", before, dirSnapshot(t, root))
+	vfstest.Unchanged(t, "refused command lines", before, dirSnapshot(t, root))
 }
 
 // refusalDeadline bounds how long a refused command line may take: it is

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"net"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -243,7 +241,7 @@ func TestNodeDirLostRefused(t *testing.T) {
 		!strings.Contains(err.Error(), nodeDir+" is missing") || !strings.Contains(err.Error(), "Put "+nodeDirName+" back") {
 		t.Errorf("CheckDir without %s: %v, want ErrNodeStateLost naming it, the directory.id and what to do", nodeDir, err)
 	}
-	sameTree(t, "CheckDir", before, vfstest.Snapshot(t, c.fs, "/d"))
+	vfstest.Unchanged(t, "CheckDir", before, vfstest.Snapshot(t, c.fs, "/d"))
 
 	metaBefore := vfstest.Snapshot(t, c.fs, filepath.Join("/d", meta.DirName))
 	propsBefore := vfstest.ReadFile(t, c.fs, filepath.Join("/d", layout.MetaPropertiesFile))
@@ -253,7 +251,7 @@ func TestNodeDirLostRefused(t *testing.T) {
 	if _, err := c.fs.Stat(nodeDir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the refused Start made %s: %v", nodeDir, err)
 	}
-	sameTree(t, "the refused Start", metaBefore, vfstest.Snapshot(t, c.fs, filepath.Join("/d", meta.DirName)))
+	vfstest.Unchanged(t, "the refused Start", metaBefore, vfstest.Snapshot(t, c.fs, filepath.Join("/d", meta.DirName)))
 	if after := vfstest.ReadFile(t, c.fs, filepath.Join("/d", layout.MetaPropertiesFile)); string(after) != string(propsBefore) {
 		t.Errorf("the refused Start rewrote meta.properties:\n%s\nwas\n%s", after, propsBefore)
 	}
@@ -288,7 +286,7 @@ func TestNodeDirLostRefused(t *testing.T) {
 	if err := CheckDir(c.fs, "/d", 1); !errors.Is(err, ErrNodeStateLost) || !strings.Contains(err.Error(), "holds the metadata log") {
 		t.Errorf("CheckDir without %s and meta.properties: %v, want ErrNodeStateLost naming the metadata log", nodeDir, err)
 	}
-	sameTree(t, "CheckDir without meta.properties", before, vfstest.Snapshot(t, c.fs, "/d"))
+	vfstest.Unchanged(t, "CheckDir without meta.properties", before, vfstest.Snapshot(t, c.fs, "/d"))
 	metaBefore = vfstest.Snapshot(t, c.fs, filepath.Join("/d", meta.DirName))
 	if err := c.startWith(tn, 1, nil); !errors.Is(err, ErrNodeStateLost) {
 		t.Errorf("Start without %s and meta.properties: %v, want ErrNodeStateLost", nodeDir, err)
@@ -298,7 +296,7 @@ func TestNodeDirLostRefused(t *testing.T) {
 			t.Errorf("the refused Start without meta.properties made %s: %v", name, err)
 		}
 	}
-	sameTree(t, "the refused Start without meta.properties", metaBefore, vfstest.Snapshot(t, c.fs, filepath.Join("/d", meta.DirName)))
+	vfstest.Unchanged(t, "the refused Start without meta.properties", metaBefore, vfstest.Snapshot(t, c.fs, filepath.Join("/d", meta.DirName)))
 
 	// Neither directory: refused too, with the way out for a Kafka
 	// broker's log.dir; without a directory.id (a single node's store,
@@ -322,24 +320,6 @@ func TestNodeDirLostRefused(t *testing.T) {
 	}
 	if err := CheckDir(mem, "/single", 1); err != nil {
 		t.Errorf("a single node's store: %v", err)
-	}
-}
-
-// sameTree fails for every entry that differs between two
-// vfstest.Snapshots.
-func sameTree(t *testing.T, what string, before, after map[string]string) {
-	t.Helper()
-	keys := slices.Collect(maps.Keys(before))
-	for k := range after {
-		if _, ok := before[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if before[k] != after[k] {
-			t.Errorf("%s changed %q: %q -> %q", what, k, before[k], after[k])
-		}
 	}
 }
 

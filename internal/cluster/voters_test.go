@@ -69,8 +69,8 @@ func TestVotersChecked(t *testing.T) {
 			t.Errorf("restarted with %s: %v, want ErrVoters naming both sets and what to do", tc.what, err)
 		}
 	}
-	sameTree(t, "the refused starts' metadata", metaBefore, contents(vfstest.Snapshot(t, c.fs, metaDir)))
-	sameTree(t, "the refused starts' node directory", nodeBefore, vfstest.Snapshot(t, c.fs, nodeDir))
+	vfstest.Unchanged(t, "the refused starts' metadata", metaBefore, contents(vfstest.Snapshot(t, c.fs, metaDir)))
+	vfstest.Unchanged(t, "the refused starts' node directory", nodeBefore, vfstest.Snapshot(t, c.fs, nodeDir))
 	if after := vfstest.ReadFile(t, c.fs, filepath.Join(tn.dir, layout.MetaPropertiesFile)); string(after) != string(propsBefore) {
 		t.Errorf("the refused starts rewrote meta.properties:\n%s\nwas\n%s", after, propsBefore)
 	}
