@@ -299,7 +299,27 @@ func sameAddress(a, b string) bool {
 		ip := net.ParseIP(h)
 		return h == "" || (ip != nil && ip.IsUnspecified())
 	}
-	return ah == bh || every(ah) || every(bh)
+	if ah == bh || every(ah) || every(bh) {
+		return true
+	}
+	// Two spellings of one host (localhost and 127.0.0.1, a walk's):
+	// compared by the addresses they resolve to, or the second listen
+	// fails with "address already in use", which does not say why.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	aa, err1 := net.DefaultResolver.LookupHost(ctx, ah)
+	ba, err2 := net.DefaultResolver.LookupHost(ctx, bh)
+	if err1 != nil || err2 != nil {
+		return false // the listen says what is wrong with a host
+	}
+	for _, x := range aa {
+		for _, y := range ba {
+			if net.ParseIP(x).Equal(net.ParseIP(y)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // sameHost reports whether a listen address binds the host an address in

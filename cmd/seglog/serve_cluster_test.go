@@ -79,6 +79,9 @@ func TestServeClusterFlagsRefused(t *testing.T) {
 		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--listen", "0.0.0.0:9092"}, "give --advertise"},
 		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--listen", "127.0.0.1:9093"}, "must differ"},
 		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--listen", "0.0.0.0:9093", "--advertise", "h:9093"}, "must differ"},
+		// Two spellings of one host (a walk's): refused for what it is,
+		// not by the second bind's "address already in use".
+		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--listen", "localhost:9093"}, "must differ"},
 		{[]string{"--raft-listen", "127.0.0.1:9093"}, "--raft-listen needs --voters"},
 		{[]string{"--default-replication-factor", "2"}, "needs --voters"},
 	} {
