@@ -3,13 +3,17 @@ package ui
 import (
 	"errors"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs/vfstest"
 )
 
 // TestClusterReplication: with Options.Cluster, each partition carries
@@ -104,5 +108,49 @@ func TestBrowserCluster(t *testing.T) {
 	}
 	if s := shown[slices.IndexFunc(shown, func(s shownReplication) bool { return s.Topic == "orders-1" })]; !strings.Contains(s.Text, "no leader known") {
 		t.Errorf("orders-1 without a leader reads %q", s.Text)
+	}
+}
+
+// TestRetentionPlanOnReplica: in a cluster node's replicated partition
+// (its directory holds raft's index checkpoint) the plan stops at the last
+// anchored batch, which the replica's cleaning floor never passes (the
+// newest anchored segment stays), where a walk saw the page mark a
+// segment the node's cleaner then kept; a partition with raft's state
+// but no readable checkpoint plans nothing, as its cleaner waits for the
+// replica; one without raft's files is planned as on a single node.
+func TestRetentionPlanOnReplica(t *testing.T) {
+	ts := newTestStore(t)
+	if err := ts.st.CreateTopic("orders", 3, smallTopic(30*time.Minute, -1)); err != nil {
+		t.Fatal(err)
+	}
+	ts.produceN(t, "orders", 60)
+	var before State
+	get(t, ts.srv.URL, "/api/state", &before)
+	single := before.Topics[0].Partitions[2]
+	p0 := before.Topics[0].Partitions[0]
+	if p0.Retention.Segments < 2 {
+		t.Fatalf("orders-0 plans %d segments gone; the test wants at least two", p0.Retention.Segments)
+	}
+	anchor := p0.Segments[1].Base // the newest anchored segment: the second
+	vfstest.WriteFile(t, ts.fs, filepath.Join(testDir, "orders-0", layout.RaftIndexFile),
+		layout.FormatRaftIndex([]layout.IndexLine{{Index: 1, Offset: p0.Segments[0].Base, Term: 0}, {Index: 7, Offset: anchor, Term: 2}}))
+	vfstest.WriteFile(t, ts.fs, filepath.Join(testDir, "orders-1", layout.RaftStateFile), []byte("not read"))
+
+	var st State
+	get(t, ts.srv.URL, "/api/state", &st)
+	ps := st.Topics[0].Partitions
+	if r := ps[0].Retention; r.NewStart != anchor || r.Segments != 1 {
+		t.Errorf("orders-0, last anchor at %d: plan %+v, want the first segment only, new start %d", anchor, r, anchor)
+	}
+	for i, s := range ps[0].Segments {
+		if (s.Delete != "") != (i == 0) {
+			t.Errorf("orders-0 segment %d (base %d): delete %q", i, s.Base, s.Delete)
+		}
+	}
+	if r := ps[1].Retention; r.Segments != 0 || r.NewStart != ps[1].Start {
+		t.Errorf("orders-1, raft's state without a checkpoint: plan %+v, want nothing", r)
+	}
+	if r := ps[2].Retention; r != single.Retention {
+		t.Errorf("orders-2, no raft files: plan %+v, was %+v", r, single.Retention)
 	}
 }

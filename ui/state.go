@@ -1,13 +1,18 @@
 package ui
 
 import (
+	"errors"
+	"io/fs"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
 // State is what GET /api/state returns: the whole store as the page draws
@@ -271,7 +276,7 @@ func (s *Server) partition(l seglog.View, n int32, policy cleaner.Policy, now ti
 	start := l.StartOffset()
 	segs := live(cleaner.SegmentsOf(l), start)
 	p := Partition{Partition: n, Start: start, End: l.EndOffset(), Segments: make([]Segment, 0, len(segs)), Groups: []Marker{}}
-	plan := cleaner.Decide(cleaner.Input{Segments: segs, Policy: policy, Now: now, StartOffset: start, UpperBound: -1})
+	plan := cleaner.Decide(cleaner.Input{Segments: segs, Policy: policy, Now: now, StartOffset: start, UpperBound: s.replicaLimit(l.Dir(), start)})
 	p.Retention = Retention{
 		Policy:         policy.CleanupPolicy.String(),
 		RetentionMs:    policy.Retention.Milliseconds(),
@@ -301,6 +306,31 @@ func (s *Server) partition(l seglog.View, n int32, policy cleaner.Policy, now ti
 		p.Segments = append(p.Segments, seg)
 	}
 	return p
+}
+
+// replicaLimit is the upper bound a cleaner pass has in a cluster node's
+// replicated partition (its directory holds raft's files), read from
+// them: the last anchored batch (layout.RaftIndexFile's last line), which
+// the partition manager's cleaning floor never passes, so that the
+// newest anchored segment stays (internal/cluster/partition, moveFloor);
+// the floor may be lower still (the high watermark). A replicated
+// partition whose checkpoint cannot be read keeps everything (start),
+// as the store's cleaner does until the replica sets a floor. -1 for a
+// partition raft does not hold: no bound.
+func (s *Server) replicaLimit(dir string, start int64) int64 {
+	name := filepath.Join(dir, layout.RaftIndexFile)
+	data, err := vfs.ReadFileLimit(s.opts.FS, name, 4<<20)
+	if err != nil {
+		if _, serr := s.opts.FS.Stat(filepath.Join(dir, layout.RaftStateFile)); serr == nil || !errors.Is(err, fs.ErrNotExist) {
+			return start
+		}
+		return -1
+	}
+	lines, err := layout.ParseRaftIndex(name, data)
+	if err != nil || len(lines) == 0 {
+		return start
+	}
+	return max(lines[len(lines)-1].Offset, start)
 }
 
 // live drops the segments a read-only view may still list after its
