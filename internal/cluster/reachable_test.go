@@ -3,12 +3,10 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,45 +15,6 @@ import (
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/vfs"
 )
-
-// logRecords is a slog.Handler keeping every record as one line
-// ("LEVEL msg key=value ..."), for tests to look for.
-type logRecords struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (r *logRecords) Enabled(context.Context, slog.Level) bool { return true }
-func (r *logRecords) WithAttrs([]slog.Attr) slog.Handler       { return r }
-func (r *logRecords) WithGroup(string) slog.Handler            { return r }
-func (r *logRecords) Handle(_ context.Context, rec slog.Record) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", rec.Level, rec.Message)
-	rec.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		return true
-	})
-	r.mu.Lock()
-	r.lines = append(r.lines, b.String())
-	r.mu.Unlock()
-	return nil
-}
-
-// find returns the first line holding every one of parts, "" if none.
-func (r *logRecords) find(parts ...string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, l := range r.lines {
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(l, p)
-		}
-		if all {
-			return l
-		}
-	}
-	return ""
-}
 
 // closedAddr returns a loopback address nothing listens on.
 func closedAddr(t *testing.T) string {
@@ -106,7 +65,7 @@ func TestUnreachableVoterLogged(t *testing.T) {
 	refused, hungUp := closedAddr(t), hangUpAddr(t)
 	wrong := maps.Clone(c.voters)
 	wrong[2], wrong[3] = refused, hungUp
-	rec := &logRecords{}
+	rec := &testutil.LogRecords{}
 	c.configure = func(tn *tnode, cfg *Config) {
 		if tn.id == 1 {
 			cfg.Voters = wrong
@@ -117,8 +76,8 @@ func TestUnreachableVoterLogged(t *testing.T) {
 	c.restart(1)
 
 	testutil.WaitFor(t, "node 1 to warn that voters 2 and 3 cannot be reached", func() bool {
-		return rec.find("WARN", "cannot reach a voter", "voter=2", "addr="+refused, "connection refused") != "" &&
-			rec.find("WARN", "cannot reach a voter", "voter=3", "addr="+hungUp, "closed the connection without answering") != ""
+		return rec.Find("WARN", "cannot reach a voter", "voter=2", "addr="+refused, "connection refused") != "" &&
+			rec.Find("WARN", "cannot reach a voter", "voter=3", "addr="+hungUp, "closed the connection without answering") != ""
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -139,7 +98,7 @@ func TestUnreachableVoterLogged(t *testing.T) {
 // once it has been unreachable a while, and when it is back each says so
 // once, at Info.
 func TestVoterRecoveryLogged(t *testing.T) {
-	recs := map[int32]*logRecords{1: {}, 2: {}, 3: {}}
+	recs := map[int32]*testutil.LogRecords{1: {}, 2: {}, 3: {}}
 	c := newClusterConfigured(t, 3, false, func(tn *tnode, cfg *Config) {
 		if r := recs[tn.id]; r != nil {
 			cfg.Logger = slog.New(r)
@@ -150,15 +109,15 @@ func TestVoterRecoveryLogged(t *testing.T) {
 	c.stop(3)
 	addr := c.voters[3]
 	testutil.WaitFor(t, "nodes 1 and 2 to warn that voter 3 cannot be reached", func() bool {
-		return recs[1].find("WARN", "voter=3", "addr="+addr) != "" && recs[2].find("WARN", "voter=3", "addr="+addr) != ""
+		return recs[1].Find("WARN", "voter=3", "addr="+addr) != "" && recs[2].Find("WARN", "voter=3", "addr="+addr) != ""
 	})
 	c.restart(3)
 	testutil.WaitFor(t, "nodes 1 and 2 to log that voter 3 is reached again", func() bool {
-		return recs[1].find("INFO", "reached a voter again", "voter=3", "addr="+addr) != "" &&
-			recs[2].find("INFO", "reached a voter again", "voter=3", "addr="+addr) != ""
+		return recs[1].Find("INFO", "reached a voter again", "voter=3", "addr="+addr) != "" &&
+			recs[2].Find("INFO", "reached a voter again", "voter=3", "addr="+addr) != ""
 	})
 	for id := int32(1); id <= 3; id++ {
-		if l := recs[id].find("WARN", "cannot reach a voter", "voter=1"); l != "" {
+		if l := recs[id].Find("WARN", "cannot reach a voter", "voter=1"); l != "" {
 			t.Errorf("node %d warned about node 1, which never stopped: %s", id, l)
 		}
 	}
@@ -199,7 +158,7 @@ func TestStartStoppedAsking(t *testing.T) {
 	refused, hungUp := closedAddr(t), hangUpAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rec := &logRecords{}
+	rec := &testutil.LogRecords{}
 	c := &tcluster{t: t, fs: vfs.NewMem(), nodes: map[int32]*tnode{},
 		voters: map[int32]string{1: ln.Addr().String(), 2: refused, 3: hungUp},
 		configure: func(_ *tnode, cfg *Config) {
@@ -211,7 +170,7 @@ func TestStartStoppedAsking(t *testing.T) {
 	started := make(chan error, 1)
 	go func() { started <- c.startWith(tn, 1, ln) }()
 	testutil.WaitFor(t, "node 1 to warn that voter 2 cannot be reached", func() bool {
-		return rec.find("WARN", "cannot reach a voter", "voter=2", "addr="+refused) != ""
+		return rec.Find("WARN", "cannot reach a voter", "voter=2", "addr="+refused) != ""
 	})
 	cancel()
 	err = <-started

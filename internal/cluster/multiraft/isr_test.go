@@ -65,15 +65,7 @@ func TestCatchUpRecord(t *testing.T) {
 // times a second at 200 records a second, when the set was the followers
 // whose log reached the commit index at the moment asked.
 func TestCaughtUpSteadyUnderLoad(t *testing.T) {
-	c := newCluster(t, 3, 1, Config{Tick: 20 * time.Millisecond})
-	c.waitLeaders()
-	g := c.groups[0]
-	c.propose(g, "x")
-	lead := c.leader(g)
-	testutil.WaitFor(t, "every replica caught up", func() bool {
-		st, err := c.members[lead].node.Status(context.Background(), g)
-		return err == nil && len(st.CaughtUp) == 3
-	})
+	c, g, lead := caughtUpGroup(t)
 	// The leader's first samples (a leadership's start has no record to
 	// go by: the set is the followers holding the commit then).
 	testutil.WaitFor(t, "the leader sampled its followers caught up", func() bool {
@@ -124,4 +116,21 @@ func TestCaughtUpSteadyUnderLoad(t *testing.T) {
 	if short > 0 {
 		t.Logf("%d of %d samples short", short, 4*DefaultElectionTick)
 	}
+}
+
+// caughtUpGroup starts three nodes running one group at a 20 ms tick,
+// commits an entry and waits until its leader counts every replica
+// caught up; it returns the cluster, the group and its leader.
+func caughtUpGroup(t *testing.T) (*cluster, uint64, uint64) {
+	t.Helper()
+	c := newCluster(t, 3, 1, Config{Tick: 20 * time.Millisecond})
+	c.waitLeaders()
+	g := c.groups[0]
+	c.propose(g, "x")
+	lead := c.leader(g)
+	testutil.WaitFor(t, "every replica caught up", func() bool {
+		st, err := c.members[lead].node.Status(context.Background(), g)
+		return err == nil && len(st.CaughtUp) == 3
+	})
+	return c, g, lead
 }

@@ -351,15 +351,7 @@ func TestSettleMatchesIndexAndTerm(t *testing.T) {
 // which CheckQuorum clears every election timeout, and a sample taken
 // before the followers' next heartbeat answers showed the leader alone.
 func TestCaughtUpSteadyWhenIdle(t *testing.T) {
-	c := newCluster(t, 3, 1, Config{Tick: 20 * time.Millisecond})
-	c.waitLeaders()
-	g := c.groups[0]
-	c.propose(g, "x")
-	lead := c.leader(g)
-	testutil.WaitFor(t, "every replica caught up", func() bool {
-		st, err := c.members[lead].node.Status(context.Background(), g)
-		return err == nil && len(st.CaughtUp) == 3
-	})
+	c, g, lead := caughtUpGroup(t)
 	// Every tick for four election timeouts (of one leader: a sample
 	// from a node that lost the leadership under load says nothing).
 	for i := 0; i < 4*DefaultElectionTick; i++ {

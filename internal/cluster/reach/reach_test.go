@@ -1,54 +1,24 @@
 package reach
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/seglog/seglog/internal/testutil"
 )
-
-// records is a slog.Handler keeping every record, for the tests to read.
-type records struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (r *records) Enabled(context.Context, slog.Level) bool { return true }
-func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
-func (r *records) WithGroup(string) slog.Handler            { return r }
-func (r *records) Handle(_ context.Context, rec slog.Record) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", rec.Level, rec.Message)
-	rec.Attrs(func(a slog.Attr) bool {
-		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
-		return true
-	})
-	r.mu.Lock()
-	r.got = append(r.got, b.String())
-	r.mu.Unlock()
-	return nil
-}
-
-func (r *records) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.got
-	r.got = nil
-	return out
-}
 
 // TestWarnRateLimited: a voter failing is reported once it has failed
 // for WarnAfter, with its id, address and last error, then at most every
 // Every; reaching it again is logged once, and only after a Warn.
 func TestWarnRateLimited(t *testing.T) {
 	now := time.Unix(1000, 0)
-	rec := &records{}
+	rec := &testutil.LogRecords{}
 	tr := New(Config{Logger: slog.New(rec), Peers: map[uint64]string{2: "h2:1", 3: "h3:1"}, now: func() time.Time { return now }})
 	refused := errors.New("dial tcp h2:1: connect: connection refused")
 	step := func(d time.Duration) { now = now.Add(d) }
@@ -56,12 +26,12 @@ func TestWarnRateLimited(t *testing.T) {
 	tr.Failed(2, "h2:1", refused)
 	step(4 * time.Second)
 	tr.Failed(2, "h2:1", refused)
-	if got := rec.take(); len(got) != 0 {
+	if got := rec.Take(); len(got) != 0 {
 		t.Fatalf("after 4 s of failures: %q, want nothing yet", got)
 	}
 	step(time.Second)
 	tr.Failed(2, "h2:1", refused)
-	got := rec.take()
+	got := rec.Take()
 	if len(got) != 1 || !strings.HasPrefix(got[0], "WARN ") || !strings.Contains(got[0], "voter=2 addr=h2:1") ||
 		!strings.Contains(got[0], "connection refused") || !strings.Contains(got[0], "last_reached=never") {
 		t.Fatalf("after 5 s of failures: %q, want one Warn naming voter 2, its address and the error", got)
@@ -70,24 +40,24 @@ func TestWarnRateLimited(t *testing.T) {
 		step(time.Second)
 		tr.Failed(2, "h2:1", refused)
 	}
-	if got := rec.take(); len(got) != 0 {
+	if got := rec.Take(); len(got) != 0 {
 		t.Fatalf("within 30 s of the Warn: %q, want nothing", got)
 	}
 	step(time.Second)
 	tr.Failed(2, "h2:1", io.EOF)
-	if got := rec.take(); len(got) != 1 || !strings.Contains(got[0], "err=EOF") {
+	if got := rec.Take(); len(got) != 1 || !strings.Contains(got[0], "err=EOF") {
 		t.Fatalf("30 s after the Warn: %q, want one more naming the last error", got)
 	}
 
 	tr.Reached(2, "h2:1")
-	if got := rec.take(); len(got) != 1 || !strings.HasPrefix(got[0], "INFO ") || !strings.Contains(got[0], "voter=2") {
+	if got := rec.Take(); len(got) != 1 || !strings.HasPrefix(got[0], "INFO ") || !strings.Contains(got[0], "voter=2") {
 		t.Fatalf("reached again: %q, want one Info", got)
 	}
 	tr.Reached(2, "h2:1")
 	// A peer never reported unreachable is not announced as reached.
 	tr.Failed(3, "h3:1", refused)
 	tr.Reached(3, "h3:1")
-	if got := rec.take(); len(got) != 0 {
+	if got := rec.Take(); len(got) != 0 {
 		t.Fatalf("reached without a Warn before: %q, want nothing", got)
 	}
 
@@ -97,7 +67,7 @@ func TestWarnRateLimited(t *testing.T) {
 	tr.Failed(2, "h2:1", refused)
 	step(6 * time.Second)
 	tr.Failed(2, "h2:1", refused)
-	if got := rec.take(); len(got) != 0 {
+	if got := rec.Take(); len(got) != 0 {
 		t.Fatalf("failing again within Every of the last Warn: %q, want nothing", got)
 	}
 
