@@ -65,6 +65,10 @@ func (c *conn) fetch(corr int32, req *kmsg.FetchRequest) error {
 	for {
 		woken := c.s.notify.wait()
 		a := c.s.readFetch(req)
+		if a.errors && c.s.awaitFetchLeaders(c.ctx, a) {
+			a.close()
+			a = c.s.readFetch(req)
+		}
 		if a.errors || a.bytes >= int64(req.MinBytes) || !time.Now().Before(deadline) || c.ctx.Err() != nil ||
 			(len(req.Topics) == 0 && len(denied) > 0) {
 			defer a.close()

@@ -63,21 +63,10 @@ func (s *Server) leaderHints(ctx context.Context, resp *kmsg.ProduceResponse) {
 		return
 	}
 	var named []int32 // the leaders named, in order
-	timer := time.NewTimer(leaderHintWait)
-	defer timer.Stop()
-	for expired := false; ; {
-		woken := s.notify.wait() // before the look: a change in between is not missed
-		if todo = s.nameLeaders(todo, &named); len(todo) == 0 || expired {
-			break
-		}
-		select {
-		case <-woken:
-		case <-timer.C:
-			expired = true // one last look
-		case <-ctx.Done():
-			expired = true
-		}
-	}
+	s.awaitLeaders(ctx, func() bool {
+		todo = s.nameLeaders(todo, &named)
+		return len(todo) == 0
+	})
 	if len(named) == 0 {
 		return
 	}
@@ -91,27 +80,112 @@ func (s *Server) leaderHints(ctx context.Context, resp *kmsg.ProduceResponse) {
 	}
 }
 
+// awaitLeaders calls known, and again at each change the Cluster
+// notifies, until it says yes, leaderHintWait has passed or ctx ends;
+// after either of those it calls known once more. known looks at what
+// this node knows of leaders (leaderElsewhere).
+func (s *Server) awaitLeaders(ctx context.Context, known func() bool) {
+	timer := time.NewTimer(leaderHintWait)
+	defer timer.Stop()
+	for expired := false; ; {
+		woken := s.notify.wait() // before the look: a change in between is not missed
+		if known() || expired {
+			return
+		}
+		select {
+		case <-woken:
+		case <-timer.C:
+			expired = true // one last look
+		case <-ctx.Done():
+			expired = true
+		}
+	}
+}
+
+// leaders looks up, once per topic, the leaders this node knows.
+type leaders struct {
+	s     *Server
+	parts map[string][]PartitionInfo
+}
+
+// elsewhere returns the leader of topic's partition and its epoch, if
+// this node knows one and it is another node: a leader to send a client
+// to. A leader unknown, or this node (one handing its leadership over
+// still names itself), is not.
+func (l *leaders) elsewhere(topic string, partition int32) (leader, epoch int32, ok bool) {
+	if l.parts == nil {
+		l.parts = make(map[string][]PartitionInfo)
+	}
+	ps, seen := l.parts[topic]
+	if !seen {
+		ps, _ = l.s.cluster.Partitions(topic) // an error: nothing known
+		l.parts[topic] = ps
+	}
+	k := slices.IndexFunc(ps, func(pi PartitionInfo) bool { return pi.Partition == partition })
+	if k < 0 || ps[k].Leader < 0 || ps[k].Leader == l.s.cfg.NodeID || ps[k].LeaderEpoch < 0 {
+		return -1, -1, false
+	}
+	return ps[k].Leader, ps[k].LeaderEpoch, true
+}
+
 // nameLeaders sets each answer's CurrentLeader to the partition's leader
 // this node knows, if that is another node, adds the leader to named
 // once, and returns the answers it could not fill.
 func (s *Server) nameLeaders(todo []hintee, named *[]int32) []hintee {
-	parts := make(map[string][]PartitionInfo) // one look per topic
+	look := leaders{s: s}
 	left := todo[:0]
 	for _, h := range todo {
-		ps, ok := parts[h.topic]
+		leader, epoch, ok := look.elsewhere(h.topic, h.rp.Partition)
 		if !ok {
-			ps, _ = s.cluster.Partitions(h.topic) // an error: nothing known
-			parts[h.topic] = ps
-		}
-		k := slices.IndexFunc(ps, func(pi PartitionInfo) bool { return pi.Partition == h.rp.Partition })
-		if k < 0 || ps[k].Leader < 0 || ps[k].Leader == s.cfg.NodeID || ps[k].LeaderEpoch < 0 {
 			left = append(left, h)
 			continue
 		}
-		h.rp.CurrentLeader.LeaderID, h.rp.CurrentLeader.LeaderEpoch = ps[k].Leader, ps[k].LeaderEpoch
-		if !slices.Contains(*named, ps[k].Leader) {
-			*named = append(*named, ps[k].Leader)
+		h.rp.CurrentLeader.LeaderID, h.rp.CurrentLeader.LeaderEpoch = leader, epoch
+		if !slices.Contains(*named, leader) {
+			*named = append(*named, leader)
 		}
 	}
 	return left
+}
+
+// awaitFetchLeaders holds a cluster's Fetch answer that has partitions
+// answered NOT_LEADER_OR_FOLLOWER while this node knows no leader
+// elsewhere for one of them (a handover under way on this node, an
+// election), until it knows one for each, up to leaderHintWait or ctx's
+// end, and reports whether it waited (the caller reads again). Fetch up
+// to v12 carries no leader hint, so a client learns the new leader from
+// the Metadata it asks for next; answered before this node knows it, that
+// Metadata says LEADER_NOT_AVAILABLE, and kgo waits its MetadataMinAge
+// (5 s) to ask again: a walk's consumers stalled 5 s at each graceful
+// stop of a leader.
+func (s *Server) awaitFetchLeaders(ctx context.Context, a *fetchAnswer) bool {
+	if s.cluster == nil {
+		return false
+	}
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	var todo []tp
+	for _, t := range a.topics {
+		for _, p := range t.parts {
+			if p.code == kerr.NotLeaderForPartition.Code {
+				todo = append(todo, tp{t.name, p.partition})
+			}
+		}
+	}
+	known := func() bool {
+		look := leaders{s: s}
+		for _, x := range todo {
+			if _, _, ok := look.elsewhere(x.topic, x.partition); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	if len(todo) == 0 || known() {
+		return false
+	}
+	s.awaitLeaders(ctx, known)
+	return true
 }

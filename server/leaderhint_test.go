@@ -116,3 +116,47 @@ func endpoints(bs []kmsg.ProduceResponseBroker) string {
 	}
 	return out + " ]"
 }
+
+// TestClusterFetchWaitsForLeader: a cluster's Fetch answered
+// NOT_LEADER_OR_FOLLOWER for a partition whose leader this node does not
+// know (a handover or an election under way) is held until it knows one,
+// so the Metadata the client asks for next names it; one whose leader it
+// knows elsewhere is answered at once. Fetch up to v12 carries no hint:
+// answered before, the client's Metadata said LEADER_NOT_AVAILABLE and
+// kgo waited 5 s to ask again.
+func TestClusterFetchWaitsForLeader(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "h", 2)
+	c := dialRaw(t, ts.addr)
+	fc.setLeader("h", 0, false) // node 2 leads it, as this node knows
+	fc.setLeader("h", 1, false)
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"h", 1}] = -1 })
+	code := func(resp *kmsg.FetchResponse, p int32) int16 {
+		for _, rp := range resp.Topics[0].Partitions {
+			if rp.Partition == p {
+				return rp.ErrorCode
+			}
+		}
+		t.Fatalf("partition %d not answered", p)
+		return 0
+	}
+	notLeader := kerr.NotLeaderForPartition.Code
+	if got := code(c.do(fetchReq(12, 0, "h", map[int32]int64{0: 0})).(*kmsg.FetchResponse), 0); got != notLeader {
+		t.Fatalf("a follower whose leader is known: %d, want NOT_LEADER_OR_FOLLOWER", got)
+	}
+	var looked int
+	fc.set(func(fc *fakeCluster) { looked = fc.looked })
+	r := fetchReq(12, 0, "h", map[int32]int64{0: 0, 1: 0})
+	corr := c.send(r)
+	testutil.WaitFor(t, "the server to look for partition 1's leader while it holds the answer", func() bool {
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		return fc.looked > looked+1 // one look before the wait, one at least while it waits
+	})
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"h", 1}] = 3 })
+	fc.wake()
+	resp := c.recv(r, corr).(*kmsg.FetchResponse)
+	if code(resp, 0) != notLeader || code(resp, 1) != notLeader {
+		t.Errorf("after the leader became known: codes %d and %d, want NOT_LEADER_OR_FOLLOWER", code(resp, 0), code(resp, 1))
+	}
+}
