@@ -204,3 +204,27 @@ func TestReadOnlyOpenCreatesNothing(t *testing.T) {
 	}
 	mustf(t, s.Close(), "close")
 }
+
+// TestWritableOpenWithoutWritePermission: a writable Open of a store this
+// user cannot write fails at the lock with an error that says so (and
+// still matches fs.ErrPermission), changing nothing; a walk's read-only
+// DIR said only "open DIR/.lock: permission denied".
+func TestWritableOpenWithoutWritePermission(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := vfstest.Snapshot(t, vfs.Default, dir)
+	// As a read-only directory does: its existing entries stay, the lock
+	// file cannot be created.
+	lockDenied := vfs.Inject(vfs.Default, vfs.If(vfs.Kinds(vfs.OpLock), syscall.EACCES))
+	_, err = Open(dir, Options{FS: lockDenied, Logger: quiet})
+	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "cannot be written by this user") {
+		t.Fatalf("writable open without write permission: %v", err)
+	}
+	vfstest.Unchanged(t, "a refused writable open", before, vfstest.Snapshot(t, vfs.Default, dir))
+}

@@ -170,6 +170,11 @@ func lockStore(fsys vfs.FS, dir string, h Holder) (vfs.Lock, error) {
 		if h, named, held := layout.HolderOf(err); held {
 			return nil, &HeldError{Dir: dir, Holder: h, HolderKnown: named, Err: err}
 		}
+		if errors.Is(err, fs.ErrPermission) {
+			// A walk's read-only DIR said only "open DIR/.lock:
+			// permission denied".
+			return nil, fmt.Errorf("store: %s cannot be written by this user, and a writer takes its lock file first (the read-only commands need no write access): %w", dir, err)
+		}
 		return nil, err
 	}
 	if h.PID == 0 {
