@@ -173,7 +173,12 @@ func (t *Tracker) Failed(id uint64, addr string, err error) {
 	} else {
 		attrs = append(attrs, "last_reached", "never")
 	}
-	t.cfg.Logger.Warn("cluster: cannot reach a voter; is it running, and is this address its --raft-listen (check --voters)?", attrs...)
+	msg := "cluster: cannot reach a voter; is it running, and is this address its --raft-listen (check --voters)?"
+	if wrong := (*WrongNodeError)(nil); errors.As(err, &wrong) {
+		// Running, and answering: the question is the list's.
+		msg = "cluster: the address given for a voter is another node's (check --voters: the same list on every node)"
+	}
+	t.cfg.Logger.Warn(msg, attrs...)
 }
 
 // Reached records that peer id answered at addr as itself, and logs at

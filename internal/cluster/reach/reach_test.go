@@ -116,3 +116,21 @@ func TestConnectedIsNotAnswered(t *testing.T) {
 		t.Fatalf("Connected after Reached: %+v, want still answered", p)
 	}
 }
+
+// TestWarnWrongNode: a voter whose address answers as another node is
+// running and reachable: the Warn says the address is another node's,
+// not "is it running".
+func TestWarnWrongNode(t *testing.T) {
+	now := time.Unix(1000, 0)
+	rec := &testutil.LogRecords{}
+	tr := New(Config{Logger: slog.New(rec), Peers: map[uint64]string{2: "h3:1"}, now: func() time.Time { return now }})
+	wrong := &WrongNodeError{Want: "2", Got: "3"}
+	tr.Failed(2, "h3:1", wrong)
+	now = now.Add(DefaultWarnAfter)
+	tr.Failed(2, "h3:1", wrong)
+	got := rec.Take()
+	if len(got) != 1 || !strings.Contains(got[0], "is another node's") || strings.Contains(got[0], "is it running") ||
+		!strings.Contains(got[0], "answered as node 3, not node 2") {
+		t.Fatalf("a voter's address answering as node 3: %q, want one Warn saying the address is another node's", got)
+	}
+}
