@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -35,21 +34,8 @@ func TestClusterNodeDirWrittenOnlyByNode(t *testing.T) {
 	raft := node[len(node)-1] // --raft-listen's
 
 	before := dirSnapshot(t, dir)
-	var stderr lockedBuffer
-	serve := seglogProcess(t, &stderr, "serve", dir, "--listen", "127.0.0.1:0")
-	out, err := serve.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { serve.Process.Kill() })
-	if lines := bufio.NewScanner(out); lines.Scan() {
-		t.Fatalf("serve without --voters started on a cluster node's directory: %s", lines.Text())
-	}
-	if code := exitCode(t, serve.Wait(), &stderr); code != 1 || !strings.Contains(stderr.String(), "is a cluster node's") {
-		t.Fatalf("serve without --voters on a cluster node's directory: exit %d, stderr %q; want 1 and why", code, stderr.String())
+	if code, stderr := refusedServe(t, "serve", dir, "--listen", "127.0.0.1:0"); code != 1 || !strings.Contains(stderr, "is a cluster node's") {
+		t.Fatalf("serve without --voters on a cluster node's directory: exit %d, stderr %q; want 1 and why", code, stderr)
 	}
 	for _, args := range [][]string{
 		{"topics", dir, "create", "mine", "--partitions", "1"},
@@ -124,15 +110,7 @@ func TestServeClusterWipedDirRefused(t *testing.T) {
 		t.Skip("starts cluster nodes")
 	}
 	base := t.TempDir()
-	var rafts []string
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		rafts = append(rafts, ln.Addr().String())
-		ln.Close() // serve binds it again
-	}
+	rafts := freeAddrs(t, 2)
 	voters := "1@" + rafts[0] + ",2@" + rafts[1]
 	node := func(id int) []string {
 		return []string{"--voters", voters, "--node-id", fmt.Sprint(id), "--raft-listen", rafts[id-1]}
@@ -240,12 +218,7 @@ func TestServeClusterNodeDirLost(t *testing.T) {
 // returns the flags that start it again as that node.
 func oneVoterWithOrders(t *testing.T, dir string) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raft := ln.Addr().String()
-	ln.Close() // serve binds it again
+	raft := freeAddrs(t, 1)[0]
 	node := []string{"--voters", "1@" + raft, "--node-id", "1", "--raft-listen", raft}
 	addr, stop := startServe(t, dir, node...)
 	if got := produceCreating(t, addr, "orders", "a", "b", "c"); len(got) != 3 || got[2] != 2 {

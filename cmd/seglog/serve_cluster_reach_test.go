@@ -24,14 +24,7 @@ func TestServeClusterUnreachableVoterNamed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster node")
 	}
-	free := func() string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close() // serve binds it again, or nothing does
-		return ln.Addr().String()
-	}
+	free := func() string { return freeAddrs(t, 1)[0] } // serve binds it, or nothing does
 	hangUp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

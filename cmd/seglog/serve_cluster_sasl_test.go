@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,12 +22,7 @@ import (
 func TestServeClusterSASLProcess(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	mustInvoke(t, "", "users", "add", dir, "admin", "--password", "admin-pw")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raft := ln.Addr().String()
-	ln.Close() // serve binds it again; a one-voter cluster is its own controller
+	raft := freeAddrs(t, 1)[0] // a one-voter cluster is its own controller
 	addr, stop := startServe(t, dir, "--voters", "1@"+raft, "--node-id", "1", "--raft-listen", raft,
 		"--sasl-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "--super-users", "admin")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -28,15 +28,7 @@ func TestServeClusterVotersChecked(t *testing.T) {
 		t.Skip("starts cluster nodes")
 	}
 	base := t.TempDir()
-	var rafts []string
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		rafts = append(rafts, ln.Addr().String())
-		ln.Close() // serve binds the first two again; the third is never bound
-	}
+	rafts := freeAddrs(t, 3) // serve binds the first two; the third is never bound
 	voters := "1@" + rafts[0] + ",2@" + rafts[1]
 	node := func(id int, voters string) []string {
 		return []string{"--voters", voters, "--node-id", fmt.Sprint(id), "--raft-listen", rafts[id-1]}
@@ -117,15 +109,7 @@ func TestServeClusterVotersDiffer(t *testing.T) {
 		t.Skip("starts cluster nodes")
 	}
 	base := t.TempDir()
-	var rafts []string
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		rafts = append(rafts, ln.Addr().String())
-		ln.Close() // serve binds the first two again; the third is never bound
-	}
+	rafts := freeAddrs(t, 3) // serve binds the first two; the third is never bound
 	two := "1@" + rafts[0] + ",2@" + rafts[1]
 	three := two + ",3@" + rafts[2]
 	node := func(id int, voters string) []string {
@@ -159,4 +143,21 @@ func TestServeClusterVotersDiffer(t *testing.T) {
 			t.Errorf("node 2: exit %d, stderr %q; want 1 and %q", code, msg, s)
 		}
 	}
+}
+
+// freeAddrs returns n loopback addresses nothing listens on now, each
+// bound and let go, for the test to give its serves (or to leave
+// unbound, a voter that is down).
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ln.Addr().String())
+		ln.Close()
+	}
+	return out
 }

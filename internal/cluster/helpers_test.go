@@ -62,6 +62,15 @@ func newClusterOf(t *testing.T, n int, real bool) *tcluster {
 // before the first start.
 func newClusterConfigured(t *testing.T, n int, real bool, configure func(*tnode, *Config)) *tcluster {
 	t.Helper()
+	c, lns := layCluster(t, n, real, configure)
+	c.startTogether(func(id int32) net.Listener { return lns[id] })
+	return c
+}
+
+// layCluster makes n nodes' raft listeners and their voters list, and
+// stops whichever nodes run at the test's end; it starts none.
+func layCluster(t *testing.T, n int, real bool, configure func(*tnode, *Config)) (*tcluster, map[int32]net.Listener) {
+	t.Helper()
 	c := &tcluster{t: t, real: real, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}, configure: configure}
 	lns := map[int32]net.Listener{}
 	for i := int32(1); i <= int32(n); i++ {
@@ -80,8 +89,7 @@ func newClusterConfigured(t *testing.T, n int, real bool, configure func(*tnode,
 			}
 		}
 	})
-	c.startTogether(func(id int32) net.Listener { return lns[id] })
-	return c
+	return c, lns
 }
 
 // startTogether starts every node of c at once, node id on ln(id): a

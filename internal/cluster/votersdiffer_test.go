@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/seglog/seglog/internal/cluster/meta"
-	"github.com/seglog/seglog/vfs"
 	"github.com/seglog/seglog/vfs/vfstest"
 )
 
@@ -21,24 +20,7 @@ import (
 // listener is returned unused, for the test to start it as it likes.
 func newClusterOfTwo(t *testing.T, configure func(*tnode, *Config)) (*tcluster, net.Listener) {
 	t.Helper()
-	c := &tcluster{t: t, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}, configure: configure}
-	lns := map[int32]net.Listener{}
-	for i := int32(1); i <= 3; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-		c.voters[i] = ln.Addr().String()
-		c.nodes[i] = &tnode{id: i, dir: fmt.Sprintf("/n%d", i), addr: ln.Addr().String(), kafka: fmt.Sprintf("kafka%d.test:%d", i, 9090+i)}
-	}
-	t.Cleanup(func() {
-		for _, tn := range c.nodes {
-			if tn.node != nil {
-				c.stop(tn.id)
-			}
-		}
-	})
+	c, lns := layCluster(t, 3, false, configure)
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for _, id := range []int32{1, 2} {
@@ -245,24 +227,7 @@ func TestVotersDifferAtRegistration(t *testing.T) {
 // served), so the disagreement stops both sides rather than the asker
 // alone; the asker refuses to start.
 func TestVotersDifferBothFresh(t *testing.T) {
-	c := &tcluster{t: t, fs: vfs.NewMem(), voters: map[int32]string{}, nodes: map[int32]*tnode{}}
-	lns := map[int32]net.Listener{}
-	for i := int32(1); i <= 2; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-		c.voters[i] = ln.Addr().String()
-		c.nodes[i] = &tnode{id: i, dir: fmt.Sprintf("/n%d", i), addr: ln.Addr().String(), kafka: fmt.Sprintf("kafka%d.test:%d", i, 9090+i)}
-	}
-	t.Cleanup(func() {
-		for _, tn := range c.nodes {
-			if tn.node != nil {
-				c.stop(tn.id)
-			}
-		}
-	})
+	c, lns := layCluster(t, 2, false, nil)
 	other := maps.Clone(c.voters)
 	_, port, _ := net.SplitHostPort(c.voters[2])
 	other[2] = "localhost:" + port
