@@ -56,7 +56,8 @@ func (c *catchUp) since(t time.Time) bool {
 // leads (catchUp), and forgets them on a group it does not lead: a
 // leadership won again starts afresh. Driver goroutine only, at each tick.
 func (n *Node) sampleCatchUp(g *group, now time.Time) {
-	if g.rn.BasicStatus().RaftState != raft.StateLeader {
+	st := g.rn.BasicStatus()
+	if st.RaftState != raft.StateLeader {
 		clear(g.caught)
 		return
 	}
@@ -69,7 +70,7 @@ func (n *Node) sampleCatchUp(g *group, now time.Time) {
 	if g.caught == nil {
 		g.caught = make(map[uint64]*catchUp)
 	}
-	commit := g.rn.BasicStatus().GetCommit()
+	commit := st.GetCommit()
 	recent := n.liveSince()
 	g.rn.WithProgress(func(id uint64, typ raft.ProgressType, pr tracker.Progress) {
 		if id == n.cfg.ID || typ != raft.ProgressTypePeer {
