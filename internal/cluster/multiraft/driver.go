@@ -43,6 +43,11 @@ type group struct {
 	waiting  []*proposal // indexed, waiting to be applied
 
 	lead, term atomic.Uint64
+	// hold is how many more ticks a fresh group, on a replica that is not
+	// its preferred leader, waits before it ticks raft (while it knows no
+	// leader): the preferred replica's election timer runs out first, so
+	// it wins the group's first election (preferred.go).
+	hold int
 }
 
 type proposal struct {
@@ -122,6 +127,9 @@ func (n *Node) addGroup(id uint64, peers []uint64, st Storage, apply ApplyFunc) 
 		g.heard[pid] = new(atomic.Int64)
 	}
 	g.setVoters(rn.Status().Config.Voters.IDs())
+	if fresh {
+		g.hold = firstElectionHold(n.cfg.ID, peers, n.cfg.ElectionTick)
+	}
 	// The term stored, from the start: a Ready carries the hard state
 	// only when it changes, so a restarted follower of an idle group
 	// would otherwise report term (leader epoch) 0 until its next commit
@@ -191,7 +199,7 @@ func (n *Node) drive() {
 			return
 		case now := <-t.C:
 			for _, g := range n.groups {
-				if g.fetching {
+				if g.fetching || g.holding() {
 					continue
 				}
 				n.sampleCatchUp(g, now)

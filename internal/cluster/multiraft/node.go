@@ -460,7 +460,8 @@ func (n *Node) do(ctx context.Context, f func()) error {
 
 // AddGroup starts this node's replica of group id over storage. A fresh
 // storage (no configuration, no entries) is bootstrapped with peers as the
-// voters, the same on every replica; a storage that holds a group's state
+// voters, the same on every replica, the first of them the group's
+// preferred leader (preferred.go); a storage that holds a group's state
 // resumes it, and peers is ignored. apply receives committed entries. If
 // the storage or apply fails later, the group is stopped as if removed:
 // waiting proposals fail with that error, and the caller finds it gone.

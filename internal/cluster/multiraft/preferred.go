@@ -1,0 +1,79 @@
+package multiraft
+
+import (
+	"context"
+	"fmt"
+
+	"go.etcd.io/raft/v3"
+)
+
+// A group's preferred leader is the first of the peers AddGroup created it
+// with (a partition's first replica, as Kafka's). Raft elects whoever's
+// election timer runs out first, so without help a new topic's partitions
+// are led by whichever replicas happened to start their groups first, often
+// one node for all of them. Two things put leaders back on their preferred
+// replicas: a fresh group's other replicas hold their first election back
+// (firstElectionHold), and TransferLeader, which the node's rebalancer
+// calls for a partition whose preferred replica is back and caught up
+// (Kafka's auto.leader.rebalance.enable; internal/cluster/rebalance.go).
+
+// firstElectionHold is how many ticks a replica of a fresh group, not its
+// preferred leader, holds its raft clock back: one election timeout, so its
+// randomized timeout (one to two election timeouts) starts after the
+// preferred replica's has ended, even when that replica added the group
+// somewhat later. If the preferred replica is down, the group's first
+// election comes one election timeout later than it would have.
+func firstElectionHold(self uint64, peers []uint64, electionTick int) int {
+	if len(peers) < 2 || peers[0] == self {
+		return 0
+	}
+	return electionTick
+}
+
+// holding counts down g's first-election hold on a tick, and reports
+// whether the tick is held back. The hold ends early once the group knows
+// a leader: a replica that is following (or, told to campaign by a
+// leadership transfer, leading) must tick like any other.
+func (g *group) holding() bool {
+	if g.hold <= 0 {
+		return false
+	}
+	if g.lead.Load() != 0 || g.rn.BasicStatus().RaftState != raft.StateFollower {
+		g.hold = 0
+		return false
+	}
+	g.hold--
+	return true
+}
+
+// TransferLeader starts moving group id's leadership from this node to
+// voter to (raft's leadership transfer: to is brought up to date, then told
+// to campaign at once), and returns without waiting for it. Proposals
+// meanwhile fail with ErrProposalDropped, for at most an election timeout,
+// after which raft gives the transfer up. It is a *NotLeaderError on a
+// node not leading the group, and nil with nothing done when a transfer is
+// already under way or to leads already.
+func (n *Node) TransferLeader(ctx context.Context, id, to uint64) error {
+	var err error
+	if derr := n.do(ctx, func() {
+		g := n.groups[id]
+		if g == nil {
+			err = ErrGroupNotFound
+			return
+		}
+		st := g.rn.BasicStatus()
+		switch {
+		case st.RaftState != raft.StateLeader:
+			err = &NotLeaderError{Group: id, Leader: st.Lead}
+		case !g.voters[to]:
+			err = fmt.Errorf("multiraft: group %d: node %d is not one of its voters", id, to)
+		case to == n.cfg.ID || st.LeadTransferee != 0 || g.fetching:
+		default:
+			g.rn.TransferLeader(to)
+			n.mark(g)
+		}
+	}); derr != nil {
+		return derr
+	}
+	return err
+}

@@ -1,0 +1,86 @@
+package multiraft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/seglog/seglog/internal/testutil"
+)
+
+// rotated gives group g of c the voters 1..size starting at node
+// (g mod size)+1: each node is the first voter, the preferred leader, of
+// some groups.
+func rotated(size int) func(*cluster) {
+	return func(c *cluster) {
+		for _, g := range c.groups {
+			var vs []uint64
+			for i := range size {
+				vs = append(vs, uint64((int(g)+i)%size+1))
+			}
+			c.voters[g] = vs
+		}
+	}
+}
+
+// TestFirstLeaderIsPreferred: a fresh group's first leader is its first
+// voter. Without the other replicas' hold, the winner of each first
+// election is whichever timer ran out first. The tick is longer than other
+// tests' so that the hold (one election timeout, 0.5 s) covers the
+// members' staggered starts on a loaded machine.
+func TestFirstLeaderIsPreferred(t *testing.T) {
+	c := newClusterWith(t, 3, 9, Config{Tick: 50 * time.Millisecond}, nil, rotated(3))
+	c.waitLeaders()
+	for _, g := range c.groups {
+		if l, want := c.leader(g), c.voters[g][0]; l != want {
+			t.Errorf("group %d (voters %v): first leader is node %d, not its preferred node %d", g, c.voters[g], l, want)
+		}
+	}
+}
+
+// TestFirstElectionWithoutPreferred: a group whose preferred replica never
+// starts still elects a leader among the others once their hold ends.
+func TestFirstElectionWithoutPreferred(t *testing.T) {
+	c := newClusterWith(t, 3, 2, Config{}, nil, func(c *cluster) {
+		for _, g := range c.groups {
+			c.voters[g] = []uint64{4, 1, 2} // node 4 is no member
+		}
+	})
+	for _, g := range c.groups {
+		c.propose(g, fmt.Sprintf("without 4: %d", g))
+		if l := c.leader(g); l != 1 && l != 2 {
+			t.Fatalf("group %d led by node %d", g, l)
+		}
+	}
+}
+
+func TestTransferLeader(t *testing.T) {
+	c := newCluster(t, 3, 3, Config{})
+	c.waitLeaders()
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+	defer cancel()
+	for _, g := range c.groups {
+		old := c.leader(g)
+		to := old%3 + 1
+		var nl *NotLeaderError
+		if err := c.members[to].node.TransferLeader(ctx, g, old); !errors.As(err, &nl) || nl.Leader != old {
+			t.Fatalf("group %d: TransferLeader on follower %d: %v, want a NotLeaderError naming node %d", g, to, err, old)
+		}
+		if err := c.members[old].node.TransferLeader(ctx, g, 7); err == nil {
+			t.Fatalf("group %d: TransferLeader to node 7, no voter: no error", g)
+		}
+		if err := c.members[old].node.TransferLeader(ctx, g, to); err != nil {
+			t.Fatalf("group %d: TransferLeader %d -> %d: %v", g, old, to, err)
+		}
+		testutil.WaitFor(t, fmt.Sprintf("group %d led by node %d", g, to), func() bool { return c.leader(g) == to })
+		c.propose(g, fmt.Sprintf("after transfer %d", g))
+		if l := c.leader(g); l != to {
+			t.Fatalf("group %d: led by %d after the transfer to %d", g, l, to)
+		}
+	}
+	if err := c.members[1].node.TransferLeader(ctx, 99, 2); !errors.Is(err, ErrGroupNotFound) {
+		t.Fatalf("TransferLeader of an unknown group: %v", err)
+	}
+}
