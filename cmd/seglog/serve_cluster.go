@@ -27,6 +27,10 @@ type clusterFlags struct {
 	voters     string
 	raftListen string
 	defaultRF  int
+	// rebalance and rebalanceEvery are Kafka's auto.leader.rebalance.enable
+	// and leader.imbalance.check.interval.seconds.
+	rebalance      bool
+	rebalanceEvery time.Duration
 
 	parsed map[int32]string
 	raftLn net.Listener
@@ -39,6 +43,8 @@ func (c *clusterFlags) flags(cmd *cobra.Command) {
 	f.StringVar(&c.raftListen, "raft-listen", "", "with --voters: the address this node's raft port listens on (its port is this node's port in --voters)")
 	f.IntVar(&c.defaultRF, "default-replication-factor", 0, "with --voters: replication factor of topics created without one (default: the smaller of 3 and the number of voters)")
 	limitFlag(cmd, "default-replication-factor", 0, math.MaxInt16)
+	f.BoolVar(&c.rebalance, "auto-leader-rebalance", true, "with --voters: hand each partition this node leads back to its preferred replica (its first) once that one is live and in sync, checked every --leader-imbalance-check-interval (auto.leader.rebalance.enable)")
+	f.DurationVar(&c.rebalanceEvery, "leader-imbalance-check-interval", cluster.DefaultLeaderImbalanceCheckInterval, "with --voters: how often --auto-leader-rebalance looks (leader.imbalance.check.interval.seconds)")
 }
 
 // check refuses a cluster command line that cannot work, before anything
@@ -50,6 +56,8 @@ func (c *clusterFlags) check(cmd *cobra.Command, nodeID int32, listen, advertise
 			return usageErrorf(cmd, "--raft-listen needs --voters (without --voters, serve is a single node)")
 		case c.defaultRF != 0:
 			return usageErrorf(cmd, "--default-replication-factor needs --voters (a single node keeps one copy)")
+		case cmd.Flags().Changed("auto-leader-rebalance") || cmd.Flags().Changed("leader-imbalance-check-interval"):
+			return usageErrorf(cmd, "--auto-leader-rebalance and --leader-imbalance-check-interval need --voters (a single node leads every partition)")
 		}
 		return nil
 	}
@@ -65,6 +73,9 @@ func (c *clusterFlags) check(cmd *cobra.Command, nodeID int32, listen, advertise
 	}
 	if err := checkClusterFlags(voters, nodeID, c.raftListen, c.defaultRF); err != nil {
 		return usageErrorf(cmd, "%v", err)
+	}
+	if c.rebalanceEvery <= 0 {
+		return usageErrorf(cmd, "--leader-imbalance-check-interval %s: must be more than 0 (--auto-leader-rebalance=false turns the moves off)", c.rebalanceEvery)
 	}
 	if sameAddress(listen, c.raftListen) {
 		return usageErrorf(cmd, "--listen %s and --raft-listen %s are one address: the Kafka port and the raft port must differ", listen, c.raftListen)
@@ -125,8 +136,13 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	}
 	ln2 := c.raftLn
 	c.raftLn = nil // the node owns it from here
+	rebalanceEvery := c.rebalanceEvery
+	if !c.rebalance {
+		rebalanceEvery = -1
+	}
 	n, err := cluster.Start(cluster.Config{Dir: dir, Store: st, NodeID: nodeID, Listener: ln2,
 		Voters: c.parsed, Advertise: advertise, DefaultReplicationFactor: c.defaultRF,
+		LeaderImbalanceCheckInterval: rebalanceEvery,
 		Logger: logger, RaftLogOutput: raftLog, Credentials: saslSeeds(opts.SASL), StartContext: ctx})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {

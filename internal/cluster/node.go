@@ -165,6 +165,12 @@ type Config struct {
 	LivenessTimeout   time.Duration
 	// RequestTimeout bounds one forwarded request.
 	RequestTimeout time.Duration
+	// LeaderImbalanceCheckInterval is how often the node hands the
+	// partitions it leads back to their preferred replicas
+	// (rebalance.go; Kafka's leader.imbalance.check.interval.seconds);
+	// zero is DefaultLeaderImbalanceCheckInterval, and a negative value
+	// turns the moves off (auto.leader.rebalance.enable=false).
+	LeaderImbalanceCheckInterval time.Duration
 	// PartitionTick is the partition driver's raft tick; zero is
 	// multiraft's default.
 	PartitionTick time.Duration
@@ -209,6 +215,9 @@ func (c *Config) withDefaults() {
 	def(&c.HeartbeatInterval, DefaultHeartbeatInterval)
 	def(&c.LivenessTimeout, DefaultLivenessTimeout)
 	def(&c.RequestTimeout, DefaultRequestTimeout)
+	if c.LeaderImbalanceCheckInterval == 0 {
+		c.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInterval
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -415,6 +424,10 @@ func start(cfg Config) (*Node, error) {
 	go n.heartbeatLoop()
 	go n.recordLoop()
 	go n.leaderLoop()
+	if n.cfg.LeaderImbalanceCheckInterval > 0 {
+		n.wg.Add(1)
+		go n.rebalanceLoop()
+	}
 	return n, nil
 }
 

@@ -543,6 +543,22 @@ func (m *Manager) Leader(topic string, partition int32) (leader, epoch int32, is
 	return leader, epoch, isr, true
 }
 
+// TransferLeader starts moving the leadership of a partition this node
+// leads to replica to (multiraft.Node.TransferLeader) and returns without
+// waiting. Errors wrap server.ErrNotLeader when this node does not lead
+// the partition.
+func (m *Manager) TransferLeader(ctx context.Context, topic string, partition, to int32) error {
+	p, err := m.part(topic, partition)
+	if err != nil {
+		return err
+	}
+	err = m.cfg.Raft.TransferLeader(ctx, p.a.Group, uint64(to))
+	if nl := (*multiraft.NotLeaderError)(nil); errors.As(err, &nl) {
+		return fmt.Errorf("%w: %s-%d is led by node %d", server.ErrNotLeader, topic, partition, nl.Leader)
+	}
+	return err
+}
+
 // EndOffsetForEpoch answers OffsetForLeaderEpoch for a partition this node
 // leads (server.ErrNotLeader elsewhere), by Kafka's rule
 // (replica.Store.EndOffsetForEpoch).

@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seglog/seglog/internal/testutil"
+)
+
+func TestPreferredMoves(t *testing.T) {
+	live := map[int32]bool{1: true, 2: true, 3: true}
+	parts := []placement{
+		{topic: "a", partition: 0, replicas: []int32{2, 1, 3}, leader: 1, isr: []int32{1, 2, 3}}, // moves to 2
+		{topic: "a", partition: 1, replicas: []int32{1, 2, 3}, leader: 1, isr: []int32{1, 2, 3}}, // on its preferred replica
+		{topic: "a", partition: 2, replicas: []int32{3, 1, 2}, leader: 1, isr: []int32{1, 2}},    // 3 not in the ISR
+		{topic: "b", partition: 0, replicas: []int32{4, 1, 2}, leader: 1, isr: []int32{1, 2, 4}}, // 4 not live
+		{topic: "b", partition: 1, replicas: []int32{3, 2, 1}, leader: 2, isr: []int32{1, 2, 3}}, // led by another node
+		{topic: "b", partition: 2, replicas: []int32{3, 2, 1}, leader: -1},                       // no leader known
+		{topic: "b", partition: 3, replicas: []int32{3, 2, 1}, leader: 1, isr: []int32{3, 1}},    // moves to 3
+	}
+	got := preferredMoves(1, parts, live)
+	want := []leaderMove{{topic: "a", partition: 0, to: 2}, {topic: "b", partition: 3, to: 3}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("moves %+v, want %+v", got, want)
+	}
+}
+
+// preferredOf returns the first replica of each of topic's partitions, as
+// tn's metadata assigns them.
+func preferredOf(t *testing.T, tn *tnode, topic string) []int32 {
+	t.Helper()
+	top, ok := tn.node.meta.State().Topic(topic)
+	if !ok {
+		t.Fatalf("no topic %s", topic)
+	}
+	var out []int32
+	for _, r := range top.Replicas {
+		out = append(out, r[0])
+	}
+	return out
+}
+
+// A rolling restart leaves a node leading nothing; the rebalancer hands
+// its preferred partitions back once it is caught up.
+func TestLeadersBackOnPreferredReplicas(t *testing.T) {
+	c := newClusterConfigured(t, 3, true, func(_ *tnode, cfg *Config) {
+		cfg.LeaderImbalanceCheckInterval = 200 * time.Millisecond
+	})
+	ctrl := c.controller()
+	ctx := ctxTimeout(t)
+	if err := ctrl.node.CreateTopic(ctx, "bal", 3, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	pref := preferredOf(t, ctrl, "bal")
+	if len(slices.Compact(slices.Sorted(slices.Values(pref)))) != 3 {
+		t.Fatalf("preferred leaders %v: the assignment does not spread them", pref)
+	}
+	for p := range pref {
+		if l := c.leaderOf("bal", int32(p)); l.id != pref[p] {
+			t.Fatalf("bal-%d led by node %d, not its preferred node %d", p, l.id, pref[p])
+		}
+	}
+	// Restart each node in turn, as a rolling restart does.
+	for p, id := range pref {
+		c.stop(id)
+		testutil.WaitFor(t, fmt.Sprintf("bal-%d led by another node than %d", p, id), func() bool {
+			return c.leaderOf("bal", int32(p)).id != id
+		})
+		c.restart(id)
+		testutil.WaitFor(t, fmt.Sprintf("bal-%d led by node %d again", p, id), func() bool {
+			return c.leaderOf("bal", int32(p)).id == id
+		})
+	}
+	for p := range pref {
+		if l := c.leaderOf("bal", int32(p)); l.id != pref[p] {
+			t.Errorf("after the restarts bal-%d is led by node %d, not its preferred node %d", p, l.id, pref[p])
+		}
+	}
+}
+
+// With the periodic check off, rebalance itself still moves what is led
+// away from its preferred replica, and only that.
+func TestRebalanceMovesOnlyImbalanced(t *testing.T) {
+	c := newClusterConfigured(t, 3, true, func(_ *tnode, cfg *Config) {
+		cfg.LeaderImbalanceCheckInterval = -1
+	})
+	ctrl := c.controller()
+	ctx := ctxTimeout(t)
+	if err := ctrl.node.CreateTopic(ctx, "man", 3, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	pref := preferredOf(t, ctrl, "man")
+	for _, tn := range c.running() {
+		testutil.WaitFor(t, fmt.Sprintf("node %d leads its preferred partition", tn.id), func() bool {
+			p := slices.Index(pref, tn.id)
+			return c.leaderOf("man", int32(p)).id == tn.id
+		})
+		if k := tn.node.rebalance(); k != 0 {
+			t.Fatalf("node %d, balanced, started %d moves", tn.id, k)
+		}
+	}
+	// Move partition 0 away from its preferred replica by hand.
+	from := c.nodes[pref[0]]
+	to := pref[1]
+	if err := from.node.parts.TransferLeader(ctx, "man", 0, to); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, fmt.Sprintf("man-0 led by node %d", to), func() bool { return c.leaderOf("man", 0).id == to })
+	testutil.WaitFor(t, "the preferred replica back in man-0's ISR", func() bool {
+		infos, err := c.nodes[to].node.Partitions("man")
+		return err == nil && slices.Contains(infos[0].ISR, pref[0])
+	})
+	if k := c.nodes[to].node.rebalance(); k != 1 {
+		t.Fatalf("node %d started %d moves, want 1", to, k)
+	}
+	testutil.WaitFor(t, "man-0 back on its preferred replica", func() bool { return c.leaderOf("man", 0).id == pref[0] })
+}
