@@ -142,8 +142,7 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	}
 	n, err := cluster.Start(cluster.Config{Dir: dir, Store: st, NodeID: nodeID, Listener: ln2,
 		Voters: c.parsed, Advertise: advertise, DefaultReplicationFactor: c.defaultRF,
-		LeaderImbalanceCheckInterval: rebalanceEvery,
-		Logger:                       logger, RaftLogOutput: raftLog, Credentials: saslSeeds(opts.SASL), StartContext: ctx})
+		Logger: logger, RaftLogOutput: raftLog, Credentials: saslSeeds(opts.SASL), StartContext: ctx, LeaderImbalanceCheckInterval: rebalanceEvery})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return stoppedWaiting(err)
