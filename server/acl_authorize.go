@@ -271,6 +271,22 @@ func (c *conn) authorize(req kmsg.Request, az *authorizer) (deny kmsg.Response, 
 		}
 	case *kmsg.DescribeConfigsRequest, *kmsg.AlterConfigsRequest, *kmsg.IncrementalAlterConfigsRequest:
 		return authorizeConfigs(req, az)
+	case *kmsg.ElectLeadersRequest:
+		if az.cluster(alter) {
+			return nil, nil
+		}
+		// Kafka's answer: the error at the top (v1+) and on every
+		// partition named.
+		resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+		resp.ErrorCode = clusterDenied
+		for _, t := range r.Topics {
+			rt := kmsg.ElectLeadersResponseTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.ElectLeadersResponseTopicPartition{Partition: p, ErrorCode: clusterDenied})
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
 	case *kmsg.DescribeClusterRequest:
 		if az.cluster(describe) {
 			return nil, nil

@@ -39,6 +39,7 @@ var advertised = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 33, MinVersion: 0, MaxVersion: 2}, // AlterConfigs
 	{ApiKey: 35, MinVersion: 0, MaxVersion: 4}, // DescribeLogDirs
 	{ApiKey: 37, MinVersion: 0, MaxVersion: 3}, // CreatePartitions
+	{ApiKey: 43, MinVersion: 0, MaxVersion: 2}, // ElectLeaders
 	{ApiKey: 44, MinVersion: 0, MaxVersion: 1}, // IncrementalAlterConfigs
 	{ApiKey: 48, MinVersion: 0, MaxVersion: 1}, // DescribeClientQuotas
 	{ApiKey: 49, MinVersion: 0, MaxVersion: 1}, // AlterClientQuotas

@@ -84,6 +84,14 @@ type Cluster interface {
 	// partition, seglog.ErrOffsetOutOfRange for an offset past the high
 	// watermark, context.DeadlineExceeded when ctx ends first.
 	DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (lowWatermark int64, err error)
+	// ElectPreferredLeader hands a partition's leadership to its
+	// preferred replica, its first (ElectLeaders of type PREFERRED),
+	// through the partition's leader, on this node or another, and
+	// returns once that replica leads it. ErrElectionNotNeeded when it
+	// leads already; ErrPreferredLeaderNotAvailable when it is not
+	// live, not in the ISR, or the partition has no leader now; ctx's
+	// error when it has not taken over in time.
+	ElectPreferredLeader(ctx context.Context, topic string, partition int32) error
 	// AllocateProducerID returns a producer id no other node hands out.
 	AllocateProducerID(ctx context.Context) (int64, error)
 	// SetNotify gives the cluster a function to call whenever a high

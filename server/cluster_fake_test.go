@@ -57,6 +57,10 @@ type fakeCluster struct {
 	// lost mid-write, an election).
 	leaders map[tp]int32
 	looked  int // Partitions calls
+	// elects are the partitions ElectPreferredLeader was asked for, and
+	// electErr what it answers for each (nil: none).
+	elects   []tp
+	electErr map[tp]error
 }
 
 type createCall struct {
@@ -429,4 +433,12 @@ func (fc *fakeCluster) AlterTopicConfig(ctx context.Context, topic string, overr
 		}
 		return cfg, nil
 	})
+}
+
+func (fc *fakeCluster) ElectPreferredLeader(ctx context.Context, topic string, partition int32) error {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	k := tp{topic, partition}
+	fc.elects = append(fc.elects, k)
+	return fc.electErr[k]
 }

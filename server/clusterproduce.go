@@ -75,6 +75,12 @@ func clusterErrCode(err error) int16 {
 		return kerr.NotEnoughReplicasAfterAppend.Code
 	case errors.Is(err, ErrInvalidReplicationFactor):
 		return kerr.InvalidReplicationFactor.Code
+	case errors.Is(err, ErrElectionNotNeeded):
+		return kerr.ElectionNotNeeded.Code
+	case errors.Is(err, ErrPreferredLeaderNotAvailable):
+		return kerr.PreferredLeaderNotAvailable.Code
+	case errors.Is(err, errNoUncleanElection):
+		return kerr.EligibleLeadersNotAvailable.Code
 	case errors.Is(err, context.DeadlineExceeded):
 		return kerr.RequestTimedOut.Code
 	case errors.Is(err, context.Canceled):

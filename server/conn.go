@@ -533,6 +533,8 @@ func (c *conn) dispatch(h header, req kmsg.Request) error {
 		return c.writeKmsg(h.corr, c.s.deleteTopics(c.ctx, r))
 	case *kmsg.DeleteRecordsRequest:
 		return c.writeKmsg(h.corr, c.s.deleteRecords(c.ctx, r))
+	case *kmsg.ElectLeadersRequest:
+		return c.writeKmsg(h.corr, c.s.electLeaders(c.ctx, r))
 	case *kmsg.CreatePartitionsRequest:
 		return c.writeKmsg(h.corr, c.s.createPartitions(r))
 	case *kmsg.DescribeClusterRequest:

@@ -151,6 +151,10 @@ var errCodes = []struct {
 	{"unknown-credential", meta.ErrUnknownCredential},
 	{"credentials-in-force", meta.ErrCredentialsInForce},
 	{"timeout", context.DeadlineExceeded},
+	{"election-not-needed", server.ErrElectionNotNeeded},
+	{"preferred-leader-not-available", server.ErrPreferredLeaderNotAvailable},
+	{"not-leader", server.ErrNotLeader},
+	{"unknown-partition", store.ErrUnknownPartition},
 	{"invalid-acl", acl.ErrInvalid},
 }
 
@@ -173,7 +177,10 @@ func errResponse(err error) response {
 
 // err turns a response back into an error matching the controller's
 // sentinel.
-func (r response) err() error {
+func (r response) err() error { return r.errFrom("the controller") }
+
+// errFrom is err for an answer from who.
+func (r response) errFrom(who string) error {
 	if r.Code == "" {
 		return nil
 	}
@@ -182,9 +189,9 @@ func (r response) err() error {
 			// The message most often begins with the sentinel's own
 			// text (it wrapped it there): said once.
 			if rest, ok := strings.CutPrefix(r.Message, c.err.Error()); ok {
-				return fmt.Errorf("%w (from the controller)%s", c.err, rest)
+				return fmt.Errorf("%w (from %s)%s", c.err, who, rest)
 			}
-			return fmt.Errorf("%w (from the controller: %s)", c.err, r.Message)
+			return fmt.Errorf("%w (from %s: %s)", c.err, who, r.Message)
 		}
 	}
 	return fmt.Errorf("%w: %s", ErrRemote, r.Message)
@@ -364,6 +371,9 @@ func (n *Node) serveConn(c net.Conn) {
 		case !n.opened.Load():
 			// Still starting (in checkBlank, say): nothing to answer from.
 			resp = errResponse(&meta.NotControllerError{Leader: -1})
+		case req.Op == opElect:
+			// For a partition's leader, whichever node it is.
+			resp = n.serveElect(ctx, req)
 		default:
 			resp = n.handle(ctx, req)
 		}

@@ -3,11 +3,13 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/seglog/seglog/internal/cluster/meta"
 	"github.com/seglog/seglog/server"
+	"github.com/seglog/seglog/store"
 )
 
 // Leader rebalancing, Kafka's auto.leader.rebalance.enable: a partition's
@@ -128,4 +130,110 @@ func (n *Node) rebalance() int {
 		}
 	}
 	return started
+}
+
+// opElect asks a partition's leader to hand it to its preferred replica
+// (ElectLeaders): Topic and Partitions (the partition) name it. It is
+// answered by any node, not only the controller: only the leader can make
+// the move. A build before it answers that it is not the controller,
+// which ElectPreferredLeader reports as it came.
+const opElect = "elect-preferred-leader"
+
+// ElectPreferredLeader hands a partition's leadership to its preferred
+// replica (server.Cluster's, for ElectLeaders): on this node when it leads
+// the partition, else through its leader's node, as this node last knows
+// it. It returns once the preferred replica leads, or with ctx's error.
+func (n *Node) ElectPreferredLeader(ctx context.Context, topic string, partition int32) error {
+	infos, err := n.Partitions(topic)
+	if err != nil {
+		return err
+	}
+	if partition < 0 || int(partition) >= len(infos) {
+		return fmt.Errorf("%w: %s-%d", store.ErrUnknownPartition, topic, partition)
+	}
+	info := infos[partition]
+	switch {
+	case len(info.Replicas) > 0 && info.Leader == info.Replicas[0]:
+		return fmt.Errorf("%w: %s-%d is led by node %d", server.ErrElectionNotNeeded, topic, partition, info.Leader)
+	case info.Leader < 0:
+		return fmt.Errorf("%w: %s-%d has no leader now", server.ErrPreferredLeaderNotAvailable, topic, partition)
+	case info.Leader == n.cfg.NodeID:
+		return n.electHere(ctx, topic, partition)
+	}
+	resp, err := n.roundTrip(ctx, info.Leader, request{Op: opElect, Broker: n.cfg.NodeID, Topic: topic, Partitions: partition})
+	if err != nil {
+		return fmt.Errorf("%w: %s-%d: its leader, node %d, did not answer: %v", server.ErrPreferredLeaderNotAvailable, topic, partition, info.Leader, err)
+	}
+	return resp.errFrom(fmt.Sprintf("node %d", info.Leader))
+}
+
+// electHere moves a partition this node leads to its preferred replica,
+// if that one is live and in the ISR, and waits until it leads.
+func (n *Node) electHere(ctx context.Context, topic string, partition int32) error {
+	st := n.meta.State()
+	t, ok := st.Topic(topic)
+	if !ok {
+		return fmt.Errorf("%w: %s", store.ErrUnknownTopic, topic)
+	}
+	if int(partition) >= len(t.Replicas) || len(t.Replicas[partition]) == 0 {
+		return fmt.Errorf("%w: %s-%d", store.ErrUnknownPartition, topic, partition)
+	}
+	pref := t.Replicas[partition][0]
+	leader, _, isr, ok := n.parts.Leader(topic, partition)
+	switch {
+	case !ok || leader != n.cfg.NodeID:
+		if leader == pref {
+			return fmt.Errorf("%w: %s-%d is led by node %d", server.ErrElectionNotNeeded, topic, partition, leader)
+		}
+		return fmt.Errorf("%w: %s-%d is not led by node %d", server.ErrNotLeader, topic, partition, n.cfg.NodeID)
+	case pref == n.cfg.NodeID:
+		return fmt.Errorf("%w: %s-%d is led by node %d", server.ErrElectionNotNeeded, topic, partition, leader)
+	case !n.liveSet(st)[pref]:
+		return fmt.Errorf("%w: %s-%d: node %d is not live", server.ErrPreferredLeaderNotAvailable, topic, partition, pref)
+	case !slices.Contains(isr, pref):
+		return fmt.Errorf("%w: %s-%d: node %d is not in the ISR %v", server.ErrPreferredLeaderNotAvailable, topic, partition, pref, isr)
+	}
+	if err := n.parts.TransferLeader(ctx, topic, partition, pref); err != nil {
+		return err
+	}
+	n.log.Info("cluster: moving a partition's leadership to its preferred replica", "topic", topic, "partition", partition, "to", pref, "asked", true)
+	// Raft gives a transfer up after an election timeout without the
+	// transferee taking over; the leader asks again while ctx lasts.
+	t0 := time.NewTicker(electPoll)
+	defer t0.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.ctx.Done():
+			return ErrClosed
+		case <-t0.C:
+		}
+		leader, _, _, _ := n.parts.Leader(topic, partition)
+		switch leader {
+		case pref:
+			return nil
+		case n.cfg.NodeID:
+			if err := n.parts.TransferLeader(ctx, topic, partition, pref); err != nil {
+				return err
+			}
+		case -1:
+			// An election under way: the transferee's, most likely.
+		default:
+			return fmt.Errorf("%w: %s-%d: node %d took it over instead", server.ErrPreferredLeaderNotAvailable, topic, partition, leader)
+		}
+	}
+}
+
+// electPoll is how often electHere looks whether the preferred replica
+// has taken over: a transfer takes a round trip or two.
+const electPoll = 20 * time.Millisecond
+
+// serveElect is a peer's opElect, on the node it believes leads the
+// partition.
+func (n *Node) serveElect(ctx context.Context, req request) response {
+	if err := n.electHere(ctx, req.Topic, req.Partitions); err != nil {
+		return errResponse(err)
+	}
+	return response{}
 }

@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/seglog/seglog/internal/testutil"
+	"github.com/seglog/seglog/server"
+	"github.com/seglog/seglog/store"
 )
 
 func TestPreferredMoves(t *testing.T) {
@@ -116,4 +119,63 @@ func TestRebalanceMovesOnlyImbalanced(t *testing.T) {
 		t.Fatalf("node %d started %d moves, want 1", to, k)
 	}
 	testutil.WaitFor(t, "man-0 back on its preferred replica", func() bool { return c.leaderOf("man", 0).id == pref[0] })
+}
+
+// ElectLeaders' path: asked on any node, the partition's leader hands it
+// to the preferred replica and the call returns once that replica leads.
+func TestElectPreferredLeader(t *testing.T) {
+	c := newClusterConfigured(t, 3, true, func(_ *tnode, cfg *Config) {
+		cfg.LeaderImbalanceCheckInterval = -1
+	})
+	ctrl := c.controller()
+	ctx := ctxTimeout(t)
+	if err := ctrl.node.CreateTopic(ctx, "el", 2, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	pref := preferredOf(t, ctrl, "el")
+	testutil.WaitFor(t, "el-0 led by its preferred replica", func() bool { return c.leaderOf("el", 0).id == pref[0] })
+	if err := c.nodes[pref[0]].node.ElectPreferredLeader(ctx, "el", 0); !errors.Is(err, server.ErrElectionNotNeeded) {
+		t.Fatalf("election on a partition its preferred replica leads: %v", err)
+	}
+	if err := ctrl.node.ElectPreferredLeader(ctx, "el", 7); !errors.Is(err, store.ErrUnknownPartition) {
+		t.Fatalf("election of el-7: %v", err)
+	}
+	if err := ctrl.node.ElectPreferredLeader(ctx, "nope", 0); !errors.Is(err, store.ErrUnknownTopic) {
+		t.Fatalf("election of an unknown topic: %v", err)
+	}
+
+	// Led away, then elected back through each node in turn: the
+	// leader itself, and a node that forwards to it.
+	top, _ := ctrl.node.meta.State().Topic("el")
+	replicas := top.Replicas[0]
+	away := replicas[1]
+	for _, via := range []int32{away, replicas[2]} {
+		l := c.leaderOf("el", 0)
+		if err := l.node.parts.TransferLeader(ctx, "el", 0, away); err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, fmt.Sprintf("el-0 led by node %d", away), func() bool { return c.leaderOf("el", 0).id == away })
+		testutil.WaitFor(t, "the preferred replica in el-0's ISR", func() bool {
+			infos, err := c.nodes[away].node.Partitions("el")
+			return err == nil && slices.Contains(infos[0].ISR, pref[0])
+		})
+		if err := c.nodes[via].node.ElectPreferredLeader(ctx, "el", 0); err != nil {
+			t.Fatalf("election through node %d: %v", via, err)
+		}
+		if l, _, _, _ := c.nodes[pref[0]].node.parts.Leader("el", 0); l != pref[0] {
+			t.Fatalf("after the election through node %d, node %d knows leader %d", via, pref[0], l)
+		}
+	}
+
+	// The preferred replica gone: not available, and nothing moves.
+	c.stop(pref[1])
+	testutil.WaitFor(t, fmt.Sprintf("el-1 led by a node other than %d", pref[1]), func() bool { return c.leaderOf("el", 1).id != pref[1] })
+	l := c.leaderOf("el", 1)
+	testutil.WaitFor(t, fmt.Sprintf("node %d not live", pref[1]), func() bool { return !l.node.liveSet(l.node.meta.State())[pref[1]] })
+	if err := l.node.ElectPreferredLeader(ctx, "el", 1); !errors.Is(err, server.ErrPreferredLeaderNotAvailable) {
+		t.Fatalf("election with the preferred replica stopped: %v", err)
+	}
+	if got := c.leaderOf("el", 1); got != l {
+		t.Fatalf("el-1 moved from node %d to %d", l.id, got.id)
+	}
 }
