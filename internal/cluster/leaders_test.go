@@ -196,3 +196,15 @@ func TestHandOverAlone(t *testing.T) {
 		t.Fatalf("HandOver with no other voter: %v", err)
 	}
 }
+
+func TestFollowerISRWithoutReport(t *testing.T) {
+	live := map[int32]bool{1: true, 2: true}
+	if got := followerISR([]int32{3, 1, 2}, 1, live); !slices.Equal(got, []int32{1, 2}) {
+		t.Errorf("replicas 3,1,2, leader 1, live 1,2: ISR %v", got)
+	}
+	// Alone (no controller answers: only itself is known live), a
+	// follower names itself and the leader it follows.
+	if got := followerISR([]int32{1, 2, 3}, 3, map[int32]bool{2: true}); !slices.Equal(got, []int32{2, 3}) {
+		t.Errorf("replicas 1,2,3, leader 3, live 2: ISR %v", got)
+	}
+}

@@ -484,11 +484,15 @@ func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
 		if leader, epoch, isr, ok := n.parts.Leader(topic, int32(p)); ok {
 			info.Leader, info.LeaderEpoch, info.ISR = leader, epoch, isr
 			// A follower cannot see which replicas are caught up (its
-			// ISR is the assignment's replicas, a dead one included);
-			// the leader's report of the same term can.
+			// ISR is the assignment's replicas); the leader's report of
+			// the same term can. Until it comes (a few heartbeats after
+			// an election), the live replicas: a dead one is not
+			// claimed to be in sync.
 			if leader >= 0 && leader != n.cfg.NodeID {
 				if l, ok := report(p); ok && l.Leader == leader && l.Epoch == epoch && len(l.ISR) > 0 {
 					info.ISR = slices.Clone(l.ISR)
+				} else {
+					info.ISR = followerISR(r, leader, live)
 				}
 			}
 		} else if l, ok := report(p); ok {
@@ -502,6 +506,21 @@ func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
 		out[p] = info
 	}
 	return out, nil
+}
+
+// followerISR is the ISR a follower names for a partition while it has no
+// report of it from the leader: the replicas live, and the leader. It
+// cannot know which of them are caught up, but a replica whose node is
+// not live is not (before 2026-12-06 every replica was named, a dead one
+// too).
+func followerISR(replicas []int32, leader int32, live map[int32]bool) []int32 {
+	var isr []int32
+	for _, id := range replicas {
+		if live[id] || id == leader {
+			isr = append(isr, id)
+		}
+	}
+	return isr
 }
 
 // CreateTopic creates a topic through the controller and returns once
