@@ -44,7 +44,9 @@ func (c *clusterFlags) flags(cmd *cobra.Command) {
 	f.IntVar(&c.defaultRF, "default-replication-factor", 0, "with --voters: replication factor of topics created without one (default: the smaller of 3 and the number of voters)")
 	limitFlag(cmd, "default-replication-factor", 0, math.MaxInt16)
 	f.BoolVar(&c.rebalance, "auto-leader-rebalance", true, "with --voters: hand each partition this node leads back to its preferred replica (its first) once that one is live and in sync, checked every --leader-imbalance-check-interval (auto.leader.rebalance.enable)")
-	f.DurationVar(&c.rebalanceEvery, "leader-imbalance-check-interval", cluster.DefaultLeaderImbalanceCheckInterval, "with --voters: how often --auto-leader-rebalance looks (leader.imbalance.check.interval.seconds)")
+	f.DurationVar(&c.rebalanceEvery, "leader-imbalance-check-interval", cluster.DefaultLeaderImbalanceCheckInterval, "with --voters: how often --auto-leader-rebalance looks, 1s or more (leader.imbalance.check.interval.seconds)")
+	limitDuration(cmd, "leader-imbalance-check-interval", time.Second, math.MaxInt64)
+	onlyWith(cmd, "leader-imbalance-check-interval", "voters")
 }
 
 // check refuses a cluster command line that cannot work, before anything
@@ -56,8 +58,9 @@ func (c *clusterFlags) check(cmd *cobra.Command, nodeID int32, listen, advertise
 			return usageErrorf(cmd, "--raft-listen needs --voters (without --voters, serve is a single node)")
 		case c.defaultRF != 0:
 			return usageErrorf(cmd, "--default-replication-factor needs --voters (a single node keeps one copy)")
-		case cmd.Flags().Changed("auto-leader-rebalance") || cmd.Flags().Changed("leader-imbalance-check-interval"):
-			return usageErrorf(cmd, "--auto-leader-rebalance and --leader-imbalance-check-interval need --voters (a single node leads every partition)")
+		case cmd.Flags().Changed("auto-leader-rebalance"):
+			// Set to false too, which onlyWith does not count as given.
+			return usageErrorf(cmd, "--auto-leader-rebalance needs --voters (a single node leads every partition)")
 		}
 		return nil
 	}
@@ -73,9 +76,6 @@ func (c *clusterFlags) check(cmd *cobra.Command, nodeID int32, listen, advertise
 	}
 	if err := checkClusterFlags(voters, nodeID, c.raftListen, c.defaultRF); err != nil {
 		return usageErrorf(cmd, "%v", err)
-	}
-	if c.rebalanceEvery <= 0 {
-		return usageErrorf(cmd, "--leader-imbalance-check-interval %s: must be more than 0 (--auto-leader-rebalance=false turns the moves off)", c.rebalanceEvery)
 	}
 	if sameAddress(listen, c.raftListen) {
 		return usageErrorf(cmd, "--listen %s and --raft-listen %s are one address: the Kafka port and the raft port must differ", listen, c.raftListen)

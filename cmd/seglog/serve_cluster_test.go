@@ -84,9 +84,9 @@ func TestServeClusterFlagsRefused(t *testing.T) {
 		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--listen", "localhost:9093"}, "must differ"},
 		{[]string{"--raft-listen", "127.0.0.1:9093"}, "--raft-listen needs --voters"},
 		{[]string{"--default-replication-factor", "2"}, "needs --voters"},
-		{[]string{"--auto-leader-rebalance=false"}, "need --voters"},
-		{[]string{"--leader-imbalance-check-interval", "1m"}, "need --voters"},
-		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--leader-imbalance-check-interval", "0s"}, "must be more than 0"},
+		{[]string{"--auto-leader-rebalance=false"}, "--auto-leader-rebalance needs --voters"},
+		{[]string{"--leader-imbalance-check-interval", "1m"}, "--leader-imbalance-check-interval only applies with --voters"},
+		{[]string{"--voters", voters, "--node-id", "1", "--raft-listen", "127.0.0.1:9093", "--leader-imbalance-check-interval", "0s"}, "--leader-imbalance-check-interval"},
 	} {
 		args := append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, c.args...)
 		r := invoke(t, "", args...)
