@@ -48,6 +48,8 @@ func requestSeeds(tb testing.TB) [][]byte {
 				r.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "f", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Timestamp: -3}}}}
 			case *kmsg.CreateTopicsRequest:
 				r.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "g", NumPartitions: 1, ReplicationFactor: 1}}
+			case *kmsg.ElectLeadersRequest:
+				r.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "f", Partitions: []int32{0, 5}}}
 			case *kmsg.DeleteRecordsRequest:
 				r.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "f", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Offset: 1}}}}
 			}
