@@ -23,8 +23,12 @@ func (n *Node) handle(ctx context.Context, req request) response {
 		if err != nil {
 			return errResponse(err)
 		}
-		// A registration is a heartbeat: the broker is live from now.
+		// A registration is a heartbeat: the broker is live from now,
+		// and a new process, not stopping.
 		n.seen(req.Broker)
+		n.mu.Lock()
+		n.noteStopping(req.Broker, false)
+		n.mu.Unlock()
 		return response{Index: res.Index, Epoch: res.Epoch}
 	case opHeartbeat:
 		st := n.meta.State()
@@ -42,8 +46,10 @@ func (n *Node) handle(ctx context.Context, req request) response {
 		n.mu.Lock()
 		if known {
 			n.noteLeaders(req.Broker, req.Leaders)
+			n.noteStopping(req.Broker, req.Stopping)
 		}
 		resp.Leaders = leaderList(n.mergedLeaders(live))
+		resp.Stopping = n.stoppingList(live)
 		n.mu.Unlock()
 		return resp
 	case opCreate:
@@ -270,20 +276,23 @@ func (n *Node) beat() {
 	n.mu.Lock()
 	led := n.led
 	n.mu.Unlock()
+	stopping := n.stopping.Load()
 	if ctrl {
 		n.seen(n.cfg.NodeID)
 		n.mu.Lock()
 		n.noteLeaders(n.cfg.NodeID, led)
+		n.noteStopping(n.cfg.NodeID, stopping)
 		n.mu.Unlock()
 		return
 	}
-	resp, err := n.forward(ctx, request{Op: opHeartbeat, Broker: n.cfg.NodeID, Epoch: epoch, Leaders: led})
+	resp, err := n.forward(ctx, request{Op: opHeartbeat, Broker: n.cfg.NodeID, Epoch: epoch, Leaders: led, Stopping: stopping})
 	if err != nil {
 		return
 	}
 	n.mu.Lock()
 	now := time.Now()
 	n.liveView, n.liveIndex, n.liveAt = resp.Live, resp.Index, now
+	n.stoppingView = resp.Stopping
 	changed := n.setLeaderView(resp.Leaders, now)
 	if !resp.Known && n.epoch == epoch {
 		n.epoch = 0 // registered again at the next beat

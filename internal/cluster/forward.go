@@ -73,8 +73,9 @@ type request struct {
 	// TimeoutMs is what is left of the sender's deadline.
 	TimeoutMs int64 `json:"timeout_ms"`
 	// Leaders are, on a heartbeat, the partitions the broker leads
-	// (leaders.go).
-	Leaders []leaderReport `json:"leaders,omitempty"`
+	// (leaders.go), and Stopping whether it is stopping (stopping.go).
+	Leaders  []leaderReport `json:"leaders,omitempty"`
+	Stopping bool           `json:"stopping,omitempty"`
 	// ACLs are CreateACLs' entries, ACLFilters DeleteACLs' (acls.go).
 	ACLs       []acl.ACL    `json:"acls,omitempty"`
 	ACLFilters []acl.Filter `json:"acl_filters,omitempty"`
@@ -115,8 +116,10 @@ type response struct {
 	// from a build before the check.
 	Voters map[int32]string `json:"voters,omitempty"`
 	// Leaders are, on a heartbeat, the leaders the live brokers
-	// report, this one's included (leaders.go).
-	Leaders []leaderReport `json:"leaders,omitempty"`
+	// report, this one's included (leaders.go), and Stopping the live
+	// brokers stopping (stopping.go).
+	Leaders  []leaderReport `json:"leaders,omitempty"`
+	Stopping []int32        `json:"stopping,omitempty"`
 	// DeletedACLs are, per filter, the ACLs a DeleteACLs removed.
 	DeletedACLs [][]acl.ACL `json:"deleted_acls,omitempty"`
 	// From is the answering node's id, so that a sender whose Voters

@@ -312,7 +312,7 @@ func (f *fakeParts) SetObserver(server.LogObserver) {}
 func (f *fakeParts) DeleteRecords(context.Context, string, int32, int64) (int64, error) {
 	return 0, server.ErrNotLeader
 }
-func (f *fakeParts) TransferLeader(context.Context, string, int32, int32) error {
-	return server.ErrNotLeader
+func (f *fakeParts) TransferLeader(context.Context, string, int32, int32) (bool, error) {
+	return false, server.ErrNotLeader
 }
 func (f *fakeParts) Close() error { return nil }

@@ -281,6 +281,13 @@ type Node struct {
 	reports    map[int32][]leaderReport
 	leaderView map[uint64]leaderReport
 	leaderAt   time.Time
+	// stoppingIDs are, on the controller, the brokers whose last
+	// heartbeat said they are stopping; stoppingView, elsewhere, the
+	// controller's last answer of them, at liveAt (stopping.go).
+	stoppingIDs  map[int32]bool
+	stoppingView []int32
+	// stopping is set once this node's HandOver began.
+	stopping atomic.Bool
 	// epoch is this node's registration epoch, 0 until registered;
 	// registered is closed at the first registration.
 	epoch      uint64
@@ -551,6 +558,12 @@ func (n *Node) HandOver(ctx context.Context) error {
 	if len(n.cfg.Voters) == 1 {
 		return nil // no other node to hand anything to
 	}
+	// Told first, so that the other nodes' rebalancers hand nothing back
+	// to this node while it hands its partitions away: the heartbeat's
+	// answer comes back once the controller has it, and the others learn
+	// it with their next heartbeats.
+	n.stopping.Store(true)
+	n.beat()
 	var errs []error
 	if n.mr != nil {
 		errs = append(errs, n.mr.HandOver(ctx))

@@ -72,6 +72,19 @@ func preferredMoves(self int32, parts []placement, live map[int32]bool) []leader
 	return out
 }
 
+// takers is the nodes a partition's leadership may be handed to: the live
+// ones, less those stopping (a node's SIGTERM hands its partitions over,
+// and tells the controller in its heartbeats from then on; a node that
+// handed a partition back to it meanwhile would stall the partition's
+// writes twice, and a walk saw one stopped still leading it).
+func (n *Node) takers(st *meta.State) map[int32]bool {
+	live := n.liveSet(st)
+	for id := range n.stoppingSet() {
+		delete(live, id)
+	}
+	return live
+}
+
 // ledPlacements lists the partitions this node leads as st assigns them,
 // with the ISR the partition manager knows.
 func (n *Node) ledPlacements(st *meta.State) []placement {
@@ -112,13 +125,15 @@ func (n *Node) rebalanceLoop() {
 // many it started.
 func (n *Node) rebalance() int {
 	st := n.meta.State()
-	moves := preferredMoves(n.cfg.NodeID, n.ledPlacements(st), n.liveSet(st))
+	moves := preferredMoves(n.cfg.NodeID, n.ledPlacements(st), n.takers(st))
 	started := 0
 	for _, m := range moves {
 		ctx, cancel := context.WithTimeout(n.ctx, n.cfg.RequestTimeout)
-		err := n.parts.TransferLeader(ctx, m.topic, m.partition, m.to)
+		ok, err := n.parts.TransferLeader(ctx, m.topic, m.partition, m.to)
 		cancel()
 		switch {
+		case err == nil && !ok:
+			// Under way since an earlier check: said then.
 		case err == nil:
 			started++
 			n.log.Info("cluster: moving a partition's leadership to its preferred replica", "topic", m.topic, "partition", m.partition, "to", m.to)
@@ -188,12 +203,12 @@ func (n *Node) electHere(ctx context.Context, topic string, partition int32) err
 		return fmt.Errorf("%w: %s-%d is not led by node %d", server.ErrNotLeader, topic, partition, n.cfg.NodeID)
 	case pref == n.cfg.NodeID:
 		return fmt.Errorf("%w: %s-%d is led by node %d", server.ErrElectionNotNeeded, topic, partition, leader)
-	case !n.liveSet(st)[pref]:
-		return fmt.Errorf("%w: %s-%d: node %d is not live", server.ErrPreferredLeaderNotAvailable, topic, partition, pref)
+	case !n.takers(st)[pref]:
+		return fmt.Errorf("%w: %s-%d: node %d is not live, or is stopping", server.ErrPreferredLeaderNotAvailable, topic, partition, pref)
 	case !slices.Contains(isr, pref):
 		return fmt.Errorf("%w: %s-%d: node %d is not in the ISR %v", server.ErrPreferredLeaderNotAvailable, topic, partition, pref, isr)
 	}
-	if err := n.parts.TransferLeader(ctx, topic, partition, pref); err != nil {
+	if _, err := n.parts.TransferLeader(ctx, topic, partition, pref); err != nil {
 		return err
 	}
 	n.log.Info("cluster: moving a partition's leadership to its preferred replica", "topic", topic, "partition", partition, "to", pref, "asked", true)
@@ -214,7 +229,7 @@ func (n *Node) electHere(ctx context.Context, topic string, partition int32) err
 		case pref:
 			return nil
 		case n.cfg.NodeID:
-			if err := n.parts.TransferLeader(ctx, topic, partition, pref); err != nil {
+			if _, err := n.parts.TransferLeader(ctx, topic, partition, pref); err != nil {
 				return err
 			}
 		case -1:

@@ -33,7 +33,7 @@ type partitions interface {
 	EndOffsetForEpoch(topic string, p int32, epoch int32) (int32, int64, error)
 	SetObserver(o server.LogObserver)
 	DeleteRecords(ctx context.Context, topic string, p int32, offset int64) (int64, error)
-	TransferLeader(ctx context.Context, topic string, p, to int32) error
+	TransferLeader(ctx context.Context, topic string, p, to int32) (bool, error)
 	Close() error
 }
 

@@ -138,6 +138,14 @@ func (n *Node) addGroup(id uint64, peers []uint64, st Storage, apply ApplyFunc) 
 	n.mu.Lock()
 	n.groups[id] = g
 	n.mu.Unlock()
+	if fresh && firstCampaign(n.cfg.ID, peers) {
+		// The preferred replica asks for votes at once: the others,
+		// holding back, grant them if they run the group already; if
+		// not, its own timer runs out before theirs (preferred.go).
+		if err := rn.Campaign(); err == nil {
+			n.mark(g)
+		}
+	}
 	return nil
 }
 

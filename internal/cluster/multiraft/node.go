@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -370,6 +371,15 @@ func (n *Node) HandOver(ctx context.Context) error {
 		pending := false
 		now := time.Now()
 		if err := n.do(ctx, func() {
+			// A group handed to this node meanwhile (another node's
+			// rebalancer, before it heard that this one is stopping)
+			// is handed over too.
+			for id, g := range n.groups {
+				if !g.fetching && !slices.Contains(led, id) && g.rn.BasicStatus().RaftState == raft.StateLeader {
+					n.transfer(g)
+					led = append(led, id)
+				}
+			}
 			for _, id := range led {
 				g := n.groups[id]
 				if g == nil {

@@ -65,14 +65,18 @@ func TestTransferLeader(t *testing.T) {
 		old := c.leader(g)
 		to := old%3 + 1
 		var nl *NotLeaderError
-		if err := c.members[to].node.TransferLeader(ctx, g, old); !errors.As(err, &nl) || nl.Leader != old {
+		if _, err := c.members[to].node.TransferLeader(ctx, g, old); !errors.As(err, &nl) || nl.Leader != old {
 			t.Fatalf("group %d: TransferLeader on follower %d: %v, want a NotLeaderError naming node %d", g, to, err, old)
 		}
-		if err := c.members[old].node.TransferLeader(ctx, g, 7); err == nil {
+		if _, err := c.members[old].node.TransferLeader(ctx, g, 7); err == nil {
 			t.Fatalf("group %d: TransferLeader to node 7, no voter: no error", g)
 		}
-		if err := c.members[old].node.TransferLeader(ctx, g, to); err != nil {
-			t.Fatalf("group %d: TransferLeader %d -> %d: %v", g, old, to, err)
+		if started, err := c.members[old].node.TransferLeader(ctx, g, to); err != nil || !started {
+			t.Fatalf("group %d: TransferLeader %d -> %d: started %v, %v", g, old, to, started, err)
+		}
+		// Asked again while it is under way: nothing new is started.
+		if started, err := c.members[old].node.TransferLeader(ctx, g, to); err == nil && started {
+			t.Fatalf("group %d: a second TransferLeader %d -> %d started another transfer", g, old, to)
 		}
 		testutil.WaitFor(t, fmt.Sprintf("group %d led by node %d", g, to), func() bool { return c.leader(g) == to })
 		c.propose(g, fmt.Sprintf("after transfer %d", g))
@@ -80,7 +84,46 @@ func TestTransferLeader(t *testing.T) {
 			t.Fatalf("group %d: led by %d after the transfer to %d", g, l, to)
 		}
 	}
-	if err := c.members[1].node.TransferLeader(ctx, 99, 2); !errors.Is(err, ErrGroupNotFound) {
+	if _, err := c.members[1].node.TransferLeader(ctx, 99, 2); !errors.Is(err, ErrGroupNotFound) {
 		t.Fatalf("TransferLeader of an unknown group: %v", err)
+	}
+}
+
+// addGroupOn adds group g with voters to member m, as start does.
+func (c *cluster) addGroupOn(m *member, g uint64, voters []uint64) {
+	c.t.Helper()
+	st := NewMemoryStorage()
+	m.storage[g] = st
+	m.rec[g] = &recorder{}
+	if err := m.node.AddGroup(g, voters, st, m.rec[g].apply); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// TestPreferredComesLate: the preferred replica of a fresh group that
+// reaches the group well after the others (a walk saw 0.6 s, a node
+// applying the creation of 300 partitions one after another) still wins
+// the first election: it campaigns at once, while the others hold.
+// Without that, its timer (0.5 to 1 s after it comes) ran out after
+// theirs (1 to 1.5 s after they came) in most cases.
+func TestPreferredComesLate(t *testing.T) {
+	c := newClusterWith(t, 3, 0, Config{Tick: 50 * time.Millisecond}, nil, nil)
+	const groups = 4
+	for g := uint64(1); g <= groups; g++ {
+		c.groups = append(c.groups, g)
+		c.voters[g] = []uint64{1, 2, 3}
+		c.addGroupOn(c.members[2], g, c.voters[g])
+		c.addGroupOn(c.members[3], g, c.voters[g])
+	}
+	// The skew a node behind the others gives: not a wait for anything.
+	time.Sleep(600 * time.Millisecond)
+	for g := uint64(1); g <= groups; g++ {
+		c.addGroupOn(c.members[1], g, c.voters[g])
+	}
+	c.waitLeaders()
+	for _, g := range c.groups {
+		if l := c.leader(g); l != 1 {
+			t.Errorf("group %d: first leader node %d, not its preferred node 1", g, l)
+		}
 	}
 }

@@ -545,18 +545,19 @@ func (m *Manager) Leader(topic string, partition int32) (leader, epoch int32, is
 
 // TransferLeader starts moving the leadership of a partition this node
 // leads to replica to (multiraft.Node.TransferLeader) and returns without
-// waiting. Errors wrap server.ErrNotLeader when this node does not lead
-// the partition.
-func (m *Manager) TransferLeader(ctx context.Context, topic string, partition, to int32) error {
+// waiting, reporting whether it started a transfer (not when one is under
+// way already). Errors wrap server.ErrNotLeader when this node does not
+// lead the partition.
+func (m *Manager) TransferLeader(ctx context.Context, topic string, partition, to int32) (bool, error) {
 	p, err := m.part(topic, partition)
 	if err != nil {
-		return err
+		return false, err
 	}
-	err = m.cfg.Raft.TransferLeader(ctx, p.a.Group, uint64(to))
+	started, err := m.cfg.Raft.TransferLeader(ctx, p.a.Group, uint64(to))
 	if nl := (*multiraft.NotLeaderError)(nil); errors.As(err, &nl) {
-		return fmt.Errorf("%w: %s-%d is led by node %d", server.ErrNotLeader, topic, partition, nl.Leader)
+		return false, fmt.Errorf("%w: %s-%d is led by node %d", server.ErrNotLeader, topic, partition, nl.Leader)
 	}
-	return err
+	return started, err
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch for a partition this node
