@@ -45,18 +45,26 @@ func preferredOf(t *testing.T, tn *tnode, topic string) []int32 {
 	return out
 }
 
+// rebalanceCluster starts three real nodes checking every interval
+// (negative: never) and creates topic with partitions partitions on all
+// three; it returns the cluster, the controller and each partition's
+// preferred replica.
+func rebalanceCluster(t *testing.T, interval time.Duration, topic string, partitions int32) (*tcluster, *tnode, []int32) {
+	t.Helper()
+	c := newClusterConfigured(t, 3, true, func(_ *tnode, cfg *Config) {
+		cfg.LeaderImbalanceCheckInterval = interval
+	})
+	ctrl := c.controller()
+	if err := ctrl.node.CreateTopic(ctxTimeout(t), topic, partitions, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	return c, ctrl, preferredOf(t, ctrl, topic)
+}
+
 // A rolling restart leaves a node leading nothing; the rebalancer hands
 // its preferred partitions back once it is caught up.
 func TestLeadersBackOnPreferredReplicas(t *testing.T) {
-	c := newClusterConfigured(t, 3, true, func(_ *tnode, cfg *Config) {
-		cfg.LeaderImbalanceCheckInterval = 200 * time.Millisecond
-	})
-	ctrl := c.controller()
-	ctx := ctxTimeout(t)
-	if err := ctrl.node.CreateTopic(ctx, "bal", 3, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	pref := preferredOf(t, ctrl, "bal")
+	c, _, pref := rebalanceCluster(t, 200*time.Millisecond, "bal", 3)
 	if len(slices.Compact(slices.Sorted(slices.Values(pref)))) != 3 {
 		t.Fatalf("preferred leaders %v: the assignment does not spread them", pref)
 	}
@@ -86,15 +94,8 @@ func TestLeadersBackOnPreferredReplicas(t *testing.T) {
 // With the periodic check off, rebalance itself still moves what is led
 // away from its preferred replica, and only that.
 func TestRebalanceMovesOnlyImbalanced(t *testing.T) {
-	c := newClusterConfigured(t, 3, true, func(_ *tnode, cfg *Config) {
-		cfg.LeaderImbalanceCheckInterval = -1
-	})
-	ctrl := c.controller()
+	c, _, pref := rebalanceCluster(t, -1, "man", 3)
 	ctx := ctxTimeout(t)
-	if err := ctrl.node.CreateTopic(ctx, "man", 3, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	pref := preferredOf(t, ctrl, "man")
 	for _, tn := range c.running() {
 		testutil.WaitFor(t, fmt.Sprintf("node %d leads its preferred partition", tn.id), func() bool {
 			p := slices.Index(pref, tn.id)
@@ -124,15 +125,8 @@ func TestRebalanceMovesOnlyImbalanced(t *testing.T) {
 // ElectLeaders' path: asked on any node, the partition's leader hands it
 // to the preferred replica and the call returns once that replica leads.
 func TestElectPreferredLeader(t *testing.T) {
-	c := newClusterConfigured(t, 3, true, func(_ *tnode, cfg *Config) {
-		cfg.LeaderImbalanceCheckInterval = -1
-	})
-	ctrl := c.controller()
+	c, ctrl, pref := rebalanceCluster(t, -1, "el", 2)
 	ctx := ctxTimeout(t)
-	if err := ctrl.node.CreateTopic(ctx, "el", 2, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	pref := preferredOf(t, ctrl, "el")
 	testutil.WaitFor(t, "el-0 led by its preferred replica", func() bool { return c.leaderOf("el", 0).id == pref[0] })
 	if err := c.nodes[pref[0]].node.ElectPreferredLeader(ctx, "el", 0); !errors.Is(err, server.ErrElectionNotNeeded) {
 		t.Fatalf("election on a partition its preferred replica leads: %v", err)
@@ -185,15 +179,8 @@ func TestElectPreferredLeader(t *testing.T) {
 // hand-backs stall a producer 2.5 and 6 s, and a node stop still leading
 // one.
 func TestRebalanceSparesStoppingNode(t *testing.T) {
-	c := newClusterConfigured(t, 3, true, func(_ *tnode, cfg *Config) {
-		cfg.LeaderImbalanceCheckInterval = -1
-	})
-	ctrl := c.controller()
+	c, ctrl, pref := rebalanceCluster(t, -1, "stop", 3)
 	ctx := ctxTimeout(t)
-	if err := ctrl.node.CreateTopic(ctx, "stop", 3, 3, nil); err != nil {
-		t.Fatal(err)
-	}
-	pref := preferredOf(t, ctrl, "stop")
 	// The node that stops is not the controller, which keeps the
 	// stopping set.
 	var x int32 = -1
