@@ -15,9 +15,10 @@ import (
 
 // Errors of Cluster.ElectPreferredLeader.
 var (
-	// ErrElectionNotNeeded: the preferred replica leads the partition
-	// already (ELECTION_NOT_NEEDED).
-	ErrElectionNotNeeded = errors.New("server: the preferred replica leads the partition already")
+	// ErrElectionNotNeeded: the partition has the leader the election
+	// would give it: its preferred replica for a PREFERRED election, any
+	// for an UNCLEAN one (ELECTION_NOT_NEEDED).
+	ErrElectionNotNeeded = errors.New("server: no election is needed")
 	// ErrPreferredLeaderNotAvailable: the preferred replica cannot take
 	// the partition over now: its broker is not live, it is not in the
 	// ISR, or the partition has no leader to hand it over
@@ -73,7 +74,7 @@ func (s *Server) electLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest
 		}
 		switch {
 		case s.cluster == nil:
-			r.err = ErrElectionNotNeeded
+			r.err = fmt.Errorf("%w: %s-%d has one replica, which leads it", ErrElectionNotNeeded, r.topic, r.partition)
 		case kind == unclean:
 			r.err = s.uncleanElection(r.topic, r.partition)
 		default:
@@ -168,7 +169,7 @@ func (s *Server) uncleanElection(topic string, partition int32) error {
 	case int(partition) >= len(infos):
 		return fmt.Errorf("%w: %s-%d", store.ErrUnknownPartition, topic, partition)
 	case infos[partition].Leader >= 0:
-		return ErrElectionNotNeeded
+		return fmt.Errorf("%w: %s-%d has a leader, node %d", ErrElectionNotNeeded, topic, partition, infos[partition].Leader)
 	}
 	return errNoUncleanElection
 }

@@ -169,7 +169,7 @@ func (n *Node) ElectPreferredLeader(ctx context.Context, topic string, partition
 	info := infos[partition]
 	switch {
 	case len(info.Replicas) > 0 && info.Leader == info.Replicas[0]:
-		return fmt.Errorf("%w: %s-%d is led by node %d", server.ErrElectionNotNeeded, topic, partition, info.Leader)
+		return fmt.Errorf("%w: %s-%d is led by its preferred replica, node %d", server.ErrElectionNotNeeded, topic, partition, info.Leader)
 	case info.Leader < 0:
 		return fmt.Errorf("%w: %s-%d has no leader now", server.ErrPreferredLeaderNotAvailable, topic, partition)
 	case info.Leader == n.cfg.NodeID:
@@ -198,11 +198,11 @@ func (n *Node) electHere(ctx context.Context, topic string, partition int32) err
 	switch {
 	case !ok || leader != n.cfg.NodeID:
 		if leader == pref {
-			return fmt.Errorf("%w: %s-%d is led by node %d", server.ErrElectionNotNeeded, topic, partition, leader)
+			return fmt.Errorf("%w: %s-%d is led by its preferred replica, node %d", server.ErrElectionNotNeeded, topic, partition, leader)
 		}
 		return fmt.Errorf("%w: %s-%d is not led by node %d", server.ErrNotLeader, topic, partition, n.cfg.NodeID)
 	case pref == n.cfg.NodeID:
-		return fmt.Errorf("%w: %s-%d is led by node %d", server.ErrElectionNotNeeded, topic, partition, leader)
+		return fmt.Errorf("%w: %s-%d is led by its preferred replica, node %d", server.ErrElectionNotNeeded, topic, partition, leader)
 	case !n.takers(st)[pref]:
 		return fmt.Errorf("%w: %s-%d: node %d is not live, or is stopping", server.ErrPreferredLeaderNotAvailable, topic, partition, pref)
 	case !slices.Contains(isr, pref):
@@ -224,12 +224,20 @@ func (n *Node) electHere(ctx context.Context, topic string, partition int32) err
 			return ErrClosed
 		case <-t0.C:
 		}
+		if !n.takers(n.meta.State())[pref] {
+			// Gone, or stopping, since the transfer began.
+			return fmt.Errorf("%w: %s-%d: node %d is not live any more, or is stopping", server.ErrPreferredLeaderNotAvailable, topic, partition, pref)
+		}
 		leader, _, _, _ := n.parts.Leader(topic, partition)
 		switch leader {
 		case pref:
 			return nil
 		case n.cfg.NodeID:
-			if _, err := n.parts.TransferLeader(ctx, topic, partition, pref); err != nil {
+			// Raft gave the transfer up, or has not told this node yet
+			// that it is done: asked again, a transfer under way is
+			// left alone and a done one answers not leader, and the
+			// next look finds the new leader.
+			if _, err := n.parts.TransferLeader(ctx, topic, partition, pref); err != nil && !errors.Is(err, server.ErrNotLeader) {
 				return err
 			}
 		case -1:

@@ -177,42 +177,52 @@ func TestElectPreferredLeader(t *testing.T) {
 // A node handing its partitions over (SIGTERM) is not given them back by
 // the others' rebalancers, though it is live and in sync: a walk saw
 // hand-backs stall a producer 2.5 and 6 s, and a node stop still leading
-// one.
+// one. The controller stopping hands its role over first and then says it
+// is stopping to the new controller, which knows it when HandOver
+// returns (a walk saw a stopping controller given 433 partitions back
+// when it handed the role over last and nobody was told).
 func TestRebalanceSparesStoppingNode(t *testing.T) {
-	c, ctrl, pref := rebalanceCluster(t, -1, "stop", 3)
-	ctx := ctxTimeout(t)
-	// The node that stops is not the controller, which keeps the
-	// stopping set.
-	var x int32 = -1
-	for p, id := range pref {
-		if id != ctrl.id {
-			x = id
-			testutil.WaitFor(t, fmt.Sprintf("stop-%d led by node %d", p, id), func() bool { return c.leaderOf("stop", int32(p)).id == id })
-		}
+	for _, role := range []string{"follower", "controller"} {
+		t.Run(role, func(t *testing.T) {
+			c, ctrl, pref := rebalanceCluster(t, -1, "stop", 3)
+			ctx := ctxTimeout(t)
+			x := ctrl.id
+			if role == "follower" {
+				x = pref[slices.IndexFunc(pref, func(id int32) bool { return id != ctrl.id })]
+			}
+			p := int32(slices.Index(pref, x))
+			testutil.WaitFor(t, fmt.Sprintf("stop-%d led by node %d", p, x), func() bool { return c.leaderOf("stop", p).id == x })
+			if err := c.nodes[x].node.HandOver(ctx); err != nil {
+				t.Fatal(err)
+			}
+			now := c.controller()
+			if now.id == x {
+				t.Fatalf("node %d is still the controller after its HandOver", x)
+			}
+			if !now.node.stoppingSet()[x] {
+				t.Fatalf("the controller, node %d, does not know node %d is stopping when its HandOver returns", now.id, x)
+			}
+			l := c.leaderOf("stop", p)
+			if l.id == x {
+				t.Fatalf("stop-%d still led by node %d after its HandOver", p, x)
+			}
+			testutil.WaitFor(t, fmt.Sprintf("node %d to know node %d is stopping", l.id, x), func() bool { return l.node.stoppingSet()[x] })
+			testutil.WaitFor(t, fmt.Sprintf("node %d in stop-%d's ISR", x, p), func() bool {
+				infos, err := l.node.Partitions("stop")
+				return err == nil && slices.Contains(infos[p].ISR, x)
+			})
+			if k := l.node.rebalance(); k != 0 {
+				t.Fatalf("node %d started %d moves with the preferred replica stopping", l.id, k)
+			}
+			if err := l.node.ElectPreferredLeader(ctx, "stop", p); !errors.Is(err, server.ErrPreferredLeaderNotAvailable) {
+				t.Fatalf("election to a stopping node: %v", err)
+			}
+			// Restarted, it is a taker again.
+			c.stop(x)
+			c.restart(x)
+			testutil.WaitFor(t, fmt.Sprintf("node %d no longer stopping to node %d", x, l.id), func() bool {
+				return !l.node.stoppingSet()[x] && l.node.takers(l.node.meta.State())[x]
+			})
+		})
 	}
-	p := int32(slices.Index(pref, x))
-	if err := c.nodes[x].node.HandOver(ctx); err != nil {
-		t.Fatal(err)
-	}
-	l := c.leaderOf("stop", p)
-	if l.id == x {
-		t.Fatalf("stop-%d still led by node %d after its HandOver", p, x)
-	}
-	testutil.WaitFor(t, fmt.Sprintf("node %d to know node %d is stopping", l.id, x), func() bool { return l.node.stoppingSet()[x] })
-	testutil.WaitFor(t, fmt.Sprintf("node %d in stop-%d's ISR", x, p), func() bool {
-		infos, err := l.node.Partitions("stop")
-		return err == nil && slices.Contains(infos[p].ISR, x)
-	})
-	if k := l.node.rebalance(); k != 0 {
-		t.Fatalf("node %d started %d moves with the preferred replica stopping", l.id, k)
-	}
-	if err := l.node.ElectPreferredLeader(ctx, "stop", p); !errors.Is(err, server.ErrPreferredLeaderNotAvailable) {
-		t.Fatalf("election to a stopping node: %v", err)
-	}
-	// Restarted, it is a taker again.
-	c.stop(x)
-	c.restart(x)
-	testutil.WaitFor(t, fmt.Sprintf("node %d no longer stopping to node %d", x, l.id), func() bool {
-		return !l.node.stoppingSet()[x] && l.node.takers(l.node.meta.State())[x]
-	})
 }
