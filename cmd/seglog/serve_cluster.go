@@ -221,7 +221,21 @@ func (c *clusterFlags) handOver(w io.Writer) {
 		msg := strings.ReplaceAll(err.Error(), "\n", "; ")
 		fmt.Fprintf(w, "seglog serve: handing leadership over within %v: %s; the rest fails over once this node stops\n", handOverLimit, msg)
 	}
+	// Still answering for a moment: a client whose metadata still names
+	// this node as a leader is told, on the connection it has, which
+	// node leads now (NOT_LEADER_OR_FOLLOWER with KIP-951's hint), and
+	// moves at once. Closed at once, its reconnection was refused and
+	// a kgo producer waited out its 5 s metadata age (a walk saw stalls
+	// of 1.3 to 5 s).
+	if len(c.parsed) > 1 {
+		time.Sleep(drainAfterHandOver)
+	}
 }
+
+// drainAfterHandOver is how long a stopping node goes on answering after
+// its partitions were handed over: a producer keeping requests in flight
+// sends one to each partition's old leader within it.
+const drainAfterHandOver = time.Second
 
 // close stops the node (or the raft listener it never got); nil when
 // there is neither.

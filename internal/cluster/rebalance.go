@@ -158,7 +158,41 @@ const opElect = "elect-preferred-leader"
 // replica (server.Cluster's, for ElectLeaders): on this node when it leads
 // the partition, else through its leader's node, as this node last knows
 // it. It returns once the preferred replica leads, or with ctx's error.
+// While the partition has no leader, or the node asked answers that it
+// no longer leads it (an election, a leader handing over as it stops),
+// it looks again, for up to electPatience: a walk's elections sent just
+// after a node's SIGTERM were answered NOT_LEADER_OR_FOLLOWER and
+// PREFERRED_LEADER_NOT_AVAILABLE for partitions that were merely moving.
 func (n *Node) ElectPreferredLeader(ctx context.Context, topic string, partition int32) error {
+	deadline := time.Now().Add(electPatience)
+	for {
+		err := n.electOnce(ctx, topic, partition)
+		moving := errors.Is(err, server.ErrNotLeader) || errors.Is(err, errOnTheMove)
+		if !moving || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-n.ctx.Done():
+			return ErrClosed
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// electPatience bounds how long ElectPreferredLeader looks again for a
+// partition on the move: longer than an election.
+const electPatience = 3 * time.Second
+
+// errOnTheMove is electOnce's answer for a partition whose leadership is
+// moving: it has no leader, its leader's node did not answer, or another
+// node took it over. PREFERRED_LEADER_NOT_AVAILABLE, unless it settles in
+// time.
+var errOnTheMove = fmt.Errorf("%w: its leadership is moving", server.ErrPreferredLeaderNotAvailable)
+
+// electOnce is one try of ElectPreferredLeader.
+func (n *Node) electOnce(ctx context.Context, topic string, partition int32) error {
 	infos, err := n.Partitions(topic)
 	if err != nil {
 		return err
@@ -171,13 +205,13 @@ func (n *Node) ElectPreferredLeader(ctx context.Context, topic string, partition
 	case len(info.Replicas) > 0 && info.Leader == info.Replicas[0]:
 		return fmt.Errorf("%w: %s-%d is led by its preferred replica, node %d", server.ErrElectionNotNeeded, topic, partition, info.Leader)
 	case info.Leader < 0:
-		return fmt.Errorf("%w: %s-%d has no leader now", server.ErrPreferredLeaderNotAvailable, topic, partition)
+		return fmt.Errorf("%w: %s-%d has no leader now", errOnTheMove, topic, partition)
 	case info.Leader == n.cfg.NodeID:
 		return n.electHere(ctx, topic, partition)
 	}
 	resp, err := n.roundTrip(ctx, info.Leader, request{Op: opElect, Broker: n.cfg.NodeID, Topic: topic, Partitions: partition})
 	if err != nil {
-		return fmt.Errorf("%w: %s-%d: its leader, node %d, did not answer: %v", server.ErrPreferredLeaderNotAvailable, topic, partition, info.Leader, err)
+		return fmt.Errorf("%w: %s-%d: its leader, node %d, did not answer: %v", errOnTheMove, topic, partition, info.Leader, err)
 	}
 	return resp.errFrom(fmt.Sprintf("node %d", info.Leader))
 }
@@ -243,7 +277,7 @@ func (n *Node) electHere(ctx context.Context, topic string, partition int32) err
 		case -1:
 			// An election under way: the transferee's, most likely.
 		default:
-			return fmt.Errorf("%w: %s-%d: node %d took it over instead", server.ErrPreferredLeaderNotAvailable, topic, partition, leader)
+			return fmt.Errorf("%w: %s-%d: node %d took it over instead", errOnTheMove, topic, partition, leader)
 		}
 	}
 }
