@@ -155,6 +155,8 @@ var errCodes = []struct {
 	{"credentials-in-force", meta.ErrCredentialsInForce},
 	{"timeout", context.DeadlineExceeded},
 	{"election-not-needed", server.ErrElectionNotNeeded},
+	// Before the sentinel it wraps: the first match names the error.
+	{"leadership-moving", errOnTheMove},
 	{"preferred-leader-not-available", server.ErrPreferredLeaderNotAvailable},
 	{"not-leader", server.ErrNotLeader},
 	{"unknown-partition", store.ErrUnknownPartition},

@@ -217,8 +217,15 @@ func (n *Node) electOnce(ctx context.Context, topic string, partition int32) err
 }
 
 // electHere moves a partition this node leads to its preferred replica,
-// if that one is live and in the ISR, and waits until it leads.
+// if that one is live and in the ISR, and waits until it leads. A node
+// stopping moves nothing: its HandOver is moving its partitions, and a
+// transfer of its own would race it (a walk saw the handover's target
+// win, and the partition left off its preferred replica); the asker looks
+// again once the handover is done.
 func (n *Node) electHere(ctx context.Context, topic string, partition int32) error {
+	if n.stopping.Load() {
+		return fmt.Errorf("%w: %s-%d: its leader, node %d, is stopping", errOnTheMove, topic, partition, n.cfg.NodeID)
+	}
 	st := n.meta.State()
 	t, ok := st.Topic(topic)
 	if !ok {

@@ -206,6 +206,11 @@ func TestRebalanceSparesStoppingNode(t *testing.T) {
 			if l.id == x {
 				t.Fatalf("stop-%d still led by node %d after its HandOver", p, x)
 			}
+			// Asked to move a partition, the stopping node leaves it to
+			// its handover, and the asker looks again.
+			if err := c.nodes[x].node.electHere(ctx, "stop", p); !errors.Is(err, errOnTheMove) {
+				t.Fatalf("election on the stopping node: %v", err)
+			}
 			testutil.WaitFor(t, fmt.Sprintf("node %d to know node %d is stopping", l.id, x), func() bool { return l.node.stoppingSet()[x] })
 			testutil.WaitFor(t, fmt.Sprintf("node %d in stop-%d's ISR", x, p), func() bool {
 				infos, err := l.node.Partitions("stop")
