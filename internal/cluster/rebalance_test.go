@@ -61,6 +61,20 @@ func rebalanceCluster(t *testing.T, interval time.Duration, topic string, partit
 	return c, ctrl, preferredOf(t, ctrl, topic)
 }
 
+// leadAway moves topic-p's leadership to node to by hand and waits until
+// to leads it with node pref, its preferred replica, in its ISR.
+func (c *tcluster) leadAway(topic string, p, to, pref int32) {
+	c.t.Helper()
+	if _, err := c.leaderOf(topic, p).node.parts.TransferLeader(ctxTimeout(c.t), topic, p, to); err != nil {
+		c.t.Fatal(err)
+	}
+	testutil.WaitFor(c.t, fmt.Sprintf("%s-%d led by node %d", topic, p, to), func() bool { return c.leaderOf(topic, p).id == to })
+	testutil.WaitFor(c.t, fmt.Sprintf("node %d in %s-%d's ISR", pref, topic, p), func() bool {
+		infos, err := c.nodes[to].node.Partitions(topic)
+		return err == nil && slices.Contains(infos[p].ISR, pref)
+	})
+}
+
 // A rolling restart leaves a node leading nothing; the rebalancer hands
 // its preferred partitions back once it is caught up.
 func TestLeadersBackOnPreferredReplicas(t *testing.T) {
@@ -95,7 +109,6 @@ func TestLeadersBackOnPreferredReplicas(t *testing.T) {
 // away from its preferred replica, and only that.
 func TestRebalanceMovesOnlyImbalanced(t *testing.T) {
 	c, _, pref := rebalanceCluster(t, -1, "man", 3)
-	ctx := ctxTimeout(t)
 	for _, tn := range c.running() {
 		testutil.WaitFor(t, fmt.Sprintf("node %d leads its preferred partition", tn.id), func() bool {
 			p := slices.Index(pref, tn.id)
@@ -106,16 +119,8 @@ func TestRebalanceMovesOnlyImbalanced(t *testing.T) {
 		}
 	}
 	// Move partition 0 away from its preferred replica by hand.
-	from := c.nodes[pref[0]]
 	to := pref[1]
-	if _, err := from.node.parts.TransferLeader(ctx, "man", 0, to); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, fmt.Sprintf("man-0 led by node %d", to), func() bool { return c.leaderOf("man", 0).id == to })
-	testutil.WaitFor(t, "the preferred replica back in man-0's ISR", func() bool {
-		infos, err := c.nodes[to].node.Partitions("man")
-		return err == nil && slices.Contains(infos[0].ISR, pref[0])
-	})
+	c.leadAway("man", 0, to, pref[0])
 	if k := c.nodes[to].node.rebalance(); k != 1 {
 		t.Fatalf("node %d started %d moves, want 1", to, k)
 	}
@@ -144,15 +149,7 @@ func TestElectPreferredLeader(t *testing.T) {
 	replicas := top.Replicas[0]
 	away := replicas[1]
 	for _, via := range []int32{away, replicas[2]} {
-		l := c.leaderOf("el", 0)
-		if _, err := l.node.parts.TransferLeader(ctx, "el", 0, away); err != nil {
-			t.Fatal(err)
-		}
-		testutil.WaitFor(t, fmt.Sprintf("el-0 led by node %d", away), func() bool { return c.leaderOf("el", 0).id == away })
-		testutil.WaitFor(t, "the preferred replica in el-0's ISR", func() bool {
-			infos, err := c.nodes[away].node.Partitions("el")
-			return err == nil && slices.Contains(infos[0].ISR, pref[0])
-		})
+		c.leadAway("el", 0, away, pref[0])
 		if err := c.nodes[via].node.ElectPreferredLeader(ctx, "el", 0); err != nil {
 			t.Fatalf("election through node %d: %v", via, err)
 		}
