@@ -193,14 +193,10 @@ var errOnTheMove = fmt.Errorf("%w: its leadership is moving", server.ErrPreferre
 
 // electOnce is one try of ElectPreferredLeader.
 func (n *Node) electOnce(ctx context.Context, topic string, partition int32) error {
-	infos, err := n.Partitions(topic)
+	info, err := n.partitionInfo(topic, partition)
 	if err != nil {
 		return err
 	}
-	if partition < 0 || int(partition) >= len(infos) {
-		return fmt.Errorf("%w: %s-%d", store.ErrUnknownPartition, topic, partition)
-	}
-	info := infos[partition]
 	switch {
 	case len(info.Replicas) > 0 && info.Leader == info.Replicas[0]:
 		return fmt.Errorf("%w: %s-%d is led by its preferred replica, node %d", server.ErrElectionNotNeeded, topic, partition, info.Leader)

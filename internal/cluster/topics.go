@@ -462,50 +462,88 @@ func (n *Node) Topics() []string { return n.meta.State().TopicNames() }
 // A follower takes the ISR from that report too while it names the
 // leader and epoch the follower knows.
 func (n *Node) Partitions(topic string) ([]server.PartitionInfo, error) {
+	v, err := n.viewTopic(topic)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]server.PartitionInfo, len(v.t.Replicas))
+	for p := range v.t.Replicas {
+		out[p] = v.info(p)
+	}
+	return out, nil
+}
+
+// partitionInfo is Partitions' answer for one partition, without asking
+// the partition manager about the topic's others (ElectLeaders asks this
+// for each partition it moves).
+func (n *Node) partitionInfo(topic string, partition int32) (server.PartitionInfo, error) {
+	v, err := n.viewTopic(topic)
+	if err != nil {
+		return server.PartitionInfo{}, err
+	}
+	if partition < 0 || int(partition) >= len(v.t.Replicas) {
+		return server.PartitionInfo{}, fmt.Errorf("%w: %s-%d", store.ErrUnknownPartition, topic, partition)
+	}
+	return v.info(int(partition)), nil
+}
+
+// topicView is what Partitions reads a topic's partitions from: the
+// metadata, the live set, and the leaders' reports, read at the first
+// partition that needs them.
+type topicView struct {
+	n        *Node
+	st       *meta.State
+	t        meta.Topic
+	live     map[int32]bool
+	reported map[uint64]leaderReport
+	asked    bool
+}
+
+func (n *Node) viewTopic(topic string) (*topicView, error) {
 	st := n.meta.State()
 	t, ok := st.Topic(topic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", store.ErrUnknownTopic, topic)
 	}
-	live := n.liveSet(st)
-	// The reported leaders, read at the first partition that needs them.
-	var reported map[uint64]leaderReport
-	asked := false
-	report := func(p int) (leaderReport, bool) {
-		if !asked {
-			reported, asked = n.reportedLeaders(st), true
-		}
-		l, ok := reported[GroupID(t.ID, int32(p))]
-		return l, ok
+	return &topicView{n: n, st: st, t: t, live: n.liveSet(st)}, nil
+}
+
+// report is partition p's leader as its leader reported it, if it did.
+func (v *topicView) report(p int) (leaderReport, bool) {
+	if !v.asked {
+		v.reported, v.asked = v.n.reportedLeaders(v.st), true
 	}
-	out := make([]server.PartitionInfo, len(t.Replicas))
-	for p, r := range t.Replicas {
-		info := server.PartitionInfo{Partition: int32(p), Leader: -1, LeaderEpoch: -1, Replicas: r}
-		if leader, epoch, isr, ok := n.parts.Leader(topic, int32(p)); ok {
-			info.Leader, info.LeaderEpoch, info.ISR = leader, epoch, isr
-			// A follower cannot see which replicas are caught up (its
-			// ISR is the assignment's replicas); the leader's report of
-			// the same term can. Until it comes (a few heartbeats after
-			// an election), the live replicas: a dead one is not
-			// claimed to be in sync.
-			if leader >= 0 && leader != n.cfg.NodeID {
-				if l, ok := report(p); ok && l.Leader == leader && l.Epoch == epoch && len(l.ISR) > 0 {
-					info.ISR = slices.Clone(l.ISR)
-				} else {
-					info.ISR = followerISR(r, leader, live)
-				}
-			}
-		} else if l, ok := report(p); ok {
-			info.Leader, info.LeaderEpoch, info.ISR = l.Leader, l.Epoch, slices.Clone(l.ISR)
-		}
-		for _, id := range r {
-			if !live[id] {
-				info.Offline = append(info.Offline, id)
+	l, ok := v.reported[GroupID(v.t.ID, int32(p))]
+	return l, ok
+}
+
+// info describes partition p.
+func (v *topicView) info(p int) server.PartitionInfo {
+	n, r := v.n, v.t.Replicas[p]
+	info := server.PartitionInfo{Partition: int32(p), Leader: -1, LeaderEpoch: -1, Replicas: r}
+	if leader, epoch, isr, ok := n.parts.Leader(v.t.Name, int32(p)); ok {
+		info.Leader, info.LeaderEpoch, info.ISR = leader, epoch, isr
+		// A follower cannot see which replicas are caught up (its
+		// ISR is the assignment's replicas); the leader's report of
+		// the same term can. Until it comes (a few heartbeats after
+		// an election), the live replicas: a dead one is not
+		// claimed to be in sync.
+		if leader >= 0 && leader != n.cfg.NodeID {
+			if l, ok := v.report(p); ok && l.Leader == leader && l.Epoch == epoch && len(l.ISR) > 0 {
+				info.ISR = slices.Clone(l.ISR)
+			} else {
+				info.ISR = followerISR(r, leader, v.live)
 			}
 		}
-		out[p] = info
+	} else if l, ok := v.report(p); ok {
+		info.Leader, info.LeaderEpoch, info.ISR = l.Leader, l.Epoch, slices.Clone(l.ISR)
 	}
-	return out, nil
+	for _, id := range r {
+		if !v.live[id] {
+			info.Offline = append(info.Offline, id)
+		}
+	}
+	return info
 }
 
 // followerISR is the ISR a follower names for a partition while it has no
