@@ -3,6 +3,7 @@ package multiraft
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,9 @@ type group struct {
 	storage Storage
 	apply   ApplyFunc
 	voters  map[uint64]bool // every peer in the configuration, for ReportUnreachable
+	// peers is the group's replicas in the order it was added with,
+	// the preferred first (its successor when a leader dies: takeover.go).
+	peers []uint64
 	// voterIDs is voters for readers off the driver goroutine (Live).
 	voterIDs atomic.Pointer[[]uint64]
 	// heard is when each of the node's peers last sent this group a
@@ -122,7 +126,7 @@ func (n *Node) addGroup(id uint64, peers []uint64, st Storage, apply ApplyFunc) 
 	if err != nil {
 		return err
 	}
-	g := &group{id: id, rn: rn, storage: st, apply: apply, heard: make(map[uint64]*atomic.Int64, len(n.peers))}
+	g := &group{id: id, rn: rn, storage: st, apply: apply, peers: slices.Clone(peers), heard: make(map[uint64]*atomic.Int64, len(n.peers))}
 	for pid := range n.peers {
 		g.heard[pid] = new(atomic.Int64)
 	}
@@ -239,6 +243,8 @@ func (n *Node) drive() {
 					g.rn.ReportUnreachable(id)
 				}
 			}
+		case id := <-n.gone:
+			n.takeOver(id)
 		}
 		list := n.dirty
 		n.dirty = nil

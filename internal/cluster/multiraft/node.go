@@ -225,6 +225,7 @@ type Node struct {
 	props chan *proposal
 	ops   chan func()
 	downs chan uint64 // peers whose connection failed, for ReportUnreachable
+	gone  chan uint64 // peers whose port refused a dial after a connection broke (takeover.go)
 	stop  chan struct{}
 	// driven is closed when the driver goroutine has returned: nothing
 	// reads a proposal's data after that.
@@ -271,6 +272,7 @@ func New(cfg Config) (*Node, error) {
 		props:     make(chan *proposal, 1024),
 		ops:       make(chan func()),
 		downs:     make(chan uint64, 64),
+		gone:      make(chan uint64, 64),
 		stop:      make(chan struct{}),
 		driven:    make(chan struct{}),
 		peers:     make(map[uint64]*peer),

@@ -248,6 +248,7 @@ func (p *peer) run() {
 	defer p.n.wg.Done()
 	const minBackoff = 10 * time.Millisecond
 	backoff := minBackoff
+	broke := false // a connection broke, and no dial since was refused or held
 	for {
 		select {
 		case <-p.n.stop:
@@ -257,6 +258,13 @@ func (p *peer) run() {
 		conn, err := p.n.layer.Dial(hraft.ServerAddress(p.addr), p.n.cfg.DialTimeout)
 		if err != nil {
 			p.n.cfg.Reach.Failed(p.id, p.addr, reach.HungUp(err)) // a reset while writing the header
+			if broke && refused(err) {
+				broke = false
+				select {
+				case p.n.gone <- p.id:
+				default:
+				}
+			}
 		} else {
 			p.connects.Add(1)
 			backoff = minBackoff
@@ -264,6 +272,7 @@ func (p *peer) run() {
 			p.report(p.serve(conn))
 			p.up.Store(false)
 			p.drain()
+			broke = true
 			// Groups leading this peer move it to probing and stop
 			// streaming appends into a dead connection.
 			select {

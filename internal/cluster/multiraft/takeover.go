@@ -1,0 +1,71 @@
+package multiraft
+
+import (
+	"errors"
+	"syscall"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// A leader whose process died (SIGKILL, a crash, the OOM killer) on a
+// machine that still runs leaves its followers waiting out their election
+// timers, 1 to 2 s with the default tick, before any of them campaigns:
+// raft's only sign of a dead leader is silence. The port of a dead
+// process says more, and sooner: a connection to it is refused. When the
+// connection to a peer that was up breaks and the next dial is refused
+// (peer.run), each group that peer led elects a new leader at once: one
+// survivor, its successor, campaigns as a leadership transfer's target
+// does (raft's MsgTimeoutNow), which its fellow followers grant though
+// they heard from the old leader within the election timeout. One
+// campaigns rather than all, or their votes would split and the election
+// take an election timeout after all.
+//
+// Raft's safety does not rest on this: a vote still needs the candidate's
+// log to be as complete as the voter's, and an old leader that was alive
+// after all steps down at the higher term. A refused dial needs no
+// listener on the peer's port, so a live node that merely timed out a
+// write (its connection redials at once) or a stopped one (SIGSTOP: the
+// kernel still accepts its connections) is left to raft's timers.
+
+// refused reports whether a dial failed because nothing listens on the
+// peer's port.
+func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// successor is the replica that campaigns at once for group g when its
+// leader dead is gone: the first of g's peers, in the order the group was
+// added with (the partition's replicas, preferred first), that is another
+// voter. Every survivor computes the same one, and a partition's
+// successors spread over the nodes as its preferred replicas do.
+func (g *group) successor(dead uint64) uint64 {
+	for _, id := range g.peers {
+		if id != dead && g.voters[id] {
+			return id
+		}
+	}
+	return 0
+}
+
+// takeOver starts an election at once in every group this node follows
+// peer dead in and is dead's successor of (driver goroutine only).
+func (n *Node) takeOver(dead uint64) {
+	k := 0
+	for _, g := range n.groups {
+		if g.fetching || !g.voters[dead] || g.successor(dead) != n.cfg.ID {
+			continue
+		}
+		st := g.rn.BasicStatus()
+		if st.RaftState != raft.StateFollower || st.Lead != dead {
+			continue
+		}
+		m := &pb.Message{Type: pb.MessageType_MsgTimeoutNow.Enum(), From: new(dead), To: new(n.cfg.ID), Term: new(st.GetTerm())}
+		if err := g.rn.Step(m); err != nil {
+			continue
+		}
+		n.mark(g)
+		k++
+	}
+	if k > 0 {
+		n.cfg.Logger.Infof("multiraft: node %d refuses connections; campaigning at once in the %d groups it led that this node succeeds it in", dead, k)
+	}
+}

@@ -1,0 +1,44 @@
+package multiraft
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestTakeOverFromDeadLeader: when a group's leader dies, its node and
+// its port closing as a killed process's do, the group's successor (the
+// first other replica in the order the group was added with) campaigns at
+// once. The election timers here are far longer than the test, so only
+// that campaign can elect the new leaders; each group gets its own
+// successor as leader, and commits again.
+func TestTakeOverFromDeadLeader(t *testing.T) {
+	c := newClusterWith(t, 3, 0, Config{}, nil, func(c *cluster) {
+		c.groups = []uint64{1, 2}
+		c.voters[1] = []uint64{1, 2, 3}
+		c.voters[2] = []uint64{1, 3, 2}
+	})
+	c.waitLeaders() // node 1, the preferred replica, campaigns at once
+	for _, g := range c.groups {
+		if l := c.leader(g); l != 1 {
+			t.Fatalf("group %d led by %d, want its preferred replica 1", g, l)
+		}
+		c.propose(g, fmt.Sprintf("before-%d", g))
+	}
+	// The followers come back, one at a time, with election timers that
+	// never run out within the test.
+	c.cfg.ElectionTick = 1 << 20
+	for _, id := range []uint64{2, 3} {
+		c.stop(c.members[id])
+		c.start(c.members[id])
+		c.waitLeaders()
+	}
+	c.stop(c.members[1])
+	c.waitLeaders()
+	for g, want := range map[uint64]uint64{1: 2, 2: 3} {
+		if l := c.leader(g); l != want {
+			t.Errorf("group %d led by %d after node 1 died, want its successor %d", g, l, want)
+		}
+		c.propose(g, fmt.Sprintf("after-%d", g))
+		c.waitAgree(g, 2)
+	}
+}
