@@ -57,6 +57,9 @@ type fakeCluster struct {
 	// lost mid-write, an election).
 	leaders map[tp]int32
 	looked  int // Partitions calls
+	// offline, when set, is every partition's offline replicas instead
+	// of node 3 alone.
+	offline []int32
 	// elects are the partitions ElectPreferredLeader was asked for, and
 	// electErr what it answers for each (nil: none).
 	elects   []tp
@@ -245,6 +248,9 @@ func (fc *fakeCluster) Partitions(topic string) ([]PartitionInfo, error) {
 		k := tp{topic, p}
 		pi := PartitionInfo{Partition: p, Leader: 1, LeaderEpoch: fc.epochLocked(k),
 			Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Offline: []int32{3}}
+		if fc.offline != nil {
+			pi.Offline = slices.Clone(fc.offline)
+		}
 		if fc.follower[k] {
 			pi.Leader = 2
 		}

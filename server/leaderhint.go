@@ -80,13 +80,20 @@ func (s *Server) leaderHints(ctx context.Context, resp *kmsg.ProduceResponse) {
 	}
 }
 
+// leaderRecheck is how often awaitLeaders looks again without a
+// notification: the leaders of partitions this node does not replicate
+// come in the controller's heartbeat answers, which notify nothing.
+const leaderRecheck = 100 * time.Millisecond
+
 // awaitLeaders calls known, and again at each change the Cluster
-// notifies, until it says yes, leaderHintWait has passed or ctx ends;
-// after either of those it calls known once more. known looks at what
-// this node knows of leaders (leaderElsewhere).
+// notifies and every leaderRecheck, until it says yes, leaderHintWait
+// has passed or ctx ends; after either of those it calls known once
+// more. known looks at what this node knows of leaders.
 func (s *Server) awaitLeaders(ctx context.Context, known func() bool) {
 	timer := time.NewTimer(leaderHintWait)
 	defer timer.Stop()
+	tick := time.NewTicker(leaderRecheck)
+	defer tick.Stop()
 	for expired := false; ; {
 		woken := s.notify.wait() // before the look: a change in between is not missed
 		if known() || expired {
@@ -94,6 +101,7 @@ func (s *Server) awaitLeaders(ctx context.Context, known func() bool) {
 		}
 		select {
 		case <-woken:
+		case <-tick.C:
 		case <-timer.C:
 			expired = true // one last look
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -158,5 +159,65 @@ func TestClusterFetchWaitsForLeader(t *testing.T) {
 	resp := c.recv(r, corr).(*kmsg.FetchResponse)
 	if code(resp, 0) != notLeader || code(resp, 1) != notLeader {
 		t.Errorf("after the leader became known: codes %d and %d, want NOT_LEADER_OR_FOLLOWER", code(resp, 0), code(resp, 1))
+	}
+}
+
+// TestClusterMetadataWaitsForElection: a cluster's Metadata naming a
+// partition with no leader, or a leader that is not live, while most of
+// its replicas are live (an election under way) waits until this node
+// knows a live leader, and names it; without a live majority it answers
+// at once, LEADER_NOT_AVAILABLE. Answered during the election, kgo with
+// its default MetadataMinAge asked again only 5 s later.
+func TestClusterMetadataWaitsForElection(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "m", 2)
+	c := dialRaw(t, ts.addr)
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("m")
+	req.Topics = append(req.Topics, rt)
+	leaders := func(resp *kmsg.MetadataResponse) map[int32]string {
+		out := map[int32]string{}
+		for _, p := range resp.Topics[0].Partitions {
+			out[p.Partition] = fmt.Sprintf("%d/%d", p.Leader, p.ErrorCode)
+		}
+		return out
+	}
+	lna := fmt.Sprintf("-1/%d", kerr.LeaderNotAvailable.Code)
+	for _, tc := range []struct {
+		name string
+		lead int32 // partition 1's leader while the answer waits, then 2
+	}{{"no leader", -1}, {"leader not live", 3}} {
+		var looked int
+		fc.set(func(fc *fakeCluster) { fc.leaders[tp{"m", 1}] = tc.lead; looked = fc.looked })
+		corr := c.send(req)
+		testutil.WaitFor(t, "the server to look at the partitions", func() bool {
+			fc.mu.Lock()
+			defer fc.mu.Unlock()
+			return fc.looked > looked
+		})
+		fc.set(func(fc *fakeCluster) { fc.leaders[tp{"m", 1}] = 2 })
+		fc.wake()
+		got := leaders(c.recv(req, corr).(*kmsg.MetadataResponse))
+		if want := map[int32]string{0: "1/0", 1: "2/0"}; !maps.Equal(got, want) {
+			t.Errorf("%s: leaders %v, want %v", tc.name, got, want)
+		}
+	}
+	// Two of three replicas not live: no election can end.
+	fc.set(func(fc *fakeCluster) {
+		fc.leaders[tp{"m", 1}] = -1
+		fc.brokers = fc.brokers[:1]
+		fc.offline = []int32{2, 3}
+	})
+	var before, after int
+	fc.set(func(fc *fakeCluster) { before = fc.looked })
+	got := leaders(c.do(req).(*kmsg.MetadataResponse))
+	fc.set(func(fc *fakeCluster) { after = fc.looked })
+	if want := map[int32]string{0: "1/0", 1: lna}; !maps.Equal(got, want) {
+		t.Errorf("no live majority: leaders %v, want %v", got, want)
+	}
+	if after-before != 1 {
+		t.Errorf("no live majority: the partitions were looked at %d times, want once (no wait)", after-before)
 	}
 }

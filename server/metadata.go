@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,6 +64,7 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.R
 		}
 	}
 	allowCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	var elections []int // the indexes in resp.Topics of topics with a partition electing
 	for _, name := range names {
 		t := kmsg.NewMetadataResponseTopic()
 		t.Topic = kmsg.StringPtr(name)
@@ -87,19 +89,77 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.R
 			resp.Topics = append(resp.Topics, t)
 			continue
 		}
-		for _, pi := range parts {
-			mp := kmsg.NewMetadataResponseTopicPartition()
-			mp.Partition, mp.Leader, mp.LeaderEpoch = pi.Partition, pi.Leader, pi.LeaderEpoch
-			mp.Replicas, mp.ISR, mp.OfflineReplicas = nonNil(pi.Replicas), nonNil(pi.ISR), nonNil(pi.Offline)
-			if pi.Leader < 0 {
-				// LEADER_NOT_AVAILABLE during an election: clients retry.
-				mp.ErrorCode = kerr.LeaderNotAvailable.Code
-			}
-			t.Partitions = append(t.Partitions, mp)
+		fillPartitions(&t, parts)
+		if s.cluster != nil && electing(parts) {
+			elections = append(elections, len(resp.Topics))
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
+	if len(elections) > 0 {
+		s.awaitElections(ctx, resp, elections, src)
+	}
 	return resp
+}
+
+// fillPartitions sets t's partitions from parts.
+func fillPartitions(t *kmsg.MetadataResponseTopic, parts []PartitionInfo) {
+	t.Partitions = t.Partitions[:0]
+	for _, pi := range parts {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition, mp.Leader, mp.LeaderEpoch = pi.Partition, pi.Leader, pi.LeaderEpoch
+		mp.Replicas, mp.ISR, mp.OfflineReplicas = nonNil(pi.Replicas), nonNil(pi.ISR), nonNil(pi.Offline)
+		if pi.Leader < 0 {
+			// LEADER_NOT_AVAILABLE during an election: clients retry.
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		t.Partitions = append(t.Partitions, mp)
+	}
+}
+
+// electing reports whether one of parts is having an election: it has no
+// leader, or one that is not live, while a majority of its replicas is
+// live, so raft will soon elect one.
+func electing(parts []PartitionInfo) bool {
+	for _, pi := range parts {
+		if pi.Leader >= 0 && !slices.Contains(pi.Offline, pi.Leader) {
+			continue
+		}
+		if len(pi.Replicas)-len(pi.Offline) > len(pi.Replicas)/2 {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitElections holds a cluster's Metadata answer while partitions of
+// the topics at indexes electing of resp are having an election, until
+// each has a live leader, up to leaderHintWait or ctx's end, and answers
+// what this node knows then. Answered at once, such a partition would say
+// LEADER_NOT_AVAILABLE, and kgo asks again only after its MetadataMinAge
+// (5 s by default): a walk's producer with kgo's defaults stalled about
+// 5 s after each SIGKILL of a leader, for an election of 1 to 2 s.
+// Kafka's brokers do not wait (its controller names a new leader as it
+// fences the old one, and the Java client asks again after
+// retry.backoff.ms); here raft has no leader until its election ends. A
+// partition whose replicas are mostly not live is answered at once: no
+// election can end.
+func (s *Server) awaitElections(ctx context.Context, resp *kmsg.MetadataResponse, waiting []int, src topicSource) {
+	s.awaitLeaders(ctx, func() bool {
+		left := waiting[:0]
+		for _, i := range waiting {
+			t := &resp.Topics[i]
+			parts, err := src.partitions(*t.Topic)
+			if err != nil {
+				continue // deleted meanwhile: the answer read before stands
+			}
+			fillPartitions(t, parts)
+			if electing(parts) {
+				left = append(left, i)
+			}
+		}
+		waiting = left
+		return len(waiting) == 0
+	})
 }
 
 // nonNil is ids or an empty list: a null array is not valid before the

@@ -7,6 +7,8 @@ import (
 
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/store"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -71,5 +73,60 @@ func TestMetadataAllListsOffsetsTopic(t *testing.T) {
 		if got := all(tn.id); !maps.Equal(got, want) {
 			t.Errorf("node %d: %v, want %v", tn.id, got, want)
 		}
+	}
+}
+
+// TestMetadataWaitsForElection: once a partition's leader has stopped, a
+// survivor's Metadata never answers LEADER_NOT_AVAILABLE while the two
+// survivors, a majority, elect a new leader: the answer waits for the
+// election, and the first one that stops naming the old leader names the
+// new one. Answered at once, a kgo client with its default
+// MetadataMinAge would ask again only 5 s later.
+func TestMetadataWaitsForElection(t *testing.T) {
+	s := newServedCluster(t, 3)
+	ctx := ctxTimeout(t)
+	const topic = "orders"
+	if err := s.controller().node.CreateTopic(ctx, topic, 1, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	old := s.leaderOf(topic, 0)
+	var ask *tnode
+	for _, tn := range s.running() {
+		if tn != old {
+			ask = tn
+			break
+		}
+	}
+	cl := s.client(t, kgo.SeedBrokers(ask.kafka))
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	leaderOn := func() int32 {
+		t.Helper()
+		resp, err := req.RequestWith(ctx, cl.Broker(int(ask.id)))
+		if err != nil {
+			t.Fatalf("Metadata from node %d: %v", ask.id, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("Metadata from node %d: %+v", ask.id, resp.Topics)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("Metadata from node %d during the election: %v (leader %d)", ask.id, kerr.ErrorForCode(p.ErrorCode), p.Leader)
+		}
+		return p.Leader
+	}
+	if got := leaderOn(); got != old.id {
+		t.Fatalf("node %d names leader %d before the stop, want %d", ask.id, got, old.id)
+	}
+	s.stopNode(old.id)
+	var now int32
+	testutil.WaitFor(t, "the survivor to stop naming the stopped leader", func() bool {
+		now = leaderOn()
+		return now != old.id
+	})
+	if tn := s.nodes[now]; tn == nil || tn.node == nil {
+		t.Fatalf("node %d names leader %d after the stop, not a running node", ask.id, now)
 	}
 }
