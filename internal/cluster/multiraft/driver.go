@@ -24,6 +24,10 @@ type group struct {
 	// peers is the group's replicas in the order it was added with,
 	// the preferred first (its successor when a leader dies: takeover.go).
 	peers []uint64
+	// orphanTicks counts down a survivor's wait for the successor of
+	// orphan, a dead leader (takeover.go; driver goroutine only).
+	orphan      uint64
+	orphanTicks int
 	// voterIDs is voters for readers off the driver goroutine (Live).
 	voterIDs atomic.Pointer[[]uint64]
 	// heard is when each of the node's peers last sent this group a
@@ -216,6 +220,7 @@ func (n *Node) drive() {
 				}
 				n.sampleCatchUp(g, now)
 				g.rn.Tick()
+				g.backup()
 				n.mark(g)
 				if len(g.replWaits) > 0 {
 					n.checkReplWaits(g)

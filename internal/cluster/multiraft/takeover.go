@@ -46,16 +46,29 @@ func (g *group) successor(dead uint64) uint64 {
 	return 0
 }
 
+// backupTicks is how many ticks a survivor that is not a dead leader's
+// successor gives the successor's election before it campaigns itself
+// (with a pre-vote, which disturbs no leader): the successor's vote is
+// refused when its log is behind another survivor's (a write the leader
+// had sent only to that one), or it may not have seen the port refuse.
+const backupTicks = 3
+
 // takeOver starts an election at once in every group this node follows
-// peer dead in and is dead's successor of (driver goroutine only).
+// peer dead in and is dead's successor of, and has its other survivors
+// of dead's groups campaign backupTicks later if they still know no
+// leader then (driver goroutine only).
 func (n *Node) takeOver(dead uint64) {
 	k := 0
 	for _, g := range n.groups {
-		if g.fetching || !g.voters[dead] || g.successor(dead) != n.cfg.ID {
+		if g.fetching || !g.voters[dead] {
 			continue
 		}
 		st := g.rn.BasicStatus()
 		if st.RaftState != raft.StateFollower || st.Lead != dead {
+			continue
+		}
+		if g.successor(dead) != n.cfg.ID {
+			g.orphan, g.orphanTicks = dead, backupTicks
 			continue
 		}
 		m := &pb.Message{Type: pb.MessageType_MsgTimeoutNow.Enum(), From: new(dead), To: new(n.cfg.ID), Term: new(st.GetTerm())}
@@ -67,5 +80,21 @@ func (n *Node) takeOver(dead uint64) {
 	}
 	if k > 0 {
 		n.cfg.Logger.Infof("multiraft: node %d refuses connections; campaigning at once in the %d groups it led that this node succeeds it in", dead, k)
+	}
+}
+
+// backup counts down a survivor's wait for a dead leader's successor
+// (takeOver) on a tick, and campaigns when it ends with no leader known
+// but the dead one.
+func (g *group) backup() {
+	if g.orphanTicks <= 0 {
+		return
+	}
+	if g.orphanTicks--; g.orphanTicks > 0 {
+		return
+	}
+	st := g.rn.BasicStatus()
+	if st.RaftState == raft.StateFollower && (st.Lead == raft.None || st.Lead == g.orphan) {
+		_ = g.rn.Campaign()
 	}
 }

@@ -42,3 +42,36 @@ func TestTakeOverFromDeadLeader(t *testing.T) {
 		c.waitAgree(g, 2)
 	}
 }
+
+// TestTakeOverBackup: when a dead leader's successor does not take over
+// (here it has just restarted, never connected to the leader, and knows no
+// leader), the other survivor, which saw the leader's port refuse,
+// campaigns itself a few ticks later. The election timers are again far
+// longer than the test.
+func TestTakeOverBackup(t *testing.T) {
+	c := newClusterWith(t, 3, 0, Config{}, nil, func(c *cluster) {
+		c.groups = []uint64{1}
+		c.voters[1] = []uint64{1, 2, 3}
+	})
+	c.waitLeaders()
+	if l := c.leader(1); l != 1 {
+		t.Fatalf("group 1 led by %d, want its preferred replica 1", l)
+	}
+	c.cfg.ElectionTick = 1 << 20
+	c.stop(c.members[3])
+	c.start(c.members[3])
+	c.waitLeaders()
+	c.propose(1, "before")
+	c.waitAgree(1, 1)
+	// The successor, node 2, goes down and comes back just as the leader
+	// dies: it never hears of node 1 again.
+	c.stop(c.members[2])
+	c.stop(c.members[1])
+	c.start(c.members[2])
+	c.waitLeaders()
+	if l := c.leader(1); l != 3 {
+		t.Errorf("group 1 led by %d after node 1 died, want node 3", l)
+	}
+	c.propose(1, "after")
+	c.waitAgree(1, 2)
+}
