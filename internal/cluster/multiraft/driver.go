@@ -56,6 +56,10 @@ type group struct {
 	// leader): the preferred replica's election timer runs out first, so
 	// it wins the group's first election (preferred.go).
 	hold int
+	// firstLeft is how many more ticks a fresh group's preferred replica
+	// campaigns again every recampaignTicks while it knows no leader
+	// (preferred.go).
+	firstLeft int
 }
 
 type proposal struct {
@@ -149,10 +153,11 @@ func (n *Node) addGroup(id uint64, peers []uint64, st Storage, apply ApplyFunc) 
 	if fresh && firstCampaign(n.cfg.ID, peers) {
 		// The preferred replica asks for votes at once: the others,
 		// holding back, grant them if they run the group already; if
-		// not, its own timer runs out before theirs (preferred.go).
+		// not, it asks again every few ticks (preferred.go).
 		if err := rn.Campaign(); err == nil {
 			n.mark(g)
 		}
+		g.firstLeft = n.cfg.ElectionTick
 	}
 	return nil
 }
@@ -221,6 +226,7 @@ func (n *Node) drive() {
 				n.sampleCatchUp(g, now)
 				g.rn.Tick()
 				g.backup()
+				g.recampaign()
 				n.mark(g)
 				if len(g.replWaits) > 0 {
 					n.checkReplWaits(g)

@@ -127,3 +127,25 @@ func TestPreferredComesLate(t *testing.T) {
 		}
 	}
 }
+
+// TestPreferredComesFirst: a fresh group's preferred replica that adds the
+// group before the others, whose first campaign they drop, campaigns
+// again while it knows no leader, and is elected once they add the group.
+// The election timers here are far longer than the test: only those
+// campaigns can elect it. Waiting for its own timer, a new partition had
+// no leader for up to 1.7 s.
+func TestPreferredComesFirst(t *testing.T) {
+	c := newClusterWith(t, 3, 0, Config{ElectionTick: 1 << 20}, nil, nil)
+	c.groups = []uint64{1}
+	c.voters[1] = []uint64{1, 2, 3}
+	c.addGroupOn(c.members[1], 1, c.voters[1])
+	testutil.WaitFor(t, "nodes 2 and 3 to drop node 1's first campaign", func() bool {
+		return c.members[2].node.Stats().UnknownGroup > 0 && c.members[3].node.Stats().UnknownGroup > 0
+	})
+	c.addGroupOn(c.members[2], 1, c.voters[1])
+	c.addGroupOn(c.members[3], 1, c.voters[1])
+	c.waitLeaders()
+	if l := c.leader(1); l != 1 {
+		t.Errorf("first leader node %d, not its preferred node 1", l)
+	}
+}
