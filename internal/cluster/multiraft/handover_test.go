@@ -75,3 +75,36 @@ func applied(ents []string, data string) bool {
 	}
 	return false
 }
+
+// TestHandOverToSuccessor: a node handing over gives each group to its
+// successor, the first other replica in the group's order, when that one
+// is replicating, as Kafka's controlled shutdown picks the first in-sync
+// replica of the assignment: here node 1's eight groups go four to node 2
+// and four to node 3, as their replica lists alternate.
+func TestHandOverToSuccessor(t *testing.T) {
+	want := map[uint64]uint64{}
+	c := newClusterWith(t, 3, 8, Config{}, nil, func(c *cluster) {
+		for _, g := range c.groups {
+			next := 2 + g%2
+			c.voters[g] = []uint64{1, next, 5 - next}
+			want[g] = next
+		}
+	})
+	c.waitLeaders()
+	for _, g := range c.groups {
+		if l := c.leader(g); l != 1 {
+			t.Fatalf("group %d led by %d, want its preferred replica 1", g, l)
+		}
+		c.propose(g, fmt.Sprintf("before %d", g))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+	defer cancel()
+	if err := c.members[1].node.HandOver(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range c.groups {
+		if l, _, _ := c.members[1].node.Leader(g); l != want[g] {
+			t.Errorf("group %d handed to node %d, want its successor %d", g, l, want[g])
+		}
+	}
+}

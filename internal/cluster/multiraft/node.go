@@ -22,6 +22,7 @@ import (
 	"github.com/seglog/seglog/internal/cluster/reach"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 )
 
 // Defaults for Config's zero fields. With a 100 ms tick, a follower starts
@@ -310,9 +311,15 @@ func (n *Node) Close() error {
 	return nil
 }
 
-// transfer starts moving g's leadership, if this node leads it, to the
-// follower with most of its log among those recently heard from, and
-// reports whether it did (driver goroutine).
+// transfer starts moving g's leadership, if this node leads it, to its
+// successor (the first other replica in the group's order, as a dead
+// leader's: takeover.go) if that one is recently heard from and
+// replicating, else to the follower with most of its log among those
+// recently heard from, and reports whether it did (driver goroutine).
+// Kafka's controlled shutdown also picks the first replica in the
+// assignment that is in sync: a stopping node's partitions spread over
+// the others as their replica lists do, where the most log alone sent a
+// walk's 743 partitions 463 to one node and 280 to the other.
 func (n *Node) transfer(g *group) bool {
 	st := g.rn.Status()
 	if st.RaftState != raft.StateLeader {
@@ -326,6 +333,11 @@ func (n *Node) transfer(g *group) bool {
 	}
 	if to == 0 {
 		return false
+	}
+	if s := g.successor(n.cfg.ID); s != 0 && s != to {
+		if pr, ok := st.Progress[s]; ok && pr.RecentActive && !pr.IsLearner && pr.State == tracker.StateReplicate {
+			to = s
+		}
 	}
 	g.rn.TransferLeader(to)
 	n.mark(g)
