@@ -37,13 +37,7 @@ func adminContext(ctx context.Context, timeoutMillis int32) (context.Context, co
 // replication factor; the offsets topic never is (the nodes adopt it at
 // start-up).
 func (s *Server) clusterTopics(ctx context.Context, resp *kmsg.MetadataResponse) topicSource {
-	brokers, controller := s.cluster.Brokers()
-	for _, b := range brokers {
-		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port, mb.Rack = brokerEndpoint(b)
-		resp.Brokers = append(resp.Brokers, mb)
-	}
-	resp.ControllerID = controller
+	s.clusterBrokers(resp)
 	return topicSource{
 		all:        s.cluster.Topics,
 		partitions: s.cluster.Partitions,
@@ -54,6 +48,19 @@ func (s *Server) clusterTopics(ctx context.Context, resp *kmsg.MetadataResponse)
 			return s.clusterCreateOnFirstUse(ctx, name)
 		},
 	}
+}
+
+// clusterBrokers sets Metadata's brokers and controller id to the live
+// brokers and the controller the Cluster knows now.
+func (s *Server) clusterBrokers(resp *kmsg.MetadataResponse) {
+	brokers, controller := s.cluster.Brokers()
+	resp.Brokers = resp.Brokers[:0]
+	for _, b := range brokers {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = brokerEndpoint(b)
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	resp.ControllerID = controller
 }
 
 // brokerEndpoint is a cluster's broker as every answer naming brokers gives

@@ -160,6 +160,8 @@ func (s *Server) awaitElections(ctx context.Context, resp *kmsg.MetadataResponse
 		waiting = left
 		return len(waiting) == 0
 	})
+	// A leader named now may have become live while the answer waited.
+	s.clusterBrokers(resp)
 }
 
 // nonNil is ids or an empty list: a null array is not valid before the

@@ -26,7 +26,11 @@ import (
 // after all steps down at the higher term. A refused dial needs no
 // listener on the peer's port, so a live node that merely timed out a
 // write (its connection redials at once) or a stopped one (SIGSTOP: the
-// kernel still accepts its connections) is left to raft's timers.
+// kernel still accepts its connections) is left to raft's timers. A
+// firewall that rejects (rather than drops) this node's connections to a
+// live leader looks the same: the successor then takes the leadership
+// over once (a refusal counts only after a connection that was up broke),
+// a leader change raft allows at any time.
 
 // refused reports whether a dial failed because nothing listens on the
 // peer's port.
