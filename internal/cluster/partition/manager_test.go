@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -570,5 +571,75 @@ func TestNoOffsetForRaftEntries(t *testing.T) {
 		if next != end {
 			t.Fatalf("node %d: the batches end at %d, want %d", n.id, next, end)
 		}
+	}
+}
+
+// orderHandler records the partition of each "replica started" line.
+type orderHandler struct {
+	mu      sync.Mutex
+	started []int64
+}
+
+func (h *orderHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *orderHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *orderHandler) WithGroup(string) slog.Handler            { return h }
+func (h *orderHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "partition: replica started" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "partition" {
+			h.mu.Lock()
+			h.started = append(h.started, a.Value.Int64())
+			h.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// TestSyncStartsInOrder: Sync starts a new topic's groups in the order of
+// its assignments (the metadata's, the same on every node), so that a
+// partition's replicas start its group at about the same time and its
+// preferred replica comes within the others' first-election hold. Started
+// in a map's order, a walk's nodes started a 300-partition topic's groups
+// up to 3.8 s apart.
+func TestSyncStartsInOrder(t *testing.T) {
+	mux, err := raftmux.Listen("127.0.0.1:0", raftmux.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mux.Close()
+	st, err := store.Open(dataDir, store.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const parts = 24
+	if err := st.CreateTopic(topic, parts, topicConfig()); err != nil {
+		t.Fatal(err)
+	}
+	rn, err := multiraft.New(multiraft.Config{ID: 1, Mux: mux, Peers: map[uint64]string{1: mux.Addr().String(), 2: "127.0.0.1:1", 3: "127.0.0.1:1"}, Tick: testTick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.Close()
+	h := &orderHandler{}
+	m, err := New(Config{NodeID: 1, Raft: rn, Store: st, Logger: slog.New(h)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var as []Assignment
+	for p := range int32(parts) {
+		as = append(as, Assignment{Topic: topic, Partition: p, Group: uint64(p) + 1, Replicas: []int32{1 + p%3, 1 + (p+1)%3, 1 + (p+2)%3}})
+	}
+	if err := m.Sync(as); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.started) != parts || !slices.IsSorted(h.started) {
+		t.Fatalf("groups started in the order %v, want partitions 0 to %d in order", h.started, parts-1)
 	}
 }
