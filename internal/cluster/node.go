@@ -493,7 +493,7 @@ func (n *Node) open() error {
 		peers[uint64(id)] = addr
 	}
 	if n.mr, err = multiraft.New(multiraft.Config{ID: uint64(cfg.NodeID), Mux: n.mux, Peers: peers, Tick: cfg.PartitionTick,
-		Stopped: n.groupStopped, Reach: n.reach}); err != nil {
+		Stopped: n.groupStopped, Reach: n.reach, Log: n.log}); err != nil {
 		return err
 	}
 	newParts := cfg.newPartitions

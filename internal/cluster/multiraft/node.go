@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -130,6 +131,10 @@ type Config struct {
 	ReplicaLagMax time.Duration
 	// Logger receives etcd raft's log; nil discards all but panics.
 	Logger raft.Logger
+	// Log receives the driver's own events (a dead leader taken over, a
+	// snapshot copy that failed), few and worth a line in the node's
+	// log, unlike raft's own per-group chatter; nil discards them.
+	Log *slog.Logger
 	// Reach, if set, is told of every dial to a peer, and of connections
 	// the peer closed at once, so a peer that cannot be reached is
 	// logged with the error (package reach); nil records nothing.
@@ -183,6 +188,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = QuietLogger()
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
 	}
 	return c
 }

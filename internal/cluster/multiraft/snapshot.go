@@ -137,7 +137,7 @@ func (n *Node) fetched(g *group, m *pb.Message, err error) {
 	}
 	if err != nil {
 		n.snapsFailed.Add(1)
-		n.cfg.Logger.Warningf("multiraft: group %d: copying snapshot %d from node %d: %v", g.id, m.GetSnapshot().GetMetadata().GetIndex(), m.GetFrom(), err)
+		n.cfg.Log.Warn("multiraft: copying a snapshot failed", "group", g.id, "index", m.GetSnapshot().GetMetadata().GetIndex(), "from", m.GetFrom(), "err", err)
 	} else {
 		n.snapsDone.Add(1)
 		_ = g.rn.Step(m)

@@ -83,7 +83,7 @@ func (n *Node) takeOver(dead uint64) {
 		k++
 	}
 	if k > 0 {
-		n.cfg.Logger.Infof("multiraft: node %d refuses connections; campaigning at once in the %d groups it led that this node succeeds it in", dead, k)
+		n.cfg.Log.Info("multiraft: a leader's port refuses connections; campaigning at once where this node succeeds it", "node", dead, "groups", k)
 	}
 }
 

@@ -1,7 +1,12 @@
 package multiraft
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -27,6 +32,8 @@ func TestTakeOverFromDeadLeader(t *testing.T) {
 	// The followers come back, one at a time, with election timers that
 	// never run out within the test.
 	c.cfg.ElectionTick = 1 << 20
+	events := &eventLog{}
+	c.cfg.Log = slog.New(events)
 	for _, id := range []uint64{2, 3} {
 		c.stop(c.members[id])
 		c.start(c.members[id])
@@ -41,6 +48,40 @@ func TestTakeOverFromDeadLeader(t *testing.T) {
 		c.propose(g, fmt.Sprintf("after-%d", g))
 		c.waitAgree(g, 2)
 	}
+	// Each successor said so in its log, once, for its one group.
+	if got := events.lines(); !slices.Equal(got, []string{"node=1 groups=1", "node=1 groups=1"}) {
+		t.Errorf("takeover log lines %q, want one from each successor", got)
+	}
+}
+
+// eventLog keeps the attributes of the driver's takeover lines.
+type eventLog struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (h *eventLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *eventLog) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h *eventLog) WithGroup(string) slog.Handler             { return h }
+func (h *eventLog) Handle(_ context.Context, r slog.Record) error {
+	if !strings.Contains(r.Message, "refuses connections") {
+		return nil
+	}
+	var attrs []string
+	r.Attrs(func(a slog.Attr) bool {
+		attrs = append(attrs, a.String())
+		return true
+	})
+	h.mu.Lock()
+	h.got = append(h.got, strings.Join(attrs, " "))
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *eventLog) lines() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.got)
 }
 
 // TestTakeOverBackup: when a dead leader's successor does not take over
