@@ -61,8 +61,8 @@ type eventLog struct {
 }
 
 func (h *eventLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *eventLog) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h *eventLog) WithGroup(string) slog.Handler             { return h }
+func (h *eventLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *eventLog) WithGroup(string) slog.Handler            { return h }
 func (h *eventLog) Handle(_ context.Context, r slog.Record) error {
 	if !strings.Contains(r.Message, "refuses connections") {
 		return nil
