@@ -307,11 +307,17 @@ type served struct {
 }
 
 // report tells Config.Reach how a connection ended: one the peer closed
-// early did not reach it. One held longer was reported connected while
-// it was up (serve).
+// early did not reach it. One held longer was reported connected once
+// held (serve), and reached the peer until now: the last reached time a
+// later failure's Warn gives is when the connection ended, not when it
+// was opened (a walk read a node's last contact with a peer as 48 s
+// before it had actually stopped talking to it).
 func (p *peer) report(s served) {
-	if s.early && s.err != nil {
+	switch {
+	case s.early && s.err != nil:
 		p.n.cfg.Reach.Failed(p.id, p.addr, s.err)
+	case !s.early:
+		p.n.cfg.Reach.Connected(p.id, p.addr)
 	}
 }
 

@@ -87,7 +87,8 @@ type Peer struct {
 	// configured until a dial is reported).
 	ID   uint64
 	Addr string
-	// Reached is when a dial last succeeded, zero if none has; Answered
+	// Reached is when the voter was last reached: a dial that succeeded,
+	// or the end of a connection held open; zero if none has. Answered
 	// says the voter itself answered then (a raft or forwarding reply
 	// naming it), rather than a connection being held open only (the
 	// partition driver's, which the peer never answers on: any seglog
