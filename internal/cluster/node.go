@@ -582,7 +582,10 @@ func (n *Node) HandOver(ctx context.Context) error {
 	case <-time.After(n.cfg.HeartbeatInterval):
 	}
 	if n.mr != nil {
-		errs = append(errs, n.mr.HandOver(ctx))
+		// Nothing goes to a node known to be stopping too (every node
+		// stopped at once handed partitions round until the last one
+		// stopped, a walk saw, 2026-12-06).
+		errs = append(errs, n.mr.HandOver(ctx, func(id uint64) bool { return n.stoppingSet()[int32(id)] }))
 	}
 	return errors.Join(errs...)
 }

@@ -39,7 +39,7 @@ func TestHandOver(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
 	defer cancel()
-	if err := c.members[old].node.HandOver(ctx); err != nil {
+	if err := c.members[old].node.HandOver(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range led {
@@ -99,12 +99,42 @@ func TestHandOverToSuccessor(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
 	defer cancel()
-	if err := c.members[1].node.HandOver(ctx); err != nil {
+	if err := c.members[1].node.HandOver(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range c.groups {
 		if l, _, _ := c.members[1].node.Leader(g); l != want[g] {
 			t.Errorf("group %d handed to node %d, want its successor %d", g, l, want[g])
+		}
+	}
+}
+
+// TestHandOverAvoids: a handover gives nothing to a peer it is told to
+// avoid (a node stopping too): with node 2 avoided, node 1's groups go to
+// node 3 whatever their successor; with both avoided, node 1 keeps them.
+func TestHandOverAvoids(t *testing.T) {
+	c := newClusterWith(t, 3, 4, Config{}, nil, func(c *cluster) {
+		for _, g := range c.groups {
+			c.voters[g] = []uint64{1, 2, 3}
+		}
+	})
+	c.waitLeaders()
+	ctx, cancel := context.WithTimeout(context.Background(), testutil.WaitTimeout)
+	defer cancel()
+	if err := c.members[1].node.HandOver(ctx, func(id uint64) bool { return id == 2 || id == 3 }); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range c.groups {
+		if l := c.leader(g); l != 1 {
+			t.Errorf("group %d led by %d after a handover avoiding nodes 2 and 3, want 1", g, l)
+		}
+	}
+	if err := c.members[1].node.HandOver(ctx, func(id uint64) bool { return id == 2 }); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range c.groups {
+		if l, _, _ := c.members[1].node.Leader(g); l != 3 {
+			t.Errorf("group %d handed to %d with node 2 avoided, want node 3", g, l)
 		}
 	}
 }

@@ -319,37 +319,78 @@ func (n *Node) Close() error {
 	return nil
 }
 
+// transferResult is what transfer did.
+type transferResult int
+
+const (
+	transferStarted transferResult = iota
+	// transferNone: no follower was heard from recently.
+	transferNone
+	// transferAvoided: followers were heard from, but every one is to be
+	// avoided (stopping too).
+	transferAvoided
+)
+
 // transfer starts moving g's leadership, if this node leads it, to its
 // successor (the first other replica in the group's order, as a dead
 // leader's: takeover.go) if that one is recently heard from and
 // replicating, else to the follower with most of its log among those
-// recently heard from, and reports whether it did (driver goroutine).
-// Kafka's controlled shutdown also picks the first replica in the
-// assignment that is in sync: a stopping node's partitions spread over
-// the others as their replica lists do, where the most log alone sent a
-// walk's 743 partitions 463 to one node and 280 to the other.
-func (n *Node) transfer(g *group) bool {
+// recently heard from, leaving out those avoid names (nil: none), and
+// reports what it did (driver goroutine). Kafka's controlled shutdown
+// also picks the first replica in the assignment that is in sync: a
+// stopping node's partitions spread over the others as their replica
+// lists do, where the most log alone sent a walk's 743 partitions 463 to
+// one node and 280 to the other.
+func (n *Node) transfer(g *group, avoid func(uint64) bool) transferResult {
 	st := g.rn.Status()
 	if st.RaftState != raft.StateLeader {
-		return false
+		return transferNone
+	}
+	eligible := func(pid uint64, pr tracker.Progress) bool {
+		return pid != n.cfg.ID && pr.RecentActive && !pr.IsLearner
 	}
 	var to, match uint64
+	avoided := false
 	for pid, pr := range st.Progress {
-		if pid != n.cfg.ID && pr.RecentActive && !pr.IsLearner && (to == 0 || pr.Match > match) {
+		if !eligible(pid, pr) {
+			continue
+		}
+		if avoid != nil && avoid(pid) {
+			avoided = true
+			continue
+		}
+		if to == 0 || pr.Match > match {
 			to, match = pid, pr.Match
 		}
 	}
 	if to == 0 {
-		return false
+		if avoided {
+			return transferAvoided
+		}
+		return transferNone
 	}
-	if s := g.successor(n.cfg.ID); s != 0 && s != to {
-		if pr, ok := st.Progress[s]; ok && pr.RecentActive && !pr.IsLearner && pr.State == tracker.StateReplicate {
+	if s := g.successor(n.cfg.ID); s != 0 && s != to && (avoid == nil || !avoid(s)) {
+		if pr, ok := st.Progress[s]; ok && eligible(s, pr) && pr.State == tracker.StateReplicate {
 			to = s
 		}
 	}
 	g.rn.TransferLeader(to)
 	n.mark(g)
-	return true
+	return transferStarted
+}
+
+// avoiding asks avoid about each peer, off the driver goroutine (avoid
+// may take its caller's locks), and returns the answer as a set for
+// transfer; nil for a nil avoid.
+func (n *Node) avoiding(avoid func(uint64) bool) func(uint64) bool {
+	if avoid == nil {
+		return nil
+	}
+	skip := make(map[uint64]bool, len(n.peers))
+	for id := range n.peers {
+		skip[id] = avoid(id)
+	}
+	return func(id uint64) bool { return skip[id] }
 }
 
 // HandOver moves the leadership of every group this node leads to the
@@ -362,18 +403,22 @@ func (n *Node) transfer(g *group) bool {
 // Proposals meanwhile fail with ErrProposalDropped. A transfer raft gives
 // up (after an election timeout) is asked for again while ctx lasts; a
 // group with no follower heard from for an election timeout stays led
-// here until the node stops.
-func (n *Node) HandOver(ctx context.Context) error {
+// here until the node stops. avoid (nil: none) names peers to hand
+// nothing to, those stopping too: a group whose followers are all
+// avoided stays led here (when every node stops at once, handing
+// leaderships round would only move them until the last one stops).
+func (n *Node) HandOver(ctx context.Context, avoid func(id uint64) bool) error {
 	// Every group led here, whether or not a follower is heard from at
 	// this instant: raft's CheckQuorum forgets who was heard from every
 	// election timeout, and a follower answers within a heartbeat, so a
 	// group found without one is asked again below (a test on a loaded
 	// machine once saw HandOver return with a partition still led here).
 	var led []uint64
+	skip := n.avoiding(avoid)
 	if err := n.do(ctx, func() {
 		for id, g := range n.groups {
 			if !g.fetching && g.rn.BasicStatus().RaftState == raft.StateLeader {
-				n.transfer(g)
+				n.transfer(g, skip)
 				led = append(led, id)
 			}
 		}
@@ -392,13 +437,14 @@ func (n *Node) HandOver(ctx context.Context) error {
 		// or once no follower is left to hand it to.
 		pending := false
 		now := time.Now()
+		skip := n.avoiding(avoid)
 		if err := n.do(ctx, func() {
 			// A group handed to this node meanwhile (another node's
 			// rebalancer, before it heard that this one is stopping)
 			// is handed over too.
 			for id, g := range n.groups {
 				if !g.fetching && !slices.Contains(led, id) && g.rn.BasicStatus().RaftState == raft.StateLeader {
-					n.transfer(g)
+					n.transfer(g, skip)
 					led = append(led, id)
 				}
 			}
@@ -408,7 +454,16 @@ func (n *Node) HandOver(ctx context.Context) error {
 					continue
 				}
 				st := g.rn.BasicStatus()
-				if st.RaftState == raft.StateLeader && st.LeadTransferee == 0 && !n.transfer(g) {
+				if st.RaftState == raft.StateLeader && st.LeadTransferee == 0 {
+					switch n.transfer(g, skip) {
+					case transferStarted:
+						pending = true
+						delete(alone, id)
+						continue
+					case transferAvoided:
+						delete(alone, id)
+						continue // nobody to hand it to: done
+					}
 					// Raft gave the transfer up (an election timeout
 					// without the transferee taking over, as on a
 					// loaded machine; it is asked for again while ctx

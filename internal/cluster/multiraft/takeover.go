@@ -83,7 +83,7 @@ func (n *Node) takeOver(dead uint64) {
 		k++
 	}
 	if k > 0 {
-		n.cfg.Log.Info("multiraft: a leader's port refuses connections; campaigning at once where this node succeeds it", "node", dead, "groups", k)
+		n.cfg.Log.Info("multiraft: a leader's port refuses connections; campaigning at once where this node succeeds it", "leader", dead, "groups", k)
 	}
 }
 

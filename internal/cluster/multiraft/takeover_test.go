@@ -49,7 +49,7 @@ func TestTakeOverFromDeadLeader(t *testing.T) {
 		c.waitAgree(g, 2)
 	}
 	// Each successor said so in its log, once, for its one group.
-	if got := events.lines(); !slices.Equal(got, []string{"node=1 groups=1", "node=1 groups=1"}) {
+	if got := events.lines(); !slices.Equal(got, []string{"leader=1 groups=1", "leader=1 groups=1"}) {
 		t.Errorf("takeover log lines %q, want one from each successor", got)
 	}
 }
