@@ -23,8 +23,8 @@ import (
 //
 // Raft's safety does not rest on this: a vote still needs the candidate's
 // log to be as complete as the voter's, and an old leader that was alive
-// after all steps down at the higher term. A refused dial needs no
-// listener on the peer's port, so a live node that merely timed out a
+// after all steps down at the higher term. A dial is refused only when
+// nothing listens on the peer's port, so a live node that merely timed out a
 // write (its connection redials at once) or a stopped one (SIGSTOP: the
 // kernel still accepts its connections) is left to raft's timers. A
 // firewall that rejects (rather than drops) this node's connections to a
