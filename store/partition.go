@@ -198,6 +198,12 @@ func (p *partition) blankLocked() bool {
 	if err != nil || !layout.PlanLeftovers(names).Empty() {
 		return false
 	}
+	return p.emptyIn(names)
+}
+
+// emptyIn reports whether names, p's directory's listing, hold no
+// segment and p's checkpoints put nothing above offset 0.
+func (p *partition) emptyIn(names []string) bool {
 	if _, bases := layout.SegmentFiles(names); len(bases) > 0 {
 		return false
 	}
@@ -291,16 +297,7 @@ func (p *partition) recovered() bool {
 	if err != nil {
 		return false
 	}
-	if _, bases := layout.SegmentFiles(names); len(bases) > 0 {
-		return false
-	}
-	k := tp{p.topic, p.id}
-	for _, f := range []string{layout.RecoveryPointFile, layout.LogStartOffsetFile} {
-		if off, ok := p.s.ckpt.get(f, k); ok && off != 0 {
-			return false
-		}
-	}
-	return true
+	return p.emptyIn(names)
 }
 
 // shut closes the partition for good (topic deleted, store closed):

@@ -1,13 +1,13 @@
 package multiraft
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/seglog/seglog/internal/testutil"
 )
 
 // TestTakeOverFromDeadLeader: when a group's leader dies, its node and
@@ -32,7 +32,7 @@ func TestTakeOverFromDeadLeader(t *testing.T) {
 	// The followers come back, one at a time, with election timers that
 	// never run out within the test.
 	c.cfg.ElectionTick = 1 << 20
-	events := &eventLog{}
+	events := &testutil.LogRecords{}
 	c.cfg.Log = slog.New(events)
 	for _, id := range []uint64{2, 3} {
 		c.stop(c.members[id])
@@ -49,39 +49,15 @@ func TestTakeOverFromDeadLeader(t *testing.T) {
 		c.waitAgree(g, 2)
 	}
 	// Each successor said so in its log, once, for its one group.
-	if got := events.lines(); !slices.Equal(got, []string{"leader=1 groups=1", "leader=1 groups=1"}) {
+	var got []string
+	for _, l := range events.Take() {
+		if _, attrs, ok := strings.Cut(l, "refuses connections; campaigning at once where this node succeeds it "); ok {
+			got = append(got, attrs)
+		}
+	}
+	if !slices.Equal(got, []string{"leader=1 groups=1", "leader=1 groups=1"}) {
 		t.Errorf("takeover log lines %q, want one from each successor", got)
 	}
-}
-
-// eventLog keeps the attributes of the driver's takeover lines.
-type eventLog struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (h *eventLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *eventLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *eventLog) WithGroup(string) slog.Handler            { return h }
-func (h *eventLog) Handle(_ context.Context, r slog.Record) error {
-	if !strings.Contains(r.Message, "refuses connections") {
-		return nil
-	}
-	var attrs []string
-	r.Attrs(func(a slog.Attr) bool {
-		attrs = append(attrs, a.String())
-		return true
-	})
-	h.mu.Lock()
-	h.got = append(h.got, strings.Join(attrs, " "))
-	h.mu.Unlock()
-	return nil
-}
-
-func (h *eventLog) lines() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.got)
 }
 
 // TestTakeOverBackup: when a dead leader's successor does not take over

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -574,30 +573,6 @@ func TestNoOffsetForRaftEntries(t *testing.T) {
 	}
 }
 
-// orderHandler records the partition of each "replica started" line.
-type orderHandler struct {
-	mu      sync.Mutex
-	started []int64
-}
-
-func (h *orderHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *orderHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *orderHandler) WithGroup(string) slog.Handler            { return h }
-func (h *orderHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "partition: replica started" {
-		return nil
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "partition" {
-			h.mu.Lock()
-			h.started = append(h.started, a.Value.Int64())
-			h.mu.Unlock()
-		}
-		return true
-	})
-	return nil
-}
-
 // TestSyncStartsInOrder: Sync starts a new topic's groups in the order of
 // its assignments (the metadata's, the same on every node), so that a
 // partition's replicas start its group at about the same time and its
@@ -624,8 +599,8 @@ func TestSyncStartsInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rn.Close()
-	h := &orderHandler{}
-	m, err := New(Config{NodeID: 1, Raft: rn, Store: st, Logger: slog.New(h)})
+	logged := &testutil.LogRecords{}
+	m, err := New(Config{NodeID: 1, Raft: rn, Store: st, Logger: slog.New(logged)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -637,9 +612,18 @@ func TestSyncStartsInOrder(t *testing.T) {
 	if err := m.Sync(as); err != nil {
 		t.Fatal(err)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.started) != parts || !slices.IsSorted(h.started) {
-		t.Fatalf("groups started in the order %v, want partitions 0 to %d in order", h.started, parts-1)
+	var started []int
+	for _, l := range logged.Take() {
+		if _, attrs, ok := strings.Cut(l, "partition: replica started "); ok {
+			_, rest, _ := strings.Cut(attrs, "partition=")
+			var p int
+			if _, err := fmt.Sscanf(rest, "%d", &p); err != nil {
+				t.Fatalf("%q: %v", l, err)
+			}
+			started = append(started, p)
+		}
+	}
+	if len(started) != parts || !slices.IsSorted(started) {
+		t.Fatalf("groups started in the order %v, want partitions 0 to %d in order", started, parts-1)
 	}
 }
