@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -203,6 +204,22 @@ func TestClusterMetadataWaitsForElection(t *testing.T) {
 		if want := map[int32]string{0: "1/0", 1: "2/0"}; !maps.Equal(got, want) {
 			t.Errorf("%s: leaders %v, want %v", tc.name, got, want)
 		}
+	}
+	// A listing of every topic does not wait.
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"m", 1}] = -1 })
+	all := kmsg.NewPtrMetadataRequest()
+	all.Version = 12
+	var was, is int
+	fc.set(func(fc *fakeCluster) { was = fc.looked })
+	listed := c.do(all).(*kmsg.MetadataResponse)
+	fc.set(func(fc *fakeCluster) { is = fc.looked })
+	if k := slices.IndexFunc(listed.Topics, func(t kmsg.MetadataResponseTopic) bool { return t.Topic != nil && *t.Topic == "m" }); k < 0 {
+		t.Errorf("listing of every topic: no topic m in %v", listed.Topics)
+	} else if got := leaders(&kmsg.MetadataResponse{Topics: listed.Topics[k : k+1]}); got[1] != lna {
+		t.Errorf("listing of every topic: partition 1 %s, want %s", got[1], lna)
+	}
+	if is-was != len(listed.Topics) {
+		t.Errorf("listing of every topic: %d topics' partitions looked at %d times, want once each (no wait)", len(listed.Topics), is-was)
 	}
 	// Two of three replicas not live: no election can end.
 	fc.set(func(fc *fakeCluster) {

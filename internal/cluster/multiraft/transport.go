@@ -248,7 +248,7 @@ func (p *peer) run() {
 	defer p.n.wg.Done()
 	const minBackoff = 10 * time.Millisecond
 	backoff := minBackoff
-	broke := false // a connection broke, and no dial since was refused or held
+	broke := false // a connection that was up broke, and no dial since was refused
 	for {
 		select {
 		case <-p.n.stop:
