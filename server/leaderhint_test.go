@@ -238,3 +238,56 @@ func TestClusterMetadataWaitsForElection(t *testing.T) {
 		t.Errorf("no live majority: the partitions were looked at %d times, want once (no wait)", after-before)
 	}
 }
+
+// TestClusterMetadataStuckElection: a partition whose replicas are live
+// but whose election outlasts a Metadata's wait (two of three stopped by
+// full disks) costs one wait; the next Metadata naming its topic answers
+// at once, LEADER_NOT_AVAILABLE. Once seen with a leader it is forgotten:
+// its next election is waited for again.
+func TestClusterMetadataStuckElection(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "s", 2)
+	c := dialRaw(t, ts.addr)
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("s")
+	req.Topics = append(req.Topics, rt)
+	// ask answers req and says partition 1's leader and error, and how
+	// many times the partitions were looked at.
+	ask := func() (string, int) {
+		var before, after int
+		fc.set(func(fc *fakeCluster) { before = fc.looked })
+		resp := c.do(req).(*kmsg.MetadataResponse)
+		fc.set(func(fc *fakeCluster) { after = fc.looked })
+		p := resp.Topics[0].Partitions[1]
+		return fmt.Sprintf("%d/%d", p.Leader, p.ErrorCode), after - before
+	}
+	lna := fmt.Sprintf("-1/%d", kerr.LeaderNotAvailable.Code)
+
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 1}] = -1 })
+	if got, looks := ask(); got != lna || looks < 2 {
+		t.Fatalf("an election under way: %s after %d looks, want %s after a wait", got, looks, lna)
+	}
+	if got, looks := ask(); got != lna || looks != 1 {
+		t.Fatalf("after a wait in vain: %s after %d looks, want %s at once", got, looks, lna)
+	}
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 1}] = 2 })
+	if got, looks := ask(); got != "2/0" || looks != 1 {
+		t.Fatalf("once elected: %s after %d looks, want 2/0 at once", got, looks)
+	}
+	// Forgotten: the next election is waited for, and its leader named.
+	var looked int
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 1}] = -1; looked = fc.looked })
+	corr := c.send(req)
+	testutil.WaitFor(t, "the server to look at the partitions again", func() bool {
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		return fc.looked > looked+1
+	})
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 1}] = 1 })
+	fc.wake()
+	if p := c.recv(req, corr).(*kmsg.MetadataResponse).Topics[0].Partitions[1]; p.Leader != 1 || p.ErrorCode != 0 {
+		t.Fatalf("the next election: leader %d error %d, want 1 and none", p.Leader, p.ErrorCode)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -95,7 +97,7 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) kmsg.R
 		// live but cannot elect (two of three stopped by full disks) would
 		// otherwise hold every listing 2 s. A client that writes or reads
 		// a partition asks for its topic by name.
-		if s.cluster != nil && !all && electing(parts) {
+		if s.cluster != nil && !all && s.stuck.electing(name, parts, time.Now()) {
 			elections = append(elections, len(resp.Topics))
 		}
 		resp.Topics = append(resp.Topics, t)
@@ -121,19 +123,73 @@ func fillPartitions(t *kmsg.MetadataResponseTopic, parts []PartitionInfo) {
 	}
 }
 
-// electing reports whether one of parts is having an election: it has no
-// leader, or one that is not live, while a majority of its replicas is
-// live, so raft will soon elect one.
-func electing(parts []PartitionInfo) bool {
+// electing reports whether pi is having an election: it has no leader,
+// or one that is not live, while a majority of its replicas is live, so
+// raft will soon elect one.
+func electing(pi PartitionInfo) bool {
+	if pi.Leader >= 0 && !slices.Contains(pi.Offline, pi.Leader) {
+		return false
+	}
+	return len(pi.Replicas)-len(pi.Offline) > len(pi.Replicas)/2
+}
+
+// stuckFor is how long a partition whose election outlasted a Metadata's
+// wait is answered at once: its replicas are live but cannot elect (two
+// of three stopped by full disks, a node whose raft group is broken), and
+// every Metadata naming its topic would otherwise wait leaderHintWait. A
+// partition still stuck after it costs one more wait, then is remembered
+// again: at most one wait per partition in stuckFor.
+const stuckFor = 30 * time.Second
+
+// stuckElections remembers the partitions whose election outlasted a
+// Metadata's wait, and since when.
+type stuckElections struct {
+	mu    sync.Mutex
+	since map[tp]time.Time
+}
+
+// electing reports whether one of topic's parts is having an election
+// worth waiting for: electing, and not stuck in the last stuckFor. A
+// partition seen with a live leader is forgotten: its next election is
+// waited for.
+func (se *stuckElections) electing(topic string, parts []PartitionInfo, now time.Time) bool {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	wait := false
 	for _, pi := range parts {
-		if pi.Leader >= 0 && !slices.Contains(pi.Offline, pi.Leader) {
+		k := tp{topic, pi.Partition}
+		if !electing(pi) {
+			delete(se.since, k)
 			continue
 		}
-		if len(pi.Replicas)-len(pi.Offline) > len(pi.Replicas)/2 {
-			return true
+		if t, ok := se.since[k]; ok && now.Sub(t) < stuckFor {
+			continue
+		}
+		wait = true
+	}
+	return wait
+}
+
+// stuck remembers topic's parts that are still electing as stuck since
+// now, and forgets those that have lapsed.
+func (se *stuckElections) stuck(topic string, parts []PartitionInfo, now time.Time) {
+	se.mu.Lock()
+	defer se.mu.Unlock()
+	for k, t := range se.since {
+		if now.Sub(t) >= stuckFor {
+			delete(se.since, k)
 		}
 	}
-	return false
+	for _, pi := range parts {
+		if electing(pi) {
+			if se.since == nil {
+				se.since = map[tp]time.Time{}
+			}
+			if _, ok := se.since[tp{topic, pi.Partition}]; !ok {
+				se.since[tp{topic, pi.Partition}] = now
+			}
+		}
+	}
 }
 
 // awaitElections holds a cluster's Metadata answer while partitions of
@@ -147,8 +203,10 @@ func electing(parts []PartitionInfo) bool {
 // fences the old one, and the Java client asks again after
 // retry.backoff.ms); here raft has no leader until its election ends. A
 // partition whose replicas are mostly not live is answered at once: no
-// election can end.
+// election can end. Partitions still electing when the wait ends are
+// remembered as stuck (stuckElections).
 func (s *Server) awaitElections(ctx context.Context, resp *kmsg.MetadataResponse, waiting []int, src topicSource) {
+	latest := make(map[int][]PartitionInfo, len(waiting))
 	s.awaitLeaders(ctx, func() bool {
 		left := waiting[:0]
 		for _, i := range waiting {
@@ -158,13 +216,20 @@ func (s *Server) awaitElections(ctx context.Context, resp *kmsg.MetadataResponse
 				continue // deleted meanwhile: the answer read before stands
 			}
 			fillPartitions(t, parts)
-			if electing(parts) {
+			latest[i] = parts
+			if slices.ContainsFunc(parts, electing) {
 				left = append(left, i)
 			}
 		}
 		waiting = left
 		return len(waiting) == 0
 	})
+	if ctx.Err() == nil {
+		now := time.Now()
+		for _, i := range waiting {
+			s.stuck.stuck(*resp.Topics[i].Topic, latest[i], now)
+		}
+	}
 	// A leader named now may have become live while the answer waited.
 	s.clusterBrokers(resp)
 }

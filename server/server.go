@@ -151,6 +151,9 @@ type Server struct {
 	pids   *producers
 	// cluster is Options.Cluster: nil on a single node.
 	cluster Cluster
+	// stuck remembers a cluster's partitions whose election outlasted a
+	// Metadata's wait (metadata.go).
+	stuck stuckElections
 	// groupKick tells a cluster node's coordinator that a leader or a
 	// high watermark changed: it loads or drops offsets partitions.
 	groupKick chan struct{}
