@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -167,6 +168,10 @@ func (s *Server) describeTopicConfigs(req *kmsg.DescribeConfigsRequest, r kmsg.D
 	return out, nil
 }
 
+// defaultLeaderImbalanceCheckInterval is Kafka's
+// leader.imbalance.check.interval.seconds.
+const defaultLeaderImbalanceCheckInterval = 300 * time.Second
+
 // brokerConfig is one of this broker's configs: all are read-only, set by
 // seglog serve's flags at start.
 type brokerConfig struct {
@@ -187,6 +192,11 @@ func (s *Server) brokerConfigs() []brokerConfig {
 	case delay < 0:
 		delay = 0
 	}
+	rebalanceEvery := s.cfg.LeaderImbalanceCheckInterval
+	if rebalanceEvery <= 0 {
+		// Off, it keeps Kafka's default, as Kafka's does.
+		rebalanceEvery = defaultLeaderImbalanceCheckInterval
+	}
 	offsetsParts := strconv.Itoa(store.DefaultOffsetsPartitions)
 	if n, err := s.st.Partitions(store.OffsetsTopic); err == nil {
 		offsetsParts = strconv.Itoa(n)
@@ -203,6 +213,8 @@ func (s *Server) brokerConfigs() []brokerConfig {
 		{"offsets.topic.num.partitions", offsetsParts, strconv.Itoa(store.DefaultOffsetsPartitions), kmsg.ConfigTypeInt, false, nil},
 		{"socket.request.max.bytes", strconv.Itoa(s.cfg.MaxRequestBytes), strconv.Itoa(DefaultMaxRequestBytes), kmsg.ConfigTypeInt, false, nil},
 		{"connections.max.idle.ms", strconv.FormatInt(s.cfg.IdleTimeout.Milliseconds(), 10), strconv.FormatInt(DefaultIdleTimeout.Milliseconds(), 10), kmsg.ConfigTypeLong, false, nil},
+		{"auto.leader.rebalance.enable", strconv.FormatBool(s.cfg.LeaderImbalanceCheckInterval >= 0), "true", kmsg.ConfigTypeBoolean, false, nil},
+		{"leader.imbalance.check.interval.seconds", strconv.FormatInt(int64(rebalanceEvery/time.Second), 10), strconv.FormatInt(int64(defaultLeaderImbalanceCheckInterval/time.Second), 10), kmsg.ConfigTypeLong, false, nil},
 		{"group.initial.rebalance.delay.ms", strconv.FormatInt(delay.Milliseconds(), 10), strconv.FormatInt(defaultInitialRebalanceDelay.Milliseconds(), 10), kmsg.ConfigTypeInt, false, nil},
 	}
 	for _, k := range store.Keys() {

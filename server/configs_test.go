@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -511,6 +513,43 @@ func TestDescribeDefaultReplicationFactor(t *testing.T) {
 		}
 		if cfg := r.Configs[0]; *cfg.Value != tc.want || cfg.Source != tc.src {
 			t.Errorf("Options.DefaultReplicationFactor %d: default.replication.factor=%s (source %v), want %s (%v)", tc.rf, *cfg.Value, cfg.Source, tc.want, tc.src)
+		}
+	}
+}
+
+// TestDescribeLeaderRebalance: auto.leader.rebalance.enable and
+// leader.imbalance.check.interval.seconds say what serve's
+// --auto-leader-rebalance and --leader-imbalance-check-interval set
+// (Options.LeaderImbalanceCheckInterval), Kafka's defaults (true, 300)
+// without them; switched off, the interval keeps its default, as Kafka's.
+func TestDescribeLeaderRebalance(t *testing.T) {
+	for _, tc := range []struct {
+		every         time.Duration
+		enable, secs  string
+		enSrc, secSrc kmsg.ConfigSource
+	}{
+		{0, "true", "300", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigSourceDefaultConfig},
+		{10 * time.Second, "true", "10", kmsg.ConfigSourceDefaultConfig, kmsg.ConfigSourceStaticBrokerConfig},
+		{-1, "false", "300", kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigSourceDefaultConfig},
+	} {
+		ts := startServer(t, "", Options{LeaderImbalanceCheckInterval: tc.every})
+		c := dialRaw(t, ts.addr)
+		node := strconv.Itoa(int(ts.srv.NodeID()))
+		resp := c.do(describeReq(4, true, resource(kmsg.ConfigResourceTypeBroker, node, "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds"))).(*kmsg.DescribeConfigsResponse)
+		r := resp.Resources[0]
+		if r.ErrorCode != 0 || len(r.Configs) != 2 {
+			t.Fatalf("interval %v: %+v", tc.every, r)
+		}
+		got := map[string]string{}
+		for _, cfg := range r.Configs {
+			got[cfg.Name] = fmt.Sprintf("%s (%v)", *cfg.Value, cfg.Source)
+		}
+		want := map[string]string{
+			"auto.leader.rebalance.enable":            fmt.Sprintf("%s (%v)", tc.enable, tc.enSrc),
+			"leader.imbalance.check.interval.seconds": fmt.Sprintf("%s (%v)", tc.secs, tc.secSrc),
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("interval %v: %v, want %v", tc.every, got, want)
 		}
 	}
 }

@@ -79,6 +79,13 @@ type Options struct {
 	// without one, which in a cluster the Cluster applies (0 means 1, a
 	// single node's one copy).
 	DefaultReplicationFactor int
+	// LeaderImbalanceCheckInterval is, in a cluster, how often each node
+	// hands the partitions it leads back to their preferred replicas, as
+	// DescribeConfigs reports it (leader.imbalance.check.interval.seconds;
+	// 0 means Kafka's 300 s); negative means never
+	// (auto.leader.rebalance.enable false). The Cluster does the
+	// rebalancing; a single node leads every partition it has.
+	LeaderImbalanceCheckInterval time.Duration
 	// TopicConfig is the config of topics created through the server;
 	// nil means store.DefaultTopicConfig.
 	TopicConfig *store.TopicConfig

@@ -160,6 +160,7 @@ func (c *clusterFlags) start(ctx context.Context, cmd *cobra.Command, dir string
 	}
 	opts.Cluster, opts.ClusterID, opts.Advertise = n, id, advertise
 	opts.DefaultReplicationFactor = n.DefaultReplicationFactor()
+	opts.LeaderImbalanceCheckInterval = rebalanceEvery
 	opts.SASL = clusterSASL(opts.SASL, n)
 	return nil
 }
