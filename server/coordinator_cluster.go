@@ -73,6 +73,9 @@ type clusterGroups struct {
 	// applies them in the log's order, and keep a load from starting
 	// while a write of an earlier epoch is still under way.
 	writers map[int32]*sync.Mutex
+	// gone are the commits of deleted topics to tombstone, as they were
+	// when the topic went (topicDeleted), by group.
+	gone map[string]map[tp]store.Committed
 }
 
 // offsetsTable is one offsets partition's committed offsets, loaded in
@@ -256,6 +259,7 @@ func (g *clusterGroups) run() {
 }
 
 func (g *clusterGroups) check() {
+	defer g.tombstoneGone()
 	for p := range int32(g.partitions()) {
 		if g.ctx.Err() != nil {
 			return
@@ -271,6 +275,69 @@ func (g *clusterGroups) check() {
 		}
 		if t == nil && lead {
 			g.load(p, st.LeaderEpoch)
+		}
+	}
+}
+
+// topicDeleted notes the commits for topic in the tables this node has
+// loaded, as they are now, for tombstoneGone to write tombstones for, and
+// kicks run. Noted now and written after: a commit made meanwhile to a
+// topic created again under the name is not the one noted, and stays.
+// Commits in a partition not loaded here now are some other node's to
+// tombstone (each node is told), or, if the leadership moves meanwhile,
+// nobody's, as in Kafka: docs/cluster-server.md, "Left".
+func (g *clusterGroups) topicDeleted(topic string) {
+	g.mu.Lock()
+	for _, t := range g.tables {
+		for group, m := range t.m {
+			for k, c := range m {
+				if k.topic != topic {
+					continue
+				}
+				if g.gone == nil {
+					g.gone = make(map[string]map[tp]store.Committed)
+				}
+				if g.gone[group] == nil {
+					g.gone[group] = make(map[tp]store.Committed)
+				}
+				g.gone[group][k] = c
+			}
+		}
+	}
+	noted := len(g.gone) > 0
+	g.mu.Unlock()
+	if noted {
+		g.poke()
+	}
+}
+
+// tombstoneGone writes the tombstones topicDeleted noted, a batch per
+// group, each for a commit still as it was noted. A group whose write
+// fails for a reason other than this node not leading its partition
+// (then the next leader reads the commits from the log, and they stay)
+// is tried again at the next kick.
+func (g *clusterGroups) tombstoneGone() {
+	g.mu.Lock()
+	gone := g.gone
+	g.gone = nil
+	g.mu.Unlock()
+	for group, noted := range gone {
+		if g.ctx.Err() != nil {
+			return
+		}
+		err := g.tombstone(group, func(k tp, c store.Committed) bool {
+			was, ok := noted[k]
+			return ok && was == c
+		})
+		if err != nil && !errors.Is(err, errNotCoordinator) && !errors.Is(err, store.ErrUnknownGroup) && !errors.Is(err, ErrNotLeader) {
+			g.mu.Lock()
+			if g.gone == nil {
+				g.gone = make(map[string]map[tp]store.Committed)
+			}
+			if g.gone[group] == nil {
+				g.gone[group] = noted
+			}
+			g.mu.Unlock()
 		}
 	}
 }
@@ -401,6 +468,12 @@ func (g *clusterGroups) write(group string, recs []record.Record) error {
 	w := g.writer(p)
 	w.Lock()
 	defer w.Unlock()
+	return g.writeLocked(group, p, recs)
+}
+
+// writeLocked is write of group to its partition p, with p's writer
+// lock held.
+func (g *clusterGroups) writeLocked(group string, p int32, recs []record.Record) error {
 	g.mu.Lock()
 	t := g.tables[p]
 	g.mu.Unlock()
@@ -488,8 +561,9 @@ func (g *clusterGroups) committed(group, topic string, partition int32) (int64, 
 }
 
 // committedAll lists a group's commits on topics the store holds (a
-// deleted topic's commits stay in the log until the group commits or is
-// deleted again: nobody tombstones them in a cluster).
+// deleted topic's commits are listed neither while their tombstones are
+// being written, nor if the group's coordinator moved as the topic went
+// and none were: topicDeleted).
 func (g *clusterGroups) committedAll(group string) ([]store.PartitionLag, error) {
 	g.mu.Lock()
 	var rows []store.PartitionLag
@@ -529,22 +603,33 @@ func (g *clusterGroups) groups() []string {
 }
 
 func (g *clusterGroups) deleteGroup(group string) error {
-	return g.tombstone(group, func(tp) bool { return true })
+	return g.tombstone(group, func(tp, store.Committed) bool { return true })
 }
 
 func (g *clusterGroups) deleteOffsets(group, topic string, partitions ...int32) error {
-	return g.tombstone(group, func(k tp) bool { return k.topic == topic && slices.Contains(partitions, k.partition) })
+	return g.tombstone(group, func(k tp, _ store.Committed) bool {
+		return k.topic == topic && slices.Contains(partitions, k.partition)
+	})
 }
 
-// tombstone deletes the commits of group that pick chooses.
-func (g *clusterGroups) tombstone(group string, pick func(tp) bool) error {
+// tombstone deletes the commits of group that pick chooses. It picks
+// them with the partition's writer lock held, so no commit written
+// meanwhile is deleted unseen.
+func (g *clusterGroups) tombstone(group string, pick func(tp, store.Committed) bool) error {
+	p, ok := g.partitionOf(group)
+	if !ok {
+		return errNotCoordinator
+	}
+	w := g.writer(p)
+	w.Lock()
+	defer w.Unlock()
 	g.mu.Lock()
 	var recs []record.Record
 	t := g.table(group)
 	known := t != nil && t.m[group] != nil
 	if known {
-		for k := range t.m[group] {
-			if pick(k) {
+		for k, c := range t.m[group] {
+			if pick(k, c) {
 				recs = append(recs, store.EncodeCommit(group, k.topic, k.partition, nil))
 			}
 		}
@@ -556,7 +641,7 @@ func (g *clusterGroups) tombstone(group string, pick func(tp) bool) error {
 	case len(recs) == 0:
 		return nil
 	}
-	return g.write(group, recs)
+	return g.writeLocked(group, p, recs)
 }
 
 func (g *clusterGroups) writeMembership(group string, r record.Record) error {

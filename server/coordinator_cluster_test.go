@@ -476,3 +476,42 @@ func TestClusterGroupsWritesInOrder(t *testing.T) {
 		t.Fatalf("group a's membership records: %v, want its generation, then Empty", got)
 	}
 }
+
+// TestClusterGroupsTombstoneGone: the tombstones for a deleted topic's
+// commits delete each commit only as it was when the topic went: a
+// commit made since (to a topic created again under the name) stays.
+func TestClusterGroupsTombstoneGone(t *testing.T) {
+	ts, _ := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "g", 1)
+	c := dialRaw(t, ts.addr)
+	testutil.WaitFor(t, "the offsets partition is loaded", func() bool { return commitOffset(t, c, "grp", "g", 0, 7) == 0 })
+	g := ts.srv.clusterGroups.Load()
+	note := func() map[string]map[tp]store.Committed {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		m := map[string]map[tp]store.Committed{"grp": {}}
+		for k, v := range g.table("grp").m["grp"] {
+			m["grp"][k] = v
+		}
+		return m
+	}
+	noted := note() // as topicDeleted notes it, without its kick
+	if code := commitOffset(t, c, "grp", "g", 0, 9); code != 0 {
+		t.Fatalf("commit: %d", code)
+	}
+	g.mu.Lock()
+	g.gone = noted
+	g.mu.Unlock()
+	g.tombstoneGone()
+	if code, off := fetchOffset(t, c, "grp", "g", 0); code != 0 || off != 9 {
+		t.Fatalf("a commit made after the note: code %d offset %d, want 9 kept", code, off)
+	}
+	noted = note()
+	g.mu.Lock()
+	g.gone = noted
+	g.mu.Unlock()
+	g.tombstoneGone()
+	if code, off := fetchOffset(t, c, "grp", "g", 0); code != 0 || off != -1 {
+		t.Fatalf("the commit noted: code %d offset %d, want -1 (tombstoned)", code, off)
+	}
+}

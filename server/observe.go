@@ -29,6 +29,15 @@ type LogObserver interface {
 	// way appends do not describe (a snapshot copy restarting it, a write
 	// that failed midway): what was derived from it is read again.
 	Truncating(topic string, partition int32, offset int64)
+	// TopicDeleted reports that the cluster deleted topic and this node's
+	// store no longer holds it: the producer state kept for it goes, and
+	// groups' commits for it, in the offsets partitions this node leads,
+	// are tombstoned, as Kafka's coordinator does when a topic goes.
+	// Left, they would come back with a topic created again under the
+	// same name, and its consumers would start past its records. It must
+	// not block on the cluster: the tombstones are written after it
+	// returns.
+	TopicDeleted(topic string)
 }
 
 // observer is the server's LogObserver: it keeps the producer state of
@@ -146,4 +155,13 @@ func removeSnapshotsAfter(fsys vfs.FS, dir string, offset int64) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// TopicDeleted drops the topic's producer state and has a cluster
+// coordinator tombstone its commits (clusterGroups.topicDeleted).
+func (o observer) TopicDeleted(topic string) {
+	o.s.pids.forgetTopic(topic)
+	if g := o.s.clusterGroups.Load(); g != nil {
+		g.topicDeleted(topic)
+	}
 }

@@ -164,6 +164,9 @@ type Server struct {
 	// groupKick tells a cluster node's coordinator that a leader or a
 	// high watermark changed: it loads or drops offsets partitions.
 	groupKick chan struct{}
+	// clusterGroups is a cluster node's coordinator's groups while it
+	// serves, for the observer's TopicDeleted (which must not take mu).
+	clusterGroups atomic.Pointer[clusterGroups]
 
 	// acls are the ACLs requests are authorized against: the store's
 	// ACLFile or the Cluster; nil with SASL off, when nothing is checked.
@@ -360,6 +363,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.coord == nil && s.cluster != nil {
 		s.coord = newClusterCoordinator(s.st, s.cluster, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port,
 			InitialRebalanceDelay: s.cfg.GroupInitialRebalanceDelay}, s.groupKick, s.logger)
+		s.clusterGroups.Store(s.coord.gs.(*clusterGroups))
 	} else if s.coord == nil {
 		s.coord = newCoordinator(s.st, coordinatorConfig{NodeID: s.cfg.NodeID, Host: s.host, Port: s.port,
 			InitialRebalanceDelay: s.cfg.GroupInitialRebalanceDelay})
@@ -458,6 +462,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	coord := s.coord
 	s.coord = nil
+	s.clusterGroups.Store(nil)
 	s.mu.Unlock()
 	if coord != nil {
 		coord.close()

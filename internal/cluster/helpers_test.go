@@ -309,6 +309,7 @@ func (f *fakeParts) EndOffsetForEpoch(string, int32, int32) (int32, int64, error
 	return 0, 0, server.ErrNotLeader
 }
 func (f *fakeParts) SetObserver(server.LogObserver) {}
+func (f *fakeParts) TopicDeleted(string)            {}
 func (f *fakeParts) DeleteRecords(context.Context, string, int32, int64) (int64, error) {
 	return 0, server.ErrNotLeader
 }

@@ -32,6 +32,7 @@ type partitions interface {
 	Leader(topic string, p int32) (leader, epoch int32, isr []int32, ok bool)
 	EndOffsetForEpoch(topic string, p int32, epoch int32) (int32, int64, error)
 	SetObserver(o server.LogObserver)
+	TopicDeleted(topic string)
 	DeleteRecords(ctx context.Context, topic string, p int32, offset int64) (int64, error)
 	TransferLeader(ctx context.Context, topic string, p, to int32) (bool, error)
 	Close() error
@@ -321,6 +322,9 @@ func (n *Node) syncTopics(st *meta.State) bool {
 			fail("cluster: deleting a topic", "topic", name, "err", err)
 			continue
 		}
+		// Before a topic of the same name is created below: groups'
+		// commits for this one are noted for tombstones now.
+		n.parts.TopicDeleted(name)
 		delete(rec.ids, name)
 		delete(rec.seen, name)
 		changed = true

@@ -13,6 +13,14 @@ import (
 // what they stored earlier is in their logs, which the server reads.
 func (m *Manager) SetObserver(o server.LogObserver) { m.observer.Store(&o) }
 
+// TopicDeleted tells the observer that the store no longer holds topic:
+// the cluster deleted it (server.LogObserver's TopicDeleted).
+func (m *Manager) TopicDeleted(topic string) {
+	if obs := m.logObserver(); obs != nil {
+		obs.TopicDeleted(topic)
+	}
+}
+
 func (m *Manager) logObserver() server.LogObserver {
 	if o := m.observer.Load(); o != nil {
 		return *o

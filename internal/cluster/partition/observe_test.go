@@ -29,6 +29,8 @@ func (r *recorder) Truncating(_ string, p int32, offset int64) {
 	r.truncated[p] = append(r.truncated[p], offset)
 }
 
+func (r *recorder) TopicDeleted(string) {}
+
 // TestObserverSeesEveryReplica: every replica, followers as the leader,
 // reports each batch it stores, as stored (stamped with its offset), in
 // log order, and nothing it did not store.
