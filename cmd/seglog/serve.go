@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net"
@@ -68,8 +69,9 @@ through kadm or kafka-acls.sh), except for the --super-users.
 Without TLS and client authentication, a --listen address other than
 loopback is refused unless --insecure, which logs a warning.
 
-The node id and cluster id are kept in DIR/meta.properties (--node-id
-applies on the first start only). SIGTERM or SIGINT stops accepting
+The node id and cluster id are kept in DIR/meta.properties, written on
+the first start; a later start given another --node-id is refused, as
+Kafka refuses it (without --node-id it keeps its id). SIGTERM or SIGINT stops accepting
 connections, lets in-flight requests finish (up to --grace) and closes the
 store cleanly.
 
@@ -138,6 +140,11 @@ address other than loopback the page needs --metrics-token (or
 			// is refused before the store's open recovers (writes) it.
 			if err := cl.checkDir(args[0], nodeID); err != nil {
 				return errors.Join(err, ln.Close(), cl.close())
+			}
+			if cmd.Flags().Changed("node-id") {
+				if err := checkNodeID(args[0], nodeID); err != nil {
+					return errors.Join(err, ln.Close(), cl.close())
+				}
 			}
 			// The offsets topic inherits --config as a Kafka broker's
 			// __consumer_offsets inherits its defaults (min.insync.replicas
@@ -227,7 +234,7 @@ address other than loopback the page needs --metrics-token (or
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:9092", "address to listen on (host:port; port 0 picks a free one)")
 	f.StringVar(&advertise, "advertise", "", "host:port clients are told to connect to, port 1 to 65535 (default: the listen address)")
-	f.Int32Var(&nodeID, "node-id", 0, "node id written to meta.properties on first start (not negative)")
+	f.Int32Var(&nodeID, "node-id", 0, "node id written to meta.properties on first start (not negative); a later start given another is refused")
 	f.BoolVar(&autoCreate, "auto-create-topics", true, "create a topic a client asks for by name (auto.create.topics.enable)")
 	f.IntVar(&numPartitions, "num-partitions", 1, "partitions of a topic created on first use, 1 to 100000 (num.partitions)")
 	f.StringArrayVar(&configs, "config", nil, "topic config for topics created through the server, key=value (repeatable)")
@@ -306,4 +313,23 @@ func serveLogger(w io.Writer, format, level string, verbose bool) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// checkNodeID refuses a --node-id other than the one dir's
+// meta.properties keeps, before anything opens dir: a broker's id does
+// not change (Kafka refuses such a start too), and a single node used to
+// go on as its old id, saying so only in its first line. A dir without
+// the file takes the id.
+func checkNodeID(dir string, nodeID int32) error {
+	path := filepath.Join(dir, layout.MetaPropertiesFile)
+	m, err := layout.ReadMetaProperties(vfs.Default, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case m.NodeID != nodeID:
+		return fmt.Errorf("%s names node.id=%d, and serve was given --node-id %d: a node's id does not change once its directory is made; give --node-id %d or leave it out", path, m.NodeID, nodeID, m.NodeID)
+	}
+	return nil
 }

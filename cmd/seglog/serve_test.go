@@ -161,3 +161,23 @@ func TestServeConfigReachesOffsetsTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesAnotherNodeID: a start given a --node-id other than the
+// one DIR's meta.properties keeps exits non-zero naming both, and leaves
+// DIR as it was (a single node went on as its old id before, saying so
+// only in its first line).
+func TestServeRefusesAnotherNodeID(t *testing.T) {
+	dir := t.TempDir()
+	mustInvoke(t, "", "topics", dir, "create", "t")
+	if err := layout.WriteMetaProperties(vfs.Default, filepath.Join(dir, layout.MetaPropertiesFile), layout.MetaProperties{NodeID: 1, ClusterID: layout.NewID()}); err != nil {
+		t.Fatal(err)
+	}
+	before := dirSnapshot(t, dir)
+	r := invoke(t, "", "serve", dir, "--listen", "127.0.0.1:0", "--node-id", "2")
+	if r.code == 0 || !strings.Contains(r.stderr, "names node.id=1, and serve was given --node-id 2") {
+		t.Errorf("serve --node-id 2 on node 1's directory: exit %d, stderr %q; want a refusal naming both ids", r.code, r.stderr)
+	}
+	if after := dirSnapshot(t, dir); !maps.Equal(before, after) {
+		t.Errorf("%s changed: before %v, after %v", dir, before, after)
+	}
+}
