@@ -227,4 +227,12 @@ func TestWritableOpenWithoutWritePermission(t *testing.T) {
 		t.Fatalf("writable open without write permission: %v", err)
 	}
 	vfstest.Unchanged(t, "a refused writable open", before, vfstest.Snapshot(t, vfs.Default, dir))
+	// A read-only mount (a walk's said only "open DIR/.lock: read-only
+	// file system").
+	readOnlyMount := vfs.Inject(vfs.Default, vfs.If(vfs.Kinds(vfs.OpLock), syscall.EROFS))
+	_, err = Open(dir, Options{FS: readOnlyMount, Logger: quiet})
+	if !errors.Is(err, syscall.EROFS) || !strings.Contains(err.Error(), "is on a read-only file system") {
+		t.Fatalf("writable open on a read-only mount: %v", err)
+	}
+	vfstest.Unchanged(t, "a writable open refused by a read-only mount", before, vfstest.Snapshot(t, vfs.Default, dir))
 }

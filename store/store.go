@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"sync"
 
 	"github.com/seglog/seglog"
@@ -174,6 +175,11 @@ func lockStore(fsys vfs.FS, dir string, h Holder) (vfs.Lock, error) {
 			// A walk's read-only DIR said only "open DIR/.lock:
 			// permission denied".
 			return nil, fmt.Errorf("store: %s cannot be written by this user, and a writer takes its lock file first (the read-only commands need no write access): %w", dir, err)
+		}
+		if errors.Is(err, syscall.EROFS) {
+			// A walk's DIR on a read-only mount said only "open
+			// DIR/.lock: read-only file system".
+			return nil, fmt.Errorf("store: %s is on a read-only file system, and a writer takes its lock file first (the read-only commands need no write access): %w", dir, err)
 		}
 		return nil, err
 	}
