@@ -461,14 +461,24 @@ func (g *clusterGroups) read(p, epoch int32) (t *offsetsTable, last map[string]*
 // majority holds them. The partition must be loaded in the epoch this
 // node leads it in.
 func (g *clusterGroups) write(group string, recs []record.Record) error {
+	p, unlock, err := g.lockGroup(group)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return g.writeLocked(group, p, recs)
+}
+
+// lockGroup takes the writer lock of group's offsets partition and
+// returns the partition and the lock's release.
+func (g *clusterGroups) lockGroup(group string) (int32, func(), error) {
 	p, ok := g.partitionOf(group)
 	if !ok {
-		return errNotCoordinator
+		return 0, nil, errNotCoordinator
 	}
 	w := g.writer(p)
 	w.Lock()
-	defer w.Unlock()
-	return g.writeLocked(group, p, recs)
+	return p, w.Unlock, nil
 }
 
 // writeLocked is write of group to its partition p, with p's writer
@@ -616,13 +626,11 @@ func (g *clusterGroups) deleteOffsets(group, topic string, partitions ...int32) 
 // them with the partition's writer lock held, so no commit written
 // meanwhile is deleted unseen.
 func (g *clusterGroups) tombstone(group string, pick func(tp, store.Committed) bool) error {
-	p, ok := g.partitionOf(group)
-	if !ok {
-		return errNotCoordinator
+	p, unlock, err := g.lockGroup(group)
+	if err != nil {
+		return err
 	}
-	w := g.writer(p)
-	w.Lock()
-	defer w.Unlock()
+	defer unlock()
 	g.mu.Lock()
 	var recs []record.Record
 	t := g.table(group)

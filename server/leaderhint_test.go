@@ -163,6 +163,16 @@ func TestClusterFetchWaitsForLeader(t *testing.T) {
 	}
 }
 
+// metadataFor is a Metadata v12 request naming topic.
+func metadataFor(topic string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 // TestClusterMetadataWaitsForElection: a cluster's Metadata naming a
 // partition with no leader, or a leader that is not live, while most of
 // its replicas are live (an election under way) waits until this node
@@ -173,11 +183,7 @@ func TestClusterMetadataWaitsForElection(t *testing.T) {
 	ts, fc := startCluster(t, Options{})
 	createTestTopic(t, ts.st, "m", 2)
 	c := dialRaw(t, ts.addr)
-	req := kmsg.NewPtrMetadataRequest()
-	req.Version = 12
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr("m")
-	req.Topics = append(req.Topics, rt)
+	req := metadataFor("m")
 	leaders := func(resp *kmsg.MetadataResponse) map[int32]string {
 		out := map[int32]string{}
 		for _, p := range resp.Topics[0].Partitions {
@@ -248,11 +254,7 @@ func TestClusterMetadataStuckElection(t *testing.T) {
 	ts, fc := startCluster(t, Options{})
 	createTestTopic(t, ts.st, "s", 2)
 	c := dialRaw(t, ts.addr)
-	req := kmsg.NewPtrMetadataRequest()
-	req.Version = 12
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr("s")
-	req.Topics = append(req.Topics, rt)
+	req := metadataFor("s")
 	// ask answers req and says partition 1's leader and error, and how
 	// many times the partitions were looked at.
 	ask := func() (string, int) {
