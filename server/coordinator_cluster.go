@@ -76,6 +76,12 @@ type clusterGroups struct {
 	// gone are the commits of deleted topics to tombstone, as they were
 	// when the topic went (topicDeleted), by group.
 	gone map[string]map[tp]store.Committed
+	// scans are the deleted topics' commits still to read from this
+	// node's replicas of offsets partitions it did not lead when the
+	// topic went, and notes what they found, by partition, to tombstone
+	// if this node comes to lead it (coordinator_gone.go).
+	scans []goneScan
+	notes map[int32]*goneNote
 }
 
 // offsetsTable is one offsets partition's committed offsets, loaded in
@@ -260,6 +266,7 @@ func (g *clusterGroups) run() {
 
 func (g *clusterGroups) check() {
 	defer g.tombstoneGone()
+	g.scanGone()
 	for p := range int32(g.partitions()) {
 		if g.ctx.Err() != nil {
 			return
@@ -275,69 +282,7 @@ func (g *clusterGroups) check() {
 		}
 		if t == nil && lead {
 			g.load(p, st.LeaderEpoch)
-		}
-	}
-}
-
-// topicDeleted notes the commits for topic in the tables this node has
-// loaded, as they are now, for tombstoneGone to write tombstones for, and
-// kicks run. Noted now and written after: a commit made meanwhile to a
-// topic created again under the name is not the one noted, and stays.
-// Commits in a partition not loaded here now are some other node's to
-// tombstone (each node is told), or, if the leadership moves meanwhile,
-// nobody's, as in Kafka: docs/cluster-server.md, "Left".
-func (g *clusterGroups) topicDeleted(topic string) {
-	g.mu.Lock()
-	for _, t := range g.tables {
-		for group, m := range t.m {
-			for k, c := range m {
-				if k.topic != topic {
-					continue
-				}
-				if g.gone == nil {
-					g.gone = make(map[string]map[tp]store.Committed)
-				}
-				if g.gone[group] == nil {
-					g.gone[group] = make(map[tp]store.Committed)
-				}
-				g.gone[group][k] = c
-			}
-		}
-	}
-	noted := len(g.gone) > 0
-	g.mu.Unlock()
-	if noted {
-		g.poke()
-	}
-}
-
-// tombstoneGone writes the tombstones topicDeleted noted, a batch per
-// group, each for a commit still as it was noted. A group whose write
-// fails for a reason other than this node not leading its partition
-// (then the next leader reads the commits from the log, and they stay)
-// is tried again at the next kick.
-func (g *clusterGroups) tombstoneGone() {
-	g.mu.Lock()
-	gone := g.gone
-	g.gone = nil
-	g.mu.Unlock()
-	for group, noted := range gone {
-		if g.ctx.Err() != nil {
-			return
-		}
-		err := g.tombstone(group, func(k tp, c store.Committed) bool {
-			was, ok := noted[k]
-			return ok && was == c
-		})
-		if err != nil && !errors.Is(err, errNotCoordinator) && !errors.Is(err, store.ErrUnknownGroup) && !errors.Is(err, ErrNotLeader) {
-			g.mu.Lock()
-			if g.gone == nil {
-				g.gone = make(map[string]map[tp]store.Committed)
-			}
-			if g.gone[group] == nil {
-				g.gone[group] = noted
-			}
-			g.mu.Unlock()
+			g.loadedNotes(p)
 		}
 	}
 }
