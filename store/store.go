@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
