@@ -565,3 +565,27 @@ func TestClusterGroupsTombstonesAfterTakeover(t *testing.T) {
 		return true
 	})
 }
+
+// TestClusterGroupsScanOfLoadedPartition: a deleted topic's commits read
+// from a replica that this node has loaded meanwhile (a check under way
+// when the topic went loaded it) are tombstoned at once: no later load
+// would hand them over.
+func TestClusterGroupsScanOfLoadedPartition(t *testing.T) {
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "g", 1)
+	c := dialRaw(t, ts.addr)
+	testutil.WaitFor(t, "the offsets partition is loaded", func() bool { return commitOffset(t, c, "grp", "g", 0, 5) == 0 })
+	n, _ := ts.st.Partitions(store.OffsetsTopic)
+	p := store.OffsetsPartitionFor("grp", n)
+	g := ts.srv.clusterGroups.Load()
+	g.mu.Lock()
+	g.scans = append(g.scans, goneScan{"g", map[int32]int64{p: fc.endLocked(store.OffsetsTopic, p)}})
+	g.mu.Unlock()
+	// run's check may take the scan first: either writes the tombstone.
+	g.scanGone()
+	g.tombstoneGone()
+	testutil.WaitFor(t, "the commit read by the scan tombstoned", func() bool {
+		code, off := fetchOffset(t, c, "grp", "g", 0)
+		return code == 0 && off == -1
+	})
+}

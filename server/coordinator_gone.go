@@ -141,6 +141,9 @@ func (g *clusterGroups) scanGone() {
 				}
 			}
 			g.mu.Unlock()
+			// Loaded since the topic went (by a check under way then):
+			// no later load hands the notes over.
+			g.loadedNotes(p)
 		}
 	}
 }
