@@ -213,9 +213,17 @@ func (g *clusterGroups) tombstoneGone() {
 		if g.ctx.Err() != nil {
 			return
 		}
-		_ = g.tombstone(group, func(k tp, c store.Committed) bool {
+		picked := 0
+		err := g.tombstone(group, func(k tp, c store.Committed) bool {
 			was, ok := noted[k]
-			return ok && was == c
+			if ok && was == c {
+				picked++
+				return true
+			}
+			return false
 		})
+		if err == nil && picked > 0 {
+			g.logger.Info("server: tombstoned a deleted topic's commits", "group", group, "commits", picked)
+		}
 	}
 }
