@@ -48,6 +48,24 @@ func fetchOffset(t *testing.T, c *rawConn, group, topic string, part int32) (int
 	return 0, r.Topics[0].Partitions[0].Offset
 }
 
+// groupLoaded starts a cluster node with topic g of n partitions (and
+// topics of others' names, one partition each), commits offset 5 of
+// group grp on g-0 once the node has loaded the group's offsets
+// partition, and returns the node, its fake Cluster, a connection to it
+// and that partition.
+func groupLoaded(t *testing.T, n int, others ...string) (*testServer, *fakeCluster, *rawConn, int32) {
+	t.Helper()
+	ts, fc := startCluster(t, Options{})
+	createTestTopic(t, ts.st, "g", n)
+	for _, name := range others {
+		createTestTopic(t, ts.st, name, 1)
+	}
+	c := dialRaw(t, ts.addr)
+	testutil.WaitFor(t, "the offsets partition is loaded", func() bool { return commitOffset(t, c, "grp", "g", 0, 5) == 0 })
+	parts, _ := ts.st.Partitions(store.OffsetsTopic)
+	return ts, fc, c, store.OffsetsPartitionFor("grp", parts)
+}
+
 // TestClusterGroupsCommitThroughProduce: the coordinator of a group is
 // the leader of its offsets partition; a commit is written with Produce
 // at acks -1 and read back from the coordinator's table; nothing reaches
@@ -106,12 +124,7 @@ func TestClusterGroupsCommitThroughProduce(t *testing.T) {
 // end, then serves what the log holds, the other leader's commits
 // included.
 func TestClusterGroupsLeaderFlip(t *testing.T) {
-	ts, fc := startCluster(t, Options{})
-	createTestTopic(t, ts.st, "g", 1)
-	c := dialRaw(t, ts.addr)
-	testutil.WaitFor(t, "the offsets partition is loaded", func() bool { return commitOffset(t, c, "grp", "g", 0, 5) == 0 })
-	n, _ := ts.st.Partitions(store.OffsetsTopic)
-	p := store.OffsetsPartitionFor("grp", n)
+	ts, fc, c, p := groupLoaded(t, 1)
 
 	fc.setLeader(store.OffsetsTopic, p, false)
 	if code := commitOffset(t, c, "grp", "g", 0, 6); code != kerr.NotCoordinator.Code {
@@ -524,13 +537,7 @@ func TestClusterGroupsTombstoneGone(t *testing.T) {
 // appended after the deletion (to a topic created again) stays, and so
 // does another topic's.
 func TestClusterGroupsTombstonesAfterTakeover(t *testing.T) {
-	ts, fc := startCluster(t, Options{})
-	createTestTopic(t, ts.st, "g", 2)
-	createTestTopic(t, ts.st, "h", 1)
-	c := dialRaw(t, ts.addr)
-	testutil.WaitFor(t, "the offsets partition is loaded", func() bool { return commitOffset(t, c, "grp", "g", 0, 5) == 0 })
-	n, _ := ts.st.Partitions(store.OffsetsTopic)
-	p := store.OffsetsPartitionFor("grp", n)
+	ts, fc, c, p := groupLoaded(t, 2, "h")
 	fc.setLeader(store.OffsetsTopic, p, false)
 	// The other leader's commits, appended as its replication would.
 	w, err := ts.st.Writer(store.OffsetsTopic, p)
@@ -571,12 +578,7 @@ func TestClusterGroupsTombstonesAfterTakeover(t *testing.T) {
 // when the topic went loaded it) are tombstoned at once: no later load
 // would hand them over.
 func TestClusterGroupsScanOfLoadedPartition(t *testing.T) {
-	ts, fc := startCluster(t, Options{})
-	createTestTopic(t, ts.st, "g", 1)
-	c := dialRaw(t, ts.addr)
-	testutil.WaitFor(t, "the offsets partition is loaded", func() bool { return commitOffset(t, c, "grp", "g", 0, 5) == 0 })
-	n, _ := ts.st.Partitions(store.OffsetsTopic)
-	p := store.OffsetsPartitionFor("grp", n)
+	ts, fc, c, p := groupLoaded(t, 1)
 	g := ts.srv.clusterGroups.Load()
 	g.mu.Lock()
 	g.scans = append(g.scans, goneScan{"g", map[int32]int64{p: fc.endLocked(store.OffsetsTopic, p)}})
