@@ -274,6 +274,24 @@ func TestClusterMetadataStuckElection(t *testing.T) {
 	if got, looks := ask(); got != lna || looks != 1 {
 		t.Fatalf("after a wait in vain: %s after %d looks, want %s at once", got, looks, lna)
 	}
+	// Beside a partition electing, the stuck one is not waited for: the
+	// answer comes at the other's election.
+	var looked0 int
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 0}] = -1; looked0 = fc.looked })
+	corr0 := c.send(req)
+	testutil.WaitFor(t, "the server to wait for partition 0's election", func() bool {
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		return fc.looked > looked0+1
+	})
+	var atWake, atAnswer int
+	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 0}] = 1; atWake = fc.looked })
+	fc.wake()
+	resp0 := c.recv(req, corr0).(*kmsg.MetadataResponse)
+	fc.set(func(fc *fakeCluster) { atAnswer = fc.looked })
+	if p := resp0.Topics[0].Partitions; p[0].Leader != 1 || p[1].Leader != -1 || atAnswer-atWake > 3 {
+		t.Fatalf("partition 0 elected beside a stuck partition 1: leaders %d and %d after %d more looks, want 1 and -1 at the election", p[0].Leader, p[1].Leader, atAnswer-atWake)
+	}
 	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 1}] = 2 })
 	if got, looks := ask(); got != "2/0" || looks != 1 {
 		t.Fatalf("once elected: %s after %d looks, want 2/0 at once", got, looks)

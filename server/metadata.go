@@ -217,7 +217,9 @@ func (s *Server) awaitElections(ctx context.Context, resp *kmsg.MetadataResponse
 			}
 			fillPartitions(t, parts)
 			latest[i] = parts
-			if slices.ContainsFunc(parts, electing) {
+			// A partition already known stuck is not waited for here
+			// either, beside one that is electing.
+			if s.stuck.electing(*t.Topic, parts, time.Now()) {
 				left = append(left, i)
 			}
 		}
