@@ -44,7 +44,7 @@ type goneNote struct {
 // topicDeleted notes the commits for topic in the tables this node has
 // loaded, as they are now, and where its replicas of the other offsets
 // partitions end, and kicks run, which reads those (scanGone) and writes
-// the tombstones (tombstoneGone). It reads no log: the node's metadata
+// the tombstones (tombstoneGone). It reads no records: the node's metadata
 // goroutine calls it.
 func (g *clusterGroups) topicDeleted(topic string) {
 	// The count as known, without asking the Cluster: the caller holds
