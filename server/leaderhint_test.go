@@ -91,11 +91,7 @@ func TestClusterProduceLeaderHints(t *testing.T) {
 	var looked int
 	fc.set(func(fc *fakeCluster) { looked = fc.looked })
 	corr := c.send(r)
-	testutil.WaitFor(t, "the server to look for partition 2's leader", func() bool {
-		fc.mu.Lock()
-		defer fc.mu.Unlock()
-		return fc.looked > looked
-	})
+	awaitLooks(t, fc, "the server to look for partition 2's leader", looked)
 	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"h", 2}] = 3 })
 	fc.wake()
 	check("a new leader known while waiting", c.recv(r, corr).(*kmsg.ProduceResponse),
@@ -150,17 +146,24 @@ func TestClusterFetchWaitsForLeader(t *testing.T) {
 	fc.set(func(fc *fakeCluster) { looked = fc.looked })
 	r := fetchReq(12, 0, "h", map[int32]int64{0: 0, 1: 0})
 	corr := c.send(r)
-	testutil.WaitFor(t, "the server to look for partition 1's leader while it holds the answer", func() bool {
-		fc.mu.Lock()
-		defer fc.mu.Unlock()
-		return fc.looked > looked+1 // one look before the wait, one at least while it waits
-	})
+	awaitLooks(t, fc, "the server to look for partition 1's leader while it holds the answer", looked+1) // one look before the wait, one at least while it waits
 	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"h", 1}] = 3 })
 	fc.wake()
 	resp := c.recv(r, corr).(*kmsg.FetchResponse)
 	if code(resp, 0) != notLeader || code(resp, 1) != notLeader {
 		t.Errorf("after the leader became known: codes %d and %d, want NOT_LEADER_OR_FOLLOWER", code(resp, 0), code(resp, 1))
 	}
+}
+
+// awaitLooks waits until the fake Cluster has been asked for partitions
+// more than n times in all.
+func awaitLooks(t *testing.T, fc *fakeCluster, what string, n int) {
+	t.Helper()
+	testutil.WaitFor(t, what, func() bool {
+		fc.mu.Lock()
+		defer fc.mu.Unlock()
+		return fc.looked > n
+	})
 }
 
 // metadataFor is a Metadata v12 request naming topic.
@@ -199,11 +202,7 @@ func TestClusterMetadataWaitsForElection(t *testing.T) {
 		var looked int
 		fc.set(func(fc *fakeCluster) { fc.leaders[tp{"m", 1}] = tc.lead; looked = fc.looked })
 		corr := c.send(req)
-		testutil.WaitFor(t, "the server to look at the partitions", func() bool {
-			fc.mu.Lock()
-			defer fc.mu.Unlock()
-			return fc.looked > looked
-		})
+		awaitLooks(t, fc, "the server to look at the partitions", looked)
 		fc.set(func(fc *fakeCluster) { fc.leaders[tp{"m", 1}] = 2 })
 		fc.wake()
 		got := leaders(c.recv(req, corr).(*kmsg.MetadataResponse))
@@ -279,11 +278,7 @@ func TestClusterMetadataStuckElection(t *testing.T) {
 	var looked0 int
 	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 0}] = -1; looked0 = fc.looked })
 	corr0 := c.send(req)
-	testutil.WaitFor(t, "the server to wait for partition 0's election", func() bool {
-		fc.mu.Lock()
-		defer fc.mu.Unlock()
-		return fc.looked > looked0+1
-	})
+	awaitLooks(t, fc, "the server to wait for partition 0's election", looked0+1)
 	var atWake, atAnswer int
 	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 0}] = 1; atWake = fc.looked })
 	fc.wake()
@@ -300,11 +295,7 @@ func TestClusterMetadataStuckElection(t *testing.T) {
 	var looked int
 	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 1}] = -1; looked = fc.looked })
 	corr := c.send(req)
-	testutil.WaitFor(t, "the server to look at the partitions again", func() bool {
-		fc.mu.Lock()
-		defer fc.mu.Unlock()
-		return fc.looked > looked+1
-	})
+	awaitLooks(t, fc, "the server to look at the partitions again", looked+1)
 	fc.set(func(fc *fakeCluster) { fc.leaders[tp{"s", 1}] = 1 })
 	fc.wake()
 	if p := c.recv(req, corr).(*kmsg.MetadataResponse).Topics[0].Partitions[1]; p.Leader != 1 || p.ErrorCode != 0 {
