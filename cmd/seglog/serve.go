@@ -71,9 +71,9 @@ loopback is refused unless --insecure, which logs a warning.
 
 The node id and cluster id are kept in DIR/meta.properties, written on
 the first start; a later start given another --node-id is refused, as
-Kafka refuses it (without --node-id it keeps its id). SIGTERM or SIGINT stops accepting
-connections, lets in-flight requests finish (up to --grace) and closes the
-store cleanly.
+Kafka refuses it (without --node-id it keeps its id). SIGTERM or SIGINT
+stops accepting connections, lets in-flight requests finish (up to
+--grace) and closes the store cleanly.
 
 --metrics-listen HOST:PORT serves Prometheus metrics at /metrics (bytes and
 messages per topic, requests and latency per API, partitions' offsets,
