@@ -72,6 +72,13 @@ func readStore(cmd *cobra.Command, dir string, f func(*store.Store) error) error
 // (advice, given the server's address).
 func withStore(cmd *cobra.Command, dir string, create bool, advice func(addr string) string, f func(*store.Store) error) error {
 	s, err := openStoreWith(cmd, dir, create, false)
+	return runOpened(s, err, advice, f)
+}
+
+// runOpened finishes withStore and its kin after their open: a failed
+// open gets the advice, otherwise f runs on s and s is closed, errors
+// joined.
+func runOpened(s *store.Store, err error, advice func(addr string) string, f func(*store.Store) error) error {
 	if err != nil {
 		return withAdvice(err, advice)
 	}

@@ -151,11 +151,7 @@ func withUsersStore(cmd *cobra.Command, dir string, create bool, advice func(add
 		return withStore(cmd, dir, create, advice, f)
 	}
 	s, err := openStoreAs(dir, store.Options{Logger: storeLogger(cmd), Existing: true, Holder: holderOf(cmd), ReplicatedOffsets: true})
-	if err != nil {
-		return withAdvice(err, advice)
-	}
-	err = f(s)
-	return errors.Join(err, s.Close())
+	return runOpened(s, err, advice, f)
 }
 
 // clusterUsers reads, for a cluster node's DIR, the users its node last
