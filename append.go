@@ -139,9 +139,6 @@ func (l *Log) maxDecompressed() int {
 // first if needed; then it waits for durability as the Sync mode says.
 // stamp says whether b's max timestamp must be set (producer batches).
 func (l *Log) store(b record.Batch, maxTS int64, stamp bool) (AppendInfo, error) {
-	if segBytes := l.lim().SegmentBytes; int64(len(b)) > segBytes {
-		return AppendInfo{}, fmt.Errorf("%w: %d bytes, segment size %d", ErrBatchTooLarge, len(b), segBytes)
-	}
 	l.mu.Lock()
 	if err := l.writable(); err != nil {
 		l.mu.Unlock()

@@ -98,8 +98,7 @@ func (l *Log) RestartAt(offset int64) error {
 // field that holds its value already is not written, so a caller that
 // stamped the batch beforehand (with the offset it will get) may let
 // other goroutines read it meanwhile. A negative epoch is
-// ErrInvalidRecord; a batch over MaxBatchBytes or SegmentBytes is
-// ErrBatchTooLarge; a bad batch is a *BatchError (ErrCorruptBatch). A
+// ErrInvalidRecord; a batch over MaxBatchBytes is ErrBatchTooLarge; a bad batch is a *BatchError (ErrCorruptBatch). A
 // refused batch leaves the log untouched.
 func (l *Log) AppendEpochBatch(epoch int32, batch []byte) (AppendInfo, error) {
 	infos, err := l.AppendEpochBatches([]int32{epoch}, [][]byte{batch})
@@ -148,16 +147,13 @@ func (l *Log) checkEpochBatch(epoch int32, batch []byte) error {
 
 // checkReplicatedBatch is the check AppendEpochBatches and
 // AppendAsFollower make of a batch another replica wrote: size within
-// MaxBatchBytes and SegmentBytes (ErrBatchTooLarge), CRC and framing,
+// MaxBatchBytes (ErrBatchTooLarge), CRC and framing,
 // counts (their own rule, a *BatchError when it fails), and a walk of
 // every record (framing, and that the count is true).
 func (l *Log) checkReplicatedBatch(b record.Batch, counts func() error) error {
 	lim := l.lim()
 	if len(b) > lim.MaxBatchBytes {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), lim.MaxBatchBytes)
-	}
-	if int64(len(b)) > lim.SegmentBytes {
-		return fmt.Errorf("%w: %d bytes, segment size %d", ErrBatchTooLarge, len(b), lim.SegmentBytes)
 	}
 	if err := b.Validate(); err != nil {
 		return badBatch(err)

@@ -19,7 +19,7 @@ var (
 	// The error is a *BatchError. It is the caller's data that is bad, not
 	// the log's: it does not match ErrCorrupt, which is damage on disk.
 	ErrCorruptBatch = errors.New("seglog: corrupt batch")
-	// ErrBatchTooLarge: the batch exceeds MaxBatchBytes or SegmentBytes.
+	// ErrBatchTooLarge: the batch exceeds MaxBatchBytes.
 	ErrBatchTooLarge = record.ErrTooLarge
 	// ErrInvalidRecord: a record given to Append cannot be encoded.
 	ErrInvalidRecord = errors.New("seglog: invalid record")

@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"bytes"
 	"errors"
 	"math/rand"
 	"strings"
@@ -62,8 +63,103 @@ func TestSetLimits(t *testing.T) {
 		if got != 7 {
 			t.Errorf("read %d records, want 7", got)
 		}
-		if err := l.SetLimits(Limits{SegmentBytes: 1000, MaxBatchBytes: 2000}); !errors.Is(err, ErrInvalidOptions) {
+		// A batch limit above the segment size is Kafka's default
+		// (TestBatchLargerThanSegment).
+		if err := l.SetLimits(Limits{SegmentBytes: 1000, MaxBatchBytes: 2000}); err != nil {
 			t.Errorf("batch limit above the segment size: %v", err)
 		}
+		if err := l.SetLimits(Limits{SegmentBytes: 10}); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("segment size below a batch header: %v", err)
+		}
+	})
+}
+
+// TestBatchLargerThanSegment: a batch larger than SegmentBytes (within
+// MaxBatchBytes) is stored alone in a segment of its own, as Kafka does,
+// by Append and by the replicated AppendEpochBatches; the next batch
+// rolls again, and everything reads back after a reopen with nothing
+// quarantined.
+func TestBatchLargerThanSegment(t *testing.T) {
+	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
+		opts := Options{FS: fs, LogConfig: LogConfig{SegmentBytes: 4096, MaxBatchBytes: 64 << 10, MaxIndexBytes: 4096},
+			OnQuarantine: func(q Quarantine) { t.Errorf("quarantined %+v", q) }}
+		l, err := Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noise := make([]byte, 20000)
+		rand.New(rand.NewSource(2)).Read(noise)
+		small := record.Record{Value: []byte("small"), Timestamp: 1_700_000_000_000}
+		want := [][]byte{small.Value, noise, small.Value, noise, small.Value}
+		for i, v := range want[:3] {
+			if _, err := l.Append(record.Record{Value: v, Timestamp: small.Timestamp}); err != nil {
+				t.Fatalf("append %d (%d bytes): %v", i, len(v), err)
+			}
+		}
+		bld := record.NewBuilder(record.None)
+		bld.SetBaseOffset(l.EndOffset())
+		if err := bld.Add(record.Record{Offset: l.EndOffset(), Value: noise, Timestamp: small.Timestamp}); err != nil {
+			t.Fatal(err)
+		}
+		big, err := bld.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.AppendEpochBatches([]int32{0}, [][]byte{big}); err != nil {
+			t.Fatalf("replicated batch of %d bytes over a 4096-byte segment: %v", len(big), err)
+		}
+		if _, err := l.Append(small); err != nil {
+			t.Fatal(err)
+		}
+		check := func(l *Log) {
+			t.Helper()
+			segs := l.Segments()
+			if len(segs) != 5 {
+				t.Fatalf("%d segments, want 5 (each large batch alone, each small one after it in a new one): %+v", len(segs), segs)
+			}
+			for i, s := range segs {
+				if s.BaseOffset != int64(i) {
+					t.Errorf("segment %d starts at %d", i, s.BaseOffset)
+				}
+			}
+			i := 0
+			for r, err := range l.Records(0) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Offset != int64(i) || !bytes.Equal(r.Value, want[i]) {
+					t.Fatalf("record %d: offset %d, %d bytes", i, r.Offset, len(r.Value))
+				}
+				i++
+			}
+			if i != len(want) {
+				t.Fatalf("read %d records, want %d", i, len(want))
+			}
+		}
+		check(l)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// A large batch as the first of a log goes into the empty
+		// active segment (roll keeps an empty segment at the same base).
+		first, err := Open(dir+"-first", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := first.Append(record.Record{Value: noise, Timestamp: small.Timestamp}); err != nil {
+			t.Fatalf("a large batch first: %v", err)
+		}
+		if n := first.NumSegments(); n != 1 {
+			t.Errorf("%d segments after a large first batch, want 1", n)
+		}
+		if err := first.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l, err = Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		check(l)
 	})
 }

@@ -52,7 +52,6 @@ func TestOptionsValidate(t *testing.T) {
 		{LogConfig: LogConfig{Sync: SyncPeriodic}},
 		{LogConfig: LogConfig{TimestampType: 3}},
 		{LeaderEpoch: -2},
-		{LogConfig: LogConfig{SegmentBytes: 1 << 20, MaxBatchBytes: 2 << 20}},
 	}
 	for _, o := range bad {
 		if err := o.Validate(); !errors.Is(err, ErrInvalidOptions) {
@@ -65,6 +64,10 @@ func TestOptionsValidate(t *testing.T) {
 	}
 	if err := (Options{}).Validate(); err != nil {
 		t.Errorf("zero Options: %v", err)
+	}
+	// Kafka's smallest segment.bytes under its default max.message.bytes.
+	if err := (Options{LogConfig: LogConfig{SegmentBytes: 1 << 20, MaxBatchBytes: 1<<20 + 12}}).Validate(); err != nil {
+		t.Errorf("MaxBatchBytes above SegmentBytes: %v", err)
 	}
 }
 

@@ -65,7 +65,9 @@ func (m SyncMode) String() string {
 // fields for each partition it opens.
 type LogConfig struct {
 	// SegmentBytes is the size at which the active segment rolls. Default
-	// 1 GiB; at most 2^31-1 because index positions are 32-bit.
+	// 1 GiB; at most 2^31-1 because index positions are 32-bit. A batch
+	// larger than it (MaxBatchBytes may be) is stored alone in a segment
+	// of its own, as Kafka stores it.
 	SegmentBytes int64
 	// SegmentAge rolls a non-empty active segment once its first batch is
 	// this old (by record time). Default 7 days.
@@ -271,9 +273,6 @@ func (o Options) Validate() error {
 		return bad("LeaderEpoch %d: must not be negative", o.LeaderEpoch)
 	case o.ReadOnly && (o.Sync != SyncNone || o.SyncBytes != 0 || o.SyncInterval != 0):
 		return bad("ReadOnly with Sync %v: a read-only log writes nothing to sync", o.Sync)
-	}
-	if o.SegmentBytes > 0 && o.MaxBatchBytes > 0 && int64(o.MaxBatchBytes) > o.SegmentBytes {
-		return bad("MaxBatchBytes %d exceeds SegmentBytes %d: a full batch could never be stored", o.MaxBatchBytes, o.SegmentBytes)
 	}
 	return nil
 }

@@ -375,7 +375,7 @@ func TestAlterConfigsChangeNothing(t *testing.T) {
 		{alter: alterReq(0, true, topic, "t")},
 		// The first op is valid, the second not: neither is stored.
 		{inc: incReq(1, false, topic, "t", op(set, "retention.bytes", kmsg.StringPtr("5")), op(set, "retention.ms", kmsg.StringPtr("-2"))), want: kerr.InvalidConfig.Code},
-		{inc: incReq(1, false, topic, "t", op(set, "max.message.bytes", kmsg.StringPtr("200000")), op(set, "segment.bytes", kmsg.StringPtr("150000"))), want: kerr.InvalidConfig.Code},
+		{inc: incReq(1, false, topic, "t", op(set, "min.compaction.lag.ms", kmsg.StringPtr("10")), op(set, "max.compaction.lag.ms", kmsg.StringPtr("5"))), want: kerr.InvalidConfig.Code},
 		{inc: incReq(1, false, topic, "t", op(set, "flush.messages", kmsg.StringPtr("7"))), want: kerr.InvalidConfig.Code},
 		{inc: incReq(1, false, topic, "t", op(set, "cleanup.policy", nil)), want: kerr.InvalidRequest.Code},
 		{inc: incReq(0, false, topic, "t", op(set, "retention.bytes", kmsg.StringPtr("5")), op(kmsg.IncrementalAlterConfigOpAppend, "cleanup.policy", nil)), want: kerr.InvalidRequest.Code},

@@ -124,9 +124,10 @@ func (c *TopicConfig) SetAll(kvs []string) error {
 	return c.Validate()
 }
 
-// Validate checks every value and the combination (max.message.bytes
-// within segment.bytes, the cleaner's settings); its error matches
-// ErrInvalidConfig.
+// Validate checks every value and the combination (the cleaner's
+// settings); its error matches ErrInvalidConfig. max.message.bytes may
+// exceed segment.bytes, as in Kafka: a larger batch gets a segment of its
+// own (seglog.LogConfig.SegmentBytes).
 func (c TopicConfig) Validate() error {
 	// Every value must be one Set accepts: the topic's config file is read
 	// back through Set when the store reopens, and a value it refuses
@@ -136,10 +137,6 @@ func (c TopicConfig) Validate() error {
 		if err := probe.Set(k, c.Get(k)); err != nil {
 			return err
 		}
-	}
-	if int64(c.MaxMessageBytes) > c.SegmentBytes {
-		return fmt.Errorf("%w: max.message.bytes %d and a batch's %d-byte log overhead (%d) exceed segment.bytes %d: the largest batch must fit in one segment",
-			ErrInvalidConfig, c.MaxMessageBytes-logOverhead, logOverhead, c.MaxMessageBytes, c.SegmentBytes)
 	}
 	if err := c.policy().Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -24,7 +24,9 @@ import (
 // a few combinations through SetAll. testdata/config_golden.txt was
 // written by this test's loop run against the switch statements the
 // table replaced (issue 28); min.insync.replicas's lines, added with the
-// config, and the longer list of known configs, were written by the table.
+// config, and the longer list of known configs, were written by the table;
+// the combinations of max.message.bytes above segment.bytes became valid
+// when such a batch got a segment of its own, as in Kafka.
 func TestConfigTableGolden(t *testing.T) {
 	want := vfstest.ReadFile(t, vfs.Default, "testdata/config_golden.txt")
 	var b strings.Builder

@@ -127,7 +127,7 @@ func TestTopicConfigFile(t *testing.T) {
 		t.Errorf("round trip: %+v, want %+v\n%s", got, f, f.format())
 	}
 	for _, bad := range [][]string{{"retention.ms=abc"}, {"nope=1"}, {"cleanup.policy=keep"}, {"flush.messages=7"},
-		{"compression.type=brotli"}, {"segment.bytes=1"}, {"max.message.bytes=2000000", "segment.bytes=1000000"}, {"novalue"},
+		{"compression.type=brotli"}, {"segment.bytes=1"}, {"min.compaction.lag.ms=10", "max.compaction.lag.ms=5"}, {"novalue"},
 		{"min.cleanable.dirty.ratio=1.5"}, {"delete.retention.ms=-1"}, {"max.compaction.lag.ms=0"},
 		{"min.compaction.lag.ms=100", "max.compaction.lag.ms=10"}} {
 		c := DefaultTopicConfig()

@@ -62,7 +62,7 @@ func TestSetTopicConfig(t *testing.T) {
 	}
 
 	bad := next
-	bad.MaxMessageBytes = int(bad.SegmentBytes) + 100
+	bad.MinCompactionLagMs, bad.MaxCompactionLagMs = 10, 5
 	if err := s.SetTopicConfig("t", bad); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("invalid config: %v", err)
 	}
@@ -165,5 +165,36 @@ func TestTopicFileNewerConfig(t *testing.T) {
 		if back.config.Get("min.insync.replicas") != v || !back.config.IsSet("min.insync.replicas") {
 			t.Errorf("set to %s, read back %q (set %v)", v, back.config.Get("min.insync.replicas"), back.config.IsSet("min.insync.replicas"))
 		}
+	}
+}
+
+// TestMaxMessageAboveSegmentBytes: segment.bytes=1048576, Kafka 4's
+// smallest, with the default max.message.bytes (1048588 with the log
+// overhead): the topic is created as on Kafka, and a batch larger than
+// segment.bytes and within max.message.bytes is stored alone in a segment
+// of its own, then read back after a reopen.
+func TestMaxMessageAboveSegmentBytes(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	s := openStore(t, fs, clock)
+	cfg := DefaultTopicConfig()
+	mustf(t, cfg.Set("segment.bytes", "1048576"), "set")
+	mustf(t, cfg.Set("segment.index.bytes", "4096"), "set")
+	mustf(t, s.CreateTopic("t", 1, cfg), "create with segment.bytes below max.message.bytes")
+	big := strings.Repeat("b", 1048510) // a batch of 1048583 bytes with its overhead
+	for _, v := range []string{"small", big, "small"} {
+		_, err := s.ProduceTo("t", 0, kv("k", v))
+		mustf(t, err, "produce %d bytes", len(v))
+	}
+	mustf(t, s.Close(), "close")
+	s = openStore(t, fs, clock)
+	defer s.Close()
+	info, err := s.DescribeTopic("t")
+	mustf(t, err, "describe")
+	if p := info.Partitions[0]; p.EndOffset != 3 || p.Segments != 3 {
+		t.Errorf("end %d in %d segments, want 3 records in 3 (the large one alone)", p.EndOffset, p.Segments)
+	}
+	recs := partitionRecords(t, s, "t", 0, 0)
+	if len(recs) != 3 || string(recs[1].Value) != big {
+		t.Fatalf("read back %d records", len(recs))
 	}
 }
