@@ -34,6 +34,13 @@ type idxCheck struct {
 	// describing the damaged bytes are not reported on their own, the
 	// damage is.
 	gap bool
+	// zeroFirst says ents[0] is a sealed time index's first slot of twelve
+	// zero bytes, and zeroFill the zero slots after it. The slot is the
+	// entry (timestamp 0, offset base) if the segment's first batch is
+	// the single offset base with max timestamp 0, as Kafka and seglog
+	// write it; otherwise it is zero fill (firstTimeBatch decides).
+	zeroFirst bool
+	zeroFill  int
 	// multi is an offset-index entry naming an offset past the batch it
 	// points at, waiting for the batch holding that offset: Kafka 3.x
 	// indexed a follower's append of several batches by the append's last
@@ -88,9 +95,11 @@ func (c *checker) loadIndex(sr *segResult, suffix string, active bool) *idxCheck
 	for k > 0 && allZero(data[(k-1)*es:k*es]) {
 		k--
 	}
-	if k < n && !active {
-		x.problem(int64(k*es), KindIndexTrim, Warning,
-			"%d zero-filled entries follow the last entry: the index of a sealed or cleanly closed segment must be trimmed, or readers take the zeros for entries", n-k)
+	if x.time && k == 0 && n > 0 && !active {
+		// Zeros only: the first slot may be the entry (0, base).
+		x.zeroFirst, x.zeroFill, k = true, n-1, 1
+	} else if k < n && !active {
+		x.untrimmed(int64(k*es), n-k)
 	}
 	x.ok = true
 	prevKey, prevVal := int64(-1), int64(-1)
@@ -212,6 +221,9 @@ func (x *idxCheck) reportPast(past []idxEntry, end int64) {
 // "T is the largest timestamp so far, first reached by the batch whose
 // last offset is O".
 func (x *idxCheck) onTimeBatch(base, last, maxTS, before int64) {
+	if x.zeroFirst {
+		x.firstTimeBatch(base == x.sr.base && last == base && maxTS == 0 && before < 0)
+	}
 	for x.ok && x.j < len(x.ents) && x.ents[x.j].key < base {
 		e := x.ents[x.j]
 		x.j++
@@ -235,6 +247,27 @@ func (x *idxCheck) onTimeBatch(base, last, maxTS, before int64) {
 	}
 }
 
+// firstTimeBatch settles zeroFirst at the segment's first valid batch (or
+// its end): entry says the batch is the one the entry (0, base) names.
+// Otherwise the slot is dropped and reported with the fill after it.
+func (x *idxCheck) firstTimeBatch(entry bool) {
+	x.zeroFirst = false
+	slots, at := x.zeroFill, int64(12)
+	if !entry {
+		x.ents = x.ents[1:]
+		slots, at = slots+1, 0
+	}
+	if slots > 0 {
+		x.untrimmed(at, slots)
+	}
+}
+
+// untrimmed reports the zero slots from byte at of a sealed index.
+func (x *idxCheck) untrimmed(at int64, slots int) {
+	x.problem(at, KindIndexTrim, Warning,
+		"%d zero-filled entries follow the last entry: the index of a sealed or cleanly closed segment must be trimmed, or readers take the zeros for entries", slots)
+}
+
 // finishTime reports entries after the last valid batch and, for a sealed
 // or cleanly closed segment, checks that the last entry holds the
 // segment's largest timestamp (retention by time reads it).
@@ -244,6 +277,9 @@ func (x *idxCheck) onTimeBatch(base, last, maxTS, before int64) {
 func (x *idxCheck) finishTime(end, segMax int64, sealed, missing bool) {
 	if !x.ok {
 		return
+	}
+	if x.zeroFirst {
+		x.firstTimeBatch(false) // no valid batch
 	}
 	stale := false
 	for x.j < len(x.ents) {
