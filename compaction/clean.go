@@ -586,7 +586,10 @@ func (r *round) filter(b record.Batch, lastOfGroup bool) (record.Batch, bool, er
 	if len(r.kept) > 0 && b.IsTransactional() {
 		r.txn.retained[pid] = true
 	}
-	if removed == 0 && !needHorizon {
+	// An empty header that still names a codec (seglog's compaction
+	// wrote them so until 2026-12-06) is rewritten, or dropped if no
+	// longer needed: clients cannot read past it.
+	if removed == 0 && !needHorizon && (n > 0 || b.Codec() == record.None) {
 		return b, true, nil
 	}
 	if len(r.kept) == 0 && !keepHeader {
@@ -648,7 +651,16 @@ func (r *round) readAll(b record.Batch) error {
 func (r *round) build(b record.Batch, horizon int64, recs []record.Record) (record.Batch, bool, error) {
 	bld := r.bld
 	bld.SetDeleteHorizon(horizon)
-	bld.SetCodec(b.Codec()) // resets, keeping the horizon as base timestamp
+	codec := b.Codec()
+	if len(recs) == 0 {
+		// An empty header is uncompressed, as Kafka writes it
+		// (DefaultRecordBatch.writeEmptyHeader): a client asked to
+		// decompress its empty payload fails and stops there for good
+		// (librdkafka "Invalid compressed data", franz-go's s2 "corrupt
+		// input"), found by a walk with franz-go's default snappy.
+		codec = record.None
+	}
+	bld.SetCodec(codec) // resets, keeping the horizon as base timestamp
 	bld.SetBaseOffset(b.BaseOffset())
 	bld.SetPartitionLeaderEpoch(b.PartitionLeaderEpoch())
 	bld.SetProducer(b.ProducerID(), b.ProducerEpoch(), b.BaseSequence())

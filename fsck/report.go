@@ -62,6 +62,7 @@ const (
 	KindSnapshot      Kind = "snapshot"            // producer snapshot malformed
 	KindMetadata      Kind = "partition-metadata"  // partition.metadata malformed
 	KindIO            Kind = "io"                  // a file could not be read
+	KindEmptyCodec    Kind = "empty-batch-codec"   // a batch of no records naming a codec, which clients cannot read past
 	// KindReadLimit is an entry the file holds whole but that is larger
 	// than the read limit (Options.MaxEntryBytes), so it was not verified.
 	// It is not damage: repair never cuts there.
