@@ -193,7 +193,7 @@ func (s *Server) checkReplicatedBatch(topic string, recs []byte) int16 {
 	if _, err := record.MaxRecordTimestamp(b, nil); err != nil {
 		return replicatedBatchCode(err)
 	}
-	return 0
+	return keylessCode(cfg, b)
 }
 
 // replicatedBatchCode is appendErrorCode for a batch refused before it

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 )
@@ -109,6 +110,11 @@ func (s *Server) producePartition(version, acks int16, topic string, p *kmsg.Pro
 		return
 	}
 	b := record.Batch(p.Records)
+	if cfg, err := s.st.TopicConfigOf(topic); err == nil {
+		if rp.ErrorCode = keylessCode(cfg, b); rp.ErrorCode != 0 {
+			return
+		}
+	}
 	if b.ProducerID() < 0 {
 		info, err := w.AppendBatch(b)
 		s.answerAppend(l, info, err, rp)
@@ -137,6 +143,28 @@ func (s *Server) producePartition(version, acks int16, topic string, p *kmsg.Pro
 		s.snapshotOnRoll(l, pp)
 	}
 	s.answerAppend(l, info, err, rp)
+}
+
+// keylessCode is Kafka's refusal of a batch holding a record without a
+// key on a topic that compacts (LogValidator: "Compacted topic cannot
+// accept message without key"): INVALID_RECORD for the whole batch, which
+// is not stored. Accepted, the record would be acknowledged and then
+// dropped by the next compaction round. A batch whose records do not
+// decode is left to the log's own checks, which say what is wrong.
+func keylessCode(cfg store.TopicConfig, b record.Batch) int16 {
+	if cfg.CleanupPolicy == cleaner.Delete {
+		return 0
+	}
+	var it record.Iterator
+	if it.Reset(b) != nil {
+		return 0
+	}
+	for it.Next() {
+		if it.Record().Key == nil {
+			return kerr.InvalidRecord.Code
+		}
+	}
+	return 0
 }
 
 // checkMinInsync is Kafka's check before an acks=all append: a single
