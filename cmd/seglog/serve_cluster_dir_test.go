@@ -44,10 +44,15 @@ func TestClusterNodeDirWrittenOnlyByNode(t *testing.T) {
 		{"produce", filepath.Join(dir, "orders-0")},
 		{"clean", dir},
 		{"groups", dir, "delete", "g"},
+		{"consume", dir, "--topic", "orders", "--group", "g", "--from-beginning"},
 	} {
 		r := invoke(t, "x\n", args...)
-		if r.code == 0 || !strings.Contains(r.stderr, "is a cluster node's") {
+		if r.code == 0 || !strings.Contains(r.stderr, "cluster node's") {
 			t.Errorf("seglog %s on a cluster node's directory: exit %d, stderr %q; want a refusal saying why", strings.Join(args, " "), r.code, r.stderr)
+		}
+		if r.stdout != "" {
+			// consume --group printed the records, then its commit was refused.
+			t.Errorf("seglog %s on a cluster node's directory printed %q before its refusal", strings.Join(args, " "), r.stdout)
 		}
 	}
 	vfstest.Unchanged(t, "the refused writers", before, dirSnapshot(t, dir))

@@ -15,7 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog/internal/cluster"
 	"github.com/seglog/seglog/store"
+	"github.com/seglog/seglog/vfs"
 )
 
 // followPoll is how often consume --topic --follow looks at the store
@@ -64,6 +66,15 @@ func consumeTopic(cmd *cobra.Command, dir, topic, group string, fromBeginning, f
 	}
 	var commits *groupCommitter
 	if group != "" {
+		// The commits at the end would be refused there
+		// (store.ErrClusterNode): refused before anything is printed.
+		if node, err := cluster.IsClusterDir(vfs.Default, dir); err != nil {
+			return err
+		} else if node {
+			return fmt.Errorf("%w: consume --group commits the group's offsets to %s, which only its node writes: "+
+				"consume through the node with a Kafka client (kcat -b HOST:PORT -G %s %s), or without --group to read here",
+				store.ErrClusterNode, dir, group, topic)
+		}
 		commits = &groupCommitter{cmd: cmd, dir: dir, group: group, topic: topic, pending: map[int32]int64{}}
 	}
 	err = readStore(cmd, dir, func(s *store.Store) error {
