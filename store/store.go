@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
@@ -57,6 +58,10 @@ type Options struct {
 	// CleanerWorkers bounds the retention and compaction passes run at
 	// once (default 1).
 	CleanerWorkers int
+	// RetentionCheckInterval is the time between the background
+	// cleaner's rounds (Start), Kafka's log.retention.check.interval.ms
+	// (default 5 minutes, cleaner.DefaultCheckInterval).
+	RetentionCheckInterval time.Duration
 	// DedupeBufferBytes is log.cleaner.dedupe.buffer.size: the memory of
 	// the compaction offset maps, shared by the cleaner's workers and
 	// allocated on the first compaction round (default Kafka's 128 MiB).
@@ -309,7 +314,8 @@ func Open(dir string, opts Options) (*Store, error) {
 		opts.FlushWorkers = 2
 	}
 	s.pool = embed.NewFlushPool(opts.FlushWorkers, 0)
-	s.clean = cleaner.New(cleaner.Options{Workers: opts.CleanerWorkers, Clock: opts.Clock, Logger: opts.Logger})
+	s.clean = cleaner.New(cleaner.Options{Workers: opts.CleanerWorkers, Clock: opts.Clock, Logger: opts.Logger,
+		CheckInterval: opts.RetentionCheckInterval})
 	s.clean.SetCompaction(cleaner.CompactionOptions{DedupeBufferBytes: opts.DedupeBufferBytes})
 	if err := s.load(); err != nil {
 		s.closeLogs()
@@ -607,7 +613,8 @@ func removeDir(fsys vfs.FS, dir string) error {
 }
 
 // Start runs the store's cleaner in the background until ctx ends or Close:
-// every 5 minutes (Kafka's log.retention.check.interval.ms) a round over
+// every Options.RetentionCheckInterval (default 5 minutes, Kafka's
+// log.retention.check.interval.ms) a round over
 // every partition, retention and, for a compacting topic, compaction, as Clean
 // does once. A second Start returns cleaner.ErrRunning; a read-only store
 // refuses it (ErrReadOnly).

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/seglog/seglog/cleaner"
 	"github.com/seglog/seglog/internal/promexport"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/server"
@@ -40,6 +41,7 @@ func newServeCmd() *cobra.Command {
 		verbose           bool
 		fetchCopy         bool
 		rebalanceDelay    time.Duration
+		retentionEvery    time.Duration
 		cl                clusterFlags
 		metricsListen     string
 		withPprof         bool
@@ -152,7 +154,7 @@ address other than loopback the page needs --metrics-token (or
 			// store's first open only: an existing one keeps its config.
 			offsets := store.OffsetsTopicConfig(cfg)
 			st, err := store.Open(args[0], store.Options{Logger: logger, Holder: serveHolder(ln, advertise),
-				ReplicatedOffsets: cl.enabled(), OffsetsConfig: &offsets})
+				ReplicatedOffsets: cl.enabled(), OffsetsConfig: &offsets, RetentionCheckInterval: retentionEvery})
 			if err != nil {
 				return errors.Join(err, ln.Close(), cl.close())
 			}
@@ -241,6 +243,7 @@ address other than loopback the page needs --metrics-token (or
 	f.IntVar(&maxRequest, "max-request-bytes", server.DefaultMaxRequestBytes, "largest request accepted, 1 to 2147483647 (socket.request.max.bytes)")
 	f.DurationVar(&grace, "grace", 30*time.Second, "how long shutdown waits for in-flight requests")
 	f.BoolVar(&verbose, "verbose", false, "log connection errors")
+	f.DurationVar(&retentionEvery, "retention-check-interval", cleaner.DefaultCheckInterval, "time between the background cleaner's rounds of retention and compaction, 1s or more; the first runs 30s after start, or after this if shorter (log.retention.check.interval.ms)")
 	f.DurationVar(&rebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "how long a new consumer group's first rebalance waits for more members (group.initial.rebalance.delay.ms; 0 for none)")
 	f.BoolVar(&fetchCopy, "fetch-copy", false, "send fetched records with read and write instead of sendfile (a benchmark baseline)")
 	f.StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md; port 0 picks a free one)")
@@ -264,6 +267,7 @@ address other than loopback the page needs --metrics-token (or
 	limitFlag(cmd, "max-request-bytes", 1, math.MaxInt32)
 	limitDuration(cmd, "grace", 0, math.MaxInt64)
 	limitDuration(cmd, "group-initial-rebalance-delay", 0, math.MaxInt64)
+	limitDuration(cmd, "retention-check-interval", time.Second, math.MaxInt64)
 	return cmd
 }
 

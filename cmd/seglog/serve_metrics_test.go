@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/seglog/seglog/internal/testutil"
 )
 
 // TestServeMetricsFlagsRefusedFirst: a bad --metrics-listen, --pprof
@@ -243,5 +246,27 @@ func TestServeJSONLogs(t *testing.T) {
 	}
 	if !slices.Contains(msgs, "seglog serve: listening: ") {
 		t.Errorf("no listening line in %q", msgs)
+	}
+}
+
+// TestServeRetentionCheckInterval: --retention-check-interval sets the
+// time between the background cleaner's rounds; at 1s the page counts
+// three rounds within the wait, which the default (30 s to the first,
+// then 5 minutes) takes over ten minutes to reach. Below 1s is refused.
+func TestServeRetentionCheckInterval(t *testing.T) {
+	if r := invoke(t, "", "serve", filepath.Join(t.TempDir(), "s"), "--retention-check-interval", "10ms"); r.code != 2 || !strings.Contains(r.stderr, "--retention-check-interval") {
+		t.Errorf("--retention-check-interval 10ms: exit %d, stderr %q; want a usage error", r.code, r.stderr)
+	}
+	var stderr lockedBuffer
+	stop, _, metrics := startMetricsServe(t, &stderr, "--retention-check-interval", "1s")
+	testutil.WaitFor(t, "three cleaner rounds", func() bool {
+		_, page := getStatus(t, metrics)
+		_, after, _ := strings.Cut(page, "\nseglog_cleaner_passes_total ")
+		line, _, _ := strings.Cut(after, "\n")
+		n, err := strconv.ParseFloat(line, 64)
+		return err == nil && n >= 3
+	})
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exited %d: %s", code, stderr.String())
 	}
 }
