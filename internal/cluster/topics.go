@@ -13,6 +13,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/internal/cluster/meta"
+	"github.com/seglog/seglog/internal/cluster/multiraft"
 	"github.com/seglog/seglog/internal/cluster/partition"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
@@ -172,6 +173,15 @@ func (n *Node) groupStopped(group uint64, err error) {
 	topic, part := "?", int32(-1)
 	if st := n.meta.State(); st != nil {
 		topic, part = groupPartition(st, group)
+	}
+	if errors.Is(err, multiraft.ErrRaftPanic) {
+		// Not one replica's trouble: a DIR that lost acknowledged
+		// entries may have lost them in every partition, and a replica
+		// that lacks them can elect a leader that lacks them too.
+		n.fail(fmt.Errorf("cluster: partition %s-%d: %w. This node's DIR lacks raft entries it acknowledged, as a DIR restored from an older copy, "+
+			"or one whose synced writes were lost, does; raft keeps its promises only if every acknowledged entry stays, so the node stops. "+
+			"Bring back the DIR the node last ran with, or replace the node (docs/cluster.md, \"A node that lost its DIR\")", topic, part, err))
+		return
 	}
 	if errors.Is(err, seglog.ErrWriteFailed) || errors.Is(err, seglog.ErrSyncFailed) {
 		n.log.Error("cluster: a partition's replica stopped: its log refuses writes until this node restarts (free space first if the disk is full)",

@@ -340,14 +340,30 @@ func (n *Node) step(batch []inbound) {
 		}
 		g.heard[m.GetFrom()].Store(now.UnixNano())
 		// Step fails only for messages raft ignores (a peer it does not
-		// know, a stale response): raft's answer to those is to drop them.
-		_ = g.rn.Step(m)
+		// know, a stale response): raft's answer to those is to drop
+		// them; or it panics (ErrRaftPanic), which stops the group rather
+		// than the process.
+		if err := stepRecovering(g.rn, m); errors.Is(err, ErrRaftPanic) {
+			n.failGroup(g, fmt.Errorf("multiraft: group %d, %v from %d: %w", g.id, m.GetType(), m.GetFrom(), err))
+			continue
+		}
 		if m.GetType() == pb.MessageType_MsgAppResp && len(g.replWaits) > 0 {
 			n.checkReplWaits(g)
 		}
 		n.received.Add(1)
 		n.mark(g)
 	}
+}
+
+// stepRecovering is rn.Step with etcd raft's panics (ErrRaftPanic) turned
+// into an error; rn is not used again after one.
+func stepRecovering(rn *raft.RawNode, m *pb.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrRaftPanic, r)
+		}
+	}()
+	return rn.Step(m)
 }
 
 // propose hands p to its group's RawNode. Its index is learnt from the

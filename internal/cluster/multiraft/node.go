@@ -77,6 +77,14 @@ var (
 	// ErrTooLarge refuses an entry that would not fit in one frame
 	// (Config.MaxFrame), which no follower could then receive.
 	ErrTooLarge = errors.New("multiraft: entry larger than a frame")
+	// ErrRaftPanic stops a group whose RawNode panicked stepping a
+	// peer's message: etcd raft panics when a message shows this replica
+	// lacks entries it acknowledged (a commit index past its last entry:
+	// "tocommit(44) is out of range [lastIndex(43)]"), which a DIR
+	// restored from an older copy, or synced writes lost, leave. The
+	// replica must not go on (it could vote for a log missing committed
+	// entries): Config.Stopped gets it, for its owner to stop the node.
+	ErrRaftPanic = errors.New("multiraft: etcd raft refused this replica's log")
 )
 
 // NotLeaderError is Propose's answer on a replica that is not the group's
