@@ -197,7 +197,9 @@ func (f *logFlags) options(cmd *cobra.Command) (seglog.Options, error) {
 	o.MaxBatchBytes = f.maxBatchBytes
 	if !cmd.Flags().Changed("max-batch-bytes") && int64(o.MaxBatchBytes) > o.SegmentBytes {
 		// Small segments for a test or a demo should not also need the
-		// batch limit lowered by hand; an explicit limit is still checked.
+		// batch limit lowered by hand (produce batches up to it); an
+		// explicit larger limit is taken, each larger batch then in a
+		// segment of its own, as Kafka stores it.
 		o.MaxBatchBytes = int(o.SegmentBytes)
 	}
 	o.MaxMappedIndexes = f.maxMappedIndexes

@@ -31,7 +31,6 @@ func TestLogFlagsInvalid(t *testing.T) {
 		{[]string{"--segment-bytes", "0"}, "--segment-bytes"},
 		{[]string{"--segment-bytes", "10"}, "--segment-bytes"},
 		{[]string{"--segment-bytes", "4294967296"}, "--segment-bytes"},
-		{[]string{"--segment-bytes", "1000", "--max-batch-bytes", "2000"}, "--max-batch-bytes"},
 		{[]string{"--segment-ms", "0"}, "--segment-ms"},
 		{[]string{"--segment-ms", "-1"}, "--segment-ms"},
 		{[]string{"--segment-ms", "9223372036854775807"}, "--segment-ms"},
