@@ -89,7 +89,7 @@ func bindLogFlagsExcept(cmd *cobra.Command, omit ...string) *logFlags {
 	fl.IntVar(&f.maxIndexBytes, "max-index-bytes", seglog.DefaultMaxIndexBytes,
 		"preallocated size of each index file; a full index rolls the segment (segment.index.bytes)")
 	fl.IntVar(&f.maxBatchBytes, "max-batch-bytes", seglog.DefaultMaxBatchBytes,
-		"largest batch stored, including its 12-byte log overhead (max.message.bytes); at most --segment-bytes, which lowers it when not given")
+		"largest batch stored, including its 12-byte log overhead (max.message.bytes); lowered to --segment-bytes when not given; a larger batch takes a segment of its own")
 	fl.IntVar(&f.maxMappedIndexes, "max-mapped-indexes", seglog.DefaultMaxMappedIndexes,
 		"how many sealed segments' indexes may be memory mapped at once")
 	fl.IntVar(&f.maxOpenFiles, "max-open-segment-files", seglog.DefaultMaxOpenSegmentFiles,
