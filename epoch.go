@@ -91,14 +91,18 @@ func (l *Log) RestartAt(offset int64) error {
 // bytes; nothing else of the batch changes (its max timestamp is kept as
 // it is, so replicas agree whatever their clocks).
 //
-// The batch is checked as AppendBatch checks it (size, CRC, framing, every
+// The batch is checked as AppendBatch checks it (CRC, framing, every
 // record, lastOffsetDelta+1 == count > 0) except for the producer's rules:
 // its base offset is ignored, and control batches are allowed (raft's own
-// entries are stored as control batches). It is stamped in place; a
-// field that holds its value already is not written, so a caller that
+// entries are stored as control batches). Nor is its size held to
+// MaxBatchBytes: the limit bounds what a producer appends, and its
+// leader applied it then; a replica keeps what its leader accepted,
+// whatever max.message.bytes is by the time the batch reaches it (Kafka's
+// follower append ignores the record size too). It is stamped in place;
+// a field that holds its value already is not written, so a caller that
 // stamped the batch beforehand (with the offset it will get) may let
 // other goroutines read it meanwhile. A negative epoch is
-// ErrInvalidRecord; a batch over MaxBatchBytes is ErrBatchTooLarge; a bad batch is a *BatchError (ErrCorruptBatch). A
+// ErrInvalidRecord; a bad batch is a *BatchError (ErrCorruptBatch). A
 // refused batch leaves the log untouched.
 func (l *Log) AppendEpochBatch(epoch int32, batch []byte) (AppendInfo, error) {
 	infos, err := l.AppendEpochBatches([]int32{epoch}, [][]byte{batch})
@@ -146,15 +150,13 @@ func (l *Log) checkEpochBatch(epoch int32, batch []byte) error {
 }
 
 // checkReplicatedBatch is the check AppendEpochBatches and
-// AppendAsFollower make of a batch another replica wrote: size within
-// MaxBatchBytes (ErrBatchTooLarge), CRC and framing,
-// counts (their own rule, a *BatchError when it fails), and a walk of
-// every record (framing, and that the count is true).
+// AppendAsFollower make of a batch another replica wrote: CRC and
+// framing, counts (their own rule, a *BatchError when it fails), and a
+// walk of every record (framing, and that the count is true). Not its
+// size against MaxBatchBytes (AppendEpochBatch): a follower behind its
+// leader when a topic's max.message.bytes was lowered refused, for ever,
+// the larger batches its leader had accepted before.
 func (l *Log) checkReplicatedBatch(b record.Batch, counts func() error) error {
-	lim := l.lim()
-	if len(b) > lim.MaxBatchBytes {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(b), lim.MaxBatchBytes)
-	}
 	if err := b.Validate(); err != nil {
 		return badBatch(err)
 	}

@@ -40,7 +40,7 @@ func (e *OverlapError) Is(target error) bool { return target == ErrOverlap }
 // missing data, for readers and recovery), as a swap of cleaned segments
 // does.
 //
-// Every batch is checked as AppendEpochBatch checks it (size, CRC,
+// Every batch is checked as AppendEpochBatch checks it (CRC,
 // framing, every record; control batches allowed) but for its record
 // count, which may be below lastOffsetDelta+1, and is checked before any
 // is stored. The batches are durable together as AppendEpochBatches's

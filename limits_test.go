@@ -163,3 +163,97 @@ func TestBatchLargerThanSegment(t *testing.T) {
 		check(l)
 	})
 }
+
+// TestReplicatedBatchAboveMaxBatchBytes: a replica keeps what its leader
+// accepted: AppendEpochBatches and AppendAsFollower store a batch larger
+// than MaxBatchBytes (the limit lowered after the leader took it, say),
+// which reads back, also after a reopen whose Options have the lower
+// limit; Append still refuses one.
+func TestReplicatedBatchAboveMaxBatchBytes(t *testing.T) {
+	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
+		opts := Options{FS: fs, LogConfig: LogConfig{MaxBatchBytes: 1000, MaxIndexBytes: 4096}}
+		l, err := Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		noise := make([]byte, 5000)
+		rand.New(rand.NewSource(3)).Read(noise)
+		build := func(base int64) []byte {
+			bld := record.NewBuilder(record.None)
+			bld.SetBaseOffset(base)
+			if err := bld.Add(record.Record{Offset: base, Value: noise, Timestamp: 1_700_000_000_000}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := bld.Build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return bytes.Clone(b)
+		}
+		if _, err := l.Append(record.Record{Value: noise}); !errors.Is(err, ErrBatchTooLarge) {
+			t.Fatalf("Append of 5000 bytes over a 1000-byte limit: %v", err)
+		}
+		if _, err := l.AppendEpochBatches([]int32{1}, [][]byte{build(0)}); err != nil {
+			t.Fatalf("a replicated batch over MaxBatchBytes: %v", err)
+		}
+		if _, err := l.AppendAsFollower([][]byte{build(1)}); err != nil {
+			t.Fatalf("a follower's batch over MaxBatchBytes: %v", err)
+		}
+		check := func(l *Log) {
+			t.Helper()
+			n := 0
+			for r, err := range l.Records(0) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(r.Value, noise) {
+					t.Fatalf("offset %d: %d bytes", r.Offset, len(r.Value))
+				}
+				n++
+			}
+			if n != 2 {
+				t.Fatalf("read %d records, want 2", n)
+			}
+		}
+		check(l)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if l, err = Open(dir, opts); err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		check(l)
+	})
+}
+
+// TestRaisedBatchLimitAppliesAtOnce: SetLimits raising MaxBatchBytes (a
+// topic's max.message.bytes altered up) takes a larger batch at the next
+// append; the active segment, made under the lower limit, refused it
+// until it rolled.
+func TestRaisedBatchLimitAppliesAtOnce(t *testing.T) {
+	filesystems(t, func(t *testing.T, fs vfs.FS, dir string) {
+		l, err := Open(dir, Options{FS: fs, LogConfig: LogConfig{MaxBatchBytes: 1000, MaxIndexBytes: 4096}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if _, err := l.Append(record.Record{Value: []byte("a")}); err != nil {
+			t.Fatal(err)
+		}
+		noise := make([]byte, 5000)
+		rand.New(rand.NewSource(4)).Read(noise)
+		if _, err := l.Append(record.Record{Value: noise}); !errors.Is(err, ErrBatchTooLarge) {
+			t.Fatalf("5000 bytes under a 1000-byte limit: %v", err)
+		}
+		if err := l.SetLimits(Limits{MaxBatchBytes: 10000}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(record.Record{Value: noise}); err != nil {
+			t.Fatalf("5000 bytes once the limit is 10000: %v", err)
+		}
+		if n := l.NumSegments(); n != 1 {
+			t.Errorf("%d segments: the larger batch needed no roll", n)
+		}
+	})
+}

@@ -211,16 +211,21 @@ func (l *Log) segmentOptions() segment.Options {
 	return segment.Options{
 		IndexIntervalBytes: l.opts.IndexIntervalBytes,
 		MaxIndexBytes:      l.opts.MaxIndexBytes,
-		MaxBatchBytes:      l.readBatchBytes(),
-		IndexCache:         l.cache,
-		LogMapCache:        l.logMaps,
-		FileCache:          l.files,
-		Logger:             l.logger,
-		ReserveBytes:       min(l.lim().SegmentBytes, reserveChunk),
-		HoldReserve:        l.syncingSealed,
-		WriteBackBytes:     writeBackChunk,
-		Preallocate:        l.preallocateBytes(),
-		Now:                l.opts.Clock.Now,
+		// The Log checks a producer's batch against its limits of the
+		// moment (and a replica's not at all: AppendEpochBatch) before
+		// it reaches a segment, which must not refuse what they allow:
+		// one made under an older, lower limit refused every larger
+		// batch after max.message.bytes was raised, until it rolled.
+		MaxBatchBytes:  segment.MaxStoredEntry,
+		IndexCache:     l.cache,
+		LogMapCache:    l.logMaps,
+		FileCache:      l.files,
+		Logger:         l.logger,
+		ReserveBytes:   min(l.lim().SegmentBytes, reserveChunk),
+		HoldReserve:    l.syncingSealed,
+		WriteBackBytes: writeBackChunk,
+		Preallocate:    l.preallocateBytes(),
+		Now:            l.opts.Clock.Now,
 	}
 }
 

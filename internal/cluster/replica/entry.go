@@ -29,10 +29,6 @@ const entryVersion = 1
 // entryValueOverhead is the value's framing beside Data.
 const entryValueOverhead = 2 + 1
 
-// controlOverhead bounds a control batch's bytes beside its value: the
-// batch header, the record's framing and the control key.
-const controlOverhead = record.HeaderSize + 32 + record.ControlKeySize
-
 // Errors a caller can match.
 var (
 	// ErrBadEntry is Append's refusal of a call: entries not following
@@ -101,10 +97,15 @@ func isEmpty(e *pb.Entry) bool {
 }
 
 // checkEntry refuses, before anything is written, an entry Append cannot
-// store. maxBatch is the partition's MaxBatchBytes; checked says the
-// entry's batch is this node's own proposal, checked whole before it was
-// proposed (Proposed), whose CRC is not computed again.
-func checkEntry(e *pb.Entry, maxBatch int, checked bool) error {
+// store. checked says the entry's batch is this node's own proposal,
+// checked whole before it was proposed (Proposed), whose CRC is not
+// computed again. No entry is held to the partition's MaxBatchBytes: a
+// producer's batch was held to max.message.bytes by the leader that
+// proposed it, and a limit lowered since (or raised since this Store
+// opened) must not make a replica refuse it, for ever, at every retry
+// (seglog.Log.AppendEpochBatch keeps what its leader accepted); raft's
+// own entries are not a producer's.
+func checkEntry(e *pb.Entry, checked bool) error {
 	if e.GetTerm() > math.MaxInt32 {
 		return fmt.Errorf("%w: entry %d has term %d, above the largest leader epoch %d", ErrBadEntry, e.GetIndex(), e.GetTerm(), math.MaxInt32)
 	}
@@ -112,15 +113,9 @@ func checkEntry(e *pb.Entry, maxBatch int, checked bool) error {
 		return fmt.Errorf("%w: index %d", ErrBadEntry, e.GetIndex())
 	}
 	if !isProducer(e) {
-		if n := len(e.GetData()) + entryValueOverhead + controlOverhead; n > maxBatch {
-			return fmt.Errorf("%w: %v entry %d needs a batch of %d bytes, the limit is %d", ErrBadEntry, e.GetType(), e.GetIndex(), n, maxBatch)
-		}
 		return nil
 	}
 	b := record.Batch(e.GetData())
-	if len(b) > maxBatch {
-		return fmt.Errorf("%w: %w: entry %d is a batch of %d bytes, the limit is %d", ErrBadEntry, seglog.ErrBatchTooLarge, e.GetIndex(), len(b), maxBatch)
-	}
 	// The CRC and framing are checked here so that a bad batch in the
 	// middle of a call stores nothing; AppendEpochBatches checks them
 	// again with the record walk. A batch this node proposed was checked

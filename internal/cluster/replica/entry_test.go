@@ -85,6 +85,34 @@ func FuzzDecodeValue(f *testing.F) {
 	})
 }
 
+// TestEntriesAboveMaxBatchBytes: a producer's batch and a raft entry
+// larger than the partition's MaxBatchBytes are stored: the limit bounds
+// what a producer appends, which the proposing leader checked, and a
+// replica refusing an entry refuses it at every retry.
+func TestEntriesAboveMaxBatchBytes(t *testing.T) {
+	fs := vfs.NewMem()
+	l := openLog(t, fs, "/data/t-0")
+	s, err := Open(l, Options{FS: fs, MaxBatchBytes: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { closeT(t, s) }()
+	big := producerBatch(t, 1, 40)
+	if len(big) <= 512 {
+		t.Fatalf("a batch of %d bytes is not above the limit", len(big))
+	}
+	ents := []*pb.Entry{
+		{Index: new(uint64(1)), Term: new(uint64(1)), Data: big},
+		{Index: new(uint64(2)), Term: new(uint64(1)), Type: pb.EntryConfChange.Enum(), Data: make([]byte, 600)},
+	}
+	if err := s.Append(ents); err != nil {
+		t.Fatalf("entries above MaxBatchBytes: %v", err)
+	}
+	if last, _ := s.LastIndex(); last != 2 {
+		t.Fatalf("last index %d, want 2", last)
+	}
+}
+
 // TestRefusedEntries: what Append refuses, with nothing written.
 func TestRefusedEntries(t *testing.T) {
 	fs := vfs.NewMem()
@@ -113,8 +141,6 @@ func TestRefusedEntries(t *testing.T) {
 	for name, e := range map[string]*pb.Entry{
 		"index 0":                {Index: new(uint64(0)), Term: new(uint64(1))},
 		"term past int32":        {Index: new(uint64(1)), Term: new(uint64(1 << 31))},
-		"control entry too big":  {Index: new(uint64(1)), Term: new(uint64(1)), Type: pb.EntryConfChange.Enum(), Data: make([]byte, 600)},
-		"batch too big":          prod(producerBatch(t, 1, 40)),
 		"not a batch":            prod([]byte("hello")),
 		"a control batch":        prod(bytes.Clone(control)),
 		"bad delta":              prod(delta),

@@ -42,7 +42,7 @@ func (s *Store) Append(entries []*pb.Entry) error {
 	}
 	own := s.takeOwn(entries)
 	for i, e := range entries {
-		if err := checkEntry(e, s.maxBatch, own != nil && own[i]); err != nil {
+		if err := checkEntry(e, own != nil && own[i]); err != nil {
 			return err
 		}
 		if i > 0 && e.GetIndex() != entries[i-1].GetIndex()+1 {
