@@ -79,12 +79,13 @@ func (o observer) Appended(topic string, partition int32, batches [][]byte) {
 		if len(b) < record.HeaderSize || b.ProducerID() < 0 || b.IsControl() {
 			continue
 		}
-		ob := observedBatch{pid: b.ProducerID(), epoch: b.ProducerEpoch(), firstSeq: b.BaseSequence(), lastSeq: b.LastSequence(), firstOff: b.BaseOffset(), lastOff: b.LastOffset()}
+		ob := observedBatch{pid: b.ProducerID(), epoch: b.ProducerEpoch(), firstSeq: b.BaseSequence(), lastSeq: b.LastSequence(),
+			firstOff: b.BaseOffset(), lastOff: b.LastOffset(), maxTS: b.MaxTimestamp()}
 		if pp.state == loading {
 			pp.observed = append(pp.observed, ob)
 			continue
 		}
-		pp.record(ob.pid, ob.epoch, ob.firstSeq, ob.lastSeq, ob.firstOff, ob.lastOff)
+		pp.record(ob.pid, ob.epoch, ob.firstSeq, ob.lastSeq, ob.firstOff, ob.lastOff, ob.maxTS)
 	}
 	if pp.state == loaded {
 		o.s.snapshotOnRoll(l, pp)

@@ -139,7 +139,7 @@ func (s *Server) producePartition(version, acks int16, topic string, p *kmsg.Pro
 	pid, epoch, first, last := b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), b.LastSequence()
 	info, err := w.AppendBatch(b)
 	if err == nil {
-		pp.record(pid, epoch, first, last, info.FirstOffset, info.LastOffset)
+		pp.record(pid, epoch, first, last, info.FirstOffset, info.LastOffset, b.MaxTimestamp())
 		s.snapshotOnRoll(l, pp)
 	}
 	s.answerAppend(l, info, err, rp)

@@ -96,6 +96,7 @@ type observedBatch struct {
 	epoch             int16
 	firstSeq, lastSeq int32
 	firstOff, lastOff int64
+	maxTS             int64
 }
 
 // producerLock is one producer's lock on a partition, dropped from
@@ -106,8 +107,13 @@ type producerLock struct {
 }
 
 type producerEntry struct {
-	epoch    int16
-	batches  []batchMeta // oldest first, at most batchesToRetain
+	epoch   int16
+	batches []batchMeta // oldest first, at most batchesToRetain
+	// lastTS is the last batch's max timestamp, which a snapshot keeps
+	// as Kafka's does: the batch's, so replicas write the same bytes (the
+	// wall clock of each node's append made them differ; found by a
+	// walk comparing replicas).
+	lastTS   int64
 	lastSeen time.Time
 }
 
@@ -190,7 +196,7 @@ func nextSeq(s int32) int32 {
 }
 
 // record notes a stored batch (pp.mu held).
-func (pp *partProducers) record(pid int64, epoch int16, first, last int32, firstOff, lastOff int64) {
+func (pp *partProducers) record(pid int64, epoch int16, first, last int32, firstOff, lastOff, maxTS int64) {
 	e := pp.m[pid]
 	if e == nil {
 		e = &producerEntry{epoch: epoch}
@@ -203,6 +209,7 @@ func (pp *partProducers) record(pid int64, epoch int16, first, last int32, first
 		e.batches = append(e.batches[:0], e.batches[1:]...)
 	}
 	e.batches = append(e.batches, batchMeta{firstSeq: first, lastSeq: last, firstOff: firstOff, lastOff: lastOff})
+	e.lastTS = maxTS
 	now := time.Now()
 	e.lastSeen = now
 	if now.Sub(pp.lastSweep) > expiryCheck {
@@ -281,7 +288,7 @@ func (pp *partProducers) runLoad() {
 	pp.m, pp.state, pp.segments = m, loaded, pp.view.NumSegments()
 	for _, o := range observed {
 		if o.firstOff >= end {
-			pp.record(o.pid, o.epoch, o.firstSeq, o.lastSeq, o.firstOff, o.lastOff)
+			pp.record(o.pid, o.epoch, o.firstSeq, o.lastSeq, o.firstOff, o.lastOff, o.maxTS)
 		}
 	}
 }
@@ -345,7 +352,7 @@ func readProducers(fsys vfs.FS, l seglog.View) (map[int64]*producerEntry, int64)
 				break
 			}
 			if b.ProducerID() >= 0 && !b.IsControl() && b.BaseOffset() >= from {
-				pp.record(b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), b.LastSequence(), b.BaseOffset(), b.LastOffset())
+				pp.record(b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), b.LastSequence(), b.BaseOffset(), b.LastOffset(), b.MaxTimestamp())
 			}
 			pos += int64(b.Size())
 		}

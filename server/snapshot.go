@@ -56,7 +56,7 @@ func encodeSnapshot(pp *partProducers) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(last.lastSeq))
 		b = binary.BigEndian.AppendUint64(b, uint64(last.lastOff))
 		b = binary.BigEndian.AppendUint32(b, uint32(last.lastOff-last.firstOff))
-		b = binary.BigEndian.AppendUint64(b, uint64(e.lastSeen.UnixMilli()))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.lastTS))
 		b = binary.BigEndian.AppendUint32(b, 0xffffffff) // coordinator epoch: none
 		b = binary.BigEndian.AppendUint64(b, 0xffffffffffffffff)
 	}
@@ -97,6 +97,7 @@ func decodeSnapshot(path string, b []byte) (map[int64]*producerEntry, error) {
 		m[id] = &producerEntry{
 			epoch:   int16(binary.BigEndian.Uint16(p[8:])),
 			batches: []batchMeta{{firstSeq: firstSeq, lastSeq: lastSeq, firstOff: lastOff - delta, lastOff: lastOff}},
+			lastTS:  int64(binary.BigEndian.Uint64(p[26:])),
 		}
 	}
 	return m, nil

@@ -16,9 +16,9 @@ import (
 
 func TestSnapshotRoundTrip(t *testing.T) {
 	pp := &partProducers{m: make(map[int64]*producerEntry)}
-	pp.record(7, 2, 10, 14, 100, 104)
-	pp.record(7, 2, 15, 15, 105, 105)
-	pp.record(9, 0, 1<<31-2, 1, 200, 203) // sequences wrap past int32 max
+	pp.record(7, 2, 10, 14, 100, 104, 1_700_000_000_001)
+	pp.record(7, 2, 15, 15, 105, 105, 1_700_000_000_002)
+	pp.record(9, 0, 1<<31-2, 1, 200, 203, 1_700_000_000_003) // sequences wrap past int32 max
 	b := encodeSnapshot(pp)
 	if len(b) != snapshotHeader+2*snapshotEntrySize {
 		t.Fatalf("%d bytes", len(b))
@@ -27,7 +27,9 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := m[7]; e.epoch != 2 || len(e.batches) != 1 || e.batches[0] != (batchMeta{15, 15, 105, 105}) {
+	// The last batch's timestamp, not a clock's: replicas write the
+	// same snapshot.
+	if e := m[7]; e.epoch != 2 || len(e.batches) != 1 || e.batches[0] != (batchMeta{15, 15, 105, 105}) || e.lastTS != 1_700_000_000_002 {
 		t.Fatalf("producer 7: %+v", e)
 	}
 	if e := m[9]; e.batches[0] != (batchMeta{1<<31 - 2, 1, 200, 203}) {
