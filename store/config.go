@@ -10,6 +10,7 @@ import (
 
 	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/cleaner"
+	"github.com/seglog/seglog/defaults"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/record"
 )
@@ -207,7 +208,7 @@ type topicFile struct {
 // properties style.
 func (f topicFile) format() []byte {
 	var b bytes.Buffer
-	b.WriteString("# seglog topic config v1\n")
+	b.WriteString(topicFileHeader + "\n")
 	fmt.Fprintf(&b, "state=%s\npartitions=%d\n", f.state, f.partitions)
 	for i, d := range configTable {
 		if d.newer && f.config.set&(1<<i) == 0 && d.get(f.config) == d.info.Default {
@@ -226,14 +227,29 @@ func (f topicFile) format() []byte {
 // have set the values that differ from Kafka's defaults.
 const overridesKey = "overrides"
 
+// topicFileHeader is the topic file's first line. v2 files hold
+// max.message.bytes as Kafka means it, a batch's whole size; v1 files
+// (before 2026-12-06) held it 12 bytes smaller, the log overhead left
+// out, and parseTopicFile adds those 12 bytes back, so that a topic
+// keeps exactly the limit it had. An older build reads a v2 file as v1
+// (the line is a comment to it), 12 bytes more lenient.
+const (
+	topicFileHeader   = "# seglog topic config v2"
+	topicFileHeaderV1 = "# seglog topic config v1"
+)
+
 func parseTopicFile(path string, data []byte) (topicFile, error) {
 	f := topicFile{config: DefaultTopicConfig()}
 	var overrides *uint32
+	v1, sawMax := false, false
 	bad := func(line int, reason string) error {
 		return fmt.Errorf("%w: %s line %d: %s", ErrInvalidConfig, path, line, reason)
 	}
 	for i, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
+		if line == topicFileHeaderV1 {
+			v1 = true
+		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -269,7 +285,12 @@ func parseTopicFile(path string, data []byte) (topicFile, error) {
 			if err := f.config.Set(k, v); err != nil {
 				return f, bad(i+1, err.Error())
 			}
+			sawMax = sawMax || k == "max.message.bytes"
 		}
+	}
+	if v1 && sawMax {
+		// Its max.message.bytes left the log overhead out.
+		f.config.MaxMessageBytes = min(f.config.MaxMessageBytes+record.LogOverhead, defaults.MaxSegmentBytes)
 	}
 	if overrides != nil {
 		f.config.set = *overrides

@@ -63,10 +63,6 @@ type ConfigInfo struct {
 
 // Limits the table checks values against.
 const (
-	// logOverhead is the offset and size in front of each batch in a
-	// segment: Kafka's max.message.bytes excludes it, seglog's
-	// MaxBatchBytes includes it.
-	logOverhead = 12
 	// maxLong is Kafka's Long.MAX_VALUE, which flush.messages and flush.ms
 	// use for "never".
 	maxLong = math.MaxInt64
@@ -201,15 +197,19 @@ var configTable = []configDef{
 	},
 	{
 		name: "max.message.bytes",
-		info: ConfigInfo{Type: "INT", Default: strconv.Itoa(defaults.MaxBatchBytes - logOverhead), BrokerConfig: "message.max.bytes"},
+		// A batch's whole size, its 12-byte log overhead (offset and
+		// length) included, as Kafka compares it (sizeInBytes), whose
+		// default is 1048588. Until 2026-12-06 seglog added the 12 bytes
+		// to the value, and reported 1048576 as the default.
+		info: ConfigInfo{Type: "INT", Default: strconv.Itoa(defaults.MaxBatchBytes), BrokerConfig: "message.max.bytes"},
 		parse: integer(func(c *TopicConfig, n int64) string {
-			if n < record.HeaderSize || n > defaults.MaxSegmentBytes-logOverhead {
-				return fmt.Sprintf("must be %d..%d", record.HeaderSize, defaults.MaxSegmentBytes-logOverhead)
+			if n < record.HeaderSize || n > defaults.MaxSegmentBytes {
+				return fmt.Sprintf("must be %d..%d", record.HeaderSize, defaults.MaxSegmentBytes)
 			}
-			c.MaxMessageBytes = int(n) + logOverhead
+			c.MaxMessageBytes = int(n)
 			return ""
 		}),
-		get:     func(c TopicConfig) string { return strconv.Itoa(c.MaxMessageBytes - logOverhead) },
+		get:     func(c TopicConfig) string { return strconv.Itoa(c.MaxMessageBytes) },
 		field:   "MaxBatchBytes",
 		options: func(c TopicConfig, o *seglog.LogConfig) { o.MaxBatchBytes = c.MaxMessageBytes },
 	},

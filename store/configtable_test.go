@@ -1,6 +1,7 @@
 package store
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"reflect"
@@ -26,9 +27,13 @@ import (
 // table replaced (issue 28); min.insync.replicas's lines, added with the
 // config, and the longer list of known configs, were written by the table;
 // the combinations of max.message.bytes above segment.bytes became valid
-// when such a batch got a segment of its own, as in Kafka.
+// when such a batch got a segment of its own, as in Kafka, and
+// max.message.bytes became the batch's whole size, as Kafka's (-update).
+var updateGolden = flag.Bool("update", false, "rewrite testdata/config_golden.txt with the table's answers (a change to them meant)")
+
 func TestConfigTableGolden(t *testing.T) {
 	want := vfstest.ReadFile(t, vfs.Default, "testdata/config_golden.txt")
+
 	var b strings.Builder
 	for _, k := range append(Keys(), "segment.ms", "") {
 		for _, v := range goldenValues {
@@ -55,6 +60,10 @@ func TestConfigTableGolden(t *testing.T) {
 			res = err.Error()
 		}
 		fmt.Fprintf(&b, "setall %s|%s|%s|%+v\n", strings.Join(kvs, " "), res, goldenOptions(c), c.policy())
+	}
+	if *updateGolden {
+		vfstest.WriteFile(t, vfs.Default, "testdata/config_golden.txt", []byte(b.String()))
+		return
 	}
 	got, wantLines := strings.Split(b.String(), "\n"), strings.Split(string(want), "\n")
 	if len(got) != len(wantLines) {

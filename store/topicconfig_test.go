@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog"
 	"github.com/seglog/seglog/vfs"
 )
 
@@ -196,5 +197,66 @@ func TestMaxMessageAboveSegmentBytes(t *testing.T) {
 	recs := partitionRecords(t, s, "t", 0, 0)
 	if len(recs) != 3 || string(recs[1].Value) != big {
 		t.Fatalf("read back %d records", len(recs))
+	}
+}
+
+// TestMaxMessageBytesIsTheWholeBatch: max.message.bytes bounds a batch's
+// whole size, its 12-byte log overhead included, as Kafka's check does;
+// the largest batch stored under max.message.bytes=1000 is within it
+// (seglog used to add the 12 bytes, storing batches up to 1012).
+func TestMaxMessageBytesIsTheWholeBatch(t *testing.T) {
+	fs, clock := vfs.NewMem(), newFakeClock()
+	s := openStore(t, fs, clock)
+	defer s.Close()
+	cfg := DefaultTopicConfig()
+	mustf(t, cfg.Set("max.message.bytes", "1000"), "set")
+	mustf(t, s.CreateTopic("t", 1, cfg), "create")
+	largest := int64(0)
+	for n := 900; n < 1000; n++ {
+		before := partitionSize(t, s)
+		if _, err := s.ProduceTo("t", 0, kv("k", strings.Repeat("v", n))); err != nil {
+			if !errors.Is(err, seglog.ErrBatchTooLarge) {
+				t.Fatalf("value of %d bytes: %v", n, err)
+			}
+			break
+		}
+		largest = partitionSize(t, s) - before
+	}
+	if largest > 1000 || largest < 990 {
+		t.Fatalf("the largest batch stored is %d bytes under max.message.bytes=1000", largest)
+	}
+}
+
+func partitionSize(t *testing.T, s *Store) int64 {
+	t.Helper()
+	info, err := s.DescribeTopic("t")
+	mustf(t, err, "describe")
+	return info.Partitions[0].Size
+}
+
+// TestTopicFileV1MaxMessageBytes: a topic file written before
+// max.message.bytes meant the whole batch (v1) keeps exactly the limit it
+// had: 12 bytes are added to its value; a v2 file is read as written.
+func TestTopicFileV1MaxMessageBytes(t *testing.T) {
+	for _, c := range []struct {
+		file   string
+		want   int
+		source ConfigSource
+	}{
+		{"# seglog topic config v1\nstate=ready\npartitions=1\nmax.message.bytes=1048576\noverrides=\n", 1048588, SourceDefault},
+		{"# seglog topic config v1\nstate=ready\npartitions=1\nmax.message.bytes=5000\noverrides=max.message.bytes\n", 5012, SourceTopic},
+		{"# seglog topic config v1\nstate=ready\npartitions=1\noverrides=\n", 1048588, SourceDefault},
+		{"# seglog topic config v2\nstate=ready\npartitions=1\nmax.message.bytes=5000\noverrides=max.message.bytes\n", 5000, SourceTopic},
+	} {
+		f, err := parseTopicFile("x", []byte(c.file))
+		mustf(t, err, "parse %q", c.file)
+		if f.config.MaxMessageBytes != c.want || f.config.Source("max.message.bytes") != c.source {
+			t.Errorf("%q: max.message.bytes %d from %v, want %d from %v", c.file, f.config.MaxMessageBytes, f.config.Source("max.message.bytes"), c.want, c.source)
+		}
+		again, err := parseTopicFile("x", f.format())
+		mustf(t, err, "parse the file rewritten")
+		if again.config != f.config {
+			t.Errorf("%q rewritten and read back: %+v, was %+v", c.file, again.config, f.config)
+		}
 	}
 }
