@@ -85,17 +85,24 @@ func FuzzDecodeValue(f *testing.F) {
 	})
 }
 
+// openLimited opens a Store on a fresh partition whose MaxBatchBytes is
+// 512.
+func openLimited(t *testing.T) *Store {
+	t.Helper()
+	fs := vfs.NewMem()
+	s, err := Open(openLog(t, fs, "/data/t-0"), Options{FS: fs, MaxBatchBytes: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestEntriesAboveMaxBatchBytes: a producer's batch and a raft entry
 // larger than the partition's MaxBatchBytes are stored: the limit bounds
 // what a producer appends, which the proposing leader checked, and a
 // replica refusing an entry refuses it at every retry.
 func TestEntriesAboveMaxBatchBytes(t *testing.T) {
-	fs := vfs.NewMem()
-	l := openLog(t, fs, "/data/t-0")
-	s, err := Open(l, Options{FS: fs, MaxBatchBytes: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLimited(t)
 	defer func() { closeT(t, s) }()
 	big := producerBatch(t, 1, 40)
 	if len(big) <= 512 {
@@ -115,12 +122,7 @@ func TestEntriesAboveMaxBatchBytes(t *testing.T) {
 
 // TestRefusedEntries: what Append refuses, with nothing written.
 func TestRefusedEntries(t *testing.T) {
-	fs := vfs.NewMem()
-	l := openLog(t, fs, "/data/t-0")
-	s, err := Open(l, Options{FS: fs, MaxBatchBytes: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLimited(t)
 	defer func() { closeT(t, s) }()
 	prod := func(data []byte) *pb.Entry { return &pb.Entry{Index: new(uint64(1)), Term: new(uint64(1)), Data: data} }
 	ctrl := producerBatch(t, 1, 1)
