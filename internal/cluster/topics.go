@@ -178,9 +178,9 @@ func (n *Node) groupStopped(group uint64, err error) {
 		// Not one replica's trouble: a DIR that lost acknowledged
 		// entries may have lost them in every partition, and a replica
 		// that lacks them can elect a leader that lacks them too.
-		n.fail(fmt.Errorf("cluster: partition %s-%d: %w. This node's DIR lacks raft entries it acknowledged, as a DIR restored from an older copy, "+
+		n.fail(fmt.Errorf("cluster: partition %s-%d: this node's DIR lacks raft entries it acknowledged, as a DIR restored from an older copy, "+
 			"or one whose synced writes were lost, does; raft keeps its promises only if every acknowledged entry stays, so the node stops. "+
-			"Bring back the DIR the node last ran with, or replace the node (docs/cluster.md, \"A node that lost its DIR\")", topic, part, err))
+			"Bring back the DIR the node last ran with, or replace the node (docs/cluster.md, \"A node that lost its DIR\"): %w", topic, part, err))
 		return
 	}
 	if errors.Is(err, seglog.ErrWriteFailed) || errors.Is(err, seglog.ErrSyncFailed) {
