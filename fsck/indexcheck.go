@@ -3,6 +3,7 @@ package fsck
 import (
 	"encoding/binary"
 
+	"github.com/seglog/seglog/index"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/vfs"
 )
@@ -83,9 +84,9 @@ func (c *checker) loadIndex(sr *segResult, suffix string, active bool) *idxCheck
 		return x
 	}
 	c.r.Stats.IndexBytes += int64(len(data))
-	es := 8
+	es := index.OffsetEntrySize
 	if x.time {
-		es = 12
+		es = index.TimeEntrySize
 	}
 	if r := len(data) % es; r != 0 {
 		x.problem(int64(len(data)-r), KindIndexSize, Error, "size %d is not a multiple of the %d-byte entry size", len(data), es)
@@ -252,7 +253,7 @@ func (x *idxCheck) onTimeBatch(base, last, maxTS, before int64) {
 // Otherwise the slot is dropped and reported with the fill after it.
 func (x *idxCheck) firstTimeBatch(entry bool) {
 	x.zeroFirst = false
-	slots, at := x.zeroFill, int64(12)
+	slots, at := x.zeroFill, int64(index.TimeEntrySize)
 	if !entry {
 		x.ents = x.ents[1:]
 		slots, at = slots+1, 0
