@@ -109,9 +109,11 @@ func sampleResult(violations ...string) *Result {
 	c.Rounds, c.Kills = 2, 2
 	r := &Result{Config: c, LoadBefore: 2.5, LoadAfter: 3.25,
 		Single:       Side{Name: "1 node, RF 1", ProduceRecsSec: 60000, ProduceMBs: 61.4, ConsumeMBs: 220, ProduceCPUSecPerGB: 5.5, ConsumeCPUSecPerGB: 0.5},
+		Synced:       Side{Name: "1 node, RF 1, synced", ProduceRecsSec: 40000, ProduceMBs: 41, ConsumeMBs: 200, ProduceCPUSecPerGB: 7.5, ConsumeCPUSecPerGB: 0.25},
 		Cluster:      Side{Name: "3 nodes, RF 3", ProduceRecsSec: 24000, ProduceMBs: 24.6, ConsumeMBs: 160, ProduceCPUSecPerGB: 60, ConsumeCPUSecPerGB: 2},
 		ProduceRatio: 0.4, ConsumeRatio: 0.73,
 		ProduceRatios: []float64{0.38, 0.42}, ConsumeRatios: []float64{0.7, 0.76},
+		SyncedProduceRatio: 0.61, SyncedProduceRatios: []float64{0.55, 0.67},
 		Failovers: []Failover{
 			{Partition: 0, Killed: 1, NewLeader: 2, AckSec: 1.6, LeaderSec: 1.5, ListenSec: 1.28, RejoinSec: 1.68},
 			{Partition: 1, Killed: 3, NewLeader: 1, AckSec: 1.25, LeaderSec: 1.14, ListenSec: 0.31, RejoinSec: 1.14},
@@ -120,6 +122,7 @@ func sampleResult(violations ...string) *Result {
 		Check:           &Check{Acked: 8120, Failed: 1, Uncertain: 1, Read: 8121, Violations: violations},
 	}
 	r.Single.Rounds = []Round{{ProduceRecsSec: 58000, ConsumeMBs: 210}, {ProduceRecsSec: 62000, ConsumeMBs: 230}}
+	r.Synced.Rounds = []Round{{ProduceRecsSec: 39000, ConsumeMBs: 190}, {ProduceRecsSec: 41000, ConsumeMBs: 212}}
 	r.Cluster.Rounds = []Round{{ProduceRecsSec: 22040, ConsumeMBs: 147}, {ProduceRecsSec: 26040, ConsumeMBs: 174.8}}
 	summarizeFailovers(r)
 	return r
@@ -135,11 +138,15 @@ func TestWrite(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"100 records of 10 bytes to 2 partitions per round",
-		"2 rounds, the systems alternating; medians; load average 2.5 before, 3.2 after",
-		"1 node, RF 1          60000          61.4           220                      5.50                      0.50",
-		"3 nodes, RF 3          24000          24.6           160                     60.00                      2.00",
+		"2 rounds, the systems alternating; medians; load average 2.5 before, 3.2 after;",
+		"synced: the same node, topics of flush.messages=1",
+		"        1 node, RF 1          60000          61.4           220                      5.50                      0.50",
+		"1 node, RF 1, synced          40000          41.0           200                      7.50                      0.25",
+		"       3 nodes, RF 3          24000          24.6           160                     60.00                      2.00",
 		"3 nodes, RF 3 / 1 node, RF 1: produce 0.40x [0.38-0.42], consume 0.73x [0.70-0.76]",
-		"\n  round 1: produce 22040 / 58000 rec/s, consume 147 / 210 MB/s\n  round 2: produce 26040 / 62000 rec/s, consume 175 / 230 MB/s\n",
+		"3 nodes, RF 3 / 1 node, RF 1, synced: produce 0.61x [0.55-0.67]\n",
+		"\n  round 1: produce 22040 / 58000 / 39000 rec/s, consume 147 / 210 / 190 MB/s\n  round 2: produce 26040 / 62000 / 41000 rec/s, consume 175 / 230 / 212 MB/s\n" +
+			"  (each round: 3 nodes, RF 3 / 1 node, RF 1 / 1 node, RF 1, synced)\n",
 		"(10 records/s offered, client metadata refresh after 1ms at the soonest)",
 		"     1          0            1           2        1.600              1.500                 1.280          1.680",
 		"kill -> first ack on that partition: median 1.425 s, max 1.600 s over 2 kills",

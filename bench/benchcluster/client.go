@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/seglog/seglog/internal/nemesis"
 )
@@ -74,15 +75,16 @@ func waitState(ctx context.Context, cl *kgo.Client, topic string, partitions int
 	}
 }
 
-// createTopic creates topic with rf replicas through CreateTopics (which
-// kgo sends to the controller) and waits until each partition has a
-// leader. A cluster whose metadata group has just started may have no
-// controller yet, so the creation is tried again until readyTimeout.
-func createTopic(ctx context.Context, cl *kgo.Client, brokers []string, topic string, partitions, rf int) error {
+// createTopic creates topic with rf replicas and configs (key=value)
+// through CreateTopics (which kgo sends to the controller) and waits until
+// each partition has a leader. A cluster whose metadata group has just
+// started may have no controller yet, so the creation is tried again
+// until readyTimeout.
+func createTopic(ctx context.Context, cl *kgo.Client, brokers []string, topic string, partitions, rf int, configs ...string) error {
 	tctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	for {
-		err := nemesis.CreateTopic(tctx, brokers, topic, int32(partitions), int16(rf))
+		err := nemesis.CreateTopic(tctx, brokers, topic, int32(partitions), int16(rf), configs...)
 		// A creation whose answer was lost is found done by the retry.
 		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
 			break
@@ -93,7 +95,44 @@ func createTopic(ctx context.Context, cl *kgo.Client, brokers []string, topic st
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	if err := checkConfigs(ctx, cl, topic, configs); err != nil {
+		return err
+	}
 	return waitState(ctx, cl, topic, partitions, "led", func(s nemesis.PartitionState) bool { return s.Leader >= 0 })
+}
+
+// checkConfigs asks DescribeConfigs whether topic has configs (key=value),
+// so that a system named for its settings is measured with them.
+func checkConfigs(ctx context.Context, cl *kgo.Client, topic string, configs []string) error {
+	if len(configs) == 0 {
+		return nil
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	req.Resources = append(req.Resources, rr)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("describe the configs of topic %s: %w", topic, err)
+	}
+	have := map[string]string{}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return fmt.Errorf("describe the configs of topic %s: %w", topic, err)
+		}
+		for _, c := range r.Configs {
+			if c.Value != nil {
+				have[c.Name] = *c.Value
+			}
+		}
+	}
+	for _, kv := range configs {
+		k, v, _ := strings.Cut(kv, "=")
+		if have[k] != v {
+			return fmt.Errorf("topic %s was created with %s, and DescribeConfigs says %s=%q", topic, kv, k, have[k])
+		}
+	}
+	return nil
 }
 
 // newClient is a kgo client of the benchmark: idempotent, acks=all (kgo's

@@ -121,14 +121,24 @@ type Result struct {
 	// when the run started and when it ended.
 	LoadBefore, LoadAfter float64
 	Single                Side // one node, replication factor 1
-	Cluster               Side // three nodes, replication factor 3
+	// Synced is the same node with topics of flush.messages=1: each
+	// batch fsynced before its acknowledgment, as each replica of the
+	// cluster syncs what it acknowledges (raft's rule), where Single
+	// leaves the writeback to the kernel (Kafka's default).
+	Synced  Side
+	Cluster Side // three nodes, replication factor 3
 	// ProduceRatio and ConsumeRatio are the medians of the rounds'
 	// ratios of rates, the cluster's over the single node's.
 	ProduceRatio  float64
 	ConsumeRatio  float64
 	ProduceRatios []float64
 	ConsumeRatios []float64
-	Failovers     []Failover
+	// SyncedProduceRatio is the median of the rounds' ratios of produce
+	// rates, the cluster's over Synced's: the cost of three copies at
+	// the same durability of each.
+	SyncedProduceRatio  float64
+	SyncedProduceRatios []float64
+	Failovers           []Failover
 	// The medians and maxima of the failovers' figures; ListenMedianSec
 	// and RejoinMedian are -1 when no restarted node got that far.
 	AckMedianSec, AckMaxSec       float64
@@ -174,31 +184,36 @@ func Run(ctx context.Context, progress io.Writer, tmp string, cfg Config, sc ben
 	}
 	defer cl.kill()
 
+	singleLogs := func() string { return "\n--- the single node's last lines:\n" + singleLog.tail(logLines) }
 	systems := []*system{
-		{name: "1 node, RF 1", brokers: []string{single.Addr}, rf: 1, cpu: single.CPU,
-			logs: func() string { return "\n--- the single node's last lines:\n" + singleLog.tail(logLines) }},
+		{name: "1 node, RF 1", brokers: []string{single.Addr}, rf: 1, cpu: single.CPU, logs: singleLogs},
+		{name: "1 node, RF 1, synced", brokers: []string{single.Addr}, rf: 1, cpu: single.CPU, logs: singleLogs,
+			configs: []string{"flush.messages=1"}},
 		{name: fmt.Sprintf("%d nodes, RF %d", Nodes, Nodes), brokers: cl.brokers(), rf: Nodes, cpu: cl.cpu, logs: cl.logs},
 	}
 	for r := range cfg.Rounds {
-		order := systems
-		if r%2 == 1 {
-			order = []*system{systems[1], systems[0]}
-		}
+		// Each round starts with the next system: each comes first,
+		// after another, and last equally often (the page cache and the
+		// heap the one before leaves change what a phase costs).
+		order := append(slices.Clone(systems[r%len(systems):]), systems[:r%len(systems)]...)
 		for _, s := range order {
 			say("round %d of %d: %s", r+1, cfg.Rounds, s.name)
-			round, err := s.round(ctx, cfg, fmt.Sprintf("bench-%d", r), value)
+			round, err := s.round(ctx, cfg, fmt.Sprintf("bench-%d-%d", r, slices.Index(systems, s)), value)
 			if err != nil {
 				return nil, fmt.Errorf("%s, round %d: %w%s", s.name, r+1, err, s.logs())
 			}
 			s.rounds = append(s.rounds, round)
 		}
 	}
-	res.Single, res.Cluster = systems[0].side(cfg), systems[1].side(cfg)
+	res.Single, res.Synced, res.Cluster = systems[0].side(cfg), systems[1].side(cfg), systems[2].side(cfg)
 	for i := range cfg.Rounds {
-		res.ProduceRatios = append(res.ProduceRatios, ratio(res.Cluster.Rounds[i].ProduceRecsSec, res.Single.Rounds[i].ProduceRecsSec))
-		res.ConsumeRatios = append(res.ConsumeRatios, ratio(res.Cluster.Rounds[i].ConsumeMBs, res.Single.Rounds[i].ConsumeMBs))
+		c := res.Cluster.Rounds[i]
+		res.ProduceRatios = append(res.ProduceRatios, ratio(c.ProduceRecsSec, res.Single.Rounds[i].ProduceRecsSec))
+		res.ConsumeRatios = append(res.ConsumeRatios, ratio(c.ConsumeMBs, res.Single.Rounds[i].ConsumeMBs))
+		res.SyncedProduceRatios = append(res.SyncedProduceRatios, ratio(c.ProduceRecsSec, res.Synced.Rounds[i].ProduceRecsSec))
 	}
 	res.ProduceRatio, res.ConsumeRatio = bench.Median(res.ProduceRatios), bench.Median(res.ConsumeRatios)
+	res.SyncedProduceRatio = bench.Median(res.SyncedProduceRatios)
 	// The single node is done: its process would only take CPU from the
 	// cluster while the failovers are timed.
 	single.Stop()
@@ -239,6 +254,7 @@ type system struct {
 	name    string
 	brokers []string
 	rf      int
+	configs []string // the topics' configs, key=value
 	cpu     func() (time.Duration, error)
 	logs    func() string // the end of its servers' logs, for errors
 	rounds  []Round
@@ -267,7 +283,7 @@ func (s *system) round(ctx context.Context, cfg Config, topic string, value []by
 		return Round{}, err
 	}
 	defer cl.Close()
-	if err := createTopic(ctx, cl, s.brokers, topic, cfg.Partitions, s.rf); err != nil {
+	if err := createTopic(ctx, cl, s.brokers, topic, cfg.Partitions, s.rf, s.configs...); err != nil {
 		return Round{}, err
 	}
 	// The earlier phases leave dirty pages the kernel would make this

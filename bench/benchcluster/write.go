@@ -11,10 +11,11 @@ import (
 func Write(w io.Writer, r *Result) error {
 	c := r.Config
 	fmt.Fprintf(w, "%d records of %d bytes to %d partitions per round, kgo over loopback (idempotent, acks=all, no compression),\n", c.Records, c.RecordSize, c.Partitions)
-	fmt.Fprintf(w, "consumed from the partitions' leaders; %d rounds, the systems alternating; medians; load average %.1f before, %.1f after\n\n", c.Rounds, r.LoadBefore, r.LoadAfter)
+	fmt.Fprintf(w, "consumed from the partitions' leaders; %d rounds, the systems alternating; medians; load average %.1f before, %.1f after;\n", c.Rounds, r.LoadBefore, r.LoadAfter)
+	fmt.Fprintf(w, "synced: the same node, topics of flush.messages=1 (each batch fsynced before its ack, as each replica of the cluster fsyncs)\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "system\tproduce rec/s\tproduce MB/s\tconsume MB/s\tserver CPU s/GB produced\tserver CPU s/GB consumed\t")
-	for _, s := range []Side{r.Single, r.Cluster} {
+	for _, s := range []Side{r.Single, r.Synced, r.Cluster} {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.1f\t%.0f\t%.2f\t%.2f\t\n", s.Name, s.ProduceRecsSec, s.ProduceMBs, s.ConsumeMBs, s.ProduceCPUSecPerGB, s.ConsumeCPUSecPerGB)
 	}
 	if err := tw.Flush(); err != nil {
@@ -22,11 +23,16 @@ func Write(w io.Writer, r *Result) error {
 	}
 	fmt.Fprintf(w, "\n%s / %s: produce %.2fx %s, consume %.2fx %s (median of the rounds' ratios [their range])\n",
 		r.Cluster.Name, r.Single.Name, r.ProduceRatio, spread(r.ProduceRatios), r.ConsumeRatio, spread(r.ConsumeRatios))
+	fmt.Fprintf(w, "%s / %s: produce %.2fx %s\n", r.Cluster.Name, r.Synced.Name, r.SyncedProduceRatio, spread(r.SyncedProduceRatios))
 	// Each round's figures: on a shared machine one slow round shows here
 	// rather than only as a wide range.
-	for i := range min(len(r.Single.Rounds), len(r.Cluster.Rounds)) {
-		a, b := r.Single.Rounds[i], r.Cluster.Rounds[i]
-		fmt.Fprintf(w, "  round %d: produce %.0f / %.0f rec/s, consume %.0f / %.0f MB/s\n", i+1, b.ProduceRecsSec, a.ProduceRecsSec, b.ConsumeMBs, a.ConsumeMBs)
+	for i := range min(len(r.Single.Rounds), len(r.Synced.Rounds), len(r.Cluster.Rounds)) {
+		a, s, b := r.Single.Rounds[i], r.Synced.Rounds[i], r.Cluster.Rounds[i]
+		fmt.Fprintf(w, "  round %d: produce %.0f / %.0f / %.0f rec/s, consume %.0f / %.0f / %.0f MB/s\n",
+			i+1, b.ProduceRecsSec, a.ProduceRecsSec, s.ProduceRecsSec, b.ConsumeMBs, a.ConsumeMBs, s.ConsumeMBs)
+	}
+	if len(r.Single.Rounds) > 0 {
+		fmt.Fprintf(w, "  (each round: %s / %s / %s)\n", r.Cluster.Name, r.Single.Name, r.Synced.Name)
 	}
 	if r.Config.Kills == 0 {
 		return nil

@@ -31,6 +31,10 @@ func newBenchClusterCmd() *cobra.Command {
 the same workload in the same run:
 
   - 1 node: seglog serve DIR, topics of replication factor 1;
+  - 1 node, synced: the same node, topics of flush.messages=1 (each batch
+    fsynced before it is acknowledged, as each replica of the cluster
+    fsyncs what it acknowledges; the first leaves writeback to the
+    kernel, Kafka's default);
   - 3 nodes: three seglog serve processes started with
       seglog serve DIR --node-id N --listen HOST:KPORT --raft-listen HOST:RPORT \
           --voters 1@HOST:RPORT1,2@HOST:RPORT2,3@HOST:RPORT3
@@ -40,8 +44,9 @@ Each round, each system gets a new topic of --partitions partitions, a kgo
 producer (idempotent, acks=all, no compression) writes --records records
 of --record-size bytes to it as fast as acknowledgments come, and a kgo
 consumer reads them back from the partitions' leaders. The systems
-alternate from round to round (--rounds); the rates are medians and the
-ratios (3 nodes / 1 node) medians of the rounds' ratios. The server
+take turns, each round starting with the next (--rounds); the rates are
+medians and the ratios (3 nodes / 1 node, and 3 nodes / 1 node synced)
+medians of the rounds' ratios. The server
 processes' CPU time (every node's) is read from /proc. A record not
 acknowledged within a minute fails the run, with the end of each node's
 log (a system that cannot store, say on a full disk, does not hang it).

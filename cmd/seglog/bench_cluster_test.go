@@ -64,13 +64,13 @@ func TestBenchClusterSmall(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d; checker %+v\nstderr: %s", res.code, r.Check, res.stderr)
 	}
-	for _, s := range []benchcluster.Side{r.Single, r.Cluster} {
+	for _, s := range []benchcluster.Side{r.Single, r.Synced, r.Cluster} {
 		if s.ProduceRecsSec <= 0 || s.ConsumeMBs <= 0 || len(s.Rounds) != 1 {
 			t.Errorf("%s: produce %v rec/s, consume %v MB/s, %d rounds", s.Name, s.ProduceRecsSec, s.ConsumeMBs, len(s.Rounds))
 		}
 	}
-	if r.ProduceRatio <= 0 || r.ConsumeRatio <= 0 {
-		t.Errorf("ratios: produce %v, consume %v", r.ProduceRatio, r.ConsumeRatio)
+	if r.ProduceRatio <= 0 || r.ConsumeRatio <= 0 || r.SyncedProduceRatio <= 0 {
+		t.Errorf("ratios: produce %v, consume %v, produce to the synced node %v", r.ProduceRatio, r.ConsumeRatio, r.SyncedProduceRatio)
 	}
 	if len(r.Failovers) != 1 {
 		t.Fatalf("%d failovers, want 1: %+v", len(r.Failovers), r.Failovers)
