@@ -469,7 +469,7 @@ func (n *Node) open() error {
 	trans := &reachTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: layer, MaxPool: 3, Timeout: 2 * time.Second, ServerAddressProvider: voterAddrs(cfg.Voters),
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "raft-net", Output: logOut, Level: hclog.DefaultLevel}),
-	}), reach: n.reach, addrs: voterAddrs(cfg.Voters)}
+	}), reach: n.reach, addrs: voterAddrs(cfg.Voters), stop: n.ctx.Done()}
 	rc := raft.DefaultConfig()
 	rc.LogLevel = "WARN"
 	rc.LogOutput = cfg.RaftLogOutput

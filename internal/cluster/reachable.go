@@ -43,6 +43,59 @@ type reachTransport struct {
 	*raft.NetworkTransport
 	reach *reach.Tracker
 	addrs voterAddrs
+	// stop ends the retries of an AppendEntries (the node closing:
+	// raft's Shutdown waits for its replication).
+	stop <-chan struct{}
+}
+
+// hashicorp/raft backs off after each failed AppendEntries to a follower,
+// doubling from 10 ms up to 10.24 s (its failureWait and maxFailureScale),
+// and a restarted follower gets no entries, nor the commit index its
+// metadata waits for, until the backoff ends: a node killed for 12 s
+// registered 10 s after its restart. So an AppendEntries that carries
+// replication (not a heartbeat, which raft backs off at most half a
+// heartbeat timeout and which must say at once that a peer is gone) keeps
+// trying an unreachable peer every appendRetryEvery for appendRetryFor
+// before it fails: a peer down for a minute costs raft a few failures
+// instead of a dozen, and the try under way reaches it within
+// appendRetryEvery of its restart. A retried AppendEntries is the same
+// request again, which raft's follower takes as often as it comes.
+const (
+	appendRetryFor   = 5 * time.Second
+	appendRetryEvery = 50 * time.Millisecond
+)
+
+// retryUnreachable calls try until it succeeds, fails for another reason
+// than an unreachable peer (retry says which), for or more has passed,
+// or stop closes; it returns try's last error.
+func retryUnreachable(try func() error, retry func(error) bool, every, for_ time.Duration, stop <-chan struct{}) error {
+	deadline := time.Now().Add(for_)
+	for {
+		err := try()
+		if err == nil || !retry(err) || !time.Now().Add(every).Before(deadline) {
+			return err
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-stop:
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// isHeartbeat reports whether args is hashicorp/raft's heartbeat: no
+// entries, no previous entry, no commit index (raft.heartbeat's request).
+func isHeartbeat(args *raft.AppendEntriesRequest) bool {
+	return len(args.Entries) == 0 && args.PrevLogEntry == 0 && args.LeaderCommitIndex == 0
+}
+
+// unreachable reports whether err says the peer could not be reached or
+// went away (so a retry may find it back), not that it answered.
+func unreachable(err error) bool {
+	var wrong *reach.WrongNodeError
+	return err != nil && !errors.Is(err, raft.ErrTransportShutdown) && !errors.As(err, &wrong)
 }
 
 // note reports one RPC to id: its error, or the node id the answer came
@@ -75,8 +128,15 @@ func (t *reachTransport) note(id raft.ServerID, target raft.ServerAddress, from 
 }
 
 func (t *reachTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
-	return t.note(id, target, resp.ID, err)
+	try := func() error {
+		*resp = raft.AppendEntriesResponse{}
+		err := t.NetworkTransport.AppendEntries(id, target, args, resp)
+		return t.note(id, target, resp.ID, err)
+	}
+	if isHeartbeat(args) {
+		return try()
+	}
+	return retryUnreachable(try, unreachable, appendRetryEvery, appendRetryFor, t.stop)
 }
 
 func (t *reachTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {

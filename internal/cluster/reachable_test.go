@@ -3,9 +3,11 @@ package cluster
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +215,96 @@ func TestForwardAnswerFromAnotherNode(t *testing.T) {
 	// The right node answers as itself.
 	if _, err := n.roundTrip(ctxTimeout(t), 3, request{Op: opWhois, Broker: 1}); err != nil {
 		t.Fatalf("a whois sent to voter 3: %v", err)
+	}
+}
+
+// TestAppendEntriesWaitsForAPeerBack: an AppendEntries carrying
+// replication to a voter that refuses connections keeps trying, and
+// succeeds once the voter listens again, so hashicorp/raft counts no
+// failure (and adds no backoff) for a restart; a heartbeat to the same
+// voter fails at once; a closing node stops the tries.
+func TestAppendEntriesWaitsForAPeerBack(t *testing.T) {
+	addr := closedAddr(t)
+	tr := reach.New(reach.Config{Peers: map[uint64]string{2: addr}, Logger: slog.New(slog.DiscardHandler)})
+	client, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	stop := make(chan struct{})
+	rt := &reachTransport{NetworkTransport: client, reach: tr, addrs: voterAddrs{2: addr}, stop: stop}
+
+	var hb raft.AppendEntriesResponse
+	if err := rt.AppendEntries("2", raft.ServerAddress(addr), &raft.AppendEntriesRequest{Term: 1}, &hb); err == nil {
+		t.Fatal("a heartbeat to a voter that refuses connections succeeded")
+	}
+	// The voter comes back once the tracker has seen a refused try of
+	// the AppendEntries below: the error it records replaces the marker.
+	marker := errors.New("marker: no try of the AppendEntries yet")
+	tr.Failed(2, addr, marker)
+	served := make(chan error, 1)
+	go func() {
+		for errors.Is(tr.Peers()[0].Err, marker) {
+			runtime.Gosched()
+		}
+		peer, err := raft.NewTCPTransport(addr, nil, 3, time.Second, io.Discard)
+		if err != nil {
+			served <- err
+			return
+		}
+		defer peer.Close()
+		rpc := <-peer.Consumer()
+		rpc.Respond(&raft.AppendEntriesResponse{RPCHeader: raft.RPCHeader{ID: []byte("2")}, Term: 1, Success: true}, nil)
+		served <- nil
+	}()
+	req := &raft.AppendEntriesRequest{Term: 1, PrevLogEntry: 4, PrevLogTerm: 1, LeaderCommitIndex: 4,
+		Entries: []*raft.Log{{Index: 5, Term: 1, Type: raft.LogCommand, Data: []byte("x")}}}
+	var resp raft.AppendEntriesResponse
+	if err := rt.AppendEntries("2", raft.ServerAddress(addr), req, &resp); err != nil || !resp.Success {
+		t.Fatalf("AppendEntries to a voter back within appendRetryFor = %v, success %v", err, resp.Success)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+
+	// A closing node stops the tries at once.
+	close(stop)
+	gone := closedAddr(t)
+	rt.addrs[2] = gone
+	if err := rt.AppendEntries("2", raft.ServerAddress(gone), req, &resp); err == nil {
+		t.Fatal("AppendEntries to a voter that is gone succeeded")
+	}
+}
+
+// TestRetryUnreachable: retried while the error is one a retry may cure,
+// until the time given; not after an answer or this node's shutdown.
+func TestRetryUnreachable(t *testing.T) {
+	refused := errors.New("connect: connection refused")
+	never := make(chan struct{})
+	tries := 0
+	err := retryUnreachable(func() error {
+		if tries++; tries < 4 {
+			return refused
+		}
+		return nil
+	}, unreachable, time.Millisecond, time.Minute, never)
+	if err != nil || tries != 4 {
+		t.Errorf("refused three times, then answered: %v after %d tries", err, tries)
+	}
+	for _, stopErr := range []error{raft.ErrTransportShutdown, &reach.WrongNodeError{Want: "2", Got: "3"}} {
+		tries = 0
+		err := retryUnreachable(func() error { tries++; return stopErr }, unreachable, time.Millisecond, time.Minute, never)
+		if err != stopErr || tries != 1 {
+			t.Errorf("%v: returned %v after %d tries, want it after one", stopErr, err, tries)
+		}
+	}
+	tries = 0
+	if err := retryUnreachable(func() error { tries++; return refused }, unreachable, time.Millisecond, 20*time.Millisecond, never); err != refused || tries < 2 {
+		t.Errorf("always refused: %v after %d tries, want the error after more than one", err, tries)
+	}
+	if !isHeartbeat(&raft.AppendEntriesRequest{Term: 3, Leader: []byte("1")}) ||
+		isHeartbeat(&raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 1}) ||
+		isHeartbeat(&raft.AppendEntriesRequest{Term: 3, LeaderCommitIndex: 1}) {
+		t.Error("isHeartbeat does not tell raft's heartbeat from its replication")
 	}
 }
