@@ -86,7 +86,7 @@ func (s *Server) clusterCreateOnFirstUse(ctx context.Context, name string) ([]Pa
 		// would fail the first record a script sends to a new cluster.
 		// Said in the log, once a while: with a node down for good the
 		// topic is never made, and clients only retry.
-		s.errs.log(slog.LevelWarn, name, "server: a topic created on first use waits for enough live brokers", "topic", name, "err", err)
+		s.errs.Log(slog.LevelWarn, name, "server: a topic created on first use waits for enough live brokers", "topic", name, "err", err)
 		return nil, fmt.Errorf("%w: %w", errNotPlacedYet, err)
 	}
 	if err != nil && !errors.Is(err, store.ErrTopicExists) {

@@ -212,7 +212,7 @@ func replicatedBatchCode(err error) int16 {
 func (s *Server) answerReplicated(l seglog.View, off int64, err error, rp *kmsg.ProduceResponseTopicPartition) {
 	if err != nil {
 		if rp.ErrorCode = errCode(err); rp.ErrorCode == kerr.KafkaStorageError.Code {
-			s.errs.error(l.Dir(), "server: replicated write failed", "dir", l.Dir(), "err", err)
+			s.errs.Error(l.Dir(), "server: replicated write failed", "dir", l.Dir(), "err", err)
 		}
 		return
 	}

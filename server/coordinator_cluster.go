@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seglog/seglog/internal/errlog"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -50,7 +51,7 @@ type clusterGroups struct {
 	st     *store.Store
 	logger *slog.Logger
 	// errs says, once a while, why the offsets topic is not made yet.
-	errs  *errLog
+	errs  *errlog.Log
 	clock clock
 	// kick wakes run to look at the offsets partitions' leadership: the
 	// server sends on it whenever the Cluster notifies (a leader or a
@@ -112,7 +113,7 @@ func newClusterCoordinator(st *store.Store, cl Cluster, cfg coordinatorConfig, k
 	cfg.withDefaults()
 	c := &coordinator{st: st, cfg: cfg, groups: make(map[string]*group), emptied: make(map[string]string),
 		writes: make(map[string]chan struct{})}
-	g := &clusterGroups{c: c, cl: cl, st: st, logger: logger, errs: &errLog{logger: logger, now: time.Now}, clock: cfg.clock, kick: kick,
+	g := &clusterGroups{c: c, cl: cl, st: st, logger: logger, errs: errlog.New(logger, nil), clock: cfg.clock, kick: kick,
 		tables: make(map[int32]*offsetsTable), writers: make(map[int32]*sync.Mutex)}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	c.gs, c.cl = g, g
@@ -239,7 +240,7 @@ func (g *clusterGroups) create() {
 			// COORDINATOR_NOT_AVAILABLE, which clients retry for good,
 			// until enough are. Only the log can tell the operator
 			// (a walk's first group waited with nothing above Info).
-			g.errs.log(slog.LevelWarn, store.OffsetsTopic, "server: the offsets topic waits for enough live brokers; consumer groups wait for it", "err", err)
+			g.errs.Log(slog.LevelWarn, store.OffsetsTopic, "server: the offsets topic waits for enough live brokers; consumer groups wait for it", "err", err)
 		default:
 			// No controller yet, say: the next FindCoordinator tries
 			// again.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seglog/seglog/internal/errlog"
 	"github.com/seglog/seglog/internal/testutil"
 	"github.com/seglog/seglog/record"
 	"github.com/seglog/seglog/store"
@@ -45,10 +46,10 @@ func TestOpenFailureIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The log's clock: a client retrying at its backoff makes one line
-	// every storageErrEvery, not one per request.
+	// every errlog.Every, not one per request.
 	var now atomic.Int64
 	now.Store(time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC).UnixNano())
-	srv.errs.now = func() time.Time { return time.Unix(0, now.Load()) }
+	srv.errs = errlog.New(srv.logger, func() time.Time { return time.Unix(0, now.Load()) })
 	ts := &testServer{t: t, st: st, srv: srv, addr: ln.Addr().String(), done: make(chan error, 1)}
 	go func() { ts.done <- srv.Serve(ln) }()
 	t.Cleanup(ts.stop)
@@ -76,14 +77,14 @@ func TestOpenFailureIsLogged(t *testing.T) {
 		}
 	}
 	if n := lines(); n != 1 {
-		t.Fatalf("six failed produces within %v logged %d lines, want 1:\n%s", storageErrEvery, n, logs.String())
+		t.Fatalf("six failed produces within %v logged %d lines, want 1:\n%s", errlog.Every, n, logs.String())
 	}
-	now.Add(int64(storageErrEvery))
+	now.Add(int64(errlog.Every))
 	if got := produceOne(t, c, 7, "nospace", makeBatch(t, record.None, -1, -1, -1, 1, "a")); got.ErrorCode != kerr.KafkaStorageError.Code {
 		t.Fatalf("a retry: code %d, want KAFKA_STORAGE_ERROR", got.ErrorCode)
 	}
 	if n := lines(); n != 2 || !strings.Contains(logs.String(), "repeated=5") {
-		t.Fatalf("a failure %v after the first logged %d lines in all, want 2, the second saying repeated=5:\n%s", storageErrEvery, n, logs.String())
+		t.Fatalf("a failure %v after the first logged %d lines in all, want 2, the second saying repeated=5:\n%s", errlog.Every, n, logs.String())
 	}
 
 	fr := c.do(fetchReq(11, 0, "nospace", map[int32]int64{0: 0})).(*kmsg.FetchResponse)

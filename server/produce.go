@@ -207,7 +207,7 @@ func (s *Server) snapshotOnRoll(l seglog.View, pp *partProducers) {
 func (s *Server) openErrorCode(topic string, partition int32, err error) int16 {
 	code := errCode(err)
 	if code == kerr.KafkaStorageError.Code {
-		s.errs.error(fmt.Sprintf("%s/%d", topic, partition), "server: opening a partition failed", "topic", topic, "partition", partition, "err", err)
+		s.errs.Error(fmt.Sprintf("%s/%d", topic, partition), "server: opening a partition failed", "topic", topic, "partition", partition, "err", err)
 	}
 	return code
 }
@@ -216,7 +216,7 @@ func (s *Server) answerAppend(l seglog.View, info seglog.AppendInfo, err error, 
 	if err != nil {
 		rp.ErrorCode = appendErrorCode(err)
 		if rp.ErrorCode == kerr.KafkaStorageError.Code {
-			s.errs.error(l.Dir(), "server: append failed", "dir", l.Dir(), "err", err)
+			s.errs.Error(l.Dir(), "server: append failed", "dir", l.Dir(), "err", err)
 		}
 		return
 	}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/seglog/seglog"
+	"github.com/seglog/seglog/internal/errlog"
 	"github.com/seglog/seglog/store"
 )
 
@@ -151,8 +152,8 @@ type Server struct {
 	port   int32
 	logger *slog.Logger
 	// errs logs storage errors, at most one line a partition every
-	// storageErrEvery.
-	errs   *errLog
+	// errlog.Every.
+	errs   *errlog.Log
 	coord  *coordinator
 	notify notifier
 	pids   *producers
@@ -251,7 +252,7 @@ func New(st *store.Store, cfg Options) (*Server, error) {
 	s := &Server{st: st, cfg: cfg, logger: cfg.Logger,
 		listeners: make(map[net.Listener]struct{}), conns: make(map[*conn]struct{})}
 	s.outs.New = newOut
-	s.errs = &errLog{logger: s.logger, now: time.Now}
+	s.errs = errlog.New(s.logger, nil)
 	s.pids = newProducers(st.FS())
 	if cfg.SASL != nil {
 		if err := CheckMechanisms(cfg.SASL.Mechanisms); err != nil {

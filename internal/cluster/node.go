@@ -32,6 +32,7 @@ import (
 	"github.com/seglog/seglog/internal/cluster/partition"
 	"github.com/seglog/seglog/internal/cluster/raftmux"
 	"github.com/seglog/seglog/internal/cluster/reach"
+	"github.com/seglog/seglog/internal/errlog"
 	"github.com/seglog/seglog/layout"
 	"github.com/seglog/seglog/server"
 	"github.com/seglog/seglog/store"
@@ -232,6 +233,10 @@ type Node struct {
 	port     int32
 	raftAddr string
 
+	// syncErrs logs what the sync loop keeps failing at (syncTopics),
+	// which it tries again every second.
+	syncErrs *errlog.Log
+
 	mux  *raftmux.Mux
 	meta *meta.Node
 	// reach is what this node's dialers saw of the other voters
@@ -419,6 +424,7 @@ func start(cfg Config) (*Node, error) {
 		restart: make(chan struct{}, 1),
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.syncErrs = errlog.New(n.log, nil)
 	n.reach = newReach(&cfg, n)
 	if err := n.open(); err != nil {
 		n.shut()

@@ -267,7 +267,9 @@ func (n *Node) learnClusterID(st *meta.State) bool {
 func (n *Node) syncTopics(st *meta.State) bool {
 	ok := true
 	fail := func(msg string, args ...any) {
-		n.log.Error(msg, args...)
+		// Once, then every errlog.Every while the same failure
+		// lasts: the loop tries again every second.
+		n.syncErrs.Error(fmt.Sprint(args...), msg, args...)
 		ok = false
 	}
 	have := map[string]bool{}
