@@ -60,6 +60,11 @@ producer's batch is stored as it arrived and fetches are sent from the
 segment files with sendfile(2). See docs/serve.md for the API keys and
 versions spoken, idempotence, acks and what is not supported.
 
+With --voters (and --node-id, --raft-listen) DIR is one node of a
+replicated cluster instead: every partition a raft group over its
+replicas, acks=all meaning a majority. docs/cluster.md walks through
+starting three nodes.
+
 Every flag is checked and the listener bound before DIR is opened or
 created: a bad value or address is a usage error (exit status 2), a port in
 use exits 1, and DIR is left as it was.

@@ -29,7 +29,7 @@ const (
 	// was registered before (a registration again, after the controller
 	// lost track of it).
 	votersDifferServed = "every node of a cluster must be given the same --voters list, itself included: the same ids with the same HOST:PORT (docs/cluster.md, \"The same --voters on every node\"); this node, registered before, stops serving"
-	adviceBeforeJoin   = "nothing was written to this node's metadata: start again each node whose list differs, with the list the others have"
+	adviceBeforeJoin   = "nothing was written to this node's metadata log (the empty files and directories a start makes in DIR are taken up again by the next): start again each node whose list differs, with the list the others have"
 	adviceAfterJoin    = "if only an address differs, start this node again with the list the others have; if the ids differ, its metadata keeps the list it was first started with and a restart with other ids is refused (ErrVoters): with every other voter running, remove its DIR and start it afresh with their list (it never registered, so no client's data is in it). If the other node's list is the wrong one, that node is the one to start again"
 )
 
