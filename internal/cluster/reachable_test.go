@@ -302,7 +302,7 @@ func TestRetryUnreachable(t *testing.T) {
 	if err := retryUnreachable(func() error { tries++; return refused }, unreachable, time.Millisecond, 20*time.Millisecond, never); err != refused || tries < 2 {
 		t.Errorf("always refused: %v after %d tries, want the error after more than one", err, tries)
 	}
-	if !isHeartbeat(&raft.AppendEntriesRequest{Term: 3, Leader: []byte("1")}) ||
+	if !isHeartbeat(&raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{Addr: []byte("h1:1")}, Term: 3}) ||
 		isHeartbeat(&raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 1}) ||
 		isHeartbeat(&raft.AppendEntriesRequest{Term: 3, LeaderCommitIndex: 1}) {
 		t.Error("isHeartbeat does not tell raft's heartbeat from its replication")
