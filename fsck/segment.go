@@ -294,7 +294,7 @@ func (c *checker) account(file string, e *Entry, recs int64) int64 {
 	st.Codecs[b.Codec().String()]++
 	if b.NumRecords() == 0 && b.Codec() != record.None {
 		c.addf(file, e.Pos, KindEmptyCodec, Warning, fixAction{},
-			"the batch of offsets [%d, %d] holds no records but names codec %s: Kafka clients fail to decompress its empty payload and read no further (seglog's compaction wrote such headers until 2026-12-06; no record is lost). The next compaction round over this segment rewrites it uncompressed, and one can be run now with the writer stopped: seglog clean on this partition's directory with --compact (give the topic's delete.retention.ms and min.compaction.lag.ms if they are not the defaults); repair does not",
+			"the batch of offsets [%d, %d] holds no records but names codec %s: Kafka clients fail to decompress its empty payload and read no further (seglog's compaction wrote such headers until 2026-12-06; no record is lost). The next compaction round over this segment rewrites it uncompressed, and one can be run now with the writer stopped: seglog clean STORE --topic TOPIC --compact (the topic's own config; on a lone log, seglog clean DIR --compact); repair does not",
 			b.BaseOffset(), b.LastOffset(), b.Codec())
 	}
 	if b.IsControl() {

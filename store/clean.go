@@ -48,8 +48,46 @@ func (c TopicConfig) Policy() cleaner.Policy { return c.policy() }
 // unknown topic, and while the background cleaner runs
 // (ErrCleanerRunning).
 func (s *Store) Clean(ctx context.Context, topics ...string) ([]PartitionCleaned, error) {
+	return s.cleanNow(ctx, "clean", topics, false, func(c *cleaner.Cleaner, _ []*partition, _ []cleaner.Policy, _ func(string, error)) error {
+		return c.RunOnce(ctx)
+	})
+}
+
+// ErrNotCompacting is Compact's error for a topic named whose
+// cleanup.policy does not compact.
+var ErrNotCompacting = errors.New("store: the topic's cleanup.policy does not compact")
+
+// Compact runs a compaction round now on every partition of the topics
+// named (every topic whose cleanup.policy compacts, the offsets topic
+// included, when none is), each under its own topic's config, whatever
+// its dirty ratio: the sealed segments are rewritten even when nothing
+// is dirty (seglog clean DIR --compact). Superseded records and expired
+// tombstones go as in any round; it is also what rewrites the compressed
+// empty headers compactions before 2026-12-06 left, which Kafka clients
+// cannot read past (fsck's empty-batch-codec). No retention pass runs.
+// It reports each partition as Clean does, and fails as Clean does, and
+// with ErrNotCompacting for a topic named that does not compact.
+func (s *Store) Compact(ctx context.Context, topics ...string) ([]PartitionCleaned, error) {
+	return s.cleanNow(ctx, "compact", topics, true, func(c *cleaner.Cleaner, parts []*partition, policies []cleaner.Policy, fail func(string, error)) error {
+		for i, p := range parts {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if _, err := c.Compact(ctx, cleanerPart{p}, policies[i]); err != nil {
+				fail(p.dir(), err)
+			}
+		}
+		return nil
+	})
+}
+
+// cleanNow sets up a cleaner of its own over the partitions of topics (all,
+// or with compacting all that compact, when none is named) and hands it
+// to run; op names the call in a read-only store's error. run reports a
+// partition's failure with fail.
+func (s *Store) cleanNow(ctx context.Context, op string, topics []string, compacting bool, run func(c *cleaner.Cleaner, parts []*partition, policies []cleaner.Policy, fail func(dir string, err error)) error) ([]PartitionCleaned, error) {
 	if s.readOnly {
-		return nil, s.errReadOnly("clean")
+		return nil, s.errReadOnly(op)
 	}
 	s.mu.RLock()
 	if s.closed {
@@ -60,7 +98,8 @@ func (s *Store) Clean(ctx context.Context, topics ...string) ([]PartitionCleaned
 		s.mu.RUnlock()
 		return nil, ErrCleanerRunning
 	}
-	if len(topics) == 0 {
+	named := len(topics) > 0
+	if !named {
 		for name := range s.topics {
 			topics = append(topics, name)
 		}
@@ -72,6 +111,13 @@ func (s *Store) Clean(ctx context.Context, topics ...string) ([]PartitionCleaned
 		if !ok {
 			s.mu.RUnlock()
 			return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, name)
+		}
+		if compacting && t.cfg.CleanupPolicy == cleaner.Delete {
+			if !named {
+				continue
+			}
+			s.mu.RUnlock()
+			return nil, fmt.Errorf("%w: %s has cleanup.policy=%s", ErrNotCompacting, name, t.cfg.CleanupPolicy)
 		}
 		for _, p := range t.parts {
 			parts = append(parts, p)
@@ -112,7 +158,8 @@ func (s *Store) Clean(ctx context.Context, topics ...string) ([]PartitionCleaned
 			return nil, err
 		}
 	}
-	if err := c.RunOnce(ctx); err != nil {
+	fail := func(dir string, err error) { report(dir, func(pc *PartitionCleaned) { pc.Err = err }) }
+	if err := run(c, parts, policies, fail); err != nil {
 		return nil, err
 	}
 	slices.SortStableFunc(out, func(a, b PartitionCleaned) int {

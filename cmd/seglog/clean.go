@@ -38,8 +38,12 @@ the compaction settings), as a broker's cleaner would, through the store and
 its lock; --topic T cleans one topic. --delete-records-before O with --topic
 and --partition is DeleteRecords on that partition: its start moves to O in
 the store's log-start checkpoint, and every reader (consume, groups, the UI,
-a restart) starts there. --dry-run says what the configs would delete. The
-rules below do not apply to a store.
+a restart) starts there. --dry-run says what the configs would delete.
+--compact runs a compaction round now on each compacting topic (or --topic),
+under its own config, whatever its dirty ratio: it also rewrites the
+compressed empty headers older seglog compactions left, which Kafka clients
+cannot read past (fsck's empty-batch-codec). The other rules below do not
+apply to a store.
 
 DIR may be a partition directory of a store (STORE/TOPIC-N): the rules given
 apply to that partition, through the store (its lock and checkpoints; no
@@ -119,7 +123,7 @@ went: segments, records (offsets), bytes, and the new start offset; with
 			return err
 		} else if ok {
 			sc := storeClean{dir: dir, topic: topic, partition: -1, dryRun: dryRun,
-				deleteRecords: fl.Changed("delete-records-before"), before: before}
+				deleteRecords: fl.Changed("delete-records-before"), before: before, compact: compact}
 			if fl.Changed("partition") {
 				sc.partition = partition
 			}

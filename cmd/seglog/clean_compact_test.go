@@ -149,3 +149,37 @@ func TestCleanCompactRefusals(t *testing.T) {
 		t.Fatalf("refused cleans changed the log: %s", got)
 	}
 }
+
+// TestCleanStoreCompactNow: clean STORE --compact runs a round on a
+// compacted topic its dirty ratio leaves alone, under the topic's config;
+// a delete topic named is refused, and so is --delete-records-before.
+func TestCleanStoreCompactNow(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	mustInvoke(t, "", "topics", "create", dir, "c", "--config", "cleanup.policy=compact", "--config", "min.cleanable.dirty.ratio=0.99",
+		"--config", "segment.bytes=2000")
+	mustInvoke(t, "", "topics", "create", dir, "d")
+	var lines strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&lines, "k%d\t%s\n", i%3, strings.Repeat("x", 200))
+	}
+	mustInvoke(t, lines.String(), "produce", dir, "--topic", "c", "--batch", "1")
+	// The first round (everything dirty) runs by the ratio; a second
+	// run finds nothing dirty.
+	mustInvoke(t, "", "clean", dir, "--topic", "c")
+	mustInvoke(t, lines.String(), "produce", dir, "--topic", "c", "--batch", "1")
+	if out := mustInvoke(t, "", "clean", dir, "--topic", "c").stdout; !strings.Contains(out, "compacted 0 partitions") {
+		t.Fatalf("clean under the topic's ratio compacted:\n%s", out)
+	}
+	out := mustInvoke(t, "", "clean", dir, "--topic", "c", "--compact").stdout
+	if !strings.Contains(out, "c-0: compacted ") || strings.Contains(out, "removed 0 records") ||
+		!strings.Contains(out, "compacted 1 of 1 partitions now, each by its topic's config, whatever its dirty ratio") {
+		t.Fatalf("clean --topic c --compact:\n%s", out)
+	}
+	if r := invoke(t, "", "clean", dir, "--topic", "d", "--compact"); r.code != 1 || !strings.Contains(r.stderr, "d has cleanup.policy=delete") {
+		t.Fatalf("--compact on a delete topic: exit %d, %q", r.code, r.stderr)
+	}
+	if r := invoke(t, "", "clean", dir, "--compact", "--topic", "c", "--partition", "0", "--delete-records-before", "5"); r.code != 2 ||
+		!strings.Contains(r.stderr, "--compact on a store does not take --delete-records-before") {
+		t.Fatalf("--compact --delete-records-before on a store: exit %d, %q", r.code, r.stderr)
+	}
+}

@@ -38,11 +38,14 @@ type storeClean struct {
 	dryRun        bool
 	deleteRecords bool
 	before        int64
+	// compact forces a compaction round on each compacting topic (or
+	// --topic) under its own config (store.Compact).
+	compact bool
 }
 
 // cleanRuleFlags are clean's rules for one log, which a store takes from
 // its topics' configs.
-var cleanRuleFlags = []string{"retention-ms", "retention-bytes", "compact", "delete-retention-ms", "min-compaction-lag-ms"}
+var cleanRuleFlags = []string{"retention-ms", "retention-bytes", "delete-retention-ms", "min-compaction-lag-ms"}
 
 func (c storeClean) run(cmd *cobra.Command) error {
 	var given []string
@@ -58,6 +61,8 @@ func (c storeClean) run(cmd *cobra.Command) error {
 	switch {
 	case c.deleteRecords && (c.topic == "" || c.partition < 0):
 		return usageErrorf(cmd, "--delete-records-before on a store needs --topic and --partition")
+	case c.compact && c.deleteRecords:
+		return usageErrorf(cmd, "--compact on a store does not take --delete-records-before")
 	case c.dryRun:
 		return c.preview(cmd)
 	case c.deleteRecords:
@@ -85,7 +90,11 @@ func (c storeClean) clean(cmd *cobra.Command) error {
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		res, err := s.Clean(ctx, topics...)
+		clean := s.Clean
+		if c.compact {
+			clean = s.Compact
+		}
+		res, err := clean(ctx, topics...)
 		if err != nil {
 			return err
 		}
@@ -109,8 +118,12 @@ func (c storeClean) clean(cmd *cobra.Command) error {
 				compacted++
 			}
 		}
-		fmt.Fprintf(out, "%s: cleaned %d partitions by their topics' configs: deleted %d segments, %d records, %d bytes; compacted %d partitions\n",
-			c.dir, len(res), segs, recs, bytes, compacted)
+		if c.compact {
+			fmt.Fprintf(out, "%s: compacted %d of %d partitions now, each by its topic's config, whatever its dirty ratio\n", c.dir, compacted, len(res))
+		} else {
+			fmt.Fprintf(out, "%s: cleaned %d partitions by their topics' configs: deleted %d segments, %d records, %d bytes; compacted %d partitions\n",
+				c.dir, len(res), segs, recs, bytes, compacted)
+		}
 		return errors.Join(errs...)
 	})
 }
