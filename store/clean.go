@@ -15,7 +15,8 @@ import (
 // runs (Start): that cleaner applies the same rules on its own schedule.
 var ErrCleanerRunning = errors.New("store: the store's cleaner runs in the background")
 
-// PartitionCleaned is what a Clean round did to one partition.
+// PartitionCleaned is what a Clean (or Compact) round did to one
+// partition.
 type PartitionCleaned struct {
 	Topic     string
 	Partition int32
@@ -23,7 +24,8 @@ type PartitionCleaned struct {
 	// deleted, and the start offset before and after.
 	Cleaned cleaner.LogCleaned
 	// Compacted is the compaction round, when the topic compacts and its
-	// dirty ratio (or max.compaction.lag.ms) called for one.
+	// dirty ratio (or max.compaction.lag.ms) called for one, or Compact
+	// ran it.
 	Compacted *cleaner.LogCompacted
 	// Err is why the partition was not cleaned (its Log does not open, a
 	// pass failed). The other partitions were cleaned all the same.
