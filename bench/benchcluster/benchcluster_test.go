@@ -138,7 +138,7 @@ func TestWrite(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"100 records of 10 bytes to 2 partitions per round",
-		"2 rounds, the systems alternating; medians; load average 2.5 before, 3.2 after;",
+		"2 rounds, each started by the next system; medians; load average 2.5 before, 3.2 after;",
 		"synced: the same node, topics of flush.messages=1",
 		"        1 node, RF 1          60000          61.4           220                      5.50                      0.50",
 		"1 node, RF 1, synced          40000          41.0           200                      7.50                      0.25",

@@ -11,7 +11,7 @@ import (
 func Write(w io.Writer, r *Result) error {
 	c := r.Config
 	fmt.Fprintf(w, "%d records of %d bytes to %d partitions per round, kgo over loopback (idempotent, acks=all, no compression),\n", c.Records, c.RecordSize, c.Partitions)
-	fmt.Fprintf(w, "consumed from the partitions' leaders; %d rounds, the systems alternating; medians; load average %.1f before, %.1f after;\n", c.Rounds, r.LoadBefore, r.LoadAfter)
+	fmt.Fprintf(w, "consumed from the partitions' leaders; %d rounds, each started by the next system; medians; load average %.1f before, %.1f after;\n", c.Rounds, r.LoadBefore, r.LoadAfter)
 	fmt.Fprintf(w, "synced: the same node, topics of flush.messages=1 (each batch fsynced before its ack, as each replica of the cluster fsyncs)\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "system\tproduce rec/s\tproduce MB/s\tconsume MB/s\tserver CPU s/GB produced\tserver CPU s/GB consumed\t")
