@@ -82,6 +82,9 @@ func (c storeClean) clean(cmd *cobra.Command) error {
 		topics = []string{c.topic}
 	}
 	advice := func(addr string) string {
+		if c.compact {
+			return fmt.Sprintf("its own cleaner compacts a topic only once its dirty ratio calls for a round; to force one now, stop it and run this again (seglog clean %s --compact)", c.dir)
+		}
 		return fmt.Sprintf("its own cleaner applies each topic's config every %v; to delete records now, DeleteRecords goes through it: seglog clean %s --topic T --partition N --delete-records-before OFFSET",
 			cleaner.DefaultCheckInterval, c.dir)
 	}
